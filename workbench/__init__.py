@@ -1,0 +1,3 @@
+"""Trinity Workbench: build, train and inspect evolved LLM coordinators (TRINITY)."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,1 @@
+"""The engine of the workbench. Never imports Qt, pyqtgraph or ``workbench.gui``."""

@@ -1,0 +1,120 @@
+"""What an episode leaves behind: its turns and its outcome, as frozen dataclasses.
+
+These records are shared by the protocol (which makes them), the store (which keeps
+them) and the pages that show them. They serialise to plain JSON.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class Role(StrEnum):
+    """The three roles the coordinator can give a worker (METHOD.md)."""
+
+    THINKER = "thinker"
+    WORKER = "worker"
+    VERIFIER = "verifier"
+
+
+ROLES: tuple[Role, ...] = (Role.THINKER, Role.WORKER, Role.VERIFIER)
+
+
+class StopReason(StrEnum):
+    ACCEPTED = "accepted"  # a Verifier said ACCEPT
+    MAX_TURNS = "max_turns"  # K turns were used
+    VERIFIER_WITHOUT_ANSWER = "verifier_without_answer"  # Verifier before any Worker answer
+    WORKER_ERRORS = "worker_errors"  # every worker call failed
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One call of one worker in one role, with the coordinator's full decision."""
+
+    index: int
+    worker: str  # worker id
+    role: Role
+    worker_probs: tuple[float, ...]
+    role_probs: tuple[float, ...]
+    messages: tuple[dict[str, str], ...]  # the chat messages sent to the worker
+    response: str = ""
+    verdict: str | None = None  # ACCEPT / REVISE for a Verifier turn, else None
+    verdict_parsed: bool = True  # False when a Verifier reply had no readable verdict
+    tokens_in: int = 0
+    tokens_out: int = 0
+    latency_s: float = 0.0
+    cost: float = 0.0
+    usage_estimated: bool = False
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["role"] = str(self.role)
+        d["worker_probs"] = list(self.worker_probs)
+        d["role_probs"] = list(self.role_probs)
+        d["messages"] = [dict(m) for m in self.messages]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Turn:
+        d = dict(d)
+        d["role"] = Role(d["role"])
+        d["worker_probs"] = tuple(d["worker_probs"])
+        d["role_probs"] = tuple(d["role_probs"])
+        d["messages"] = tuple(dict(m) for m in d["messages"])
+        return cls(**d)
+
+
+@dataclass(frozen=True)
+class Episode:
+    """One query solved over at most K turns, graded."""
+
+    id: str
+    suite: str
+    task_id: str
+    pool: tuple[str, ...]  # worker ids in head-row order
+    max_turns: int
+    turns: tuple[Turn, ...]
+    answer: str | None  # the latest Worker output, or None if no Worker answered
+    reward: float
+    stop_reason: StopReason
+    grade_details: dict[str, Any] = field(default_factory=dict, hash=False)
+    seed: int | None = None
+    run_id: str | None = None
+    generation: int | None = None
+    candidate: int | None = None
+    created_at: float = 0.0  # unix time
+
+    @property
+    def tokens_in(self) -> int:
+        return sum(t.tokens_in for t in self.turns)
+
+    @property
+    def tokens_out(self) -> int:
+        return sum(t.tokens_out for t in self.turns)
+
+    @property
+    def cost(self) -> float:
+        return sum(t.cost for t in self.turns)
+
+    @property
+    def calls(self) -> int:
+        return len(self.turns)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["pool"] = list(self.pool)
+        d["stop_reason"] = str(self.stop_reason)
+        d["turns"] = [t.to_dict() for t in self.turns]
+        d["tokens_in"], d["tokens_out"], d["cost"] = self.tokens_in, self.tokens_out, self.cost
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Episode:
+        d = {k: v for k, v in d.items() if k not in ("tokens_in", "tokens_out", "cost")}
+        d["pool"] = tuple(d["pool"])
+        d["stop_reason"] = StopReason(d["stop_reason"])
+        d["turns"] = tuple(Turn.from_dict(t) for t in d["turns"])
+        return cls(**d)

@@ -1,0 +1,1 @@
+"""Tasks, graders, the code sandbox and suites."""

@@ -1,0 +1,1 @@
+"""Worker providers: the Worker protocol, the provider registry and built-in workers."""

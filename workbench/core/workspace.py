@@ -1,0 +1,56 @@
+"""Where a workspace keeps its database, imported suites and logs.
+
+A workspace is one folder. By default it is the user data directory
+(``platformdirs``); every command accepts ``--workspace DIR`` to use another one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import platformdirs
+
+APP_NAME = "trinity-workbench"
+
+
+def resources_dir() -> Path:
+    """The folder of bundled resources (role prompt templates, icons)."""
+    return Path(str(resources.files("workbench") / "resources"))
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """A workspace folder and the fixed places inside it."""
+
+    root: Path
+
+    @classmethod
+    def open(cls, root: str | Path | None = None) -> Workspace:
+        """Open (creating if needed) the workspace at ``root``, or the user default."""
+        path = Path(root) if root is not None else Path(platformdirs.user_data_dir(APP_NAME))
+        path = path.expanduser().resolve()
+        if path.exists() and not path.is_dir():
+            raise NotADirectoryError(
+                f"workspace {path} is a file, not a folder: pass --workspace with a folder path"
+            )
+        path.mkdir(parents=True, exist_ok=True)
+        return cls(path)
+
+    @property
+    def db_path(self) -> Path:
+        return self.root / "workbench.sqlite3"
+
+    @property
+    def suites_dir(self) -> Path:
+        return self.root / "suites"
+
+    @property
+    def log_dir(self) -> Path:
+        return self.root / "logs"
+
+
+def model_cache_dir() -> Path:
+    """Where converted models (GGUF to safetensors) are kept between runs."""
+    return Path(platformdirs.user_cache_dir(APP_NAME)) / "models"

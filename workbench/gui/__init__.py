@@ -1,0 +1,1 @@
+"""The desktop GUI over ``workbench.core`` (PySide6 + pyqtgraph)."""
