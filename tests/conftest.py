@@ -1,0 +1,92 @@
+"""Shared fixtures: a tiny random-initialised causal LM built here (config + tokenizer),
+the real offline SmolLM2 backbone, and isolated user directories for every test."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+CORPUS = [
+    "Query: what is 12 + 30? Thinker/sandbox:mathlete: add the tens, then the units.",
+    "Worker/local:smollm2: The answer is \\boxed{42}. Verifier/sandbox:scholar: ACCEPT",
+    "def add(a, b):\n    return a + b\n# choice (A) (B) (C) (D) Answer: C REVISE the plan",
+] * 20
+
+
+@pytest.fixture(autouse=True)
+def _isolated_user_dirs(tmp_path_factory, monkeypatch):
+    """Every test gets its own user data/config dirs; the model cache is shared per session."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
+    monkeypatch.setenv("XDG_CACHE_HOME", os.environ.get("WORKBENCH_TEST_CACHE", str(_session_cache())))
+
+
+_CACHE = None
+
+
+def _session_cache():
+    # Converted GGUF models are kept in the real user cache so the conversion (~30 s)
+    # happens once per machine, not once per test.
+    global _CACHE
+    if _CACHE is None:
+        import platformdirs
+
+        _CACHE = platformdirs.user_cache_dir().rstrip("/")
+    return _CACHE
+
+
+def build_tiny_lm(tie_word_embeddings: bool = True, seed: int = 0):
+    """A 3-layer Llama with hidden size 32 and a BPE tokenizer trained on a few lines."""
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers, decoders
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE(unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    specials = ["<unk>", "<pad>", "<|im_start|>", "<|im_end|>"]
+    tok.train_from_iterator(CORPUS, trainers.BpeTrainer(vocab_size=300, special_tokens=specials,
+                                                        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", pad_token="<pad>",
+                                        eos_token="<|im_end|>", bos_token="<|im_start|>")
+    tokenizer.chat_template = CHAT_TEMPLATE
+    config = LlamaConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, intermediate_size=64,
+                         num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
+                         max_position_embeddings=2048, tie_word_embeddings=tie_word_embeddings,
+                         pad_token_id=tokenizer.pad_token_id)
+    torch.manual_seed(seed)
+    model = LlamaForCausalLM(config).eval()
+    model.requires_grad_(False)
+    return model, tokenizer
+
+
+@pytest.fixture(scope="session")
+def tiny_lm():
+    return build_tiny_lm()
+
+
+@pytest.fixture()
+def tiny_backbone(tiny_lm):
+    from workbench.core.coordinator import Backbone
+
+    model, tokenizer = tiny_lm
+    backbone = Backbone("tiny", model=model, tokenizer=tokenizer)
+    yield backbone
+    backbone.close()
+
+
+@pytest.fixture(scope="session")
+def offline_backbone():
+    """The real offline SmolLM2-135M-Instruct backbone (converted once per machine)."""
+    from workbench.core.coordinator import Backbone
+
+    backbone = Backbone("offline", device="cpu")
+    yield backbone
+    backbone.close()

