@@ -1,0 +1,168 @@
+"""The turn loop, prompts, verdicts and stopping rules, with a scripted coordinator (to
+force chosen actions) and real sandbox workers and graders."""
+
+import asyncio
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from workbench.core.coordinator import Action, Coordinator
+from workbench.core.protocol import Prompts, build_messages, parse_verdict, render_transcript, run_episode
+from workbench.core.records import ROLES, Role, StopReason
+from workbench.core.tasks.model import Task
+from workbench.core.workers.base import Completion, Worker, WorkerError, build_pool
+
+MATH = Task(id="m1", kind="math", prompt="What is 6 * 7?", answer="42", category="math")
+
+
+class ScriptedCoordinator:
+    """Plays a fixed list of (worker index, role name) actions, with made-up distributions."""
+
+    def __init__(self, n_workers: int, script: Sequence[tuple[int, str]]):
+        self.n_workers = n_workers
+        self.script = list(script)
+        self.transcripts: list[str] = []
+
+    async def adecide(self, transcript, rng=None):
+        self.transcripts.append(transcript)
+        w, role = self.script[len(self.transcripts) - 1]
+        r = [str(x) for x in ROLES].index(role)
+        wp = tuple(0.9 if i == w else 0.1 / max(1, self.n_workers - 1) for i in range(self.n_workers))
+        rp = tuple(0.8 if i == r else 0.1 for i in range(3))
+        return Action(w, r, wp, rp)
+
+
+class ScriptedWorker(Worker):
+    """A worker that replies from a list; an Exception in the list is raised instead."""
+
+    provider = "scripted"
+
+    def __init__(self, worker_id, replies):
+        super().__init__(worker_id, "scripted")
+        self.replies = list(replies)
+        self.received = []
+
+    async def complete(self, messages, *, max_tokens, temperature, seed=None):
+        self.received.append(messages)
+        reply = self.replies.pop(0)
+        if isinstance(reply, Exception):
+            raise reply
+        return Completion(reply, 10, 5, 0.01, cost=0.001)
+
+
+def play(script, workers, task=MATH, **kw):
+    coord = ScriptedCoordinator(len(workers), script)
+    return asyncio.run(run_episode(coord, workers, task, suite="t", **kw)), coord
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("ACCEPT", ("ACCEPT", True)),
+    ("  **Accept** - the sum is right", ("ACCEPT", True)),
+    ("\n# REVISE\nstep 2 is wrong", ("REVISE", True)),
+    ("Verdict: accept", ("ACCEPT", True)),
+    ("> `revise`: no", ("REVISE", True)),
+    ("_ACCEPT_", ("ACCEPT", True)),
+    ("**Verdict:** REVISE", ("REVISE", True)),
+    ("I think we should ACCEPT", ("REVISE", False)),
+    ("ACCEPTABLE? not sure", ("REVISE", False)),
+    ("", ("REVISE", False)),
+])
+def test_parse_verdict(text, expected):
+    assert parse_verdict(text) == expected
+
+
+def test_worker_then_accept_stops_with_graded_answer():
+    solver = ScriptedWorker("a", ["6*7 = \\boxed{42}"])
+    judge = ScriptedWorker("b", ["**ACCEPT** looks right"])
+    episode, coord = play([(0, "worker"), (1, "verifier")], [solver, judge])
+    assert episode.stop_reason == StopReason.ACCEPTED
+    assert episode.answer == "6*7 = \\boxed{42}" and episode.reward == 1.0
+    assert [(t.worker, t.role, t.verdict) for t in episode.turns] == [("a", Role.WORKER, None),
+                                                                      ("b", Role.VERIFIER, "ACCEPT")]
+    assert episode.turns[0].worker_probs == (0.9, 0.1) and episode.turns[1].role_probs == (0.1, 0.1, 0.8)
+    assert episode.cost == pytest.approx(0.002) and episode.tokens_in == 20
+    # the coordinator read the growing transcript as "role/worker: content"
+    assert coord.transcripts[1].endswith("Worker/a: 6*7 = \\boxed{42}")
+    # the verifier saw the answer under review
+    assert "6*7 = \\boxed{42}" in judge.received[0][0]["content"]
+
+
+def test_verifier_before_any_answer_ends_with_reward_zero():
+    judge = ScriptedWorker("b", ["ACCEPT"])
+    episode, _ = play([(0, "verifier")], [judge])
+    assert episode.stop_reason == StopReason.VERIFIER_WITHOUT_ANSWER
+    assert episode.reward == 0 and len(episode.turns) == 1 and not judge.received
+    assert "Verifier was chosen before any Worker answer" in episode.grade_details["reason"]
+
+
+def test_unparsed_verdict_counts_as_revise_and_max_turns_stop():
+    solver = ScriptedWorker("a", ["\\boxed{41}", "\\boxed{42}"])
+    judge = ScriptedWorker("b", ["Looks fine to me"])
+    episode, _ = play([(0, "worker"), (1, "verifier"), (0, "worker")], [solver, judge], max_turns=3)
+    assert episode.turns[1].verdict == "REVISE" and episode.turns[1].verdict_parsed is False
+    assert episode.stop_reason == StopReason.MAX_TURNS and len(episode.turns) == 3
+    assert episode.answer == "\\boxed{42}" and episode.reward == 1.0  # latest Worker output
+    # the second Worker call saw the previous answer and the critique
+    second = solver.received[1][0]["content"]
+    assert "Previous answer (a):\n\\boxed{41}" in second and "Critique (b):\nLooks fine to me" in second
+
+
+def test_failed_call_is_recorded_and_the_episode_goes_on():
+    solver = ScriptedWorker("a", [WorkerError("a", "server said 503 three times"), "\\boxed{42}"])
+    episode, _ = play([(0, "worker"), (0, "worker")], [solver], max_turns=2)
+    assert episode.turns[0].error == "worker 'a': server said 503 three times"
+    assert episode.turns[0].response == "" and episode.turns[1].error is None
+    assert episode.reward == 1.0 and episode.stop_reason == StopReason.MAX_TURNS
+
+
+def test_every_call_failing_ends_with_worker_errors():
+    solver = ScriptedWorker("a", [WorkerError("a", "401"), RuntimeError("connection reset")])
+    episode, _ = play([(0, "thinker"), (0, "worker")], [solver], max_turns=2)
+    assert episode.stop_reason == StopReason.WORKER_ERRORS and episode.reward == 0
+    assert episode.turns[1].error == "RuntimeError: connection reset"
+
+
+def test_role_prompts_and_custom_templates(tmp_path):
+    prompts = Prompts.load()
+    thinker = ScriptedWorker("t", ["Multiply the tens first."])
+    solver = ScriptedWorker("s", ["\\boxed{42}"])
+    judge = ScriptedWorker("v", ["ACCEPT"])
+    play([(0, "thinker"), (1, "worker"), (2, "verifier")], [thinker, solver, judge], prompts=prompts)
+    worker_prompt = solver.received[0][0]["content"]
+    assert "Guidance (t):\nMultiply the tens first." in worker_prompt and "\\boxed{}" in worker_prompt
+    verifier_prompt = judge.received[0][0]["content"]
+    assert "Multiply the tens" not in verifier_prompt and "ACCEPT" in verifier_prompt
+    for role in ("thinker", "worker", "verifier"):
+        (tmp_path / f"{role}.txt").write_text(f"CUSTOM {role}: $query")
+    custom = Prompts.load(tmp_path)
+    msgs = build_messages(custom, Role.WORKER, MATH, (), None)
+    assert msgs == ({"role": "user", "content": "CUSTOM worker: What is 6 * 7?"},)
+    with pytest.raises(FileNotFoundError, match="thinker.txt is missing"):
+        Prompts.load(tmp_path / "nowhere")
+
+
+def test_choice_tasks_show_lettered_options_to_coordinator_and_workers():
+    task = Task(id="c1", kind="choice", prompt="Which is prime?", choices=("4", "6", "7", "9"), answer="C")
+    assert render_transcript(task, ()) == "Query:\nWhich is prime?\n\n(A) 4\n(B) 6\n(C) 7\n(D) 9"
+
+
+def test_pool_size_must_match_the_head(tiny_backbone):
+    coord = Coordinator.untrained(tiny_backbone, n_workers=2)
+    with pytest.raises(ValueError, match="head has 2 worker rows but the pool has 3"):
+        asyncio.run(run_episode(coord, build_pool(["sandbox"]), MATH))
+
+
+def test_sandbox_episodes_are_reproducible_and_use_the_real_coordinator(tiny_backbone):
+    pool = build_pool(["sandbox"])
+    coord = Coordinator.untrained(tiny_backbone, n_workers=3, seed=0, scale=0.1)
+
+    def one(seed):
+        return asyncio.run(run_episode(coord, pool, MATH, rng=np.random.default_rng(seed), seed=seed))
+
+    a, b = one(7), one(7)
+    assert [t.to_dict() for t in a.turns] == [t.to_dict() for t in b.turns]
+    assert a.reward == b.reward and a.stop_reason == b.stop_reason
+    assert any(one(s).turns != a.turns for s in range(8, 12))
+    for t in a.turns:
+        assert t.response.startswith(("[sandbox:", "ACCEPT", "REVISE")) or not t.messages

@@ -1,0 +1,244 @@
+"""The multi-turn Thinker / Worker / Verifier protocol (METHOD.md).
+
+Each turn the coordinator reads the transcript (the query, then every earlier turn as
+``role/worker: content``) and picks (worker, role); the chosen worker gets its role's
+prompt, built from the query and the earlier turns it needs; its reply is appended.
+The episode stops at the first Verifier ACCEPT or after K turns; its answer is the
+latest Worker output. Role prompts are templates in ``resources/prompts`` (editable, or
+pass another folder).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import re
+import string
+import time
+import tomllib
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from workbench.core.coordinator import Coordinator
+from workbench.core.records import ROLES, Episode, Role, StopReason, Turn
+from workbench.core.tasks.graders import grade
+from workbench.core.tasks.model import Task
+from workbench.core.workers.base import EpisodeContext, Worker, current_episode
+from workbench.core.workspace import resources_dir
+
+log = logging.getLogger(__name__)
+
+ROLE_TITLES = {Role.THINKER: "Thinker", Role.WORKER: "Worker", Role.VERIFIER: "Verifier"}
+TRANSCRIPT_TURN_CHARS = 2000  # per turn, in the coordinator's view (head and tail kept)
+
+
+# --------------------------------------------------------------------------- prompts
+
+
+@dataclass(frozen=True)
+class Prompts:
+    """The three role templates (``string.Template``: ``$query``, ``$history``,
+    ``$answer``, ``$format``) and the closing instruction per task kind."""
+
+    thinker: str
+    worker: str
+    verifier: str
+    formats: dict[str, str]
+
+    @classmethod
+    def load(cls, folder: str | Path | None = None) -> Prompts:
+        folder = Path(folder) if folder is not None else resources_dir() / "prompts"
+        texts = {}
+        for role in ("thinker", "worker", "verifier"):
+            path = folder / f"{role}.txt"
+            if not path.is_file():
+                raise FileNotFoundError(f"role prompt {path} is missing: copy it from {resources_dir() / 'prompts'}")
+            texts[role] = path.read_text(encoding="utf-8")
+        formats_path = folder / "formats.toml"
+        if not formats_path.is_file():
+            formats_path = resources_dir() / "prompts" / "formats.toml"
+        formats = tomllib.loads(formats_path.read_text(encoding="utf-8"))
+        return cls(texts["thinker"], texts["worker"], texts["verifier"], formats)
+
+    def template(self, role: Role) -> string.Template:
+        return string.Template({Role.THINKER: self.thinker, Role.WORKER: self.worker,
+                                Role.VERIFIER: self.verifier}[role])
+
+
+def _clip(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n[... {len(text) - 2 * half} characters omitted ...]\n{text[-half:]}"
+
+
+def render_transcript(task: Task, turns: Sequence[Turn]) -> str:
+    """The coordinator's view: the query, then each earlier turn as ``role/worker: content``."""
+    parts = [f"Query:\n{task.full_prompt()}"]
+    for turn in turns:
+        body = turn.response if turn.error is None else f"[call failed: {turn.error}]"
+        parts.append(f"{ROLE_TITLES[turn.role]}/{turn.worker}: {_clip(body, TRANSCRIPT_TURN_CHARS)}")
+    return "\n\n".join(parts)
+
+
+def _history_for(role: Role, turns: Sequence[Turn]) -> str:
+    """The earlier turns a role sees: a Thinker sees everything; a Worker sees the
+    guidance and critiques and its team's previous answer; a Verifier sees only the
+    answer under review (it judges independently)."""
+    if role is Role.VERIFIER:
+        return ""
+    lines = []
+    last_answer = max((i for i, t in enumerate(turns) if t.role is Role.WORKER and t.error is None), default=None)
+    for i, turn in enumerate(turns):
+        if turn.error is not None or not turn.response:
+            continue
+        if role is Role.WORKER and turn.role is Role.WORKER and i != last_answer:
+            continue
+        title = {Role.THINKER: "Guidance", Role.WORKER: "Previous answer", Role.VERIFIER: "Critique"}[turn.role]
+        lines.append(f"{title} ({turn.worker}):\n{turn.response}")
+    return ("\n" + "\n\n".join(lines) + "\n") if lines else ""
+
+
+def build_messages(prompts: Prompts, role: Role, task: Task, turns: Sequence[Turn],
+                   answer: str | None) -> tuple[dict[str, str], ...]:
+    """The chat messages a worker receives for ``role`` at this point of the episode."""
+    content = prompts.template(role).safe_substitute(
+        query=task.full_prompt(),
+        history=_history_for(role, turns),
+        answer=answer or "",
+        format=prompts.formats.get(task.kind, ""),
+    )
+    return ({"role": "user", "content": content.strip()},)
+
+
+# --------------------------------------------------------------------------- verdicts
+
+_VERDICT = re.compile(r"^(?:verdict[\s*_:\-]*)?[\s*_`]*(accept|revise)(?![a-z])", re.IGNORECASE)
+_LEAD = re.compile(r"^[\s*_#>`'\"\[\(]+")
+
+
+def parse_verdict(text: str) -> tuple[str, bool]:
+    """(``ACCEPT`` or ``REVISE``, parsed). Tolerates case, markdown and leading space;
+    a reply that does not start with a verdict counts as REVISE, unparsed."""
+    head = _LEAD.sub("", text or "")
+    match = _VERDICT.match(head)
+    if match is None:
+        return "REVISE", False
+    return match.group(1).upper(), True
+
+
+# --------------------------------------------------------------------------- episode
+
+
+def _turn_seed(seed: int | None, index: int) -> int | None:
+    if seed is None:
+        return None
+    return int.from_bytes(hashlib.sha256(f"{seed}:{index}".encode()).digest()[:4], "big")
+
+
+async def run_episode(
+    coordinator: Coordinator,
+    pool: Sequence[Worker],
+    task: Task,
+    *,
+    suite: str = "",
+    max_turns: int = 5,
+    rng: np.random.Generator | None = None,
+    seed: int | None = None,
+    max_tokens: int = 1024,
+    temperature: float = 0.1,
+    prompts: Prompts | None = None,
+    episode_id: str | None = None,
+    run_id: str | None = None,
+    generation: int | None = None,
+    candidate: int | None = None,
+) -> Episode:
+    """Solve ``task`` with ``pool`` over at most ``max_turns`` turns and grade it.
+
+    ``rng`` samples the coordinator's choices (training); None takes the argmax
+    (evaluation). ``seed`` seeds each worker call. A failed call is recorded on its turn
+    and the episode goes on; an episode whose every call failed ends with reward 0.
+    """
+    if len(pool) != coordinator.n_workers:
+        raise ValueError(
+            f"the coordinator's head has {coordinator.n_workers} worker rows but the pool has "
+            f"{len(pool)} workers: build the coordinator for this pool"
+        )
+    if max_turns < 1:
+        raise ValueError("max_turns must be at least 1")
+    prompts = prompts or Prompts.load()
+    turns: list[Turn] = []
+    answer: str | None = None
+    thinkers: list[str] = []
+    stop = StopReason.MAX_TURNS
+    for index in range(max_turns):
+        action = await coordinator.adecide(render_transcript(task, turns), rng)
+        worker, role = pool[action.worker], ROLES[action.role]
+        decision = dict(index=index, worker=worker.id, role=role,
+                        worker_probs=action.worker_probs, role_probs=action.role_probs)
+        if role is Role.VERIFIER and answer is None:
+            turns.append(Turn(**decision, messages=(), error=None))
+            stop = StopReason.VERIFIER_WITHOUT_ANSWER
+            break
+        messages = build_messages(prompts, role, task, turns, answer)
+        token = current_episode.set(EpisodeContext(task, str(role), answer, tuple(thinkers)))
+        started = time.perf_counter()
+        try:
+            reply = await worker.complete(messages, max_tokens=max_tokens, temperature=temperature,
+                                          seed=_turn_seed(seed, index))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # recorded on the turn; the episode goes on
+            log.warning("turn %d of task %s: %s", index, task.id, exc, exc_info=not _is_worker_error(exc))
+            turns.append(Turn(**decision, messages=messages, error=_describe(exc),
+                              latency_s=time.perf_counter() - started))
+            continue
+        finally:
+            current_episode.reset(token)
+        verdict, parsed = parse_verdict(reply.text) if role is Role.VERIFIER else (None, True)
+        turns.append(Turn(**decision, messages=messages, response=reply.text, verdict=verdict,
+                          verdict_parsed=parsed, tokens_in=reply.tokens_in, tokens_out=reply.tokens_out,
+                          latency_s=reply.latency_s, cost=reply.cost, usage_estimated=reply.usage_estimated))
+        if role is Role.THINKER:
+            thinkers.append(worker.id)
+        elif role is Role.WORKER:
+            answer, thinkers = reply.text, []
+        elif verdict == "ACCEPT":
+            stop = StopReason.ACCEPTED
+            break
+    called = [t for t in turns if t.messages]
+    if called and all(t.error is not None for t in called):
+        stop = StopReason.WORKER_ERRORS
+    if stop in (StopReason.VERIFIER_WITHOUT_ANSWER, StopReason.WORKER_ERRORS) or answer is None:
+        reward, details = 0.0, {"reason": _no_answer_reason(stop)}
+    else:
+        graded = await asyncio.to_thread(grade, task, answer)
+        reward, details = graded.reward, graded.details
+    return Episode(
+        id=episode_id or uuid.uuid4().hex, suite=suite, task_id=task.id,
+        pool=tuple(w.id for w in pool), max_turns=max_turns, turns=tuple(turns), answer=answer,
+        reward=float(reward), stop_reason=stop, grade_details=dict(details), seed=seed,
+        run_id=run_id, generation=generation, candidate=candidate, created_at=time.time(),
+    )
+
+
+def _is_worker_error(exc: Exception) -> bool:
+    from workbench.core.workers.base import WorkerError
+
+    return isinstance(exc, WorkerError)
+
+
+def _describe(exc: Exception) -> str:
+    return str(exc) if _is_worker_error(exc) else f"{type(exc).__name__}: {exc}"
+
+
+def _no_answer_reason(stop: StopReason) -> str:
+    return {
+        StopReason.VERIFIER_WITHOUT_ANSWER: "a Verifier was chosen before any Worker answer (reward 0)",
+        StopReason.WORKER_ERRORS: "every worker call failed (reward 0)",
+    }.get(stop, "no Worker produced an answer (reward 0)")
