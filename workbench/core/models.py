@@ -156,6 +156,30 @@ def local_directory(source: str) -> Path:
     raise ModelSourceError(f"{source} is a Hub id, not a local model")
 
 
+def _in_hub_cache(repo_id: str) -> bool:
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
+    except Exception:  # a malformed id: let from_pretrained report it
+        return False
+
+
+def _hub_reachable(timeout_s: float = 3.0) -> bool:
+    """Whether the Hugging Face Hub answers a TCP connection (honours HF_HUB_OFFLINE)."""
+    import socket
+    from urllib.parse import urlparse
+
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
+        return False
+    endpoint = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
+    try:
+        with socket.create_connection((endpoint.hostname, endpoint.port or 443), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
+
+
 def pick_device(device: str = "auto") -> str:
     """``auto`` means CUDA when present, else CPU; anything else is checked."""
     import torch
@@ -176,9 +200,12 @@ def load_causal_lm(source: str, device: str = "auto") -> tuple[Any, Any, Resolve
     device = pick_device(device)
     dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
     location = str(_convert_gguf(resolved)) if resolved.gguf_file else resolved.location
+    # A Hub model already in the local cache loads without the network; otherwise check
+    # quickly that the Hub answers, rather than letting the client retry for a minute.
+    cached_only = resolved.kind == "hub" and (_in_hub_cache(location) or not _hub_reachable())
     try:
-        tokenizer = AutoTokenizer.from_pretrained(location)
-        model = AutoModelForCausalLM.from_pretrained(location, dtype=dtype)
+        tokenizer = AutoTokenizer.from_pretrained(location, local_files_only=cached_only)
+        model = AutoModelForCausalLM.from_pretrained(location, dtype=dtype, local_files_only=cached_only)
     except OSError as exc:
         if resolved.kind == "hub":
             raise ModelSourceError(
