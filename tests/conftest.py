@@ -45,7 +45,7 @@ def _session_cache():
 def build_tiny_lm(tie_word_embeddings: bool = True, seed: int = 0):
     """A 3-layer Llama with hidden size 32 and a BPE tokenizer trained on a few lines."""
     import torch
-    from tokenizers import Tokenizer, models, pre_tokenizers, trainers, decoders
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE(unk_token="<unk>"))

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import torch
 
+from tests.conftest import build_tiny_lm
 from workbench.core.coordinator import (
     SVF,
     Action,
@@ -14,7 +15,6 @@ from workbench.core.coordinator import (
     act,
     apply_heads,
 )
-from tests.conftest import build_tiny_lm
 
 TEXT = "Query:\nwhat is 12 + 30?\n\nThinker/sandbox:mathlete: add the tens, then the units."
 

@@ -8,7 +8,13 @@ import numpy as np
 import pytest
 
 from workbench.core.coordinator import Action, Coordinator
-from workbench.core.protocol import Prompts, build_messages, parse_verdict, render_transcript, run_episode
+from workbench.core.protocol import (
+    Prompts,
+    build_messages,
+    parse_verdict,
+    render_transcript,
+    run_episode,
+)
 from workbench.core.records import ROLES, Role, StopReason
 from workbench.core.tasks.model import Task
 from workbench.core.workers.base import Completion, Worker, WorkerError, build_pool

@@ -1,0 +1,89 @@
+"""The sandbox pool simulation: declared skills, role effects, reproducibility."""
+
+import asyncio
+
+import pytest
+
+from workbench.core.tasks.graders import grade
+from workbench.core.tasks.model import Task
+from workbench.core.workers.base import EpisodeContext, WorkerError, build_pool, current_episode
+from workbench.core.workers.simulated import PROFILES_BY_ID, THINK_GAIN, oracle_worker
+
+MATH = Task(id="m", kind="math", prompt="What is 6 * 7?", answer="42", category="math")
+CHOICE = Task(id="c", kind="choice", prompt="Which is prime?", choices=("4", "6", "7", "9"), answer="C",
+              category="choice")
+CODE = Task(id="k", kind="code", prompt="Write sq(x).", category="code", solution="def sq(x):\n    return x * x",
+            tests={"style": "humaneval", "entry_point": "sq", "test": "def check(c):\n    assert c(3) == 9\n"})
+
+
+def call(worker_id, task, role, *, answer=None, thinkers=(), seed=0):
+    (worker,) = build_pool([worker_id])
+
+    async def go():
+        token = current_episode.set(EpisodeContext(task, role, answer, tuple(thinkers)))
+        try:
+            return await worker.complete([{"role": "user", "content": task.prompt}], max_tokens=256,
+                                         temperature=0.1, seed=seed)
+        finally:
+            current_episode.reset(token)
+
+    return asyncio.run(go())
+
+
+def success_rate(worker_id, task, n=400, **kw):
+    return sum(grade(task, call(worker_id, task, "worker", seed=s, **kw).text).reward for s in range(n)) / n
+
+
+def test_worker_success_follows_declared_skill():
+    assert success_rate("sandbox:mathlete", MATH) == pytest.approx(0.85, abs=0.06)
+    assert success_rate("sandbox:scholar", MATH) == pytest.approx(0.30, abs=0.06)
+    assert success_rate("sandbox:scholar", CHOICE) == pytest.approx(0.85, abs=0.06)
+
+
+def test_a_thinker_before_the_worker_raises_its_chance():
+    expected = 0.3 + 0.7 * THINK_GAIN * PROFILES_BY_ID["sandbox:mathlete"].skill["math"]
+    rate = success_rate("sandbox:scholar", MATH, thinkers=["sandbox:mathlete"])
+    assert rate == pytest.approx(expected, abs=0.06)
+
+
+def test_verifier_catches_wrong_answers_at_its_skill_and_accepts_right_ones():
+    caught = sum(call("sandbox:mathlete", MATH, "verifier", answer="\\boxed{41}", seed=s).text.startswith("REVISE")
+                 for s in range(300)) / 300
+    assert caught == pytest.approx(0.85, abs=0.06)
+    accepted = sum(call("sandbox:coder", MATH, "verifier", answer="\\boxed{42}", seed=s).text.startswith("ACCEPT")
+                   for s in range(300)) / 300
+    assert accepted == pytest.approx(0.95, abs=0.04)
+
+
+def test_code_answers_are_real_programs_graded_in_the_sandbox():
+    texts = [call("sandbox:coder", CODE, "worker", seed=s).text for s in range(12)]
+    rewards = [grade(CODE, t).reward for t in texts]
+    assert 1.0 in rewards and 0.0 in rewards
+
+
+def test_same_seed_and_transcript_give_the_same_reply():
+    a = call("sandbox:scholar", CHOICE, "worker", seed=5)
+    assert a == call("sandbox:scholar", CHOICE, "worker", seed=5)
+    assert a.text.startswith("[sandbox:scholar]") and a.tokens_out > 0 and a.cost > 0
+
+
+def test_oracle_is_the_best_worker_per_category():
+    ids = list(PROFILES_BY_ID)
+    assert oracle_worker("math", "math", ids) == "sandbox:mathlete"
+    assert oracle_worker("choice", "choice", ids) == "sandbox:scholar"
+    assert oracle_worker(None, "code", ids) == "sandbox:coder"
+
+
+def test_sandbox_outside_an_episode_is_a_clear_error():
+    (worker,) = build_pool(["sandbox:coder"])
+    with pytest.raises(WorkerError, match="only inside an episode"):
+        asyncio.run(worker.complete([{"role": "user", "content": "hi"}], max_tokens=8, temperature=0))
+
+
+def test_unknown_workers_name_the_alternatives():
+    with pytest.raises(KeyError, match="unknown worker 'gpt-9'.*local:"):
+        build_pool(["gpt-9"])
+    with pytest.raises(ValueError, match="sandbox:mathlete, sandbox:scholar, sandbox:coder"):
+        build_pool(["sandbox:wizard"])
+    with pytest.raises(ValueError, match="twice"):
+        build_pool(["sandbox", "sandbox:coder"])
