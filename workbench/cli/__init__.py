@@ -1,0 +1,79 @@
+"""The ``trinity-workbench`` command: no argument starts the GUI; subcommands do
+headless work through ``workbench.core`` (never the GUI).
+
+Exit codes: 0 success, 1 the work failed, 2 bad input (a usage error or an invalid file).
+Each command module has a ``register(sub, common)`` that adds its subcommands.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from workbench import __version__
+from workbench.cli import episodes, suites, workers
+from workbench.cli.common import UserError
+
+log = logging.getLogger("workbench")
+
+COMMAND_MODULES = (suites, episodes, workers)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="trinity-workbench",
+        description="Build, train and inspect evolved LLM coordinators (TRINITY).",
+    )
+    parser.add_argument("--version", action="version", version=f"trinity-workbench {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress and details to stderr")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--workspace", metavar="DIR", default=None,
+                        help="workspace folder (default: the user data directory)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module in COMMAND_MODULES:
+        module.register(sub, common)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    if args.command is None:
+        parser.print_help()
+        return 0
+    try:
+        return args.func(args)
+    except _user_errors() as exc:
+        # Errors that carry a sentence for the user: no traceback (unless --verbose).
+        log.debug("details", exc_info=True)
+        print(f"error: {exc}", file=sys.stderr)
+        return 1 if isinstance(exc, _work_failures()) else 2
+    except BrokenPipeError:  # output piped into head, less, ...
+        sys.stderr.close()
+        return 0
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+def _user_errors() -> tuple[type[BaseException], ...]:
+    from workbench.core.models import ModelSourceError
+    from workbench.core.store import StoreError
+    from workbench.core.tasks.model import TaskNotFound
+    from workbench.core.workers.base import UnknownWorker, WorkerError
+
+    return (UserError, ModelSourceError, StoreError, TaskNotFound, UnknownWorker, WorkerError,
+            ValueError, FileNotFoundError, NotADirectoryError)
+
+
+def _work_failures() -> tuple[type[BaseException], ...]:
+    """Errors that mean the work failed (exit 1) rather than that the input was bad (2)."""
+    from workbench.core.workers.base import WorkerError
+
+    return (RuntimeError, WorkerError)
+
+

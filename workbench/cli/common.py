@@ -1,0 +1,33 @@
+"""Helpers shared by the command modules: the workspace, tables, JSON, user errors."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+
+class UserError(Exception):
+    """Bad input from the user: printed without a traceback, exit code 2."""
+
+
+def workspace(args):
+    from workbench.core.workspace import Workspace
+
+    return Workspace.open(args.workspace)
+
+
+def print_json(obj) -> None:
+    print(json.dumps(obj, indent=2, ensure_ascii=False, default=str))
+
+
+def table(rows: Sequence[Sequence[object]], header: Sequence[str]) -> str:
+    cells = [[str(c) for c in header]] + [[str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def one_line(text: str, width: int = 60) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= width else text[: width - 1] + "…"
