@@ -76,7 +76,7 @@ def main() -> None:
     n_tokens = len(backbone.encode(base))
 
     # the same later turn with prefix reuse switched off, for the ratio
-    plain = Backbone(args.backbone, device="cpu", prefix_cache_size=0)
+    plain = Backbone(args.backbone, device="cpu", prefix_cache_bytes=0)
     no_reuse = median_time(lambda: plain.feature(grow(transcript_of(plain, 500, str(next(counter))))),
                            args.repeats)
 

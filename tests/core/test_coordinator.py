@@ -19,6 +19,11 @@ from workbench.core.coordinator import (
 TEXT = "Query:\nwhat is 12 + 30?\n\nThinker/sandbox:mathlete: add the tens, then the units."
 
 
+def own_backbone(seed):
+    model, tokenizer = build_tiny_lm(seed=seed)
+    return Backbone("tiny", model=model, tokenizer=tokenizer)
+
+
 def manual_feature(model, tokenizer, text):
     ids = tokenizer.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True,
                                         tokenize=True, return_dict=True)["input_ids"]
@@ -52,7 +57,7 @@ def test_feature_cache_second_identical_transcript_does_no_forward(tiny_backbone
 def test_batched_and_prefix_reused_features_match_fresh_ones(tiny_lm):
     model, tokenizer = tiny_lm
     texts = [TEXT, TEXT + " Then check.", "Query:\ndef add(a, b): return a + b"]
-    fresh = Backbone("tiny", model=model, tokenizer=tokenizer, prefix_cache_size=0)
+    fresh = Backbone("tiny", model=model, tokenizer=tokenizer, prefix_cache_bytes=0)
     expected = np.stack([fresh.feature(t) for t in texts])
     batched = Backbone("tiny", model=model, tokenizer=tokenizer)
     np.testing.assert_allclose(batched.features(texts), expected, atol=1e-5)
@@ -139,17 +144,37 @@ def test_svf_zero_delta_restores_weights_exactly_and_ties_once():
         assert torch.equal(v, original[k]), k
 
 
-def test_svf_changes_features_and_keys_the_cache():
+def test_svf_changes_features_and_keys_the_caches():
     model, tokenizer = build_tiny_lm(seed=4)
+    original = {k: v.clone() for k, v in model.state_dict().items()}
     backbone = Backbone("tiny", model=model, tokenizer=tokenizer)
     base = backbone.feature(TEXT)
-    n = backbone.svf().n_params
+    delta = np.random.default_rng(1).normal(0, 0.3, backbone.svf().n_params)
     # (a uniform offset would change nothing: the sum(S) renormalisation cancels it)
-    backbone.set_svf(np.random.default_rng(1).normal(0, 0.3, n))
-    adapted = backbone.feature(TEXT)
+    adapted = backbone.feature(TEXT, delta)
     assert not np.allclose(base, adapted, atol=1e-4)
     forwards = backbone.stats.forwards
-    backbone.set_svf(None)
-    np.testing.assert_array_equal(backbone.feature(TEXT), base)  # cache hit under the old key
+    np.testing.assert_array_equal(backbone.feature(TEXT), base)  # cache hit under its own key
     assert backbone.stats.forwards == forwards
+    # a grown transcript under the original weights must not reuse the adapted KV cache
+    grown = TEXT + " And verify."
+    np.testing.assert_allclose(backbone.feature(grown), Backbone("t", model=model, tokenizer=tokenizer,
+                               prefix_cache_bytes=0).feature(grown), atol=1e-5)
+    for k, v in model.state_dict().items():
+        assert torch.equal(v, original[k]), k
+
+
+def test_concurrent_candidates_with_different_svf_vectors_get_their_own_features():
+    backbone = own_backbone(seed=5)
+    n = backbone.svf().n_params
+    deltas = [None] + [np.random.default_rng(s).normal(0, 0.3, n) for s in range(3)]
+    expected = [backbone.feature(TEXT, d) for d in deltas]
+    other = own_backbone(seed=5)  # its own copy of the weights: SVF changes them in place
+
+    async def all_at_once():
+        return await asyncio.gather(*(other.afeature(TEXT, d) for d in deltas * 3))
+
+    for got, want in zip(asyncio.run(all_at_once()), expected * 3, strict=True):
+        np.testing.assert_allclose(got, want, atol=1e-6)
     backbone.close()
+    other.close()

@@ -247,8 +247,9 @@ class Backbone:
     """A frozen causal LM that turns transcripts into unit-RMS feature vectors."""
 
     def __init__(self, source: str = "offline", device: str = "auto", *,
-                 feature_cache_size: int = 50_000, prefix_cache_size: int = 32,
-                 min_prefix_tokens: int = 8, model: Any = None, tokenizer: Any = None):
+                 svf_layer: int = -2, feature_cache_size: int = 50_000,
+                 prefix_cache_bytes: int = 2 << 30, min_prefix_tokens: int = 8,
+                 model: Any = None, tokenizer: Any = None):
         if model is None:
             from workbench.core.models import load_causal_lm
 
@@ -263,36 +264,41 @@ class Backbone:
         self.stats = FeatureStats()
         self._feature_cache: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
         self._feature_cache_size = feature_cache_size
-        self._prefixes: OrderedDict[tuple[int, ...], Any] = OrderedDict()
-        self._prefix_cache_size = prefix_cache_size
+        # KV caches of earlier transcripts, keyed by (SVF digest, token ids), LRU within a
+        # memory budget: a later turn of the same episode forwards its new tokens only.
+        self._prefixes: OrderedDict[tuple[str, tuple[int, ...]], tuple[Any, int]] = OrderedDict()
+        self._prefix_bytes = 0
+        self._prefix_budget = prefix_cache_bytes
         self._min_prefix = min_prefix_tokens
+        self.svf_layer = svf_layer
         self._svf: SVF | None = None
-        self._svf_digest = "none"
+        self._svf_digest = "none"  # the SVF vector the weights hold now
         self._lock = threading.Lock()  # one forward at a time on this model
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="backbone")
-        self._pending: list[tuple[str, asyncio.Future]] = []
+        self._pending: list[tuple[str, np.ndarray | None, asyncio.Future]] = []
         self._draining = False
 
     # -- SVF ---------------------------------------------------------------
 
-    def svf(self, layer: int = -2) -> SVF:
-        """The SVF adapter of this backbone (built on first use)."""
+    def svf(self) -> SVF:
+        """The SVF adapter of this backbone's ``svf_layer`` (built on first use)."""
         with self._lock:
-            if self._svf is None or self._svf.layer != layer:
-                self._svf = SVF(self.model, layer)
-            return self._svf
+            return self._svf_adapter()
 
-    def set_svf(self, delta: np.ndarray | None, layer: int = -2) -> None:
-        """Apply SVF offsets (None or zeros: the original weights). Features are cached
-        per SVF vector; the prefix KV caches belong to the old weights and are dropped."""
+    def _svf_adapter(self) -> SVF:
+        if self._svf is None:
+            self._svf = SVF(self.model, self.svf_layer)
+        return self._svf
+
+    def _use_svf(self, delta: np.ndarray | None) -> str:
+        """Make the weights hold SVF offsets ``delta`` (None: the original weights);
+        called under the lock, so concurrent requests with other vectors are safe."""
         digest = _digest(delta)
-        if digest == self._svf_digest:
-            return
-        adapter = self.svf(layer)
-        with self._lock:
+        if digest != self._svf_digest:
+            adapter = self._svf_adapter()
             adapter.apply(np.zeros(adapter.n_params) if delta is None else delta)
             self._svf_digest = digest
-            self._prefixes.clear()
+        return digest
 
     # -- features ----------------------------------------------------------
 
@@ -309,38 +315,42 @@ class Backbone:
             return list(ids)
         return list(tok(transcript)["input_ids"])
 
-    def features(self, transcripts: Sequence[str]) -> np.ndarray:
-        """Unit-RMS features, one row per transcript; cached transcripts cost nothing."""
+    def features(self, transcripts: Sequence[str], svf: np.ndarray | None = None) -> np.ndarray:
+        """Unit-RMS features, one row per transcript, with SVF offsets ``svf`` applied;
+        transcripts already seen (under the same SVF vector) cost nothing."""
         out: list[np.ndarray | None] = [None] * len(transcripts)
         todo: dict[str, list[int]] = {}
         with self._lock:
+            digest = _digest(svf)
             for i, text in enumerate(transcripts):
                 self.stats.requests += 1
-                key = (self._svf_digest, text)
-                hit = self._feature_cache.get(key)
+                hit = self._feature_cache.get((digest, text))
                 if hit is not None:
-                    self._feature_cache.move_to_end(key)
+                    self._feature_cache.move_to_end((digest, text))
                     self.stats.cache_hits += 1
                     out[i] = hit
                 else:
                     todo.setdefault(text, []).append(i)
             if todo:
+                self._use_svf(svf)
                 computed = self._compute(list(todo))
                 for text, feature in zip(todo, computed, strict=True):
-                    self._remember(text, feature)
+                    self._feature_cache[(digest, text)] = feature
                     for i in todo[text]:
                         out[i] = feature
+                while len(self._feature_cache) > self._feature_cache_size:
+                    self._feature_cache.popitem(last=False)
         return np.stack(out) if out else np.zeros((0, self.hidden_size))
 
-    def feature(self, transcript: str) -> np.ndarray:
-        return self.features([transcript])[0]
+    def feature(self, transcript: str, svf: np.ndarray | None = None) -> np.ndarray:
+        return self.features([transcript], svf)[0]
 
-    async def afeature(self, transcript: str) -> np.ndarray:
+    async def afeature(self, transcript: str, svf: np.ndarray | None = None) -> np.ndarray:
         """The feature, computed off the event loop. Requests that arrive while a forward
-        is running are batched into the next one."""
+        is running are batched into the next one (grouped by SVF vector)."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future = loop.create_future()
-        self._pending.append((transcript, future))
+        self._pending.append((transcript, svf, future))
         if not self._draining:
             self._draining = True
             loop.create_task(self._drain())
@@ -350,41 +360,41 @@ class Backbone:
         loop = asyncio.get_running_loop()
         try:
             while self._pending:
-                batch, self._pending = self._pending, []
-                try:
-                    rows = await loop.run_in_executor(self._executor, self.features, [t for t, _ in batch])
-                except Exception as exc:  # hand the failure to every waiter
-                    for _, fut in batch:
+                pending, self._pending = self._pending, []
+                groups: dict[str, list[tuple[str, np.ndarray | None, asyncio.Future]]] = {}
+                for item in pending:
+                    groups.setdefault(_digest(item[1]), []).append(item)
+                for batch in groups.values():
+                    try:
+                        rows = await loop.run_in_executor(
+                            self._executor, self.features, [t for t, _, _ in batch], batch[0][1])
+                    except Exception as exc:  # hand the failure to every waiter
+                        for _, _, fut in batch:
+                            if not fut.done():
+                                fut.set_exception(exc)
+                        continue
+                    for (_, _, fut), row in zip(batch, rows, strict=True):
                         if not fut.done():
-                            fut.set_exception(exc)
-                    continue
-                for (_, fut), row in zip(batch, rows, strict=True):
-                    if not fut.done():
-                        fut.set_result(row)
+                            fut.set_result(row)
         finally:
             self._draining = False
-
-    def _remember(self, text: str, feature: np.ndarray) -> None:
-        self._feature_cache[(self._svf_digest, text)] = feature
-        while len(self._feature_cache) > self._feature_cache_size:
-            self._feature_cache.popitem(last=False)
 
     def _longest_prefix(self, ids: list[int]) -> tuple[int, Any]:
         best_len, best_key = 0, None
         for key in self._prefixes:
-            n = min(len(key), len(ids) - 2)  # keep >= 2 new tokens: the penultimate is read
-            if n <= best_len:
+            digest, cached = key
+            n = min(len(cached), len(ids) - 2)  # keep >= 2 new tokens: the penultimate is read
+            if digest != self._svf_digest or n <= best_len:
                 continue
             common = 0
-            # compare in chunks for speed; exact length by a final scan
-            while common < n and key[common] == ids[common]:
+            while common < n and cached[common] == ids[common]:
                 common += 1
             if common > best_len:
                 best_len, best_key = common, key
         if best_key is None or best_len < self._min_prefix:
             return 0, None
         self._prefixes.move_to_end(best_key)
-        return best_len, self._prefixes[best_key]
+        return best_len, self._prefixes[best_key][0]
 
     def _compute(self, texts: list[str]) -> list[np.ndarray]:
         import torch
@@ -443,18 +453,22 @@ class Backbone:
         features = []
         for row, ids in enumerate(batch):
             n = len(ids)
-            if self._prefix_cache_size > 0:
+            if self._prefix_budget > 0:
                 self._keep_prefix(ids, _slice_cache(getattr(out, _cache_arg()), n, row, copy=True))
             features.append(_unit_rms(out.last_hidden_state[row, n - 2]))
         return features
 
     def _keep_prefix(self, ids: list[int], cache: Any) -> None:
-        if self._prefix_cache_size <= 0:
+        if self._prefix_budget <= 0:
             return
-        self._prefixes[tuple(ids)] = cache
-        self._prefixes.move_to_end(tuple(ids))
-        while len(self._prefixes) > self._prefix_cache_size:
-            self._prefixes.popitem(last=False)
+        size = sum(layer.keys.nbytes + layer.values.nbytes for layer in cache.layers)
+        key = (self._svf_digest, tuple(ids))
+        if key in self._prefixes:
+            self._prefix_bytes -= self._prefixes.pop(key)[1]
+        self._prefixes[key] = (cache, size)
+        self._prefix_bytes += size
+        while self._prefix_bytes > self._prefix_budget and self._prefixes:
+            self._prefix_bytes -= self._prefixes.popitem(last=False)[1][1]
 
     def close(self) -> None:
         self._executor.shutdown(wait=True)
@@ -494,12 +508,15 @@ def _unit_rms(h: Any) -> np.ndarray:
 
 @dataclass
 class Coordinator:
-    """A backbone, a pool size and a head: reads a transcript and picks (worker, role)."""
+    """A backbone, a head and optional SVF offsets: reads a transcript, picks (worker, role).
+
+    Many coordinators (the candidates of a generation) share one backbone, its feature
+    cache and its batching; each passes its own SVF vector with every request.
+    """
 
     backbone: Backbone
     head: Head
     svf_delta: np.ndarray | None = field(default=None)
-    svf_layer: int = -2
 
     @classmethod
     def untrained(cls, backbone: Backbone, n_workers: int, seed: int = 0, scale: float = 0.03) -> Coordinator:
@@ -509,15 +526,10 @@ class Coordinator:
     def n_workers(self) -> int:
         return self.head.config.n_workers
 
-    def _prepare(self) -> None:
-        self.backbone.set_svf(self.svf_delta, self.svf_layer)
-
     def decide(self, transcript: str, rng: np.random.Generator | None = None) -> Action:
         """One decision, synchronously (for scripts and tests)."""
-        self._prepare()
-        return self.head.decide(self.backbone.feature(transcript), rng)
+        return self.head.decide(self.backbone.feature(transcript, self.svf_delta), rng)
 
     async def adecide(self, transcript: str, rng: np.random.Generator | None = None) -> Action:
         """One decision with the forward off the event loop (what run_episode uses)."""
-        self._prepare()
-        return self.head.decide(await self.backbone.afeature(transcript), rng)
+        return self.head.decide(await self.backbone.afeature(transcript, self.svf_delta), rng)
