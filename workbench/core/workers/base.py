@@ -1,8 +1,12 @@
 """The Worker protocol and the registry of provider classes.
 
 A provider implements one coroutine, ``complete()``. The registry maps a provider name
-(``"local"``, ``"sandbox"``, and with the workers issue ``"openai"``, ``"anthropic"``,
-``"gemini"``) to its class; ``build_pool`` turns worker ids into worker objects.
+(``"local"``, ``"sandbox"``, ``"openai"``, ``"anthropic"``, ``"gemini"``) to its class;
+``build_pool`` turns worker ids (built-in ones and those registered in ``workers.toml``,
+see ``workbench.core.registry``) into worker objects.
+
+Errors: every failed call raises a ``WorkerError`` subclass whose message names the
+worker, the HTTP status when there is one, and what to do next; never a key.
 """
 
 from __future__ import annotations
@@ -11,9 +15,12 @@ import abc
 import contextvars
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
+    import httpx
+
+    from workbench.core.registry import Registry
     from workbench.core.tasks.model import Task
 
 Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": str}
@@ -30,15 +37,74 @@ class Completion:
     cost: float = 0.0
     usage_estimated: bool = False  # True when the provider reported no token usage
     model: str | None = None
+    attempts: int = 1  # HTTP attempts it took (retries after 429, 5xx, timeouts, drops)
+    cached: bool = False  # served from the response cache: no call was made, nothing spent
 
 
 class WorkerError(Exception):
     """A worker call failed after the client's own retries. The message names the worker
-    and what to do next, and never contains a key."""
+    and what to do next, and never contains a key.
 
-    def __init__(self, worker_id: str, message: str):
-        super().__init__(f"worker '{worker_id}': {message}")
+    ``status`` is the HTTP status when the server answered; ``attempts`` how many tries
+    were made; ``retryable`` whether trying again later may help (used by the retry
+    policy: 429, 5xx, timeouts and dropped connections are, 400/401/403/404 are not).
+    """
+
+    retryable: bool = False
+
+    def __init__(self, worker_id: str, message: str, *, status: int | None = None,
+                 retryable: bool | None = None):
+        super().__init__(worker_id, message)
         self.worker_id = worker_id
+        self.message = message
+        self.status = status
+        self.attempts = 1
+        if retryable is not None:
+            self.retryable = retryable
+
+    def __str__(self) -> str:
+        tail = f" (gave up after {self.attempts} attempts)" if self.attempts > 1 else ""
+        return f"worker '{self.worker_id}': {self.message}{tail}"
+
+
+class AuthError(WorkerError):
+    """The provider rejected the key (401), or the key has no access (403)."""
+
+
+class RateLimited(WorkerError):
+    """429 Too Many Requests; ``retry_after`` is the server's Retry-After in seconds."""
+
+    retryable = True
+
+    def __init__(self, worker_id: str, message: str, *, status: int | None = 429,
+                 retry_after: float | None = None):
+        super().__init__(worker_id, message, status=status)
+        self.retry_after = retry_after
+
+
+class ProviderError(WorkerError):
+    """The provider answered with an error status (5xx: retryable; other 4xx: not)."""
+
+
+class WorkerUnreachable(ProviderError):
+    """No answer at all: the connection was refused or dropped (retryable)."""
+
+    retryable = True
+
+
+class BadResponse(WorkerError):
+    """The reply could not be used: not JSON, truncated, missing fields, empty content.
+    The message shows the first bytes of the body."""
+
+
+class WorkerTimeout(WorkerError):
+    """Connect, read or total timeout (retryable)."""
+
+    retryable = True
+
+
+class CacheMiss(WorkerError):
+    """Replay-only cache policy and no recorded response for this request."""
 
 
 class UnknownWorker(KeyError):
@@ -67,6 +133,7 @@ class Worker(abc.ABC):
     """One model endpoint. Subclasses set ``provider`` and implement ``complete``."""
 
     provider: ClassVar[str]
+    base_url: str | None = None  # the endpoint, for workers that call one
 
     def __init__(self, worker_id: str, model: str):
         self.id = worker_id
@@ -85,6 +152,15 @@ class Worker(abc.ABC):
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook, not abstract
         """Release connections or models; the default holds nothing."""
+
+    def request_identity(self, *, max_tokens: int, temperature: float,
+                         seed: int | None) -> dict[str, Any]:
+        """What determines this worker's reply besides the messages: provider, endpoint,
+        model and the decoding settings it would actually send. The response cache keys
+        on it; providers that override settings (per-worker temperature, extra fields)
+        say so here."""
+        return {"provider": self.provider, "base_url": self.base_url, "model": self.model,
+                "temperature": temperature, "max_tokens": max_tokens, "seed": seed, "extra": {}}
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.id!r}, model={self.model!r})"
@@ -123,21 +199,38 @@ def _load_builtin_modules() -> None:
     from workbench.core.workers import local, simulated  # noqa: F401
 
 
-def build_pool(worker_ids: Sequence[str]) -> list[Worker]:
-    """Turn worker ids (``local:smollm2``, ``sandbox``, ``sandbox:<name>``) into workers,
-    in order. ``sandbox`` expands to the whole built-in sandbox pool."""
+def build_pool(worker_ids: Sequence[str], *, registry: Registry | None = None,
+               client: httpx.AsyncClient | None = None) -> list[Worker]:
+    """Turn worker ids into workers, in order: built-in ids (``local:smollm2``,
+    ``local:SOURCE``, ``sandbox``, ``sandbox:<name>``) and ids registered with
+    ``trinity-workbench workers add`` (``registry``, default: the user's workers.toml).
+    ``sandbox`` expands to the whole built-in sandbox pool.
+
+    ``client`` is the run's shared ``httpx.AsyncClient`` (see
+    ``workbench.core.workers.http.open_client``); workers built without one open their
+    own on first use and close it in ``aclose()``.
+    """
     _load_builtin_modules()
     pool: list[Worker] = []
     for wid in worker_ids:
         wid = wid.strip()
         prefix = wid.split(":", 1)[0]
-        if prefix not in _BUILTIN_RESOLVERS:
+        if prefix in _BUILTIN_RESOLVERS:
+            pool.extend(_BUILTIN_RESOLVERS[prefix](wid))
+            continue
+        if registry is None:
+            from workbench.core.registry import Registry
+
+            registry = Registry.open()
+        if registry.find(wid) is None:
             known = ", ".join(f"{p}:..." if p != "sandbox" else "sandbox, sandbox:..." for p in builtin_prefixes())
+            registered = ", ".join(w.id for w in registry.list()) or "none yet"
             raise UnknownWorker(
-                f"unknown worker '{wid}': built-in workers are {known} "
-                "(list them with trinity-workbench workers list)"
+                f"unknown worker '{wid}': built-in workers are {known}; registered workers: "
+                f"{registered} (list them with trinity-workbench workers list, add one with "
+                "trinity-workbench workers add)"
             )
-        pool.extend(_BUILTIN_RESOLVERS[prefix](wid))
+        pool.append(registry.build_worker(wid, client=client))
     ids = [w.id for w in pool]
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:
