@@ -90,3 +90,56 @@ def offline_backbone():
     backbone = Backbone("offline", device="cpu")
     yield backbone
     backbone.close()
+
+
+# --------------------------------------------------------------------------- workers issue
+# Real components for the worker tests (tests/support): a Secret Service keyring on a
+# private D-Bus session, `transformers serve` with the offline model, a fault-injecting
+# loopback server. Each is started by the tests and stopped by its pid.
+
+
+@pytest.fixture(scope="session")
+def secret_service(tmp_path_factory):
+    """A private D-Bus session with an unlocked gnome-keyring-daemon (Secret Service)."""
+    from tests.support.keychain import start_secret_service
+
+    service = start_secret_service(tmp_path_factory.mktemp("secret-service"))
+    yield service
+    service.stop()
+
+
+@pytest.fixture()
+def keychain(secret_service, monkeypatch):
+    """keyring pointed at the test Secret Service, emptied of workbench keys afterwards."""
+    import keyring
+    import keyring.core
+
+    from tests.support.keychain import clear_service
+    from workbench.core.registry import SERVICE
+
+    previous = keyring.get_keyring()
+    monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", secret_service.address)
+    keyring.core.init_backend()  # keyring's own backend choice, now that a Secret Service runs
+    yield secret_service
+    clear_service(secret_service.address, SERVICE)
+    keyring.set_keyring(previous)
+
+
+@pytest.fixture(scope="session")
+def transformers_server(tmp_path_factory):
+    """`transformers serve` on loopback, pinned to the offline SmolLM2 model folder."""
+    from tests.support.serve import start_transformers_serve
+    from workbench.core.models import local_directory
+
+    served = start_transformers_serve(local_directory("offline"), tmp_path_factory.mktemp("serve"))
+    yield served
+    served.stop()
+
+
+@pytest.fixture()
+def fault_server():
+    """A fault-injecting OpenAI-compatible server on loopback (tests/support/fault_server.py)."""
+    from tests.support.fault_server import FaultServer
+
+    with FaultServer() as server:
+        yield server
