@@ -112,6 +112,7 @@ def secret_service(tmp_path_factory):
 def keychain(secret_service, monkeypatch):
     """keyring pointed at the test Secret Service, emptied of workbench keys afterwards."""
     import keyring
+    import keyring.backend
     import keyring.core
 
     from tests.support.keychain import clear_service
@@ -119,9 +120,13 @@ def keychain(secret_service, monkeypatch):
 
     previous = keyring.get_keyring()
     monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", secret_service.address)
-    keyring.core.init_backend()  # keyring's own backend choice, now that a Secret Service runs
+    # keyring judges which backends are viable once per process: judge again, now that a
+    # Secret Service runs, and let keyring make its own choice.
+    vars(keyring.backend.get_all_keyring).pop("saved_result", None)
+    keyring.core.init_backend()
     yield secret_service
     clear_service(secret_service.address, SERVICE)
+    vars(keyring.backend.get_all_keyring).pop("saved_result", None)
     keyring.set_keyring(previous)
 
 
