@@ -13,12 +13,12 @@ import sys
 from collections.abc import Sequence
 
 from workbench import __version__
-from workbench.cli import episodes, suites, workers
+from workbench.cli import episodes, suites, training, workers
 from workbench.cli.common import UserError
 
 log = logging.getLogger("workbench")
 
-COMMAND_MODULES = (suites, episodes, workers)
+COMMAND_MODULES = (suites, episodes, training, workers)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,10 +64,11 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     from workbench.core.models import ModelSourceError
     from workbench.core.store import StoreError
     from workbench.core.tasks.model import TaskNotFound
+    from workbench.core.tasks.suites import SuiteNotFound
     from workbench.core.workers.base import UnknownWorker, WorkerError
 
-    return (UserError, ModelSourceError, StoreError, TaskNotFound, UnknownWorker, WorkerError,
-            ValueError, FileNotFoundError, NotADirectoryError)
+    return (UserError, ModelSourceError, StoreError, TaskNotFound, SuiteNotFound, UnknownWorker, WorkerError,
+            ValueError, FileNotFoundError, FileExistsError, NotADirectoryError)
 
 
 def _work_failures() -> tuple[type[BaseException], ...]:

@@ -195,7 +195,9 @@ def load_causal_lm(source: str, device: str = "auto") -> tuple[Any, Any, Resolve
     """Load (model, tokenizer, resolved source) in eval mode: bf16 on GPU, fp32 on CPU."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
 
+    hf_logging.disable_progress_bar()  # our own commands report progress
     resolved = resolve_source(source)
     device = pick_device(device)
     dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32

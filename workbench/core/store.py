@@ -547,6 +547,18 @@ class Store:
 
         self._write(update)
 
+    def update_run_config(self, run_id: str, config: dict[str, Any]) -> None:
+        """Replace a run's config (a resumed run whose budget was extended)."""
+        config_json = _dumps(config)
+        now = time.time()
+
+        def update(conn: sqlite3.Connection) -> None:
+            cur = conn.execute("UPDATE runs SET config = ?, updated_at = ? WHERE id = ?", (config_json, now, run_id))
+            if cur.rowcount == 0:
+                raise _run_not_found(run_id, self.path)
+
+        self._write(update)
+
     def resolve_run_id(self, run_id: str) -> str:
         """The full id of the run whose id is ``run_id`` or starts with it (>= 4 characters)."""
         conn = self._reader()

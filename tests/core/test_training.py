@@ -1,0 +1,222 @@
+"""The trainer, baselines, evaluation and export on the sandbox pool with a tiny backbone
+(fast); the offline-backbone runs are in test_training_offline.py."""
+
+import pickle
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from workbench.core.config import ConfigError, RunConfig
+from workbench.core.evolution import GenerationStats, RunFinished, RunStarted, StopToken, best_vector
+from workbench.core.export import CoordinatorFileError, load_coordinator, read_manifest
+from workbench.core.runs import evaluate_run, export_run, train
+from workbench.core.store import Store
+from workbench.core.workspace import Workspace
+
+ROOT = Path(__file__).resolve().parents[2]
+
+BASE = {
+    "run": {"name": "t", "seed": 1},
+    "pool": {"workers": ["sandbox"]},
+    "tasks": {"suite": "mixed", "train": 24, "validation": 6, "test": 9},
+    "optimizer": {"popsize": 4, "rollouts": 3, "validate_every": 2},
+    "budget": {"generations": 3},
+    "protocol": {"max_turns": 3, "temperature": 0.0},
+    "cache": {"policy": "off"},
+}
+
+
+def config(**changes):
+    data = {k: dict(v) for k, v in BASE.items()}
+    for section, values in changes.items():
+        data.setdefault(section, {}).update(values)
+    return RunConfig.from_dict(data)
+
+
+@pytest.fixture()
+def ws(tmp_path):
+    return Workspace.open(tmp_path / "ws")
+
+
+def test_run_reports_events_and_keeps_a_gap_free_history(ws, tiny_backbone):
+    events = []
+    run_id = train(config(), ws, listeners=[events.append], backbone=tiny_backbone)
+    kinds = [type(e).__name__ for e in events if not type(e).__name__.startswith("Episode")]
+    assert kinds == ["RunStarted", "GenerationStats", "GenerationStats", "GenerationStats", "RunFinished"]
+    stats = [e for e in events if isinstance(e, GenerationStats)]
+    assert [s.generation for s in stats] == [0, 1, 2]
+    assert [s.validation is not None for s in stats] == [False, True, True]  # every 2, and at the end
+    assert all(s.evaluations == 12 and s.worst <= s.median <= s.best for s in stats)
+    assert sum(stats[0].usage.values()) >= 12 and stats[0].sigma > 0
+    assert events[-1].stop_reason == "budget.generations"
+    with Store.open(ws) as store:
+        record = store.get_run(run_id)
+        assert record.status == "finished" and record.stop_reason == "budget.generations"
+        assert [g["generation"] for g in store.generations(run_id)] == [0, 1, 2]
+        assert len(store.list_episodes(run_id)) == 3 * 12 + 2 * 6
+        vector, data = best_vector(store, run_id)
+    assert vector.shape == ((3 + 3) * 32,) and data["best_validation"] == record.result["best_validation"]
+
+
+@pytest.mark.parametrize("budget,reason,generations", [
+    ({"generations": 10, "episodes": 30}, "budget.episodes", 2),
+    ({"generations": 10, "calls": 1}, "budget.calls", 1),
+    ({"generations": 10, "dollars": 1e-6}, "budget.dollars", 1),
+    ({"generations": 10, "minutes": 1e-6}, "budget.minutes", 1),
+])
+def test_every_budget_stops_the_run_with_its_reason(ws, tiny_backbone, budget, reason, generations):
+    run_id = train(config(budget=budget), ws, backbone=tiny_backbone)
+    with Store.open(ws) as store:
+        record = store.get_run(run_id)
+        assert (record.stop_reason, len(store.generations(run_id))) == (reason, generations)
+
+
+def test_stop_checkpoints_and_resume_continues_without_repeating(ws, tiny_backbone):
+    stop = StopToken()
+
+    def stop_after_first(event):
+        if isinstance(event, GenerationStats):
+            stop.stop()
+
+    run_id = train(config(budget={"generations": 4}), ws, listeners=[stop_after_first], stop=stop,
+                   backbone=tiny_backbone)
+    with Store.open(ws) as store:
+        record = store.get_run(run_id)
+        assert (str(record.status), record.stop_reason) == ("stopped", "stopped")
+        assert len(store.generations(run_id)) == 1
+    events = []
+    train(None, ws, resume=run_id[:6], listeners=[events.append], backbone=tiny_backbone)
+    assert isinstance(events[0], RunStarted) and events[0].start_generation == 1
+    with Store.open(ws) as store:
+        assert [g["generation"] for g in store.generations(run_id)] == [0, 1, 2, 3]
+        assert store.get_run(run_id).status == "finished"
+
+
+def test_resume_may_extend_the_budget_but_not_change_the_run(ws, tiny_backbone):
+    run_id = train(config(budget={"generations": 2}), ws, backbone=tiny_backbone)
+    train(config(budget={"generations": 3}), ws, resume=run_id, backbone=tiny_backbone)
+    with Store.open(ws) as store:
+        assert len(store.generations(run_id)) == 3
+    with pytest.raises(ConfigError, match=r"pool.workers"):
+        train(config(pool={"workers": ["sandbox:coder"]}), ws, resume=run_id, backbone=tiny_backbone)
+
+
+KILL_SCRIPT = """
+import sys
+from tests.conftest import build_tiny_lm
+from tests.core.test_training import config
+from workbench.core.coordinator import Backbone
+from workbench.core.runs import train
+from workbench.core.workspace import Workspace
+model, tok = build_tiny_lm()
+train(config(budget={"generations": 30}), Workspace.open(sys.argv[1]), backbone=Backbone("tiny", model=model, tokenizer=tok))
+"""
+
+
+def test_kill_9_mid_run_then_resume_gives_the_same_history_as_an_uninterrupted_run(tmp_path, tiny_backbone):
+    killed_ws = Workspace.open(tmp_path / "killed")
+    proc = subprocess.Popen([sys.executable, "-c", KILL_SCRIPT, str(killed_ws.root)], cwd=ROOT)
+    try:
+        deadline = time.time() + 300
+        while time.time() < deadline:
+            if killed_ws.db_path.exists():
+                with Store.open(killed_ws) as store:
+                    runs = store.list_runs()
+                    if runs and len(store.generations(runs[0].id)) >= 2:
+                        break
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    finally:
+        proc.kill()
+    with Store.open(killed_ws) as store:
+        (record,) = store.list_runs()
+        assert record.status == "running"  # it never got to say otherwise
+        done = len(store.generations(record.id))
+    assert 2 <= done < 30
+    target = done + 2
+    train(config(budget={"generations": target}), killed_ws, resume=record.id, backbone=tiny_backbone)
+    straight = train(config(budget={"generations": target}), Workspace.open(tmp_path / "straight"),
+                     backbone=tiny_backbone)
+    with Store.open(killed_ws) as a, Store.open(Workspace.open(tmp_path / "straight")) as b:
+        resumed, reference = a.generations(record.id), b.generations(straight)
+        assert a.get_run(record.id).status == "finished"
+    assert [g["generation"] for g in resumed] == list(range(target))
+    keys = ("best", "mean", "median", "worst", "sigma", "evaluations", "usage", "validation")
+    assert [{k: g[k] for k in keys} for g in resumed] == [{k: g[k] for k in keys} for g in reference]
+
+
+def test_export_and_load_give_identical_decisions(ws, tiny_backbone, tmp_path):
+    run_id = train(config(budget={"generations": 2}), ws, backbone=tiny_backbone)
+    path = export_run(ws, run_id, tmp_path / "coord", backbone=tiny_backbone)
+    assert path.suffix == ".safetensors"
+    manifest = read_manifest(path)
+    assert [p["id"] for p in manifest["pool"]] == ["sandbox:mathlete", "sandbox:scholar", "sandbox:coder"]
+    assert manifest["training"]["run_id"] == run_id and manifest["max_turns"] == 3
+    assert manifest["feature"]["token"] == "penultimate"
+    loaded, _ = load_coordinator(path, tiny_backbone)
+    with Store.open(ws) as store:
+        vector, _ = best_vector(store, run_id)
+    np.testing.assert_array_equal(loaded.head.get_flat(), vector)
+    from workbench.core.evolution import coordinator_from_vector
+
+    original = coordinator_from_vector(tiny_backbone, 3, vector, svf=False)
+    for text in ("Query:\nWhat is 2 + 2?", "Query:\nWrite sq(x).\n\nThinker/sandbox:coder: plan"):
+        assert loaded.decide(text) == original.decide(text)
+    bad = tmp_path / "bad.safetensors"
+    bad.write_bytes(b"not a coordinator")
+    with pytest.raises(CoordinatorFileError, match="not a coordinator file"):
+        read_manifest(bad)
+
+
+def test_evaluation_against_single_workers_random_and_oracle(ws, tiny_backbone, tmp_path):
+    run_id = train(config(budget={"generations": 2}), ws, backbone=tiny_backbone)
+    result = evaluate_run(ws, run=run_id, out_dir=tmp_path / "out", backbone=tiny_backbone)
+    names = [s.name for s in result.report.systems]
+    assert names == ["coordinator", "single:sandbox:mathlete", "single:sandbox:scholar", "single:sandbox:coder",
+                     "random", "oracle"]
+    for s in result.report.systems:
+        assert s.n == 9 and 0 <= s.ci_low <= s.accuracy <= s.ci_high <= 1
+    oracle = result.report.systems[-1]
+    assert oracle.accuracy >= max(s.accuracy for s in result.report.systems[1:4])
+    assert oracle.avg_turns == 1.0 and result.report.systems[1].usage == {"sandbox:mathlete/worker": 9}
+    assert {p.name for p in (tmp_path / "out").iterdir()} == {"evaluation.json", "evaluation.csv", "evaluation.md"}
+    with Store.open(ws) as store:
+        assert len(store.list_episodes(result.run_id)) == 6 * 9
+
+
+@pytest.mark.parametrize("optimizer", ["random-search", "reinforce", "imitation"])
+def test_baselines_share_the_loop_budget_and_checkpoints(ws, tiny_backbone, optimizer):
+    run_id = train(config(optimizer={"name": optimizer}, budget={"generations": 2}), ws, backbone=tiny_backbone)
+    with Store.open(ws) as store:
+        gens = store.generations(run_id)
+        assert [g["evaluations"] for g in gens] == [12, 12]  # the same episodes per generation
+        _, blob = store.latest_checkpoint(run_id)
+    state = pickle.loads(blob)
+    assert state["generation"] == 1 and state["best_validation"] is not None
+    if optimizer == "imitation":
+        assert set(gens[0]["usage"]) <= {"sandbox:mathlete/worker", "sandbox:scholar/worker", "sandbox:coder/worker"}
+    if optimizer != "random-search":
+        assert np.any(state["center"] != 0)  # the gradient baselines moved the head
+
+
+def test_config_errors_name_the_key(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[budget]\ngenerations = "many"\n')
+    with pytest.raises(ConfigError, match=r"budget.generations: expected an integer"):
+        RunConfig.load(bad)
+    bad.write_text("[optimizer]\nnmae = 'x'\n")
+    with pytest.raises(ConfigError, match=r"optimizer.nmae: unknown key"):
+        RunConfig.load(bad)
+    bad.write_text("[optimizer]\nname = 'adam'\n")
+    with pytest.raises(ConfigError, match=r"unknown optimizer 'adam'"):
+        RunConfig.load(bad)
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        bad.write_text("[run\n")
+        RunConfig.load(bad)
+    assert RunConfig.load(ROOT / "examples" / "sandbox.toml").optimizer.popsize == 16

@@ -1,0 +1,176 @@
+"""Test-split evaluation of a trained coordinator (argmax acting) against every single
+worker (one turn as Worker), random (worker, role) choices over K turns and, on the
+sandbox pool, the oracle (the known best worker per category).
+
+Reports accuracy with 95% Wilson intervals, average turns, tokens and dollars per query
+and the model x role usage; writes JSON, CSV and Markdown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import io
+import json
+import math
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from workbench.core.coordinator import Action
+from workbench.core.evolution import FixedPolicy, _seed
+from workbench.core.protocol import Prompts, run_episode
+from workbench.core.records import Episode
+from workbench.core.tasks.model import Task
+from workbench.core.workers.base import Worker
+from workbench.core.workers.simulated import PROFILES_BY_ID, oracle_worker
+
+
+def wilson(successes: float, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95% Wilson score interval of a proportion (sensible at 0 and n, unlike Wald)."""
+    if n == 0:
+        return 0.0, 1.0
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+@dataclass(frozen=True)
+class SystemResult:
+    """One system's test figures."""
+
+    name: str
+    kind: str  # coordinator, single, random, oracle
+    accuracy: float
+    ci_low: float
+    ci_high: float
+    n: int
+    avg_turns: float
+    avg_tokens: float
+    avg_cost: float
+    usage: dict[str, int] = field(default_factory=dict)  # "worker/role" -> turns
+
+
+@dataclass(frozen=True)
+class Report:
+    suite: str
+    split: str
+    systems: tuple[SystemResult, ...]
+
+    def to_json(self) -> str:
+        return json.dumps({"suite": self.suite, "split": self.split,
+                           "systems": [asdict(s) for s in self.systems]}, indent=2)
+
+    def to_csv(self) -> str:
+        out = io.StringIO()
+        writer = csv.writer(out)
+        writer.writerow(["system", "kind", "accuracy", "ci_low", "ci_high", "n", "avg_turns", "avg_tokens", "avg_cost"])
+        for s in self.systems:
+            writer.writerow([s.name, s.kind, f"{s.accuracy:.4f}", f"{s.ci_low:.4f}", f"{s.ci_high:.4f}", s.n,
+                             f"{s.avg_turns:.2f}", f"{s.avg_tokens:.1f}", f"{s.avg_cost:.6f}"])
+        return out.getvalue()
+
+    def to_markdown(self) -> str:
+        lines = [f"Evaluation on `{self.suite}` ({self.split} split, {self.systems[0].n if self.systems else 0} tasks)",
+                 "", "| system | accuracy | 95% CI | turns | tokens | $ / query |", "|---|---|---|---|---|---|"]
+        for s in self.systems:
+            lines.append(f"| {s.name} | {s.accuracy:.3f} | [{s.ci_low:.3f}, {s.ci_high:.3f}] | {s.avg_turns:.2f} "
+                         f"| {s.avg_tokens:.0f} | {s.avg_cost:.6f} |")
+        return "\n".join(lines) + "\n"
+
+    def table(self) -> str:
+        rows = [("system", "accuracy", "95% CI", "turns", "tokens", "$/query")]
+        for s in self.systems:
+            rows.append((s.name, f"{s.accuracy:.3f}", f"[{s.ci_low:.3f}, {s.ci_high:.3f}]", f"{s.avg_turns:.2f}",
+                         f"{s.avg_tokens:.0f}", f"{s.avg_cost:.6f}"))
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)
+
+    def write(self, folder: str | Path, stem: str = "evaluation") -> list[Path]:
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        paths = []
+        for ext, text in (("json", self.to_json()), ("csv", self.to_csv()), ("md", self.to_markdown())):
+            path = folder / f"{stem}.{ext}"
+            path.write_text(text, encoding="utf-8")
+            paths.append(path)
+        return paths
+
+
+class RandomPolicy:
+    """Uniformly random (worker, role) at every turn, from the episode's generator."""
+
+    def __init__(self, n_workers: int):
+        self.n_workers = n_workers
+
+    async def adecide(self, transcript: str, rng: np.random.Generator | None = None) -> Action:
+        rng = rng if rng is not None else np.random.default_rng()
+        w, r = int(rng.integers(self.n_workers)), int(rng.integers(3))
+        return Action(w, r, tuple([1.0 / self.n_workers] * self.n_workers), (1 / 3, 1 / 3, 1 / 3))
+
+
+def summarise(name: str, kind: str, episodes: Sequence[Episode]) -> SystemResult:
+    n = len(episodes)
+    rewards = sum(e.reward for e in episodes)
+    low, high = wilson(rewards, n)
+    usage = Counter(f"{t.worker}/{t.role}" for e in episodes for t in e.turns)
+    return SystemResult(name, kind, rewards / n if n else 0.0, low, high, n,
+                        float(np.mean([len(e.turns) for e in episodes])) if n else 0.0,
+                        float(np.mean([e.tokens_in + e.tokens_out for e in episodes])) if n else 0.0,
+                        float(np.mean([e.cost for e in episodes])) if n else 0.0, dict(usage))
+
+
+async def evaluate(
+    coordinator: Any,
+    pool: Sequence[Worker],
+    tasks: Sequence[Task],
+    *,
+    suite: str,
+    split: str = "test",
+    max_turns: int = 5,
+    temperature: float = 0.1,
+    max_tokens: int = 4096,
+    seed: int = 0,
+    concurrency: int = 64,
+    baselines: bool = True,
+    prompts: Prompts | None = None,
+    run_id: str | None = None,
+    name: str = "coordinator",
+) -> tuple[Report, list[Episode]]:
+    """Run every system on ``tasks``; returns the report and all episodes (candidate =
+    the system's index in the report, so Replay can show the evaluation)."""
+    prompts = prompts or Prompts.load()
+    L = len(pool)
+    ids = [w.id for w in pool]
+    systems: list[tuple[str, str, Any, int]] = []  # name, kind, policy (or per-task factory), turns
+    if coordinator is not None:
+        systems.append((name, "coordinator", coordinator, max_turns))
+    if baselines:
+        systems += [(f"single:{wid}", "single", FixedPolicy(L, i), 1) for i, wid in enumerate(ids)]
+        systems.append(("random", "random", RandomPolicy(L), max_turns))
+        if all(w in PROFILES_BY_ID for w in ids):
+            systems.append(("oracle", "oracle", None, 1))
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(index: int, policy: Any, turns: int, j: int, task: Task) -> Episode:
+        if policy is None:  # the oracle: the known best worker for this task's category
+            policy = FixedPolicy(L, ids.index(oracle_worker(task.category, task.kind, ids)))
+        async with gate:
+            return await run_episode(
+                policy, pool, task, suite=suite, max_turns=turns,
+                rng=np.random.default_rng(_seed(seed, "eval", index, j)) if isinstance(policy, RandomPolicy) else None,
+                seed=_seed(seed, "eval-w", j) % 2**31, max_tokens=max_tokens, temperature=temperature,
+                prompts=prompts, run_id=run_id, candidate=index)
+
+    results, episodes = [], []
+    for index, (sys_name, kind, policy, turns) in enumerate(systems):
+        eps = await asyncio.gather(*(one(index, policy, turns, j, t) for j, t in enumerate(tasks)))
+        results.append(summarise(sys_name, kind, eps))
+        episodes += eps
+    return Report(suite, split, tuple(results)), episodes

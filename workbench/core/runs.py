@@ -1,0 +1,262 @@
+"""Whole jobs as one call each, for the CLI and the GUI alike: train (new or resumed),
+evaluate a run or a coordinator file, export a run, compare optimizers.
+
+They build what a job needs from a ``RunConfig`` and a workspace (suite, pool, backbone,
+response cache, store) and hand events to listeners.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import statistics
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from workbench.core.config import ConfigError, RunConfig
+from workbench.core.coordinator import Backbone
+from workbench.core.evolution import (
+    Listener,
+    StopToken,
+    Trainer,
+    best_vector,
+    coordinator_from_vector,
+    task_splits,
+)
+from workbench.core.store import Store
+from workbench.core.tasks.suites import load_suite
+from workbench.core.workers.base import Worker, build_pool
+from workbench.core.workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+_backbones: dict[tuple[str, str, int], Backbone] = {}
+
+
+def shared_backbone(source: str, device: str = "auto", svf_layer: int = -2) -> Backbone:
+    """One loaded backbone per (source, device, SVF layer) in this process."""
+    key = (source, device, svf_layer)
+    if key not in _backbones:
+        _backbones[key] = Backbone(source, device=device, svf_layer=svf_layer)
+    return _backbones[key]
+
+
+def cache_policy(config: RunConfig) -> str:
+    """``auto`` means read-write at temperature 0 (replies are then repeatable), else off."""
+    if config.cache.policy != "auto":
+        return config.cache.policy
+    return "read-write" if config.protocol.temperature == 0 else "off"
+
+
+@contextlib.contextmanager
+def _pool(config: RunConfig, store: Store) -> Iterator[tuple[list[Worker], Any]]:
+    pool = build_pool(config.pool.workers)
+    cache = None
+    policy = cache_policy(config)
+    if policy != "off":
+        from workbench.core.workers.cache import cached_pool
+
+        pool, cache = cached_pool(pool, store, policy)
+    try:
+        yield pool, cache
+    finally:
+        async def close_all() -> None:
+            for worker in pool:
+                await worker.aclose()
+
+        asyncio.run(close_all())
+
+
+def _check_resume_config(stored: RunConfig, given: RunConfig | None) -> RunConfig:
+    """Resuming uses the stored config; only the budget may change (to extend a run)."""
+    if given is None:
+        return stored
+    a, b = stored.to_dict(), given.to_dict()
+    changed = [f"{s}.{k}" for s in a if s not in ("budget", "run") for k in a[s] if a[s][k] != b[s][k]]
+    changed += [f"run.{k}" for k in a["run"] if k != "name" and a["run"][k] != b["run"][k]]
+    if changed:
+        raise ConfigError(f"the config differs from the run's stored config in {', '.join(changed)}: "
+                          "only [budget] may change on resume (start a new run for anything else)")
+    return stored.replace(budget=b["budget"])
+
+
+def train(config: RunConfig | None, workspace: Workspace, *, resume: str | None = None,
+          listeners: Sequence[Listener] = (), stop: StopToken | None = None,
+          backbone: Backbone | None = None) -> str:
+    """Train a new run from ``config``, or resume run ``resume``; returns the run id."""
+    with Store.open(workspace) as store:
+        if resume is not None:
+            record = store.get_run(resume)
+            config = _check_resume_config(RunConfig.from_dict(record.config, f"run {record.id}"), config)
+            if config.to_dict() != record.config:
+                store.update_run_config(record.id, config.to_dict())
+        assert config is not None
+        suite = load_suite(config.tasks.suite, workspace)
+        backbone = backbone or shared_backbone(config.backbone.model, config.backbone.device,
+                                               config.optimizer.svf_layer)
+        with _pool(config, store) as (pool, cache):
+            trainer = Trainer(config, store, suite=suite, pool=pool, backbone=backbone, listeners=listeners,
+                              stop=stop, cache_stats=(lambda: cache.hits) if cache is not None else None)
+            if resume is not None:
+                trainer.resume(resume)
+            trainer.run()
+            return trainer.run_id
+
+
+@dataclass(frozen=True)
+class EvaluationResult:
+    report: Any  # evaluate.Report
+    run_id: str  # the evaluation's own run record (its episodes are replayable)
+
+
+def evaluate_run(workspace: Workspace, *, run: str | None = None, coordinator_file: str | None = None,
+                 suite: str | None = None, split: str = "test", baselines: bool = True,
+                 out_dir: str | Path | None = None, backbone: Backbone | None = None) -> EvaluationResult:
+    """Evaluate a trained run's best vector, or a coordinator file, on a split."""
+    from workbench.core.evaluate import evaluate
+    from workbench.core.export import load_coordinator, read_manifest
+
+    with Store.open(workspace) as store:
+        if run is not None:
+            record = store.get_run(run)
+            config = RunConfig.from_dict(record.config, f"run {record.id}")
+            backbone = backbone or shared_backbone(config.backbone.model, config.backbone.device,
+                                                   config.optimizer.svf_layer)
+            vector, _ = best_vector(store, record.id)
+            source = {"run": record.id}
+        elif coordinator_file is not None:
+            manifest = read_manifest(coordinator_file)
+            config = RunConfig.from_dict(manifest["training"]["config"], str(coordinator_file))
+            backbone = backbone or shared_backbone(manifest["backbone"]["model"], config.backbone.device,
+                                                   config.optimizer.svf_layer)
+            source = {"coordinator_file": str(coordinator_file)}
+        else:
+            raise ValueError("evaluate what? give a run (--run RUN) or a coordinator file (--coordinator FILE)")
+        if suite is not None:
+            config = config.replace(tasks={"suite": suite})
+        task_suite = load_suite(config.tasks.suite, workspace)
+        if split not in ("train", "validation", "test"):
+            raise ValueError(f"unknown split '{split}': use train, validation or test")
+        tasks = task_splits(config, task_suite)[split]
+        eval_id = store.create_run(f"eval of {source}", "eval", {**config.to_dict(), "evaluation": {**source, "split": split}})
+        with _pool(config, store) as (pool, _cache):
+            if run is not None:
+                coordinator = coordinator_from_vector(backbone, len(pool), vector, config.optimizer.svf)
+            else:
+                coordinator, _ = load_coordinator(coordinator_file, backbone)
+            p = config.protocol
+            report, episodes = asyncio.run(evaluate(
+                coordinator, pool, tasks, suite=task_suite.name, split=split, max_turns=p.max_turns,
+                temperature=p.temperature, max_tokens=p.max_tokens, seed=config.run.seed,
+                concurrency=config.optimizer.concurrency, baselines=baselines, run_id=eval_id))
+        store.add_episodes(episodes)
+        store.set_run_status(eval_id, "finished", stop_reason="done", result={"report": report.to_json()})
+    if out_dir is not None:
+        report.write(out_dir)
+    return EvaluationResult(report, eval_id)
+
+
+def export_run(workspace: Workspace, run: str, out: str | Path, backbone: Backbone | None = None) -> Path:
+    """Write a run's best-on-validation coordinator to a coordinator file."""
+    from workbench.core.export import save_coordinator
+
+    with Store.open(workspace) as store:
+        record = store.get_run(run)
+        config = RunConfig.from_dict(record.config, f"run {record.id}")
+        vector, data = best_vector(store, record.id)
+        backbone = backbone or shared_backbone(config.backbone.model, config.backbone.device,
+                                               config.optimizer.svf_layer)
+        pool = build_pool(config.pool.workers)
+        coordinator = coordinator_from_vector(backbone, len(pool), vector, config.optimizer.svf)
+        training = {"run_id": record.id, "name": record.name, "optimizer": config.optimizer.name,
+                    "generations": data["generation"] + 1, "best_validation": data["best_validation"],
+                    "best_validation_generation": data["best_validation_generation"],
+                    "spend": data["spend"], "config": config.to_dict()}
+        return save_coordinator(out, coordinator, pool=[{"id": w.id, "model": w.model} for w in pool],
+                                backbone_source=config.backbone.model, max_turns=config.protocol.max_turns,
+                                training=training)
+
+
+# 97.5% quantiles of Student's t for 1..30 degrees of freedom (two-sided 95% intervals)
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
+         2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
+         2.045, 2.042)
+
+
+def mean_ci(values: Sequence[float]) -> tuple[float, float, float]:
+    """Mean and 95% t-interval over seeds (one value: the interval is the point)."""
+    n = len(values)
+    mean = statistics.fmean(values)
+    if n < 2:
+        return mean, mean, mean
+    half = (_T975[n - 2] if n - 1 <= len(_T975) else 1.96) * statistics.stdev(values) / math.sqrt(n)
+    return mean, mean - half, mean + half
+
+
+@dataclass(frozen=True)
+class StudyRow:
+    optimizer: str
+    validation: tuple[float, float, float]  # mean, ci_low, ci_high over seeds
+    test: tuple[float, float, float]
+    runs: tuple[str, ...]
+    episodes: int  # training episodes per run (the shared budget)
+
+
+@dataclass(frozen=True)
+class Study:
+    rows: tuple[StudyRow, ...]
+    seeds: int
+    budget: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"seeds": self.seeds, "budget": self.budget,
+                "optimizers": [{"optimizer": r.optimizer, "validation": dict(zip(("mean", "ci_low", "ci_high"), r.validation, strict=True)),
+                                "test": dict(zip(("mean", "ci_low", "ci_high"), r.test, strict=True)),
+                                "runs": list(r.runs), "episodes": r.episodes} for r in self.rows]}
+
+    def table(self) -> str:
+        lines = [f"{self.seeds} seeds each; budget {self.budget}", "",
+                 f"{'optimizer':15s} {'validation (95% CI)':26s} {'test (95% CI)':26s} episodes/run"]
+        for r in self.rows:
+            v, t = r.validation, r.test
+            lines.append(f"{r.optimizer:15s} {v[0]:.3f} [{v[1]:.3f}, {v[2]:.3f}]      "
+                         f"{t[0]:.3f} [{t[1]:.3f}, {t[2]:.3f}]      {r.episodes}")
+        return "\n".join(lines)
+
+
+def study_optimizers(config: RunConfig, workspace: Workspace, *, seeds: int = 3,
+                     optimizers: Sequence[str] | None = None, progress=None) -> Study:
+    """Train every optimizer under the same config and budget with ``seeds`` seeds, and
+    report the final validation and test reward of each with 95% intervals."""
+    from workbench.core.config import OPTIMIZERS
+
+    optimizers = tuple(optimizers or OPTIMIZERS)
+    unknown = [o for o in optimizers if o not in OPTIMIZERS]
+    if unknown:
+        raise ValueError(f"unknown optimizer(s) {', '.join(unknown)}: choose from {', '.join(OPTIMIZERS)}")
+    if seeds < 1:
+        raise ValueError("--seeds must be at least 1")
+    backbone = shared_backbone(config.backbone.model, config.backbone.device, config.optimizer.svf_layer)
+    rows = []
+    for name in optimizers:
+        vals, tests, run_ids, episodes = [], [], [], 0
+        for s in range(seeds):
+            cfg = config.replace(run={"name": f"study {name} seed {s}", "seed": config.run.seed + s},
+                                 optimizer={"name": name, "svf": config.optimizer.svf and name in ("sep-cma-es", "random-search")})
+            run_id = train(cfg, workspace, backbone=backbone)
+            with Store.open(workspace) as store:
+                result = store.get_run(run_id).result or {}
+            val = result.get("best_validation") or 0.0
+            test = evaluate_run(workspace, run=run_id, baselines=False).report.systems[0].accuracy
+            vals.append(val)
+            tests.append(test)
+            run_ids.append(run_id)
+            episodes = int(result.get("spend", {}).get("episodes", 0))
+            if progress:
+                progress(f"{name} seed {s}: validation {val:.3f}, test {test:.3f} (run {run_id[:8]})")
+        rows.append(StudyRow(name, mean_ci(vals), mean_ci(tests), tuple(run_ids), episodes))
+    return Study(tuple(rows), seeds, dict(config.to_dict()["budget"]))
