@@ -20,6 +20,7 @@ import functools
 import hashlib
 import logging
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -235,6 +236,7 @@ class FeatureStats:
     forwards: int = 0  # transcripts forwarded (batched or not)
     tokens_forwarded: int = 0
     tokens_reused: int = 0  # prefix tokens whose KV cache was reused
+    busy_s: float = 0.0  # time spent computing features
 
 
 def _digest(vector: np.ndarray | None) -> str:
@@ -332,8 +334,10 @@ class Backbone:
                 else:
                     todo.setdefault(text, []).append(i)
             if todo:
+                started = time.perf_counter()
                 self._use_svf(svf)
                 computed = self._compute(list(todo))
+                self.stats.busy_s += time.perf_counter() - started
                 for text, feature in zip(todo, computed, strict=True):
                     self._feature_cache[(digest, text)] = feature
                     for i in todo[text]:
