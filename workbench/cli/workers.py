@@ -90,9 +90,10 @@ def cmd_workers_add(args) -> int:
     )
     key = _read_key(args, spec.id) if args.key_stdin else None
     registry = _registry()
+    existed = registry.find(spec.id) is not None
     registry.add(spec, key=key, replace=args.replace)
     status = registry.key_status(spec)
-    print(f"{'updated' if args.replace else 'added'} worker '{spec.id}' ({spec.provider}, model {spec.model}"
+    print(f"{'updated' if existed else 'added'} worker '{spec.id}' ({spec.provider}, model {spec.model}"
           f"{', ' + spec.base_url if spec.base_url else ''}); key: {status.label}")
     if status.source == "missing" and spec.provider != "local":
         print(f"store its key with: trinity-workbench workers set-key {spec.id} --key-stdin"
