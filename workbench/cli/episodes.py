@@ -47,7 +47,10 @@ def cmd_run_episode(args) -> int:
     ws = workspace(args)
     suite = load_suite(args.suite, ws)
     task = suite.get(args.task)
-    pool = build_pool([p for p in args.pool.split(",") if p.strip()])
+    from workbench.core.workers.http import open_client
+
+    client = open_client()
+    pool = build_pool([p for p in args.pool.split(",") if p.strip()], client=client)
     prompts = Prompts.load(args.prompts)
     if not args.json:
         print(f"loading backbone '{args.backbone}' ...", file=sys.stderr)
@@ -64,6 +67,7 @@ def cmd_run_episode(args) -> int:
             finally:
                 for worker in pool:
                     await worker.aclose()
+                await client.aclose()
 
         episode = asyncio.run(go())
     finally:

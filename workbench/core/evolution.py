@@ -348,13 +348,12 @@ class Trainer:
 
     def run(self) -> TrainState:
         """Train until a budget, the generation limit or a stop ends the run."""
+        return asyncio.run(self.run_async())
+
+    async def run_async(self) -> TrainState:
+        """``run`` inside a running event loop (the caller owns the loop and the pool)."""
         if self.run_id is None:
             self.start()
-        return asyncio.run(self._run())
-
-    # -- the loop -----------------------------------------------------------
-
-    async def _run(self) -> TrainState:
         cfg, run_id = self.config, self.run_id
         self.store.set_run_status(run_id, RunStatus.RUNNING)
         self._emit(RunStarted(run_id, cfg.run.name, self.n_params, self.optimizer.popsize,

@@ -26,7 +26,7 @@ import numpy as np
 
 from workbench.core.coordinator import Coordinator
 from workbench.core.records import ROLES, Episode, Role, StopReason, Turn
-from workbench.core.tasks.graders import grade
+from workbench.core.tasks.graders import grade_cached
 from workbench.core.tasks.model import Task
 from workbench.core.workers.base import EpisodeContext, Worker, current_episode
 from workbench.core.workspace import resources_dir
@@ -217,7 +217,7 @@ async def run_episode(
     if stop in (StopReason.VERIFIER_WITHOUT_ANSWER, StopReason.WORKER_ERRORS) or answer is None:
         reward, details = 0.0, {"reason": _no_answer_reason(stop)}
     else:
-        graded = await asyncio.to_thread(grade, task, answer)
+        graded = await asyncio.to_thread(grade_cached, task, answer)
         reward, details = graded.reward, graded.details
     return Episode(
         id=episode_id or uuid.uuid4().hex, suite=suite, task_id=task.id,

@@ -8,11 +8,10 @@ response cache, store) and hand events to listeners.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import math
 import statistics
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,23 +51,41 @@ def cache_policy(config: RunConfig) -> str:
     return "read-write" if config.protocol.temperature == 0 else "off"
 
 
-@contextlib.contextmanager
-def _pool(config: RunConfig, store: Store) -> Iterator[tuple[list[Worker], Any]]:
-    pool = build_pool(config.pool.workers)
+@dataclass
+class PoolSession:
+    """A job's pool over one shared HTTP client, with its response cache (if any).
+    ``run(coro)`` runs the job in an event loop and closes the workers and the client
+    in that same loop."""
+
+    pool: list[Worker]
+    cache: Any
+    client: Any
+
+    def run(self, coro: Any) -> Any:
+        async def job() -> Any:
+            try:
+                return await coro
+            finally:
+                for worker in self.pool:
+                    await worker.aclose()
+                await self.client.aclose()
+
+        return asyncio.run(job())
+
+
+def open_pool(config: RunConfig, store: Store) -> PoolSession:
+    """The config's pool (registered and built-in workers) behind the config's cache policy."""
+    from workbench.core.workers.http import open_client
+
+    client = open_client()
+    pool = build_pool(config.pool.workers, client=client)
     cache = None
     policy = cache_policy(config)
     if policy != "off":
         from workbench.core.workers.cache import cached_pool
 
         pool, cache = cached_pool(pool, store, policy)
-    try:
-        yield pool, cache
-    finally:
-        async def close_all() -> None:
-            for worker in pool:
-                await worker.aclose()
-
-        asyncio.run(close_all())
+    return PoolSession(pool, cache, client)
 
 
 def _check_resume_config(stored: RunConfig, given: RunConfig | None) -> RunConfig:
@@ -98,13 +115,16 @@ def train(config: RunConfig | None, workspace: Workspace, *, resume: str | None 
         suite = load_suite(config.tasks.suite, workspace)
         backbone = backbone or shared_backbone(config.backbone.model, config.backbone.device,
                                                config.optimizer.svf_layer)
-        with _pool(config, store) as (pool, cache):
-            trainer = Trainer(config, store, suite=suite, pool=pool, backbone=backbone, listeners=listeners,
-                              stop=stop, cache_stats=(lambda: cache.hits) if cache is not None else None)
-            if resume is not None:
-                trainer.resume(resume)
-            trainer.run()
-            return trainer.run_id
+        session = open_pool(config, store)
+        cache = session.cache
+        trainer = Trainer(config, store, suite=suite, pool=session.pool, backbone=backbone, listeners=listeners,
+                          stop=stop, cache_stats=(lambda: cache.hits) if cache is not None else None)
+        if resume is not None:
+            trainer.resume(resume)
+        else:
+            trainer.start()
+        session.run(trainer.run_async())
+        return trainer.run_id
 
 
 @dataclass(frozen=True)
@@ -143,16 +163,16 @@ def evaluate_run(workspace: Workspace, *, run: str | None = None, coordinator_fi
             raise ValueError(f"unknown split '{split}': use train, validation or test")
         tasks = task_splits(config, task_suite)[split]
         eval_id = store.create_run(f"eval of {source}", "eval", {**config.to_dict(), "evaluation": {**source, "split": split}})
-        with _pool(config, store) as (pool, _cache):
-            if run is not None:
-                coordinator = coordinator_from_vector(backbone, len(pool), vector, config.optimizer.svf)
-            else:
-                coordinator, _ = load_coordinator(coordinator_file, backbone)
-            p = config.protocol
-            report, episodes = asyncio.run(evaluate(
-                coordinator, pool, tasks, suite=task_suite.name, split=split, max_turns=p.max_turns,
-                temperature=p.temperature, max_tokens=p.max_tokens, seed=config.run.seed,
-                concurrency=config.optimizer.concurrency, baselines=baselines, run_id=eval_id))
+        session = open_pool(config, store)
+        if run is not None:
+            coordinator = coordinator_from_vector(backbone, len(session.pool), vector, config.optimizer.svf)
+        else:
+            coordinator, _ = load_coordinator(coordinator_file, backbone)
+        p = config.protocol
+        report, episodes = session.run(evaluate(
+            coordinator, session.pool, tasks, suite=task_suite.name, split=split, max_turns=p.max_turns,
+            temperature=p.temperature, max_tokens=p.max_tokens, seed=config.run.seed,
+            concurrency=config.optimizer.concurrency, baselines=baselines, run_id=eval_id))
         store.add_episodes(episodes)
         store.set_run_status(eval_id, "finished", stop_reason="done", result={"report": report.to_json()})
     if out_dir is not None:

@@ -9,6 +9,7 @@ what it did. Graders never raise on what a worker wrote: odd text scores 0 with 
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import secrets
 from collections.abc import Callable
@@ -47,6 +48,14 @@ def grade(task: Task, answer: str | None, *, timeout_s: float = 10.0) -> Grade:
     if task.kind == "code":
         return grade_code(task, str(answer), timeout_s=timeout_s)
     return grader(task, str(answer))
+
+
+@functools.lru_cache(maxsize=16_384)
+def grade_cached(task: Task, answer: str | None) -> Grade:
+    """``grade`` with memory: the same answer to the same task is graded once per process.
+    Training repeats answers often (a worker's correct solution, the simulation's fixed
+    texts), and a code grade costs a subprocess."""
+    return grade(task, answer)
 
 
 def _expected_for(task: Task) -> Any:

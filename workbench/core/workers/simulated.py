@@ -23,7 +23,6 @@ import random
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 from workbench.core.workers.base import (
     Completion,
@@ -74,12 +73,10 @@ def oracle_worker(category: str | None, kind: str, pool_ids: Sequence[str]) -> s
     return max(candidates, key=lambda w: PROFILES_BY_ID[w].skill_for(category, kind))
 
 
-@lru_cache(maxsize=4096)
 def _is_correct(task, answer: str) -> bool:
-    # Code answers are graded in a subprocess; a Verifier often re-checks the same one.
-    from workbench.core.tasks.graders import grade
+    from workbench.core.tasks.graders import grade_cached
 
-    return grade(task, answer).reward >= 1.0
+    return grade_cached(task, answer).reward >= 1.0
 
 
 def _wrong_answer(task, rng: random.Random) -> str:
@@ -137,9 +134,10 @@ class SimulatedWorker(Worker):
                 p += (1 - p) * THINK_GAIN * t_skill
             right = _right_answer(task)
             if right is not None and rng.random() < p:
-                text = f"{name} Solution.\n{_render_answer(task, right)}"
-            else:
-                text = f"{name} Attempt.\n{_render_answer(task, _wrong_answer(task, rng)) if task.kind != 'code' else _broken_program(task)}"
+                text = f"{name} Answer.\n{_render_answer(task, right)}"
+            else:  # the same words as a right answer: only a Verifier (or a grader) can tell
+                wrong = _broken_program(task) if task.kind == "code" else _render_answer(task, _wrong_answer(task, rng))
+                text = f"{name} Answer.\n{wrong}"
         elif ctx.role == "verifier":
             if ctx.answer is None:
                 verdict, why = "REVISE", "there is no answer to check yet"
