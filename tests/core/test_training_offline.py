@@ -1,0 +1,52 @@
+"""A short real training run on the offline model: SmolLM2 as the backbone and as a local
+worker next to a sandbox worker, stored, exported and replayable (loads the real model)."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from workbench.core.config import RunConfig
+from workbench.core.runs import export_run, train
+from workbench.core.store import Store
+from workbench.core.workspace import Workspace
+
+pytestmark = pytest.mark.slow
+
+
+def test_short_offline_run_end_to_end(tmp_path, offline_backbone):
+    config = RunConfig.from_dict({
+        "run": {"name": "offline smoke", "seed": 3},
+        "backbone": {"model": "offline", "device": "cpu"},
+        "pool": {"workers": ["local:smollm2", "sandbox:mathlete"]},
+        "tasks": {"suite": "arithmetic", "train": 8, "validation": 2, "test": 2},
+        "optimizer": {"popsize": 2, "rollouts": 2, "validate_every": 1},
+        "budget": {"generations": 1},
+        "protocol": {"max_turns": 2, "temperature": 0.0, "max_tokens": 24},
+        "cache": {"policy": "read-write"},
+    })
+    ws = Workspace.open(tmp_path / "ws")
+    run_id = train(config, ws, backbone=offline_backbone)
+    with Store.open(ws) as store:
+        record = store.get_run(run_id)
+        assert (str(record.status), record.stop_reason) == ("finished", "budget.generations")
+        (generation,) = store.generations(run_id)
+        assert generation["evaluations"] == 4 and generation["validation"] is not None
+        episodes = [store.get_episode(e.id) for e in store.list_episodes(run_id)]
+    assert len(episodes) == 4 + 2
+    workers = {t.worker for e in episodes for t in e.turns}
+    assert workers <= {"local:smollm2", "sandbox:mathlete"} and workers
+    local_turns = [t for e in episodes for t in e.turns if t.worker == "local:smollm2" and t.messages]
+    assert all(t.tokens_out > 0 and t.error is None for t in local_turns)
+    path = export_run(ws, run_id, tmp_path / "smoke.safetensors", backbone=offline_backbone)
+    assert path.is_file()
+    # replayable from the command line, turn by turn
+    out = subprocess.run([sys.executable, "-m", "workbench", "replay", run_id[:8], "--workspace", str(ws.root),
+                          "--limit", "2"], capture_output=True, text=True, check=True).stdout
+    assert out.count("== episode") == 2 and "p(worker)" in out
+    shown = json.loads(subprocess.run([sys.executable, "-m", "workbench", "runs", "show", run_id, "--json",
+                                       "--workspace", str(ws.root)], capture_output=True, text=True,
+                                      check=True).stdout)
+    assert shown["stop_reason"] == "budget.generations" and shown["generations"][0]["generation"] == 0
+    assert {"best", "mean", "median", "worst", "sigma"} <= set(shown["generations"][0])
