@@ -21,3 +21,9 @@ def test_importing_core_and_cli_loads_neither_torch_nor_qt():
             "print(sorted(m for m in ('torch', 'transformers', 'PySide6', 'pyqtgraph') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_ruff_finds_nothing():
+    result = subprocess.run([str(Path(sys.executable).with_name("ruff")), "check", "--no-cache", "."],
+                            cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -12,7 +12,12 @@ import numpy as np
 import pytest
 
 from workbench.core.config import ConfigError, RunConfig
-from workbench.core.evolution import GenerationStats, RunFinished, RunStarted, StopToken, best_vector
+from workbench.core.evolution import (
+    GenerationStats,
+    RunStarted,
+    StopToken,
+    best_vector,
+)
 from workbench.core.export import CoordinatorFileError, load_coordinator, read_manifest
 from workbench.core.runs import evaluate_run, export_run, train
 from workbench.core.store import Store
@@ -220,3 +225,21 @@ def test_config_errors_name_the_key(tmp_path):
         bad.write_text("[run\n")
         RunConfig.load(bad)
     assert RunConfig.load(ROOT / "examples" / "sandbox.toml").optimizer.popsize == 16
+
+
+def test_study_compares_optimizers_under_one_budget(ws, tiny_backbone):
+    from workbench.core.runs import mean_ci, study_optimizers
+
+    lines = []
+    study = study_optimizers(config(budget={"generations": 2}), ws, seeds=2, optimizers=("sep-cma-es", "random-search"),
+                             progress=lines.append, backbone=tiny_backbone)
+    assert [r.optimizer for r in study.rows] == ["sep-cma-es", "random-search"]
+    for row in study.rows:
+        assert len(row.runs) == 2 and row.episodes == 2 * 12
+        assert row.validation[1] <= row.validation[0] <= row.validation[2]
+        assert 0 <= row.test[0] <= 1
+    assert len(lines) == 4 and "sep-cma-es" in study.table() and study.to_dict()["seeds"] == 2
+    mean, low, high = mean_ci([0.5, 0.7, 0.6])
+    assert mean == pytest.approx(0.6) and low == pytest.approx(0.6 - 4.303 * 0.1 / 3 ** 0.5)
+    with pytest.raises(ValueError, match="unknown optimizer"):
+        study_optimizers(config(), ws, optimizers=("adam",), backbone=tiny_backbone)

@@ -249,7 +249,8 @@ class Study:
 
 
 def study_optimizers(config: RunConfig, workspace: Workspace, *, seeds: int = 3,
-                     optimizers: Sequence[str] | None = None, progress=None) -> Study:
+                     optimizers: Sequence[str] | None = None, progress=None,
+                     backbone: Backbone | None = None) -> Study:
     """Train every optimizer under the same config and budget with ``seeds`` seeds, and
     report the final validation and test reward of each with 95% intervals."""
     from workbench.core.config import OPTIMIZERS
@@ -260,7 +261,8 @@ def study_optimizers(config: RunConfig, workspace: Workspace, *, seeds: int = 3,
         raise ValueError(f"unknown optimizer(s) {', '.join(unknown)}: choose from {', '.join(OPTIMIZERS)}")
     if seeds < 1:
         raise ValueError("--seeds must be at least 1")
-    backbone = shared_backbone(config.backbone.model, config.backbone.device, config.optimizer.svf_layer)
+    backbone = backbone or shared_backbone(config.backbone.model, config.backbone.device,
+                                           config.optimizer.svf_layer)
     rows = []
     for name in optimizers:
         vals, tests, run_ids, episodes = [], [], [], 0
@@ -271,7 +273,7 @@ def study_optimizers(config: RunConfig, workspace: Workspace, *, seeds: int = 3,
             with Store.open(workspace) as store:
                 result = store.get_run(run_id).result or {}
             val = result.get("best_validation") or 0.0
-            test = evaluate_run(workspace, run=run_id, baselines=False).report.systems[0].accuracy
+            test = evaluate_run(workspace, run=run_id, baselines=False, backbone=backbone).report.systems[0].accuracy
             vals.append(val)
             tests.append(test)
             run_ids.append(run_id)
