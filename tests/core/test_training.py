@@ -19,7 +19,7 @@ from workbench.core.evolution import (
     best_vector,
 )
 from workbench.core.export import CoordinatorFileError, load_coordinator, read_manifest
-from workbench.core.runs import evaluate_run, export_run, train
+from workbench.core.runs import effective_status, evaluate_run, export_run, train
 from workbench.core.store import Store
 from workbench.core.workspace import Workspace
 
@@ -142,6 +142,7 @@ def test_kill_9_mid_run_then_resume_gives_the_same_history_as_an_uninterrupted_r
     with Store.open(killed_ws) as store:
         (record,) = store.list_runs()
         assert record.status == "running"  # it never got to say otherwise
+        assert effective_status(record) == "interrupted"  # but its process is gone
         done = len(store.generations(record.id))
     assert 2 <= done < 30
     target = done + 2

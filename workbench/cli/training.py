@@ -71,7 +71,9 @@ def cmd_train(args) -> int:
 
 
 def _run_dict(record) -> dict:
-    return {"id": record.id, "name": record.name, "kind": record.kind, "status": str(record.status),
+    from workbench.core.runs import effective_status
+
+    return {"id": record.id, "name": record.name, "kind": record.kind, "status": effective_status(record),
             "stop_reason": record.stop_reason, "error": record.error, "created_at": record.created_at,
             "updated_at": record.updated_at}
 
@@ -85,7 +87,9 @@ def cmd_runs_list(args) -> int:
     if args.json:
         print_json([{**_run_dict(r), "generations": generations[r.id]} for r in records])
         return 0
-    rows = [(r.id[:8], one_line(r.name, 30), r.kind, str(r.status), r.stop_reason or "", generations[r.id],
+    from workbench.core.runs import effective_status
+
+    rows = [(r.id[:8], one_line(r.name, 30), r.kind, effective_status(r), r.stop_reason or "", generations[r.id],
              time.strftime("%Y-%m-%d %H:%M", time.localtime(r.created_at))) for r in records]
     print(table(rows, ("run", "name", "kind", "status", "stop reason", "generations", "created")))
     return 0
@@ -101,7 +105,7 @@ def cmd_runs_show(args) -> int:
     if args.json:
         print_json(data)
         return 0
-    print(f"run {record.id}  '{record.name}'  {record.status}  stop reason: {record.stop_reason or '-'}")
+    print(f"run {record.id}  '{record.name}'  {data['status']}  stop reason: {record.stop_reason or '-'}")
     if record.error:
         print(f"error: {record.error}")
     rows = [(g["generation"], f"{g['best']:.3f}", f"{g['mean']:.3f}", f"{g['median']:.3f}", f"{g['worst']:.3f}",

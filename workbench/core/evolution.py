@@ -18,7 +18,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import os
 import pickle
+import socket
 import statistics
 import threading
 import time
@@ -355,7 +357,9 @@ class Trainer:
         if self.run_id is None:
             self.start()
         cfg, run_id = self.config, self.run_id
-        self.store.set_run_status(run_id, RunStatus.RUNNING)
+        # who runs it: lets a listing tell a live run from one that was killed
+        self.store.set_run_status(run_id, RunStatus.RUNNING,
+                                  result={**self._result(), "pid": os.getpid(), "host": socket.gethostname()})
         self._emit(RunStarted(run_id, cfg.run.name, self.n_params, self.optimizer.popsize,
                               self.optimizer.rollouts, self.state.generation + 1,
                               {k: v for k, v in asdict(cfg.budget).items()}))

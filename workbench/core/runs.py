@@ -44,6 +44,27 @@ def shared_backbone(source: str, device: str = "auto", svf_layer: int = -2) -> B
     return _backbones[key]
 
 
+def effective_status(record: Any) -> str:
+    """A run's status, except that a ``running`` run whose process is gone (killed, or the
+    machine restarted) reads ``interrupted``: resume it with ``train --resume``."""
+    import os
+    import socket
+
+    status = str(record.status)
+    result = record.result or {}
+    if status != "running" or "pid" not in result:
+        return status
+    if result.get("host") != socket.gethostname():
+        return status  # another machine's run: we cannot tell
+    try:
+        os.kill(int(result["pid"]), 0)
+    except ProcessLookupError:
+        return "interrupted"
+    except PermissionError:
+        pass
+    return status
+
+
 def cache_policy(config: RunConfig) -> str:
     """``auto`` means read-write at temperature 0 (replies are then repeatable), else off."""
     if config.cache.policy != "auto":
