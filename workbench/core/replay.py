@@ -1,0 +1,96 @@
+"""Replay: a cursor over one stored episode, turn by turn, for the Replay page and the
+``replay`` command. It holds no Qt; views subscribe to ``changed``.
+
+At turn ``i`` it exposes what the coordinator saw (the transcript before the turn), what
+it decided (both distributions, the chosen worker and role), what the worker received
+and answered, and, at the end, the final answer, the reference and the grader's details.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from workbench.core.protocol import render_transcript
+from workbench.core.records import ROLES, Episode, Turn
+from workbench.core.tasks.model import Task
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The coordinator's decision at one turn, ready to draw as two bar charts."""
+
+    workers: tuple[str, ...]
+    worker_probs: tuple[float, ...]
+    chosen_worker: int
+    roles: tuple[str, ...]
+    role_probs: tuple[float, ...]
+    chosen_role: int
+
+
+class Replay:
+    """One episode and the current turn index (0 .. n_turns - 1)."""
+
+    def __init__(self, episode: Episode, task: Task | None = None):
+        if not episode.turns:
+            raise ValueError(f"episode {episode.id} has no turns to replay")
+        self.episode = episode
+        self.task = task
+        self.index = 0
+        self.changed: list[Callable[[int], None]] = []  # called with the new index
+
+    # -- navigation -----------------------------------------------------------
+
+    @property
+    def n_turns(self) -> int:
+        return len(self.episode.turns)
+
+    def go(self, index: int) -> None:
+        index = max(0, min(self.n_turns - 1, index))
+        if index != self.index:
+            self.index = index
+            for callback in list(self.changed):
+                callback(index)
+
+    def next(self) -> None:
+        self.go(self.index + 1)
+
+    def previous(self) -> None:
+        self.go(self.index - 1)
+
+    @property
+    def at_end(self) -> bool:
+        return self.index == self.n_turns - 1
+
+    # -- what the current turn shows -------------------------------------------
+
+    @property
+    def turn(self) -> Turn:
+        return self.episode.turns[self.index]
+
+    def transcript_before(self) -> str:
+        """What the coordinator read before deciding this turn."""
+        turns = self.episode.turns[: self.index]
+        if self.task is not None:
+            return render_transcript(self.task, turns)
+        # the task is unknown (a suite that is no longer installed): the turns alone
+        return "\n\n".join(f"{t.role}/{t.worker}: {t.response}" for t in turns)
+
+    def decision(self) -> Decision:
+        turn = self.turn
+        return Decision(self.episode.pool, turn.worker_probs, self.episode.pool.index(turn.worker),
+                        tuple(str(r) for r in ROLES), turn.role_probs, ROLES.index(turn.role))
+
+    def prompt(self) -> str:
+        """The messages the worker received, as text (empty when it was not called)."""
+        return "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in self.turn.messages)
+
+    def outcome(self) -> dict[str, Any]:
+        """The episode's end: answer, reference, reward, stop reason, grader details."""
+        task = self.task
+        reference = None
+        if task is not None:
+            reference = task.solution if task.kind == "code" and task.solution else task.answer
+        return {"answer": self.episode.answer, "reference": reference, "reward": self.episode.reward,
+                "stop_reason": str(self.episode.stop_reason), "grader": dict(self.episode.grade_details)}
