@@ -1,4 +1,4 @@
-"""The ``trinity-workbench`` command: no argument starts the GUI; subcommands do
+"""The ``trinity-workbench`` command: no argument starts the GUI (``--workspace DIR``); subcommands do
 headless work through ``workbench.core`` (never the GUI).
 
 Exit codes: 0 success, 1 the work failed, 2 bad input (a usage error or an invalid file).
@@ -28,6 +28,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"trinity-workbench {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress and details to stderr")
+    parser.add_argument("--workspace", metavar="DIR", dest="gui_workspace", default=None,
+                        help="with no command: the GUI's workspace folder (default: the user data directory)")
+    # for smoke tests: show the main window, then close it after MS milliseconds
+    parser.add_argument("--quit-after", metavar="MS", dest="quit_after", type=int, default=None,
+                        help=argparse.SUPPRESS)
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--workspace", metavar="DIR", default=None,
                         help="workspace folder (default: the user data directory)")
@@ -43,8 +48,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     if args.command is None:
-        parser.print_help()
-        return 0
+        from workbench.gui.app import main as gui_main  # lazily: the CLI never loads Qt otherwise
+
+        return gui_main(args.gui_workspace, quit_after_ms=args.quit_after)
     try:
         return args.func(args)
     except _user_errors() as exc:

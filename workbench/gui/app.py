@@ -1,0 +1,130 @@
+"""The application: QApplication set-up and the main window, a navigation list on the
+left over a stack of pages. ``PAGES`` is the ordered list of (title, factory) pages; a
+factory takes the window's context (workspace, backbone) and returns the page widget."""
+
+from __future__ import annotations
+
+import logging
+import platform
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any
+
+from workbench import __version__
+from workbench.core.workspace import Workspace
+from workbench.gui.qt import (
+    PYSIDE_VERSION,
+    QT_VERSION,
+    QAction,
+    QApplication,
+    QCloseEvent,
+    QHBoxLayout,
+    QListWidget,
+    QMainWindow,
+    QMessageBox,
+    QStackedWidget,
+    QTimer,
+    QWidget,
+)
+
+log = logging.getLogger(__name__)
+
+APP_NAME = "Trinity Workbench"
+
+
+@dataclass(frozen=True)
+class PageContext:
+    """What a page factory gets: the workspace and an optional pre-built backbone (tests)."""
+
+    workspace: Workspace
+    backbone: Any = None
+
+
+def _runs_page(context: PageContext) -> QWidget:
+    from workbench.gui.qt_runs import QtRuns
+
+    return QtRuns(context.workspace, backbone=context.backbone)
+
+
+PageFactory = Callable[[PageContext], QWidget]
+PAGES: list[tuple[str, PageFactory]] = [("Runs", _runs_page)]
+
+
+def _version(distribution: str) -> str:
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def about_text() -> str:
+    """The versions shown by Help > About (read from package metadata: nothing heavy imported)."""
+    return (f"{APP_NAME} {__version__}\n\n"
+            f"Python {platform.python_version()}\n"
+            f"torch {_version('torch')}\n"
+            f"transformers {_version('transformers')}\n"
+            f"Qt {QT_VERSION} (PySide6 {PYSIDE_VERSION})")
+
+
+class MainWindow(QMainWindow):
+    def __init__(self, workspace: Workspace, *, backbone: Any = None,
+                 pages: Sequence[tuple[str, PageFactory]] | None = None):
+        super().__init__()
+        self.workspace = workspace
+        self.setWindowTitle(f"{APP_NAME} — {workspace.root}")
+        self.resize(1280, 800)
+        self.nav = QListWidget()
+        self.nav.setFixedWidth(150)
+        self.stack = QStackedWidget()
+        self.pages: dict[str, QWidget] = {}
+        context = PageContext(workspace, backbone)
+        for title, factory in (PAGES if pages is None else pages):
+            page = factory(context)
+            self.pages[title] = page
+            self.nav.addItem(title)
+            self.stack.addWidget(page)
+        self.nav.currentRowChanged.connect(self.stack.setCurrentIndex)
+        self.nav.setCurrentRow(0)
+        central = QWidget()
+        layout = QHBoxLayout(central)
+        layout.addWidget(self.nav)
+        layout.addWidget(self.stack, 1)
+        self.setCentralWidget(central)
+        help_menu = self.menuBar().addMenu("&Help")
+        about = QAction("&About", self)
+        about.triggered.connect(self.show_about)
+        help_menu.addAction(about)
+
+    def show_about(self) -> None:
+        QMessageBox.about(self, f"About {APP_NAME}", about_text())
+
+    def running_pages(self) -> list[QWidget]:
+        return [p for p in self.pages.values() if getattr(p, "running", False)]
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt's name)
+        running = self.running_pages()
+        if running:
+            answer = QMessageBox.question(
+                self, "A run is in progress",
+                "A training run is in progress. Stop it (it keeps a checkpoint you can resume) and close?")
+            if answer != QMessageBox.StandardButton.Yes:
+                event.ignore()
+                return
+            for page in running:
+                page.stop_and_wait()
+        event.accept()
+
+
+def main(workspace: str | None = None, quit_after_ms: int | None = None, argv: Sequence[str] | None = None) -> int:
+    """Start the GUI on ``workspace`` (default: the user's); ``quit_after_ms`` closes the
+    window after that many milliseconds (a smoke test)."""
+    app = QApplication.instance() or QApplication(list(argv) if argv is not None else sys.argv[:1])
+    app.setApplicationName(APP_NAME)
+    app.setApplicationVersion(__version__)
+    window = MainWindow(Workspace.open(workspace))
+    window.show()
+    if quit_after_ms is not None:
+        QTimer.singleShot(quit_after_ms, window.close)
+    return app.exec()

@@ -1,0 +1,551 @@
+"""The Runs page: the runs list (status, stop reason, generations; resume, open), a compact
+new-run form (load a config TOML or the sandbox example), Start / Pause / Resume / Stop,
+and live plots (fitness, sigma, model x role usage heatmap), progress with ETA and a log.
+
+The page holds no domain logic: configs, runs, statuses and figures all come from core;
+training runs in a ``RunThread``. Plots are created once and redrawn from a timer with
+``setData`` on preallocated arrays that grow by doubling (CONVENTIONS.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from workbench.core.config import RunConfig
+from workbench.core.evolution import GenerationStats, RunFailed, RunFinished, RunStarted
+from workbench.core.records import ROLES
+from workbench.core.runs import effective_status
+from workbench.core.store import Store
+from workbench.core.workspace import Workspace
+from workbench.gui.qt import (
+    QAbstractItemView,
+    QFileDialog,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPlainTextEdit,
+    QProgressBar,
+    QPushButton,
+    QSplitter,
+    Qt,
+    QTableWidget,
+    QTableWidgetItem,
+    QTimer,
+    QVBoxLayout,
+    QWidget,
+    pg,
+)
+from workbench.gui.run_thread import RunThread
+
+log = logging.getLogger(__name__)
+
+SANDBOX_EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sandbox.toml"
+RESUMABLE = ("stopped", "interrupted", "failed")
+REDRAW_MS = 200
+
+
+class Series:
+    """A growing float array: preallocated, doubled when full; ``view`` is the filled part."""
+
+    def __init__(self, capacity: int = 64):
+        self._data = np.full(capacity, np.nan)
+        self.size = 0
+
+    def append(self, value: float) -> None:
+        if self.size == len(self._data):
+            grown = np.full(2 * len(self._data), np.nan)
+            grown[: self.size] = self._data
+            self._data = grown
+        self._data[self.size] = value
+        self.size += 1
+
+    def clear(self) -> None:
+        self.size = 0
+
+    @property
+    def view(self) -> np.ndarray:
+        return self._data[: self.size]
+
+
+class UsageGrid:
+    """Turns per (worker, role) row and generation column; rows come in threes per worker
+    (thinker, worker, verifier) in order of first appearance. Grows by doubling."""
+
+    def __init__(self, rows: int = 6, cols: int = 64):
+        self._data = np.zeros((rows, cols))
+        self.workers: list[str] = []
+        self.cols = 0
+
+    def clear(self) -> None:
+        self._data[:] = 0
+        self.workers = []
+        self.cols = 0
+
+    def add(self, column: int, usage: dict[str, int]) -> None:
+        for key, turns in usage.items():
+            worker, _, role = key.rpartition("/")
+            if worker not in self.workers:
+                self.workers.append(worker)
+            row = 3 * self.workers.index(worker) + [str(r) for r in ROLES].index(role)
+            self._grow(row + 1, column + 1)
+            self._data[row, column] += turns
+        self._grow(3 * len(self.workers), column + 1)
+        self.cols = max(self.cols, column + 1)
+
+    def _grow(self, rows: int, cols: int) -> None:
+        r, c = self._data.shape
+        if rows <= r and cols <= c:
+            return
+        while r < rows:
+            r *= 2
+        while c < cols:
+            c *= 2
+        grown = np.zeros((r, c))
+        grown[: self._data.shape[0], : self._data.shape[1]] = self._data
+        self._data = grown
+
+    @property
+    def view(self) -> np.ndarray:
+        return self._data[: 3 * len(self.workers), : self.cols]
+
+    @property
+    def labels(self) -> list[str]:
+        return [f"{w} / {r}" for w in self.workers for r in ROLES]
+
+
+class QtRuns(QWidget):
+    """The Runs page over a workspace. ``backbone``: an optional pre-built backbone handed to
+    every run started here (tests use the tiny one)."""
+
+    CURVES = ("best", "mean", "median", "worst")
+
+    def __init__(self, workspace: Workspace, *, backbone: Any = None, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.workspace = workspace
+        self.backbone = backbone
+        self.config: RunConfig | None = None
+        self.config_path: Path | None = None
+        self.thread: RunThread | None = None
+        self.state = "idle"
+        self._budget_generations = 0
+        self._first_generation = 0
+        self._started_at = 0.0
+        self._done_live = 0
+        self._dirty = False
+        self.x = Series()
+        self.series = {name: Series() for name in (*self.CURVES, "sigma")}
+        self.validation_x = Series()
+        self.validation = Series()
+        self.usage = UsageGrid()
+        self._build()
+        self.timer = QTimer(self)
+        self.timer.setInterval(REDRAW_MS)
+        self.timer.timeout.connect(self.redraw)
+        self.timer.start()
+        if SANDBOX_EXAMPLE.is_file():
+            self.load_config(SANDBOX_EXAMPLE)
+        self.refresh_runs()
+
+    # ------------------------------------------------------------------ layout
+
+    def _build(self) -> None:
+        # runs list
+        self.runs_table = QTableWidget(0, 5)
+        self.runs_table.setHorizontalHeaderLabels(["Run", "Name", "Status", "Stop reason", "Generations"])
+        self.runs_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.runs_table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.runs_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.runs_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        self.runs_table.verticalHeader().setVisible(False)
+        self.runs_table.itemSelectionChanged.connect(self._update_buttons)
+        self.refresh_button = QPushButton("Refresh")
+        self.open_button = QPushButton("Open")
+        self.resume_run_button = QPushButton("Resume run")
+        self.refresh_button.clicked.connect(self.refresh_runs)
+        self.open_button.clicked.connect(self.open_selected)
+        self.resume_run_button.clicked.connect(self.resume_selected)
+        runs_buttons = QHBoxLayout()
+        for b in (self.refresh_button, self.open_button, self.resume_run_button):
+            runs_buttons.addWidget(b)
+        runs_buttons.addStretch(1)
+        runs_box = QGroupBox("Runs")
+        runs_layout = QVBoxLayout(runs_box)
+        runs_layout.addWidget(self.runs_table)
+        runs_layout.addLayout(runs_buttons)
+
+        # new run form
+        self.name_label, self.pool_label = QLabel("–"), QLabel("–")
+        self.suite_label, self.budget_label = QLabel("–"), QLabel("–")
+        self.source_label = QLabel("no config loaded")
+        self.source_label.setWordWrap(True)
+        self.load_button = QPushButton("Load config…")
+        self.example_button = QPushButton("Sandbox example")
+        self.load_button.clicked.connect(self._choose_config)
+        self.example_button.clicked.connect(lambda: self.load_config(SANDBOX_EXAMPLE))
+        form = QFormLayout()
+        form.addRow("Config", self.source_label)
+        form.addRow("Name", self.name_label)
+        form.addRow("Pool", self.pool_label)
+        form.addRow("Suite", self.suite_label)
+        form.addRow("Budget", self.budget_label)
+        load_row = QHBoxLayout()
+        load_row.addWidget(self.load_button)
+        load_row.addWidget(self.example_button)
+        load_row.addStretch(1)
+        self.start_button = QPushButton("Start")
+        self.pause_button = QPushButton("Pause")
+        self.resume_button = QPushButton("Resume")
+        self.stop_button = QPushButton("Stop")
+        self.start_button.clicked.connect(self.start)
+        self.pause_button.clicked.connect(self.pause)
+        self.resume_button.clicked.connect(self.resume)
+        self.stop_button.clicked.connect(self.stop)
+        control_row = QHBoxLayout()
+        for b in (self.start_button, self.pause_button, self.resume_button, self.stop_button):
+            control_row.addWidget(b)
+        self.status_label = QLabel("idle")
+        self.message_label = QLabel("")
+        self.message_label.setWordWrap(True)
+        self.message_label.setStyleSheet("color: #b00020")
+        self.progress = QProgressBar()
+        self.progress.setFormat("generation %v of %m")
+        self.eta_label = QLabel("")
+        new_box = QGroupBox("New run")
+        new_layout = QVBoxLayout(new_box)
+        new_layout.addLayout(form)
+        new_layout.addLayout(load_row)
+        new_layout.addLayout(control_row)
+        status_row = QHBoxLayout()
+        status_row.addWidget(QLabel("Status:"))
+        status_row.addWidget(self.status_label, 1)
+        status_row.addWidget(self.eta_label)
+        new_layout.addLayout(status_row)
+        new_layout.addWidget(self.progress)
+        new_layout.addWidget(self.message_label)
+
+        # plots: created once, fed with setData from the timer
+        self.fitness_plot = pg.PlotWidget(title="Fitness per generation")
+        self.fitness_plot.addLegend(offset=(5, 5))
+        self.fitness_plot.setLabel("bottom", "generation")
+        colors = {"best": "#2e7d32", "mean": "#1565c0", "median": "#6a1b9a", "worst": "#c62828"}
+        self.curves = {}
+        for name in self.CURVES:
+            curve = self.fitness_plot.plot(name=name, pen=pg.mkPen(colors[name], width=2))
+            curve.setDownsampling(auto=True, method="peak")
+            curve.setClipToView(True)
+            self.curves[name] = curve
+        self.validation_points = self.fitness_plot.plot(name="validation", pen=None, symbol="o", symbolSize=7,
+                                                        symbolBrush="#ef6c00")
+        self.sigma_plot = pg.PlotWidget(title="Sigma")
+        self.sigma_plot.setLabel("bottom", "generation")
+        self.curves["sigma"] = self.sigma_plot.plot(pen=pg.mkPen("#455a64", width=2))
+        self.curves["sigma"].setDownsampling(auto=True, method="peak")
+        self.curves["sigma"].setClipToView(True)
+        self.usage_plot = pg.PlotWidget(title="Usage: worker x role per generation")
+        self.usage_plot.setLabel("bottom", "generation")
+        self.usage_plot.invertY(True)
+        self.heatmap = pg.ImageItem(axisOrder="row-major")
+        self.heatmap.setColorMap(pg.colormap.get("viridis"))
+        self.usage_plot.addItem(self.heatmap)
+        self.log_view = QPlainTextEdit()
+        self.log_view.setReadOnly(True)
+        self.log_view.setMaximumBlockCount(5000)
+
+        plots = QSplitter(Qt.Orientation.Vertical)
+        for w in (self.fitness_plot, self.sigma_plot, self.usage_plot, self.log_view):
+            plots.addWidget(w)
+        left = QWidget()
+        left_layout = QVBoxLayout(left)
+        left_layout.setContentsMargins(0, 0, 0, 0)
+        left_layout.addWidget(new_box)
+        left_layout.addWidget(runs_box, 1)
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter.addWidget(left)
+        splitter.addWidget(plots)
+        splitter.setStretchFactor(1, 2)
+        layout = QVBoxLayout(self)
+        layout.addWidget(splitter)
+        self._update_buttons()
+
+    # ------------------------------------------------------------------ config
+
+    def _choose_config(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Load a run config", str(Path.home()), "TOML (*.toml)")
+        if path:
+            self.load_config(path)
+
+    def load_config(self, path: str | Path) -> bool:
+        """Load and show a run config TOML; a bad file is reported on the page."""
+        try:
+            config = RunConfig.load(path)
+        except Exception as exc:  # ConfigError, OSError, TOML errors: readable, on the page
+            self.show_error(f"Cannot load {path}: {exc}")
+            return False
+        self.config, self.config_path = config, Path(path)
+        self.source_label.setText(str(path))
+        self.name_label.setText(config.run.name)
+        self.pool_label.setText(", ".join(config.pool.workers))
+        t = config.tasks
+        self.suite_label.setText(f"{t.suite} (train {t.train}, validation {t.validation}, test {t.test})")
+        budget = {k: v for k, v in config.to_dict()["budget"].items() if v}
+        self.budget_label.setText(", ".join(f"{k} {v}" for k, v in budget.items()))
+        self.message_label.clear()
+        self._update_buttons()
+        return True
+
+    # ------------------------------------------------------------------ controls
+
+    @property
+    def running(self) -> bool:
+        return self.thread is not None and self.thread.isRunning()
+
+    def start(self) -> None:
+        if self.config is None or self.running:
+            return
+        self._launch(RunThread(self.config, self.workspace, backbone=self.backbone, parent=self))
+
+    def resume_selected(self) -> None:
+        run_id = self.selected_run_id()
+        if run_id is None or self.running:
+            return
+        self._launch(RunThread(None, self.workspace, resume=run_id, backbone=self.backbone, parent=self))
+
+    def _launch(self, thread: RunThread) -> None:
+        self.clear_plots()
+        self.message_label.clear()
+        self.thread = thread
+        thread.started_run.connect(self._on_started)
+        thread.generation.connect(self._on_generation)
+        thread.finished_run.connect(self._on_finished)
+        thread.failed.connect(self._on_failed)
+        thread.finished.connect(self._on_thread_done)
+        self._set_state("starting")
+        self.log("starting " + (f"run {thread.resume_id}" if thread.resume_id else f"'{thread.config.run.name}'"))
+        thread.start()
+
+    def pause(self) -> None:
+        if self.running and self.state == "running":
+            self.thread.pause()
+            self._set_state("paused")
+            self.log("paused (the current episodes finish first)")
+
+    def resume(self) -> None:
+        if self.running and self.state == "paused":
+            self.thread.resume_run()
+            self._set_state("running")
+            self.log("resumed")
+
+    def stop(self) -> None:
+        if self.running:
+            self.thread.stop()
+            self._set_state("stopping")
+            self.log("stopping: the run ends with a checkpoint")
+
+    def stop_and_wait(self, timeout_ms: int = 120_000) -> bool:
+        """Stop a running run (it checkpoints) and wait for its thread; used on close."""
+        if self.thread is None:
+            return True
+        self.thread.stop()
+        done = self.thread.wait(timeout_ms)
+        return bool(done)
+
+    # ------------------------------------------------------------------ events
+
+    def _on_started(self, event: RunStarted) -> None:
+        self._budget_generations = int(event.budget.get("generations") or 0)
+        self._first_generation = event.start_generation
+        self._started_at = time.monotonic()
+        self._done_live = 0
+        self.progress.setRange(0, max(self._budget_generations, 1))
+        self.progress.setValue(event.start_generation)
+        if self.state == "starting":
+            self._set_state("running")
+        self.log(f"run {event.run_id[:8]} '{event.name}': {event.n_params} parameters, population "
+                 f"{event.popsize} x {event.rollouts} rollouts, from generation {event.start_generation}")
+        self.refresh_runs()
+
+    def _on_generation(self, event: GenerationStats) -> None:
+        self._add_generation(event.generation, event.best, event.mean, event.median, event.worst,
+                             event.sigma, event.validation, event.usage)
+        self._done_live += 1
+        self.progress.setValue(event.generation + 1)
+        remaining = self._budget_generations - (event.generation + 1)
+        if remaining > 0 and self._done_live:
+            per = (time.monotonic() - self._started_at) / self._done_live
+            self.eta_label.setText(f"ETA {_duration(per * remaining)}")
+        else:
+            self.eta_label.setText("")
+        val = "" if event.validation is None else f", validation {event.validation:.3f}"
+        self.log(f"generation {event.generation}: best {event.best:.3f}, mean {event.mean:.3f}, "
+                 f"sigma {event.sigma:.4f}{val}; {event.calls} calls, ${event.dollars:.4f}, {event.wall_s:.1f} s")
+
+    def _on_finished(self, event: RunFinished) -> None:
+        self._set_state("stopped" if event.stop_reason == "stopped" else "finished")
+        self.eta_label.setText("")
+        best = "–" if event.best_validation is None else f"{event.best_validation:.3f}"
+        self.log(f"run {event.run_id[:8]} ended ({event.stop_reason}) after {event.generations} "
+                 f"generations; best validation {best}")
+
+    def _on_failed(self, event: RunFailed) -> None:
+        self._set_state("failed")
+        self.show_error(f"The run failed: {event.error}. Details are in the log; resume it from the runs list.")
+
+    def _on_thread_done(self) -> None:
+        self.thread = None
+        if self.state not in ("finished", "stopped", "failed"):
+            self._set_state("idle")
+        self.redraw()
+        self.refresh_runs()
+        self._update_buttons()
+
+    # ------------------------------------------------------------------ plots
+
+    def clear_plots(self) -> None:
+        self.x.clear()
+        for s in self.series.values():
+            s.clear()
+        self.validation_x.clear()
+        self.validation.clear()
+        self.usage.clear()
+        self._dirty = True
+
+    def _add_generation(self, g: int, best: float, mean: float, median: float, worst: float, sigma: float,
+                        validation: float | None, usage: dict[str, int]) -> None:
+        self.x.append(g)
+        for name, value in zip((*self.CURVES, "sigma"), (best, mean, median, worst, sigma), strict=True):
+            self.series[name].append(value)
+        if validation is not None:
+            self.validation_x.append(g)
+            self.validation.append(validation)
+        self.usage.add(g, usage)
+        self._dirty = True
+
+    def redraw(self) -> None:
+        """Push the buffers to the plot items (from the timer, not per event)."""
+        if not self._dirty:
+            return
+        self._dirty = False
+        x = self.x.view
+        for name, curve in self.curves.items():
+            curve.setData(x, self.series[name].view)
+        self.validation_points.setData(self.validation_x.view, self.validation.view)
+        grid = self.usage.view
+        if grid.size:
+            self.heatmap.setImage(grid, autoLevels=True)
+            self.heatmap.setRect(0, 0, grid.shape[1], grid.shape[0])
+            axis = self.usage_plot.getAxis("left")
+            axis.setTicks([[(i + 0.5, label) for i, label in enumerate(self.usage.labels)]])
+        else:
+            self.heatmap.clear()
+
+    # ------------------------------------------------------------------ runs list
+
+    def refresh_runs(self) -> None:
+        selected = self.selected_run_id()
+        try:
+            with Store.open(self.workspace) as store:
+                runs = store.list_runs(kind="train")
+        except Exception as exc:
+            self.show_error(f"Cannot read the runs of workspace {self.workspace.root}: {exc}")
+            return
+        self.runs_table.setRowCount(len(runs))
+        for row, record in enumerate(reversed(runs)):  # newest first
+            result = record.result or {}
+            cells = (record.id[:8], record.name, effective_status(record), record.stop_reason or "",
+                     str(result.get("generations", "")))
+            for col, text in enumerate(cells):
+                item = QTableWidgetItem(text)
+                item.setData(Qt.ItemDataRole.UserRole, record.id)
+                self.runs_table.setItem(row, col, item)
+            if record.id == selected:
+                self.runs_table.selectRow(row)
+        self._update_buttons()
+
+    def row_of(self, run_id: str) -> int | None:
+        for row in range(self.runs_table.rowCount()):
+            if self.runs_table.item(row, 0).data(Qt.ItemDataRole.UserRole) == run_id:
+                return row
+        return None
+
+    def status_of(self, run_id: str) -> str | None:
+        row = self.row_of(run_id)
+        return None if row is None else self.runs_table.item(row, 2).text()
+
+    def select_run(self, run_id: str) -> None:
+        row = self.row_of(run_id)
+        if row is not None:
+            self.runs_table.selectRow(row)
+
+    def selected_run_id(self) -> str | None:
+        items = self.runs_table.selectedItems()
+        return items[0].data(Qt.ItemDataRole.UserRole) if items else None
+
+    def can_resume(self, run_id: str) -> bool:
+        return self.status_of(run_id) in RESUMABLE
+
+    def open_selected(self) -> None:
+        """Show a stored run's plots from the store."""
+        run_id = self.selected_run_id()
+        if run_id is None or self.running:
+            return
+        try:
+            with Store.open(self.workspace) as store:
+                record = store.get_run(run_id)
+                generations = store.generations(run_id)
+        except Exception as exc:
+            self.show_error(f"Cannot open run {run_id[:8]}: {exc}")
+            return
+        self.clear_plots()
+        for s in generations:
+            self._add_generation(s["generation"], s["best"], s["mean"], s["median"], s["worst"], s["sigma"],
+                                 s.get("validation"), s.get("usage") or {})
+        budget = int((record.config.get("budget") or {}).get("generations") or 0)
+        self.progress.setRange(0, max(budget, 1))
+        self.progress.setValue(len(generations))
+        self.eta_label.setText("")
+        self.log(f"opened run {run_id[:8]} '{record.name}': {len(generations)} generations, "
+                 f"{effective_status(record)}")
+        self.redraw()
+
+    # ------------------------------------------------------------------ state
+
+    def _set_state(self, state: str) -> None:
+        self.state = state
+        self.status_label.setText(state)
+        self._update_buttons()
+
+    def _update_buttons(self) -> None:
+        running = self.running or self.state == "starting"
+        self.start_button.setEnabled(self.config is not None and not running)
+        self.load_button.setEnabled(not running)
+        self.example_button.setEnabled(not running)
+        self.pause_button.setEnabled(running and self.state == "running")
+        self.resume_button.setEnabled(running and self.state == "paused")
+        self.stop_button.setEnabled(running and self.state in ("running", "paused", "starting"))
+        selected = self.selected_run_id()
+        self.open_button.setEnabled(selected is not None and not running)
+        self.resume_run_button.setEnabled(selected is not None and not running and self.can_resume(selected))
+
+    def show_error(self, message: str) -> None:
+        self.message_label.setText(message)
+        self.log("error: " + message)
+        log.warning("%s", message)
+
+    def log(self, line: str) -> None:
+        self.log_view.appendPlainText(time.strftime("%H:%M:%S ") + line)
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
