@@ -25,3 +25,32 @@ def test_the_command_without_arguments_starts_the_gui_and_exits_on_a_timer(tmp_p
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     assert (tmp_path / "ws").is_dir()
+
+
+def test_closing_during_a_run_asks_then_stops_with_a_checkpoint(make_main_window, qtbot, tmp_path, monkeypatch):
+    from tests.core.test_training import config
+    from workbench.core.store import Store
+    from workbench.gui.qt import QMessageBox
+
+    window = make_main_window()
+    page = window.pages["Runs"]
+    path = tmp_path / "run.toml"
+    path.write_text(config(budget={"generations": 50}).to_toml())
+    assert page.load_config(path)
+    page.start()
+    thread = page.thread
+    with qtbot.waitSignal(thread.generation, timeout=120_000):
+        pass
+    asked = []
+
+    def answer(*args):
+        asked.append(args)
+        return QMessageBox.StandardButton.No if len(asked) == 1 else QMessageBox.StandardButton.Yes
+
+    monkeypatch.setattr(QMessageBox, "question", answer)
+    assert not window.close() and thread.isRunning()  # "No": the window stays, the run goes on
+    assert window.close()  # "Yes": stopped, checkpointed, thread joined
+    assert len(asked) == 2 and not thread.isRunning()
+    with Store.open(page.workspace) as store:
+        record = store.get_run(thread.run_id)
+        assert record.status == "stopped" and store.latest_checkpoint(record.id) is not None

@@ -117,13 +117,28 @@ class MainWindow(QMainWindow):
         event.accept()
 
 
+def _log_to_workspace(workspace: Workspace) -> None:
+    """Details (tracebacks included) go to ``logs/gui.log`` in the workspace; the user sees
+    readable messages in the page where the error happened."""
+    workspace.log_dir.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(workspace.log_dir / "gui.log", encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setLevel(logging.INFO)
+    root = logging.getLogger("workbench")
+    root.addHandler(handler)
+    if root.getEffectiveLevel() > logging.INFO:
+        root.setLevel(logging.INFO)
+
+
 def main(workspace: str | None = None, quit_after_ms: int | None = None, argv: Sequence[str] | None = None) -> int:
     """Start the GUI on ``workspace`` (default: the user's); ``quit_after_ms`` closes the
     window after that many milliseconds (a smoke test)."""
     app = QApplication.instance() or QApplication(list(argv) if argv is not None else sys.argv[:1])
     app.setApplicationName(APP_NAME)
     app.setApplicationVersion(__version__)
-    window = MainWindow(Workspace.open(workspace))
+    ws = Workspace.open(workspace)
+    _log_to_workspace(ws)
+    window = MainWindow(ws)
     window.show()
     if quit_after_ms is not None:
         QTimer.singleShot(quit_after_ms, window.close)
