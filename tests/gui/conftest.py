@@ -37,7 +37,7 @@ def make_main_window(qtbot, gui_workspace, tiny_backbone):
     yield make
     for window in windows:
         for page in window.pages.values():
-            if getattr(page, "thread", None) is not None:
+            if getattr(page, "running", False):
                 page.stop_and_wait()
         still = [t for t in window.findChildren(RunThread) if t.isRunning()]
         assert not still, f"threads still running after the test: {still}"

@@ -48,8 +48,14 @@ def _runs_page(context: PageContext) -> QWidget:
     return QtRuns(context.workspace, backbone=context.backbone)
 
 
+def _replay_page(context: PageContext) -> QWidget:
+    from workbench.gui.qt_replay import QtReplay
+
+    return QtReplay(context.workspace)
+
+
 PageFactory = Callable[[PageContext], QWidget]
-PAGES: list[tuple[str, PageFactory]] = [("Runs", _runs_page)]
+PAGES: list[tuple[str, PageFactory]] = [("Runs", _runs_page), ("Replay", _replay_page)]
 
 
 def _version(distribution: str) -> str:

@@ -1,0 +1,69 @@
+"""The Replay page over a real stored sandbox run: the shown worker, role and
+probabilities are the stored ones, stepping works by buttons and arrow keys, and an
+episode exports as JSON."""
+
+import json
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import pytest  # noqa: E402
+
+from tests.core.test_training import config  # noqa: E402
+from workbench.core.runs import train  # noqa: E402
+from workbench.core.store import Store  # noqa: E402
+from workbench.core.workspace import Workspace  # noqa: E402
+
+
+@pytest.fixture()
+def trained(tmp_path, tiny_backbone):
+    ws = Workspace.open(tmp_path / "ws")
+    run_id = train(config(budget={"generations": 1}), ws, backbone=tiny_backbone)
+    return ws, run_id
+
+
+def test_replay_page_shows_the_stored_decisions(qtbot, trained, tmp_path):
+    from workbench.gui.qt import Qt
+    from workbench.gui.qt_replay import QtReplay
+
+    ws, run_id = trained
+    page = QtReplay(ws)
+    qtbot.addWidget(page)
+    page.runs.setCurrentIndex(page.runs.findData(run_id))
+    assert page.episodes.count() == 12 + 6  # 4 candidates x 3 tasks, and the validation
+    with Store.open(ws) as store:
+        ids = [page.episodes.item(i).data(Qt.ItemDataRole.UserRole) for i in range(page.episodes.count())]
+        episode = max((store.get_episode(i) for i in ids), key=lambda e: len(e.turns))
+    page.open_episode(episode.id)
+    for index, turn in enumerate(episode.turns):
+        assert page.replay.index == index
+        assert page.worker_bars.probs == turn.worker_probs
+        assert episode.pool[page.worker_bars.chosen] == turn.worker
+        assert page.role_bars.probs == turn.role_probs
+        assert str(turn.role) in page.meta.text() and turn.worker in page.meta.text()
+        assert page.response.toPlainText() == (turn.response or turn.error or "")
+        qtbot.keyClick(page, Qt.Key.Key_Right)
+    assert page.replay.at_end and "final answer" in page.outcome.toPlainText()
+    page.first_button.click()
+    assert page.replay.index == 0 and page.slider.value() == 0
+    out = tmp_path / "episode.json"
+    page.export_episode(str(out))
+    assert json.loads(out.read_text())["id"] == episode.id
+
+
+def test_filters_narrow_the_episode_list(qtbot, trained):
+    from workbench.gui.qt_replay import QtReplay
+
+    ws, run_id = trained
+    page = QtReplay(ws)
+    qtbot.addWidget(page)
+    page.runs.setCurrentIndex(page.runs.findData(run_id))
+    everything = page.episodes.count()
+    page.reward_filter.setCurrentText("reward 1")
+    winners = page.episodes.count()
+    page.reward_filter.setCurrentText("reward 0")
+    assert winners + page.episodes.count() == everything
+    page.reward_filter.setCurrentText("any reward")
+    page.task_filter.setText("no-such-task")
+    page.task_filter.editingFinished.emit()
+    assert page.episodes.count() == 0

@@ -1,0 +1,289 @@
+"""The Replay page: pick a run and an episode, then step through it turn by turn.
+
+``QtReplay`` is a view over core objects: the store's episode summaries for the picker and
+a ``workbench.core.replay.Replay`` for the episode shown; it holds no domain logic.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from workbench.core.replay import Replay
+from workbench.core.store import Store
+from workbench.core.tasks.suites import load_suite
+from workbench.core.workspace import Workspace
+from workbench.gui.qt import (
+    QComboBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QPlainTextEdit,
+    QPushButton,
+    QSlider,
+    QSplitter,
+    Qt,
+    QVBoxLayout,
+    QWidget,
+    pg,
+)
+
+log = logging.getLogger(__name__)
+
+CHOSEN = (230, 120, 30)
+OTHER = (120, 140, 170)
+
+
+def _text_view() -> QPlainTextEdit:
+    view = QPlainTextEdit()
+    view.setReadOnly(True)
+    view.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
+    font = view.font()
+    font.setFamily("monospace")  # code and math stay readable
+    view.setFont(font)
+    return view
+
+
+class _Bars(pg.PlotWidget):
+    """One probability distribution as bars, the chosen one highlighted."""
+
+    def __init__(self, title: str):
+        super().__init__()
+        self.setTitle(title)
+        self.setYRange(0, 1)
+        self.setMouseEnabled(x=False, y=False)
+        self.setMenuEnabled(False)
+        self.bars: pg.BarGraphItem | None = None
+
+    def show_distribution(self, labels, probs, chosen: int) -> None:
+        if self.bars is not None:
+            self.removeItem(self.bars)
+        brushes = [pg.mkBrush(*(CHOSEN if i == chosen else OTHER)) for i in range(len(probs))]
+        self.bars = pg.BarGraphItem(x=list(range(len(probs))), height=list(probs), width=0.6, brushes=brushes)
+        self.addItem(self.bars)
+        self.getAxis("bottom").setTicks([list(enumerate(labels))])
+        self.probs = tuple(probs)  # what is drawn, for tests and tooltips
+        self.chosen = chosen
+
+
+class QtReplay(QWidget):
+    """Runs and episodes on the left; the current turn on the right."""
+
+    def __init__(self, workspace: Workspace, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.workspace = workspace
+        self.replay: Replay | None = None
+        self.error = QLabel()
+        self.error.setStyleSheet("color: #b00020")
+        self.error.setWordWrap(True)
+
+        self.runs = QComboBox()
+        self.task_filter = QLineEdit()
+        self.task_filter.setPlaceholderText("task id contains")
+        self.stop_filter = QComboBox()
+        self.stop_filter.addItems(["any stop", "accepted", "max_turns", "verifier_without_answer", "worker_errors"])
+        self.reward_filter = QComboBox()
+        self.reward_filter.addItems(["any reward", "reward 1", "reward 0"])
+        self.worker_filter = QLineEdit()
+        self.worker_filter.setPlaceholderText("worker id")
+        self.episodes = QListWidget()
+        picker = QVBoxLayout()
+        form = QFormLayout()
+        form.addRow("Run", self.runs)
+        form.addRow("Task", self.task_filter)
+        form.addRow("Stop", self.stop_filter)
+        form.addRow("Reward", self.reward_filter)
+        form.addRow("Worker", self.worker_filter)
+        picker.addLayout(form)
+        picker.addWidget(self.episodes)
+        left = QWidget()
+        left.setLayout(picker)
+
+        self.header = QLabel("Pick an episode")
+        self.header.setWordWrap(True)
+        self.first_button, self.prev_button = QPushButton("|<"), QPushButton("<")
+        self.next_button, self.last_button = QPushButton(">"), QPushButton(">|")
+        self.slider = QSlider(Qt.Orientation.Horizontal)
+        self.position = QLabel()
+        self.export_button = QPushButton("Export JSON...")
+        steps = QHBoxLayout()
+        for w in (self.first_button, self.prev_button, self.slider, self.next_button, self.last_button,
+                  self.position, self.export_button):
+            steps.addWidget(w)
+        self.worker_bars, self.role_bars = _Bars("p(worker)"), _Bars("p(role)")
+        charts = QHBoxLayout()
+        charts.addWidget(self.worker_bars, 3)
+        charts.addWidget(self.role_bars, 2)
+        self.meta = QLabel()
+        self.meta.setWordWrap(True)
+        self.transcript, self.prompt, self.response = _text_view(), _text_view(), _text_view()
+        self.outcome = _text_view()
+        texts = QSplitter(Qt.Orientation.Vertical)
+        for title, view in (("Transcript the coordinator read", self.transcript),
+                            ("Prompt the worker received", self.prompt), ("Response", self.response),
+                            ("Outcome (final answer, reference, grader)", self.outcome)):
+            box = QWidget()
+            layout = QVBoxLayout(box)
+            layout.setContentsMargins(0, 0, 0, 0)
+            layout.addWidget(QLabel(title))
+            layout.addWidget(view)
+            texts.addWidget(box)
+        right_layout = QVBoxLayout()
+        right_layout.addWidget(self.error)
+        right_layout.addWidget(self.header)
+        right_layout.addLayout(steps)
+        right_layout.addLayout(charts, 2)
+        right_layout.addWidget(self.meta)
+        right_layout.addWidget(texts, 5)
+        right = QWidget()
+        right.setLayout(right_layout)
+
+        splitter = QSplitter()
+        splitter.addWidget(left)
+        splitter.addWidget(right)
+        splitter.setStretchFactor(1, 3)
+        outer = QVBoxLayout(self)
+        outer.addWidget(splitter)
+
+        self.runs.currentIndexChanged.connect(lambda _: self.refresh_episodes())
+        for widget in (self.task_filter, self.worker_filter):
+            widget.editingFinished.connect(self.refresh_episodes)
+        for widget in (self.stop_filter, self.reward_filter):
+            widget.currentIndexChanged.connect(lambda _: self.refresh_episodes())
+        self.episodes.currentItemChanged.connect(lambda item, _: item and self.open_episode(item.data(Qt.ItemDataRole.UserRole)))
+        self.first_button.clicked.connect(lambda: self.replay and self.replay.go(0))
+        self.prev_button.clicked.connect(lambda: self.replay and self.replay.previous())
+        self.next_button.clicked.connect(lambda: self.replay and self.replay.next())
+        self.last_button.clicked.connect(lambda: self.replay and self.replay.go(self.replay.n_turns - 1))
+        self.slider.valueChanged.connect(lambda v: self.replay and self.replay.go(v))
+        self.export_button.clicked.connect(self.export_episode)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self._set_enabled(False)
+        self.refresh_runs()
+
+    # -- picking ---------------------------------------------------------------
+
+    def refresh_runs(self) -> None:
+        """Reload the runs that have episodes (training, evaluation, single episodes)."""
+        with Store.open(self.workspace) as store:
+            runs = store.list_runs()
+            loose = any(e.run_id is None for e in store.list_episodes())
+        self.runs.blockSignals(True)
+        self.runs.clear()
+        for record in reversed(runs):
+            self.runs.addItem(f"{record.id[:8]}  {record.kind}  {record.name}", record.id)
+        if loose:
+            self.runs.addItem("episodes outside runs (run-episode)", None)
+        self.runs.blockSignals(False)
+        self.refresh_episodes()
+
+    def refresh_episodes(self) -> None:
+        run_id = self.runs.currentData()
+        stop = self.stop_filter.currentText()
+        reward = self.reward_filter.currentText()
+        with Store.open(self.workspace) as store:
+            found = store.list_episodes(
+                run_id, stop_reason=None if stop == "any stop" else stop,
+                min_reward=1.0 if reward == "reward 1" else None, max_reward=0.0 if reward == "reward 0" else None,
+                worker=self.worker_filter.text().strip() or None)
+        if run_id is None:
+            found = [e for e in found if e.run_id is None]
+        needle = self.task_filter.text().strip()
+        self.episodes.clear()
+        for e in found:
+            if needle and needle not in e.task_id:
+                continue
+            where = f"gen {e.generation} cand {e.candidate}" if e.generation is not None else (
+                f"system {e.candidate}" if e.candidate is not None else "")
+            item = QListWidgetItem(f"{e.task_id}  r={e.reward:g}  {e.stop_reason}  {e.n_turns} turns  {where}")
+            item.setData(Qt.ItemDataRole.UserRole, e.id)
+            self.episodes.addItem(item)
+
+    def open_episode(self, episode_id: str) -> None:
+        self.error.clear()
+        with Store.open(self.workspace) as store:
+            episode = store.get_episode(episode_id)
+        try:
+            task = load_suite(episode.suite, self.workspace).get(episode.task_id)
+        except (LookupError, ValueError, OSError) as exc:  # the suite may be gone
+            log.info("task of episode %s unavailable: %s", episode_id, exc)
+            task = None
+        try:
+            self.replay = Replay(episode, task)
+        except ValueError as exc:
+            self.error.setText(str(exc))
+            self._set_enabled(False)
+            return
+        self.replay.changed.append(lambda _: self.show_turn())
+        self.header.setText(f"Episode {episode.id[:12]} · task {episode.task_id} · reward {episode.reward:g} · "
+                            f"stop {episode.stop_reason} · pool {', '.join(episode.pool)}")
+        self.slider.blockSignals(True)
+        self.slider.setRange(0, self.replay.n_turns - 1)
+        self.slider.setValue(0)
+        self.slider.blockSignals(False)
+        self._set_enabled(True)
+        self.show_turn()
+
+    # -- showing -----------------------------------------------------------------
+
+    def show_turn(self) -> None:
+        replay = self.replay
+        if replay is None:
+            return
+        turn, decision = replay.turn, replay.decision()
+        self.slider.blockSignals(True)
+        self.slider.setValue(replay.index)
+        self.slider.blockSignals(False)
+        self.position.setText(f"turn {replay.index + 1} / {replay.n_turns}")
+        self.worker_bars.show_distribution(decision.workers, decision.worker_probs, decision.chosen_worker)
+        self.role_bars.show_distribution(decision.roles, decision.role_probs, decision.chosen_role)
+        status = turn.error and f"error: {turn.error}" or (f"verdict {turn.verdict}" if turn.verdict else "")
+        if not turn.messages and not turn.error:
+            status = "not called (a Verifier before any answer ends the episode)"
+        if turn.verdict and not turn.verdict_parsed:
+            status += " (no readable verdict: counted as REVISE)"
+        self.meta.setText(f"{turn.role} by {turn.worker} · {status} · tokens {turn.tokens_in}/{turn.tokens_out} · "
+                          f"latency {turn.latency_s:.2f} s · cost ${turn.cost:.6f}")
+        self.transcript.setPlainText(replay.transcript_before())
+        self.prompt.setPlainText(replay.prompt())
+        self.response.setPlainText(turn.response or turn.error or "")
+        if replay.at_end:
+            out = replay.outcome()
+            self.outcome.setPlainText(
+                f"reward {out['reward']:g} · stop {out['stop_reason']}\n\nfinal answer:\n{out['answer'] or '(none)'}\n\n"
+                f"reference:\n{out['reference'] or '(unknown)'}\n\ngrader:\n{json.dumps(out['grader'], indent=2)}")
+        else:
+            self.outcome.setPlainText("(shown at the last turn)")
+
+    def keyPressEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        if self.replay is not None and event.key() == Qt.Key.Key_Right:
+            self.replay.next()
+        elif self.replay is not None and event.key() == Qt.Key.Key_Left:
+            self.replay.previous()
+        else:
+            super().keyPressEvent(event)
+
+    def export_episode(self, path: str | None = None) -> None:
+        if self.replay is None:
+            return
+        if not path:
+            path, _ = QFileDialog.getSaveFileName(self, "Export episode", f"episode-{self.replay.episode.id[:12]}.json",
+                                                  "JSON (*.json)")
+        if not path:
+            return
+        try:
+            with Store.open(self.workspace) as store:
+                text = store.export_episode_json(self.replay.episode.id)
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+        except OSError as exc:
+            self.error.setText(f"could not write {path}: {exc.strerror}")
+
+    def _set_enabled(self, enabled: bool) -> None:
+        for w in (self.first_button, self.prev_button, self.next_button, self.last_button, self.slider,
+                  self.export_button):
+            w.setEnabled(enabled)
