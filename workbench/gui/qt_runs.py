@@ -217,6 +217,7 @@ class QtRuns(QWidget):
         self.progress = QProgressBar()
         self.progress.setFormat("generation %v of %m")
         self.eta_label = QLabel("")
+        self.spend_label = QLabel("")
         new_box = QGroupBox("New run")
         new_layout = QVBoxLayout(new_box)
         new_layout.addLayout(form)
@@ -228,6 +229,7 @@ class QtRuns(QWidget):
         status_row.addWidget(self.eta_label)
         new_layout.addLayout(status_row)
         new_layout.addWidget(self.progress)
+        new_layout.addWidget(self.spend_label)
         new_layout.addWidget(self.message_label)
 
         # plots: created once, fed with setData from the timer
@@ -382,6 +384,9 @@ class QtRuns(QWidget):
             self.eta_label.setText(f"ETA {_duration(per * remaining)}")
         else:
             self.eta_label.setText("")
+        t = event.totals
+        self.spend_label.setText(f"Spent: {int(t.get('episodes', 0))} episodes, {int(t.get('calls', 0))} calls, "
+                                 f"${t.get('dollars', 0.0):.4f}, {t.get('minutes', 0.0):.1f} min")
         val = "" if event.validation is None else f", validation {event.validation:.3f}"
         self.log(f"generation {event.generation}: best {event.best:.3f}, mean {event.mean:.3f}, "
                  f"sigma {event.sigma:.4f}{val}; {event.calls} calls, ${event.dollars:.4f}, {event.wall_s:.1f} s")
@@ -408,6 +413,7 @@ class QtRuns(QWidget):
     # ------------------------------------------------------------------ plots
 
     def clear_plots(self) -> None:
+        self.spend_label.clear()
         self.x.clear()
         for s in self.series.values():
             s.clear()
