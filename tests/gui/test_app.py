@@ -38,7 +38,7 @@ def test_closing_during_a_run_asks_then_stops_with_a_checkpoint(make_main_window
     path.write_text(config(budget={"generations": 50}).to_toml())
     assert page.load_config(path)
     page.start()
-    thread = page.thread
+    thread = page.run_thread
     with qtbot.waitSignal(thread.generation, timeout=120_000):
         pass
     asked = []

@@ -29,12 +29,12 @@ def test_event_loop_stall_stays_small_during_a_run(make_main_window, qtbot, tmp_
     beat.setInterval(10)
     beat.timeout.connect(lambda: ticks.append(time.perf_counter()))
     page.start()
-    thread = page.thread
+    thread = page.run_thread
     beat.start()
     with qtbot.waitSignal(thread.finished_run, timeout=120_000):
         pass
     beat.stop()
-    qtbot.waitUntil(lambda: page.thread is None, timeout=120_000)
+    qtbot.waitUntil(lambda: page.run_thread is None, timeout=120_000)
     stalls_ms = (np.diff(ticks) - 0.010) * 1000
     p99, worst = float(np.percentile(stalls_ms, 99)), float(stalls_ms.max())
     print(f"event-loop stall over {len(ticks)} ticks: p50 {np.median(stalls_ms):.1f} ms, "

@@ -25,11 +25,11 @@ def test_a_short_run_fills_the_plots_and_ends_finished(make_main_window, qtbot, 
     window, page = runs_page(make_main_window, tmp_path, generations=3)
     assert page.name_label.text() == "t" and page.pool_label.text() == "sandbox"
     qtbot.mouseClick(page.start_button, qtbot_button())
-    thread = page.thread
+    thread = page.run_thread
     with qtbot.waitSignal(thread.finished_run, timeout=TIMEOUT) as finished:
         pass
     assert finished.args[0].stop_reason == "budget.generations"
-    qtbot.waitUntil(lambda: page.thread is None, timeout=TIMEOUT)
+    qtbot.waitUntil(lambda: page.run_thread is None, timeout=TIMEOUT)
     page.redraw()
     x, y = page.curves["best"].getData()
     assert list(x) == [0, 1, 2] and len(y) == 3
@@ -55,7 +55,7 @@ def test_a_short_run_fills_the_plots_and_ends_finished(make_main_window, qtbot, 
 def test_pause_resume_stop_then_resume_from_the_list(make_main_window, qtbot, tmp_path):
     window, page = runs_page(make_main_window, tmp_path, generations=50)
     page.start()
-    thread = page.thread
+    thread = page.run_thread
     with qtbot.waitSignal(thread.generation, timeout=TIMEOUT):
         pass
     qtbot.mouseClick(page.pause_button, qtbot_button())
@@ -67,7 +67,7 @@ def test_pause_resume_stop_then_resume_from_the_list(make_main_window, qtbot, tm
         qtbot.mouseClick(page.stop_button, qtbot_button())
     event = finished.args[0]
     assert event.stop_reason == "stopped"
-    qtbot.waitUntil(lambda: page.thread is None, timeout=TIMEOUT)
+    qtbot.waitUntil(lambda: page.run_thread is None, timeout=TIMEOUT)
     with Store.open(page.workspace) as store:
         generations = store.generations(event.run_id)
         assert generations and store.latest_checkpoint(event.run_id)[0] == generations[-1]["generation"]
@@ -77,13 +77,13 @@ def test_pause_resume_stop_then_resume_from_the_list(make_main_window, qtbot, tm
     page.select_run(event.run_id)
     assert page.resume_run_button.isEnabled()
     qtbot.mouseClick(page.resume_run_button, qtbot_button())
-    resumed = page.thread
+    resumed = page.run_thread
     with qtbot.waitSignal(resumed.generation, timeout=TIMEOUT, check_params_cb=lambda s: isinstance(s, GenerationStats)) as gen:
         pass
     assert gen.args[0].generation == generations[-1]["generation"] + 1
     with qtbot.waitSignal(resumed.finished_run, timeout=TIMEOUT):
         page.stop()
-    qtbot.waitUntil(lambda: page.thread is None, timeout=TIMEOUT)
+    qtbot.waitUntil(lambda: page.run_thread is None, timeout=TIMEOUT)
 
 
 def qtbot_button():

@@ -132,7 +132,7 @@ class QtRuns(QWidget):
         self.backbone = backbone
         self.config: RunConfig | None = None
         self.config_path: Path | None = None
-        self.thread: RunThread | None = None
+        self.run_thread: RunThread | None = None
         self.state = "idle"
         self._budget_generations = 0
         self._first_generation = 0
@@ -306,7 +306,7 @@ class QtRuns(QWidget):
 
     @property
     def running(self) -> bool:
-        return self.thread is not None and self.thread.isRunning()
+        return self.run_thread is not None and self.run_thread.isRunning()
 
     def start(self) -> None:
         if self.config is None or self.running:
@@ -322,7 +322,7 @@ class QtRuns(QWidget):
     def _launch(self, thread: RunThread) -> None:
         self.clear_plots()
         self.message_label.clear()
-        self.thread = thread
+        self.run_thread = thread
         thread.started_run.connect(self._on_started)
         thread.generation.connect(self._on_generation)
         thread.finished_run.connect(self._on_finished)
@@ -334,28 +334,28 @@ class QtRuns(QWidget):
 
     def pause(self) -> None:
         if self.running and self.state == "running":
-            self.thread.pause()
+            self.run_thread.pause()
             self._set_state("paused")
             self.log("paused (the current episodes finish first)")
 
     def resume(self) -> None:
         if self.running and self.state == "paused":
-            self.thread.resume_run()
+            self.run_thread.resume_run()
             self._set_state("running")
             self.log("resumed")
 
     def stop(self) -> None:
         if self.running:
-            self.thread.stop()
+            self.run_thread.stop()
             self._set_state("stopping")
             self.log("stopping: the run ends with a checkpoint")
 
     def stop_and_wait(self, timeout_ms: int = 120_000) -> bool:
         """Stop a running run (it checkpoints) and wait for its thread; used on close."""
-        if self.thread is None:
+        if self.run_thread is None:
             return True
-        self.thread.stop()
-        done = self.thread.wait(timeout_ms)
+        self.run_thread.stop()
+        done = self.run_thread.wait(timeout_ms)
         return bool(done)
 
     # ------------------------------------------------------------------ events
@@ -403,7 +403,7 @@ class QtRuns(QWidget):
         self.show_error(f"The run failed: {event.error}. Details are in the log; resume it from the runs list.")
 
     def _on_thread_done(self) -> None:
-        self.thread = None
+        self.run_thread = None
         if self.state not in ("finished", "stopped", "failed"):
             self._set_state("idle")
         self.redraw()
