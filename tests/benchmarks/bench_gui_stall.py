@@ -1,6 +1,10 @@
-"""The GUI thread never waits on the model or the disk: while a run trains (tiny backbone,
-sandbox pool) and the plots redraw, a 10 ms timer in the GUI thread keeps its beat
-(issue 5: p99 stall below 50 ms)."""
+"""Benchmark (not part of the test run): the GUI thread's event-loop stall while a run
+trains (tiny backbone, sandbox pool) and the plots redraw, measured with a 10 ms timer.
+Issue 5's target is p99 below 50 ms; it is not met yet (see the xfail reason), so this
+lives with the benchmarks until the trainer moves out of the GUI process.
+
+    python -m pytest tests/benchmarks/bench_gui_stall.py -p no:cacheprovider -s
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ import numpy as np
 import pytest
 
 from tests.core.test_training import config
+from tests.gui.conftest import *  # noqa: F403 - the window fixture, offscreen Qt
 
 
 @pytest.mark.xfail(strict=False, reason=(
