@@ -244,3 +244,61 @@ def test_study_compares_optimizers_under_one_budget(ws, tiny_backbone):
     assert mean == pytest.approx(0.6) and low == pytest.approx(0.6 - 4.303 * 0.1 / 3 ** 0.5)
     with pytest.raises(ValueError, match="unknown optimizer"):
         study_optimizers(config(), ws, optimizers=("adam",), backbone=tiny_backbone)
+
+
+def test_balanced_search_basis_evens_out_an_anisotropic_feature_and_maps_to_an_ordinary_head():
+    from workbench.core.evolution import SearchBasis
+
+    rng = np.random.default_rng(0)
+    d = 64
+    shared = rng.normal(size=d)
+    shared /= np.linalg.norm(shared)
+    # 98% of each feature's norm along one shared direction, the rest task-specific
+    rest = rng.normal(size=(40, d))
+    rest -= np.outer(rest @ shared, shared)
+    rest *= 0.2 / np.linalg.norm(rest, axis=1, keepdims=True)
+    raw = shared + rest
+    raw /= np.sqrt((raw ** 2).mean(axis=1, keepdims=True))
+    basis = SearchBasis.fit(raw)
+    assert abs(abs(basis.direction @ shared) - 1) < 1e-3 and 4 < basis.alpha < 6
+    seen = basis.features(raw)
+    along = np.abs(seen @ basis.direction)
+    across = np.linalg.norm(seen - np.outer(seen @ basis.direction, basis.direction), axis=1)
+    np.testing.assert_allclose(along.mean() / across.mean(), 1.0, rtol=0.05)  # balanced
+    np.testing.assert_allclose(np.sqrt((seen ** 2).mean(axis=1)).mean(), 1.0, rtol=1e-6)  # unit RMS
+    # a search vector V acts on the transformed feature exactly as its head V M acts on the raw one
+    vector = rng.normal(size=(5, d))
+    head = basis.head(vector.reshape(-1), (5, d)).reshape(5, d)
+    np.testing.assert_allclose(head @ raw.T, vector @ seen.T, atol=1e-10)
+    identity = SearchBasis()
+    np.testing.assert_array_equal(identity.head(vector.reshape(-1), (5, d)), vector.reshape(-1))
+    assert SearchBasis.from_dict(basis.to_dict()).alpha == basis.alpha
+
+
+@pytest.mark.parametrize("basis", ["balanced", "identity"])
+def test_the_stored_result_is_the_coordinator_that_was_validated(ws, tiny_backbone, basis):
+    """The recorded decisions of the best validation replay exactly from the stored vector
+    (what export and evaluation use), whichever basis the optimizer searched in."""
+    from workbench.core.coordinator import _softmax
+    from workbench.core.evolution import coordinator_from_vector
+    from workbench.core.protocol import render_transcript
+    from workbench.core.tasks.suites import load_suite
+
+    cfg = config(optimizer={"popsize": 4, "rollouts": 3, "validate_every": 1, "search_basis": basis},
+                 budget={"generations": 2})
+    run_id = train(cfg, ws, backbone=tiny_backbone)
+    tasks = {t.id: t for t in load_suite("mixed").tasks}
+    with Store.open(ws) as store:
+        vector, data = best_vector(store, run_id)
+        alpha = store.get_run(run_id).result["search_basis_alpha"]
+        generation = data["best_validation_generation"]
+        summaries = store.list_episodes(run_id, generation=generation)
+        validation = [store.get_episode(e.id) for e in summaries if e.candidate is None]
+    assert (alpha == 1.0) == (basis == "identity") and alpha >= 1.0
+    stored = coordinator_from_vector(tiny_backbone, 3, vector, svf=False)
+    turns = [(e, i) for e in validation for i in range(len(e.turns))]
+    assert len(validation) == 6 and turns
+    for episode, i in turns:
+        logits = stored.head.weights @ tiny_backbone.feature(render_transcript(tasks[episode.task_id], episode.turns[:i]))
+        np.testing.assert_allclose(_softmax(logits[:3]), episode.turns[i].worker_probs, atol=1e-6)
+        np.testing.assert_allclose(_softmax(logits[3:]), episode.turns[i].role_probs, atol=1e-6)

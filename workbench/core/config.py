@@ -6,7 +6,7 @@
 [pool]       workers (registered ids, "local:smollm2", "sandbox", "sandbox:<name>")
 [tasks]      suite, train, validation, test (sizes; 0 = all of that split), split_seed
 [optimizer]  name, popsize, sigma0, rollouts, svf, svf_layer, validate_every,
-             cost_penalty, turn_penalty, learning_rate, concurrency
+             cost_penalty, turn_penalty, learning_rate, search_basis, concurrency
 [budget]     generations, episodes, calls, dollars, minutes
 [protocol]   max_turns, temperature, max_tokens
 [cache]      policy
@@ -28,6 +28,7 @@ from typing import Any
 
 OPTIMIZERS = ("sep-cma-es", "random-search", "reinforce", "imitation")
 CACHE_POLICIES = ("auto", "off", "read-write", "replay-only")
+SEARCH_BASES = ("balanced", "identity")
 
 
 class ConfigError(ValueError):
@@ -72,6 +73,10 @@ class OptimizerSection:
     cost_penalty: float = 0.0  # fitness -= weight x dollars per episode
     turn_penalty: float = 0.0  # fitness -= weight x turns per episode
     learning_rate: float = 0.01  # REINFORCE and imitation (Adam)
+    # the coordinates the optimizer searches in: "balanced" (the backbone's shared feature
+    # direction scaled down to the weight of the rest, see evolution.SearchBasis) or
+    # "identity" (the head's weights themselves, as in the paper)
+    search_basis: str = "balanced"
     concurrency: int = 64  # episodes in flight at once
 
 
@@ -204,6 +209,7 @@ def _check(cfg: RunConfig) -> None:
     need(o.sigma0 > 0, "optimizer.sigma0", "must be positive")
     need(o.rollouts >= 1, "optimizer.rollouts", "must be at least 1")
     need(o.validate_every >= 1, "optimizer.validate_every", "must be at least 1")
+    need(o.search_basis in SEARCH_BASES, "optimizer.search_basis", f"choose one of {', '.join(SEARCH_BASES)}")
     need(o.concurrency >= 1, "optimizer.concurrency", "must be at least 1")
     need(o.learning_rate > 0, "optimizer.learning_rate", "must be positive")
     need(o.cost_penalty >= 0 and o.turn_penalty >= 0, "optimizer", "penalties must not be negative")

@@ -34,7 +34,7 @@ import numpy as np
 
 from workbench.core.config import RunConfig
 from workbench.core.coordinator import Action, Backbone, Coordinator, Head, HeadConfig
-from workbench.core.protocol import Prompts, run_episode
+from workbench.core.protocol import Prompts, render_transcript, run_episode
 from workbench.core.records import ROLES, Episode, Role
 from workbench.core.store import RunStatus, Store
 from workbench.core.tasks.model import Suite, Task
@@ -238,6 +238,69 @@ def make_optimizer(config: RunConfig, n: int, head: HeadConfig, features: Callab
     return baselines.make(config, n, head, features, tasks)
 
 
+@dataclass(frozen=True)
+class SearchBasis:
+    """The coordinates the optimizer searches in, mapped to head weights by ``W = V M``.
+
+    A backbone's features are strongly anisotropic: on SmolLM2-135M 98% of a unit-RMS
+    feature's norm lies along one direction ``u`` shared by every input, so a head drawn
+    around zero changes its choice between inputs ~4x less than its input-independent
+    preference, and separable CMA-ES, which adapts axis-aligned scales only, cannot learn
+    that rotation. ``M = (u u^T + alpha (I - u u^T)) / scale`` scales the rest up to the
+    weight of ``u`` (``alpha`` = mean |f . u| / mean |f - (f . u) u| over calibration
+    features) and ``scale`` brings the transformed feature back to unit RMS. ``u`` is
+    kept, not removed: it acts as the bias-free head's implicit bias (the turn-0 role
+    prior). Every vector maps to an ordinary head on the unit-RMS feature, so stored
+    results, exports and evaluation never see the basis. ``identity`` is the paper's
+    parametrisation.
+    """
+
+    direction: np.ndarray | None = None  # u, unit norm; None: the identity
+    alpha: float = 1.0
+    scale: float = 1.0
+
+    @classmethod
+    def fit(cls, features: np.ndarray) -> SearchBasis:
+        """The balanced basis of calibration ``features`` (rows: unit-RMS features)."""
+        mean = features.mean(axis=0)
+        norm = float(np.linalg.norm(mean))
+        if len(features) < 2 or norm == 0:
+            return cls()
+        u = mean / norm
+        along = features @ u
+        rest = features - np.outer(along, u)
+        alpha = float(np.clip(np.abs(along).mean() / max(np.linalg.norm(rest, axis=1).mean(), 1e-12), 1.0, 100.0))
+        mapped = np.outer(along, u) + alpha * rest
+        scale = float(np.sqrt((mapped ** 2).mean(axis=1)).mean())
+        return cls(u, alpha, scale)
+
+    def features(self, features: np.ndarray) -> np.ndarray:
+        """Features as the search coordinates see them: ``f M`` (M is symmetric)."""
+        if self.direction is None:
+            return features
+        along = features @ self.direction
+        return (self.alpha * features + (1 - self.alpha) * np.multiply.outer(along, self.direction)) / self.scale
+
+    def head(self, vector: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+        """Head weights (flat) of a search vector's head part (flat): ``V M``."""
+        if self.direction is None:
+            return vector
+        return self.features(np.asarray(vector).reshape(shape)).reshape(-1)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"direction": None if self.direction is None else self.direction.tolist(),
+                "alpha": self.alpha, "scale": self.scale}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SearchBasis:
+        direction = data.get("direction")
+        return cls(None if direction is None else np.asarray(direction, dtype=np.float64),
+                   float(data["alpha"]), float(data["scale"]))
+
+
+CALIBRATION_TASKS = 32  # training tasks whose opening transcripts fit the balanced basis
+
+
 def default_popsize(n: int) -> int:
     """pycma's default population for ``n`` parameters: 4 + floor(3 ln n)."""
     return 4 + int(3 * np.log(n))
@@ -268,6 +331,7 @@ class TrainState:
     best_vector: np.ndarray | None = None
     best_validation_generation: int | None = None
     last_validation: float | None = None
+    basis: SearchBasis | None = None  # fitted when the run starts, kept in its checkpoints
 
 
 def task_splits(config: RunConfig, suite: Suite) -> dict[str, tuple[Task, ...]]:
@@ -365,6 +429,8 @@ class Trainer:
                               {k: v for k, v in asdict(cfg.budget).items()}))
         reason = None
         try:
+            if self.state.basis is None:
+                self.state.basis = await self._fit_basis()
             while reason is None:
                 reason = self._budget_reason(before_generation=True)
                 if reason:
@@ -479,7 +545,27 @@ class Trainer:
         return self.coordinator(proposal.vector), self.config.protocol.max_turns
 
     def coordinator(self, vector: np.ndarray) -> Coordinator:
-        return coordinator_from_vector(self.backbone, len(self.pool), vector, bool(self.n_svf))
+        """The coordinator of a search vector."""
+        return coordinator_from_vector(self.backbone, len(self.pool), self._head_space(vector), bool(self.n_svf))
+
+    def _head_space(self, vector: np.ndarray) -> np.ndarray:
+        """A search vector as ``[SVF offsets || head weights]``: what is stored and exported."""
+        out = np.array(vector, dtype=np.float64)
+        out[self.n_svf:] = self.basis.head(out[self.n_svf:], self.head_config.shape)
+        return out
+
+    @property
+    def basis(self) -> SearchBasis:
+        return self.state.basis or SearchBasis()
+
+    async def _fit_basis(self) -> SearchBasis:
+        """The run's search basis, from the opening transcripts of its first training tasks."""
+        if self.config.optimizer.search_basis == "identity":
+            return SearchBasis()
+        texts = [render_transcript(t, ()) for t in self.splits["train"][:CALIBRATION_TASKS]]
+        basis = SearchBasis.fit(await asyncio.to_thread(self.backbone.features, texts))
+        log.info("run %s: balanced search basis, alpha %.2f", self.run_id, basis.alpha)
+        return basis
 
     async def _validate(self, g: int) -> tuple[float, list[Episode]]:
         """The distribution mean, argmax acting, on the validation split."""
@@ -502,12 +588,13 @@ class Trainer:
         self.state.last_validation = value
         if self.state.best_validation is None or value > self.state.best_validation:
             self.state.best_validation = value
-            self.state.best_vector = center.copy()
+            self.state.best_vector = self._head_space(center)
             self.state.best_validation_generation = g
         return value, list(episodes)
 
     def _features(self, transcripts: list[str]) -> np.ndarray:
-        return self.backbone.features(transcripts)
+        """Features in the search basis: what the gradient baselines differentiate against."""
+        return self.basis.features(self.backbone.features(transcripts))
 
     # -- checkpoints ---------------------------------------------------------
 
@@ -522,7 +609,8 @@ class Trainer:
             "best_vector": st.best_vector,
             "best_validation_generation": st.best_validation_generation,
             "last_validation": st.last_validation,
-            "center": self.optimizer.center(),
+            "center": self._head_space(self.optimizer.center()),
+            "basis": self.basis.to_dict(),
             "n_params": self.n_params,
             "n_svf": self.n_svf,
         })
@@ -538,13 +626,15 @@ class Trainer:
         self.state = TrainState(generation=data["generation"], spend=Spend(**data["spend"]),
                                 best_validation=data["best_validation"], best_vector=data["best_vector"],
                                 best_validation_generation=data["best_validation_generation"],
-                                last_validation=data["last_validation"])
+                                last_validation=data["last_validation"],
+                                basis=SearchBasis.from_dict(data["basis"]) if "basis" in data else SearchBasis())
 
     def _result(self) -> dict[str, Any]:
         st = self.state
         return {"generations": st.generation + 1, "best_validation": st.best_validation,
                 "best_validation_generation": st.best_validation_generation,
-                "n_params": self.n_params, "spend": st.spend.as_totals()}
+                "n_params": self.n_params, "spend": st.spend.as_totals(),
+                "search_basis_alpha": None if st.basis is None else st.basis.alpha}
 
     def _emit(self, event: Event) -> None:
         for listener in self.listeners:
