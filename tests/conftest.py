@@ -72,6 +72,16 @@ def tiny_lm():
     return build_tiny_lm()
 
 
+@pytest.fixture(scope="session")
+def tiny_model_dir(tiny_lm, tmp_path_factory):
+    """The tiny LM saved as a model folder: what a child process (a GUI run) loads."""
+    model, tokenizer = tiny_lm
+    path = tmp_path_factory.mktemp("tiny-model")
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
 @pytest.fixture()
 def tiny_backbone(tiny_lm):
     from workbench.core.coordinator import Backbone

@@ -61,13 +61,25 @@ def cmd_train(args) -> int:
     if config is None and args.resume is None:
         raise UserError("give a config file (trinity-workbench train CONFIG.toml) or --resume RUN_ID")
     stop = StopToken()
+    if args.events:
+        stop.follow(sys.stdin)
+        listeners = [_print_event]
+    else:
+        listeners = [Progress()]
     try:
-        run_id = train(config, workspace(args), resume=args.resume, listeners=[Progress()], stop=stop)
+        run_id = train(config, workspace(args), resume=args.resume, listeners=listeners, stop=stop)
     except KeyboardInterrupt:
         print("\ninterrupted: the last completed generation is checkpointed; resume with --resume", file=sys.stderr)
         return 130
-    print(run_id)
+    if not args.events:
+        print(run_id)
     return 0
+
+
+def _print_event(event) -> None:
+    from workbench.core.evolution import event_to_json
+
+    print(event_to_json(event), flush=True)
 
 
 def _run_dict(record) -> dict:
@@ -200,6 +212,9 @@ def register(sub, common) -> None:
     p = sub.add_parser("train", parents=[common], help="train a coordinator (sep-CMA-ES or a baseline)")
     p.add_argument("config", nargs="?", help="run config (TOML; see README)")
     p.add_argument("--resume", metavar="RUN_ID", help="continue a stopped, failed or killed run")
+    p.add_argument("--events", action="store_true",
+                   help="for programs: one JSON event per line on stdout instead of the progress bar; "
+                        "reads pause, resume and stop lines on stdin (its end stops the run)")
     p.set_defaults(func=cmd_train)
 
     runs = sub.add_parser("runs", help="training runs: list, show")

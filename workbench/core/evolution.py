@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import logging
 import os
 import pickle
@@ -114,6 +115,21 @@ class RunFailed:
 
 Event = RunStarted | GenerationStats | EpisodeDone | RunFinished | RunFailed
 Listener = Callable[[Event], None]
+EVENT_TYPES: dict[str, type] = {t.__name__: t for t in (RunStarted, GenerationStats, EpisodeDone, RunFinished, RunFailed)}
+
+
+def event_to_json(event: Event) -> str:
+    """One event as one line of JSON (``train --events`` writes these to stdout)."""
+    return json.dumps({"event": type(event).__name__, **asdict(event)})
+
+
+def event_from_json(line: str) -> Event:
+    """The event a line written by ``event_to_json`` stands for."""
+    data = json.loads(line)
+    kind = data.pop("event", None)
+    if kind not in EVENT_TYPES:
+        raise ValueError(f"not a training event: {line[:80]!r}")
+    return EVENT_TYPES[kind](**data)
 
 
 class StopToken:
@@ -141,6 +157,27 @@ class StopToken:
     @property
     def paused(self) -> bool:
         return not self._running.is_set()
+
+    def follow(self, stream: Any) -> threading.Thread:
+        """Obey ``pause``, ``resume`` and ``stop`` lines read from ``stream`` in a daemon
+        thread; the end of the stream (the controlling process went away) means stop."""
+
+        def read() -> None:
+            for line in stream:
+                command = line.strip()
+                if command == "pause":
+                    self.pause()
+                elif command == "resume":
+                    self.resume()
+                elif command == "stop":
+                    self.stop()
+                elif command:
+                    log.warning("unknown run command %r (pause, resume or stop)", command)
+            self.stop()
+
+        thread = threading.Thread(target=read, name="run-commands", daemon=True)
+        thread.start()
+        return thread
 
     async def checkpoint(self) -> None:
         """Wait here while paused (without blocking the loop); raise if stopped."""

@@ -45,7 +45,7 @@ class PageContext:
 def _runs_page(context: PageContext) -> QWidget:
     from workbench.gui.qt_runs import QtRuns
 
-    return QtRuns(context.workspace, backbone=context.backbone)
+    return QtRuns(context.workspace)
 
 
 def _replay_page(context: PageContext) -> QWidget:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -121,15 +120,13 @@ class UsageGrid:
 
 
 class QtRuns(QWidget):
-    """The Runs page over a workspace. ``backbone``: an optional pre-built backbone handed to
-    every run started here (tests use the tiny one)."""
+    """The Runs page over a workspace; runs train in a child process (``RunThread``)."""
 
     CURVES = ("best", "mean", "median", "worst")
 
-    def __init__(self, workspace: Workspace, *, backbone: Any = None, parent: QWidget | None = None):
+    def __init__(self, workspace: Workspace, *, parent: QWidget | None = None):
         super().__init__(parent)
         self.workspace = workspace
-        self.backbone = backbone
         self.config: RunConfig | None = None
         self.config_path: Path | None = None
         self.run_thread: RunThread | None = None
@@ -311,13 +308,13 @@ class QtRuns(QWidget):
     def start(self) -> None:
         if self.config is None or self.running:
             return
-        self._launch(RunThread(self.config, self.workspace, backbone=self.backbone, parent=self))
+        self._launch(RunThread(self.config, self.workspace, parent=self))
 
     def resume_selected(self) -> None:
         run_id = self.selected_run_id()
         if run_id is None or self.running:
             return
-        self._launch(RunThread(None, self.workspace, resume=run_id, backbone=self.backbone, parent=self))
+        self._launch(RunThread(None, self.workspace, resume=run_id, parent=self))
 
     def _launch(self, thread: RunThread) -> None:
         self.clear_plots()
@@ -355,8 +352,10 @@ class QtRuns(QWidget):
         if self.run_thread is None:
             return True
         self.run_thread.stop()
-        done = self.run_thread.wait(timeout_ms)
-        return bool(done)
+        if self.run_thread.wait(timeout_ms):
+            return True
+        self.run_thread.kill()  # it resumes from its last completed generation
+        return bool(self.run_thread.wait(10_000))
 
     # ------------------------------------------------------------------ events
 
