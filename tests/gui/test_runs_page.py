@@ -12,6 +12,7 @@ import numpy as np
 from tests.core.test_training import config
 from workbench.core.evolution import GenerationStats
 from workbench.core.store import Store
+from workbench.gui.qt import QModelIndex, Qt
 
 TIMEOUT = 120_000
 
@@ -27,7 +28,7 @@ def runs_page(make_main_window, tmp_path, tiny_model_dir, **budget):
 
 def test_a_short_run_fills_the_plots_and_ends_finished(make_main_window, qtbot, tmp_path, tiny_model_dir):
     window, page = runs_page(make_main_window, tmp_path, tiny_model_dir, generations=3)
-    assert page.name_label.text() == "t" and page.pool_label.text() == "sandbox"
+    assert page.form.fields["run.name"].text() == "t" and page.form.pool_workers() == ["sandbox"]
     qtbot.mouseClick(page.start_button, qtbot_button())
     thread = page.run_thread
     with qtbot.waitSignal(thread.finished_run, timeout=TIMEOUT) as finished:
@@ -45,13 +46,14 @@ def test_a_short_run_fills_the_plots_and_ends_finished(make_main_window, qtbot, 
     assert image.shape[1] == 3 and image.shape[0] % 3 == 0 and image.sum() > 0
     assert page.progress.value() == 3 and page.status_label.text() == "finished"
     run_id = finished.args[0].run_id
-    assert page.status_of(run_id) == "finished"
+    qtbot.waitUntil(lambda: page.status_of(run_id) == "finished", timeout=10_000)
     assert not page.can_resume(run_id)
 
     # open it again from the store: the same plots
     page.clear_plots()
     page.select_run(run_id)
     qtbot.mouseClick(page.open_button, qtbot_button())
+    qtbot.waitUntil(lambda: page.opened == run_id, timeout=10_000)
     assert list(page.curves["best"].getData()[0]) == [0, 1, 2]
     assert np.array_equal(page.heatmap.image, image)
 
@@ -75,7 +77,8 @@ def test_pause_resume_stop_then_resume_from_the_list(make_main_window, qtbot, tm
     with Store.open(page.workspace) as store:
         generations = store.generations(event.run_id)
         assert generations and store.latest_checkpoint(event.run_id)[0] == generations[-1]["generation"]
-    assert page.status_of(event.run_id) == "stopped" and page.can_resume(event.run_id)
+    qtbot.waitUntil(lambda: page.status_of(event.run_id) == "stopped", timeout=10_000)
+    assert page.can_resume(event.run_id)
 
     # resume from the runs list: it continues after the checkpoint
     page.select_run(event.run_id)
@@ -122,6 +125,44 @@ def test_the_gui_thread_does_not_stall_while_a_run_trains(make_main_window, qtbo
           f"p99 {p99:.1f} ms, max {worst:.1f} ms")
     assert len(ticks) > 100
     assert p99 < 50, f"the GUI thread stalled: p99 {p99:.1f} ms, max {worst:.1f} ms"
+
+
+def test_the_new_run_form_round_trips_a_config_and_names_a_wrong_key(make_main_window, qtbot, tmp_path,
+                                                                    tiny_model_dir):
+    from workbench.core.config import RunConfig
+
+    window, page = runs_page(make_main_window, tmp_path, tiny_model_dir, generations=4)
+    loaded = RunConfig.load(tmp_path / "run.toml")
+    assert page.form.config() == loaded  # every key of the file reached the form and back
+    # the workers a pool may use arrive in the background: built-in and registered ones
+    qtbot.waitUntil(lambda: page.form.pool.count() > 1, timeout=10_000)
+    offered = [page.form.pool.item(i).text() for i in range(page.form.pool.count())]
+    assert {"sandbox:coder", "sandbox:scholar", "local:smollm2"} <= set(offered)
+    # choose a pool: uncheck "sandbox", check two workers, then drag the second above the first
+    items = {page.form.pool.item(i).text(): page.form.pool.item(i) for i in range(page.form.pool.count())}
+    items["sandbox"].setCheckState(Qt.CheckState.Unchecked)
+    items["sandbox:scholar"].setCheckState(Qt.CheckState.Checked)
+    items["sandbox:coder"].setCheckState(Qt.CheckState.Checked)
+    assert page.form.pool_workers() == ["sandbox:scholar", "sandbox:coder"]
+    pool = page.form.pool
+    row = pool.row(items["sandbox:coder"])
+    assert pool.model().moveRow(QModelIndex(), row, QModelIndex(), pool.row(items["sandbox:scholar"]))
+    assert page.form.pool_workers() == ["sandbox:coder", "sandbox:scholar"]
+    page.form.fields["optimizer.sigma0"].setValue(0.1)
+    page.form.fields["optimizer.name"].setCurrentText("random-search")
+    page.form.fields["budget.dollars"].setValue(2.5)
+    saved = tmp_path / "saved.toml"
+    assert page.save_config(saved)
+    again = RunConfig.load(saved)  # what `trinity-workbench train saved.toml` runs
+    assert again.pool.workers == ("sandbox:coder", "sandbox:scholar")
+    assert (again.optimizer.sigma0, again.optimizer.name, again.budget.dollars) == (0.1, "random-search", 2.5)
+    assert again.replace(pool={"workers": list(loaded.pool.workers)}, optimizer={"sigma0": 0.03, "name": "sep-cma-es"},
+                         budget={"dollars": 0.0}) == loaded
+    # a wrong value is named on the page, and nothing starts
+    page.form.fields["optimizer.popsize"].setValue(1)
+    page.start()
+    assert page.run_thread is None and "optimizer.popsize" in page.message_label.text()
+    assert not page.save_config(tmp_path / "bad.toml") and not (tmp_path / "bad.toml").exists()
 
 
 def qtbot_button():

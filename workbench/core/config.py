@@ -29,6 +29,12 @@ from typing import Any
 OPTIMIZERS = ("sep-cma-es", "random-search", "reinforce", "imitation")
 CACHE_POLICIES = ("auto", "off", "read-write", "replay-only")
 SEARCH_BASES = ("balanced", "identity")
+DEVICES = ("auto", "cpu", "cuda", "mps")
+# the keys whose value is one of a known set (a form offers them as a list)
+CHOICES: dict[str, tuple[str, ...]] = {
+    "optimizer.name": OPTIMIZERS, "cache.policy": CACHE_POLICIES,
+    "optimizer.search_basis": SEARCH_BASES, "backbone.device": DEVICES,
+}
 
 
 class ConfigError(ValueError):

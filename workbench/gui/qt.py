@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import pyqtgraph as pg
 from PySide6 import __version__ as PYSIDE_VERSION
-from PySide6.QtCore import QObject, Qt, QThread, QTimer, Signal, Slot
+from PySide6.QtCore import QModelIndex, QObject, Qt, QThread, QTimer, Signal, Slot
 from PySide6.QtCore import qVersion as _qVersion
-from PySide6.QtGui import QAction, QCloseEvent, QColor, QFont, QKeySequence
+from PySide6.QtGui import QAction, QCloseEvent, QColor, QFont, QKeySequence, QPalette
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QApplication,
     QCheckBox,
     QComboBox,
+    QDialog,
+    QDialogButtonBox,
     QDoubleSpinBox,
     QFileDialog,
     QFormLayout,
@@ -51,6 +53,8 @@ __all__ = [
     "QCloseEvent",
     "QColor",
     "QComboBox",
+    "QDialog",
+    "QDialogButtonBox",
     "QDoubleSpinBox",
     "QFileDialog",
     "QFont",
@@ -65,7 +69,9 @@ __all__ = [
     "QListWidgetItem",
     "QMainWindow",
     "QMessageBox",
+    "QModelIndex",
     "QObject",
+    "QPalette",
     "QPlainTextEdit",
     "QProgressBar",
     "QPushButton",

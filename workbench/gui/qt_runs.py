@@ -9,33 +9,45 @@ training runs in a ``RunThread``. Plots are created once and redrawn from a time
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
+import typing
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from workbench.core.config import RunConfig
+from workbench.core.config import CHOICES, RunConfig
 from workbench.core.evolution import GenerationStats, RunFailed, RunFinished, RunStarted
 from workbench.core.records import ROLES
 from workbench.core.runs import effective_status
 from workbench.core.store import Store
 from workbench.core.workspace import Workspace
+from workbench.gui import background
 from workbench.gui.qt import (
     QAbstractItemView,
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
     QFileDialog,
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
     QPlainTextEdit,
     QProgressBar,
     QPushButton,
+    QSpinBox,
     QSplitter,
     Qt,
     QTableWidget,
     QTableWidgetItem,
+    QTabWidget,
     QTimer,
     QVBoxLayout,
     QWidget,
@@ -118,6 +130,139 @@ class UsageGrid:
     def labels(self) -> list[str]:
         return [f"{w} / {r}" for w in self.workers for r in ROLES]
 
+# the tabs of the new-run form: the config sections each shows
+FORM_TABS = (("Run", ("run", "backbone", "cache")), ("Pool", ("pool",)), ("Tasks", ("tasks",)),
+             ("Optimizer", ("optimizer",)), ("Budget", ("budget", "protocol")))
+BACKBONES = ("offline", "Qwen/Qwen3-0.6B")
+
+
+class RunForm(QTabWidget):
+    """Every key of a ``RunConfig``, editable: built from the config's own sections and
+    types, so the form and the TOML file (and the CLI) can never disagree. The pool is a
+    checkable list in head-row order, reordered by drag and drop."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.fields: dict[str, QWidget] = {}
+        self.pool = QListWidget()
+        self.pool.setDragDropMode(QAbstractItemView.DragDropMode.InternalMove)
+        self.pool.setToolTip("Check the workers of the pool; drag to set their order (the head's rows)")
+        hints = typing.get_type_hints(RunConfig)
+        for title, sections in FORM_TABS:
+            tab = QWidget()
+            form = QFormLayout(tab)
+            for section in sections:
+                for f in dataclasses.fields(hints[section]):
+                    key = f"{section}.{f.name}"
+                    if key == "pool.workers":
+                        form.addRow(QLabel("Workers (checked, in order)"))
+                        form.addRow(self.pool)
+                        continue
+                    widget = self._editor(key, typing.get_type_hints(hints[section])[f.name])
+                    self.fields[key] = widget
+                    form.addRow(key if len(sections) > 1 else f.name, widget)
+            self.addTab(tab, title)
+        self.set_config(RunConfig())
+
+    @staticmethod
+    def _editor(key: str, hint: Any) -> QWidget:
+        if hint is bool:
+            return QCheckBox()
+        if hint is int:
+            box = QSpinBox()
+            box.setRange(-1000, 1_000_000_000)
+            return box
+        if hint is float:
+            box = QDoubleSpinBox()
+            box.setDecimals(4)
+            box.setRange(0.0, 1e9)
+            box.setSingleStep(0.01)
+            return box
+        if key in CHOICES or key in ("backbone.model", "tasks.suite"):
+            combo = QComboBox()
+            combo.addItems(CHOICES.get(key) or (BACKBONES if key == "backbone.model" else ()))
+            combo.setEditable(key in ("backbone.model", "tasks.suite", "backbone.device"))
+            return combo
+        return QLineEdit()
+
+    def set_config(self, config: RunConfig) -> None:
+        data = config.to_dict()
+        for key, widget in self.fields.items():
+            section, name = key.split(".")
+            value = data[section][name]
+            if isinstance(widget, QCheckBox):
+                widget.setChecked(bool(value))
+            elif isinstance(widget, QSpinBox | QDoubleSpinBox):
+                widget.setValue(value)
+            elif isinstance(widget, QComboBox):
+                if widget.findText(str(value)) < 0:
+                    widget.addItem(str(value))
+                widget.setCurrentText(str(value))
+            else:
+                widget.setText(str(value))
+        available = [self.pool.item(i).text() for i in range(self.pool.count())]
+        self.pool.clear()
+        for wid in config.pool.workers:
+            self._add_worker(wid, checked=True)
+        self.offer_workers(available)
+
+    def offer_workers(self, worker_ids: list[str]) -> None:
+        """Add workers the pool may use (unchecked, after the others) if not listed yet."""
+        listed = {self.pool.item(i).text() for i in range(self.pool.count())}
+        for wid in worker_ids:
+            if wid not in listed:
+                self._add_worker(wid, checked=False)
+                listed.add(wid)
+
+    def offer_suites(self, names: list[str]) -> None:
+        combo = self.fields["tasks.suite"]
+        current = combo.currentText()
+        for name in names:
+            if combo.findText(name) < 0:
+                combo.addItem(name)
+        combo.setCurrentText(current)
+
+    def _add_worker(self, wid: str, checked: bool) -> None:
+        item = QListWidgetItem(wid)
+        item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable | Qt.ItemFlag.ItemIsDragEnabled)
+        item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsDropEnabled)  # drop between items, not onto one
+        item.setCheckState(Qt.CheckState.Checked if checked else Qt.CheckState.Unchecked)
+        self.pool.addItem(item)
+
+    def pool_workers(self) -> list[str]:
+        items = [self.pool.item(i) for i in range(self.pool.count())]
+        return [i.text() for i in items if i.checkState() == Qt.CheckState.Checked]
+
+    def config(self) -> RunConfig:
+        """The form as a config; raises ``ConfigError`` naming the key that is wrong."""
+        data: dict[str, dict[str, Any]] = {"pool": {"workers": self.pool_workers()}}
+        for key, widget in self.fields.items():
+            section, name = key.split(".")
+            if isinstance(widget, QCheckBox):
+                value: Any = widget.isChecked()
+            elif isinstance(widget, QSpinBox | QDoubleSpinBox):
+                value = widget.value()
+            elif isinstance(widget, QComboBox):
+                value = widget.currentText().strip()
+            else:
+                value = widget.text().strip()
+            data.setdefault(section, {})[name] = value
+        return RunConfig.from_dict(data, "the new-run form")
+
+
+def _choices(workspace: Workspace) -> tuple[list[str], list[str]]:
+    """The workers a pool may name and the suites there are (read in the background)."""
+    from workbench.core.registry import Registry
+    from workbench.core.tasks.suites import list_suites
+    from workbench.core.workers.base import builtin_workers
+
+    workers = ["sandbox", *(w.id for w in builtin_workers())]
+    try:
+        workers += [spec.id for spec in Registry.open().list()]
+    except Exception:  # a broken workers.toml is the Workers page's to report
+        log.warning("cannot list registered workers", exc_info=True)
+    return workers, [info.name for info in list_suites(workspace)]
+
 
 class QtRuns(QWidget):
     """The Runs page over a workspace; runs train in a child process (``RunThread``)."""
@@ -127,8 +272,6 @@ class QtRuns(QWidget):
     def __init__(self, workspace: Workspace, *, parent: QWidget | None = None):
         super().__init__(parent)
         self.workspace = workspace
-        self.config: RunConfig | None = None
-        self.config_path: Path | None = None
         self.run_thread: RunThread | None = None
         self.state = "idle"
         self._budget_generations = 0
@@ -136,6 +279,10 @@ class QtRuns(QWidget):
         self._started_at = 0.0
         self._done_live = 0
         self._dirty = False
+        self._refreshing = False
+        self._refresh_again = False
+        self.runs_listed = 0  # how many times the runs list was filled (tests wait on it)
+        self.opened: str | None = None  # the run whose stored plots are shown
         self.x = Series()
         self.series = {name: Series() for name in (*self.CURVES, "sigma")}
         self.validation_x = Series()
@@ -148,6 +295,8 @@ class QtRuns(QWidget):
         self.timer.start()
         if SANDBOX_EXAMPLE.is_file():
             self.load_config(SANDBOX_EXAMPLE)
+        background.start(self, "run-form choices", lambda: _choices(workspace), self._on_choices,
+                         self._on_choices_failed)
         self.refresh_runs()
 
     # ------------------------------------------------------------------ layout
@@ -178,23 +327,20 @@ class QtRuns(QWidget):
         runs_layout.addLayout(runs_buttons)
 
         # new run form
-        self.name_label, self.pool_label = QLabel("–"), QLabel("–")
-        self.suite_label, self.budget_label = QLabel("–"), QLabel("–")
-        self.source_label = QLabel("no config loaded")
+        self.form = RunForm()
+        self.source_label = QLabel("defaults")
         self.source_label.setWordWrap(True)
         self.load_button = QPushButton("Load config…")
+        self.save_button = QPushButton("Save config…")
         self.example_button = QPushButton("Sandbox example")
         self.load_button.clicked.connect(self._choose_config)
+        self.save_button.clicked.connect(self._choose_save_path)
         self.example_button.clicked.connect(lambda: self.load_config(SANDBOX_EXAMPLE))
-        form = QFormLayout()
-        form.addRow("Config", self.source_label)
-        form.addRow("Name", self.name_label)
-        form.addRow("Pool", self.pool_label)
-        form.addRow("Suite", self.suite_label)
-        form.addRow("Budget", self.budget_label)
+        source_row = QFormLayout()
+        source_row.addRow("Loaded from", self.source_label)
         load_row = QHBoxLayout()
-        load_row.addWidget(self.load_button)
-        load_row.addWidget(self.example_button)
+        for b in (self.load_button, self.save_button, self.example_button):
+            load_row.addWidget(b)
         load_row.addStretch(1)
         self.start_button = QPushButton("Start")
         self.pause_button = QPushButton("Pause")
@@ -217,7 +363,8 @@ class QtRuns(QWidget):
         self.spend_label = QLabel("")
         new_box = QGroupBox("New run")
         new_layout = QVBoxLayout(new_box)
-        new_layout.addLayout(form)
+        new_layout.addWidget(self.form)
+        new_layout.addLayout(source_row)
         new_layout.addLayout(load_row)
         new_layout.addLayout(control_row)
         status_row = QHBoxLayout()
@@ -281,23 +428,53 @@ class QtRuns(QWidget):
             self.load_config(path)
 
     def load_config(self, path: str | Path) -> bool:
-        """Load and show a run config TOML; a bad file is reported on the page."""
+        """Load a run config TOML into the form; a bad file is reported on the page."""
         try:
             config = RunConfig.load(path)
         except Exception as exc:  # ConfigError, OSError, TOML errors: readable, on the page
             self.show_error(f"Cannot load {path}: {exc}")
             return False
-        self.config, self.config_path = config, Path(path)
+        self.form.set_config(config)
         self.source_label.setText(str(path))
-        self.name_label.setText(config.run.name)
-        self.pool_label.setText(", ".join(config.pool.workers))
-        t = config.tasks
-        self.suite_label.setText(f"{t.suite} (train {t.train}, validation {t.validation}, test {t.test})")
-        budget = {k: v for k, v in config.to_dict()["budget"].items() if v}
-        self.budget_label.setText(", ".join(f"{k} {v}" for k, v in budget.items()))
         self.message_label.clear()
         self._update_buttons()
         return True
+
+    def _choose_save_path(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Save the run config", str(Path.home() / "run.toml"),
+                                              "TOML (*.toml)")
+        if path:
+            self.save_config(path)
+
+    def save_config(self, path: str | Path) -> bool:
+        """Write the form as a config TOML (what ``trinity-workbench train`` reads)."""
+        config = self.form_config()
+        if config is None:
+            return False
+        try:
+            Path(path).write_text(config.to_toml(), encoding="utf-8")
+        except OSError as exc:
+            self.show_error(f"Cannot write {path}: {exc}")
+            return False
+        self.source_label.setText(str(path))
+        self.log(f"saved the run config to {path}")
+        return True
+
+    def form_config(self) -> RunConfig | None:
+        """The form as a config, or None with the wrong key named on the page."""
+        try:
+            return self.form.config()
+        except Exception as exc:  # ConfigError names the key and the fix
+            self.show_error(str(exc))
+            return None
+
+    def _on_choices(self, _context: Any, choices: tuple[list[str], list[str]]) -> None:
+        workers, suites = choices
+        self.form.offer_workers(workers)
+        self.form.offer_suites(suites)
+
+    def _on_choices_failed(self, _context: Any, exc: Exception) -> None:
+        self.show_error(f"Cannot list the workers and suites: {exc}")
 
     # ------------------------------------------------------------------ controls
 
@@ -306,9 +483,11 @@ class QtRuns(QWidget):
         return self.run_thread is not None and self.run_thread.isRunning()
 
     def start(self) -> None:
-        if self.config is None or self.running:
+        if self.running:
             return
-        self._launch(RunThread(self.config, self.workspace, parent=self))
+        config = self.form_config()
+        if config is not None:
+            self._launch(RunThread(config, self.workspace, parent=self))
 
     def resume_selected(self) -> None:
         run_id = self.selected_run_id()
@@ -326,7 +505,7 @@ class QtRuns(QWidget):
         thread.failed.connect(self._on_failed)
         thread.finished.connect(self._on_thread_done)
         self._set_state("starting")
-        self.log("starting " + (f"run {thread.resume_id}" if thread.resume_id else f"'{thread.config.run.name}'"))
+        self.log("starting " + (f"run {thread.resume_id[:8]}" if thread.resume_id else f"'{thread.config.run.name}'"))
         thread.start()
 
     def pause(self) -> None:
@@ -453,24 +632,32 @@ class QtRuns(QWidget):
     # ------------------------------------------------------------------ runs list
 
     def refresh_runs(self) -> None:
-        selected = self.selected_run_id()
-        try:
-            with Store.open(self.workspace) as store:
-                runs = store.list_runs(kind="train")
-        except Exception as exc:
-            self.show_error(f"Cannot read the runs of workspace {self.workspace.root}: {exc}")
+        """Read the runs list in the background (at most one read in flight)."""
+        if self._refreshing:
+            self._refresh_again = True
             return
+        self._refreshing = True
+        background.start(self, "runs list", lambda: _read_runs(self.workspace), self._on_runs, self._on_runs_failed)
+
+    def _on_runs_failed(self, _context: Any, exc: Exception) -> None:
+        self._refreshing = False
+        self.show_error(f"Cannot read the runs of workspace {self.workspace.root}: {exc}")
+
+    def _on_runs(self, _context: Any, runs: list[tuple[str, str, str, str, str]]) -> None:
+        self._refreshing = False
+        if self._refresh_again:
+            self._refresh_again = False
+            self.refresh_runs()
+        selected = self.selected_run_id()
         self.runs_table.setRowCount(len(runs))
-        for row, record in enumerate(reversed(runs)):  # newest first
-            result = record.result or {}
-            cells = (record.id[:8], record.name, effective_status(record), record.stop_reason or "",
-                     str(result.get("generations", "")))
-            for col, text in enumerate(cells):
+        for row, (run_id, *cells) in enumerate(runs):
+            for col, text in enumerate((run_id[:8], *cells)):
                 item = QTableWidgetItem(text)
-                item.setData(Qt.ItemDataRole.UserRole, record.id)
+                item.setData(Qt.ItemDataRole.UserRole, run_id)
                 self.runs_table.setItem(row, col, item)
-            if record.id == selected:
+            if run_id == selected:
                 self.runs_table.selectRow(row)
+        self.runs_listed += 1
         self._update_buttons()
 
     def row_of(self, run_id: str) -> int | None:
@@ -496,17 +683,20 @@ class QtRuns(QWidget):
         return self.status_of(run_id) in RESUMABLE
 
     def open_selected(self) -> None:
-        """Show a stored run's plots from the store."""
+        """Show a stored run's plots, read from the store in the background."""
         run_id = self.selected_run_id()
         if run_id is None or self.running:
             return
-        try:
-            with Store.open(self.workspace) as store:
-                record = store.get_run(run_id)
-                generations = store.generations(run_id)
-        except Exception as exc:
-            self.show_error(f"Cannot open run {run_id[:8]}: {exc}")
+        background.start(self, "open run", lambda: _read_run(self.workspace, run_id), self._on_opened,
+                         self._on_open_failed, context=run_id)
+
+    def _on_open_failed(self, run_id: str, exc: Exception) -> None:
+        self.show_error(f"Cannot open run {run_id[:8]}: {exc}")
+
+    def _on_opened(self, run_id: str, stored: tuple[Any, list[dict[str, Any]]]) -> None:
+        if self.running:
             return
+        record, generations = stored
         self.clear_plots()
         for s in generations:
             self._add_generation(s["generation"], s["best"], s["mean"], s["median"], s["worst"], s["sigma"],
@@ -518,6 +708,11 @@ class QtRuns(QWidget):
         self.log(f"opened run {run_id[:8]} '{record.name}': {len(generations)} generations, "
                  f"{effective_status(record)}")
         self.redraw()
+        self.opened = run_id
+
+    def shutdown(self) -> None:
+        """Wait for the page's background reads (the window is closing)."""
+        background.shutdown(self)
 
     # ------------------------------------------------------------------ state
 
@@ -528,7 +723,7 @@ class QtRuns(QWidget):
 
     def _update_buttons(self) -> None:
         running = self.running or self.state == "starting"
-        self.start_button.setEnabled(self.config is not None and not running)
+        self.start_button.setEnabled(not running)
         self.load_button.setEnabled(not running)
         self.example_button.setEnabled(not running)
         self.pause_button.setEnabled(running and self.state == "running")
@@ -545,6 +740,19 @@ class QtRuns(QWidget):
 
     def log(self, line: str) -> None:
         self.log_view.appendPlainText(time.strftime("%H:%M:%S ") + line)
+
+
+def _read_runs(workspace: Workspace) -> list[tuple[str, str, str, str, str]]:
+    """The runs list's rows, newest first: id, name, status, stop reason, generations."""
+    with Store.open(workspace) as store:
+        runs = store.list_runs(kind="train")
+    return [(r.id, r.name, effective_status(r), r.stop_reason or "", str((r.result or {}).get("generations", "")))
+            for r in reversed(runs)]
+
+
+def _read_run(workspace: Workspace, run_id: str) -> tuple[Any, list[dict[str, Any]]]:
+    with Store.open(workspace) as store:
+        return store.get_run(run_id), store.generations(run_id)
 
 
 def _duration(seconds: float) -> str:
