@@ -29,12 +29,15 @@ def test_replay_page_shows_the_stored_decisions(qtbot, trained, tmp_path):
     ws, run_id = trained
     page = QtReplay(ws)
     qtbot.addWidget(page)
+    qtbot.waitUntil(lambda: page.runs.findData(run_id) >= 0)
     page.runs.setCurrentIndex(page.runs.findData(run_id))
+    qtbot.waitUntil(lambda: not page.loading)
     assert page.episodes.count() == 12 + 6  # 4 candidates x 3 tasks, and the validation
     with Store.open(ws) as store:
         ids = [page.episodes.item(i).data(Qt.ItemDataRole.UserRole) for i in range(page.episodes.count())]
         episode = max((store.get_episode(i) for i in ids), key=lambda e: len(e.turns))
     page.open_episode(episode.id)
+    qtbot.waitUntil(lambda: page.replay is not None)
     for index, turn in enumerate(episode.turns):
         assert page.replay.index == index
         assert page.worker_bars.probs == turn.worker_probs
@@ -48,7 +51,9 @@ def test_replay_page_shows_the_stored_decisions(qtbot, trained, tmp_path):
     assert page.replay.index == 0 and page.slider.value() == 0
     out = tmp_path / "episode.json"
     page.export_episode(str(out))
+    qtbot.waitUntil(lambda: page.exported == str(out))
     assert json.loads(out.read_text())["id"] == episode.id
+    page.shutdown()
 
 
 def test_filters_narrow_the_episode_list(qtbot, trained):
@@ -57,13 +62,20 @@ def test_filters_narrow_the_episode_list(qtbot, trained):
     ws, run_id = trained
     page = QtReplay(ws)
     qtbot.addWidget(page)
+
+    def settled():
+        qtbot.waitUntil(lambda: not page.loading)
+        return page.episodes.count()
+
+    qtbot.waitUntil(lambda: page.runs.findData(run_id) >= 0)
     page.runs.setCurrentIndex(page.runs.findData(run_id))
-    everything = page.episodes.count()
+    everything = settled()
     page.reward_filter.setCurrentText("reward 1")
-    winners = page.episodes.count()
+    winners = settled()
     page.reward_filter.setCurrentText("reward 0")
-    assert winners + page.episodes.count() == everything
+    assert winners + settled() == everything and everything == 18
     page.reward_filter.setCurrentText("any reward")
     page.task_filter.setText("no-such-task")
     page.task_filter.editingFinished.emit()
-    assert page.episodes.count() == 0
+    assert settled() == 0
+    page.shutdown()

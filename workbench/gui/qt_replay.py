@@ -1,18 +1,22 @@
 """The Replay page: pick a run and an episode, then step through it turn by turn.
 
 ``QtReplay`` is a view over core objects: the store's episode summaries for the picker and
-a ``workbench.core.replay.Replay`` for the episode shown; it holds no domain logic.
+a ``workbench.core.replay.Replay`` for the episode shown; it holds no domain logic. The
+store is read in background jobs (the GUI thread never waits on the disk); the page
+re-reads the runs whenever it is shown.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from typing import Any
 
 from workbench.core.replay import Replay
 from workbench.core.store import Store
 from workbench.core.tasks.suites import load_suite
 from workbench.core.workspace import Workspace
+from workbench.gui import background
 from workbench.gui.qt import (
     QComboBox,
     QFileDialog,
@@ -77,6 +81,9 @@ class QtReplay(QWidget):
         super().__init__(parent)
         self.workspace = workspace
         self.replay: Replay | None = None
+        self.runs_listed = 0  # times the runs list was filled (tests wait on it)
+        self._episodes_wanted = self._episodes_read = 0
+        self.exported: str | None = None
         self.error = QLabel()
         self.error.setStyleSheet("color: #b00020")
         self.error.setWordWrap(True)
@@ -167,31 +174,49 @@ class QtReplay(QWidget):
 
     # -- picking ---------------------------------------------------------------
 
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        super().showEvent(event)
+        self.refresh_runs()  # runs made on other pages since
+
     def refresh_runs(self) -> None:
         """Reload the runs that have episodes (training, evaluation, single episodes)."""
-        with Store.open(self.workspace) as store:
-            runs = store.list_runs()
-            loose = any(e.run_id is None for e in store.list_episodes())
+        background.start(self, "replay runs", lambda: _read_runs(self.workspace), self._on_runs, self._on_failed,
+                         context="read the runs")
+
+    def _on_failed(self, what: str, exc: Exception) -> None:
+        self.error.setText(f"Cannot {what}: {exc}")
+
+    def _on_runs(self, _context: Any, found: tuple[list[tuple[str, str]], bool]) -> None:
+        runs, loose = found
+        current = self.runs.currentData()
         self.runs.blockSignals(True)
         self.runs.clear()
-        for record in reversed(runs):
-            self.runs.addItem(f"{record.id[:8]}  {record.kind}  {record.name}", record.id)
+        for run_id, label in runs:
+            self.runs.addItem(label, run_id)
         if loose:
             self.runs.addItem("episodes outside runs (run-episode)", None)
+        if self.runs.findData(current) >= 0:
+            self.runs.setCurrentIndex(self.runs.findData(current))
         self.runs.blockSignals(False)
+        self.runs_listed += 1
         self.refresh_episodes()
 
     def refresh_episodes(self) -> None:
         run_id = self.runs.currentData()
         stop = self.stop_filter.currentText()
         reward = self.reward_filter.currentText()
-        with Store.open(self.workspace) as store:
-            found = store.list_episodes(
-                run_id, stop_reason=None if stop == "any stop" else stop,
-                min_reward=1.0 if reward == "reward 1" else None, max_reward=0.0 if reward == "reward 0" else None,
-                worker=self.worker_filter.text().strip() or None)
-        if run_id is None:
-            found = [e for e in found if e.run_id is None]
+        query = {"stop_reason": None if stop == "any stop" else stop,
+                 "min_reward": 1.0 if reward == "reward 1" else None,
+                 "max_reward": 0.0 if reward == "reward 0" else None,
+                 "worker": self.worker_filter.text().strip() or None}
+        self._episodes_wanted += 1
+        background.start(self, "replay episodes", lambda: _read_episodes(self.workspace, run_id, query),
+                         self._on_episodes, self._on_failed, context="read the episodes")
+
+    def _on_episodes(self, _context: Any, found: list[Any]) -> None:
+        self._episodes_read += 1
+        if self._episodes_read < self._episodes_wanted:
+            return  # a newer read is on its way
         needle = self.task_filter.text().strip()
         self.episodes.clear()
         for e in found:
@@ -203,15 +228,19 @@ class QtReplay(QWidget):
             item.setData(Qt.ItemDataRole.UserRole, e.id)
             self.episodes.addItem(item)
 
+    @property
+    def loading(self) -> bool:
+        """A read of the store is in flight."""
+        return bool(background.running(self))
+
     def open_episode(self, episode_id: str) -> None:
+        """Read the episode (and its task) in the background, then show its first turn."""
         self.error.clear()
-        with Store.open(self.workspace) as store:
-            episode = store.get_episode(episode_id)
-        try:
-            task = load_suite(episode.suite, self.workspace).get(episode.task_id)
-        except (LookupError, ValueError, OSError) as exc:  # the suite may be gone
-            log.info("task of episode %s unavailable: %s", episode_id, exc)
-            task = None
+        background.start(self, "replay episode", lambda: _read_episode(self.workspace, episode_id),
+                         self._on_episode, self._on_failed, context="open the episode")
+
+    def _on_episode(self, _context: Any, found: tuple[Any, Any]) -> None:
+        episode, task = found
         try:
             self.replay = Replay(episode, task)
         except ValueError as exc:
@@ -275,15 +304,52 @@ class QtReplay(QWidget):
                                                   "JSON (*.json)")
         if not path:
             return
-        try:
-            with Store.open(self.workspace) as store:
-                text = store.export_episode_json(self.replay.episode.id)
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(text)
-        except OSError as exc:
-            self.error.setText(f"could not write {path}: {exc.strerror}")
+        background.start(self, "export episode", lambda: _export(self.workspace, self.replay.episode.id, path),
+                         self._on_exported, self._on_export_failed, context=path)
+
+    def _on_exported(self, path: str, _result: Any) -> None:
+        self.exported = path
+
+    def _on_export_failed(self, path: str, exc: Exception) -> None:
+        self.error.setText(f"Cannot write {path}: {getattr(exc, 'strerror', None) or exc}")
+
+    def shutdown(self) -> None:
+        """Wait for the page's background reads (the window is closing)."""
+        background.shutdown(self)
 
     def _set_enabled(self, enabled: bool) -> None:
         for w in (self.first_button, self.prev_button, self.next_button, self.last_button, self.slider,
                   self.export_button):
             w.setEnabled(enabled)
+
+
+def _read_runs(workspace: Workspace) -> tuple[list[tuple[str, str]], bool]:
+    with Store.open(workspace) as store:
+        runs = store.list_runs()
+        loose = any(e.run_id is None for e in store.list_episodes())
+    return [(r.id, f"{r.id[:8]}  {r.kind}  {r.name}") for r in reversed(runs)], loose
+
+
+def _read_episodes(workspace: Workspace, run_id: str | None, query: dict[str, Any]) -> list[Any]:
+    with Store.open(workspace) as store:
+        found = store.list_episodes(run_id, **query)
+    return [e for e in found if e.run_id is None] if run_id is None else found
+
+
+def _read_episode(workspace: Workspace, episode_id: str) -> tuple[Any, Any]:
+    with Store.open(workspace) as store:
+        episode = store.get_episode(episode_id)
+    try:
+        task = load_suite(episode.suite, workspace).get(episode.task_id)
+    except (LookupError, ValueError, OSError) as exc:  # the suite may be gone
+        log.info("task of episode %s unavailable: %s", episode_id, exc)
+        task = None
+    return episode, task
+
+
+def _export(workspace: Workspace, episode_id: str, path: str) -> str:
+    with Store.open(workspace) as store:
+        text = store.export_episode_json(episode_id)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    return path
