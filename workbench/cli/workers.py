@@ -23,29 +23,26 @@ def _registry():
 
 
 def _read_key(args, worker_id: str) -> str:
+    from workbench.core.registry import RegistryError, clean_key
+
     if args.key_stdin:
-        key = sys.stdin.read().strip()
+        key = sys.stdin.read()
     elif sys.stdin.isatty():
-        key = getpass.getpass(f"API key for worker '{worker_id}' (input hidden): ").strip()
+        key = getpass.getpass(f"API key for worker '{worker_id}' (input hidden): ")
     else:
         raise UserError("no key given: pipe it in with --key-stdin (e.g. `printenv MY_KEY | trinity-workbench "
                         f"workers set-key {worker_id} --key-stdin`)")
-    if not key:
-        raise UserError(f"the key for worker '{worker_id}' is empty: pipe the key into --key-stdin")
-    if any(c.isspace() for c in key):
-        raise UserError(f"the key for worker '{worker_id}' contains spaces or line breaks: pipe exactly one key")
-    return key
+    try:
+        return clean_key(worker_id, key)
+    except RegistryError as exc:
+        raise UserError(f"{exc} (pipe exactly one key into --key-stdin)") from None
 
 
 def _builtin_rows() -> list[dict]:
-    from workbench.core.workers.local import SMOLLM2_ID
-    from workbench.core.workers.simulated import PROFILES_BY_ID
+    from workbench.core.workers.base import builtin_workers
 
-    rows = [{"id": SMOLLM2_ID, "provider": "local", "model": "SmolLM2-135M-Instruct (offline, GGUF)",
-             "builtin": True, "key": "not needed"}]
-    rows += [{"id": wid, "provider": "sandbox", "model": f"simulated/{p.name} (a simulation)", "builtin": True,
-              "key": "not needed"} for wid, p in PROFILES_BY_ID.items()]
-    return rows
+    return [{"id": w.id, "provider": w.provider, "model": w.model, "builtin": True, "key": "not needed"}
+            for w in builtin_workers()]
 
 
 def cmd_workers_list(args) -> int:
@@ -121,25 +118,10 @@ def cmd_workers_rename(args) -> int:
     return 0
 
 
-def _one_worker(worker_id: str, client):
-    from workbench.core.workers.base import build_pool
-
-    (worker,) = build_pool([worker_id], registry=_registry(), client=client)
-    return worker
-
-
 def cmd_workers_test(args) -> int:
-    from workbench.core.workers.http import open_client, test_connection
+    from workbench.core.workers.http import test_worker
 
-    async def go():
-        async with open_client() as client:
-            worker = _one_worker(args.id, client)
-            try:
-                return await test_connection(worker)
-            finally:
-                await worker.aclose()
-
-    report = asyncio.run(go())
+    report = asyncio.run(test_worker(args.id, registry=_registry()))
     if args.json:
         print_json(report.to_dict())
     elif report.ok:
@@ -151,16 +133,9 @@ def cmd_workers_test(args) -> int:
 
 
 def cmd_workers_models(args) -> int:
-    from workbench.core.workers.http import HTTPWorker, open_client
+    from workbench.core.workers.http import worker_models
 
-    async def go():
-        async with open_client() as client:
-            worker = _one_worker(args.id, client)
-            if not isinstance(worker, HTTPWorker):
-                raise UserError(f"worker '{args.id}' is not behind an API: it has no model list")
-            return await worker.list_models()
-
-    models = asyncio.run(go())
+    models = asyncio.run(worker_models(args.id, registry=_registry()))
     if args.json:
         print_json(models)
     else:

@@ -94,6 +94,17 @@ class Secret:
         raise TypeError("a Secret cannot be pickled")
 
 
+def clean_key(worker_id: str, key: str) -> str:
+    """``key`` without surrounding blanks, or ``RegistryError`` if it is empty or holds
+    spaces or line breaks (two keys pasted, or a key with its label)."""
+    key = (key or "").strip()
+    if not key:
+        raise RegistryError(f"the key for worker '{worker_id}' is empty: give the API key")
+    if any(c.isspace() for c in key):
+        raise RegistryError(f"the key for worker '{worker_id}' contains spaces or line breaks: give exactly one key")
+    return key
+
+
 def mask(key: str) -> str:
     """A key as the GUI may show it after entry: never more than its last 4 characters."""
     return "****" + key[-4:] if len(key) >= 12 else "****"
@@ -448,7 +459,7 @@ class KeyStore:
 class KeyStatus:
     """Where a worker's key would come from; never the key itself."""
 
-    source: str  # "keychain", "environment", "missing", "not needed"
+    source: str  # "keychain", "environment", "missing", "not needed", "entered" (typed, not stored yet)
     env: str | None = None  # the environment variable consulted (if any)
     note: str | None = None  # e.g. why the keychain could not be read
 
@@ -460,6 +471,8 @@ class KeyStatus:
             return f"from environment ({self.env})"
         if self.source == "not needed":
             return "not needed"
+        if self.source == "entered":
+            return "entered (not stored yet)"
         return "missing" + (f" ({self.note})" if self.note else "")
 
 
@@ -653,12 +666,21 @@ class Registry:
 
     def build_worker(self, worker_id: str, *, client: httpx.AsyncClient | None = None) -> Worker:
         """The worker object for a registered id, with its key resolved now."""
-        spec = self.get(worker_id)
+        return self.worker_for(self.get(worker_id), client=client)
+
+    def worker_for(self, spec: WorkerSpec, *, key: str | None = None,
+                   client: httpx.AsyncClient | None = None) -> Worker:
+        """The worker object for ``spec``, registered or not (a spec still being edited).
+        ``key`` is a key entered but not stored yet; without one the key is resolved now
+        (keychain, then environment)."""
         if spec.provider == "local":
             from workbench.core.workers.local import LocalWorker
 
             return LocalWorker(spec.id, spec.model, price_in=spec.price_in, price_out=spec.price_out)
-        key, status = self.resolve_key(spec)
+        if key is not None:
+            key, status = Secret(clean_key(spec.id, key)), KeyStatus("entered", spec.effective_key_env)
+        else:
+            key, status = self.resolve_key(spec)
         from workbench.core.workers.base import PROVIDERS as CLASSES
         from workbench.core.workers.http import load_http_providers
 

@@ -54,3 +54,8 @@ class Workspace:
 def model_cache_dir() -> Path:
     """Where converted models (GGUF to safetensors) are kept between runs."""
     return Path(platformdirs.user_cache_dir(APP_NAME)) / "models"
+
+
+def suite_cache_dir() -> Path:
+    """Where bundled suites converted from their packages' own formats are kept (CHAMP)."""
+    return Path(platformdirs.user_cache_dir(APP_NAME)) / "suites"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -68,6 +69,37 @@ def test_generated_suites_are_bundled() -> None:
 
 def test_loaded_suites_are_cached() -> None:
     assert load_suite("champ") is load_suite("champ")
+
+
+def test_champ_is_converted_once_in_a_child_process_then_read_from_the_user_cache(tmp_path, monkeypatch) -> None:
+    from workbench.core.tasks import suites
+
+    expected = load_suite("champ").tasks
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(suites, "_bundled", functools.cache(suites._bundled.__wrapped__))
+
+    def not_here(target):
+        raise AssertionError("CHAMP was converted in the caller's process")
+
+    monkeypatch.setattr(suites, "write_champ_jsonl", not_here)  # the child process has the real one
+    suite = load_suite("champ")
+    cached = next((tmp_path / "cache" / "trinity-workbench" / "suites").glob("champ-v0-*.jsonl"))
+    assert suite.tasks == expected and suite.name == "champ" and suite.version.startswith("v0 (")
+    stamp = cached.stat().st_mtime_ns
+    monkeypatch.setattr(suites, "_bundled", functools.cache(suites._bundled.__wrapped__))
+    assert load_suite("champ").tasks == expected and cached.stat().st_mtime_ns == stamp  # read, not converted
+
+
+def test_a_damaged_champ_cache_is_converted_again(tmp_path, monkeypatch, caplog) -> None:
+    from workbench.core.tasks import suites
+
+    expected = load_suite("champ").tasks
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    cached = suites.suite_cache_dir() / f"champ-v0-{suites._version('champ-dataset')}.jsonl"
+    cached.parent.mkdir(parents=True)
+    cached.write_text('{"id": "P_1", "kind": "math"\n', encoding="utf-8")  # cut off mid-write
+    assert suites.champ_suite().tasks == expected
+    assert "is damaged" in caplog.text and len(cached.read_text().splitlines()) == 270
 
 
 def test_unknown_name_lists_the_suites_and_how_to_import(workspace: Workspace) -> None:

@@ -9,8 +9,11 @@ folder under their name. Loaded suites are cached in this process.
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import re
+import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass
 from importlib import metadata
@@ -18,7 +21,9 @@ from pathlib import Path
 
 from workbench.core.tasks.jsonl import SuiteValidationError, load_jsonl, write_jsonl
 from workbench.core.tasks.model import Suite, Task
-from workbench.core.workspace import Workspace
+from workbench.core.workspace import Workspace, suite_cache_dir
+
+log = logging.getLogger(__name__)
 
 BUNDLED = ("humaneval", "champ", "arithmetic", "mixed")
 _NAME = re.compile(r"[A-Za-z0-9_-]+")
@@ -135,8 +140,14 @@ def import_suite(
             f"an imported suite named '{name}' already exists ({target}): "
             "choose another name, or replace it (--replace)"
         )
+    _write_atomically(suite, target)
+    return _cached_file(target, name)
+
+
+def _write_atomically(suite: Suite, target: Path) -> None:
+    """Write ``suite`` as JSONL at ``target``: a reader sees the old file or the whole new one."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=target.parent)
+    handle, temporary = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=".tmp", dir=target.parent)
     os.close(handle)
     try:
         write_jsonl(suite, temporary)
@@ -144,7 +155,6 @@ def import_suite(
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
-    return _cached_file(target, name)
 
 
 # ---------------------------------------------------------------------------- bundled
@@ -208,7 +218,39 @@ def humaneval_suite() -> Suite:
 
 def champ_suite() -> Suite:
     """CHAMP (270 competition math problems) from the ``champ-dataset`` package, graded
-    with math-verify against the reference answer."""
+    with math-verify against the reference answer.
+
+    The package ships its problems inside a 70 MB JSON file (with recorded model
+    conversations); parsing it takes seconds and holds the GIL all along. So the problems
+    are converted once into a small JSONL file in the user cache, keyed by the package
+    version, and read from there afterwards (milliseconds). The conversion runs in a
+    child process where one can be started, so that it never stalls the caller's other
+    threads (the GUI, a trainer's event loop).
+    """
+    version = _version("champ-dataset")
+    if version == "unknown":
+        raise SuiteNotFound("the champ suite needs the 'champ-dataset' package: pip install champ-dataset")
+    cached = suite_cache_dir() / f"champ-v0-{version}.jsonl"
+    if not cached.is_file():
+        _convert_in_a_child_process(cached)
+    try:
+        tasks = load_jsonl(cached, name="champ").tasks
+    except SuiteValidationError as error:  # a damaged cache file: convert again
+        log.warning("the cached CHAMP suite %s is damaged (%s); converting it again", cached, error.summary)
+        write_champ_jsonl(cached)
+        tasks = load_jsonl(cached, name="champ").tasks
+    return Suite(
+        name="champ",
+        tasks=tasks,
+        version=f"v0 ({version})",
+        source="champ-dataset package (CHAMP v0)",
+        description=f"{len(tasks)} competition math problems in 5 categories, graded with math-verify",
+    )
+
+
+def write_champ_jsonl(target: str | os.PathLike[str]) -> Path:
+    """Convert the CHAMP v0 problems of the ``champ-dataset`` package into a JSONL suite
+    file at ``target`` (written atomically)."""
     try:
         import champ_dataset
     except ImportError as error:
@@ -229,10 +271,23 @@ def champ_suite() -> Suite:
                 solution="\n".join(steps) if steps else None,
             )
         )
-    return Suite(
-        name="champ",
-        tasks=tuple(tasks),
-        version=f"v0 ({_version('champ-dataset')})",
-        source="champ-dataset package (CHAMP v0)",
-        description=f"{len(tasks)} competition math problems in 5 categories, graded with math-verify",
-    )
+    _write_atomically(Suite(name="champ", tasks=tuple(tasks)), Path(target))
+    return Path(target)
+
+
+def _convert_in_a_child_process(target: Path) -> None:
+    """``write_champ_jsonl(target)`` in a child Python process (which holds its own GIL);
+    here when no child can be started (a frozen build) or it failed."""
+    if not getattr(sys, "frozen", False):
+        code = "import sys; from workbench.core.tasks.suites import write_champ_jsonl; write_champ_jsonl(sys.argv[1])"
+        try:
+            done = subprocess.run([sys.executable, "-c", code, str(target)], capture_output=True, text=True,
+                                  timeout=600, stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.SubprocessError) as error:
+            log.info("could not convert CHAMP in a child process (%s); converting here", error)
+        else:
+            if done.returncode == 0 and target.is_file():
+                return
+            log.info("converting CHAMP in a child process failed (exit %s): %s; converting here",
+                     done.returncode, done.stderr.strip()[-500:])
+    write_champ_jsonl(target)

@@ -199,6 +199,25 @@ def _load_builtin_modules() -> None:
     from workbench.core.workers import local, simulated  # noqa: F401
 
 
+@dataclass(frozen=True)
+class BuiltinWorker:
+    """A worker that needs no registration, as listings show it (nothing is loaded)."""
+
+    id: str
+    provider: str
+    model: str  # what answers, in words
+
+
+def builtin_workers() -> list[BuiltinWorker]:
+    """The built-in workers a pool can name without registering anything: the offline
+    local model and each sandbox profile (``local:SOURCE`` names any other local model)."""
+    from workbench.core.workers.local import SMOLLM2_ID
+    from workbench.core.workers.simulated import PROFILES_BY_ID
+
+    return [BuiltinWorker(SMOLLM2_ID, "local", "SmolLM2-135M-Instruct (offline, GGUF)"),
+            *(BuiltinWorker(wid, "sandbox", f"simulated/{p.name} (a simulation)") for wid, p in PROFILES_BY_ID.items())]
+
+
 def build_pool(worker_ids: Sequence[str], *, registry: Registry | None = None,
                client: httpx.AsyncClient | None = None) -> list[Worker]:
     """Turn worker ids into workers, in order: built-in ids (``local:smollm2``,

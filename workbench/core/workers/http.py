@@ -39,7 +39,7 @@ from tenacity import (
 from tenacity.wait import wait_base
 
 from workbench import __version__
-from workbench.core.registry import KeyStatus, Secret, Timeouts, WorkerSpec
+from workbench.core.registry import KeyStatus, Registry, Secret, Timeouts, WorkerSpec
 from workbench.core.workers.base import (
     AuthError,
     BadResponse,
@@ -536,6 +536,56 @@ async def test_connection(worker: Worker) -> ConnectionReport:
 
 
 test_connection.__test__ = False  # not a pytest test, despite its name
+
+
+async def test_worker(worker_id: str, *, registry: Registry | None = None) -> ConnectionReport:
+    """``workers test`` and the GUI's Workers page: build one worker (built-in or
+    registered in ``registry``, default the user's) on a client of its own, send one tiny
+    request, close everything. A failed request is a report, not an exception."""
+    async with open_client() as client:
+        worker = _one_worker(worker_id, registry, client)
+        try:
+            return await test_connection(worker)
+        finally:
+            await worker.aclose()
+
+
+test_worker.__test__ = False
+
+
+async def worker_models(worker_id: str, *, registry: Registry | None = None) -> list[str]:
+    """The model ids offered by the endpoint of worker ``worker_id`` (``workers models``)."""
+    async with open_client() as client:
+        return await _models(_one_worker(worker_id, registry, client))
+
+
+async def endpoint_models(spec: WorkerSpec, *, key: str | None = None, registry: Registry | None = None
+                          ) -> list[str]:
+    """The model ids offered by the endpoint of ``spec``, which need not be registered
+    yet (a worker being added): ``key`` is a key entered but not stored; without one the
+    key is resolved as for a call (keychain, then environment)."""
+    registry = registry or Registry.open()
+    async with open_client() as client:
+        return await _models(registry.worker_for(spec, key=key, client=client))
+
+
+def _one_worker(worker_id: str, registry: Registry | None, client: httpx.AsyncClient) -> Worker:
+    from workbench.core.workers.base import build_pool
+
+    pool = build_pool([worker_id], registry=registry, client=client)
+    if len(pool) != 1:
+        raise ValueError(f"'{worker_id}' names {len(pool)} workers: name one of them "
+                         f"({', '.join(w.id for w in pool)})")
+    return pool[0]
+
+
+async def _models(worker: Worker) -> list[str]:
+    try:
+        if not isinstance(worker, HTTPWorker):
+            raise ValueError(f"worker '{worker.id}' is not behind an API: it has no model list")
+        return await worker.list_models()
+    finally:
+        await worker.aclose()
 
 
 def load_http_providers() -> None:
