@@ -14,7 +14,7 @@ import io
 import json
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from workbench.core.coordinator import Action
-from workbench.core.evolution import FixedPolicy, _seed
+from workbench.core.evolution import FixedPolicy, StopToken, _seed
 from workbench.core.protocol import Prompts, run_episode
 from workbench.core.records import Episode
 from workbench.core.tasks.model import Task
@@ -103,6 +103,38 @@ class Report:
         return paths
 
 
+@dataclass(frozen=True)
+class EvaluationProgress:
+    """Episodes done out of all the episodes an evaluation runs (every system x every task)."""
+
+    done: int
+    total: int
+    system: str  # the system whose episode just ended
+
+
+class EvaluationStopped(Exception):
+    """An evaluation stopped by its ``StopToken`` before it ended; it has no report."""
+
+
+def baseline_names(worker_ids: Sequence[str]) -> list[str]:
+    """The baselines ``evaluate`` can run for a pool, in report order: each single worker
+    (``single:<id>``), ``random`` and, on the sandbox pool only, ``oracle``."""
+    names = [f"single:{wid}" for wid in worker_ids] + ["random"]
+    if worker_ids and all(w in PROFILES_BY_ID for w in worker_ids):
+        names.append("oracle")
+    return names
+
+
+def _chosen_baselines(worker_ids: Sequence[str], baselines: bool | Collection[str]) -> list[str]:
+    available = baseline_names(worker_ids)
+    if isinstance(baselines, bool):
+        return available if baselines else []
+    unknown = sorted(set(baselines) - set(available))
+    if unknown:
+        raise ValueError(f"unknown baseline(s) {', '.join(unknown)} for this pool: choose from {', '.join(available)}")
+    return [b for b in available if b in baselines]
+
+
 class RandomPolicy:
     """Uniformly random (worker, role) at every turn, from the episode's generator."""
 
@@ -138,39 +170,62 @@ async def evaluate(
     max_tokens: int = 4096,
     seed: int = 0,
     concurrency: int = 64,
-    baselines: bool = True,
+    baselines: bool | Collection[str] = True,
     prompts: Prompts | None = None,
     run_id: str | None = None,
     name: str = "coordinator",
+    progress: Callable[[EvaluationProgress], None] | None = None,
+    stop: StopToken | None = None,
 ) -> tuple[Report, list[Episode]]:
     """Run every system on ``tasks``; returns the report and all episodes (candidate =
-    the system's index in the report, so Replay can show the evaluation)."""
+    the system's index in the report, so Replay can show the evaluation).
+
+    ``baselines``: all of them (True), none (False), or the names to run, from
+    ``baseline_names``. ``progress`` hears of every finished episode; once ``stop`` is
+    stopped, no further episode starts and ``EvaluationStopped`` is raised.
+    """
     prompts = prompts or Prompts.load()
     L = len(pool)
     ids = [w.id for w in pool]
+    chosen = _chosen_baselines(ids, baselines)
     systems: list[tuple[str, str, Any, int]] = []  # name, kind, policy (or per-task factory), turns
     if coordinator is not None:
         systems.append((name, "coordinator", coordinator, max_turns))
-    if baselines:
-        systems += [(f"single:{wid}", "single", FixedPolicy(L, i), 1) for i, wid in enumerate(ids)]
+    systems += [(f"single:{wid}", "single", FixedPolicy(L, i), 1) for i, wid in enumerate(ids)
+                if f"single:{wid}" in chosen]
+    if "random" in chosen:
         systems.append(("random", "random", RandomPolicy(L), max_turns))
-        if all(w in PROFILES_BY_ID for w in ids):
-            systems.append(("oracle", "oracle", None, 1))
+    if "oracle" in chosen:
+        systems.append(("oracle", "oracle", None, 1))
     gate = asyncio.Semaphore(concurrency)
+    total, done = len(systems) * len(tasks), 0
 
     async def one(index: int, policy: Any, turns: int, j: int, task: Task) -> Episode:
+        nonlocal done
         if policy is None:  # the oracle: the known best worker for this task's category
             policy = FixedPolicy(L, ids.index(oracle_worker(task.category, task.kind, ids)))
         async with gate:
-            return await run_episode(
+            if stop is not None and stop.stopped:
+                raise EvaluationStopped("the evaluation was stopped")
+            episode = await run_episode(
                 policy, pool, task, suite=suite, max_turns=turns,
                 rng=np.random.default_rng(_seed(seed, "eval", index, j)) if isinstance(policy, RandomPolicy) else None,
                 seed=_seed(seed, "eval-w", j) % 2**31, max_tokens=max_tokens, temperature=temperature,
                 prompts=prompts, run_id=run_id, candidate=index)
+        done += 1
+        if progress is not None:
+            progress(EvaluationProgress(done, total, systems[index][0]))
+        return episode
 
     results, episodes = [], []
     for index, (sys_name, kind, policy, turns) in enumerate(systems):
-        eps = await asyncio.gather(*(one(index, policy, turns, j, t) for j, t in enumerate(tasks)))
+        running = [asyncio.ensure_future(one(index, policy, turns, j, t)) for j, t in enumerate(tasks)]
+        try:
+            eps = await asyncio.gather(*running)
+        except EvaluationStopped:
+            # let the episodes in flight end (no call is abandoned mid-way), then report the stop
+            await asyncio.gather(*running, return_exceptions=True)
+            raise
         results.append(summarise(sys_name, kind, eps))
         episodes += eps
     return Report(suite, split, tuple(results)), episodes

@@ -11,7 +11,7 @@ import asyncio
 import logging
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -154,46 +154,113 @@ class EvaluationResult:
     run_id: str  # the evaluation's own run record (its episodes are replayable)
 
 
+@dataclass(frozen=True)
+class EvaluationSource:
+    """What an evaluation evaluates: a trained run's best vector or a coordinator file,
+    with the config it was trained under and its pool (worker ids, in the head's order)."""
+
+    config: RunConfig
+    pool: tuple[str, ...]
+    backbone_model: str
+    run_id: str | None = None
+    coordinator_file: str | None = None
+
+    @property
+    def reference(self) -> dict[str, str]:
+        """How the evaluation's run record names its source."""
+        if self.run_id is not None:
+            return {"run": self.run_id}
+        return {"coordinator_file": str(self.coordinator_file)}
+
+    @property
+    def baselines(self) -> list[str]:
+        """The baselines an evaluation of this source can run (see ``evaluate.baseline_names``)."""
+        from workbench.core.evaluate import baseline_names
+
+        return baseline_names(self.pool)
+
+
+EVALUABLE = ("finished", "stopped")
+
+
+def evaluable_runs(workspace: Workspace) -> list[Any]:
+    """The training runs an evaluation can take (finished or stopped), newest first."""
+    with Store.open(workspace) as store:
+        runs = store.list_runs(kind="train")
+    return [r for r in reversed(runs) if effective_status(r) in EVALUABLE]
+
+
+def evaluation_source(workspace: Workspace, *, run: str | None = None,
+                      coordinator_file: str | Path | None = None) -> EvaluationSource:
+    """Describe a run (id or prefix) or a coordinator file for evaluation, without loading
+    a backbone; raises ``RunNotFound``, ``ConfigError`` or ``CoordinatorFileError`` with a
+    readable message."""
+    with Store.open(workspace) as store:
+        return _evaluation_source(store, run, coordinator_file)
+
+
+def _evaluation_source(store: Store, run: str | None, coordinator_file: str | Path | None) -> EvaluationSource:
+    from workbench.core.export import read_manifest
+
+    if run is not None:
+        record = store.get_run(run)
+        config = RunConfig.from_dict(record.config, f"run {record.id}")
+        pool = tuple(w.id for w in build_pool(config.pool.workers))
+        return EvaluationSource(config, pool, config.backbone.model, run_id=record.id)
+    if coordinator_file is not None:
+        manifest = read_manifest(coordinator_file)
+        config = RunConfig.from_dict(manifest["training"]["config"], str(coordinator_file))
+        pool = tuple(w["id"] for w in manifest["pool"])
+        return EvaluationSource(config, pool, manifest["backbone"]["model"], coordinator_file=str(coordinator_file))
+    raise ValueError("evaluate what? give a run (--run RUN) or a coordinator file (--coordinator FILE)")
+
+
 def evaluate_run(workspace: Workspace, *, run: str | None = None, coordinator_file: str | None = None,
-                 suite: str | None = None, split: str = "test", baselines: bool = True,
-                 out_dir: str | Path | None = None, backbone: Backbone | None = None) -> EvaluationResult:
-    """Evaluate a trained run's best vector, or a coordinator file, on a split."""
-    from workbench.core.evaluate import evaluate
-    from workbench.core.export import load_coordinator, read_manifest
+                 suite: str | None = None, split: str = "test", baselines: bool | Sequence[str] = True,
+                 out_dir: str | Path | None = None, backbone: Backbone | None = None,
+                 progress: Callable[[Any], None] | None = None,
+                 stop: StopToken | None = None) -> EvaluationResult:
+    """Evaluate a trained run's best vector, or a coordinator file, on a split.
+
+    ``baselines``: all (True), none (False) or the names to run (``EvaluationSource.baselines``).
+    ``progress`` hears an ``EvaluationProgress`` per episode; ``stop`` ends the evaluation
+    early: its run record is then ``stopped`` and ``EvaluationStopped`` is raised.
+    """
+    from workbench.core.evaluate import EvaluationStopped, evaluate
+    from workbench.core.export import load_coordinator
 
     with Store.open(workspace) as store:
-        if run is not None:
-            record = store.get_run(run)
-            config = RunConfig.from_dict(record.config, f"run {record.id}")
-            backbone = backbone or shared_backbone(config.backbone.model, config.backbone.device,
-                                                   config.optimizer.svf_layer)
-            vector, _ = best_vector(store, record.id)
-            source = {"run": record.id}
-        elif coordinator_file is not None:
-            manifest = read_manifest(coordinator_file)
-            config = RunConfig.from_dict(manifest["training"]["config"], str(coordinator_file))
-            backbone = backbone or shared_backbone(manifest["backbone"]["model"], config.backbone.device,
-                                                   config.optimizer.svf_layer)
-            source = {"coordinator_file": str(coordinator_file)}
-        else:
-            raise ValueError("evaluate what? give a run (--run RUN) or a coordinator file (--coordinator FILE)")
+        source = _evaluation_source(store, run, coordinator_file)
+        config = source.config
+        if split not in ("train", "validation", "test"):
+            raise ValueError(f"unknown split '{split}': use train, validation or test")
         if suite is not None:
             config = config.replace(tasks={"suite": suite})
         task_suite = load_suite(config.tasks.suite, workspace)
-        if split not in ("train", "validation", "test"):
-            raise ValueError(f"unknown split '{split}': use train, validation or test")
         tasks = task_splits(config, task_suite)[split]
-        eval_id = store.create_run(f"eval of {source}", "eval", {**config.to_dict(), "evaluation": {**source, "split": split}})
-        session = open_pool(config, store)
-        if run is not None:
-            coordinator = coordinator_from_vector(backbone, len(session.pool), vector, config.optimizer.svf)
+        backbone = backbone or shared_backbone(source.backbone_model, config.backbone.device,
+                                               config.optimizer.svf_layer)
+        if source.run_id is not None:
+            vector, _ = best_vector(store, source.run_id)
+            coordinator = coordinator_from_vector(backbone, len(source.pool), vector, config.optimizer.svf)
         else:
-            coordinator, _ = load_coordinator(coordinator_file, backbone)
-        p = config.protocol
-        report, episodes = session.run(evaluate(
-            coordinator, session.pool, tasks, suite=task_suite.name, split=split, max_turns=p.max_turns,
-            temperature=p.temperature, max_tokens=p.max_tokens, seed=config.run.seed,
-            concurrency=config.optimizer.concurrency, baselines=baselines, run_id=eval_id))
+            coordinator, _ = load_coordinator(source.coordinator_file, backbone)
+        eval_id = store.create_run(f"eval of {source.reference}", "eval",
+                                   {**config.to_dict(), "evaluation": {**source.reference, "split": split}})
+        try:
+            session = open_pool(config, store)
+            p = config.protocol
+            report, episodes = session.run(evaluate(
+                coordinator, session.pool, tasks, suite=task_suite.name, split=split, max_turns=p.max_turns,
+                temperature=p.temperature, max_tokens=p.max_tokens, seed=config.run.seed,
+                concurrency=config.optimizer.concurrency, baselines=baselines, run_id=eval_id,
+                progress=progress, stop=stop))
+        except EvaluationStopped:
+            store.set_run_status(eval_id, "stopped", stop_reason="stopped")
+            raise
+        except Exception as exc:
+            store.set_run_status(eval_id, "failed", stop_reason="error", error=f"{type(exc).__name__}: {exc}")
+            raise
         store.add_episodes(episodes)
         store.set_run_status(eval_id, "finished", stop_reason="done", result={"report": report.to_json()})
     if out_dir is not None:

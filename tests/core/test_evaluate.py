@@ -1,0 +1,75 @@
+"""Evaluation as the GUI drives it: a chosen subset of baselines, progress per episode, a
+stop that ends it cleanly, and the description of what is evaluated (run or file)."""
+
+import pytest
+
+from tests.core.test_training import config
+from workbench.core.evaluate import EvaluationProgress, EvaluationStopped, baseline_names
+from workbench.core.evolution import StopToken
+from workbench.core.export import CoordinatorFileError
+from workbench.core.runs import evaluable_runs, evaluate_run, evaluation_source, export_run, train
+from workbench.core.store import Store
+from workbench.core.workspace import Workspace
+
+SANDBOX = ["sandbox:mathlete", "sandbox:scholar", "sandbox:coder"]
+
+
+@pytest.fixture()
+def ws(tmp_path):
+    return Workspace.open(tmp_path / "ws")
+
+
+@pytest.fixture()
+def trained(ws, tiny_backbone):
+    return train(config(budget={"generations": 1}), ws, backbone=tiny_backbone)
+
+
+def test_baselines_of_a_pool():
+    assert baseline_names(SANDBOX) == [*(f"single:{w}" for w in SANDBOX), "random", "oracle"]
+    # the oracle knows the sandbox workers' skills only
+    assert baseline_names(["sandbox:mathlete", "local:smollm2"]) == [
+        "single:sandbox:mathlete", "single:local:smollm2", "random"]
+
+
+def test_a_run_and_its_coordinator_file_describe_the_same_evaluation(ws, tiny_backbone, trained, tmp_path):
+    assert [r.id for r in evaluable_runs(ws)] == [trained]
+    by_run = evaluation_source(ws, run=trained[:8])
+    assert by_run.run_id == trained and by_run.pool == tuple(SANDBOX)
+    assert by_run.config.tasks.test == 9 and by_run.reference == {"run": trained}
+    path = export_run(ws, trained, tmp_path / "c.safetensors", backbone=tiny_backbone)
+    by_file = evaluation_source(ws, coordinator_file=path)
+    assert by_file.pool == by_run.pool and by_file.baselines == by_run.baselines == baseline_names(SANDBOX)
+    assert by_file.config == by_run.config and by_file.reference == {"coordinator_file": str(path)}
+    bad = tmp_path / "bad.safetensors"
+    bad.write_bytes(b"not a coordinator")
+    with pytest.raises(CoordinatorFileError, match="is not a coordinator file"):
+        evaluation_source(ws, coordinator_file=bad)
+
+
+def test_chosen_baselines_only_with_progress_per_episode(ws, tiny_backbone, trained):
+    heard: list[EvaluationProgress] = []
+    result = evaluate_run(ws, run=trained, baselines=["single:sandbox:coder", "oracle"], backbone=tiny_backbone,
+                          progress=heard.append)
+    assert [s.name for s in result.report.systems] == ["coordinator", "single:sandbox:coder", "oracle"]
+    assert [p.done for p in heard] == list(range(1, 28)) and {p.total for p in heard} == {27}
+    assert {p.system for p in heard} == {"coordinator", "single:sandbox:coder", "oracle"}
+    with pytest.raises(ValueError, match="unknown baseline.*single:nobody"):
+        evaluate_run(ws, run=trained, baselines=["single:nobody"], backbone=tiny_backbone)
+
+
+def test_stop_ends_the_evaluation_and_marks_its_record_stopped(ws, tiny_backbone, trained):
+    stop = StopToken()
+    heard = []
+
+    def progress(event):
+        heard.append(event)
+        stop.stop()  # after the first episode
+
+    with pytest.raises(EvaluationStopped):
+        evaluate_run(ws, run=trained, backbone=tiny_backbone, progress=progress, stop=stop)
+    # the episodes in flight when it stopped ended; no other started
+    assert 1 <= len(heard) <= 9 and {p.system for p in heard} == {"coordinator"}
+    with Store.open(ws) as store:
+        (record,) = store.list_runs(kind="eval")
+        assert record.status == "stopped" and record.stop_reason == "stopped"
+        assert store.list_episodes(record.id) == []
