@@ -20,8 +20,11 @@ def gui_workspace(tmp_path):
 @pytest.fixture()
 def make_main_window(qtbot, gui_workspace, tiny_backbone):
     """Builds the main window over a temporary workspace with the tiny backbone; at teardown
-    stops any run (with a checkpoint), closes the window and asserts no RunThread runs."""
+    stops any run (with a checkpoint), shuts down the pages' background jobs, closes the
+    window and asserts no RunThread, Job or EvaluationThread runs."""
     from workbench.gui.app import MainWindow
+    from workbench.gui.background import Job
+    from workbench.gui.qt_evaluate import EvaluationThread
     from workbench.gui.run_thread import RunThread
 
     windows = []
@@ -39,7 +42,10 @@ def make_main_window(qtbot, gui_workspace, tiny_backbone):
         for page in window.pages.values():
             if getattr(page, "running", False):
                 page.stop_and_wait()
-        still = [t for t in window.findChildren(RunThread) if t.isRunning()]
+            if hasattr(page, "shutdown"):
+                page.shutdown()
+        still = [t for cls in (RunThread, Job, EvaluationThread) for t in window.findChildren(cls)
+                 if t.isRunning()]
         assert not still, f"threads still running after the test: {still}"
 
 

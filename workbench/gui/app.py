@@ -13,6 +13,7 @@ from importlib import metadata
 from typing import Any
 
 from workbench import __version__
+from workbench.core.settings import load_settings_or_defaults
 from workbench.core.workspace import Workspace
 from workbench.gui.qt import (
     PYSIDE_VERSION,
@@ -42,6 +43,18 @@ class PageContext:
     backbone: Any = None
 
 
+def _workers_page(context: PageContext) -> QWidget:
+    from workbench.gui.qt_workers import QtWorkers
+
+    return QtWorkers()  # workers are per user (workers.toml and the keychain), not per workspace
+
+
+def _tasks_page(context: PageContext) -> QWidget:
+    from workbench.gui.qt_tasks import QtTasks
+
+    return QtTasks(context.workspace)
+
+
 def _runs_page(context: PageContext) -> QWidget:
     from workbench.gui.qt_runs import QtRuns
 
@@ -54,8 +67,22 @@ def _replay_page(context: PageContext) -> QWidget:
     return QtReplay(context.workspace)
 
 
+def _evaluate_page(context: PageContext) -> QWidget:
+    from workbench.gui.qt_evaluate import QtEvaluate
+
+    return QtEvaluate(context.workspace, backbone=context.backbone)
+
+
+def _settings_page(context: PageContext) -> QWidget:
+    from workbench.gui.qt_settings import QtSettings
+
+    return QtSettings(context.workspace)
+
+
 PageFactory = Callable[[PageContext], QWidget]
-PAGES: list[tuple[str, PageFactory]] = [("Runs", _runs_page), ("Replay", _replay_page)]
+PAGES: list[tuple[str, PageFactory]] = [("Workers", _workers_page), ("Tasks", _tasks_page),
+                                     ("Runs", _runs_page), ("Replay", _replay_page),
+                                     ("Evaluate", _evaluate_page), ("Settings", _settings_page)]
 
 
 def _version(distribution: str) -> str:
@@ -112,14 +139,19 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt's name)
         running = self.running_pages()
         if running:
+            names = {"Runs": "A training run", "Evaluate": "An evaluation"}
+            jobs = " and ".join(names.get(t, t) for t, p in self.pages.items() if p in running)
             answer = QMessageBox.question(
-                self, "A run is in progress",
-                "A training run is in progress. Stop it (it keeps a checkpoint you can resume) and close?")
+                self, "Work in progress",
+                f"{jobs} is in progress. Stop it (a training run keeps a checkpoint you can resume) and close?")
             if answer != QMessageBox.StandardButton.Yes:
                 event.ignore()
                 return
             for page in running:
                 page.stop_and_wait()
+        for page in self.pages.values():  # no thread outlives the window
+            if hasattr(page, "shutdown"):
+                page.shutdown()
         event.accept()
 
 
@@ -142,8 +174,14 @@ def main(workspace: str | None = None, quit_after_ms: int | None = None, argv: S
     app = QApplication.instance() or QApplication(list(argv) if argv is not None else sys.argv[:1])
     app.setApplicationName(APP_NAME)
     app.setApplicationVersion(__version__)
-    ws = Workspace.open(workspace)
+    from workbench.gui.qt_settings import apply_theme
+
+    settings, settings_problem = load_settings_or_defaults()  # the Settings page shows it too
+    apply_theme(settings.theme)
+    ws = Workspace.open(workspace if workspace is not None else settings.workspace)
     _log_to_workspace(ws)
+    if settings_problem:
+        log.warning("%s", settings_problem)
     window = MainWindow(ws)
     window.show()
     if quit_after_ms is not None:

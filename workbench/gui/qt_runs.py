@@ -428,9 +428,12 @@ class QtRuns(QWidget):
             self.load_config(path)
 
     def load_config(self, path: str | Path) -> bool:
-        """Load a run config TOML into the form; a bad file is reported on the page."""
-        try:
-            config = RunConfig.load(path)
+        """Load a run config TOML into the form (the Settings page's device and cache
+        policy fill what it leaves out); a bad file is reported on the page."""
+        from workbench.core.settings import load_run_config, load_settings_or_defaults
+
+        try:  # the user's default device and cache policy fill what the file leaves out
+            config = load_run_config(path, load_settings_or_defaults()[0])
         except Exception as exc:  # ConfigError, OSError, TOML errors: readable, on the page
             self.show_error(f"Cannot load {path}: {exc}")
             return False

@@ -1,0 +1,179 @@
+"""The Evaluate page on the sandbox pool with the tiny backbone: a short run evaluated
+against every single worker, random and the oracle shows core's figures in the table and
+the chart and exports the Report's own Markdown and CSV; bad coordinator files read as
+messages; Cancel stops cleanly and leaves no thread behind."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+from safetensors import safe_open
+from safetensors.numpy import load_file, save_file
+
+from tests.core.test_training import config
+from workbench.core.runs import evaluate_run, export_run, train
+from workbench.core.store import Store
+from workbench.gui.qt import Qt, QThread
+from workbench.gui.qt_evaluate import result_cells
+
+TIMEOUT = 120_000
+SYSTEMS = ["coordinator", "single:sandbox:mathlete", "single:sandbox:scholar", "single:sandbox:coder", "random",
+           "oracle"]
+
+
+@pytest.fixture()
+def trained_run(gui_workspace, tiny_backbone):
+    return train(config(budget={"generations": 1}), gui_workspace, backbone=tiny_backbone)
+
+
+def evaluate_page(make_main_window):
+    window = make_main_window()
+    return window, window.pages["Evaluate"]
+
+
+def wait_done(qtbot, page):
+    qtbot.waitUntil(lambda: page.eval_thread is None, timeout=TIMEOUT)
+    assert not page.findChildren(QThread) or not any(t.isRunning() for t in page.findChildren(QThread))
+
+
+def test_evaluating_a_run_shows_cores_figures_and_exports_them(make_main_window, qtbot, trained_run,
+                                                               gui_workspace, tiny_backbone, tmp_path):
+    window, page = evaluate_page(make_main_window)
+    assert page.source_combo.currentData() == f"run:{trained_run}"
+    assert page.source.pool == ("sandbox:mathlete", "sandbox:scholar", "sandbox:coder")
+    assert list(page.baseline_boxes) == SYSTEMS[1:]  # the oracle is offered: the sandbox pool
+    assert page.suite_combo.currentText() == "mixed" and page.split_combo.currentText() == "test"
+    assert not page.export_md_button.isEnabled()
+
+    qtbot.mouseClick(page.evaluate_button, Qt.MouseButton.LeftButton)
+    assert page.running and page.cancel_button.isEnabled() and not page.evaluate_button.isEnabled()
+    wait_done(qtbot, page)
+    assert page.state == "finished", page.message_label.text()
+    assert page.progress.value() == page.progress.maximum() == 6 * 9
+
+    expected = evaluate_run(gui_workspace, run=trained_run, backbone=tiny_backbone).report
+    assert [s.name for s in expected.systems] == SYSTEMS
+    assert page.table_rows() == [result_cells(s) for s in expected.systems]
+    assert page.report.systems == expected.systems
+    # the chart: one bar per system at the accuracy, error bars spanning the 95% interval
+    bars = page.bars.opts
+    assert list(bars["x"]) == list(range(6)) and list(bars["height"]) == [s.accuracy for s in expected.systems]
+    errors = page.error_bars.opts
+    assert [y + t for y, t in zip(errors["y"], errors["top"], strict=True)] == pytest.approx(
+        [s.ci_high for s in expected.systems])
+    assert [y - b for y, b in zip(errors["y"], errors["bottom"], strict=True)] == pytest.approx(
+        [s.ci_low for s in expected.systems])
+    # usage: every system's turns per worker and role, summing to its turns
+    headers = [page.usage_table.horizontalHeaderItem(c).text() for c in range(page.usage_table.columnCount())]
+    assert "sandbox:mathlete / worker" in headers
+    for row, system in enumerate(expected.systems):
+        cells = [int(page.usage_table.item(row, c).text()) for c in range(1, len(headers))]
+        assert sum(cells) == sum(system.usage.values()) == round(system.avg_turns * system.n)
+    assert page.usage_table.item(1, headers.index("sandbox:mathlete / worker")).text() == "9"
+    with Store.open(gui_workspace) as store:
+        assert len(store.list_episodes(page.result.run_id)) == 6 * 9
+
+    md = page.export_markdown(tmp_path / "out" / "eval.md")
+    assert md is None  # the folder does not exist: a message, not a traceback
+    assert "Could not write" in page.message_label.text()
+    md = page.export_markdown(tmp_path / "eval.md")
+    csv_path = page.export_csv(tmp_path / "eval.csv")
+    assert md.read_text() == expected.to_markdown()
+    rows = list(csv.DictReader(io.StringIO(csv_path.read_text())))
+    assert [r["system"] for r in rows] == SYSTEMS
+    assert [float(r["accuracy"]) for r in rows] == pytest.approx([s.accuracy for s in expected.systems], abs=1e-4)
+    for name in SYSTEMS:
+        assert f"| {name} |" in md.read_text()
+
+
+def test_fewer_baselines_and_a_coordinator_file(make_main_window, qtbot, trained_run, gui_workspace,
+                                                tiny_backbone, tmp_path):
+    path = export_run(gui_workspace, trained_run, tmp_path / "coordinator.safetensors", backbone=tiny_backbone)
+    window, page = evaluate_page(make_main_window)
+    assert page.choose_coordinator_file(path)
+    assert page.source.coordinator_file == str(path) and page.source_combo.currentText() == "file coordinator.safetensors"
+    for name in ("single:sandbox:scholar", "random"):
+        page.baseline_boxes[name].setChecked(False)
+    page.split_combo.setCurrentText("validation")
+    page.evaluate()
+    wait_done(qtbot, page)
+    assert page.state == "finished", page.message_label.text()
+    names = [row[0] for row in page.table_rows()]
+    assert names == ["coordinator", "single:sandbox:mathlete", "single:sandbox:coder", "oracle"]
+    assert len(page.bars.opts["x"]) == 4
+    assert all(s.n == 6 for s in page.report.systems) and page.report.split == "validation"
+    # the file stays a choice after a refresh
+    page.refresh_runs()
+    assert page.source_combo.findData(f"file:{path}") >= 0
+
+
+def test_unusable_coordinator_files_read_as_messages(make_main_window, qtbot, trained_run, gui_workspace,
+                                                     tiny_backbone, tmp_path):
+    window, page = evaluate_page(make_main_window)
+    garbage = tmp_path / "garbage.safetensors"
+    garbage.write_bytes(b"\x00" * 64)
+    assert not page.choose_coordinator_file(garbage)
+    assert f"Cannot use {garbage}" in page.message_label.text()
+    assert "is not a coordinator file" in page.message_label.text()
+    assert "Traceback" not in page.message_label.text()
+    assert page.source_combo.findData(f"file:{garbage}") < 0
+    assert not page.choose_coordinator_file(tmp_path / "missing.safetensors")
+    assert "not found" in page.message_label.text()
+
+    # a file whose manifest reads well but whose head does not fit the backbone: the
+    # background evaluation fails with a readable message on the page
+    good = export_run(gui_workspace, trained_run, tmp_path / "good.safetensors", backbone=tiny_backbone)
+    with safe_open(str(good), framework="numpy") as f:
+        metadata = f.metadata()
+    tensors = load_file(str(good))
+    tensors["head"] = tensors["head"][:, :16].copy()
+    bad = tmp_path / "bad-head.safetensors"
+    save_file(tensors, str(bad), metadata=metadata)
+    assert page.choose_coordinator_file(bad)
+    page.evaluate()
+    wait_done(qtbot, page)
+    assert page.state == "failed"
+    text = page.message_label.text()
+    assert text.startswith("The evaluation failed:") and "hidden size" in text and "Traceback" not in text
+    assert page.results_table.rowCount() == 0 and page.evaluate_button.isEnabled()
+
+
+def test_cancel_stops_cleanly_and_the_page_evaluates_again(make_main_window, qtbot, trained_run, gui_workspace):
+    window, page = evaluate_page(make_main_window)
+    page.evaluate()
+    thread = page.eval_thread
+    with qtbot.waitSignal(thread.cancelled, timeout=TIMEOUT):
+        qtbot.mouseClick(page.cancel_button, Qt.MouseButton.LeftButton)
+        assert page.state == "cancelling" and not page.cancel_button.isEnabled()
+    wait_done(qtbot, page)
+    assert page.state == "cancelled" and page.report is None and page.results_table.rowCount() == 0
+    assert not page.export_csv_button.isEnabled() and page.message_label.text() == ""
+    with Store.open(gui_workspace) as store:
+        (record,) = store.list_runs(kind="eval")
+        assert record.status == "stopped" and store.list_episodes(record.id) == []
+
+    for name in page.chosen_baselines():
+        page.baseline_boxes[name].setChecked(False)
+    page.evaluate()
+    wait_done(qtbot, page)
+    assert page.state == "finished" and [row[0] for row in page.table_rows()] == ["coordinator"]
+
+
+def test_closing_the_window_during_an_evaluation_stops_it(make_main_window, qtbot, trained_run, monkeypatch):
+    from workbench.gui.qt import QMessageBox
+
+    window, page = evaluate_page(make_main_window)
+    page.evaluate()
+    thread = page.eval_thread
+    monkeypatch.setattr(QMessageBox, "question", lambda *a: QMessageBox.StandardButton.Yes)
+    assert window.running_pages() == [page]
+    assert window.close()
+    assert thread.isFinished()
+
+
+def test_no_run_yet_says_what_to_do(make_main_window):
+    window, page = evaluate_page(make_main_window)
+    assert page.source is None and not page.evaluate_button.isEnabled()
+    assert "train one on the Runs page" in page.source_label.text()

@@ -1,0 +1,94 @@
+"""The Settings page: changes are saved to the user settings file at once and read back
+by a new window; the theme applies at once; a corrupt file reads as a message and is kept."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from workbench.core.settings import Settings, load_settings, settings_path
+from workbench.gui.qt import QApplication, QPalette
+
+
+@pytest.fixture()
+def system_theme_after():
+    yield
+    from workbench.gui.qt_settings import apply_theme
+
+    apply_theme("system")  # the application palette outlives the test
+
+
+def window_lightness() -> int:
+    return QApplication.instance().palette().color(QPalette.ColorRole.Window).lightness()
+
+
+def test_changes_are_saved_and_read_back_by_the_next_window(make_main_window, tmp_path, system_theme_after):
+    window = make_main_window()
+    page = window.pages["Settings"]
+    assert page.workspace_label.text() == str(window.workspace.root)
+    assert "default workspace" in page.next_workspace_label.text()
+    assert not settings_path().exists()  # nothing written until something changes
+
+    elsewhere = tmp_path / "elsewhere"
+    assert page.choose_workspace(elsewhere)
+    assert f"At next start: {elsewhere.resolve()}" in page.next_workspace_label.text()
+    assert "Restart" in page.next_workspace_label.text()
+    page.device_combo.setCurrentIndex(page.device_combo.findData("cpu"))  # as a user picks it
+    page.cache_combo.setCurrentIndex(page.cache_combo.findData("replay-only"))
+    assert page.cache_combo.currentText().startswith("replay-only")
+    assert load_settings() == Settings(workspace=str(elsewhere.resolve()), device="cpu", cache_policy="replay-only")
+    assert str(settings_path()) in page.saved_label.text()
+
+    light = window_lightness()
+    page.theme_combo.setCurrentIndex(page.theme_combo.findData("dark"))
+    assert load_settings().theme == "dark" and window_lightness() < 100 < light
+    page.set_theme("system")
+    assert window_lightness() == light
+    page.set_theme("dark")
+
+    again = make_main_window().pages["Settings"]
+    assert again.device_combo.currentData() == "cpu" and again.cache_combo.currentData() == "replay-only"
+    assert again.theme_combo.currentText() == "Dark"
+    assert f"At next start: {elsewhere.resolve()}" in again.next_workspace_label.text()
+    assert again.message_label.text() == ""
+
+    assert again.choose_workspace(None)  # back to the default
+    assert load_settings().workspace is None and "default workspace" in again.next_workspace_label.text()
+
+
+def test_a_bad_value_is_refused_with_its_key_and_nothing_is_saved(make_main_window):
+    page = make_main_window().pages["Settings"]
+    assert page.set_device("cpu")
+    assert not page.set_device("tpu")
+    assert "Settings not saved: device: unknown device 'tpu'" in page.message_label.text()
+    assert load_settings().device == "cpu" and page.device_combo.currentData() == "cpu"
+
+
+def test_a_corrupt_file_shows_a_message_uses_defaults_and_is_kept(make_main_window):
+    path = settings_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('device = "cpu"\ntheme = [not toml\n')
+    page = make_main_window().pages["Settings"]
+    text = page.message_label.text()
+    assert str(path) in text and "not valid TOML" in text and "default settings" in text
+    assert page.device_combo.currentData() == "auto" and page.theme_combo.currentData() == "system"
+    assert path.read_text() == 'device = "cpu"\ntheme = [not toml\n'
+
+
+def test_the_gui_opens_the_workspace_chosen_in_the_settings(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from workbench.core.settings import save_settings
+
+    chosen = tmp_path / "chosen"
+    save_settings(Settings(workspace=str(chosen), theme="dark"))
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+    result = subprocess.run([sys.executable, "-m", "workbench", "--quit-after", "1500"], capture_output=True,
+                            text=True, env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    assert (chosen / "workbench.sqlite3").is_file() and (chosen / "logs" / "gui.log").is_file()
+    assert not (Path(os.environ["XDG_DATA_HOME"]) / "trinity-workbench").exists()  # not the default one

@@ -1,0 +1,511 @@
+"""The Evaluate page: pick a trained coordinator (a finished or stopped run, or a coordinator
+file), a suite, a split and the baselines; evaluate in the background with progress and
+Cancel; then the accuracy table with 95% intervals, a bar chart with error bars, the usage
+per worker and role, and the Report's own Markdown and CSV exports.
+
+The page holds no domain logic: what can be evaluated, which baselines exist, the figures
+and the export formats all come from core (``workbench.core.runs.evaluate_run`` and its
+``Report``), run in an ``EvaluationThread``.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from workbench.core.evaluate import EvaluationProgress, EvaluationStopped, Report
+from workbench.core.evolution import StopToken
+from workbench.core.records import ROLES
+from workbench.core.runs import (
+    EvaluationResult,
+    EvaluationSource,
+    evaluable_runs,
+    evaluate_run,
+    evaluation_source,
+)
+from workbench.core.tasks.suites import list_suites
+from workbench.core.workspace import Workspace
+from workbench.gui.qt import (
+    QAbstractItemView,
+    QCheckBox,
+    QComboBox,
+    QFileDialog,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QSplitter,
+    Qt,
+    QTableWidget,
+    QTableWidgetItem,
+    QThread,
+    QVBoxLayout,
+    QWidget,
+    Signal,
+    pg,
+)
+
+log = logging.getLogger(__name__)
+
+SPLITS = ("test", "validation", "train")
+COLUMNS = ("System", "Accuracy", "CI low", "CI high", "Avg turns", "Avg cost / query", "Tokens / query")
+BAR = (90, 140, 200)
+
+
+def _readable(exc: BaseException) -> str:
+    """Our errors already say what happened and what to do; others get their kind named."""
+    text = str(exc).strip()
+    if isinstance(exc, ValueError | LookupError | OSError) and text:
+        return text
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def result_cells(system: Any) -> tuple[str, ...]:
+    """One row of the accuracy table (a ``SystemResult``), as shown."""
+    return (system.name, f"{system.accuracy:.3f}", f"{system.ci_low:.3f}", f"{system.ci_high:.3f}",
+            f"{system.avg_turns:.2f}", f"${system.avg_cost:.6f}", f"{system.avg_tokens:.0f}")
+
+
+class EvaluationThread(QThread):
+    """Runs ``evaluate_run`` in the background with a ``StopToken``; core loads the backbone
+    here (unless one is given), never in the GUI thread. Signals carry core's dataclasses."""
+
+    progress = Signal(object)  # EvaluationProgress
+    finished_evaluation = Signal(object)  # EvaluationResult
+    failed = Signal(str)  # a readable message
+    cancelled = Signal()
+
+    def __init__(self, workspace: Workspace, source: EvaluationSource, *, suite: str, split: str,
+                 baselines: list[str], backbone: Any = None, parent: Any = None):
+        super().__init__(parent)
+        self.workspace = workspace
+        self.source = source
+        self.suite = suite
+        self.split = split
+        self.baselines = baselines
+        self.backbone = backbone
+        self.token = StopToken()
+
+    def cancel(self) -> None:
+        """No episode starts after this; those in flight end first (thread-safe)."""
+        self.token.stop()
+
+    def run(self) -> None:  # runs in the worker thread
+        try:
+            result = evaluate_run(self.workspace, run=self.source.run_id, coordinator_file=self.source.coordinator_file,
+                                  suite=self.suite, split=self.split, baselines=self.baselines,
+                                  backbone=self.backbone, progress=self.progress.emit, stop=self.token)
+        except EvaluationStopped:
+            self.cancelled.emit()
+        except Exception as exc:  # reported on the page as a readable message, details to the log
+            log.exception("evaluation of %s failed", self.source.reference)
+            self.failed.emit(_readable(exc))
+        else:
+            self.finished_evaluation.emit(result)
+
+
+class QtEvaluate(QWidget):
+    """The Evaluate page over a workspace. ``backbone``: an optional pre-built backbone for
+    every evaluation started here (tests use the tiny one)."""
+
+    def __init__(self, workspace: Workspace, *, backbone: Any = None, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.workspace = workspace
+        self.backbone = backbone
+        self.source: EvaluationSource | None = None
+        self._source_key: str | None = None  # the combo's data of the source shown
+        self.eval_thread: EvaluationThread | None = None
+        self.result: EvaluationResult | None = None
+        self.state = "idle"
+        self.baseline_boxes: dict[str, QCheckBox] = {}
+        self._build()
+        self.refresh_runs()
+
+    # ------------------------------------------------------------------ layout
+
+    def _build(self) -> None:
+        self.source_combo = QComboBox()
+        self.source_combo.currentIndexChanged.connect(lambda _: self._on_source_changed())
+        self.refresh_button = QPushButton("Refresh")
+        self.refresh_button.clicked.connect(self.refresh_runs)
+        self.file_button = QPushButton("Coordinator file…")
+        self.file_button.clicked.connect(self._choose_file)
+        source_row = QHBoxLayout()
+        source_row.addWidget(self.source_combo, 1)
+        source_row.addWidget(self.refresh_button)
+        source_row.addWidget(self.file_button)
+        self.source_label = QLabel("–")
+        self.source_label.setWordWrap(True)
+        self.suite_combo = QComboBox()
+        self.split_combo = QComboBox()
+        self.split_combo.addItems(SPLITS)
+        self.baselines_box = QGroupBox("Baselines")
+        self.baselines_layout = QVBoxLayout(self.baselines_box)
+        form = QFormLayout()
+        form.addRow("Coordinator", source_row)
+        form.addRow("", self.source_label)
+        form.addRow("Suite", self.suite_combo)
+        form.addRow("Split", self.split_combo)
+
+        self.evaluate_button = QPushButton("Evaluate")
+        self.cancel_button = QPushButton("Cancel")
+        self.evaluate_button.clicked.connect(self.evaluate)
+        self.cancel_button.clicked.connect(self.cancel)
+        controls = QHBoxLayout()
+        controls.addWidget(self.evaluate_button)
+        controls.addWidget(self.cancel_button)
+        controls.addStretch(1)
+        self.status_label = QLabel("idle")
+        self.progress = QProgressBar()
+        self.progress.setFormat("%v of %m episodes")
+        self.progress.setValue(0)
+        self.message_label = QLabel("")
+        self.message_label.setWordWrap(True)
+        self.message_label.setStyleSheet("color: #b00020")
+        self.stored_label = QLabel("")
+        self.stored_label.setWordWrap(True)
+
+        setup = QGroupBox("Evaluate a trained coordinator")
+        setup_layout = QVBoxLayout(setup)
+        setup_layout.addLayout(form)
+        setup_layout.addWidget(self.baselines_box)
+        setup_layout.addLayout(controls)
+        setup_layout.addWidget(self.status_label)
+        setup_layout.addWidget(self.progress)
+        setup_layout.addWidget(self.message_label)
+        setup_layout.addWidget(self.stored_label)
+        setup_layout.addStretch(1)
+
+        self.results_table = _table(COLUMNS)
+        self.usage_table = _table(("System",))
+        self.chart = pg.PlotWidget(title="Accuracy with 95% intervals")
+        self.chart.setYRange(0, 1)
+        self.chart.setMouseEnabled(x=False, y=False)
+        self.chart.setMenuEnabled(False)
+        self.bars: pg.BarGraphItem | None = None
+        self.error_bars: pg.ErrorBarItem | None = None
+        self.export_md_button = QPushButton("Export Markdown…")
+        self.export_csv_button = QPushButton("Export CSV…")
+        self.export_md_button.clicked.connect(lambda: self.export_markdown())
+        self.export_csv_button.clicked.connect(lambda: self.export_csv())
+        exports = QHBoxLayout()
+        exports.addStretch(1)
+        exports.addWidget(self.export_md_button)
+        exports.addWidget(self.export_csv_button)
+        results = QSplitter(Qt.Orientation.Vertical)
+        for title, widget in (("Accuracy", self.results_table), ("Usage: turns per worker and role", self.usage_table)):
+            box = QGroupBox(title)
+            QVBoxLayout(box).addWidget(widget)
+            results.addWidget(box)
+        results.insertWidget(1, self.chart)
+        right = QWidget()
+        right_layout = QVBoxLayout(right)
+        right_layout.setContentsMargins(0, 0, 0, 0)
+        right_layout.addWidget(results, 1)
+        right_layout.addLayout(exports)
+
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter.addWidget(setup)
+        splitter.addWidget(right)
+        splitter.setStretchFactor(1, 2)
+        QVBoxLayout(self).addWidget(splitter)
+        self._update_buttons()
+
+    # ------------------------------------------------------------------ choosing
+
+    def refresh_runs(self) -> None:
+        """Reload the finished and stopped training runs (a chosen coordinator file stays)."""
+        chosen = self.source_combo.currentData()
+        files = [(self.source_combo.itemText(i), self.source_combo.itemData(i))
+                 for i in range(self.source_combo.count()) if self.source_combo.itemData(i).startswith("file:")]
+        try:
+            runs = evaluable_runs(self.workspace)
+        except Exception as exc:
+            self.show_error(f"Cannot read the runs of workspace {self.workspace.root}: {_readable(exc)}")
+            log.exception("listing runs failed")
+            runs = []
+        self.source_combo.blockSignals(True)
+        self.source_combo.clear()
+        for record in runs:
+            self.source_combo.addItem(f"run {record.id[:8]}  {record.name}  ({record.status})", f"run:{record.id}")
+        for text, data in files:
+            self.source_combo.addItem(text, data)
+        index = self.source_combo.findData(chosen) if chosen is not None else 0
+        self.source_combo.setCurrentIndex(max(index, 0))
+        self.source_combo.blockSignals(False)
+        if self.source is None or self.source_combo.currentData() != self._source_key:
+            self._on_source_changed()  # the same source keeps the user's choices
+
+    def showEvent(self, event) -> None:  # noqa: N802 (Qt's name)
+        """Runs trained since the page was last shown appear when it is shown again."""
+        if self.eval_thread is None:
+            self.refresh_runs()
+        super().showEvent(event)
+
+    def select_run(self, run_id: str) -> bool:
+        index = self.source_combo.findData(f"run:{run_id}")
+        if index >= 0:
+            self.source_combo.setCurrentIndex(index)
+        return index >= 0
+
+    def _choose_file(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open a coordinator file", str(Path.home()),
+                                              "Coordinator (*.safetensors)")
+        if path:
+            self.choose_coordinator_file(path)
+
+    def choose_coordinator_file(self, path: str | Path) -> bool:
+        """Evaluate the coordinator file at ``path``; an unusable file is reported on the page."""
+        try:
+            evaluation_source(self.workspace, coordinator_file=path)
+        except Exception as exc:
+            self.show_error(f"Cannot use {path}: {_readable(exc)}")
+            log.info("coordinator file %s rejected: %s", path, exc)
+            return False
+        data = f"file:{path}"
+        index = self.source_combo.findData(data)
+        if index < 0:
+            self.source_combo.addItem(f"file {Path(path).name}", data)
+            index = self.source_combo.count() - 1
+        if index == self.source_combo.currentIndex():
+            self._on_source_changed()
+        else:
+            self.source_combo.setCurrentIndex(index)
+        return self.source is not None
+
+    def _on_source_changed(self) -> None:
+        self.source = None
+        self.message_label.clear()
+        data = self._source_key = self.source_combo.currentData()
+        if data is not None:
+            kind, _, value = data.partition(":")  # items hold "run:ID" or "file:PATH"
+            try:
+                self.source = evaluation_source(self.workspace, **{"run" if kind == "run" else "coordinator_file": value})
+            except Exception as exc:
+                self.show_error(f"Cannot evaluate {value}: {_readable(exc)}")
+                log.info("evaluation source %s rejected: %s", value, exc)
+        self._show_source()
+        self._update_buttons()
+
+    def _show_source(self) -> None:
+        source = self.source
+        for box in self.baseline_boxes.values():
+            self.baselines_layout.removeWidget(box)
+            box.deleteLater()
+        self.baseline_boxes = {}
+        self.suite_combo.clear()
+        if source is None:
+            self.source_label.setText("no finished or stopped run: train one on the Runs page, or open a coordinator file"
+                                      if self.source_combo.count() == 0 else "–")
+            return
+        c = source.config
+        self.source_label.setText(f"pool {', '.join(source.pool)} · backbone {source.backbone_model} · "
+                                  f"suite {c.tasks.suite} (test {c.tasks.test or 'all'}) · up to {c.protocol.max_turns} turns")
+        names = [s.name for s in list_suites(self.workspace)]
+        if c.tasks.suite not in names:
+            names.insert(0, c.tasks.suite)
+        self.suite_combo.addItems(names)
+        self.suite_combo.setCurrentText(c.tasks.suite)
+        for name in source.baselines:
+            box = QCheckBox(name)
+            box.setChecked(True)
+            self.baselines_layout.addWidget(box)
+            self.baseline_boxes[name] = box
+
+    def chosen_baselines(self) -> list[str]:
+        return [name for name, box in self.baseline_boxes.items() if box.isChecked()]
+
+    # ------------------------------------------------------------------ running
+
+    @property
+    def running(self) -> bool:
+        return self.eval_thread is not None and self.eval_thread.isRunning()
+
+    def evaluate(self) -> None:
+        if self.source is None or self.eval_thread is not None:
+            return
+        thread = EvaluationThread(self.workspace, self.source, suite=self.suite_combo.currentText(),
+                                  split=self.split_combo.currentText(), baselines=self.chosen_baselines(),
+                                  backbone=self.backbone, parent=self)
+        thread.progress.connect(self._on_progress)
+        thread.finished_evaluation.connect(self._on_finished)
+        thread.failed.connect(self._on_failed)
+        thread.cancelled.connect(self._on_cancelled)
+        thread.finished.connect(self._on_thread_done)
+        self.eval_thread = thread
+        self.clear_results()
+        self.message_label.clear()
+        self.progress.setRange(0, 0)  # busy until the first episode ends (the backbone may be loading)
+        self._set_state("starting", "loading the coordinator and the tasks…")
+        thread.start()
+
+    def cancel(self) -> None:
+        if self.eval_thread is not None and self.state in ("starting", "running"):
+            self.eval_thread.cancel()
+            self._set_state("cancelling", "cancelling: the episodes in flight end first…")
+
+    def stop_and_wait(self, timeout_ms: int = 120_000) -> bool:
+        """Cancel a running evaluation and wait for its thread; used on close."""
+        if self.eval_thread is None:
+            return True
+        self.eval_thread.cancel()
+        return bool(self.eval_thread.wait(timeout_ms))
+
+    def _on_progress(self, event: EvaluationProgress) -> None:
+        self.progress.setRange(0, event.total)
+        self.progress.setValue(event.done)
+        if self.state == "starting":
+            self._set_state("running", "")
+        if self.state == "running":
+            self.status_label.setText(f"running: {event.system}")
+
+    def _on_finished(self, result: EvaluationResult) -> None:
+        self.result = result
+        self.show_report(result.report)
+        self.stored_label.setText(f"The evaluation's episodes are stored as run {result.run_id[:8]}: "
+                                  "step through them on the Replay page.")
+        self._set_state("finished", "")
+
+    def _on_failed(self, message: str) -> None:
+        self._set_state("failed", "")
+        self.show_error(f"The evaluation failed: {message}. Details are in the log.")
+
+    def _on_cancelled(self) -> None:
+        self._set_state("cancelled", "")
+
+    def _on_thread_done(self) -> None:
+        thread, self.eval_thread = self.eval_thread, None
+        if thread is not None:
+            thread.deleteLater()
+        if self.state not in ("finished", "failed", "cancelled"):
+            self._set_state("idle", "")
+        if self.progress.maximum() == 0:
+            self.progress.setRange(0, 1)
+            self.progress.setValue(0)
+        self._update_buttons()
+
+    # ------------------------------------------------------------------ results
+
+    @property
+    def report(self) -> Report | None:
+        return self.result.report if self.result is not None else None
+
+    def clear_results(self) -> None:
+        self.result = None
+        self.results_table.setRowCount(0)
+        self.usage_table.setRowCount(0)
+        self.usage_table.setColumnCount(1)
+        self.stored_label.clear()
+        for item in (self.bars, self.error_bars):
+            if item is not None:
+                self.chart.removeItem(item)
+        self.bars = self.error_bars = None
+        self.chart.getAxis("bottom").setTicks(None)
+
+    def show_report(self, report: Report) -> None:
+        """Fill the accuracy table, the bar chart and the usage table from ``report``."""
+        systems = report.systems
+        self.results_table.setRowCount(len(systems))
+        for row, system in enumerate(systems):
+            for col, text in enumerate(result_cells(system)):
+                item = QTableWidgetItem(text)
+                if col:
+                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                self.results_table.setItem(row, col, item)
+
+        x = np.arange(len(systems), dtype=float)
+        accuracy = np.array([s.accuracy for s in systems])
+        low, high = np.array([s.ci_low for s in systems]), np.array([s.ci_high for s in systems])
+        self.bars = pg.BarGraphItem(x=x, height=accuracy, width=0.6, brush=pg.mkBrush(*BAR))
+        self.error_bars = pg.ErrorBarItem(x=x, y=accuracy, top=high - accuracy, bottom=accuracy - low, beam=0.25,
+                                          pen=pg.mkPen("#e0e0e0", width=2))
+        self.chart.addItem(self.bars)
+        self.chart.addItem(self.error_bars)
+        self.chart.getAxis("bottom").setTicks([[(i, s.name) for i, s in enumerate(systems)]])
+        self.chart.setXRange(-0.6, len(systems) - 0.4)
+
+        keys = self._usage_columns(report)
+        self.usage_table.setColumnCount(1 + len(keys))
+        self.usage_table.setHorizontalHeaderLabels(["System", *(k.replace("/", " / ") for k in keys)])
+        self.usage_table.setRowCount(len(systems))
+        for row, system in enumerate(systems):
+            self.usage_table.setItem(row, 0, QTableWidgetItem(system.name))
+            for col, key in enumerate(keys, start=1):
+                item = QTableWidgetItem(str(system.usage.get(key, 0)))
+                item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                self.usage_table.setItem(row, col, item)
+        self._update_buttons()
+
+    def _usage_columns(self, report: Report) -> list[str]:
+        """Every used "worker/role", in pool order and role order."""
+        used = {key for s in report.systems for key in s.usage}
+        pool = list(self.source.pool) if self.source is not None else []
+        pool += sorted({k.rpartition("/")[0] for k in used} - set(pool))
+        return [f"{w}/{r}" for w in pool for r in ROLES if f"{w}/{r}" in used]
+
+    def table_rows(self) -> list[tuple[str, ...]]:
+        """The accuracy table's cells, row by row (what the user reads)."""
+        return [tuple(self.results_table.item(r, c).text() for c in range(self.results_table.columnCount()))
+                for r in range(self.results_table.rowCount())]
+
+    def export_markdown(self, path: str | Path | None = None) -> Path | None:
+        return self._export("Markdown", "md", "Markdown (*.md)", path)
+
+    def export_csv(self, path: str | Path | None = None) -> Path | None:
+        return self._export("CSV", "csv", "CSV (*.csv)", path)
+
+    def _export(self, kind: str, ext: str, pattern: str, path: str | Path | None) -> Path | None:
+        report = self.report
+        if report is None:
+            return None
+        if not path:
+            path, _ = QFileDialog.getSaveFileName(self, f"Export the evaluation as {kind}",
+                                                  str(Path.home() / f"evaluation.{ext}"), pattern)
+        if not path:
+            return None
+        text = report.to_markdown() if ext == "md" else report.to_csv()
+        try:
+            Path(path).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            self.show_error(f"Could not write {path}: {exc.strerror or exc}")
+            return None
+        self.status_label.setText(f"wrote {path}")
+        return Path(path)
+
+    # ------------------------------------------------------------------ state
+
+    def _set_state(self, state: str, detail: str) -> None:
+        self.state = state
+        self.status_label.setText(f"{state}: {detail}" if detail else state)
+        self._update_buttons()
+
+    def _update_buttons(self) -> None:
+        busy = self.eval_thread is not None
+        self.evaluate_button.setEnabled(self.source is not None and not busy)
+        self.cancel_button.setEnabled(busy and self.state in ("starting", "running"))
+        for w in (self.source_combo, self.refresh_button, self.file_button, self.suite_combo, self.split_combo,
+                  self.baselines_box):
+            w.setEnabled(not busy)
+        has_report = self.report is not None
+        self.export_md_button.setEnabled(has_report)
+        self.export_csv_button.setEnabled(has_report)
+
+    def show_error(self, message: str) -> None:
+        self.message_label.setText(message)
+        log.warning("%s", message)
+
+
+def _table(headers: tuple[str, ...]) -> QTableWidget:
+    table = QTableWidget(0, len(headers))
+    table.setHorizontalHeaderLabels(list(headers))
+    table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+    table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+    table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+    table.verticalHeader().setVisible(False)
+    return table

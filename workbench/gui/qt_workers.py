@@ -1,0 +1,554 @@
+"""The Workers page: registered workers (and the built-in ones, read-only) with their
+model, prices, concurrency, where the key comes from and the last connection test; Add,
+Edit, Remove and Test connection.
+
+The page is a view over ``workbench.core.registry.Registry``: specs, key statuses,
+storing keys in the keychain, tests and model lists all come from core. Every registry,
+keychain and network call runs in a background ``Job``; results come back by signal.
+A key goes from the masked field straight to the keychain and is never shown again.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from workbench.core.registry import (
+    PRESETS,
+    KeyStatus,
+    Registry,
+    WorkerSpec,
+    clean_key,
+    spec_from_options,
+)
+from workbench.core.workers.base import builtin_workers
+from workbench.core.workers.http import ConnectionReport, endpoint_models, test_worker
+from workbench.gui import background
+from workbench.gui.qt import (
+    QAbstractItemView,
+    QApplication,
+    QCloseEvent,
+    QColor,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QMessageBox,
+    QPushButton,
+    QSpinBox,
+    Qt,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+    Signal,
+)
+
+log = logging.getLogger(__name__)
+
+COLUMNS = ("Worker", "Provider", "Model", "$/M in", "$/M out", "Concurrency", "Key", "Last test", "Latency")
+PROVIDER_CHOICES = (*PRESETS, "local")  # presets fill the base URL; "local" is an in-process model
+ERROR_STYLE = "color: #b00020"
+# Fields the dialog does not show: an edit keeps them as they are in workers.toml.
+KEPT_FIELDS = ("temperature", "max_tokens", "extra", "context_window", "rpm", "timeouts", "key_env")
+
+
+def _message(exc: Exception) -> str:
+    """A failure as a sentence for the page; core errors carry their own."""
+    if isinstance(exc, ValueError | LookupError | OSError) or type(exc).__module__.startswith("workbench."):
+        return str(exc) or type(exc).__name__
+    return f"unexpected error ({type(exc).__name__}); details are in the log"
+
+
+@dataclass(frozen=True)
+class WorkerRow:
+    """One line of the table: a registered worker (``spec`` and ``key``) or a built-in one."""
+
+    id: str
+    provider: str
+    model: str
+    spec: WorkerSpec | None = None
+    key: KeyStatus | None = None
+
+    @property
+    def builtin(self) -> bool:
+        return self.spec is None
+
+
+def read_rows(registry: Registry) -> list[WorkerRow]:
+    """The registered workers with their key status, then the built-in ones (a job: the
+    keychain may take a while to answer)."""
+    rows = [WorkerRow(s.id, s.provider, s.model, s, registry.key_status(s)) for s in registry.list()]
+    return rows + [WorkerRow(w.id, w.provider, w.model) for w in builtin_workers()]
+
+
+class QtWorkers(QWidget):
+    """The Workers page over ``registry`` (default: the user's workers.toml and keychain)."""
+
+    refreshed = Signal()  # the table shows the registry as just read
+    tested = Signal(str)  # a connection test of this worker ended (its row shows the outcome)
+
+    def __init__(self, registry: Registry | None = None, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.registry = registry or Registry.open()
+        self.rows: list[WorkerRow] = []
+        self.reports: dict[str, ConnectionReport] = {}  # the last test of each worker
+        self.test_errors: dict[str, str] = {}  # tests that could not even be made
+        self._testing: set[str] = set()
+        self._select_next: str | None = None  # a worker just saved: selected once listed
+        self._listing = 0  # the latest listing asked for: older ones are dropped
+
+        self.status = QLabel()
+        self.status.setWordWrap(True)
+        self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.table = QTableWidget(0, len(COLUMNS))
+        self.table.setHorizontalHeaderLabels(COLUMNS)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.verticalHeader().setVisible(False)
+        self.table.horizontalHeader().setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
+        self.add_button = QPushButton("Add…")
+        self.edit_button = QPushButton("Edit…")
+        self.remove_button = QPushButton("Remove")
+        self.test_button = QPushButton("Test connection")
+        self.refresh_button = QPushButton("Refresh")
+        buttons = QHBoxLayout()
+        for button in (self.add_button, self.edit_button, self.remove_button, self.test_button):
+            buttons.addWidget(button)
+        buttons.addStretch(1)
+        buttons.addWidget(self.refresh_button)
+        note = QLabel(f"Registered workers live in {self.registry.path}; their keys live in the OS keychain, "
+                      "never in that file. Built-in workers (grey) need no registration.")
+        note.setWordWrap(True)
+        layout = QVBoxLayout(self)
+        layout.addWidget(note)
+        layout.addLayout(buttons)
+        layout.addWidget(self.table, 1)
+        layout.addWidget(self.status)
+
+        self.add_button.clicked.connect(lambda: self.open_dialog())
+        self.edit_button.clicked.connect(self.edit_selected)
+        self.remove_button.clicked.connect(lambda: self.remove_selected())
+        self.test_button.clicked.connect(self.test_selected)
+        self.refresh_button.clicked.connect(self.refresh)
+        self.table.itemSelectionChanged.connect(self._update_buttons)
+        self.table.itemDoubleClicked.connect(lambda _: self.edit_selected())
+        app = QApplication.instance()
+        if app is not None:
+            app.aboutToQuit.connect(self.shutdown)
+        self._update_buttons()
+        self.refresh()
+
+    # -- reading -------------------------------------------------------------------
+
+    def refresh(self) -> None:
+        """Read the registry and the key statuses again (in the background)."""
+        self._listing += 1
+        registry = self.registry
+        background.start(self, "read workers", lambda: read_rows(registry), self._show_rows, self._refresh_failed,
+                         context=self._listing)
+
+    def _show_rows(self, listing: int, rows: list[WorkerRow]) -> None:
+        if listing != self._listing:
+            return  # a newer listing is on its way
+        selected, self._select_next = self._select_next or self.selected_id(), None
+        self.rows = rows
+        self.table.setRowCount(len(rows))
+        for index, row in enumerate(rows):
+            spec = row.spec
+            cells = [row.id, row.provider, row.model,
+                     f"{spec.price_in:g}" if spec else "", f"{spec.price_out:g}" if spec else "",
+                     str(spec.concurrency) if spec and spec.provider != "local" else "",
+                     row.key.label if row.key else "not needed", "", ""]
+            for column, text in enumerate(cells):
+                item = QTableWidgetItem(text)
+                if row.builtin:
+                    item.setForeground(QColor("gray"))
+                    item.setToolTip("built-in worker (read-only)")
+                elif column == 1 and spec.base_url:
+                    item.setToolTip(spec.base_url)
+                self.table.setItem(index, column, item)
+            self._show_test(index)
+        self.table.resizeColumnsToContents()
+        if selected is not None:
+            self.select(selected)
+        self._update_buttons()
+        self.refreshed.emit()
+
+    def _refresh_failed(self, listing: int, exc: Exception) -> None:
+        if listing != self._listing:
+            return
+        self._say(f"Cannot read the registered workers: {_message(exc)}", error=True)
+        self.refreshed.emit()
+
+    def _show_test(self, index: int) -> None:
+        worker_id = self.rows[index].id
+        report = self.reports.get(worker_id)
+        if worker_id in self._testing:
+            outcome, latency, tip = "testing…", "", ""
+        elif worker_id in self.test_errors:
+            outcome, latency, tip = "not tested (error)", "", self.test_errors[worker_id]
+        elif report is None:
+            outcome, latency, tip = "", "", ""
+        else:
+            outcome = f"OK ({report.model})" if report.ok else f"failed: {report.error_kind}"
+            latency, tip = f"{report.latency_s * 1000:.0f} ms", report.error or report.reply
+        for column, text in ((7, outcome), (8, latency)):
+            item = QTableWidgetItem(text)
+            item.setToolTip(tip)
+            self.table.setItem(index, column, item)
+
+    def row_of(self, worker_id: str) -> int | None:
+        return next((i for i, r in enumerate(self.rows) if r.id == worker_id), None)
+
+    def cell(self, worker_id: str, column: str) -> str:
+        """The text shown for ``worker_id`` in ``column`` (one of COLUMNS)."""
+        index = self.row_of(worker_id)
+        if index is None:
+            raise KeyError(worker_id)
+        item = self.table.item(index, COLUMNS.index(column))
+        return item.text() if item is not None else ""
+
+    # -- selection -----------------------------------------------------------------
+
+    def select(self, worker_id: str) -> None:
+        index = self.row_of(worker_id)
+        if index is not None:
+            self.table.selectRow(index)
+
+    def selected_id(self) -> str | None:
+        indexes = self.table.selectionModel().selectedRows()
+        if not indexes or indexes[0].row() >= len(self.rows):
+            return None
+        return self.rows[indexes[0].row()].id
+
+    def _selected_row(self) -> WorkerRow | None:
+        index = self.row_of(self.selected_id() or "")
+        return None if index is None else self.rows[index]
+
+    def _update_buttons(self) -> None:
+        row = self._selected_row()
+        registered = row is not None and not row.builtin
+        for button in (self.edit_button, self.remove_button):
+            button.setEnabled(registered)
+        self.test_button.setEnabled(registered and row.id not in self._testing)
+
+    # -- changing ------------------------------------------------------------------
+
+    def open_dialog(self, worker_id: str | None = None) -> WorkerDialog:
+        """Open the add dialog, or the edit dialog of registered worker ``worker_id``."""
+        row = None if worker_id is None else self.rows[self.row_of(worker_id)]
+        dialog = WorkerDialog(self.registry, row.spec if row else None, row.key if row else None, parent=self)
+        dialog.saved.connect(self._saved)
+        dialog.open()
+        return dialog
+
+    def edit_selected(self) -> WorkerDialog | None:
+        row = self._selected_row()
+        if row is None or row.builtin:
+            return None
+        return self.open_dialog(row.id)
+
+    def _saved(self, worker_id: str) -> None:
+        self._say(f"Saved worker '{worker_id}'.")
+        self.reports.pop(worker_id, None)  # the last test was of the old settings
+        self.test_errors.pop(worker_id, None)
+        self._select_next = worker_id
+        self.refresh()
+
+    def remove_selected(self, confirm: bool = True) -> None:
+        """Unregister the selected worker and delete its key (asks first unless ``confirm``
+        is False)."""
+        row = self._selected_row()
+        if row is None or row.builtin:
+            return
+        if confirm and QMessageBox.question(
+                self, "Remove worker", f"Remove worker '{row.id}' and delete its key from the keychain?"
+        ) != QMessageBox.StandardButton.Yes:
+            return
+        registry = self.registry
+        background.start(self, f"remove worker {row.id}", lambda: registry.remove(row.id), self._removed,
+                         self._remove_failed, context=row.id)
+
+    def _removed(self, worker_id: str, deleted_key: bool) -> None:
+        self.reports.pop(worker_id, None)
+        self.test_errors.pop(worker_id, None)
+        self._say(f"Removed worker '{worker_id}'" + (" and its key." if deleted_key else "."))
+        self.refresh()
+
+    def _remove_failed(self, worker_id: str, exc: Exception) -> None:
+        self._say(f"Cannot remove worker '{worker_id}': {_message(exc)}", error=True)
+        self.refresh()
+
+    # -- testing -------------------------------------------------------------------
+
+    def test_selected(self) -> None:
+        row = self._selected_row()
+        if row is not None and not row.builtin:
+            self.test(row.id)
+
+    def test(self, worker_id: str) -> None:
+        """Send one tiny request to ``worker_id`` in the background; the row shows the
+        outcome and latency when it comes back (signal ``tested``)."""
+        if worker_id in self._testing:
+            return
+        self._testing.add(worker_id)
+        registry = self.registry
+
+        async def call() -> ConnectionReport:
+            return await test_worker(worker_id, registry=registry)
+
+        background.start(self, f"test worker {worker_id}", call, self._tested, self._test_failed,
+                         context=worker_id)
+        self._say(f"Testing worker '{worker_id}'…")
+        self._after_test(worker_id)
+
+    def _tested(self, worker_id: str, report: ConnectionReport) -> None:
+        self._testing.discard(worker_id)
+        self.test_errors.pop(worker_id, None)
+        self.reports[worker_id] = report
+        if report.ok:
+            self._say(f"Worker '{worker_id}': OK in {report.latency_s * 1000:.0f} ms; model {report.model}.")
+        else:
+            self._say(f"Test of worker '{worker_id}' failed after {report.latency_s * 1000:.0f} ms: {report.error}",
+                      error=True)
+        self._after_test(worker_id)
+        self.tested.emit(worker_id)
+
+    def _test_failed(self, worker_id: str, exc: Exception) -> None:
+        self._testing.discard(worker_id)
+        self.test_errors[worker_id] = _message(exc)
+        self._say(f"Cannot test worker '{worker_id}': {_message(exc)}", error=True)
+        self._after_test(worker_id)
+        self.tested.emit(worker_id)
+
+    def _after_test(self, worker_id: str) -> None:
+        index = self.row_of(worker_id)
+        if index is not None:
+            self._show_test(index)
+        self._update_buttons()
+
+    # -- lifetime ------------------------------------------------------------------
+
+    def _say(self, text: str, *, error: bool = False) -> None:
+        self.status.setStyleSheet(ERROR_STYLE if error else "")
+        self.status.setText(text)
+
+    def shutdown(self) -> None:
+        """Cancel tests and model listings in flight and wait for every job to end."""
+        background.shutdown(self)
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt's name)
+        self.shutdown()
+        super().closeEvent(event)
+
+
+class WorkerDialog(QDialog):
+    """Add a worker, or edit one (``spec``). The key field is masked; a stored key is never
+    shown: the dialog says so and offers "Replace key" instead."""
+
+    saved = Signal(str)  # the worker id, once its spec (and key) are stored
+
+    def __init__(self, registry: Registry, spec: WorkerSpec | None = None, key_status: KeyStatus | None = None,
+                 parent: QWidget | None = None):
+        super().__init__(parent)
+        self.registry = registry
+        self.spec = spec
+        self._owner = parent or self  # jobs belong to the page, which outlives the dialog
+        self.setWindowTitle(f"Edit worker {spec.id}" if spec else "Add worker")
+        self.setMinimumWidth(560)
+
+        self.worker_id = QLineEdit(spec.id if spec else "")
+        self.worker_id.setPlaceholderText("e.g. gpt-mini (letters, digits, '.', '_', '-')")
+        self.worker_id.setReadOnly(spec is not None)
+        self.provider = QComboBox()
+        self.provider.addItems(PROVIDER_CHOICES)
+        self.base_url = QLineEdit()
+        self.model = QComboBox()
+        self.model.setEditable(True)
+        self.model.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
+        self.fetch_button = QPushButton("Fetch models")
+        self.price_in, self.price_out = QDoubleSpinBox(), QDoubleSpinBox()
+        for box in (self.price_in, self.price_out):
+            box.setRange(0.0, 100_000.0)
+            box.setDecimals(4)
+            box.setSuffix(" $/M tokens")
+        self.concurrency = QSpinBox()
+        self.concurrency.setRange(1, 1024)
+        self.concurrency.setValue(8)
+        self.key = QLineEdit()
+        self.key.setEchoMode(QLineEdit.EchoMode.Password)
+        self.key.setPlaceholderText("API key (stored in the OS keychain, never in a file)")
+        self.key_note = QLabel("key stored in keychain")
+        self.replace_key_button = QPushButton("Replace key")
+        self.error = QLabel()
+        self.error.setStyleSheet(ERROR_STYLE)
+        self.error.setWordWrap(True)
+        self.error.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save
+                                        | QDialogButtonBox.StandardButton.Cancel)
+
+        model_row = QHBoxLayout()
+        model_row.addWidget(self.model, 1)
+        model_row.addWidget(self.fetch_button)
+        key_row = QHBoxLayout()
+        key_row.addWidget(self.key, 1)
+        key_row.addWidget(self.key_note, 1)
+        key_row.addWidget(self.replace_key_button)
+        form = QFormLayout()
+        form.addRow("Worker id", self.worker_id)
+        form.addRow("Provider", self.provider)
+        form.addRow("Base URL", self.base_url)
+        form.addRow("Model", model_row)
+        form.addRow("Price in", self.price_in)
+        form.addRow("Price out", self.price_out)
+        form.addRow("Concurrency", self.concurrency)
+        form.addRow("API key", key_row)
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(self.error)
+        layout.addWidget(self.buttons)
+
+        if spec is not None:
+            self._fill(spec)
+        else:
+            self.provider.setCurrentText("openai")
+            self.base_url.setText(PRESETS["openai"].base_url)
+        stored = key_status is not None and key_status.source == "keychain"
+        self.key.setVisible(not stored)
+        self.key_note.setVisible(stored)
+        self.replace_key_button.setVisible(stored)
+        if key_status is not None and key_status.source == "environment":
+            self.key.setPlaceholderText(f"optional: the key now comes from {key_status.env}")
+        self._provider_changed(fill=False)
+
+        self.provider.currentTextChanged.connect(lambda _: self._provider_changed(fill=True))
+        self.fetch_button.clicked.connect(self.fetch_models)
+        self.replace_key_button.clicked.connect(self.replace_key)
+        self.buttons.accepted.connect(self.save)
+        self.buttons.rejected.connect(self.reject)
+        self.finished.connect(self._forget_key)
+
+    def _fill(self, spec: WorkerSpec) -> None:
+        preset = next((name for name, p in PRESETS.items()
+                       if p.provider == spec.provider and p.base_url == spec.base_url), spec.provider)
+        self.provider.setCurrentText(preset)
+        self.base_url.setText(spec.base_url or "")
+        self.model.setEditText(spec.model)
+        self.price_in.setValue(spec.price_in)
+        self.price_out.setValue(spec.price_out)
+        self.concurrency.setValue(spec.concurrency)
+
+    def _provider_changed(self, *, fill: bool) -> None:
+        """A preset fills its base URL; a local model has no URL, key or model list."""
+        name = self.provider.currentText()
+        local = name == "local"
+        if fill:
+            self.base_url.setText("" if local else PRESETS[name].base_url)
+        for widget in (self.base_url, self.fetch_button, self.key, self.concurrency, self.replace_key_button):
+            widget.setEnabled(not local)
+        self.model.lineEdit().setPlaceholderText("a local folder or a Hugging Face id" if local else
+                                                 "the model name the provider expects (or Fetch models)")
+
+    def replace_key(self) -> None:
+        """Swap the "stored" note for an empty masked field: the new key replaces the old
+        one on Save."""
+        self.key_note.hide()
+        self.replace_key_button.hide()
+        self.key.clear()
+        self.key.show()
+        self.key.setFocus()
+
+    # -- the spec --------------------------------------------------------------------
+
+    def _spec(self, *, draft: bool = False) -> WorkerSpec:
+        """The spec the form describes (``SpecError`` names a bad field). A draft, for
+        listing models, may still lack its id and model."""
+        kept = {name: getattr(self.spec, name) for name in KEPT_FIELDS} if self.spec else {}
+        name = self.provider.currentText()
+        local = name == "local"
+        worker_id = self.worker_id.text().strip() or ("new-worker" if draft else "")
+        model = self.model.currentText().strip() or ("any" if draft else "")
+        return spec_from_options(
+            worker_id, name, model, base_url=None if local else (self.base_url.text().strip() or None),
+            price_in=self.price_in.value(), price_out=self.price_out.value(),
+            concurrency=None if local else self.concurrency.value(), **kept)
+
+    def _entered_key(self, worker_id: str) -> str | None:
+        if self.key.isHidden() or not self.key.isEnabled() or not self.key.text().strip():
+            return None
+        return clean_key(worker_id, self.key.text())
+
+    # -- fetching models -------------------------------------------------------------
+
+    def fetch_models(self) -> None:
+        """List the endpoint's models in the background (with the key entered, if any)."""
+        try:
+            spec = self._spec(draft=True)
+            key = self._entered_key(spec.id)
+        except ValueError as exc:
+            self.error.setText(str(exc))
+            return
+        registry = self.registry
+
+        async def call() -> list[str]:
+            return await endpoint_models(spec, key=key, registry=registry)
+
+        self.error.setText("")
+        self.fetch_button.setEnabled(False)
+        self.fetch_button.setText("Fetching…")
+        background.start(self._owner, "list models", call, self._models_fetched, self._fetch_failed)
+
+    def _models_fetched(self, _context, models: list[str]) -> None:
+        self._fetch_done()
+        typed = self.model.currentText()
+        self.model.clear()
+        self.model.addItems(models)
+        self.model.setEditText(typed if typed else (models[0] if models else ""))
+        if not models:
+            self.error.setText("The server lists no models: type the model name.")
+
+    def _fetch_failed(self, _context, exc: Exception) -> None:
+        self._fetch_done()
+        self.error.setText(f"Cannot list models: {_message(exc)}")
+
+    def _fetch_done(self) -> None:
+        self.fetch_button.setText("Fetch models")
+        self.fetch_button.setEnabled(self.provider.currentText() != "local")
+
+    # -- saving ----------------------------------------------------------------------
+
+    def save(self) -> None:
+        """Validate the form, then store the spec (and the key, in the keychain) in the
+        background; the dialog closes when both are stored."""
+        try:
+            spec = self._spec()
+            key = self._entered_key(spec.id)
+        except ValueError as exc:
+            self.error.setText(str(exc))
+            return
+        registry, replace = self.registry, self.spec is not None
+        self.error.setText("")
+        self.buttons.setEnabled(False)
+        background.start(self._owner, f"save worker {spec.id}",
+                         lambda: registry.add(spec, key=key, replace=replace), self._stored, self._store_failed,
+                         context=spec.id)
+
+    def _stored(self, worker_id: str, _spec: WorkerSpec) -> None:
+        self.buttons.setEnabled(True)
+        self._forget_key()
+        self.saved.emit(worker_id)
+        self.accept()
+
+    def _store_failed(self, worker_id: str, exc: Exception) -> None:
+        self.buttons.setEnabled(True)
+        self.error.setText(f"Worker '{worker_id}' was not saved: {_message(exc)}")
+
+    def _forget_key(self) -> None:
+        self.key.clear()
