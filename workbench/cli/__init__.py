@@ -30,6 +30,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress and details to stderr")
     parser.add_argument("--workspace", metavar="DIR", dest="gui_workspace", default=None,
                         help="with no command: the GUI's workspace folder (default: the user data directory)")
+    parser.add_argument("--screenshot", metavar="DIR", default=None,
+                        help="render every page of the GUI with sample content (a short sandbox run made on "
+                             "the fly) to PNG files in DIR, then exit")
     # for smoke tests: show the main window, then close it after MS milliseconds
     parser.add_argument("--quit-after", metavar="MS", dest="quit_after", type=int, default=None,
                         help=argparse.SUPPRESS)
@@ -47,7 +50,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
-    if args.command is None:
+    if args.command is None and args.screenshot:
+        args.func = lambda a: _screenshots(a.screenshot, a.gui_workspace)
+    elif args.command is None:
         from workbench.gui.app import main as gui_main  # lazily: the CLI never loads Qt otherwise
 
         return gui_main(args.gui_workspace, quit_after_ms=args.quit_after)
@@ -64,6 +69,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+
+
+def _screenshots(out_dir: str, workspace: str | None) -> int:
+    import os
+
+    if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # no screen needed to render
+    from workbench.gui.screenshots import take
+
+    for path in take(out_dir, workspace):
+        print(path)
+    return 0
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:

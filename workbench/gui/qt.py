@@ -7,7 +7,7 @@ import pyqtgraph as pg
 from PySide6 import __version__ as PYSIDE_VERSION
 from PySide6.QtCore import QModelIndex, QObject, Qt, QThread, QTimer, Signal, Slot
 from PySide6.QtCore import qVersion as _qVersion
-from PySide6.QtGui import QAction, QCloseEvent, QColor, QFont, QKeySequence, QPalette
+from PySide6.QtGui import QAction, QCloseEvent, QColor, QFont, QImage, QKeySequence, QPalette
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QApplication,
@@ -62,6 +62,7 @@ __all__ = [
     "QGroupBox",
     "QHBoxLayout",
     "QHeaderView",
+    "QImage",
     "QKeySequence",
     "QLabel",
     "QLineEdit",

@@ -366,11 +366,16 @@ class QtEvaluate(QWidget):
             self.status_label.setText(f"running: {event.system}")
 
     def _on_finished(self, result: EvaluationResult) -> None:
+        self.show_result(result)
+        self._set_state("finished", "")
+
+    def show_result(self, result: EvaluationResult) -> None:
+        """Show a finished evaluation: its table, chart and usage; exports enabled."""
         self.result = result
         self.show_report(result.report)
         self.stored_label.setText(f"The evaluation's episodes are stored as run {result.run_id[:8]}: "
                                   "step through them on the Replay page.")
-        self._set_state("finished", "")
+        self._update_buttons()
 
     def _on_failed(self, message: str) -> None:
         self._set_state("failed", "")

@@ -387,8 +387,9 @@ class QtRuns(QWidget):
             curve.setDownsampling(auto=True, method="peak")
             curve.setClipToView(True)
             self.curves[name] = curve
-        self.validation_points = self.fitness_plot.plot(name="validation", pen=None, symbol="o", symbolSize=7,
-                                                        symbolBrush="#ef6c00")
+        self.validation_points = self.fitness_plot.plot(
+            name="validation", pen=pg.mkPen("#ef6c00", width=2, style=Qt.PenStyle.DashLine), symbol="o",
+            symbolSize=7, symbolBrush="#ef6c00")
         self.sigma_plot = pg.PlotWidget(title="Sigma")
         self.sigma_plot.setLabel("bottom", "generation")
         self.curves["sigma"] = self.sigma_plot.plot(pen=pg.mkPen("#455a64", width=2))

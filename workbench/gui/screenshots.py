@@ -1,0 +1,172 @@
+"""``trinity-workbench --screenshot DIR``: every page rendered with sample content to PNG.
+
+The sample content is made on the fly with the real engine: a short sep-CMA-ES run on
+the built-in sandbox pool with the offline backbone (a few minutes on a CPU), and an
+evaluation of its coordinator against each single worker, random and the oracle. It
+goes into a temporary workspace, or into ``--workspace W`` when one is given (it is
+kept there). Then the main window opens on that workspace, each page is brought to a
+representative state (the run's plots, an episode mid-way, the evaluation table, a
+task preview) and grabbed. Progress goes to stderr; the PNG paths to stdout.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from workbench.core.config import RunConfig
+from workbench.core.workspace import Workspace
+
+SAMPLE_CONFIG = {
+    "run": {"name": "sandbox sample", "seed": 0},
+    "backbone": {"model": "offline", "device": "auto"},
+    "pool": {"workers": ["sandbox"]},
+    "tasks": {"suite": "mixed", "train": 0, "validation": 12, "test": 24},
+    "optimizer": {"popsize": 6, "rollouts": 4, "validate_every": 2},
+    "budget": {"generations": 4},
+    "protocol": {"max_turns": 3, "temperature": 0.0, "max_tokens": 256},
+    "cache": {"policy": "off"},
+}
+WAIT_S = 60.0  # the longest a page may take to read what it shows
+
+
+def say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+@dataclass(frozen=True)
+class Sample:
+    run_id: str  # the sample training run
+    evaluation: Any  # its evaluation (runs.EvaluationResult)
+
+
+def make_sample(workspace: Workspace, config: RunConfig | None = None, backbone: Any = None) -> Sample:
+    """Train the sample run and evaluate it."""
+    from workbench.core.evolution import GenerationStats
+    from workbench.core.runs import evaluate_run, train
+
+    config = config or RunConfig.from_dict(SAMPLE_CONFIG)
+    started = time.perf_counter()
+
+    def progress(event: Any) -> None:
+        if isinstance(event, GenerationStats):
+            say(f"  generation {event.generation + 1}/{config.budget.generations}: best {event.best:.3f}, "
+                f"mean {event.mean:.3f} ({time.perf_counter() - started:.0f} s)")
+
+    say(f"training a sample run on the sandbox pool in {workspace.root} ...")
+    run_id = train(config, workspace, listeners=[progress], backbone=backbone)
+    say("evaluating it against each single worker, random and the oracle ...")
+    evaluation = evaluate_run(workspace, run=run_id, backbone=backbone)
+    return Sample(run_id, evaluation)
+
+
+def wait_for(condition: Callable[[], bool], what: str, timeout_s: float = WAIT_S) -> None:
+    """Run the event loop until ``condition`` holds (a page finished reading)."""
+    from workbench.gui.qt import QApplication
+
+    app = QApplication.instance()
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the {what} did not finish within {timeout_s:.0f} s")
+        app.processEvents()
+        time.sleep(0.01)
+
+
+def file_name(title: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-") + ".png"
+
+
+def take(out_dir: str | Path, workspace: str | Path | None = None, backbone: Any = None,
+         config: RunConfig | None = None) -> list[Path]:
+    """Make the sample content, render every page to ``out_dir`` and return the files."""
+    from workbench.gui import app as gui_app
+    from workbench.gui.qt import QApplication
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    qt_app = QApplication.instance() or QApplication(sys.argv[:1])
+    with tempfile.TemporaryDirectory(prefix="trinity-screenshots-") as tmp:
+        ws = Workspace.open(workspace if workspace is not None else Path(tmp) / "workspace")
+        sample = make_sample(ws, config, backbone)
+        window = gui_app.MainWindow(ws, backbone=backbone)
+        window.resize(1440, 900)
+        window.show()
+        files = []
+        try:
+            for row, title in enumerate(window.pages):
+                window.nav.setCurrentRow(row)
+                page = window.pages[title]
+                prepare = PREPARE.get(title)
+                if prepare is not None:
+                    prepare(page, sample)
+                wait_for(lambda page=page: not _busy(page), f"{title} page")
+                qt_app.processEvents()
+                path = out / file_name(title)
+                if not window.grab().save(str(path)):
+                    raise OSError(f"could not write {path}")
+                files.append(path)
+                say(f"  {title}: {path}")
+        finally:
+            for page in window.pages.values():
+                if hasattr(page, "shutdown"):
+                    page.shutdown()
+            window.close()
+    return files
+
+
+def _busy(page: Any) -> bool:
+    from workbench.gui import background
+
+    return bool(background.running(page)) or bool(getattr(page, "loading", False))
+
+
+# -- bringing each page to a representative state ---------------------------------
+
+
+def _runs(page: Any, sample: Sample) -> None:
+    run_id = sample.run_id
+    wait_for(lambda: page.row_of(run_id) is not None, "runs list")
+    page.select_run(run_id)
+    page.open_selected()
+    wait_for(lambda: page.opened == run_id, "run's plots")
+    page.redraw()
+
+
+def _replay(page: Any, sample: Sample) -> None:
+    run_id = sample.run_id
+    wait_for(lambda: page.runs.findData(run_id) >= 0 and not page.loading, "runs list")
+    page.runs.setCurrentIndex(page.runs.findData(run_id))
+    wait_for(lambda: not page.loading and page.episodes.count() > 0, "episode list")
+    from workbench.gui.qt import Qt
+
+    # the longest episode of the list, shown at its second turn
+    items = [page.episodes.item(i) for i in range(page.episodes.count())]
+    longest = max(items, key=lambda item: int(re.search(r"(\d+) turns", item.text()).group(1)))
+    page.episodes.setCurrentItem(longest)
+    page.open_episode(longest.data(Qt.ItemDataRole.UserRole))
+    wait_for(lambda: page.replay is not None, "episode")
+    if page.replay.n_turns > 1:
+        page.replay.go(1)
+
+
+def _tasks(page: Any, _sample: Sample) -> None:
+    wait_for(lambda: page.suite_row("mixed") is not None, "suites list")
+    page.select_suite("mixed")
+    wait_for(lambda: page.suite is not None, "suite")
+    page.select_task(page.suite.tasks[0].id)
+
+
+def _evaluate(page: Any, sample: Sample) -> None:
+    page.select_run(sample.run_id)
+    page.show_result(sample.evaluation)
+
+
+PREPARE: dict[str, Callable[[Any, Sample], None]] = {
+    "Runs": _runs, "Replay": _replay, "Tasks": _tasks, "Evaluate": _evaluate}
