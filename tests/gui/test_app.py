@@ -90,3 +90,13 @@ def test_live_plotting_keeps_python_singletons_alive(qtbot):
     gc.collect()
     # with the bug: about -20 per tick (-2,000 here); without it, a few up or down
     assert sys.getrefcount(None) >= before - 200, (before, sys.getrefcount(None))
+
+
+def test_self_test_checks_the_installation_end_to_end(tmp_path):
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    result = subprocess.run([sys.executable, "-m", "workbench", "--self-test"], capture_output=True, text=True,
+                            env=env, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "self-test passed" in result.stdout and "reward" in result.stdout
+    assert "Workers, Tasks, Runs, Replay, Evaluate, Settings pages built" in result.stderr
+    assert not list(tmp_path.iterdir())  # its temporary workspace is gone

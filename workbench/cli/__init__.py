@@ -33,6 +33,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--screenshot", metavar="DIR", default=None,
                         help="render every page of the GUI with sample content (a short sandbox run made on "
                              "the fly) to PNG files in DIR, then exit")
+    parser.add_argument("--self-test", action="store_true",
+                        help="check this installation: build the GUI offscreen and run one stored sandbox "
+                             "episode with the offline model in a temporary workspace; exit 0 if all works")
     # for smoke tests: show the main window, then close it after MS milliseconds
     parser.add_argument("--quit-after", metavar="MS", dest="quit_after", type=int, default=None,
                         help=argparse.SUPPRESS)
@@ -50,6 +53,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
+    if args.command is None and args.self_test:
+        from workbench.gui.selftest import run as self_test
+
+        return self_test()
     if args.command is None and args.screenshot:
         args.func = lambda a: _screenshots(a.screenshot, a.gui_workspace)
     elif args.command is None:

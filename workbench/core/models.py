@@ -191,6 +191,15 @@ def pick_device(device: str = "auto") -> str:
     return device
 
 
+def describe_device() -> str:
+    """What ``auto`` picks here, in words (Help > About): the GPU's name, or the CPU."""
+    import torch
+
+    if torch.cuda.is_available():
+        return f"CUDA ({torch.cuda.get_device_name(0)})"
+    return f"CPU ({torch.get_num_threads()} threads; no CUDA GPU visible)"
+
+
 def load_causal_lm(source: str, device: str = "auto") -> tuple[Any, Any, ResolvedSource]:
     """Load (model, tokenizer, resolved source) in eval mode: bf16 on GPU, fp32 on CPU."""
     import torch

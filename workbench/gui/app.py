@@ -85,6 +85,22 @@ PAGES: list[tuple[str, PageFactory]] = [("Workers", _workers_page), ("Tasks", _t
                                      ("Evaluate", _evaluate_page), ("Settings", _settings_page)]
 
 
+def _open_path(path) -> bool:
+    """Open a file or folder with the desktop's default application."""
+    from workbench.gui.qt import QDesktopServices, QUrl
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix:
+        path.touch(exist_ok=True)
+    return bool(QDesktopServices.openUrl(QUrl.fromLocalFile(str(path))))
+
+
+def _device() -> str:
+    from workbench.core.models import describe_device
+
+    return describe_device()
+
+
 def _version(distribution: str) -> str:
     try:
         return metadata.version(distribution)
@@ -98,7 +114,8 @@ def about_text() -> str:
             f"Python {platform.python_version()}\n"
             f"torch {_version('torch')}\n"
             f"transformers {_version('transformers')}\n"
-            f"Qt {QT_VERSION} (PySide6 {PYSIDE_VERSION})")
+            f"Qt {QT_VERSION} (PySide6 {PYSIDE_VERSION})\n"
+            f"device: {_device()}")
 
 
 class MainWindow(QMainWindow):
@@ -126,9 +143,18 @@ class MainWindow(QMainWindow):
         layout.addWidget(self.stack, 1)
         self.setCentralWidget(central)
         help_menu = self.menuBar().addMenu("&Help")
-        about = QAction("&About", self)
-        about.triggered.connect(self.show_about)
-        help_menu.addAction(about)
+        for text, slot in (("&About", self.show_about), ("Open &log", self.open_log),
+                           ("Open &workspace folder", self.open_workspace_folder)):
+            action = QAction(text, self)
+            action.triggered.connect(slot)
+            help_menu.addAction(action)
+
+    def open_log(self) -> bool:
+        """Open ``logs/gui.log`` of the workspace in the system's viewer."""
+        return _open_path(self.workspace.log_dir / "gui.log")
+
+    def open_workspace_folder(self) -> bool:
+        return _open_path(self.workspace.root)
 
     def show_about(self) -> None:
         QMessageBox.about(self, f"About {APP_NAME}", about_text())

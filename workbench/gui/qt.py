@@ -5,9 +5,18 @@ from __future__ import annotations
 
 import pyqtgraph as pg
 from PySide6 import __version__ as PYSIDE_VERSION
-from PySide6.QtCore import QModelIndex, QObject, Qt, QThread, QTimer, Signal, Slot
+from PySide6.QtCore import QModelIndex, QObject, Qt, QThread, QTimer, QUrl, Signal, Slot
 from PySide6.QtCore import qVersion as _qVersion
-from PySide6.QtGui import QAction, QCloseEvent, QColor, QFont, QImage, QKeySequence, QPalette
+from PySide6.QtGui import (
+    QAction,
+    QCloseEvent,
+    QColor,
+    QDesktopServices,
+    QFont,
+    QImage,
+    QKeySequence,
+    QPalette,
+)
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QApplication,
@@ -55,6 +64,7 @@ __all__ = [
     "QComboBox",
     "QDialog",
     "QDialogButtonBox",
+    "QDesktopServices",
     "QDoubleSpinBox",
     "QFileDialog",
     "QFont",
@@ -87,6 +97,7 @@ __all__ = [
     "QTextBrowser",
     "QThread",
     "QTimer",
+    "QUrl",
     "QVBoxLayout",
     "QWidget",
     "Qt",
