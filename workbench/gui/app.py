@@ -14,7 +14,7 @@ from typing import Any
 
 from workbench import __version__
 from workbench.core.settings import load_settings_or_defaults
-from workbench.core.workspace import Workspace
+from workbench.core.workspace import Workspace, resources_dir
 from workbench.gui.qt import (
     PYSIDE_VERSION,
     QT_VERSION,
@@ -22,6 +22,7 @@ from workbench.gui.qt import (
     QApplication,
     QCloseEvent,
     QHBoxLayout,
+    QIcon,
     QListWidget,
     QMainWindow,
     QMessageBox,
@@ -200,6 +201,7 @@ def main(workspace: str | None = None, quit_after_ms: int | None = None, argv: S
     app = QApplication.instance() or QApplication(list(argv) if argv is not None else sys.argv[:1])
     app.setApplicationName(APP_NAME)
     app.setApplicationVersion(__version__)
+    app.setWindowIcon(QIcon(str(resources_dir() / "icons" / "trinity-workbench.png")))
     from workbench.gui.qt_settings import apply_theme
 
     settings, settings_problem = load_settings_or_defaults()  # the Settings page shows it too

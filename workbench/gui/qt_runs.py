@@ -23,7 +23,7 @@ from workbench.core.evolution import GenerationStats, RunFailed, RunFinished, Ru
 from workbench.core.records import ROLES
 from workbench.core.runs import effective_status
 from workbench.core.store import Store
-from workbench.core.workspace import Workspace
+from workbench.core.workspace import Workspace, resources_dir
 from workbench.gui import background
 from workbench.gui.qt import (
     QAbstractItemView,
@@ -57,7 +57,7 @@ from workbench.gui.run_thread import RunThread
 
 log = logging.getLogger(__name__)
 
-SANDBOX_EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sandbox.toml"
+SANDBOX_EXAMPLE = resources_dir() / "examples" / "sandbox.toml"
 RESUMABLE = ("stopped", "interrupted", "failed")
 REDRAW_MS = 200
 

@@ -3,7 +3,9 @@
 Starts the GUI offscreen on a temporary workspace (Qt, its plugins and every page load),
 then runs one real episode of the offline backbone coordinating the sandbox pool on a
 bundled task and stores it (torch, transformers, the model, the protocol, the graders,
-SQLite). Prints what it checked and exits 0; on any failure prints the reason and exits 1.
+SQLite), and grades a bundled code task's reference solution in the code sandbox (a
+child Python process). Prints what it checked and exits 0; on any failure prints the
+reason and exits 1.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import traceback
 from pathlib import Path
 
 TASK = ("mixed", "mixed-math-001")
+CODE_TASK = ("humaneval", "HumanEval/0")
 
 
 def run() -> int:
@@ -25,12 +28,14 @@ def run() -> int:
         with tempfile.TemporaryDirectory(prefix="trinity-self-test-") as tmp:
             _gui(Path(tmp) / "workspace")
             episode = _episode(Path(tmp) / "workspace")
+            _code_sandbox()
     except Exception as exc:  # the message is the point: say what broke
         traceback.print_exc(file=sys.stderr)
         print(f"self-test FAILED: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     print(f"self-test passed in {time.perf_counter() - started:.1f} s: GUI pages built offscreen; "
-          f"episode on {TASK[1]} with {len(episode.turns)} turn(s), reward {episode.reward:g}, stored")
+          f"episode on {TASK[1]} with {len(episode.turns)} turn(s), reward {episode.reward:g}, stored; "
+          f"{CODE_TASK[1]} graded in the code sandbox")
     return 0
 
 
@@ -65,3 +70,15 @@ def _episode(root: Path):
     with Store.open(Workspace.open(root)) as store:
         (summary,) = store.list_episodes()
         return store.get_episode(summary.id)
+
+
+def _code_sandbox() -> None:
+    from workbench.core.tasks.graders import grade
+    from workbench.core.tasks.suites import load_suite
+
+    suite, task_id = CODE_TASK
+    task = load_suite(suite).get(task_id)
+    result = grade(task, f"```python\n{task.solution}\n```")
+    if result.reward != 1.0:
+        raise RuntimeError(f"the code sandbox failed {task_id}'s reference solution: {result.details}")
+    print(f"code sandbox: {task_id} passes its tests", file=sys.stderr)
