@@ -31,8 +31,12 @@ def test_a_short_run_fills_the_plots_and_ends_finished(make_main_window, qtbot, 
     assert page.form.fields["run.name"].text() == "t" and page.form.pool_workers() == ["sandbox"]
     qtbot.mouseClick(page.start_button, qtbot_button())
     thread = page.run_thread
+    grown = []  # the plots' data and the heatmap, seen after each generation arrives
+    thread.generation.connect(lambda _: grown.append((page.x.size, page.usage.cols, float(page.usage.view.sum()))))
     with qtbot.waitSignal(thread.finished_run, timeout=TIMEOUT) as finished:
         pass
+    assert [(n, cols) for n, cols, _ in grown] == [(1, 1), (2, 2), (3, 3)]
+    assert all(a < b for (_, _, a), (_, _, b) in zip(grown, grown[1:], strict=False)) and grown[0][2] > 0
     assert finished.args[0].stop_reason == "budget.generations"
     qtbot.waitUntil(lambda: page.run_thread is None, timeout=TIMEOUT)
     page.redraw()
@@ -163,6 +167,21 @@ def test_the_new_run_form_round_trips_a_config_and_names_a_wrong_key(make_main_w
     page.start()
     assert page.run_thread is None and "optimizer.popsize" in page.message_label.text()
     assert not page.save_config(tmp_path / "bad.toml") and not (tmp_path / "bad.toml").exists()
+
+
+def test_a_run_that_cannot_start_says_why_on_the_page(make_main_window, qtbot, tmp_path, tiny_model_dir):
+    window, page = runs_page(make_main_window, tmp_path, tiny_model_dir, generations=2)
+    page.form.offer_workers(["nobody-registered-this"])
+    item = page.form.pool.findItems("nobody-registered-this", Qt.MatchFlag.MatchExactly)[0]
+    item.setCheckState(Qt.CheckState.Checked)
+    page.start()
+    thread = page.run_thread
+    with qtbot.waitSignal(thread.failed, timeout=TIMEOUT) as failed:
+        pass
+    qtbot.waitUntil(lambda: page.run_thread is None, timeout=TIMEOUT)
+    assert "nobody-registered-this" in failed.args[0].error
+    assert "nobody-registered-this" in page.message_label.text() and "Traceback" not in page.message_label.text()
+    assert page.status_label.text() == "failed" and page.start_button.isEnabled()
 
 
 def qtbot_button():
