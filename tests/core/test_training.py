@@ -225,7 +225,7 @@ def test_config_errors_name_the_key(tmp_path):
     with pytest.raises(ConfigError, match="not valid TOML"):
         bad.write_text("[run\n")
         RunConfig.load(bad)
-    assert RunConfig.load(ROOT / "workbench" / "resources" / "examples" / "sandbox.toml").optimizer.popsize == 16
+    assert RunConfig.load(ROOT / "workbench" / "resources" / "examples" / "sandbox.toml").optimizer.rollouts == 16
 
 
 def test_study_compares_optimizers_under_one_budget(ws, tiny_backbone):

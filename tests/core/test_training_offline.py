@@ -10,9 +10,10 @@ import pytest
 from workbench.core.config import RunConfig
 from workbench.core.runs import export_run, train
 from workbench.core.store import Store
-from workbench.core.workspace import Workspace
+from workbench.core.workspace import Workspace, resources_dir
 
 pytestmark = pytest.mark.slow
+EXAMPLE = resources_dir() / "examples" / "sandbox.toml"
 
 
 def test_short_offline_run_end_to_end(tmp_path, offline_backbone):
@@ -50,3 +51,24 @@ def test_short_offline_run_end_to_end(tmp_path, offline_backbone):
                                       check=True).stdout)
     assert shown["stop_reason"] == "budget.generations" and shown["generations"][0]["generation"] == 0
     assert {"best", "mean", "median", "worst", "sigma"} <= set(shown["generations"][0])
+
+
+def test_sep_cma_es_learns_category_routing_on_the_sandbox_pool(tmp_path, offline_backbone):
+    """The method end to end on the real offline backbone: one turn on the sandbox pool,
+    where the right worker depends on the task's category. After a short run the trained
+    coordinator routes well above every single worker and about as well as the oracle."""
+    from workbench.core.runs import evaluate_run
+
+    config = RunConfig.load(EXAMPLE).replace(budget={"generations": 30}, backbone={"device": "cpu"})
+    assert config.protocol.max_turns == 1 and config.optimizer.name == "sep-cma-es"
+    ws = Workspace.open(tmp_path / "ws")
+    run_id = train(config, ws, backbone=offline_backbone)
+    systems = {s.name: s for s in evaluate_run(ws, run=run_id, backbone=offline_backbone).report.systems}
+    coordinator, oracle = systems.pop("coordinator"), systems.pop("oracle")
+    best_single = max(s.accuracy for name, s in systems.items() if name.startswith("single:"))
+    print(f"test accuracy: coordinator {coordinator.accuracy:.3f} [{coordinator.ci_low:.3f}, {coordinator.ci_high:.3f}], "
+          f"best single worker {best_single:.3f}, random {systems['random'].accuracy:.3f}, oracle {oracle.accuracy:.3f}")
+    assert coordinator.n == 60
+    assert coordinator.accuracy >= best_single + 0.15  # routes by category, not one worker for all
+    assert coordinator.accuracy >= oracle.accuracy - 0.1
+    assert coordinator.ci_low > best_single

@@ -19,6 +19,7 @@ from typing import Any
 from workbench.gui.qt import QObject, QThread, Signal
 
 log = logging.getLogger(__name__)
+CLOSED = "workbenchJobsClosed"  # a page property set by shutdown()
 
 
 class Job(QThread):
@@ -73,10 +74,13 @@ class Job(QThread):
 
 
 def start(parent: QObject, name: str, call: Callable[[], Any], on_success: Callable[[Any, Any], None],
-          on_failure: Callable[[Any, Exception], None], context: Any = None) -> Job:
+          on_failure: Callable[[Any, Exception], None], context: Any = None) -> Job | None:
     """Start ``call`` in a new ``Job`` owned by ``parent``. ``on_success(context, result)``
     and ``on_failure(context, exception)`` must be methods of ``parent``: Qt then queues
     them into the GUI thread."""
+    if parent.property(CLOSED):  # the page is shutting down: start nothing that could outlive it
+        log.info("%s: not started, the page is closing", name)
+        return None
     job = Job(name, call, parent, context)
     job.succeeded.connect(on_success)
     job.failed.connect(on_failure)
@@ -89,7 +93,9 @@ def running(parent: QObject) -> list[Job]:
 
 
 def shutdown(parent: QObject) -> None:
-    """Cancel the network jobs of ``parent`` and wait for all of its jobs to end."""
+    """Cancel the network jobs of ``parent`` and wait for all of its jobs to end; no new
+    job starts for ``parent`` afterwards (outcomes still queued would start more)."""
+    parent.setProperty(CLOSED, True)
     jobs = parent.findChildren(Job)
     for job in jobs:
         job.cancel()
