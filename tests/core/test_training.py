@@ -242,6 +242,7 @@ def test_study_compares_optimizers_under_one_budget(ws, tiny_backbone):
     assert len(lines) == 4 and "sep-cma-es" in study.table() and study.to_dict()["seeds"] == 2
     mean, low, high = mean_ci([0.5, 0.7, 0.6])
     assert mean == pytest.approx(0.6) and low == pytest.approx(0.6 - 4.303 * 0.1 / 3 ** 0.5)
+    assert mean_ci([0.0, 0.0, 0.1])[1] == 0.0 and mean_ci([1.0, 0.9, 1.0])[2] == 1.0  # rewards stay in [0, 1]
     with pytest.raises(ValueError, match="unknown optimizer"):
         study_optimizers(config(), ws, optimizers=("adam",), backbone=tiny_backbone)
 

@@ -296,13 +296,14 @@ _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 
 
 
 def mean_ci(values: Sequence[float]) -> tuple[float, float, float]:
-    """Mean and 95% t-interval over seeds (one value: the interval is the point)."""
+    """Mean reward and its 95% t-interval over seeds, clipped to the rewards' range [0, 1]
+    (one value: the interval is the point)."""
     n = len(values)
     mean = statistics.fmean(values)
     if n < 2:
         return mean, mean, mean
     half = (_T975[n - 2] if n - 1 <= len(_T975) else 1.96) * statistics.stdev(values) / math.sqrt(n)
-    return mean, mean - half, mean + half
+    return mean, max(0.0, mean - half), min(1.0, mean + half)
 
 
 @dataclass(frozen=True)
