@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from workbench.core.coordinator import Action
-from workbench.core.evolution import FixedPolicy, StopToken, _seed
+from workbench.core.evolution import FixedPolicy, StopToken, derived_seed
 from workbench.core.protocol import Prompts, run_episode
 from workbench.core.records import Episode
 from workbench.core.tasks.model import Task
@@ -209,8 +209,8 @@ async def evaluate(
                 raise EvaluationStopped("the evaluation was stopped")
             episode = await run_episode(
                 policy, pool, task, suite=suite, max_turns=turns,
-                rng=np.random.default_rng(_seed(seed, "eval", index, j)) if isinstance(policy, RandomPolicy) else None,
-                seed=_seed(seed, "eval-w", j) % 2**31, max_tokens=max_tokens, temperature=temperature,
+                rng=np.random.default_rng(derived_seed(seed, "eval", index, j)) if isinstance(policy, RandomPolicy) else None,
+                seed=derived_seed(seed, "eval-w", j) % 2**31, max_tokens=max_tokens, temperature=temperature,
                 prompts=prompts, run_id=run_id, candidate=index)
         done += 1
         if progress is not None:

@@ -385,7 +385,8 @@ def task_splits(config: RunConfig, suite: Suite) -> dict[str, tuple[Task, ...]]:
     return out
 
 
-def _seed(*parts: object) -> int:
+def derived_seed(*parts: object) -> int:
+    """A 64-bit seed derived from a run's seed and what it is for (stable across runs)."""
     return int.from_bytes(hashlib.sha256(":".join(map(str, parts)).encode()).digest()[:8], "big")
 
 
@@ -509,7 +510,7 @@ class Trainer:
         busy0, req0, fwd0 = self.backbone.stats.busy_s, self.backbone.stats.requests, self.backbone.stats.forwards
         hits0 = self.cache_hits()
         proposals = self.optimizer.ask()
-        batch_rng = np.random.default_rng(_seed(cfg.run.seed, "minibatch", g))
+        batch_rng = np.random.default_rng(derived_seed(cfg.run.seed, "minibatch", g))
         train = self.splits["train"]
         m = self.optimizer.rollouts
         picks = batch_rng.choice(len(train), size=m, replace=len(train) < m)
@@ -523,7 +524,7 @@ class Trainer:
                 coordinator, turns = self._policy(proposals[k])
                 episode = await run_episode(
                     coordinator, self.pool, task, suite=self.suite.name, max_turns=turns,
-                    rng=np.random.default_rng(_seed(cfg.run.seed, g, k, j)), seed=_seed(cfg.run.seed, "w", g, k, j) % 2**31,
+                    rng=np.random.default_rng(derived_seed(cfg.run.seed, g, k, j)), seed=derived_seed(cfg.run.seed, "w", g, k, j) % 2**31,
                     max_tokens=cfg.protocol.max_tokens, temperature=cfg.protocol.temperature,
                     prompts=self.prompts, run_id=self.run_id, generation=g, candidate=k)
             self._emit(EpisodeDone(self.run_id, g, k, task.id, episode.reward, len(episode.turns),
@@ -616,7 +617,7 @@ class Trainer:
                 await self.stop.checkpoint()
                 return await run_episode(
                     coordinator, self.pool, task, suite=self.suite.name, max_turns=cfg.protocol.max_turns,
-                    rng=None, seed=_seed(cfg.run.seed, "val", j) % 2**31, max_tokens=cfg.protocol.max_tokens,
+                    rng=None, seed=derived_seed(cfg.run.seed, "val", j) % 2**31, max_tokens=cfg.protocol.max_tokens,
                     temperature=cfg.protocol.temperature, prompts=self.prompts, run_id=self.run_id,
                     generation=g, candidate=None)
 
