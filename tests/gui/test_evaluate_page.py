@@ -28,9 +28,11 @@ def trained_run(gui_workspace, tiny_backbone):
     return train(config(budget={"generations": 1}), gui_workspace, backbone=tiny_backbone)
 
 
-def evaluate_page(make_main_window):
+def evaluate_page(make_main_window, qtbot):
     window = make_main_window()
-    return window, window.pages["Evaluate"]
+    page = window.pages["Evaluate"]
+    qtbot.waitUntil(lambda: not page.listing)  # the runs are read in the background
+    return window, page
 
 
 def wait_done(qtbot, page):
@@ -40,7 +42,7 @@ def wait_done(qtbot, page):
 
 def test_evaluating_a_run_shows_cores_figures_and_exports_them(make_main_window, qtbot, trained_run,
                                                                gui_workspace, tiny_backbone, tmp_path):
-    window, page = evaluate_page(make_main_window)
+    window, page = evaluate_page(make_main_window, qtbot)
     assert page.source_combo.currentData() == f"run:{trained_run}"
     assert page.source.pool == ("sandbox:mathlete", "sandbox:scholar", "sandbox:coder")
     assert list(page.baseline_boxes) == SYSTEMS[1:]  # the oracle is offered: the sandbox pool
@@ -91,7 +93,7 @@ def test_evaluating_a_run_shows_cores_figures_and_exports_them(make_main_window,
 def test_fewer_baselines_and_a_coordinator_file(make_main_window, qtbot, trained_run, gui_workspace,
                                                 tiny_backbone, tmp_path):
     path = export_run(gui_workspace, trained_run, tmp_path / "coordinator.safetensors", backbone=tiny_backbone)
-    window, page = evaluate_page(make_main_window)
+    window, page = evaluate_page(make_main_window, qtbot)
     assert page.choose_coordinator_file(path)
     assert page.source.coordinator_file == str(path) and page.source_combo.currentText() == "file coordinator.safetensors"
     for name in ("single:sandbox:scholar", "random"):
@@ -106,12 +108,13 @@ def test_fewer_baselines_and_a_coordinator_file(make_main_window, qtbot, trained
     assert all(s.n == 6 for s in page.report.systems) and page.report.split == "validation"
     # the file stays a choice after a refresh
     page.refresh_runs()
+    qtbot.waitUntil(lambda: not page.listing)
     assert page.source_combo.findData(f"file:{path}") >= 0
 
 
 def test_unusable_coordinator_files_read_as_messages(make_main_window, qtbot, trained_run, gui_workspace,
                                                      tiny_backbone, tmp_path):
-    window, page = evaluate_page(make_main_window)
+    window, page = evaluate_page(make_main_window, qtbot)
     garbage = tmp_path / "garbage.safetensors"
     garbage.write_bytes(b"\x00" * 64)
     assert not page.choose_coordinator_file(garbage)
@@ -141,7 +144,7 @@ def test_unusable_coordinator_files_read_as_messages(make_main_window, qtbot, tr
 
 
 def test_cancel_stops_cleanly_and_the_page_evaluates_again(make_main_window, qtbot, trained_run, gui_workspace):
-    window, page = evaluate_page(make_main_window)
+    window, page = evaluate_page(make_main_window, qtbot)
     page.evaluate()
     thread = page.eval_thread
     with qtbot.waitSignal(thread.cancelled, timeout=TIMEOUT):
@@ -164,7 +167,7 @@ def test_cancel_stops_cleanly_and_the_page_evaluates_again(make_main_window, qtb
 def test_closing_the_window_during_an_evaluation_stops_it(make_main_window, qtbot, trained_run, monkeypatch):
     from workbench.gui.qt import QMessageBox
 
-    window, page = evaluate_page(make_main_window)
+    window, page = evaluate_page(make_main_window, qtbot)
     page.evaluate()
     thread = page.eval_thread
     monkeypatch.setattr(QMessageBox, "question", lambda *a: QMessageBox.StandardButton.Yes)
@@ -173,7 +176,7 @@ def test_closing_the_window_during_an_evaluation_stops_it(make_main_window, qtbo
     assert thread.isFinished()
 
 
-def test_no_run_yet_says_what_to_do(make_main_window):
-    window, page = evaluate_page(make_main_window)
+def test_no_run_yet_says_what_to_do(make_main_window, qtbot):
+    window, page = evaluate_page(make_main_window, qtbot)
     assert page.source is None and not page.evaluate_button.isEnabled()
     assert "train one on the Runs page" in page.source_label.text()

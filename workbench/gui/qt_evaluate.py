@@ -28,6 +28,7 @@ from workbench.core.runs import (
 )
 from workbench.core.tasks.suites import list_suites
 from workbench.core.workspace import Workspace
+from workbench.gui import background
 from workbench.gui.qt import (
     QAbstractItemView,
     QCheckBox,
@@ -124,6 +125,7 @@ class QtEvaluate(QWidget):
         self.result: EvaluationResult | None = None
         self.state = "idle"
         self.baseline_boxes: dict[str, QCheckBox] = {}
+        self.listing = False  # the runs are being read
         self._build()
         self.refresh_runs()
 
@@ -220,16 +222,21 @@ class QtEvaluate(QWidget):
     # ------------------------------------------------------------------ choosing
 
     def refresh_runs(self) -> None:
-        """Reload the finished and stopped training runs (a chosen coordinator file stays)."""
+        """Reload the finished and stopped training runs in the background (a chosen
+        coordinator file stays)."""
+        self.listing = True
+        background.start(self, "evaluable runs", lambda: evaluable_runs(self.workspace), self._on_runs,
+                         self._on_runs_failed)
+
+    def _on_runs_failed(self, _context: Any, exc: Exception) -> None:
+        self.show_error(f"Cannot read the runs of workspace {self.workspace.root}: {_readable(exc)}")
+        self._on_runs(None, [])
+
+    def _on_runs(self, _context: Any, runs: list[Any]) -> None:
+        self.listing = False
         chosen = self.source_combo.currentData()
         files = [(self.source_combo.itemText(i), self.source_combo.itemData(i))
                  for i in range(self.source_combo.count()) if self.source_combo.itemData(i).startswith("file:")]
-        try:
-            runs = evaluable_runs(self.workspace)
-        except Exception as exc:
-            self.show_error(f"Cannot read the runs of workspace {self.workspace.root}: {_readable(exc)}")
-            log.exception("listing runs failed")
-            runs = []
         self.source_combo.blockSignals(True)
         self.source_combo.clear()
         for record in runs:
@@ -349,6 +356,10 @@ class QtEvaluate(QWidget):
         if self.eval_thread is not None and self.state in ("starting", "running"):
             self.eval_thread.cancel()
             self._set_state("cancelling", "cancelling: the episodes in flight end first…")
+
+    def shutdown(self) -> None:
+        """Wait for the runs listing in flight (the window is closing)."""
+        background.shutdown(self)
 
     def stop_and_wait(self, timeout_ms: int = 120_000) -> bool:
         """Cancel a running evaluation and wait for its thread; used on close."""

@@ -164,6 +164,7 @@ def _tasks(page: Any, _sample: Sample) -> None:
 
 
 def _evaluate(page: Any, sample: Sample) -> None:
+    wait_for(lambda: not _busy(page) and not page.listing, "runs list")
     page.select_run(sample.run_id)
     page.show_result(sample.evaluation)
 
