@@ -97,6 +97,6 @@ def test_self_test_checks_the_installation_end_to_end(tmp_path):
     result = subprocess.run([sys.executable, "-m", "workbench", "--self-test"], capture_output=True, text=True,
                             env=env, timeout=600)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert "self-test passed" in result.stdout and "reward" in result.stdout
+    assert "self-test passed" in result.stdout and "reward" in result.stdout and "keychain backends present" in result.stdout
     assert "Workers, Tasks, Runs, Replay, Evaluate, Settings pages built" in result.stderr
     assert not list(tmp_path.iterdir())  # its temporary workspace is gone

@@ -29,13 +29,14 @@ def run() -> int:
             _gui(Path(tmp) / "workspace")
             episode = _episode(Path(tmp) / "workspace")
             _code_sandbox()
+            _keyring_backends()
     except Exception as exc:  # the message is the point: say what broke
         traceback.print_exc(file=sys.stderr)
         print(f"self-test FAILED: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     print(f"self-test passed in {time.perf_counter() - started:.1f} s: GUI pages built offscreen; "
           f"episode on {TASK[1]} with {len(episode.turns)} turn(s), reward {episode.reward:g}, stored; "
-          f"{CODE_TASK[1]} graded in the code sandbox")
+          f"{CODE_TASK[1]} graded in the code sandbox; keychain backends present")
     return 0
 
 
@@ -82,3 +83,21 @@ def _code_sandbox() -> None:
     if result.reward != 1.0:
         raise RuntimeError(f"the code sandbox failed {task_id}'s reference solution: {result.details}")
     print(f"code sandbox: {task_id} passes its tests", file=sys.stderr)
+
+
+KEYRING_BACKENDS = {"linux": ("keyring.backends.SecretService", "keyring.backends.libsecret", "keyring.backends.kwallet"),
+                    "darwin": ("keyring.backends.macOS",), "win32": ("keyring.backends.Windows",)}
+
+
+def _keyring_backends() -> None:
+    """The platform's keychain backends are importable (keyring finds them through entry
+    points, which a bundler can miss); whether a keychain runs is the user's session."""
+    import importlib
+
+    platform = "linux" if sys.platform.startswith("linux") else sys.platform
+    for name in KEYRING_BACKENDS.get(platform, ()):
+        importlib.import_module(name)
+    import keyring.backend
+
+    found = {type(b).__module__ for b in keyring.backend.get_all_keyring()}
+    print(f"keyring: backends {', '.join(sorted(found)) or 'none running'}", file=sys.stderr)
