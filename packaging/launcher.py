@@ -2,17 +2,15 @@
 
 Besides ``trinity-workbench [COMMAND ...]`` (the GUI with no command), the bundle's own
 Python must stand in for ``python`` where the engine starts one: the code sandbox runs
-``python -I harness.py ...``. A frozen app has no separate interpreter, so those two
-forms are served here with the bundled one.
+``python -I harness.py ...``. A frozen app has no separate interpreter, so that form
+is served here with the bundled one.
 """
 
-import multiprocessing
 import runpy
 import sys
 
 
 def main() -> int:
-    multiprocessing.freeze_support()
     if getattr(sys, "frozen", False) and len(sys.argv) > 2 and sys.argv[1] == "-I":
         script, sys.argv = sys.argv[2], sys.argv[2:]
         runpy.run_path(script, run_name="__main__")

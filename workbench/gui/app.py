@@ -10,9 +10,11 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from workbench import __version__
+from workbench.core.models import describe_device
 from workbench.core.settings import load_settings_or_defaults
 from workbench.core.workspace import Workspace, resources_dir
 from workbench.gui.qt import (
@@ -21,6 +23,7 @@ from workbench.gui.qt import (
     QAction,
     QApplication,
     QCloseEvent,
+    QDesktopServices,
     QHBoxLayout,
     QIcon,
     QListWidget,
@@ -28,6 +31,7 @@ from workbench.gui.qt import (
     QMessageBox,
     QStackedWidget,
     QTimer,
+    QUrl,
     QWidget,
 )
 
@@ -86,20 +90,9 @@ PAGES: list[tuple[str, PageFactory]] = [("Workers", _workers_page), ("Tasks", _t
                                      ("Evaluate", _evaluate_page), ("Settings", _settings_page)]
 
 
-def _open_path(path) -> bool:
+def _open_path(path: Path) -> bool:
     """Open a file or folder with the desktop's default application."""
-    from workbench.gui.qt import QDesktopServices, QUrl
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.suffix:
-        path.touch(exist_ok=True)
     return bool(QDesktopServices.openUrl(QUrl.fromLocalFile(str(path))))
-
-
-def _device() -> str:
-    from workbench.core.models import describe_device
-
-    return describe_device()
 
 
 def _version(distribution: str) -> str:
@@ -116,7 +109,7 @@ def about_text() -> str:
             f"torch {_version('torch')}\n"
             f"transformers {_version('transformers')}\n"
             f"Qt {QT_VERSION} (PySide6 {PYSIDE_VERSION})\n"
-            f"device: {_device()}")
+            f"device: {describe_device()}")
 
 
 class MainWindow(QMainWindow):
@@ -151,8 +144,12 @@ class MainWindow(QMainWindow):
             help_menu.addAction(action)
 
     def open_log(self) -> bool:
-        """Open ``logs/gui.log`` of the workspace in the system's viewer."""
-        return _open_path(self.workspace.log_dir / "gui.log")
+        """Open ``logs/gui.log`` of the workspace in the system's viewer (created if the
+        app has not logged anything yet)."""
+        path = self.workspace.log_dir / "gui.log"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch(exist_ok=True)
+        return _open_path(path)
 
     def open_workspace_folder(self) -> bool:
         return _open_path(self.workspace.root)
