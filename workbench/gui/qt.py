@@ -53,8 +53,32 @@ from PySide6.QtWidgets import (
 )
 
 QT_VERSION = _qVersion()
+ERROR_STYLE = "color: #b00020"  # a page's error message
+
+
+def text_view() -> QPlainTextEdit:
+    """A read-only monospace text area (code and math stay readable)."""
+    view = QPlainTextEdit()
+    view.setReadOnly(True)
+    view.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
+    font = view.font()
+    font.setFamily("monospace")
+    view.setFont(font)
+    return view
+
+
+def read_only_table(headers: tuple[str, ...] | list[str]) -> QTableWidget:
+    """A table of rows to look at and select one by one, not to edit."""
+    table = QTableWidget(0, len(headers))
+    table.setHorizontalHeaderLabels(list(headers))
+    table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+    table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+    table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+    table.verticalHeader().setVisible(False)
+    return table
 
 __all__ = [
+    "ERROR_STYLE",
     "PYSIDE_VERSION",
     "QAbstractItemView",
     "QAction",
@@ -106,4 +130,6 @@ __all__ = [
     "Signal",
     "Slot",
     "pg",
+    "read_only_table",
+    "text_view",
 ]

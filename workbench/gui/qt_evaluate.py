@@ -30,7 +30,7 @@ from workbench.core.tasks.suites import list_suites
 from workbench.core.workspace import Workspace
 from workbench.gui import background
 from workbench.gui.qt import (
-    QAbstractItemView,
+    ERROR_STYLE,
     QCheckBox,
     QComboBox,
     QFileDialog,
@@ -43,13 +43,13 @@ from workbench.gui.qt import (
     QPushButton,
     QSplitter,
     Qt,
-    QTableWidget,
     QTableWidgetItem,
     QThread,
     QVBoxLayout,
     QWidget,
     Signal,
     pg,
+    read_only_table,
 )
 
 log = logging.getLogger(__name__)
@@ -57,14 +57,6 @@ log = logging.getLogger(__name__)
 SPLITS = ("test", "validation", "train")
 COLUMNS = ("System", "Accuracy", "CI low", "CI high", "Avg turns", "Avg cost / query", "Tokens / query")
 BAR = (90, 140, 200)
-
-
-def _readable(exc: BaseException) -> str:
-    """Our errors already say what happened and what to do; others get their kind named."""
-    text = str(exc).strip()
-    if isinstance(exc, ValueError | LookupError | OSError) and text:
-        return text
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def result_cells(system: Any) -> tuple[str, ...]:
@@ -106,7 +98,7 @@ class EvaluationThread(QThread):
             self.cancelled.emit()
         except Exception as exc:  # reported on the page as a readable message, details to the log
             log.exception("evaluation of %s failed", self.source.reference)
-            self.failed.emit(_readable(exc))
+            self.failed.emit(background.readable(exc))
         else:
             self.finished_evaluation.emit(result)
 
@@ -169,7 +161,7 @@ class QtEvaluate(QWidget):
         self.progress.setValue(0)
         self.message_label = QLabel("")
         self.message_label.setWordWrap(True)
-        self.message_label.setStyleSheet("color: #b00020")
+        self.message_label.setStyleSheet(ERROR_STYLE)
         self.stored_label = QLabel("")
         self.stored_label.setWordWrap(True)
 
@@ -184,8 +176,10 @@ class QtEvaluate(QWidget):
         setup_layout.addWidget(self.stored_label)
         setup_layout.addStretch(1)
 
-        self.results_table = _table(COLUMNS)
-        self.usage_table = _table(("System",))
+        self.results_table = read_only_table(COLUMNS)
+        self.usage_table = read_only_table(("System",))
+        for table in (self.results_table, self.usage_table):
+            table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.chart = pg.PlotWidget(title="Accuracy with 95% intervals")
         self.chart.setYRange(0, 1)
         self.chart.setMouseEnabled(x=False, y=False)
@@ -229,7 +223,7 @@ class QtEvaluate(QWidget):
                          self._on_runs_failed)
 
     def _on_runs_failed(self, _context: Any, exc: Exception) -> None:
-        self.show_error(f"Cannot read the runs of workspace {self.workspace.root}: {_readable(exc)}")
+        self.show_error(f"Cannot read the runs of workspace {self.workspace.root}: {background.readable(exc)}")
         self._on_runs(None, [])
 
     def _on_runs(self, _context: Any, runs: list[Any]) -> None:
@@ -272,7 +266,7 @@ class QtEvaluate(QWidget):
         try:
             evaluation_source(self.workspace, coordinator_file=path)
         except Exception as exc:
-            self.show_error(f"Cannot use {path}: {_readable(exc)}")
+            self.show_error(f"Cannot use {path}: {background.readable(exc)}")
             log.info("coordinator file %s rejected: %s", path, exc)
             return False
         data = f"file:{path}"
@@ -295,7 +289,7 @@ class QtEvaluate(QWidget):
             try:
                 self.source = evaluation_source(self.workspace, **{"run" if kind == "run" else "coordinator_file": value})
             except Exception as exc:
-                self.show_error(f"Cannot evaluate {value}: {_readable(exc)}")
+                self.show_error(f"Cannot evaluate {value}: {background.readable(exc)}")
                 log.info("evaluation source %s rejected: %s", value, exc)
         self._show_source()
         self._update_buttons()
@@ -516,12 +510,3 @@ class QtEvaluate(QWidget):
         self.message_label.setText(message)
         log.warning("%s", message)
 
-
-def _table(headers: tuple[str, ...]) -> QTableWidget:
-    table = QTableWidget(0, len(headers))
-    table.setHorizontalHeaderLabels(list(headers))
-    table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-    table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-    table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-    table.verticalHeader().setVisible(False)
-    return table

@@ -18,6 +18,7 @@ from workbench.core.tasks.suites import load_suite
 from workbench.core.workspace import Workspace
 from workbench.gui import background
 from workbench.gui.qt import (
+    ERROR_STYLE,
     QComboBox,
     QFileDialog,
     QFormLayout,
@@ -26,7 +27,6 @@ from workbench.gui.qt import (
     QLineEdit,
     QListWidget,
     QListWidgetItem,
-    QPlainTextEdit,
     QPushButton,
     QSlider,
     QSplitter,
@@ -34,22 +34,13 @@ from workbench.gui.qt import (
     QVBoxLayout,
     QWidget,
     pg,
+    text_view,
 )
 
 log = logging.getLogger(__name__)
 
 CHOSEN = (230, 120, 30)
 OTHER = (120, 140, 170)
-
-
-def _text_view() -> QPlainTextEdit:
-    view = QPlainTextEdit()
-    view.setReadOnly(True)
-    view.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
-    font = view.font()
-    font.setFamily("monospace")  # code and math stay readable
-    view.setFont(font)
-    return view
 
 
 class _Bars(pg.PlotWidget):
@@ -81,11 +72,10 @@ class QtReplay(QWidget):
         super().__init__(parent)
         self.workspace = workspace
         self.replay: Replay | None = None
-        self.runs_listed = 0  # times the runs list was filled (tests wait on it)
         self._episodes_wanted = self._episodes_read = 0
         self.exported: str | None = None
         self.error = QLabel()
-        self.error.setStyleSheet("color: #b00020")
+        self.error.setStyleSheet(ERROR_STYLE)
         self.error.setWordWrap(True)
 
         self.runs = QComboBox()
@@ -127,8 +117,8 @@ class QtReplay(QWidget):
         charts.addWidget(self.role_bars, 2)
         self.meta = QLabel()
         self.meta.setWordWrap(True)
-        self.transcript, self.prompt, self.response = _text_view(), _text_view(), _text_view()
-        self.outcome = _text_view()
+        self.transcript, self.prompt, self.response = text_view(), text_view(), text_view()
+        self.outcome = text_view()
         texts = QSplitter(Qt.Orientation.Vertical)
         for title, view in (("Transcript the coordinator read", self.transcript),
                             ("Prompt the worker received", self.prompt), ("Response", self.response),
@@ -198,7 +188,6 @@ class QtReplay(QWidget):
         if self.runs.findData(current) >= 0:
             self.runs.setCurrentIndex(self.runs.findData(current))
         self.runs.blockSignals(False)
-        self.runs_listed += 1
         self.refresh_episodes()
 
     def refresh_episodes(self) -> None:

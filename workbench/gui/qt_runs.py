@@ -26,6 +26,7 @@ from workbench.core.store import Store
 from workbench.core.workspace import Workspace, resources_dir
 from workbench.gui import background
 from workbench.gui.qt import (
+    ERROR_STYLE,
     QAbstractItemView,
     QCheckBox,
     QComboBox,
@@ -45,13 +46,13 @@ from workbench.gui.qt import (
     QSpinBox,
     QSplitter,
     Qt,
-    QTableWidget,
     QTableWidgetItem,
     QTabWidget,
     QTimer,
     QVBoxLayout,
     QWidget,
     pg,
+    read_only_table,
 )
 from workbench.gui.run_thread import RunThread
 
@@ -281,7 +282,6 @@ class QtRuns(QWidget):
         self._dirty = False
         self._refreshing = False
         self._refresh_again = False
-        self.runs_listed = 0  # how many times the runs list was filled (tests wait on it)
         self.opened: str | None = None  # the run whose stored plots are shown
         self.x = Series()
         self.series = {name: Series() for name in (*self.CURVES, "sigma")}
@@ -303,13 +303,8 @@ class QtRuns(QWidget):
 
     def _build(self) -> None:
         # runs list
-        self.runs_table = QTableWidget(0, 5)
-        self.runs_table.setHorizontalHeaderLabels(["Run", "Name", "Status", "Stop reason", "Generations"])
-        self.runs_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.runs_table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.runs_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.runs_table = read_only_table(("Run", "Name", "Status", "Stop reason", "Generations"))
         self.runs_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
-        self.runs_table.verticalHeader().setVisible(False)
         self.runs_table.itemSelectionChanged.connect(self._update_buttons)
         self.refresh_button = QPushButton("Refresh")
         self.open_button = QPushButton("Open")
@@ -356,7 +351,7 @@ class QtRuns(QWidget):
         self.status_label = QLabel("idle")
         self.message_label = QLabel("")
         self.message_label.setWordWrap(True)
-        self.message_label.setStyleSheet("color: #b00020")
+        self.message_label.setStyleSheet(ERROR_STYLE)
         self.progress = QProgressBar()
         self.progress.setFormat("generation %v of %m")
         self.eta_label = QLabel("")
@@ -661,7 +656,6 @@ class QtRuns(QWidget):
                 self.runs_table.setItem(row, col, item)
             if run_id == selected:
                 self.runs_table.selectRow(row)
-        self.runs_listed += 1
         self._update_buttons()
 
     def row_of(self, run_id: str) -> int | None:

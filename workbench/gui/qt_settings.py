@@ -21,6 +21,7 @@ from workbench.core.settings import (
 )
 from workbench.core.workspace import Workspace
 from workbench.gui.qt import (
+    ERROR_STYLE,
     QApplication,
     QColor,
     QComboBox,
@@ -144,7 +145,7 @@ class QtSettings(QWidget):
         self.saved_label.setWordWrap(True)
         self.message_label = QLabel()
         self.message_label.setWordWrap(True)
-        self.message_label.setStyleSheet("color: #b00020")
+        self.message_label.setStyleSheet(ERROR_STYLE)
         layout = QVBoxLayout(self)
         for w in (workspace_box, runs_box, look_box, self.message_label, self.saved_label):
             layout.addWidget(w)

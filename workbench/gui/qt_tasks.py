@@ -20,7 +20,7 @@ from workbench.core.tasks.suites import SuiteInfo, import_suite, list_suites, lo
 from workbench.core.workspace import Workspace
 from workbench.gui import background
 from workbench.gui.qt import (
-    QAbstractItemView,
+    ERROR_STYLE,
     QApplication,
     QCheckBox,
     QCloseEvent,
@@ -30,22 +30,21 @@ from workbench.gui.qt import (
     QLabel,
     QLineEdit,
     QListWidget,
-    QPlainTextEdit,
     QPushButton,
     QSplitter,
     Qt,
-    QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
     QWidget,
     Signal,
+    read_only_table,
+    text_view,
 )
 
 log = logging.getLogger(__name__)
 
 SUITE_COLUMNS = ("Suite", "Source", "Tasks", "Kinds", "Categories", "Splits")
 TASK_COLUMNS = ("Task", "Kind", "Category", "Split", "Prompt")
-ERROR_STYLE = "color: #b00020"
 
 
 @dataclass(frozen=True)
@@ -83,15 +82,6 @@ def _counts_text(counts: dict[str, int], order: tuple[str, ...] = ()) -> str:
 def _one_line(text: str, width: int = 90) -> str:
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def _text_view() -> QPlainTextEdit:
-    view = QPlainTextEdit()
-    view.setReadOnly(True)
-    font = view.font()
-    font.setFamily("monospace")  # code and math stay readable
-    view.setFont(font)
-    return view
 
 
 def reference_text(task: Task) -> str:
@@ -158,12 +148,12 @@ class QtTasks(QWidget):
         self.errors = QListWidget()
         self.errors.setMaximumHeight(160)
 
-        self.suites = self._table(SUITE_COLUMNS)
-        self.tasks = self._table(TASK_COLUMNS)
+        self.suites = read_only_table(SUITE_COLUMNS)
+        self.tasks = read_only_table(TASK_COLUMNS)
         self.tasks.horizontalHeader().setSectionResizeMode(4, QHeaderView.ResizeMode.Stretch)
         self.task_header = QLabel("Pick a task")
         self.task_header.setWordWrap(True)
-        self.prompt, self.reference, self.tests = _text_view(), _text_view(), _text_view()
+        self.prompt, self.reference, self.tests = text_view(), text_view(), text_view()
         preview = QSplitter(Qt.Orientation.Vertical)
         preview.addWidget(self.task_header)
         for title, view in (("Prompt (as a worker sees it)", self.prompt), ("Reference", self.reference),
@@ -199,16 +189,6 @@ class QtTasks(QWidget):
         if app is not None:
             app.aboutToQuit.connect(self.shutdown)
         self.refresh()
-
-    @staticmethod
-    def _table(columns: tuple[str, ...]) -> QTableWidget:
-        table = QTableWidget(0, len(columns))
-        table.setHorizontalHeaderLabels(columns)
-        table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        table.verticalHeader().setVisible(False)
-        return table
 
     # -- suites --------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ from workbench.core.workers.base import builtin_workers
 from workbench.core.workers.http import ConnectionReport, endpoint_models, test_worker
 from workbench.gui import background
 from workbench.gui.qt import (
-    QAbstractItemView,
+    ERROR_STYLE,
     QApplication,
     QCloseEvent,
     QColor,
@@ -42,27 +42,19 @@ from workbench.gui.qt import (
     QPushButton,
     QSpinBox,
     Qt,
-    QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
     QWidget,
     Signal,
+    read_only_table,
 )
 
 log = logging.getLogger(__name__)
 
 COLUMNS = ("Worker", "Provider", "Model", "$/M in", "$/M out", "Concurrency", "Key", "Last test", "Latency")
 PROVIDER_CHOICES = (*PRESETS, "local")  # presets fill the base URL; "local" is an in-process model
-ERROR_STYLE = "color: #b00020"
 # Fields the dialog does not show: an edit keeps them as they are in workers.toml.
 KEPT_FIELDS = ("temperature", "max_tokens", "extra", "context_window", "rpm", "timeouts", "key_env")
-
-
-def _message(exc: Exception) -> str:
-    """A failure as a sentence for the page; core errors carry their own."""
-    if isinstance(exc, ValueError | LookupError | OSError) or type(exc).__module__.startswith("workbench."):
-        return str(exc) or type(exc).__name__
-    return f"unexpected error ({type(exc).__name__}); details are in the log"
 
 
 @dataclass(frozen=True)
@@ -106,12 +98,7 @@ class QtWorkers(QWidget):
         self.status = QLabel()
         self.status.setWordWrap(True)
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.table = QTableWidget(0, len(COLUMNS))
-        self.table.setHorizontalHeaderLabels(COLUMNS)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.verticalHeader().setVisible(False)
+        self.table = read_only_table(COLUMNS)
         self.table.horizontalHeader().setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
         self.add_button = QPushButton("Add…")
         self.edit_button = QPushButton("Edit…")
@@ -184,7 +171,7 @@ class QtWorkers(QWidget):
     def _refresh_failed(self, listing: int, exc: Exception) -> None:
         if listing != self._listing:
             return
-        self._say(f"Cannot read the registered workers: {_message(exc)}", error=True)
+        self._say(f"Cannot read the registered workers: {background.readable(exc)}", error=True)
         self.refreshed.emit()
 
     def _show_test(self, index: int) -> None:
@@ -283,7 +270,7 @@ class QtWorkers(QWidget):
         self.refresh()
 
     def _remove_failed(self, worker_id: str, exc: Exception) -> None:
-        self._say(f"Cannot remove worker '{worker_id}': {_message(exc)}", error=True)
+        self._say(f"Cannot remove worker '{worker_id}': {background.readable(exc)}", error=True)
         self.refresh()
 
     # -- testing -------------------------------------------------------------------
@@ -323,8 +310,8 @@ class QtWorkers(QWidget):
 
     def _test_failed(self, worker_id: str, exc: Exception) -> None:
         self._testing.discard(worker_id)
-        self.test_errors[worker_id] = _message(exc)
-        self._say(f"Cannot test worker '{worker_id}': {_message(exc)}", error=True)
+        self.test_errors[worker_id] = background.readable(exc)
+        self._say(f"Cannot test worker '{worker_id}': {background.readable(exc)}", error=True)
         self._after_test(worker_id)
         self.tested.emit(worker_id)
 
@@ -516,7 +503,7 @@ class WorkerDialog(QDialog):
 
     def _fetch_failed(self, _context, exc: Exception) -> None:
         self._fetch_done()
-        self.error.setText(f"Cannot list models: {_message(exc)}")
+        self.error.setText(f"Cannot list models: {background.readable(exc)}")
 
     def _fetch_done(self) -> None:
         self.fetch_button.setText("Fetch models")
@@ -548,7 +535,7 @@ class WorkerDialog(QDialog):
 
     def _store_failed(self, worker_id: str, exc: Exception) -> None:
         self.buttons.setEnabled(True)
-        self.error.setText(f"Worker '{worker_id}' was not saved: {_message(exc)}")
+        self.error.setText(f"Worker '{worker_id}' was not saved: {background.readable(exc)}")
 
     def _forget_key(self) -> None:
         self.key.clear()
