@@ -28,7 +28,7 @@ from workbench.core.evolution import (
 )
 from workbench.core.store import Store
 from workbench.core.tasks.suites import load_suite
-from workbench.core.workers.base import Worker, build_pool
+from workbench.core.workers.base import Worker, build_pool, describe_pool
 from workbench.core.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -205,7 +205,7 @@ def _evaluation_source(store: Store, run: str | None, coordinator_file: str | Pa
     if run is not None:
         record = store.get_run(run)
         config = RunConfig.from_dict(record.config, f"run {record.id}")
-        pool = tuple(w.id for w in build_pool(config.pool.workers))
+        pool = tuple(wid for wid, _ in describe_pool(config.pool.workers))
         return EvaluationSource(config, pool, config.backbone.model, run_id=record.id)
     if coordinator_file is not None:
         manifest = read_manifest(coordinator_file)
@@ -278,13 +278,13 @@ def export_run(workspace: Workspace, run: str, out: str | Path, backbone: Backbo
         vector, data = best_vector(store, record.id)
         backbone = backbone or shared_backbone(config.backbone.model, config.backbone.device,
                                                config.optimizer.svf_layer)
-        pool = build_pool(config.pool.workers)
+        pool = describe_pool(config.pool.workers)
         coordinator = coordinator_from_vector(backbone, len(pool), vector, config.optimizer.svf)
         training = {"run_id": record.id, "name": record.name, "optimizer": config.optimizer.name,
                     "generations": data["generation"] + 1, "best_validation": data["best_validation"],
                     "best_validation_generation": data["best_validation_generation"],
                     "spend": data["spend"], "config": config.to_dict()}
-        return save_coordinator(out, coordinator, pool=[{"id": w.id, "model": w.model} for w in pool],
+        return save_coordinator(out, coordinator, pool=[{"id": wid, "model": model} for wid, model in pool],
                                 backbone_source=config.backbone.model, max_turns=config.protocol.max_turns,
                                 training=training)
 

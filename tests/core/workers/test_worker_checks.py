@@ -12,7 +12,7 @@ from keyring.backends import fail
 
 from tests.support.fault_server import MODEL, Fault
 from workbench.core.registry import KeyStore, Registry, RegistryError, WorkerSpec, clean_key
-from workbench.core.workers.base import UnknownWorker, builtin_workers
+from workbench.core.workers.base import UnknownWorker, build_pool, builtin_workers, describe_pool
 from workbench.core.workers.http import endpoint_models, test_worker, worker_models
 
 KEY = "sk-test-CHECKS-0123456789abcdef"
@@ -82,3 +82,22 @@ def test_bad_keys_are_refused_before_they_reach_the_keychain(key, words):
     with pytest.raises(RegistryError, match=words):
         clean_key("gpt", key)
     assert clean_key("gpt", f" {KEY}\n") == KEY
+
+
+def test_describing_a_pool_builds_no_registered_worker_and_reads_no_key(tmp_path, monkeypatch):
+    """Listing what a pool names (evaluation sources, coordinator files) must not touch
+    the keychain; build_pool, which makes callable workers, does."""
+    registry = Registry(tmp_path / "workers.toml")
+    registry.add(WorkerSpec(id="gpt", provider="openai", model="gpt-4o-mini"))
+    reads = []
+    monkeypatch.setattr(Registry, "resolve_key", lambda self, spec: reads.append(spec.id) or (None, None))
+    assert describe_pool(["sandbox", "gpt"], registry=registry) == [
+        ("sandbox:mathlete", "simulated/mathlete"), ("sandbox:scholar", "simulated/scholar"),
+        ("sandbox:coder", "simulated/coder"), ("gpt", "gpt-4o-mini")]
+    assert reads == []
+    with pytest.raises(UnknownWorker, match="unknown worker 'nobody'.*registered workers: gpt"):
+        describe_pool(["nobody"], registry=registry)
+    with pytest.raises(ValueError, match="twice"):
+        describe_pool(["sandbox", "sandbox:coder"], registry=registry)
+    build_pool(["gpt"], registry=registry)
+    assert reads == ["gpt"]

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 if TYPE_CHECKING:
     import httpx
 
-    from workbench.core.registry import Registry
+    from workbench.core.registry import Registry, WorkerSpec
     from workbench.core.tasks.model import Task
 
 Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": str}
@@ -229,27 +229,47 @@ def build_pool(worker_ids: Sequence[str], *, registry: Registry | None = None,
     ``workbench.core.workers.http.open_client``); workers built without one open their
     own on first use and close it in ``aclose()``.
     """
+    registry = registry or _registry_if_needed(worker_ids)
+    return [w if isinstance(w, Worker) else registry.worker_for(w, client=client)
+            for w in _expand(worker_ids, registry)]
+
+
+def describe_pool(worker_ids: Sequence[str], *, registry: Registry | None = None) -> list[tuple[str, str]]:
+    """(id, model) of each worker ``worker_ids`` names, in head order, as ``build_pool``
+    would build them but without building registered workers: no key is read (listing
+    a pool must not touch the keychain)."""
+    return [(w.id, w.model) for w in _expand(worker_ids, registry or _registry_if_needed(worker_ids))]
+
+
+def _registry_if_needed(worker_ids: Sequence[str]) -> Registry | None:
     _load_builtin_modules()
-    pool: list[Worker] = []
+    if all(wid.strip().split(":", 1)[0] in _BUILTIN_RESOLVERS for wid in worker_ids):
+        return None
+    from workbench.core.registry import Registry
+
+    return Registry.open()
+
+
+def _expand(worker_ids: Sequence[str], registry: Registry | None) -> list[Worker | WorkerSpec]:
+    """Built-in workers (cheap: nothing loads until a call) and registered specs, in order."""
+    _load_builtin_modules()
+    pool: list[Worker | WorkerSpec] = []
     for wid in worker_ids:
         wid = wid.strip()
         prefix = wid.split(":", 1)[0]
         if prefix in _BUILTIN_RESOLVERS:
             pool.extend(_BUILTIN_RESOLVERS[prefix](wid))
             continue
-        if registry is None:
-            from workbench.core.registry import Registry
-
-            registry = Registry.open()
-        if registry.find(wid) is None:
+        spec = registry.find(wid) if registry is not None else None
+        if spec is None:
             known = ", ".join(f"{p}:..." if p != "sandbox" else "sandbox, sandbox:..." for p in builtin_prefixes())
-            registered = ", ".join(w.id for w in registry.list()) or "none yet"
+            registered = ", ".join(w.id for w in registry.list()) if registry is not None else ""
             raise UnknownWorker(
                 f"unknown worker '{wid}': built-in workers are {known}; registered workers: "
-                f"{registered} (list them with trinity-workbench workers list, add one with "
+                f"{registered or 'none yet'} (list them with trinity-workbench workers list, add one with "
                 "trinity-workbench workers add)"
             )
-        pool.append(registry.build_worker(wid, client=client))
+        pool.append(spec)
     ids = [w.id for w in pool]
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:
