@@ -21,7 +21,6 @@ from workbench.core.workspace import Workspace
 from workbench.gui import background
 from workbench.gui.qt import (
     ERROR_STYLE,
-    QApplication,
     QCheckBox,
     QCloseEvent,
     QFileDialog,
@@ -185,9 +184,6 @@ class QtTasks(QWidget):
         self.refresh_button.clicked.connect(lambda: self.refresh())
         self.suites.itemSelectionChanged.connect(self._suite_picked)
         self.tasks.itemSelectionChanged.connect(self._task_picked)
-        app = QApplication.instance()
-        if app is not None:
-            app.aboutToQuit.connect(self.shutdown)
         self.refresh()
 
     # -- suites --------------------------------------------------------------------

@@ -26,7 +26,6 @@ from workbench.core.workers.http import ConnectionReport, endpoint_models, test_
 from workbench.gui import background
 from workbench.gui.qt import (
     ERROR_STYLE,
-    QApplication,
     QCloseEvent,
     QColor,
     QComboBox,
@@ -126,9 +125,6 @@ class QtWorkers(QWidget):
         self.refresh_button.clicked.connect(self.refresh)
         self.table.itemSelectionChanged.connect(self._update_buttons)
         self.table.itemDoubleClicked.connect(lambda _: self.edit_selected())
-        app = QApplication.instance()
-        if app is not None:
-            app.aboutToQuit.connect(self.shutdown)
         self._update_buttons()
         self.refresh()
 
