@@ -61,7 +61,11 @@ class Job(QThread):
             if self._cancelled:
                 raise asyncio.CancelledError
             self._loop, self._task = asyncio.get_running_loop(), asyncio.current_task()
-        return await self._call()
+        try:
+            return await self._call()
+        finally:  # asyncio.run closes the loop next: cancel() must not reach a closed loop
+            with self._lock:
+                self._loop = self._task = None
 
     def cancel(self) -> None:
         """Cancel a coroutine that is still waiting (thread-safe). A plain function cannot
