@@ -303,3 +303,26 @@ def test_the_stored_result_is_the_coordinator_that_was_validated(ws, tiny_backbo
         logits = stored.head.weights @ tiny_backbone.feature(render_transcript(tasks[episode.task_id], episode.turns[:i]))
         np.testing.assert_allclose(_softmax(logits[:3]), episode.turns[i].worker_probs, atol=1e-6)
         np.testing.assert_allclose(_softmax(logits[3:]), episode.turns[i].role_probs, atol=1e-6)
+
+
+@pytest.mark.parametrize("svf", [False, True])
+def test_sigma0_gives_every_backbone_width_the_papers_exploration_in_logit_space(tiny_backbone, svf):
+    """sigma0 is for the paper's d = 1024: on a d-wide unit-RMS feature the head weights are
+    explored at sigma0 sqrt(1024 / d), so a candidate's logits spread sigma0 sqrt(1024)
+    whatever the width; SVF offsets (relative changes) keep sigma0 itself."""
+    from workbench.core.coordinator import HeadConfig
+    from workbench.core.evolution import REFERENCE_WIDTH, make_optimizer
+
+    cfg = config(optimizer={"popsize": 64, "sigma0": 0.03})
+    head = HeadConfig(3, tiny_backbone.hidden_size)
+    n_svf = 50 if svf else 0
+    es = make_optimizer(cfg, n_svf + head.n_params, head, tiny_backbone.features, {})
+    vectors = np.array([p.vector for p in es.ask()])
+    heads = vectors[:, n_svf:].reshape(-1, *head.shape)
+    rng = np.random.default_rng(0)
+    feature = rng.normal(size=head.hidden_size)
+    feature /= np.sqrt((feature ** 2).mean())  # unit RMS, as the coordinator normalises it
+    logits = heads @ feature
+    np.testing.assert_allclose(logits.std(), 0.03 * np.sqrt(REFERENCE_WIDTH), rtol=0.1)
+    if svf:
+        np.testing.assert_allclose(vectors[:, :n_svf].std(), 0.03, rtol=0.1)

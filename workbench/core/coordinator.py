@@ -1,7 +1,9 @@
 """The coordinator: a frozen backbone's feature, a tiny linear head, and the policy.
 
 - Feature: the final layer's hidden state at the *penultimate* token of the transcript
-  (METHOD.md), normalised to unit RMS so one sigma0 suits backbones of any width.
+  (METHOD.md), normalised to unit RMS; the trainer explores head weights at
+  sigma0 * sqrt(1024 / d) (``evolution.head_step_scale``), so one sigma0 gives backbones of
+  any width the paper's exploration in logit space.
 - Head: one bias-free linear map ``W`` of shape ``(L + 3, d)``; the first ``L`` logits
   choose the worker, the last 3 the role, as two independent softmax distributions.
 - Acting: sample (seeded) while training, argmax when evaluating; every decision carries

@@ -225,16 +225,34 @@ class Optimizer(Protocol):
     def loads(self, state: bytes) -> None: ...
 
 
-class SepCMAES:
-    """Separable CMA-ES (pycma with a diagonal covariance)."""
+REFERENCE_WIDTH = 1024  # the paper's backbone width (Qwen3-0.6B), for which sigma0 is given
 
-    def __init__(self, n: int, *, sigma0: float, popsize: int, rollouts: int, seed: int):
+
+def head_step_scale(hidden_size: int) -> float:
+    """The factor on sigma0 for head weights of a ``hidden_size``-wide unit-RMS feature.
+
+    A head perturbation of per-weight scale s changes a logit by about ``s * ||f||`` =
+    ``s * sqrt(d)`` on a unit-RMS feature, so one sigma0 would explore less on a narrower
+    backbone (0.72 logits on SmolLM2's d = 576 vs 0.96 at the paper's d = 1024). Scaling by
+    ``sqrt(1024 / d)`` gives every width the paper's exploration in logit space.
+    """
+    return float(np.sqrt(REFERENCE_WIDTH / hidden_size))
+
+
+class SepCMAES:
+    """Separable CMA-ES (pycma with a diagonal covariance). ``stds`` (optional, one per
+    coordinate) multiplies sigma0 coordinate-wise: the head's width scale, 1 for SVF."""
+
+    def __init__(self, n: int, *, sigma0: float, popsize: int, rollouts: int, seed: int,
+                 stds: np.ndarray | None = None):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # pycma warns when matplotlib is absent
             import cma
         options = {"CMA_diagonal": True, "seed": seed + 1, "verbose": -9, "verb_log": 0, "verb_disp": 0}
         if popsize:
             options["popsize"] = popsize
+        if stds is not None:
+            options["CMA_stds"] = np.asarray(stds, dtype=np.float64)
         self._es = cma.CMAEvolutionStrategy(np.zeros(n), sigma0, options)
         self.popsize = int(self._es.popsize)
         self.rollouts = rollouts
@@ -269,7 +287,10 @@ def make_optimizer(config: RunConfig, n: int, head: HeadConfig, features: Callab
     the gradient baselines recompute the features of recorded turns)."""
     o = config.optimizer
     if o.name == "sep-cma-es":
-        return SepCMAES(n, sigma0=o.sigma0, popsize=o.popsize, rollouts=o.rollouts, seed=config.run.seed)
+        stds = np.ones(n)
+        stds[n - head.n_params:] = head_step_scale(head.hidden_size)  # [SVF offsets || head]
+        return SepCMAES(n, sigma0=o.sigma0, popsize=o.popsize, rollouts=o.rollouts, seed=config.run.seed,
+                        stds=stds)
     from workbench.core import baselines
 
     return baselines.make(config, n, head, features, tasks)
@@ -672,7 +693,9 @@ class Trainer:
         return {"generations": st.generation + 1, "best_validation": st.best_validation,
                 "best_validation_generation": st.best_validation_generation,
                 "n_params": self.n_params, "spend": st.spend.as_totals(),
-                "search_basis_alpha": None if st.basis is None else st.basis.alpha}
+                "search_basis_alpha": None if st.basis is None else st.basis.alpha,
+                "sigma0_head_scale": head_step_scale(self.head_config.hidden_size)
+                if self.config.optimizer.name == "sep-cma-es" else None}
 
     def _emit(self, event: Event) -> None:
         for listener in self.listeners:

@@ -1,0 +1,124 @@
+"""The optimizers on the sandbox's first decision, in seconds instead of hours.
+
+    python tests/benchmarks/bench_optimizers.py [--generations 3,10,20] [--seeds 8]
+
+A one-turn routing problem on the REAL features of the offline backbone (SmolLM2-135M,
+the `mixed` suite's opening transcripts, computed once and kept in the user cache): each
+candidate picks (worker, role) for the generation's m tasks by sampling its head; reward
+is 1 with the chosen sandbox worker's skill for the task's category when the role is
+Worker, else 0 (one turn: a Thinker or Verifier leaves no answer). The optimizers are the
+trainer's own (``make_optimizer``: sep-CMA-ES, random search, REINFORCE, imitation) with
+the trainer's population, rollouts and search basis; after the budget, the vector each
+one reports acts by argmax on 150 held-out tasks and its expected reward is printed
+(mean over seeds with a 95% t-interval; the oracle routes each category to its best
+worker). Isolating the first decision is what makes this fast: the trainer forwards the
+backbone for every transcript, which in multi-turn runs takes hours on a CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+import platformdirs
+
+from workbench.core.config import RunConfig
+from workbench.core.coordinator import Backbone, HeadConfig, _softmax
+from workbench.core.evolution import CALIBRATION_TASKS, SearchBasis, make_optimizer
+from workbench.core.protocol import render_transcript
+from workbench.core.records import ROLES, Episode, Role, StopReason, Turn
+from workbench.core.runs import mean_ci
+from workbench.core.tasks.suites import load_suite
+from workbench.core.workers.simulated import SANDBOX_PROFILES
+
+WORKER = ROLES.index(Role.WORKER)
+POOL = tuple(f"sandbox:{p.name}" for p in SANDBOX_PROFILES)
+
+
+def suite_features(suite_name: str) -> np.ndarray:
+    """Unit-RMS opening-transcript features of every task of a suite (cached on disk)."""
+    suite = load_suite(suite_name)
+    cache = Path(platformdirs.user_cache_dir("trinity-workbench")) / "bench" / f"features-{suite_name}.npy"
+    if cache.is_file():
+        return np.load(cache)
+    features = Backbone("offline", "cpu").features([render_transcript(t, ()) for t in suite.tasks])
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    np.save(cache, features)
+    return features
+
+
+def train(optimizer: str, basis_name: str, features: np.ndarray, skill: np.ndarray, tasks: list, *,
+          seed: int, generations: int, popsize: int, rollouts: int, sigma0: float) -> float:
+    """One training run of ``optimizer``; the expected test reward of its result."""
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(len(features))
+    train_ids, test_ids = order[:-150], order[-150:]
+    basis = SearchBasis.fit(features[train_ids[:CALIBRATION_TASKS]]) if basis_name == "balanced" else SearchBasis()
+    seen = basis.features(features)  # what search coordinates act on
+    index = {render_transcript(t, ()): i for i, t in enumerate(tasks)}
+    head = HeadConfig(len(POOL), features.shape[1])
+    config = RunConfig.from_dict({"run": {"seed": seed}, "optimizer": {
+        "name": optimizer, "popsize": popsize, "rollouts": rollouts, "sigma0": sigma0, "search_basis": basis_name}})
+    opt = make_optimizer(config, head.n_params, head, lambda texts: seen[[index[t] for t in texts]],
+                         {t.id: t for t in tasks})
+    for _ in range(generations):
+        proposals = opt.ask()
+        batch = rng.choice(train_ids, opt.rollouts)
+        fitness, episodes = [], []
+        for proposal in proposals:
+            if proposal.fixed_worker is not None:  # imitation's label collection: one worker alone
+                workers = np.full(len(batch), proposal.fixed_worker)
+                roles = np.full(len(batch), WORKER)
+                p_workers = np.eye(len(POOL))[workers]
+                p_roles = np.eye(3)[roles]
+            else:
+                logits = seen[batch] @ proposal.vector.reshape(head.shape).T
+                p_workers, p_roles = _softmax(logits[:, :len(POOL)]), _softmax(logits[:, len(POOL):])
+                workers = np.array([rng.choice(len(POOL), p=p) for p in p_workers])
+                roles = np.array([rng.choice(3, p=p) for p in p_roles])
+            rewards = (roles == WORKER) * (rng.random(len(batch)) < skill[batch, workers])
+            fitness.append(float(rewards.mean()))
+            episodes.append([
+                Episode(f"{seed}-{t}", "mixed", tasks[t].id, POOL, 1,
+                        (Turn(0, POOL[w], ROLES[r], tuple(pw), tuple(pr), ()),), None, float(y), StopReason.MAX_TURNS)
+                for t, w, r, pw, pr, y in zip(batch, workers, roles, p_workers, p_roles, rewards, strict=True)])
+        opt.tell(proposals, fitness, episodes)
+    weights = basis.head(opt.center(), head.shape).reshape(head.shape)  # the stored head, on the raw feature
+    logits = features[test_ids] @ weights.T
+    chosen = logits[:, :len(POOL)].argmax(axis=1)
+    works = logits[:, len(POOL):].argmax(axis=1) == WORKER
+    return float(np.mean(works * skill[test_ids, chosen]))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--suite", default="mixed")
+    parser.add_argument("--generations", default="3,10,20", help="budgets to report, comma-separated")
+    parser.add_argument("--seeds", type=int, default=8)
+    parser.add_argument("--popsize", type=int, default=28, help="the example's (pycma's default for n = 3,456)")
+    parser.add_argument("--rollouts", type=int, default=16)
+    parser.add_argument("--sigma0", type=float, default=0.03)
+    parser.add_argument("--optimizers", default="sep-cma-es,random-search,reinforce,imitation")
+    parser.add_argument("--bases", default="identity,balanced")
+    args = parser.parse_args()
+    tasks = list(load_suite(args.suite).tasks)
+    features = suite_features(args.suite)
+    skill = np.array([[p.skill_for(t.category, t.kind) for p in SANDBOX_PROFILES] for t in tasks])
+    print(f"{args.suite}: {len(tasks)} tasks; population {args.popsize} x {args.rollouts} rollouts; "
+          f"sigma0 {args.sigma0}; {args.seeds} seeds; expected test reward of the result, mean [95% CI]\n"
+          f"oracle {skill.max(axis=1).mean():.3f}, best single worker {skill.mean(axis=0).max():.3f}, "
+          f"uniform random {skill.mean() / 3:.3f}")
+    for generations in (int(g) for g in args.generations.split(",")):
+        print(f"\n{generations} generations ({generations * args.popsize * args.rollouts} episodes)")
+        for basis in args.bases.split(","):
+            for optimizer in args.optimizers.split(","):
+                rewards = [train(optimizer, basis, features, skill, tasks, seed=s, generations=generations,
+                                 popsize=args.popsize, rollouts=args.rollouts, sigma0=args.sigma0)
+                           for s in range(args.seeds)]
+                mean, low, high = mean_ci(rewards)
+                print(f"  {basis:9s} {optimizer:14s} {mean:.3f} [{low:.3f}, {high:.3f}]", flush=True)
+
+
+if __name__ == "__main__":
+    main()
