@@ -12,7 +12,7 @@ import logging
 import math
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -317,15 +317,24 @@ class StudyRow:
 
 @dataclass(frozen=True)
 class Study:
+    """Each optimizer's final validation and test reward over seeds, with the test reward of
+    the references a reader needs to judge them: the best single worker and, on the sandbox
+    pool, the oracle, measured on the same test tasks and seeds (``references``: name ->
+    mean, ci_low, ci_high)."""
+
     rows: tuple[StudyRow, ...]
     seeds: int
     budget: dict[str, Any]
+    references: dict[str, tuple[float, float, float]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        interval = ("mean", "ci_low", "ci_high")
         return {"seeds": self.seeds, "budget": self.budget,
-                "optimizers": [{"optimizer": r.optimizer, "validation": dict(zip(("mean", "ci_low", "ci_high"), r.validation, strict=True)),
-                                "test": dict(zip(("mean", "ci_low", "ci_high"), r.test, strict=True)),
-                                "runs": list(r.runs), "episodes": r.episodes} for r in self.rows]}
+                "optimizers": [{"optimizer": r.optimizer, "validation": dict(zip(interval, r.validation, strict=True)),
+                                "test": dict(zip(interval, r.test, strict=True)),
+                                "runs": list(r.runs), "episodes": r.episodes} for r in self.rows],
+                "references": {name: {"test": dict(zip(interval, ci, strict=True))}
+                               for name, ci in self.references.items()}}
 
     def table(self) -> str:
         lines = [f"{self.seeds} seeds each; budget {self.budget}", "",
@@ -334,14 +343,21 @@ class Study:
             v, t = r.validation, r.test
             lines.append(f"{r.optimizer:15s} {v[0]:.3f} [{v[1]:.3f}, {v[2]:.3f}]      "
                          f"{t[0]:.3f} [{t[1]:.3f}, {t[2]:.3f}]      {r.episodes}")
+        for name, t in self.references.items():
+            lines.append(f"{name:15s} {'':26s} {t[0]:.3f} [{t[1]:.3f}, {t[2]:.3f}]")
         return "\n".join(lines)
+
+
+REFERENCES = ("best single", "oracle")  # study rows that are not optimizers
 
 
 def study_optimizers(config: RunConfig, workspace: Workspace, *, seeds: int = 3,
                      optimizers: Sequence[str] | None = None, progress=None,
                      backbone: Backbone | None = None) -> Study:
     """Train every optimizer under the same config and budget with ``seeds`` seeds, and
-    report the final validation and test reward of each with 95% intervals."""
+    report the final validation and test reward of each with 95% intervals. The first
+    optimizer's evaluations also run every single worker (and the sandbox oracle): the
+    best single worker and the oracle of each seed become the study's references."""
     from workbench.core.config import OPTIMIZERS
 
     optimizers = tuple(optimizers or OPTIMIZERS)
@@ -352,7 +368,7 @@ def study_optimizers(config: RunConfig, workspace: Workspace, *, seeds: int = 3,
         raise ValueError("--seeds must be at least 1")
     backbone = backbone or shared_backbone(config.backbone.model, config.backbone.device,
                                            config.optimizer.svf_layer)
-    rows = []
+    rows, references = [], {name: [] for name in REFERENCES}
     for name in optimizers:
         vals, tests, run_ids, episodes = [], [], [], 0
         for s in range(seeds):
@@ -362,7 +378,12 @@ def study_optimizers(config: RunConfig, workspace: Workspace, *, seeds: int = 3,
             with Store.open(workspace) as store:
                 result = store.get_run(run_id).result or {}
             val = result.get("best_validation") or 0.0
-            test = evaluate_run(workspace, run=run_id, baselines=False, backbone=backbone).report.systems[0].accuracy
+            first = name == optimizers[0]  # the same test tasks and seed for every optimizer
+            systems = evaluate_run(workspace, run=run_id, baselines=first, backbone=backbone).report.systems
+            test = systems[0].accuracy
+            if first:
+                references["best single"].append(max(x.accuracy for x in systems if x.name.startswith("single:")))
+                references["oracle"] += [x.accuracy for x in systems if x.name == "oracle"]
             vals.append(val)
             tests.append(test)
             run_ids.append(run_id)
@@ -370,4 +391,5 @@ def study_optimizers(config: RunConfig, workspace: Workspace, *, seeds: int = 3,
             if progress:
                 progress(f"{name} seed {s}: validation {val:.3f}, test {test:.3f} (run {run_id[:8]})")
         rows.append(StudyRow(name, mean_ci(vals), mean_ci(tests), tuple(run_ids), episodes))
-    return Study(tuple(rows), seeds, dict(config.to_dict()["budget"]))
+    return Study(tuple(rows), seeds, dict(config.to_dict()["budget"]),
+                 {name: mean_ci(values) for name, values in references.items() if values})
