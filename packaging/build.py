@@ -67,7 +67,9 @@ def linux_archive(app: Path) -> Path:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--offline", action="store_true", help="bundle the offline starter model")
     parser.add_argument("--self-test", action="store_true", help="run the built app's --self-test")
     parser.add_argument("--no-archive", action="store_true", help="skip the tarball (Linux)")
@@ -79,10 +81,28 @@ def main() -> None:
     except ImportError:
         fail('PyInstaller is not installed: pip install -e ".[packaging]"')
     platform_icons()
-    env = {**os.environ, "TRINITY_EDITION": "offline" if args.offline else "standard", "TRINITY_VERSION": version()}
+    env = {
+        **os.environ,
+        "TRINITY_EDITION": "offline" if args.offline else "standard",
+        "TRINITY_VERSION": version(),
+    }
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "PyInstaller", "--noconfirm", "--clean", "--distpath", "dist",
-                    "--workpath", "build/pyinstaller", f"packaging/{NAME}.spec"], check=True, env=env)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "PyInstaller",
+            "--noconfirm",
+            "--clean",
+            "--distpath",
+            "dist",
+            "--workpath",
+            "build/pyinstaller",
+            f"packaging/{NAME}.spec",
+        ],
+        check=True,
+        env=env,
+    )
     built = time.perf_counter() - started
     app = ROOT / "dist" / NAME
     executable = app / (f"{NAME}.exe" if sys.platform == "win32" else NAME)

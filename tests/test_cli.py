@@ -11,11 +11,26 @@ from workbench.core.records import Episode
 
 GOOD = [
     {"id": "add", "kind": "math", "prompt": "What is 12 + 30?", "answer": "42", "category": "math"},
-    {"id": "prime", "kind": "choice", "prompt": "Which is prime?", "choices": ["4", "6", "7", "9"],
-     "answer": "C", "category": "choice"},
-    {"id": "sq", "kind": "code", "prompt": "Write sq(x) returning x squared.", "category": "code",
-     "tests": {"style": "humaneval", "entry_point": "sq", "test": "def check(candidate):\n    assert candidate(3) == 9\n"},
-     "solution": "def sq(x):\n    return x * x\n"},
+    {
+        "id": "prime",
+        "kind": "choice",
+        "prompt": "Which is prime?",
+        "choices": ["4", "6", "7", "9"],
+        "answer": "C",
+        "category": "choice",
+    },
+    {
+        "id": "sq",
+        "kind": "code",
+        "prompt": "Write sq(x) returning x squared.",
+        "category": "code",
+        "tests": {
+            "style": "humaneval",
+            "entry_point": "sq",
+            "test": "def check(candidate):\n    assert candidate(3) == 9\n",
+        },
+        "solution": "def sq(x):\n    return x * x\n",
+    },
 ]
 
 
@@ -40,17 +55,24 @@ def test_entry_point_starts_and_exits():
     assert cli("--help", check=True).stdout.startswith("usage: trinity-workbench")
     assert "trinity-workbench 0." in cli("--version", check=True).stdout
     exe = os.path.join(os.path.dirname(sys.executable), "trinity-workbench")
-    assert subprocess.run([exe, "workers", "list", "--json"], capture_output=True, check=True).returncode == 0
+    assert (
+        subprocess.run(
+            [exe, "workers", "list", "--json"], capture_output=True, check=True
+        ).returncode
+        == 0
+    )
 
 
 def test_suites_check_reports_every_error_with_its_line(tmp_path, suite_file):
     ok = cli("suites", "check", str(suite_file), check=True)
     assert "3 tasks" in ok.stdout
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"id": "a", "kind": "math", "prompt": "p", "answer": "1"}\n'
-                   "not json\n"
-                   '{"id": "a", "kind": "math", "prompt": "p", "answer": "1"}\n'
-                   '{"id": "b", "kind": "poem", "prompt": "p"}\n')
+    bad.write_text(
+        '{"id": "a", "kind": "math", "prompt": "p", "answer": "1"}\n'
+        "not json\n"
+        '{"id": "a", "kind": "math", "prompt": "p", "answer": "1"}\n'
+        '{"id": "b", "kind": "poem", "prompt": "p"}\n'
+    )
     result = cli("suites", "check", str(bad))
     assert result.returncode == 2
     for line in (":2:", ":3:", ":4:"):
@@ -61,7 +83,9 @@ def test_suites_import_list_show_and_refuse_bad_files(tmp_path, suite_file):
     ws = tmp_path / "ws"
     cli("suites", "import", str(suite_file), "--name", "tiny", workspace=ws, check=True)
     listed = json.loads(cli("suites", "list", "--json", workspace=ws, check=True).stdout)
-    assert {"name": "tiny", "count": 3} .items() <= next(s for s in listed if s["name"] == "tiny").items()
+    assert {"name": "tiny", "count": 3}.items() <= next(
+        s for s in listed if s["name"] == "tiny"
+    ).items()
     assert {"humaneval", "champ", "arithmetic", "mixed"} <= {s["name"] for s in listed}
     shown = json.loads(cli("suites", "show", "tiny", "--json", workspace=ws, check=True).stdout)
     assert shown["counts"]["kind"] == {"math": 1, "choice": 1, "code": 1}
@@ -73,50 +97,130 @@ def test_suites_import_list_show_and_refuse_bad_files(tmp_path, suite_file):
 
 
 def test_suites_grade_prints_reward_and_details(tmp_path, suite_file):
-    right = json.loads(cli("suites", "grade", str(suite_file), "add", "--answer", "\\boxed{42}", "--json",
-                           check=True).stdout)
+    right = json.loads(
+        cli(
+            "suites",
+            "grade",
+            str(suite_file),
+            "add",
+            "--answer",
+            "\\boxed{42}",
+            "--json",
+            check=True,
+        ).stdout
+    )
     assert right["reward"] == 1.0 and "details" in right
-    wrong = json.loads(cli("suites", "grade", str(suite_file), "prime", "--answer", "Answer: B", "--json",
-                           check=True).stdout)
+    wrong = json.loads(
+        cli(
+            "suites",
+            "grade",
+            str(suite_file),
+            "prime",
+            "--answer",
+            "Answer: B",
+            "--json",
+            check=True,
+        ).stdout
+    )
     assert wrong["reward"] == 0.0
     program = tmp_path / "answer.md"
     program.write_text("```python\ndef sq(x):\n    return x ** 2\n```\n")
-    code = json.loads(cli("suites", "grade", str(suite_file), "sq", "--answer-file", str(program), "--json",
-                          check=True).stdout)
+    code = json.loads(
+        cli(
+            "suites",
+            "grade",
+            str(suite_file),
+            "sq",
+            "--answer-file",
+            str(program),
+            "--json",
+            check=True,
+        ).stdout
+    )
     assert code["reward"] == 1.0
-    assert cli("suites", "grade", "champ", "P_Combinatorics_1", "--answer", "\\boxed{239}", check=True) \
-        .stdout.startswith("reward 1")
+    assert cli(
+        "suites", "grade", "champ", "P_Combinatorics_1", "--answer", "\\boxed{239}", check=True
+    ).stdout.startswith("reward 1")
     missing = cli("suites", "grade", str(suite_file), "nope", "--answer", "1")
     assert missing.returncode == 2 and "has no task 'nope'" in missing.stderr
 
 
 def test_run_episode_json_is_stored_and_exportable(tmp_path, suite_file):
     ws = tmp_path / "ws"
-    result = cli("run-episode", "--backbone", "offline", "--pool", "sandbox", "--suite", str(suite_file),
-                 "--task", "add", "--seed", "4", "--json", workspace=ws, check=True)
+    result = cli(
+        "run-episode",
+        "--backbone",
+        "offline",
+        "--pool",
+        "sandbox",
+        "--suite",
+        str(suite_file),
+        "--task",
+        "add",
+        "--seed",
+        "4",
+        "--json",
+        workspace=ws,
+        check=True,
+    )
     record = json.loads(result.stdout)
-    assert record["task_id"] == "add" and record["pool"] == ["sandbox:mathlete", "sandbox:scholar", "sandbox:coder"]
+    assert record["task_id"] == "add" and record["pool"] == [
+        "sandbox:mathlete",
+        "sandbox:scholar",
+        "sandbox:coder",
+    ]
     assert 1 <= len(record["turns"]) <= 5
     for turn in record["turns"]:
-        assert turn["role"] in ("thinker", "worker", "verifier") and turn["worker"] in record["pool"]
+        assert (
+            turn["role"] in ("thinker", "worker", "verifier") and turn["worker"] in record["pool"]
+        )
         assert len(turn["worker_probs"]) == 3 and len(turn["role_probs"]) == 3
     listed = json.loads(cli("episodes", "list", "--json", workspace=ws, check=True).stdout)
     assert [e["id"] for e in listed] == [record["id"]]
     exported = cli("episodes", "export", record["id"][:8], workspace=ws, check=True).stdout
     data = json.loads(exported)
-    assert Episode.from_dict({k: v for k, v in data.items() if k not in ("format", "version")}).id == record["id"]
+    assert (
+        Episode.from_dict({k: v for k, v in data.items() if k not in ("format", "version")}).id
+        == record["id"]
+    )
     table = cli("episodes", "show", record["id"][:8], workspace=ws, check=True).stdout
     assert "p(worker)" in table and f"episode id: {record['id']}" in table
 
 
 def test_run_episode_bad_input_is_a_clear_error(tmp_path, suite_file):
-    bad_worker = cli("run-episode", "--pool", "gpt-9", "--suite", str(suite_file), "--task", "add",
-                     workspace=tmp_path)
+    bad_worker = cli(
+        "run-episode",
+        "--pool",
+        "gpt-9",
+        "--suite",
+        str(suite_file),
+        "--task",
+        "add",
+        workspace=tmp_path,
+    )
     assert bad_worker.returncode == 2 and "unknown worker 'gpt-9'" in bad_worker.stderr
     assert "Traceback" not in bad_worker.stderr
-    bad_suite = cli("run-episode", "--pool", "sandbox", "--suite", "no-such-suite", "--task", "x",
-                    workspace=tmp_path)
+    bad_suite = cli(
+        "run-episode",
+        "--pool",
+        "sandbox",
+        "--suite",
+        "no-such-suite",
+        "--task",
+        "x",
+        workspace=tmp_path,
+    )
     assert bad_suite.returncode == 2 and "no-such-suite" in bad_suite.stderr
-    bad_backbone = cli("run-episode", "--backbone", str(tmp_path / "none.gguf"), "--pool", "sandbox",
-                       "--suite", str(suite_file), "--task", "add", workspace=tmp_path)
+    bad_backbone = cli(
+        "run-episode",
+        "--backbone",
+        str(tmp_path / "none.gguf"),
+        "--pool",
+        "sandbox",
+        "--suite",
+        str(suite_file),
+        "--task",
+        "add",
+        workspace=tmp_path,
+    )
     assert bad_backbone.returncode == 1 and "none.gguf not found" in bad_backbone.stderr

@@ -22,8 +22,10 @@ import numpy as np
 from workbench.core.coordinator import Backbone, Coordinator, Head, HeadConfig, act, apply_heads
 from workbench.core.workers.base import build_pool
 
-FILLER = ("Thinker/sandbox:mathlete: First factor the expression, then check each root against the "
-          "original equation, and watch the sign of the discriminant. ")
+FILLER = (
+    "Thinker/sandbox:mathlete: First factor the expression, then check each root against the "
+    "original equation, and watch the sign of the discriminant. "
+)
 
 
 def transcript_of(backbone: Backbone, tokens: int, salt: str) -> str:
@@ -34,7 +36,11 @@ def transcript_of(backbone: Backbone, tokens: int, salt: str) -> str:
 
 
 def grow(text: str) -> str:
-    return text + "\n\nWorker/local:smollm2: " + "The roots are x = 2 and x = 3, since (x-2)(x-3)=0. " * 5
+    return (
+        text
+        + "\n\nWorker/local:smollm2: "
+        + "The roots are x = 2 and x = 3, since (x-2)(x-3)=0. " * 5
+    )
 
 
 def median_time(fn, repeats: int) -> float:
@@ -72,13 +78,16 @@ def main() -> None:
         start = time.perf_counter()
         coordinator.decide(grown)
         later.append(time.perf_counter() - start)
-        new_tokens.append(len(backbone.encode(grown)) - (backbone.stats.tokens_reused - reused_before))
+        new_tokens.append(
+            len(backbone.encode(grown)) - (backbone.stats.tokens_reused - reused_before)
+        )
     n_tokens = len(backbone.encode(base))
 
     # the same later turn with prefix reuse switched off, for the ratio
     plain = Backbone(args.backbone, device="cpu", prefix_cache_bytes=0)
-    no_reuse = median_time(lambda: plain.feature(grow(transcript_of(plain, 500, str(next(counter))))),
-                           args.repeats)
+    no_reuse = median_time(
+        lambda: plain.feature(grow(transcript_of(plain, 500, str(next(counter))))), args.repeats
+    )
 
     # 2. feature cache with 32 candidates sharing one transcript
     heads = np.random.default_rng(1).normal(0, 0.03, size=(32, pool_size + 3, backbone.hidden_size))
@@ -105,21 +114,35 @@ def main() -> None:
     asyncio.run(worker.complete(messages, max_tokens=8, temperature=0.0))  # load + warm up
     rates = []
     for seed in range(args.repeats):
-        c = asyncio.run(worker.complete(messages, max_tokens=args.gen_tokens, temperature=0.7, seed=seed))
+        c = asyncio.run(
+            worker.complete(messages, max_tokens=args.gen_tokens, temperature=0.7, seed=seed)
+        )
         rates.append(c.tokens_out / c.latency_s)
 
-    print(f"backbone {backbone.id}, d = {backbone.hidden_size}, CPU, torch threads = "
-          f"{__import__('torch').get_num_threads()}")
-    print(f"decision, first turn ({n_tokens} tokens):             {statistics.median(first) * 1e3:8.1f} ms")
-    print(f"decision, later turn (prefix reused, ~{int(statistics.median(new_tokens))} new tokens): "
-          f"{statistics.median(later) * 1e3:8.1f} ms")
-    print(f"  same later turn without prefix reuse:            {no_reuse * 1e3:8.1f} ms "
-          f"(reuse is {no_reuse / statistics.median(later):.1f}x faster)")
+    print(
+        f"backbone {backbone.id}, d = {backbone.hidden_size}, CPU, torch threads = "
+        f"{__import__('torch').get_num_threads()}"
+    )
+    print(
+        f"decision, first turn ({n_tokens} tokens):             {statistics.median(first) * 1e3:8.1f} ms"
+    )
+    print(
+        f"decision, later turn (prefix reused, ~{int(statistics.median(new_tokens))} new tokens): "
+        f"{statistics.median(later) * 1e3:8.1f} ms"
+    )
+    print(
+        f"  same later turn without prefix reuse:            {no_reuse * 1e3:8.1f} ms "
+        f"(reuse is {no_reuse / statistics.median(later):.1f}x faster)"
+    )
     print(f"32 candidates, one transcript, no feature cache:   {t_without * 1e3:8.1f} ms")
-    print(f"32 candidates, one transcript, feature cache:      {t_with * 1e3:8.1f} ms "
-          f"(speed-up {t_without / t_with:.1f}x)")
-    print(f"local:smollm2 generation:                          {statistics.median(rates):8.1f} tokens/s "
-          f"(median of {args.repeats}, {args.gen_tokens} max new tokens)")
+    print(
+        f"32 candidates, one transcript, feature cache:      {t_with * 1e3:8.1f} ms "
+        f"(speed-up {t_without / t_with:.1f}x)"
+    )
+    print(
+        f"local:smollm2 generation:                          {statistics.median(rates):8.1f} tokens/s "
+        f"(median of {args.repeats}, {args.gen_tokens} max new tokens)"
+    )
     backbone.close()
     plain.close()
 

@@ -35,9 +35,14 @@ def main() -> None:
         g = 0
         for target in (10, 100, 1000):
             while g < target:
-                usage = {f"{w}/{r}": (g * 7 + i * 3 + j) % 11 for i, w in enumerate(WORKERS)
-                         for j, r in enumerate(("thinker", "worker", "verifier"))}
-                page._add_generation(g, 0.5 + g / 4000, 0.4, 0.4, 0.2, 0.03, 0.5 if g % 5 == 4 else None, usage)
+                usage = {
+                    f"{w}/{r}": (g * 7 + i * 3 + j) % 11
+                    for i, w in enumerate(WORKERS)
+                    for j, r in enumerate(("thinker", "worker", "verifier"))
+                }
+                page._add_generation(
+                    g, 0.5 + g / 4000, 0.4, 0.4, 0.2, 0.03, 0.5 if g % 5 == 4 else None, usage
+                )
                 g += 1
             times = []
             for _ in range(20):
@@ -48,8 +53,10 @@ def main() -> None:
                 page.repaint()  # the paint the redraw causes
                 app.processEvents()
                 times.append((time.perf_counter() - started) * 1000)
-            print(f"{target:>5} generations: redraw + paint median {statistics.median(times):.1f} ms, "
-                  f"max {max(times):.1f} ms")
+            print(
+                f"{target:>5} generations: redraw + paint median {statistics.median(times):.1f} ms, "
+                f"max {max(times):.1f} ms"
+            )
         page.shutdown()
 
 

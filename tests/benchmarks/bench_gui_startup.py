@@ -23,19 +23,34 @@ import time
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--command", default=f"{sys.executable} -m workbench",
-                        help="how to start the app (e.g. dist/trinity-workbench/trinity-workbench)")
+    parser.add_argument(
+        "--command",
+        default=f"{sys.executable} -m workbench",
+        help="how to start the app (e.g. dist/trinity-workbench/trinity-workbench)",
+    )
     args = parser.parse_args()
     env = {**os.environ, "QT_QPA_PLATFORM": os.environ.get("QT_QPA_PLATFORM", "offscreen")}
     times = []
     for _ in range(args.runs):
         with tempfile.TemporaryDirectory() as tmp:
             started = time.perf_counter()
-            subprocess.run([*shlex.split(args.command), "--quit-after", "0", "--workspace", os.path.join(tmp, "ws")],
-                           check=True, env=env, capture_output=True)
+            subprocess.run(
+                [
+                    *shlex.split(args.command),
+                    "--quit-after",
+                    "0",
+                    "--workspace",
+                    os.path.join(tmp, "ws"),
+                ],
+                check=True,
+                env=env,
+                capture_output=True,
+            )
             times.append(time.perf_counter() - started)
-    print(f"launch to shown window (and closed), {args.runs} runs: median {statistics.median(times):.2f} s, "
-          f"min {min(times):.2f} s, max {max(times):.2f} s")
+    print(
+        f"launch to shown window (and closed), {args.runs} runs: median {statistics.median(times):.2f} s, "
+        f"min {min(times):.2f} s, max {max(times):.2f} s"
+    )
 
 
 if __name__ == "__main__":

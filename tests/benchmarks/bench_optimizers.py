@@ -39,7 +39,11 @@ POOL = tuple(f"sandbox:{p.name}" for p in SANDBOX_PROFILES)
 def suite_features(suite_name: str) -> np.ndarray:
     """Unit-RMS opening-transcript features of every task of a suite (cached on disk)."""
     suite = load_suite(suite_name)
-    cache = Path(platformdirs.user_cache_dir("trinity-workbench")) / "bench" / f"features-{suite_name}.npy"
+    cache = (
+        Path(platformdirs.user_cache_dir("trinity-workbench"))
+        / "bench"
+        / f"features-{suite_name}.npy"
+    )
     if cache.is_file():
         return np.load(cache)
     features = Backbone("offline", "cpu").features([render_transcript(t, ()) for t in suite.tasks])
@@ -48,20 +52,50 @@ def suite_features(suite_name: str) -> np.ndarray:
     return features
 
 
-def train(optimizer: str, basis_name: str, features: np.ndarray, skill: np.ndarray, tasks: list, *,
-          seed: int, generations: int, popsize: int, rollouts: int, sigma0: float) -> float:
+def train(
+    optimizer: str,
+    basis_name: str,
+    features: np.ndarray,
+    skill: np.ndarray,
+    tasks: list,
+    *,
+    seed: int,
+    generations: int,
+    popsize: int,
+    rollouts: int,
+    sigma0: float,
+) -> float:
     """One training run of ``optimizer``; the expected test reward of its result."""
     rng = np.random.default_rng(seed)
     order = rng.permutation(len(features))
     train_ids, test_ids = order[:-150], order[-150:]
-    basis = SearchBasis.fit(features[train_ids[:CALIBRATION_TASKS]]) if basis_name == "balanced" else SearchBasis()
+    basis = (
+        SearchBasis.fit(features[train_ids[:CALIBRATION_TASKS]])
+        if basis_name == "balanced"
+        else SearchBasis()
+    )
     seen = basis.features(features)  # what search coordinates act on
     index = {render_transcript(t, ()): i for i, t in enumerate(tasks)}
     head = HeadConfig(len(POOL), features.shape[1])
-    config = RunConfig.from_dict({"run": {"seed": seed}, "optimizer": {
-        "name": optimizer, "popsize": popsize, "rollouts": rollouts, "sigma0": sigma0, "search_basis": basis_name}})
-    opt = make_optimizer(config, head.n_params, head, lambda texts: seen[[index[t] for t in texts]],
-                         {t.id: t for t in tasks})
+    config = RunConfig.from_dict(
+        {
+            "run": {"seed": seed},
+            "optimizer": {
+                "name": optimizer,
+                "popsize": popsize,
+                "rollouts": rollouts,
+                "sigma0": sigma0,
+                "search_basis": basis_name,
+            },
+        }
+    )
+    opt = make_optimizer(
+        config,
+        head.n_params,
+        head,
+        lambda texts: seen[[index[t] for t in texts]],
+        {t.id: t for t in tasks},
+    )
     for _ in range(generations):
         proposals = opt.ask()
         batch = rng.choice(train_ids, opt.rollouts)
@@ -74,29 +108,52 @@ def train(optimizer: str, basis_name: str, features: np.ndarray, skill: np.ndarr
                 p_roles = np.eye(3)[roles]
             else:
                 logits = seen[batch] @ proposal.vector.reshape(head.shape).T
-                p_workers, p_roles = _softmax(logits[:, :len(POOL)]), _softmax(logits[:, len(POOL):])
+                p_workers, p_roles = (
+                    _softmax(logits[:, : len(POOL)]),
+                    _softmax(logits[:, len(POOL) :]),
+                )
                 workers = np.array([rng.choice(len(POOL), p=p) for p in p_workers])
                 roles = np.array([rng.choice(3, p=p) for p in p_roles])
             rewards = (roles == WORKER) * (rng.random(len(batch)) < skill[batch, workers])
             fitness.append(float(rewards.mean()))
-            episodes.append([
-                Episode(f"{seed}-{t}", "mixed", tasks[t].id, POOL, 1,
-                        (Turn(0, POOL[w], ROLES[r], tuple(pw), tuple(pr), ()),), None, float(y), StopReason.MAX_TURNS)
-                for t, w, r, pw, pr, y in zip(batch, workers, roles, p_workers, p_roles, rewards, strict=True)])
+            episodes.append(
+                [
+                    Episode(
+                        f"{seed}-{t}",
+                        "mixed",
+                        tasks[t].id,
+                        POOL,
+                        1,
+                        (Turn(0, POOL[w], ROLES[r], tuple(pw), tuple(pr), ()),),
+                        None,
+                        float(y),
+                        StopReason.MAX_TURNS,
+                    )
+                    for t, w, r, pw, pr, y in zip(
+                        batch, workers, roles, p_workers, p_roles, rewards, strict=True
+                    )
+                ]
+            )
         opt.tell(proposals, fitness, episodes)
-    weights = basis.head(opt.center(), head.shape).reshape(head.shape)  # the stored head, on the raw feature
+    weights = basis.head(opt.center(), head.shape).reshape(
+        head.shape
+    )  # the stored head, on the raw feature
     logits = features[test_ids] @ weights.T
-    chosen = logits[:, :len(POOL)].argmax(axis=1)
-    works = logits[:, len(POOL):].argmax(axis=1) == WORKER
+    chosen = logits[:, : len(POOL)].argmax(axis=1)
+    works = logits[:, len(POOL) :].argmax(axis=1) == WORKER
     return float(np.mean(works * skill[test_ids, chosen]))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--suite", default="mixed")
-    parser.add_argument("--generations", default="3,10,20", help="budgets to report, comma-separated")
+    parser.add_argument(
+        "--generations", default="3,10,20", help="budgets to report, comma-separated"
+    )
     parser.add_argument("--seeds", type=int, default=8)
-    parser.add_argument("--popsize", type=int, default=28, help="the example's (pycma's default for n = 3,456)")
+    parser.add_argument(
+        "--popsize", type=int, default=28, help="the example's (pycma's default for n = 3,456)"
+    )
     parser.add_argument("--rollouts", type=int, default=16)
     parser.add_argument("--sigma0", type=float, default=0.03)
     parser.add_argument("--optimizers", default="sep-cma-es,random-search,reinforce,imitation")
@@ -105,19 +162,37 @@ def main() -> None:
     tasks = list(load_suite(args.suite).tasks)
     features = suite_features(args.suite)
     skill = np.array([[p.skill_for(t.category, t.kind) for p in SANDBOX_PROFILES] for t in tasks])
-    print(f"{args.suite}: {len(tasks)} tasks; population {args.popsize} x {args.rollouts} rollouts; "
-          f"sigma0 {args.sigma0}; {args.seeds} seeds; expected test reward of the result, mean [95% CI]\n"
-          f"oracle {skill.max(axis=1).mean():.3f}, best single worker {skill.mean(axis=0).max():.3f}, "
-          f"uniform random {skill.mean() / 3:.3f}")
+    print(
+        f"{args.suite}: {len(tasks)} tasks; population {args.popsize} x {args.rollouts} rollouts; "
+        f"sigma0 {args.sigma0}; {args.seeds} seeds; expected test reward of the result, mean [95% CI]\n"
+        f"oracle {skill.max(axis=1).mean():.3f}, best single worker {skill.mean(axis=0).max():.3f}, "
+        f"uniform random {skill.mean() / 3:.3f}"
+    )
     for generations in (int(g) for g in args.generations.split(",")):
-        print(f"\n{generations} generations ({generations * args.popsize * args.rollouts} episodes)")
+        print(
+            f"\n{generations} generations ({generations * args.popsize * args.rollouts} episodes)"
+        )
         for basis in args.bases.split(","):
             for optimizer in args.optimizers.split(","):
-                rewards = [train(optimizer, basis, features, skill, tasks, seed=s, generations=generations,
-                                 popsize=args.popsize, rollouts=args.rollouts, sigma0=args.sigma0)
-                           for s in range(args.seeds)]
+                rewards = [
+                    train(
+                        optimizer,
+                        basis,
+                        features,
+                        skill,
+                        tasks,
+                        seed=s,
+                        generations=generations,
+                        popsize=args.popsize,
+                        rollouts=args.rollouts,
+                        sigma0=args.sigma0,
+                    )
+                    for s in range(args.seeds)
+                ]
                 mean, low, high = mean_ci(rewards)
-                print(f"  {basis:9s} {optimizer:14s} {mean:.3f} [{low:.3f}, {high:.3f}]", flush=True)
+                print(
+                    f"  {basis:9s} {optimizer:14s} {mean:.3f} [{low:.3f}, {high:.3f}]", flush=True
+                )
 
 
 if __name__ == "__main__":

@@ -26,26 +26,42 @@ def main() -> None:
     parser.add_argument("--popsize", type=int, default=16)
     parser.add_argument("--rollouts", type=int, default=8)
     args = parser.parse_args()
-    config = RunConfig.from_dict({
-        "run": {"name": "bench", "seed": 0},
-        "backbone": {"model": args.backbone, "device": "auto"},
-        "pool": {"workers": ["sandbox"]},
-        "tasks": {"suite": "mixed", "validation": 30},
-        "optimizer": {"popsize": args.popsize, "rollouts": args.rollouts, "validate_every": 1000},
-        "budget": {"generations": args.generations},
-        "protocol": {"max_turns": 5, "temperature": 0.0},
-        "cache": {"policy": "off"},
-    })
+    config = RunConfig.from_dict(
+        {
+            "run": {"name": "bench", "seed": 0},
+            "backbone": {"model": args.backbone, "device": "auto"},
+            "pool": {"workers": ["sandbox"]},
+            "tasks": {"suite": "mixed", "validation": 30},
+            "optimizer": {
+                "popsize": args.popsize,
+                "rollouts": args.rollouts,
+                "validate_every": 1000,
+            },
+            "budget": {"generations": args.generations},
+            "protocol": {"max_turns": 5, "temperature": 0.0},
+            "cache": {"policy": "off"},
+        }
+    )
     stats: list[GenerationStats] = []
     with tempfile.TemporaryDirectory() as folder:
-        train(config, Workspace.open(folder), listeners=[lambda e: isinstance(e, GenerationStats) and stats.append(e)])
-    print(f"sep-CMA-ES, sandbox pool, lambda = {args.popsize}, m = {args.rollouts}, K = 5, backbone {args.backbone}")
-    print("gen  wall s  coordinator s  worker s  other s  feature requests  forwards  saved by cache")
+        train(
+            config,
+            Workspace.open(folder),
+            listeners=[lambda e: isinstance(e, GenerationStats) and stats.append(e)],
+        )
+    print(
+        f"sep-CMA-ES, sandbox pool, lambda = {args.popsize}, m = {args.rollouts}, K = 5, backbone {args.backbone}"
+    )
+    print(
+        "gen  wall s  coordinator s  worker s  other s  feature requests  forwards  saved by cache"
+    )
     for s in stats:
         other = s.wall_s - s.coordinator_s - s.worker_s
         saved = 1 - s.features_computed / max(1, s.features_requested)
-        print(f"{s.generation:3d}  {s.wall_s:6.1f}  {s.coordinator_s:13.1f}  {s.worker_s:8.2f}  {other:7.1f}  "
-              f"{s.features_requested:16d}  {s.features_computed:8d}  {saved:14.1%}")
+        print(
+            f"{s.generation:3d}  {s.wall_s:6.1f}  {s.coordinator_s:13.1f}  {s.worker_s:8.2f}  {other:7.1f}  "
+            f"{s.features_requested:16d}  {s.features_computed:8d}  {saved:14.1%}"
+        )
 
 
 if __name__ == "__main__":

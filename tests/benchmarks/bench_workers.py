@@ -48,9 +48,13 @@ class Server:
     this process's interpreter lock with the client being measured)."""
 
     def __init__(self, latency: float):
-        self.process = subprocess.Popen([sys.executable, "-m", "tests.support.fault_server", "--latency",
-                                         str(latency)], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        text=True)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tests.support.fault_server", "--latency", str(latency)],
+            cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         line = self.process.stdout.readline().split()
         if line[:1] != ["PORT"]:
             raise RuntimeError(f"the loopback server did not start: {line}")
@@ -65,8 +69,17 @@ class Server:
 
 
 def worker(base_url: str, wid: str, concurrency: int) -> OpenAIWorker:
-    return OpenAIWorker(WorkerSpec(id=wid, provider="openai", model=f"{wid}-model", base_url=base_url,
-                                   concurrency=concurrency, timeouts=Timeouts(5, 30, 60)), key="sk-bench-0000000000")
+    return OpenAIWorker(
+        WorkerSpec(
+            id=wid,
+            provider="openai",
+            model=f"{wid}-model",
+            base_url=base_url,
+            concurrency=concurrency,
+            timeouts=Timeouts(5, 30, 60),
+        ),
+        key="sk-bench-0000000000",
+    )
 
 
 def pct(values: list[float], q: float) -> float:
@@ -76,6 +89,7 @@ def pct(values: list[float], q: float) -> float:
 def overhead(calls: int) -> None:
     server = Server(latency=0.0)
     try:
+
         async def go():
             async with open_client() as client:
                 w = worker(server.base_url, "fast", 1)
@@ -96,10 +110,18 @@ def overhead(calls: int) -> None:
     finally:
         server.stop()
     over = [(w - h) * 1000 for w, h in zip(walls, handled, strict=True)]
-    print(f"client overhead per call ({calls} sequential calls, loopback server answering at once):")
-    print(f"  client wall time    median {statistics.median(walls) * 1000:.3f} ms   p99 {pct(walls, 99) * 1000:.3f} ms")
-    print(f"  server handling     median {statistics.median(handled) * 1000:.3f} ms   p99 {pct(handled, 99) * 1000:.3f} ms")
-    print(f"  overhead (wall - server)  median {statistics.median(over):.3f} ms   p99 {pct(over, 99):.3f} ms")
+    print(
+        f"client overhead per call ({calls} sequential calls, loopback server answering at once):"
+    )
+    print(
+        f"  client wall time    median {statistics.median(walls) * 1000:.3f} ms   p99 {pct(walls, 99) * 1000:.3f} ms"
+    )
+    print(
+        f"  server handling     median {statistics.median(handled) * 1000:.3f} ms   p99 {pct(handled, 99) * 1000:.3f} ms"
+    )
+    print(
+        f"  overhead (wall - server)  median {statistics.median(over):.3f} ms   p99 {pct(over, 99):.3f} ms"
+    )
 
 
 class RandomCoordinator:
@@ -115,8 +137,10 @@ class RandomCoordinator:
         return Action(w, r, wp, (1 / 3, 1 / 3, 1 / 3))
 
 
-TASKS = [Task(id=f"b{i}", kind="math", prompt=f"What is {i} + {i}?", answer=str(2 * i), category="math")
-         for i in range(128)]
+TASKS = [
+    Task(id=f"b{i}", kind="math", prompt=f"What is {i} + {i}?", answer=str(2 * i), category="math")
+    for i in range(128)
+]
 
 
 async def episodes(pool, tasks, concurrency: int, first_role_worker: bool = True):
@@ -126,8 +150,17 @@ async def episodes(pool, tasks, concurrency: int, first_role_worker: bool = True
 
     async def one(i, task):
         async with gate:
-            episode = await run_episode(coordinator, pool, task, suite="bench", max_turns=5,
-                                        rng=np.random.default_rng(i), seed=i, max_tokens=32, temperature=0.0)
+            episode = await run_episode(
+                coordinator,
+                pool,
+                task,
+                suite="bench",
+                max_turns=5,
+                rng=np.random.default_rng(i),
+                seed=i,
+                max_tokens=32,
+                temperature=0.0,
+            )
             return sum(1 for t in episode.turns if t.messages)
 
     return sum(await asyncio.gather(*(one(i, t) for i, t in enumerate(tasks))))
@@ -136,6 +169,7 @@ async def episodes(pool, tasks, concurrency: int, first_role_worker: bool = True
 def throughput(rounds: int) -> None:
     server = Server(latency=0.2)
     try:
+
         async def go():
             async with open_client() as client:
                 pool = [worker(server.base_url, "alpha", 32), worker(server.base_url, "beta", 32)]
@@ -159,12 +193,18 @@ def throughput(rounds: int) -> None:
         (calls, elapsed), (chain_calls, chain_elapsed) = asyncio.run(go())
     finally:
         server.stop()
-    print("throughput against a server with a fixed 200 ms latency, one shared client (ceiling 32 / 0.2 s = 160 "
-          "calls/s):")
-    print(f"  32 concurrent episodes (run_episode, K=5, {32 * rounds} episodes, {calls} calls): "
-          f"{calls / elapsed:.1f} calls/s in {elapsed:.2f} s")
-    print(f"  32 concurrent chains of 5 calls (the client alone, {chain_calls} calls): "
-          f"{chain_calls / chain_elapsed:.1f} calls/s in {chain_elapsed:.2f} s")
+    print(
+        "throughput against a server with a fixed 200 ms latency, one shared client (ceiling 32 / 0.2 s = 160 "
+        "calls/s):"
+    )
+    print(
+        f"  32 concurrent episodes (run_episode, K=5, {32 * rounds} episodes, {calls} calls): "
+        f"{calls / elapsed:.1f} calls/s in {elapsed:.2f} s"
+    )
+    print(
+        f"  32 concurrent chains of 5 calls (the client alone, {chain_calls} calls): "
+        f"{chain_calls / chain_elapsed:.1f} calls/s in {chain_elapsed:.2f} s"
+    )
 
 
 def cache_hit_rate() -> None:
@@ -173,9 +213,13 @@ def cache_hit_rate() -> None:
         with tempfile.TemporaryDirectory() as tmp, Store(Path(tmp) / "workbench.sqlite3") as store:
             rates = []
             for _ in range(2):
+
                 async def go():
                     async with open_client() as client:
-                        pool = [worker(server.base_url, "alpha", 32), worker(server.base_url, "beta", 32)]
+                        pool = [
+                            worker(server.base_url, "alpha", 32),
+                            worker(server.base_url, "beta", 32),
+                        ]
                         for w in pool:
                             w._client = client
                         wrapped, cache = cached_pool(pool, store, "read-write")
@@ -189,17 +233,23 @@ def cache_hit_rate() -> None:
     finally:
         server.stop()
     for name, (calls, hits, misses, rate, _) in zip(("first", "second"), rates, strict=True):
-        print(f"cache, {name} evaluation of 64 episodes: {calls} calls, {hits} hits, {misses} misses, "
-              f"hit rate {rate:.1%}")
+        print(
+            f"cache, {name} evaluation of 64 episodes: {calls} calls, {hits} hits, {misses} misses, "
+            f"hit rate {rate:.1%}"
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=500)
-    parser.add_argument("--rounds", type=int, default=4, help="batches of 32 episodes for the throughput figure")
+    parser.add_argument(
+        "--rounds", type=int, default=4, help="batches of 32 episodes for the throughput figure"
+    )
     args = parser.parse_args()
-    print(f"machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
-          f"httpx {httpx.__version__}")
+    print(
+        f"machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+        f"httpx {httpx.__version__}"
+    )
     overhead(args.calls)
     throughput(args.rounds)
     cache_hit_rate()

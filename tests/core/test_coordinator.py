@@ -25,8 +25,12 @@ def own_backbone(seed):
 
 
 def manual_feature(model, tokenizer, text):
-    ids = tokenizer.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True,
-                                        tokenize=True, return_dict=True)["input_ids"]
+    ids = tokenizer.apply_chat_template(
+        [{"role": "user", "content": text}],
+        add_generation_prompt=True,
+        tokenize=True,
+        return_dict=True,
+    )["input_ids"]
     out = model(torch.tensor([ids]), output_hidden_states=True)
     h = out.hidden_states[-1][0, -2].double().numpy()
     return h / np.sqrt(np.mean(h * h))
@@ -133,8 +137,9 @@ def test_svf_zero_delta_restores_weights_exactly_and_ties_once():
     assert svf.n_params == 32 * 6 + 16 * 2
     # the formula at delta = 0 reconstructs the weight
     for t in svf.targets:
-        torch.testing.assert_close(SVF.reconstruct(t, np.zeros(t.s.shape[0])).float(), t.original,
-                                   atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(
+            SVF.reconstruct(t, np.zeros(t.s.shape[0])).float(), t.original, atol=1e-5, rtol=1e-5
+        )
     delta = np.random.default_rng(0).normal(0, 0.1, svf.n_params)
     svf.apply(delta)
     assert not torch.equal(model.model.embed_tokens.weight, original["model.embed_tokens.weight"])
@@ -158,8 +163,11 @@ def test_svf_changes_features_and_keys_the_caches():
     assert backbone.stats.forwards == forwards
     # a grown transcript under the original weights must not reuse the adapted KV cache
     grown = TEXT + " And verify."
-    np.testing.assert_allclose(backbone.feature(grown), Backbone("t", model=model, tokenizer=tokenizer,
-                               prefix_cache_bytes=0).feature(grown), atol=1e-5)
+    np.testing.assert_allclose(
+        backbone.feature(grown),
+        Backbone("t", model=model, tokenizer=tokenizer, prefix_cache_bytes=0).feature(grown),
+        atol=1e-5,
+    )
     for k, v in model.state_dict().items():
         assert torch.equal(v, original[k]), k
 

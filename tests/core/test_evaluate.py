@@ -28,17 +28,24 @@ def test_baselines_of_a_pool():
     assert baseline_names(SANDBOX) == [*(f"single:{w}" for w in SANDBOX), "random", "oracle"]
     # the oracle knows the sandbox workers' skills only
     assert baseline_names(["sandbox:mathlete", "local:smollm2"]) == [
-        "single:sandbox:mathlete", "single:local:smollm2", "random"]
+        "single:sandbox:mathlete",
+        "single:local:smollm2",
+        "random",
+    ]
 
 
-def test_a_run_and_its_coordinator_file_describe_the_same_evaluation(ws, tiny_backbone, trained, tmp_path):
+def test_a_run_and_its_coordinator_file_describe_the_same_evaluation(
+    ws, tiny_backbone, trained, tmp_path
+):
     assert [r.id for r in evaluable_runs(ws)] == [trained]
     by_run = evaluation_source(ws, run=trained[:8])
     assert by_run.run_id == trained and by_run.pool == tuple(SANDBOX)
     assert by_run.config.tasks.test == 9 and by_run.reference == {"run": trained}
     path = export_run(ws, trained, tmp_path / "c.safetensors", backbone=tiny_backbone)
     by_file = evaluation_source(ws, coordinator_file=path)
-    assert by_file.pool == by_run.pool and by_file.baselines == by_run.baselines == baseline_names(SANDBOX)
+    assert by_file.pool == by_run.pool and by_file.baselines == by_run.baselines == baseline_names(
+        SANDBOX
+    )
     assert by_file.config == by_run.config and by_file.reference == {"coordinator_file": str(path)}
     bad = tmp_path / "bad.safetensors"
     bad.write_bytes(b"not a coordinator")
@@ -48,9 +55,18 @@ def test_a_run_and_its_coordinator_file_describe_the_same_evaluation(ws, tiny_ba
 
 def test_chosen_baselines_only_with_progress_per_episode(ws, tiny_backbone, trained):
     heard: list[EvaluationProgress] = []
-    result = evaluate_run(ws, run=trained, baselines=["single:sandbox:coder", "oracle"], backbone=tiny_backbone,
-                          progress=heard.append)
-    assert [s.name for s in result.report.systems] == ["coordinator", "single:sandbox:coder", "oracle"]
+    result = evaluate_run(
+        ws,
+        run=trained,
+        baselines=["single:sandbox:coder", "oracle"],
+        backbone=tiny_backbone,
+        progress=heard.append,
+    )
+    assert [s.name for s in result.report.systems] == [
+        "coordinator",
+        "single:sandbox:coder",
+        "oracle",
+    ]
     assert [p.done for p in heard] == list(range(1, 28)) and {p.total for p in heard} == {27}
     assert {p.system for p in heard} == {"coordinator", "single:sandbox:coder", "oracle"}
     with pytest.raises(ValueError, match="unknown baseline.*single:nobody"):

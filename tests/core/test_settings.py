@@ -19,9 +19,17 @@ from workbench.core.settings import (
 
 
 def test_no_file_gives_the_defaults_and_a_save_round_trips(tmp_path):
-    assert settings_path() == Path(os.environ["XDG_CONFIG_HOME"]) / "trinity-workbench" / "settings.toml"
+    assert (
+        settings_path()
+        == Path(os.environ["XDG_CONFIG_HOME"]) / "trinity-workbench" / "settings.toml"
+    )
     assert load_settings() == Settings()
-    chosen = Settings(workspace=str(tmp_path / "elsewhere"), device="cpu", cache_policy="replay-only", theme="dark")
+    chosen = Settings(
+        workspace=str(tmp_path / "elsewhere"),
+        device="cpu",
+        cache_policy="replay-only",
+        theme="dark",
+    )
     path = save_settings(chosen)
     assert path == settings_path() and path.is_file()
     assert load_settings() == chosen
@@ -29,14 +37,17 @@ def test_no_file_gives_the_defaults_and_a_save_round_trips(tmp_path):
     assert "workspace" not in save_settings(Settings()).read_text()  # the default is not written
 
 
-@pytest.mark.parametrize("text,key", [
-    ('device = "tpu"\n', "device"),
-    ('cache_policy = "sometimes"\n', "cache_policy"),
-    ('theme = "sepia"\n', "theme"),
-    ('colour = "blue"\n', "colour"),
-    ("device = 3\n", "device"),
-    ('workspace = "  "\n', "workspace"),
-])
+@pytest.mark.parametrize(
+    "text,key",
+    [
+        ('device = "tpu"\n', "device"),
+        ('cache_policy = "sometimes"\n', "cache_policy"),
+        ('theme = "sepia"\n', "theme"),
+        ('colour = "blue"\n', "colour"),
+        ("device = 3\n", "device"),
+        ('workspace = "  "\n', "workspace"),
+    ],
+)
 def test_bad_values_are_errors_that_name_the_key(tmp_path, text, key):
     path = tmp_path / "settings.toml"
     path.write_text(text)
@@ -46,7 +57,9 @@ def test_bad_values_are_errors_that_name_the_key(tmp_path, text, key):
 
 
 def test_a_bad_value_given_in_code_names_the_key():
-    with pytest.raises(SettingsError, match="theme: unknown theme 'sepia'; choose one of system, light, dark"):
+    with pytest.raises(
+        SettingsError, match="theme: unknown theme 'sepia'; choose one of system, light, dark"
+    ):
         Settings().replace(theme="sepia")
 
 
@@ -67,8 +80,14 @@ def test_new_run_configs_take_the_device_and_cache_policy_they_leave_out(tmp_pat
     bare = tmp_path / "bare.toml"
     bare.write_text('[run]\nname = "bare"\n')
     config = load_run_config(bare, settings)
-    assert config.backbone.device == "cpu" and config.cache.policy == "read-write" and config.run.name == "bare"
+    assert (
+        config.backbone.device == "cpu"
+        and config.cache.policy == "read-write"
+        and config.run.name == "bare"
+    )
     explicit = tmp_path / "explicit.toml"
-    explicit.write_text(RunConfig().replace(backbone={"device": "auto"}, cache={"policy": "off"}).to_toml())
+    explicit.write_text(
+        RunConfig().replace(backbone={"device": "auto"}, cache={"policy": "off"}).to_toml()
+    )
     config = load_run_config(explicit, settings)
     assert config.backbone.device == "auto" and config.cache.policy == "off"

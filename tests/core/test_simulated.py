@@ -10,10 +10,26 @@ from workbench.core.workers.base import EpisodeContext, WorkerError, build_pool,
 from workbench.core.workers.simulated import PROFILES_BY_ID, THINK_GAIN, oracle_worker
 
 MATH = Task(id="m", kind="math", prompt="What is 6 * 7?", answer="42", category="math")
-CHOICE = Task(id="c", kind="choice", prompt="Which is prime?", choices=("4", "6", "7", "9"), answer="C",
-              category="choice")
-CODE = Task(id="k", kind="code", prompt="Write sq(x).", category="code", solution="def sq(x):\n    return x * x",
-            tests={"style": "humaneval", "entry_point": "sq", "test": "def check(c):\n    assert c(3) == 9\n"})
+CHOICE = Task(
+    id="c",
+    kind="choice",
+    prompt="Which is prime?",
+    choices=("4", "6", "7", "9"),
+    answer="C",
+    category="choice",
+)
+CODE = Task(
+    id="k",
+    kind="code",
+    prompt="Write sq(x).",
+    category="code",
+    solution="def sq(x):\n    return x * x",
+    tests={
+        "style": "humaneval",
+        "entry_point": "sq",
+        "test": "def check(c):\n    assert c(3) == 9\n",
+    },
+)
 
 
 def call(worker_id, task, role, *, answer=None, thinkers=(), seed=0):
@@ -22,8 +38,12 @@ def call(worker_id, task, role, *, answer=None, thinkers=(), seed=0):
     async def go():
         token = current_episode.set(EpisodeContext(task, role, answer, tuple(thinkers)))
         try:
-            return await worker.complete([{"role": "user", "content": task.prompt}], max_tokens=256,
-                                         temperature=0.1, seed=seed)
+            return await worker.complete(
+                [{"role": "user", "content": task.prompt}],
+                max_tokens=256,
+                temperature=0.1,
+                seed=seed,
+            )
         finally:
             current_episode.reset(token)
 
@@ -31,7 +51,12 @@ def call(worker_id, task, role, *, answer=None, thinkers=(), seed=0):
 
 
 def success_rate(worker_id, task, n=400, **kw):
-    return sum(grade(task, call(worker_id, task, "worker", seed=s, **kw).text).reward for s in range(n)) / n
+    return (
+        sum(
+            grade(task, call(worker_id, task, "worker", seed=s, **kw).text).reward for s in range(n)
+        )
+        / n
+    )
 
 
 def test_worker_success_follows_declared_skill():
@@ -47,11 +72,25 @@ def test_a_thinker_before_the_worker_raises_its_chance():
 
 
 def test_verifier_catches_wrong_answers_at_its_skill_and_accepts_right_ones():
-    caught = sum(call("sandbox:mathlete", MATH, "verifier", answer="\\boxed{41}", seed=s).text.startswith("REVISE")
-                 for s in range(300)) / 300
+    caught = (
+        sum(
+            call(
+                "sandbox:mathlete", MATH, "verifier", answer="\\boxed{41}", seed=s
+            ).text.startswith("REVISE")
+            for s in range(300)
+        )
+        / 300
+    )
     assert caught == pytest.approx(0.85, abs=0.06)
-    accepted = sum(call("sandbox:coder", MATH, "verifier", answer="\\boxed{42}", seed=s).text.startswith("ACCEPT")
-                   for s in range(300)) / 300
+    accepted = (
+        sum(
+            call("sandbox:coder", MATH, "verifier", answer="\\boxed{42}", seed=s).text.startswith(
+                "ACCEPT"
+            )
+            for s in range(300)
+        )
+        / 300
+    )
     assert accepted == pytest.approx(0.95, abs=0.04)
 
 
@@ -77,7 +116,9 @@ def test_oracle_is_the_best_worker_per_category():
 def test_sandbox_outside_an_episode_is_a_clear_error():
     (worker,) = build_pool(["sandbox:coder"])
     with pytest.raises(WorkerError, match="only inside an episode"):
-        asyncio.run(worker.complete([{"role": "user", "content": "hi"}], max_tokens=8, temperature=0))
+        asyncio.run(
+            worker.complete([{"role": "user", "content": "hi"}], max_tokens=8, temperature=0)
+        )
 
 
 def test_unknown_workers_name_the_alternatives():

@@ -52,10 +52,20 @@ def test_run_reports_events_and_keeps_a_gap_free_history(ws, tiny_backbone):
     events = []
     run_id = train(config(), ws, listeners=[events.append], backbone=tiny_backbone)
     kinds = [type(e).__name__ for e in events if not type(e).__name__.startswith("Episode")]
-    assert kinds == ["RunStarted", "GenerationStats", "GenerationStats", "GenerationStats", "RunFinished"]
+    assert kinds == [
+        "RunStarted",
+        "GenerationStats",
+        "GenerationStats",
+        "GenerationStats",
+        "RunFinished",
+    ]
     stats = [e for e in events if isinstance(e, GenerationStats)]
     assert [s.generation for s in stats] == [0, 1, 2]
-    assert [s.validation is not None for s in stats] == [False, True, True]  # every 2, and at the end
+    assert [s.validation is not None for s in stats] == [
+        False,
+        True,
+        True,
+    ]  # every 2, and at the end
     assert all(s.evaluations == 12 and s.worst <= s.median <= s.best for s in stats)
     assert sum(stats[0].usage.values()) >= 12 and stats[0].sigma > 0
     assert events[-1].stop_reason == "budget.generations"
@@ -65,15 +75,21 @@ def test_run_reports_events_and_keeps_a_gap_free_history(ws, tiny_backbone):
         assert [g["generation"] for g in store.generations(run_id)] == [0, 1, 2]
         assert len(store.list_episodes(run_id)) == 3 * 12 + 2 * 6
         vector, data = best_vector(store, run_id)
-    assert vector.shape == ((3 + 3) * 32,) and data["best_validation"] == record.result["best_validation"]
+    assert (
+        vector.shape == ((3 + 3) * 32,)
+        and data["best_validation"] == record.result["best_validation"]
+    )
 
 
-@pytest.mark.parametrize("budget,reason,generations", [
-    ({"generations": 10, "episodes": 30}, "budget.episodes", 2),
-    ({"generations": 10, "calls": 1}, "budget.calls", 1),
-    ({"generations": 10, "dollars": 1e-6}, "budget.dollars", 1),
-    ({"generations": 10, "minutes": 1e-6}, "budget.minutes", 1),
-])
+@pytest.mark.parametrize(
+    "budget,reason,generations",
+    [
+        ({"generations": 10, "episodes": 30}, "budget.episodes", 2),
+        ({"generations": 10, "calls": 1}, "budget.calls", 1),
+        ({"generations": 10, "dollars": 1e-6}, "budget.dollars", 1),
+        ({"generations": 10, "minutes": 1e-6}, "budget.minutes", 1),
+    ],
+)
 def test_every_budget_stops_the_run_with_its_reason(ws, tiny_backbone, budget, reason, generations):
     run_id = train(config(budget=budget), ws, backbone=tiny_backbone)
     with Store.open(ws) as store:
@@ -88,8 +104,13 @@ def test_stop_checkpoints_and_resume_continues_without_repeating(ws, tiny_backbo
         if isinstance(event, GenerationStats):
             stop.stop()
 
-    run_id = train(config(budget={"generations": 4}), ws, listeners=[stop_after_first], stop=stop,
-                   backbone=tiny_backbone)
+    run_id = train(
+        config(budget={"generations": 4}),
+        ws,
+        listeners=[stop_after_first],
+        stop=stop,
+        backbone=tiny_backbone,
+    )
     with Store.open(ws) as store:
         record = store.get_run(run_id)
         assert (str(record.status), record.stop_reason) == ("stopped", "stopped")
@@ -108,7 +129,9 @@ def test_resume_may_extend_the_budget_but_not_change_the_run(ws, tiny_backbone):
     with Store.open(ws) as store:
         assert len(store.generations(run_id)) == 3
     with pytest.raises(ConfigError, match=r"pool.workers"):
-        train(config(pool={"workers": ["sandbox:coder"]}), ws, resume=run_id, backbone=tiny_backbone)
+        train(
+            config(pool={"workers": ["sandbox:coder"]}), ws, resume=run_id, backbone=tiny_backbone
+        )
 
 
 KILL_SCRIPT = """
@@ -123,7 +146,9 @@ train(config(budget={"generations": 30}), Workspace.open(sys.argv[1]), backbone=
 """
 
 
-def test_kill_9_mid_run_then_resume_gives_the_same_history_as_an_uninterrupted_run(tmp_path, tiny_backbone):
+def test_kill_9_mid_run_then_resume_gives_the_same_history_as_an_uninterrupted_run(
+    tmp_path, tiny_backbone
+):
     killed_ws = Workspace.open(tmp_path / "killed")
     proc = subprocess.Popen([sys.executable, "-c", KILL_SCRIPT, str(killed_ws.root)], cwd=ROOT)
     try:
@@ -146,15 +171,22 @@ def test_kill_9_mid_run_then_resume_gives_the_same_history_as_an_uninterrupted_r
         done = len(store.generations(record.id))
     assert 2 <= done < 30
     target = done + 2
-    train(config(budget={"generations": target}), killed_ws, resume=record.id, backbone=tiny_backbone)
-    straight = train(config(budget={"generations": target}), Workspace.open(tmp_path / "straight"),
-                     backbone=tiny_backbone)
+    train(
+        config(budget={"generations": target}), killed_ws, resume=record.id, backbone=tiny_backbone
+    )
+    straight = train(
+        config(budget={"generations": target}),
+        Workspace.open(tmp_path / "straight"),
+        backbone=tiny_backbone,
+    )
     with Store.open(killed_ws) as a, Store.open(Workspace.open(tmp_path / "straight")) as b:
         resumed, reference = a.generations(record.id), b.generations(straight)
         assert a.get_run(record.id).status == "finished"
     assert [g["generation"] for g in resumed] == list(range(target))
     keys = ("best", "mean", "median", "worst", "sigma", "evaluations", "usage", "validation")
-    assert [{k: g[k] for k in keys} for g in resumed] == [{k: g[k] for k in keys} for g in reference]
+    assert [{k: g[k] for k in keys} for g in resumed] == [
+        {k: g[k] for k in keys} for g in reference
+    ]
 
 
 def test_export_and_load_give_identical_decisions(ws, tiny_backbone, tmp_path):
@@ -162,7 +194,11 @@ def test_export_and_load_give_identical_decisions(ws, tiny_backbone, tmp_path):
     path = export_run(ws, run_id, tmp_path / "coord", backbone=tiny_backbone)
     assert path.suffix == ".safetensors"
     manifest = read_manifest(path)
-    assert [p["id"] for p in manifest["pool"]] == ["sandbox:mathlete", "sandbox:scholar", "sandbox:coder"]
+    assert [p["id"] for p in manifest["pool"]] == [
+        "sandbox:mathlete",
+        "sandbox:scholar",
+        "sandbox:coder",
+    ]
     assert manifest["training"]["run_id"] == run_id and manifest["max_turns"] == 3
     assert manifest["feature"]["token"] == "penultimate"
     loaded, _ = load_coordinator(path, tiny_backbone)
@@ -184,21 +220,35 @@ def test_evaluation_against_single_workers_random_and_oracle(ws, tiny_backbone, 
     run_id = train(config(budget={"generations": 2}), ws, backbone=tiny_backbone)
     result = evaluate_run(ws, run=run_id, out_dir=tmp_path / "out", backbone=tiny_backbone)
     names = [s.name for s in result.report.systems]
-    assert names == ["coordinator", "single:sandbox:mathlete", "single:sandbox:scholar", "single:sandbox:coder",
-                     "random", "oracle"]
+    assert names == [
+        "coordinator",
+        "single:sandbox:mathlete",
+        "single:sandbox:scholar",
+        "single:sandbox:coder",
+        "random",
+        "oracle",
+    ]
     for s in result.report.systems:
         assert s.n == 9 and 0 <= s.ci_low <= s.accuracy <= s.ci_high <= 1
     oracle = result.report.systems[-1]
     assert oracle.accuracy >= max(s.accuracy for s in result.report.systems[1:4])
-    assert oracle.avg_turns == 1.0 and result.report.systems[1].usage == {"sandbox:mathlete/worker": 9}
-    assert {p.name for p in (tmp_path / "out").iterdir()} == {"evaluation.json", "evaluation.csv", "evaluation.md"}
+    assert oracle.avg_turns == 1.0 and result.report.systems[1].usage == {
+        "sandbox:mathlete/worker": 9
+    }
+    assert {p.name for p in (tmp_path / "out").iterdir()} == {
+        "evaluation.json",
+        "evaluation.csv",
+        "evaluation.md",
+    }
     with Store.open(ws) as store:
         assert len(store.list_episodes(result.run_id)) == 6 * 9
 
 
 @pytest.mark.parametrize("optimizer", ["random-search", "reinforce", "imitation"])
 def test_baselines_share_the_loop_budget_and_checkpoints(ws, tiny_backbone, optimizer):
-    run_id = train(config(optimizer={"name": optimizer}, budget={"generations": 2}), ws, backbone=tiny_backbone)
+    run_id = train(
+        config(optimizer={"name": optimizer}, budget={"generations": 2}), ws, backbone=tiny_backbone
+    )
     with Store.open(ws) as store:
         gens = store.generations(run_id)
         assert [g["evaluations"] for g in gens] == [12, 12]  # the same episodes per generation
@@ -206,7 +256,11 @@ def test_baselines_share_the_loop_budget_and_checkpoints(ws, tiny_backbone, opti
     state = pickle.loads(blob)
     assert state["generation"] == 1 and state["best_validation"] is not None
     if optimizer == "imitation":
-        assert set(gens[0]["usage"]) <= {"sandbox:mathlete/worker", "sandbox:scholar/worker", "sandbox:coder/worker"}
+        assert set(gens[0]["usage"]) <= {
+            "sandbox:mathlete/worker",
+            "sandbox:scholar/worker",
+            "sandbox:coder/worker",
+        }
     if optimizer != "random-search":
         assert np.any(state["center"] != 0)  # the gradient baselines moved the head
 
@@ -225,15 +279,26 @@ def test_config_errors_name_the_key(tmp_path):
     with pytest.raises(ConfigError, match="not valid TOML"):
         bad.write_text("[run\n")
         RunConfig.load(bad)
-    assert RunConfig.load(ROOT / "workbench" / "resources" / "examples" / "sandbox.toml").optimizer.rollouts == 16
+    assert (
+        RunConfig.load(
+            ROOT / "workbench" / "resources" / "examples" / "sandbox.toml"
+        ).optimizer.rollouts
+        == 16
+    )
 
 
 def test_study_compares_optimizers_under_one_budget(ws, tiny_backbone):
     from workbench.core.runs import mean_ci, study_optimizers
 
     lines = []
-    study = study_optimizers(config(budget={"generations": 2}), ws, seeds=2, optimizers=("sep-cma-es", "random-search"),
-                             progress=lines.append, backbone=tiny_backbone)
+    study = study_optimizers(
+        config(budget={"generations": 2}),
+        ws,
+        seeds=2,
+        optimizers=("sep-cma-es", "random-search"),
+        progress=lines.append,
+        backbone=tiny_backbone,
+    )
     assert [r.optimizer for r in study.rows] == ["sep-cma-es", "random-search"]
     for row in study.rows:
         assert len(row.runs) == 2 and row.episodes == 2 * 12
@@ -248,10 +313,15 @@ def test_study_compares_optimizers_under_one_budget(ws, tiny_backbone):
         oracles += [x.accuracy for x in systems if x.name == "oracle"]
     assert study.references == {"best single": mean_ci(singles), "oracle": mean_ci(oracles)}
     assert "oracle" in study.table().splitlines()[-1]
-    assert study.to_dict()["references"]["best single"]["test"]["ci_low"] == study.references["best single"][1]
+    assert (
+        study.to_dict()["references"]["best single"]["test"]["ci_low"]
+        == study.references["best single"][1]
+    )
     mean, low, high = mean_ci([0.5, 0.7, 0.6])
-    assert mean == pytest.approx(0.6) and low == pytest.approx(0.6 - 4.303 * 0.1 / 3 ** 0.5)
-    assert mean_ci([0.0, 0.0, 0.1])[1] == 0.0 and mean_ci([1.0, 0.9, 1.0])[2] == 1.0  # rewards stay in [0, 1]
+    assert mean == pytest.approx(0.6) and low == pytest.approx(0.6 - 4.303 * 0.1 / 3**0.5)
+    assert (
+        mean_ci([0.0, 0.0, 0.1])[1] == 0.0 and mean_ci([1.0, 0.9, 1.0])[2] == 1.0
+    )  # rewards stay in [0, 1]
     with pytest.raises(ValueError, match="unknown optimizer"):
         study_optimizers(config(), ws, optimizers=("adam",), backbone=tiny_backbone)
 
@@ -268,14 +338,14 @@ def test_balanced_search_basis_evens_out_an_anisotropic_feature_and_maps_to_an_o
     rest -= np.outer(rest @ shared, shared)
     rest *= 0.2 / np.linalg.norm(rest, axis=1, keepdims=True)
     raw = shared + rest
-    raw /= np.sqrt((raw ** 2).mean(axis=1, keepdims=True))
+    raw /= np.sqrt((raw**2).mean(axis=1, keepdims=True))
     basis = SearchBasis.fit(raw)
     assert abs(abs(basis.direction @ shared) - 1) < 1e-3 and 4 < basis.alpha < 6
     seen = basis.features(raw)
     along = np.abs(seen @ basis.direction)
     across = np.linalg.norm(seen - np.outer(seen @ basis.direction, basis.direction), axis=1)
     np.testing.assert_allclose(along.mean() / across.mean(), 1.0, rtol=0.05)  # balanced
-    np.testing.assert_allclose(np.sqrt((seen ** 2).mean(axis=1)).mean(), 1.0, rtol=1e-6)  # unit RMS
+    np.testing.assert_allclose(np.sqrt((seen**2).mean(axis=1)).mean(), 1.0, rtol=1e-6)  # unit RMS
     # a search vector V acts on the transformed feature exactly as its head V M acts on the raw one
     vector = rng.normal(size=(5, d))
     head = basis.head(vector.reshape(-1), (5, d)).reshape(5, d)
@@ -294,8 +364,10 @@ def test_the_stored_result_is_the_coordinator_that_was_validated(ws, tiny_backbo
     from workbench.core.protocol import render_transcript
     from workbench.core.tasks.suites import load_suite
 
-    cfg = config(optimizer={"popsize": 4, "rollouts": 3, "validate_every": 1, "search_basis": basis},
-                 budget={"generations": 2})
+    cfg = config(
+        optimizer={"popsize": 4, "rollouts": 3, "validate_every": 1, "search_basis": basis},
+        budget={"generations": 2},
+    )
     run_id = train(cfg, ws, backbone=tiny_backbone)
     tasks = {t.id: t for t in load_suite("mixed").tasks}
     with Store.open(ws) as store:
@@ -309,13 +381,17 @@ def test_the_stored_result_is_the_coordinator_that_was_validated(ws, tiny_backbo
     turns = [(e, i) for e in validation for i in range(len(e.turns))]
     assert len(validation) == 6 and turns
     for episode, i in turns:
-        logits = stored.head.weights @ tiny_backbone.feature(render_transcript(tasks[episode.task_id], episode.turns[:i]))
+        logits = stored.head.weights @ tiny_backbone.feature(
+            render_transcript(tasks[episode.task_id], episode.turns[:i])
+        )
         np.testing.assert_allclose(_softmax(logits[:3]), episode.turns[i].worker_probs, atol=1e-6)
         np.testing.assert_allclose(_softmax(logits[3:]), episode.turns[i].role_probs, atol=1e-6)
 
 
 @pytest.mark.parametrize("svf", [False, True])
-def test_sigma0_gives_every_backbone_width_the_papers_exploration_in_logit_space(tiny_backbone, svf):
+def test_sigma0_gives_every_backbone_width_the_papers_exploration_in_logit_space(
+    tiny_backbone, svf
+):
     """sigma0 is for the paper's d = 1024: on a d-wide unit-RMS feature the head weights are
     explored at sigma0 sqrt(1024 / d), so a candidate's logits spread sigma0 sqrt(1024)
     whatever the width; SVF offsets (relative changes) keep sigma0 itself."""
@@ -330,7 +406,7 @@ def test_sigma0_gives_every_backbone_width_the_papers_exploration_in_logit_space
     heads = vectors[:, n_svf:].reshape(-1, *head.shape)
     rng = np.random.default_rng(0)
     feature = rng.normal(size=head.hidden_size)
-    feature /= np.sqrt((feature ** 2).mean())  # unit RMS, as the coordinator normalises it
+    feature /= np.sqrt((feature**2).mean())  # unit RMS, as the coordinator normalises it
     logits = heads @ feature
     np.testing.assert_allclose(logits.std(), 0.03 * np.sqrt(REFERENCE_WIDTH), rtol=0.1)
     if svf:

@@ -17,16 +17,18 @@ EXAMPLE = resources_dir() / "examples" / "sandbox.toml"
 
 
 def test_short_offline_run_end_to_end(tmp_path, offline_backbone):
-    config = RunConfig.from_dict({
-        "run": {"name": "offline smoke", "seed": 3},
-        "backbone": {"model": "offline", "device": "cpu"},
-        "pool": {"workers": ["local:smollm2", "sandbox:mathlete"]},
-        "tasks": {"suite": "arithmetic", "train": 8, "validation": 2, "test": 2},
-        "optimizer": {"popsize": 2, "rollouts": 2, "validate_every": 1},
-        "budget": {"generations": 1},
-        "protocol": {"max_turns": 2, "temperature": 0.0, "max_tokens": 24},
-        "cache": {"policy": "read-write"},
-    })
+    config = RunConfig.from_dict(
+        {
+            "run": {"name": "offline smoke", "seed": 3},
+            "backbone": {"model": "offline", "device": "cpu"},
+            "pool": {"workers": ["local:smollm2", "sandbox:mathlete"]},
+            "tasks": {"suite": "arithmetic", "train": 8, "validation": 2, "test": 2},
+            "optimizer": {"popsize": 2, "rollouts": 2, "validate_every": 1},
+            "budget": {"generations": 1},
+            "protocol": {"max_turns": 2, "temperature": 0.0, "max_tokens": 24},
+            "cache": {"policy": "read-write"},
+        }
+    )
     ws = Workspace.open(tmp_path / "ws")
     run_id = train(config, ws, backbone=offline_backbone)
     with Store.open(ws) as store:
@@ -38,18 +40,51 @@ def test_short_offline_run_end_to_end(tmp_path, offline_backbone):
     assert len(episodes) == 4 + 2
     workers = {t.worker for e in episodes for t in e.turns}
     assert workers <= {"local:smollm2", "sandbox:mathlete"} and workers
-    local_turns = [t for e in episodes for t in e.turns if t.worker == "local:smollm2" and t.messages]
+    local_turns = [
+        t for e in episodes for t in e.turns if t.worker == "local:smollm2" and t.messages
+    ]
     assert all(t.tokens_out > 0 and t.error is None for t in local_turns)
     path = export_run(ws, run_id, tmp_path / "smoke.safetensors", backbone=offline_backbone)
     assert path.is_file()
     # replayable from the command line, turn by turn
-    out = subprocess.run([sys.executable, "-m", "workbench", "replay", run_id[:8], "--workspace", str(ws.root),
-                          "--limit", "2"], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "workbench",
+            "replay",
+            run_id[:8],
+            "--workspace",
+            str(ws.root),
+            "--limit",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert out.count("== episode") == 2 and "p(worker)" in out
-    shown = json.loads(subprocess.run([sys.executable, "-m", "workbench", "runs", "show", run_id, "--json",
-                                       "--workspace", str(ws.root)], capture_output=True, text=True,
-                                      check=True).stdout)
-    assert shown["stop_reason"] == "budget.generations" and shown["generations"][0]["generation"] == 0
+    shown = json.loads(
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "workbench",
+                "runs",
+                "show",
+                run_id,
+                "--json",
+                "--workspace",
+                str(ws.root),
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
+    assert (
+        shown["stop_reason"] == "budget.generations" and shown["generations"][0]["generation"] == 0
+    )
     assert {"best", "mean", "median", "worst", "sigma"} <= set(shown["generations"][0])
 
 
@@ -63,11 +98,15 @@ def test_sep_cma_es_learns_category_routing_on_the_sandbox_pool(tmp_path, offlin
     assert config.protocol.max_turns == 1 and config.optimizer.name == "sep-cma-es"
     ws = Workspace.open(tmp_path / "ws")
     run_id = train(config, ws, backbone=offline_backbone)
-    systems = {s.name: s for s in evaluate_run(ws, run=run_id, backbone=offline_backbone).report.systems}
+    systems = {
+        s.name: s for s in evaluate_run(ws, run=run_id, backbone=offline_backbone).report.systems
+    }
     coordinator, oracle = systems.pop("coordinator"), systems.pop("oracle")
     best_single = max(s.accuracy for name, s in systems.items() if name.startswith("single:"))
-    print(f"test accuracy: coordinator {coordinator.accuracy:.3f} [{coordinator.ci_low:.3f}, {coordinator.ci_high:.3f}], "
-          f"best single worker {best_single:.3f}, random {systems['random'].accuracy:.3f}, oracle {oracle.accuracy:.3f}")
+    print(
+        f"test accuracy: coordinator {coordinator.accuracy:.3f} [{coordinator.ci_low:.3f}, {coordinator.ci_high:.3f}], "
+        f"best single worker {best_single:.3f}, random {systems['random'].accuracy:.3f}, oracle {oracle.accuracy:.3f}"
+    )
     assert coordinator.n == 60
     assert coordinator.accuracy >= best_single + 0.15  # routes by category, not one worker for all
     assert coordinator.accuracy >= oracle.accuracy - 0.1

@@ -30,7 +30,9 @@ def make_main_window(qtbot, gui_workspace, tiny_backbone):
     windows = []
 
     def make(**kwargs):
-        window = MainWindow(kwargs.pop("workspace", gui_workspace), backbone=tiny_backbone, **kwargs)
+        window = MainWindow(
+            kwargs.pop("workspace", gui_workspace), backbone=tiny_backbone, **kwargs
+        )
         qtbot.addWidget(window)
         window.show()
         qtbot.waitExposed(window)
@@ -44,8 +46,12 @@ def make_main_window(qtbot, gui_workspace, tiny_backbone):
                 page.stop_and_wait()
             if hasattr(page, "shutdown"):
                 page.shutdown()
-        still = [t for cls in (RunThread, Job, EvaluationThread) for t in window.findChildren(cls)
-                 if t.isRunning()]
+        still = [
+            t
+            for cls in (RunThread, Job, EvaluationThread)
+            for t in window.findChildren(cls)
+            if t.isRunning()
+        ]
         assert not still, f"threads still running after the test: {still}"
 
 

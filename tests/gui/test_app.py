@@ -20,15 +20,29 @@ def test_main_window_lists_the_pages_and_about_names_versions(make_main_window):
 
 def test_the_command_without_arguments_starts_the_gui_and_exits_on_a_timer(tmp_path):
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
-    result = subprocess.run([sys.executable, "-m", "workbench", "--quit-after", "1500", "--workspace",
-                             str(tmp_path / "ws")], capture_output=True, text=True, env=env, timeout=120)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "workbench",
+            "--quit-after",
+            "1500",
+            "--workspace",
+            str(tmp_path / "ws"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     assert (tmp_path / "ws").is_dir()
 
 
-def test_closing_during_a_run_asks_then_stops_with_a_checkpoint(make_main_window, qtbot, tmp_path, monkeypatch,
-                                                               tiny_model_dir):
+def test_closing_during_a_run_asks_then_stops_with_a_checkpoint(
+    make_main_window, qtbot, tmp_path, monkeypatch, tiny_model_dir
+):
     from tests.core.test_training import config
     from workbench.core.store import Store
     from workbench.gui.qt import QMessageBox
@@ -36,7 +50,9 @@ def test_closing_during_a_run_asks_then_stops_with_a_checkpoint(make_main_window
     window = make_main_window()
     page = window.pages["Runs"]
     path = tmp_path / "run.toml"
-    path.write_text(config(budget={"generations": 50}, backbone={"model": str(tiny_model_dir)}).to_toml())
+    path.write_text(
+        config(budget={"generations": 50}, backbone={"model": str(tiny_model_dir)}).to_toml()
+    )
     assert page.load_config(path)
     page.start()
     thread = page.run_thread
@@ -94,9 +110,18 @@ def test_live_plotting_keeps_python_singletons_alive(qtbot):
 
 def test_self_test_checks_the_installation_end_to_end(tmp_path):
     env = {**os.environ, "TMPDIR": str(tmp_path)}
-    result = subprocess.run([sys.executable, "-m", "workbench", "--self-test"], capture_output=True, text=True,
-                            env=env, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-m", "workbench", "--self-test"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
-    assert "self-test passed" in result.stdout and "reward" in result.stdout and "keychain backends present" in result.stdout
+    assert (
+        "self-test passed" in result.stdout
+        and "reward" in result.stdout
+        and "keychain backends present" in result.stdout
+    )
     assert "Workers, Tasks, Runs, Replay, Evaluate, Settings pages built" in result.stderr
     assert not list(tmp_path.iterdir())  # its temporary workspace is gone

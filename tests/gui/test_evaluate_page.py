@@ -19,8 +19,14 @@ from workbench.gui.qt import Qt, QThread
 from workbench.gui.qt_evaluate import result_cells
 
 TIMEOUT = 120_000
-SYSTEMS = ["coordinator", "single:sandbox:mathlete", "single:sandbox:scholar", "single:sandbox:coder", "random",
-           "oracle"]
+SYSTEMS = [
+    "coordinator",
+    "single:sandbox:mathlete",
+    "single:sandbox:scholar",
+    "single:sandbox:coder",
+    "random",
+    "oracle",
+]
 
 
 @pytest.fixture()
@@ -37,11 +43,14 @@ def evaluate_page(make_main_window, qtbot):
 
 def wait_done(qtbot, page):
     qtbot.waitUntil(lambda: page.eval_thread is None, timeout=TIMEOUT)
-    assert not page.findChildren(QThread) or not any(t.isRunning() for t in page.findChildren(QThread))
+    assert not page.findChildren(QThread) or not any(
+        t.isRunning() for t in page.findChildren(QThread)
+    )
 
 
-def test_evaluating_a_run_shows_cores_figures_and_exports_them(make_main_window, qtbot, trained_run,
-                                                               gui_workspace, tiny_backbone, tmp_path):
+def test_evaluating_a_run_shows_cores_figures_and_exports_them(
+    make_main_window, qtbot, trained_run, gui_workspace, tiny_backbone, tmp_path
+):
     window, page = evaluate_page(make_main_window, qtbot)
     assert page.source_combo.currentData() == f"run:{trained_run}"
     assert page.source.pool == ("sandbox:mathlete", "sandbox:scholar", "sandbox:coder")
@@ -61,14 +70,21 @@ def test_evaluating_a_run_shows_cores_figures_and_exports_them(make_main_window,
     assert page.report.systems == expected.systems
     # the chart: one bar per system at the accuracy, error bars spanning the 95% interval
     bars = page.bars.opts
-    assert list(bars["x"]) == list(range(6)) and list(bars["height"]) == [s.accuracy for s in expected.systems]
+    assert list(bars["x"]) == list(range(6)) and list(bars["height"]) == [
+        s.accuracy for s in expected.systems
+    ]
     errors = page.error_bars.opts
     assert [y + t for y, t in zip(errors["y"], errors["top"], strict=True)] == pytest.approx(
-        [s.ci_high for s in expected.systems])
+        [s.ci_high for s in expected.systems]
+    )
     assert [y - b for y, b in zip(errors["y"], errors["bottom"], strict=True)] == pytest.approx(
-        [s.ci_low for s in expected.systems])
+        [s.ci_low for s in expected.systems]
+    )
     # usage: every system's turns per worker and role, summing to its turns
-    headers = [page.usage_table.horizontalHeaderItem(c).text() for c in range(page.usage_table.columnCount())]
+    headers = [
+        page.usage_table.horizontalHeaderItem(c).text()
+        for c in range(page.usage_table.columnCount())
+    ]
     assert "sandbox:mathlete / worker" in headers
     for row, system in enumerate(expected.systems):
         cells = [int(page.usage_table.item(row, c).text()) for c in range(1, len(headers))]
@@ -85,17 +101,25 @@ def test_evaluating_a_run_shows_cores_figures_and_exports_them(make_main_window,
     assert md.read_text() == expected.to_markdown()
     rows = list(csv.DictReader(io.StringIO(csv_path.read_text())))
     assert [r["system"] for r in rows] == SYSTEMS
-    assert [float(r["accuracy"]) for r in rows] == pytest.approx([s.accuracy for s in expected.systems], abs=1e-4)
+    assert [float(r["accuracy"]) for r in rows] == pytest.approx(
+        [s.accuracy for s in expected.systems], abs=1e-4
+    )
     for name in SYSTEMS:
         assert f"| {name} |" in md.read_text()
 
 
-def test_fewer_baselines_and_a_coordinator_file(make_main_window, qtbot, trained_run, gui_workspace,
-                                                tiny_backbone, tmp_path):
-    path = export_run(gui_workspace, trained_run, tmp_path / "coordinator.safetensors", backbone=tiny_backbone)
+def test_fewer_baselines_and_a_coordinator_file(
+    make_main_window, qtbot, trained_run, gui_workspace, tiny_backbone, tmp_path
+):
+    path = export_run(
+        gui_workspace, trained_run, tmp_path / "coordinator.safetensors", backbone=tiny_backbone
+    )
     window, page = evaluate_page(make_main_window, qtbot)
     assert page.choose_coordinator_file(path)
-    assert page.source.coordinator_file == str(path) and page.source_combo.currentText() == "file coordinator.safetensors"
+    assert (
+        page.source.coordinator_file == str(path)
+        and page.source_combo.currentText() == "file coordinator.safetensors"
+    )
     for name in ("single:sandbox:scholar", "random"):
         page.baseline_boxes[name].setChecked(False)
     page.split_combo.setCurrentText("validation")
@@ -112,8 +136,9 @@ def test_fewer_baselines_and_a_coordinator_file(make_main_window, qtbot, trained
     assert page.source_combo.findData(f"file:{path}") >= 0
 
 
-def test_unusable_coordinator_files_read_as_messages(make_main_window, qtbot, trained_run, gui_workspace,
-                                                     tiny_backbone, tmp_path):
+def test_unusable_coordinator_files_read_as_messages(
+    make_main_window, qtbot, trained_run, gui_workspace, tiny_backbone, tmp_path
+):
     window, page = evaluate_page(make_main_window, qtbot)
     garbage = tmp_path / "garbage.safetensors"
     garbage.write_bytes(b"\x00" * 64)
@@ -127,7 +152,9 @@ def test_unusable_coordinator_files_read_as_messages(make_main_window, qtbot, tr
 
     # a file whose manifest reads well but whose head does not fit the backbone: the
     # background evaluation fails with a readable message on the page
-    good = export_run(gui_workspace, trained_run, tmp_path / "good.safetensors", backbone=tiny_backbone)
+    good = export_run(
+        gui_workspace, trained_run, tmp_path / "good.safetensors", backbone=tiny_backbone
+    )
     with safe_open(str(good), framework="numpy") as f:
         metadata = f.metadata()
     tensors = load_file(str(good))
@@ -139,11 +166,17 @@ def test_unusable_coordinator_files_read_as_messages(make_main_window, qtbot, tr
     wait_done(qtbot, page)
     assert page.state == "failed"
     text = page.message_label.text()
-    assert text.startswith("The evaluation failed:") and "hidden size" in text and "Traceback" not in text
+    assert (
+        text.startswith("The evaluation failed:")
+        and "hidden size" in text
+        and "Traceback" not in text
+    )
     assert page.results_table.rowCount() == 0 and page.evaluate_button.isEnabled()
 
 
-def test_cancel_stops_cleanly_and_the_page_evaluates_again(make_main_window, qtbot, trained_run, gui_workspace):
+def test_cancel_stops_cleanly_and_the_page_evaluates_again(
+    make_main_window, qtbot, trained_run, gui_workspace
+):
     window, page = evaluate_page(make_main_window, qtbot)
     page.evaluate()
     thread = page.eval_thread
@@ -164,7 +197,9 @@ def test_cancel_stops_cleanly_and_the_page_evaluates_again(make_main_window, qtb
     assert page.state == "finished" and [row[0] for row in page.table_rows()] == ["coordinator"]
 
 
-def test_closing_the_window_during_an_evaluation_stops_it(make_main_window, qtbot, trained_run, monkeypatch):
+def test_closing_the_window_during_an_evaluation_stops_it(
+    make_main_window, qtbot, trained_run, monkeypatch
+):
     from workbench.gui.qt import QMessageBox
 
     window, page = evaluate_page(make_main_window, qtbot)

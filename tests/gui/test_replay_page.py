@@ -34,7 +34,10 @@ def test_replay_page_shows_the_stored_decisions(qtbot, trained, tmp_path):
     qtbot.waitUntil(lambda: not page.loading)
     assert page.episodes.count() == 12 + 6  # 4 candidates x 3 tasks, and the validation
     with Store.open(ws) as store:
-        ids = [page.episodes.item(i).data(Qt.ItemDataRole.UserRole) for i in range(page.episodes.count())]
+        ids = [
+            page.episodes.item(i).data(Qt.ItemDataRole.UserRole)
+            for i in range(page.episodes.count())
+        ]
         episode = max((store.get_episode(i) for i in ids), key=lambda e: len(e.turns))
     page.open_episode(episode.id)
     qtbot.waitUntil(lambda: page.replay is not None)

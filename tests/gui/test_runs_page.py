@@ -21,22 +21,31 @@ def runs_page(make_main_window, tmp_path, tiny_model_dir, **budget):
     window = make_main_window()
     page = window.pages["Runs"]
     path = tmp_path / "run.toml"
-    path.write_text(config(budget=budget, backbone={"model": str(tiny_model_dir), "device": "cpu"}).to_toml())
+    path.write_text(
+        config(budget=budget, backbone={"model": str(tiny_model_dir), "device": "cpu"}).to_toml()
+    )
     assert page.load_config(path)
     return window, page
 
 
-def test_a_short_run_fills_the_plots_and_ends_finished(make_main_window, qtbot, tmp_path, tiny_model_dir):
+def test_a_short_run_fills_the_plots_and_ends_finished(
+    make_main_window, qtbot, tmp_path, tiny_model_dir
+):
     window, page = runs_page(make_main_window, tmp_path, tiny_model_dir, generations=3)
     assert page.form.fields["run.name"].text() == "t" and page.form.pool_workers() == ["sandbox"]
     qtbot.mouseClick(page.start_button, qtbot_button())
     thread = page.run_thread
     grown = []  # the plots' data and the heatmap, seen after each generation arrives
-    thread.generation.connect(lambda _: grown.append((page.x.size, page.usage.cols, float(page.usage.view.sum()))))
+    thread.generation.connect(
+        lambda _: grown.append((page.x.size, page.usage.cols, float(page.usage.view.sum())))
+    )
     with qtbot.waitSignal(thread.finished_run, timeout=TIMEOUT) as finished:
         pass
     assert [(n, cols) for n, cols, _ in grown] == [(1, 1), (2, 2), (3, 3)]
-    assert all(a < b for (_, _, a), (_, _, b) in zip(grown, grown[1:], strict=False)) and grown[0][2] > 0
+    assert (
+        all(a < b for (_, _, a), (_, _, b) in zip(grown, grown[1:], strict=False))
+        and grown[0][2] > 0
+    )
     assert finished.args[0].stop_reason == "budget.generations"
     qtbot.waitUntil(lambda: page.run_thread is None, timeout=TIMEOUT)
     page.redraw()
@@ -62,7 +71,9 @@ def test_a_short_run_fills_the_plots_and_ends_finished(make_main_window, qtbot, 
     assert np.array_equal(page.heatmap.image, image)
 
 
-def test_pause_resume_stop_then_resume_from_the_list(make_main_window, qtbot, tmp_path, tiny_model_dir):
+def test_pause_resume_stop_then_resume_from_the_list(
+    make_main_window, qtbot, tmp_path, tiny_model_dir
+):
     window, page = runs_page(make_main_window, tmp_path, tiny_model_dir, generations=50)
     page.start()
     thread = page.run_thread
@@ -80,7 +91,10 @@ def test_pause_resume_stop_then_resume_from_the_list(make_main_window, qtbot, tm
     qtbot.waitUntil(lambda: page.run_thread is None, timeout=TIMEOUT)
     with Store.open(page.workspace) as store:
         generations = store.generations(event.run_id)
-        assert generations and store.latest_checkpoint(event.run_id)[0] == generations[-1]["generation"]
+        assert (
+            generations
+            and store.latest_checkpoint(event.run_id)[0] == generations[-1]["generation"]
+        )
     qtbot.waitUntil(lambda: page.status_of(event.run_id) == "stopped", timeout=10_000)
     assert page.can_resume(event.run_id)
 
@@ -89,7 +103,11 @@ def test_pause_resume_stop_then_resume_from_the_list(make_main_window, qtbot, tm
     assert page.resume_run_button.isEnabled()
     qtbot.mouseClick(page.resume_run_button, qtbot_button())
     resumed = page.run_thread
-    with qtbot.waitSignal(resumed.generation, timeout=TIMEOUT, check_params_cb=lambda s: isinstance(s, GenerationStats)) as gen:
+    with qtbot.waitSignal(
+        resumed.generation,
+        timeout=TIMEOUT,
+        check_params_cb=lambda s: isinstance(s, GenerationStats),
+    ) as gen:
         pass
     assert gen.args[0].generation == generations[-1]["generation"] + 1
     with qtbot.waitSignal(resumed.finished_run, timeout=TIMEOUT):
@@ -97,7 +115,9 @@ def test_pause_resume_stop_then_resume_from_the_list(make_main_window, qtbot, tm
     qtbot.waitUntil(lambda: page.run_thread is None, timeout=TIMEOUT)
 
 
-def test_the_gui_thread_does_not_stall_while_a_run_trains(make_main_window, qtbot, tmp_path, tiny_model_dir):
+def test_the_gui_thread_does_not_stall_while_a_run_trains(
+    make_main_window, qtbot, tmp_path, tiny_model_dir
+):
     """Issue 5's bound: a 10 ms timer in the GUI thread keeps its beat (p99 stall < 50 ms)
     through a whole run, plots redrawing; the trainer is another process."""
     from workbench.gui.qt import QTimer
@@ -125,14 +145,17 @@ def test_the_gui_thread_does_not_stall_while_a_run_trains(make_main_window, qtbo
     assert trainers and trainers[0] != os.getpid()
     stalls_ms = (np.diff(ticks) - 0.010) * 1000
     p99, worst = float(np.percentile(stalls_ms, 99)), float(stalls_ms.max())
-    print(f"event-loop stall over {len(ticks)} ticks: p50 {np.median(stalls_ms):.1f} ms, "
-          f"p99 {p99:.1f} ms, max {worst:.1f} ms")
+    print(
+        f"event-loop stall over {len(ticks)} ticks: p50 {np.median(stalls_ms):.1f} ms, "
+        f"p99 {p99:.1f} ms, max {worst:.1f} ms"
+    )
     assert len(ticks) > 100
     assert p99 < 50, f"the GUI thread stalled: p99 {p99:.1f} ms, max {worst:.1f} ms"
 
 
-def test_the_new_run_form_round_trips_a_config_and_names_a_wrong_key(make_main_window, qtbot, tmp_path,
-                                                                    tiny_model_dir):
+def test_the_new_run_form_round_trips_a_config_and_names_a_wrong_key(
+    make_main_window, qtbot, tmp_path, tiny_model_dir
+):
     from workbench.core.config import RunConfig
 
     window, page = runs_page(make_main_window, tmp_path, tiny_model_dir, generations=4)
@@ -143,14 +166,18 @@ def test_the_new_run_form_round_trips_a_config_and_names_a_wrong_key(make_main_w
     offered = [page.form.pool.item(i).text() for i in range(page.form.pool.count())]
     assert {"sandbox:coder", "sandbox:scholar", "local:smollm2"} <= set(offered)
     # choose a pool: uncheck "sandbox", check two workers, then drag the second above the first
-    items = {page.form.pool.item(i).text(): page.form.pool.item(i) for i in range(page.form.pool.count())}
+    items = {
+        page.form.pool.item(i).text(): page.form.pool.item(i) for i in range(page.form.pool.count())
+    }
     items["sandbox"].setCheckState(Qt.CheckState.Unchecked)
     items["sandbox:scholar"].setCheckState(Qt.CheckState.Checked)
     items["sandbox:coder"].setCheckState(Qt.CheckState.Checked)
     assert page.form.pool_workers() == ["sandbox:scholar", "sandbox:coder"]
     pool = page.form.pool
     row = pool.row(items["sandbox:coder"])
-    assert pool.model().moveRow(QModelIndex(), row, QModelIndex(), pool.row(items["sandbox:scholar"]))
+    assert pool.model().moveRow(
+        QModelIndex(), row, QModelIndex(), pool.row(items["sandbox:scholar"])
+    )
     assert page.form.pool_workers() == ["sandbox:coder", "sandbox:scholar"]
     page.form.fields["optimizer.sigma0"].setValue(0.1)
     page.form.fields["optimizer.name"].setCurrentText("random-search")
@@ -159,9 +186,19 @@ def test_the_new_run_form_round_trips_a_config_and_names_a_wrong_key(make_main_w
     assert page.save_config(saved)
     again = RunConfig.load(saved)  # what `trinity-workbench train saved.toml` runs
     assert again.pool.workers == ("sandbox:coder", "sandbox:scholar")
-    assert (again.optimizer.sigma0, again.optimizer.name, again.budget.dollars) == (0.1, "random-search", 2.5)
-    assert again.replace(pool={"workers": list(loaded.pool.workers)}, optimizer={"sigma0": 0.03, "name": "sep-cma-es"},
-                         budget={"dollars": 0.0}) == loaded
+    assert (again.optimizer.sigma0, again.optimizer.name, again.budget.dollars) == (
+        0.1,
+        "random-search",
+        2.5,
+    )
+    assert (
+        again.replace(
+            pool={"workers": list(loaded.pool.workers)},
+            optimizer={"sigma0": 0.03, "name": "sep-cma-es"},
+            budget={"dollars": 0.0},
+        )
+        == loaded
+    )
     # a wrong value is named on the page, and nothing starts
     page.form.fields["optimizer.popsize"].setValue(1)
     page.start()
@@ -169,7 +206,9 @@ def test_the_new_run_form_round_trips_a_config_and_names_a_wrong_key(make_main_w
     assert not page.save_config(tmp_path / "bad.toml") and not (tmp_path / "bad.toml").exists()
 
 
-def test_a_run_that_cannot_start_says_why_on_the_page(make_main_window, qtbot, tmp_path, tiny_model_dir):
+def test_a_run_that_cannot_start_says_why_on_the_page(
+    make_main_window, qtbot, tmp_path, tiny_model_dir
+):
     window, page = runs_page(make_main_window, tmp_path, tiny_model_dir, generations=2)
     page.form.offer_workers(["nobody-registered-this"])
     item = page.form.pool.findItems("nobody-registered-this", Qt.MatchFlag.MatchExactly)[0]
@@ -180,7 +219,10 @@ def test_a_run_that_cannot_start_says_why_on_the_page(make_main_window, qtbot, t
         pass
     qtbot.waitUntil(lambda: page.run_thread is None, timeout=TIMEOUT)
     assert "nobody-registered-this" in failed.args[0].error
-    assert "nobody-registered-this" in page.message_label.text() and "Traceback" not in page.message_label.text()
+    assert (
+        "nobody-registered-this" in page.message_label.text()
+        and "Traceback" not in page.message_label.text()
+    )
     assert page.status_label.text() == "failed" and page.start_button.isEnabled()
 
 

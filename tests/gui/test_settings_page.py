@@ -23,7 +23,9 @@ def window_lightness() -> int:
     return QApplication.instance().palette().color(QPalette.ColorRole.Window).lightness()
 
 
-def test_changes_are_saved_and_read_back_by_the_next_window(make_main_window, tmp_path, system_theme_after):
+def test_changes_are_saved_and_read_back_by_the_next_window(
+    make_main_window, tmp_path, system_theme_after
+):
     window = make_main_window()
     page = window.pages["Settings"]
     assert page.workspace_label.text() == str(window.workspace.root)
@@ -37,7 +39,9 @@ def test_changes_are_saved_and_read_back_by_the_next_window(make_main_window, tm
     page.device_combo.setCurrentIndex(page.device_combo.findData("cpu"))  # as a user picks it
     page.cache_combo.setCurrentIndex(page.cache_combo.findData("replay-only"))
     assert page.cache_combo.currentText().startswith("replay-only")
-    assert load_settings() == Settings(workspace=str(elsewhere.resolve()), device="cpu", cache_policy="replay-only")
+    assert load_settings() == Settings(
+        workspace=str(elsewhere.resolve()), device="cpu", cache_policy="replay-only"
+    )
     assert str(settings_path()) in page.saved_label.text()
 
     light = window_lightness()
@@ -48,13 +52,19 @@ def test_changes_are_saved_and_read_back_by_the_next_window(make_main_window, tm
     page.set_theme("dark")
 
     again = make_main_window().pages["Settings"]
-    assert again.device_combo.currentData() == "cpu" and again.cache_combo.currentData() == "replay-only"
+    assert (
+        again.device_combo.currentData() == "cpu"
+        and again.cache_combo.currentData() == "replay-only"
+    )
     assert again.theme_combo.currentText() == "Dark"
     assert f"At next start: {elsewhere.resolve()}" in again.next_workspace_label.text()
     assert again.message_label.text() == ""
 
     assert again.choose_workspace(None)  # back to the default
-    assert load_settings().workspace is None and "default workspace" in again.next_workspace_label.text()
+    assert (
+        load_settings().workspace is None
+        and "default workspace" in again.next_workspace_label.text()
+    )
 
 
 def test_a_bad_value_is_refused_with_its_key_and_nothing_is_saved(make_main_window):
@@ -86,9 +96,16 @@ def test_the_gui_opens_the_workspace_chosen_in_the_settings(tmp_path):
     chosen = tmp_path / "chosen"
     save_settings(Settings(workspace=str(chosen), theme="dark"))
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
-    result = subprocess.run([sys.executable, "-m", "workbench", "--quit-after", "1500"], capture_output=True,
-                            text=True, env=env, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "workbench", "--quit-after", "1500"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     assert (chosen / "workbench.sqlite3").is_file() and (chosen / "logs" / "gui.log").is_file()
-    assert not (Path(os.environ["XDG_DATA_HOME"]) / "trinity-workbench").exists()  # not the default one
+    assert not (
+        Path(os.environ["XDG_DATA_HOME"]) / "trinity-workbench"
+    ).exists()  # not the default one

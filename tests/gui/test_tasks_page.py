@@ -15,13 +15,34 @@ from workbench.core.tasks.suites import load_suite
 
 GOOD = [
     {"id": "m1", "kind": "math", "prompt": "What is 6 x 7?", "answer": "42", "category": "easy"},
-    {"id": "c1", "kind": "choice", "prompt": "Pick the colour of the sky.", "choices": ["red", "blue", "green"],
-     "answer": "b", "category": "easy"},
-    {"id": "k1", "kind": "code", "prompt": "Write add(a, b).", "category": "hard", "split": "test",
-     "tests": {"style": "humaneval", "entry_point": "add", "test": "def check(c):\n    assert c(1, 2) == 3\n"},
-     "solution": "def add(a, b):\n    return a + b\n"},
-    {"id": "k2", "kind": "code", "prompt": "Echo the input.", "category": "hard",
-     "tests": {"style": "stdio", "cases": [{"input": "hi\n", "output": "hi\n"}]}},
+    {
+        "id": "c1",
+        "kind": "choice",
+        "prompt": "Pick the colour of the sky.",
+        "choices": ["red", "blue", "green"],
+        "answer": "b",
+        "category": "easy",
+    },
+    {
+        "id": "k1",
+        "kind": "code",
+        "prompt": "Write add(a, b).",
+        "category": "hard",
+        "split": "test",
+        "tests": {
+            "style": "humaneval",
+            "entry_point": "add",
+            "test": "def check(c):\n    assert c(1, 2) == 3\n",
+        },
+        "solution": "def add(a, b):\n    return a + b\n",
+    },
+    {
+        "id": "k2",
+        "kind": "code",
+        "prompt": "Echo the input.",
+        "category": "hard",
+        "tests": {"style": "stdio", "cases": [{"input": "hi\n", "output": "hi\n"}]},
+    },
     {"id": "t1", "kind": "text", "prompt": "Capital of France?", "answer": "Paris"},
 ]
 
@@ -54,26 +75,45 @@ def do_import(qtbot, page, path, **kw) -> bool:
     return blocker.args[0]
 
 
-def test_a_bad_file_lists_every_problem_with_its_line_and_imports_nothing(tasks_page, qtbot, tmp_path):
+def test_a_bad_file_lists_every_problem_with_its_line_and_imports_nothing(
+    tasks_page, qtbot, tmp_path
+):
     page = tasks_page
     listed = [e.info.name for e in page.entries]
-    path = write(tmp_path / "bad.jsonl", [
-        GOOD[0],                                                            # 1: fine
-        '{"id": "broken", "kind": ',                                        # 2: not JSON
-        {"id": "x1", "kind": "essay", "prompt": "Write."},                  # 3: unknown kind
-        "",                                                                 # 4: blank, skipped
-        {"id": "m1", "kind": "math", "prompt": "Again?", "answer": "1"},    # 5: duplicate id
-        {"id": "c9", "kind": "choice", "prompt": "Pick.", "choices": ["a", "b"], "answer": "D", "topic": "x"},  # 6: two
-    ])
+    path = write(
+        tmp_path / "bad.jsonl",
+        [
+            GOOD[0],  # 1: fine
+            '{"id": "broken", "kind": ',  # 2: not JSON
+            {"id": "x1", "kind": "essay", "prompt": "Write."},  # 3: unknown kind
+            "",  # 4: blank, skipped
+            {"id": "m1", "kind": "math", "prompt": "Again?", "answer": "1"},  # 5: duplicate id
+            {
+                "id": "c9",
+                "kind": "choice",
+                "prompt": "Pick.",
+                "choices": ["a", "b"],
+                "answer": "D",
+                "topic": "x",
+            },  # 6: two
+        ],
+    )
     assert do_import(qtbot, page, path, name="bad") is False
     shown = [page.errors.item(i).text() for i in range(page.errors.count())]
     assert [s.split(":")[0] for s in shown] == ["line 2", "line 3", "line 5", "line 6", "line 6"]
     assert "not valid JSON" in shown[0] and "kind: must be one of" in shown[1]
     assert "duplicate id 'm1' (first used on line 1)" in shown[2]
-    assert any("topic: unknown field" in s for s in shown[3:]) and any("out of range" in s for s in shown[3:])
-    assert page.errors_title.text().startswith("5 problem(s) in") and "nothing was imported" in page.errors_title.text()
+    assert any("topic: unknown field" in s for s in shown[3:]) and any(
+        "out of range" in s for s in shown[3:]
+    )
+    assert (
+        page.errors_title.text().startswith("5 problem(s) in")
+        and "nothing was imported" in page.errors_title.text()
+    )
     assert page.errors.isVisible() and "Traceback" not in page.status.text()
-    assert not list(page.workspace.suites_dir.glob("*.jsonl"))  # (a missing folder globs to nothing)
+    assert not list(
+        page.workspace.suites_dir.glob("*.jsonl")
+    )  # (a missing folder globs to nothing)
     assert [e.info.name for e in page.entries] == listed
 
 
@@ -83,26 +123,42 @@ def test_a_good_file_is_imported_listed_with_counts_and_previewed(tasks_page, qt
     with qtbot.waitSignal(page.suites_loaded, timeout=30_000):
         assert do_import(qtbot, page, path) is True  # named after the file
     assert (page.workspace.suites_dir / "my-suite.jsonl").is_file()
-    assert page.suite_cell("my-suite", "Source") == "imported" and page.suite_cell("my-suite", "Tasks") == "5"
+    assert (
+        page.suite_cell("my-suite", "Source") == "imported"
+        and page.suite_cell("my-suite", "Tasks") == "5"
+    )
     assert page.suite_cell("my-suite", "Kinds") == "choice 1 · code 2 · math 1 · text 1"
     assert page.suite_cell("my-suite", "Categories") == "easy 2 · hard 2 · text 1"
     counts = load_suite("my-suite", page.workspace).counts()["split"]
-    assert page.suite_cell("my-suite", "Splits") == " · ".join(f"{s} {counts[s]}" for s in ("train", "validation",
-                                                                                         "test"))
+    assert page.suite_cell("my-suite", "Splits") == " · ".join(
+        f"{s} {counts[s]}" for s in ("train", "validation", "test")
+    )
     assert page.suite is not None and page.suite.name == "my-suite"  # the new suite is shown
-    assert [page.tasks.item(r, 0).text() for r in range(page.tasks.rowCount())] == [t["id"] for t in GOOD]
+    assert [page.tasks.item(r, 0).text() for r in range(page.tasks.rowCount())] == [
+        t["id"] for t in GOOD
+    ]
     assert page.tasks.item(2, 3).text() == "test"  # the split named in the file
-    assert "Imported 5 tasks as suite 'my-suite'" in page.status.text() and not page.errors.isVisible()
+    assert (
+        "Imported 5 tasks as suite 'my-suite'" in page.status.text() and not page.errors.isVisible()
+    )
 
     page.select_task("c1")
-    assert page.prompt.toPlainText() == "Pick the colour of the sky.\n\n(A) red\n(B) blue\n(C) green"
+    assert (
+        page.prompt.toPlainText() == "Pick the colour of the sky.\n\n(A) red\n(B) blue\n(C) green"
+    )
     assert page.reference.toPlainText() == "answer: (B) blue"
     page.select_task("k1")
     assert page.prompt.toPlainText() == "Write add(a, b)."
-    assert "entry point: add" in page.tests.toPlainText() and "assert c(1, 2) == 3" in page.tests.toPlainText()
+    assert (
+        "entry point: add" in page.tests.toPlainText()
+        and "assert c(1, 2) == 3" in page.tests.toPlainText()
+    )
     assert "reference solution:\ndef add(a, b):" in page.reference.toPlainText()
     page.select_task("k2")
-    assert "input:\nhi\n" in page.tests.toPlainText() and "expected output:\nhi" in page.tests.toPlainText()
+    assert (
+        "input:\nhi\n" in page.tests.toPlainText()
+        and "expected output:\nhi" in page.tests.toPlainText()
+    )
 
     assert do_import(qtbot, page, path) is False  # the same name again, without "replace"
     assert "already exists" in page.status.text() and "Nothing was imported" in page.status.text()
@@ -127,7 +183,9 @@ def test_bundled_suites_are_listed_with_their_counts_and_tasks(tasks_page):
     assert page.reference.toPlainText().startswith("answer: (none: graded by its tests)")
 
 
-def test_loading_the_suites_does_not_hold_the_gui_thread(qtbot, gui_workspace, tmp_path, monkeypatch):
+def test_loading_the_suites_does_not_hold_the_gui_thread(
+    qtbot, gui_workspace, tmp_path, monkeypatch
+):
     from workbench.core.tasks import suites
     from workbench.gui.background import running
     from workbench.gui.qt import QTimer

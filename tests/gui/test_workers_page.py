@@ -49,7 +49,14 @@ def shown_texts(page) -> list[str]:
 
     texts = []
     for widget in QApplication.allWidgets():
-        for name in ("text", "toPlainText", "currentText", "placeholderText", "windowTitle", "toolTip"):
+        for name in (
+            "text",
+            "toPlainText",
+            "currentText",
+            "placeholderText",
+            "windowTitle",
+            "toolTip",
+        ):
             getter = getattr(widget, name, None)
             if callable(getter):
                 try:
@@ -73,8 +80,9 @@ def save(qtbot, page, dialog) -> None:
         dialog.buttons.button(QDialogButtonBox.StandardButton.Save).click()
 
 
-def test_a_worker_added_in_the_dialog_keeps_its_key_in_the_keychain_only(keychain, fault_server, workers_page,
-                                                                        qtbot):
+def test_a_worker_added_in_the_dialog_keeps_its_key_in_the_keychain_only(
+    keychain, fault_server, workers_page, qtbot
+):
     from workbench.gui.qt import QLineEdit
 
     page = workers_page()
@@ -102,17 +110,22 @@ def test_a_worker_added_in_the_dialog_keeps_its_key_in_the_keychain_only(keychai
     save(qtbot, page, dialog)
 
     assert keyring.get_password(SERVICE, "loop") == KEY
-    assert [page.cell("loop", c) for c in ("Provider", "Model", "$/M in", "$/M out", "Concurrency", "Key")] == \
-        ["openai", MODEL, "0.15", "0.6", "3", "in keychain"]
+    assert [
+        page.cell("loop", c)
+        for c in ("Provider", "Model", "$/M in", "$/M out", "Concurrency", "Key")
+    ] == ["openai", MODEL, "0.15", "0.6", "3", "in keychain"]
     assert page.selected_id() == "loop"
     assert not any(KEY in text for text in shown_texts(page))
     assert KEY not in page.registry.path.read_text()
     assert not [p for p in _files(os.environ["XDG_CONFIG_HOME"]) if KEY.encode() in p.read_bytes()]
 
 
-def test_a_stored_key_is_never_shown_and_can_be_replaced_then_removed_with_the_worker(keychain, workers_page,
-                                                                                     qtbot):
-    Registry().add(WorkerSpec("gpt", "openai", "gpt-4o-mini", extra={"reasoning_effort": "low"}), key=KEY)
+def test_a_stored_key_is_never_shown_and_can_be_replaced_then_removed_with_the_worker(
+    keychain, workers_page, qtbot
+):
+    Registry().add(
+        WorkerSpec("gpt", "openai", "gpt-4o-mini", extra={"reasoning_effort": "low"}), key=KEY
+    )
     page = workers_page()
     page.select("gpt")
     dialog = page.edit_selected()
@@ -127,7 +140,9 @@ def test_a_stored_key_is_never_shown_and_can_be_replaced_then_removed_with_the_w
     save(qtbot, page, dialog)
     assert keyring.get_password(SERVICE, "gpt") == NEW_KEY
     assert page.cell("gpt", "$/M in") == "0.2" and page.cell("gpt", "Key") == "in keychain"
-    assert dict(Registry().get("gpt").extra) == {"reasoning_effort": "low"}  # fields the dialog lacks stay
+    assert dict(Registry().get("gpt").extra) == {
+        "reasoning_effort": "low"
+    }  # fields the dialog lacks stay
     assert not any(NEW_KEY in text or KEY in text for text in shown_texts(page))
 
     with qtbot.waitSignal(page.refreshed, timeout=20_000):
@@ -137,8 +152,9 @@ def test_a_stored_key_is_never_shown_and_can_be_replaced_then_removed_with_the_w
     assert "Removed worker 'gpt' and its key." == page.status.text()
 
 
-def test_a_connection_test_runs_in_the_background_and_shows_the_result_and_latency(keychain, fault_server,
-                                                                                   workers_page, qtbot):
+def test_a_connection_test_runs_in_the_background_and_shows_the_result_and_latency(
+    keychain, fault_server, workers_page, qtbot
+):
     from workbench.gui.qt import QTimer
 
     Registry().add(WorkerSpec("loop", "openai", MODEL, base_url=fault_server.base_url), key=KEY)
@@ -165,7 +181,9 @@ def test_a_connection_test_runs_in_the_background_and_shows_the_result_and_laten
     assert page.test_button.isEnabled()
 
 
-def test_a_failing_connection_test_shows_a_readable_error(keychain, fault_server, workers_page, qtbot):
+def test_a_failing_connection_test_shows_a_readable_error(
+    keychain, fault_server, workers_page, qtbot
+):
     Registry().add(WorkerSpec("loop", "openai", MODEL, base_url=fault_server.base_url), key=KEY)
     fault_server.script(Fault.status_code(401, f"Incorrect API key provided: {KEY}"))
     page = workers_page()
@@ -200,7 +218,9 @@ def test_a_bad_spec_is_named_in_the_dialog_and_nothing_is_saved(keychain, worker
     assert dialog.isVisible() and not Registry().path.exists()
 
 
-def test_without_a_keyring_the_key_is_refused_with_the_fix_and_nothing_is_saved(workers_page, qtbot):
+def test_without_a_keyring_the_key_is_refused_with_the_fix_and_nothing_is_saved(
+    workers_page, qtbot
+):
     from keyring.backends import fail
 
     from workbench.gui.qt import QDialogButtonBox
@@ -219,7 +239,9 @@ def test_without_a_keyring_the_key_is_refused_with_the_fix_and_nothing_is_saved(
     assert dialog.isVisible() and not registry.path.exists()
 
 
-def test_models_that_cannot_be_listed_and_a_broken_registry_file_say_why(fault_server, workers_page, qtbot):
+def test_models_that_cannot_be_listed_and_a_broken_registry_file_say_why(
+    fault_server, workers_page, qtbot
+):
     page = workers_page()
     dialog = page.open_dialog()
     dialog.provider.setCurrentText("vllm")
@@ -227,7 +249,9 @@ def test_models_that_cannot_be_listed_and_a_broken_registry_file_say_why(fault_s
     fault_server.stop()
     dialog.fetch_button.click()
     qtbot.waitUntil(lambda: dialog.error.text() != "", timeout=30_000)
-    assert dialog.error.text().startswith("Cannot list models: worker 'new-worker': cannot connect to http://")
+    assert dialog.error.text().startswith(
+        "Cannot list models: worker 'new-worker': cannot connect to http://"
+    )
     assert dialog.model.count() == 0 and dialog.fetch_button.isEnabled()
 
     Registry().path.parent.mkdir(parents=True, exist_ok=True)
@@ -241,7 +265,9 @@ def test_models_that_cannot_be_listed_and_a_broken_registry_file_say_why(fault_s
 def test_built_in_workers_are_listed_read_only(workers_page):
     page = workers_page()
     assert page.cell("local:smollm2", "Provider") == "local"
-    assert page.cell("sandbox:coder", "Provider") == "sandbox" and "simulation" in page.cell("sandbox:coder", "Model")
+    assert page.cell("sandbox:coder", "Provider") == "sandbox" and "simulation" in page.cell(
+        "sandbox:coder", "Model"
+    )
     page.select("sandbox:coder")
     assert page.selected_id() == "sandbox:coder"
     assert not page.edit_button.isEnabled() and not page.remove_button.isEnabled()

@@ -46,10 +46,20 @@ class Fault:
     delay: float = 0.0
 
     @classmethod
-    def status_code(cls, status: int, message: str = "injected fault", headers: dict[str, str] | None = None,
-                    body: bytes | None = None) -> Fault:
-        payload = body if body is not None else json.dumps(
-            {"error": {"message": message, "type": "injected", "code": status}}).encode()
+    def status_code(
+        cls,
+        status: int,
+        message: str = "injected fault",
+        headers: dict[str, str] | None = None,
+        body: bytes | None = None,
+    ) -> Fault:
+        payload = (
+            body
+            if body is not None
+            else json.dumps(
+                {"error": {"message": message, "type": "injected", "code": status}}
+            ).encode()
+        )
         return cls("status", status, dict(headers or {}), payload)
 
     @classmethod
@@ -102,7 +112,9 @@ def default_reply(request: dict[str, Any]) -> str:
     text = "\n".join(str(m.get("content", "")) for m in request.get("messages", []))
     digest = hashlib.sha256(text.encode()).digest()
     if "Start your reply with exactly one word: ACCEPT" in text:
-        return "ACCEPT\nThe answer holds up." if digest[0] % 2 == 0 else "REVISE\nStep two is wrong."
+        return (
+            "ACCEPT\nThe answer holds up." if digest[0] % 2 == 0 else "REVISE\nStep two is wrong."
+        )
     return f"Working through it step by step.\nThe answer is \\boxed{{{digest[1] % 50}}}."
 
 
@@ -110,8 +122,13 @@ class FaultServer:
     """The server. ``latency`` delays every normal reply (seconds); ``reply`` makes the
     text of normal replies from the request's JSON."""
 
-    def __init__(self, *, latency: float = 0.0, reply: Callable[[dict[str, Any]], str] = default_reply,
-                 usage: bool = True):
+    def __init__(
+        self,
+        *,
+        latency: float = 0.0,
+        reply: Callable[[dict[str, Any]], str] = default_reply,
+        usage: bool = True,
+    ):
         self.latency = latency
         self.reply = reply
         self.usage = usage
@@ -148,7 +165,8 @@ class FaultServer:
         def run() -> None:
             asyncio.set_event_loop(self._loop)
             self._server = self._loop.run_until_complete(
-                asyncio.start_server(self._serve, "127.0.0.1", 0, backlog=512))
+                asyncio.start_server(self._serve, "127.0.0.1", 0, backlog=512)
+            )
             self.port = self._server.sockets[0].getsockname()[1]
             ready.set()
             self._loop.run_forever()
@@ -244,7 +262,7 @@ class FaultServer:
                 writer.write(self._head(200, len(body), {}))
                 step = max(1, len(body) // fault.status + 1)
                 for i in range(0, len(body), step):
-                    writer.write(body[i:i + step])
+                    writer.write(body[i : i + step])
                     await writer.drain()
                     await asyncio.sleep(fault.delay)
                 return True
@@ -260,23 +278,39 @@ class FaultServer:
         if self.latency:
             await asyncio.sleep(self.latency)
         if request.method == "GET" and request.path.rstrip("/").endswith("/models"):
-            body = json.dumps({"object": "list", "data": [{"id": MODEL, "object": "model", "owned_by": "test"}]})
+            body = json.dumps(
+                {"object": "list", "data": [{"id": MODEL, "object": "model", "owned_by": "test"}]}
+            )
             return await self._send(writer, 200, body.encode())
         if request.method == "POST" and request.path.endswith("/chat/completions"):
             return await self._send(writer, 200, self._completion(request))
-        return await self._send(writer, 404, json.dumps({"error": {"message": f"no route {request.path}"}}).encode())
+        return await self._send(
+            writer, 404, json.dumps({"error": {"message": f"no route {request.path}"}}).encode()
+        )
 
     def _completion(self, request: Received) -> bytes:
         data = request.json or {}
         text = self.reply(data)
         doc: dict[str, Any] = {
-            "id": "chatcmpl-loopback", "object": "chat.completion", "created": 0, "model": data.get("model", MODEL),
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "id": "chatcmpl-loopback",
+            "object": "chat.completion",
+            "created": 0,
+            "model": data.get("model", MODEL),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text},
+                    "finish_reason": "stop",
+                }
+            ],
         }
         if self.usage:
             prompt = sum(len(str(m.get("content", "")).split()) for m in data.get("messages", []))
-            doc["usage"] = {"prompt_tokens": prompt, "completion_tokens": len(text.split()),
-                            "total_tokens": prompt + len(text.split())}
+            doc["usage"] = {
+                "prompt_tokens": prompt,
+                "completion_tokens": len(text.split()),
+                "total_tokens": prompt + len(text.split()),
+            }
         return json.dumps(doc).encode()
 
     @staticmethod
@@ -287,20 +321,36 @@ class FaultServer:
         lines += [f"{k}: {v}" for k, v in headers.items()]
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
-    async def _send(self, writer: asyncio.StreamWriter, status: int, body: bytes,
-                    headers: dict[str, str] | None = None) -> bool:
+    async def _send(
+        self,
+        writer: asyncio.StreamWriter,
+        status: int,
+        body: bytes,
+        headers: dict[str, str] | None = None,
+    ) -> bool:
         writer.write(self._head(status, len(body), headers or {}) + body)
         await writer.drain()
         return True
 
 
-_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
-            429: "Too Many Requests", 500: "Internal Server Error", 502: "Bad Gateway", 503: "Service Unavailable"}
+_REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
+}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--latency", type=float, default=0.0, help="seconds before every normal reply")
+    parser.add_argument(
+        "--latency", type=float, default=0.0, help="seconds before every normal reply"
+    )
     args = parser.parse_args()
     server = FaultServer(latency=args.latency).start()
     print(f"PORT {server.port}", flush=True)

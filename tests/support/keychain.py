@@ -44,8 +44,10 @@ class SecretService:
 def _require(command: str) -> str:
     path = shutil.which(command)
     if path is None:
-        raise RuntimeError(f"`{command}` is missing: install the system packages with "
-                           "`apt-get install -y dbus gnome-keyring` (.ci/run does)")
+        raise RuntimeError(
+            f"`{command}` is missing: install the system packages with "
+            "`apt-get install -y dbus gnome-keyring` (.ci/run does)"
+        )
     return path
 
 
@@ -53,19 +55,33 @@ def start_secret_service(home: Path, timeout_s: float = 20.0) -> SecretService:
     home.mkdir(parents=True, exist_ok=True)
     runtime = home / "run"
     runtime.mkdir(mode=0o700, exist_ok=True)
-    bus = subprocess.Popen([_require("dbus-daemon"), "--session", "--nofork", "--nopidfile", "--print-address=1"],
-                           stderr=subprocess.DEVNULL,
-                           stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    bus = subprocess.Popen(
+        [_require("dbus-daemon"), "--session", "--nofork", "--nopidfile", "--print-address=1"],
+        stderr=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
     address = bus.stdout.readline().strip()
     if not address:
         bus.kill()
         raise RuntimeError("dbus-daemon printed no bus address")
     service = SecretService(address, home, [bus.pid], [bus])
-    env = {**os.environ, "DBUS_SESSION_BUS_ADDRESS": address, "HOME": str(home),
-           "XDG_DATA_HOME": str(home / "data"), "XDG_CONFIG_HOME": str(home / "config"),
-           "XDG_RUNTIME_DIR": str(runtime)}
-    daemon = subprocess.Popen([_require("gnome-keyring-daemon"), "--foreground", "--unlock", "--components=secrets"],
-                              stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    env = {
+        **os.environ,
+        "DBUS_SESSION_BUS_ADDRESS": address,
+        "HOME": str(home),
+        "XDG_DATA_HOME": str(home / "data"),
+        "XDG_CONFIG_HOME": str(home / "config"),
+        "XDG_RUNTIME_DIR": str(runtime),
+    }
+    daemon = subprocess.Popen(
+        [_require("gnome-keyring-daemon"), "--foreground", "--unlock", "--components=secrets"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
     daemon.stdin.write(PASSWORD.encode())
     daemon.stdin.close()
     service.pids.append(daemon.pid)
@@ -115,5 +131,7 @@ def stored_items(address: str, service: str) -> dict[str, str]:
 
     with open_dbus_connection(bus=address) as conn:
         collection = secretstorage.get_default_collection(conn)
-        return {item.get_attributes().get("username", ""): item.get_secret().decode()
-                for item in collection.search_items({"service": service})}
+        return {
+            item.get_attributes().get("username", ""): item.get_secret().decode()
+            for item in collection.search_items({"service": service})
+        }

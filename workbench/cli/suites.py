@@ -13,11 +13,19 @@ def cmd_suites_list(args) -> int:
 
     infos = list_suites(workspace(args))
     if args.json:
-        print_json([{"name": i.name, "source": i.source, "count": i.count, "description": i.description}
-                     for i in infos])
+        print_json(
+            [
+                {"name": i.name, "source": i.source, "count": i.count, "description": i.description}
+                for i in infos
+            ]
+        )
         return 0
-    print(table([(i.name, i.source, i.count, one_line(i.description, 70)) for i in infos],
-                 ("suite", "source", "tasks", "description")))
+    print(
+        table(
+            [(i.name, i.source, i.count, one_line(i.description, 70)) for i in infos],
+            ("suite", "source", "tasks", "description"),
+        )
+    )
     return 0
 
 
@@ -27,9 +35,16 @@ def cmd_suites_show(args) -> int:
     suite = load_suite(args.name, workspace(args))
     counts = suite.counts(seed=args.seed)
     if args.json:
-        print_json({"name": suite.name, "version": suite.version, "source": suite.source,
-                     "count": len(suite), "counts": counts,
-                     "tasks": [t.to_dict() for t in suite.tasks[: args.limit]]})
+        print_json(
+            {
+                "name": suite.name,
+                "version": suite.version,
+                "source": suite.source,
+                "count": len(suite),
+                "counts": counts,
+                "tasks": [t.to_dict() for t in suite.tasks[: args.limit]],
+            }
+        )
         return 0
     print(f"{suite.name} (version {suite.version}, {len(suite)} tasks) from {suite.source}")
     if suite.description:
@@ -85,7 +100,14 @@ def cmd_suites_grade(args) -> int:
         answer = args.answer
     result = grade(task, answer)
     if args.json:
-        print_json({"suite": suite.name, "task": task.id, "reward": result.reward, "details": result.details})
+        print_json(
+            {
+                "suite": suite.name,
+                "task": task.id,
+                "reward": result.reward,
+                "details": result.details,
+            }
+        )
     else:
         print(f"reward {result.reward:g}")
         for key, value in result.details.items():
@@ -106,13 +128,19 @@ def register(sub, common) -> None:
     p.add_argument("--seed", type=int, default=0, help="split seed for the counts")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_suites_show)
-    p = ss.add_parser("check", parents=[common], help="validate a JSONL suite file (exit 2 on errors)")
+    p = ss.add_parser(
+        "check", parents=[common], help="validate a JSONL suite file (exit 2 on errors)"
+    )
     p.add_argument("file")
     p.set_defaults(func=cmd_suites_check)
-    p = ss.add_parser("import", parents=[common], help="validate and import a JSONL suite into the workspace")
+    p = ss.add_parser(
+        "import", parents=[common], help="validate and import a JSONL suite into the workspace"
+    )
     p.add_argument("file")
     p.add_argument("--name", required=True, help="suite name (letters, digits, - and _)")
-    p.add_argument("--replace", action="store_true", help="replace an imported suite of the same name")
+    p.add_argument(
+        "--replace", action="store_true", help="replace an imported suite of the same name"
+    )
     p.set_defaults(func=cmd_suites_import)
     p = ss.add_parser("grade", parents=[common], help="grade an answer to one task")
     p.add_argument("suite", help="suite name or path to a .jsonl file")

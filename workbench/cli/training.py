@@ -26,9 +26,16 @@ class Progress:
         if isinstance(event, RunStarted):
             self.total = int(event.budget["generations"])
             self.first = event.start_generation
-            resumed = f", resumed at generation {event.start_generation}" if event.start_generation else ""
-            print(f"run {event.run_id} '{event.name}': {event.n_params} parameters, population {event.popsize}, "
-                  f"{event.rollouts} rollouts per candidate{resumed}", file=self.stream)
+            resumed = (
+                f", resumed at generation {event.start_generation}"
+                if event.start_generation
+                else ""
+            )
+            print(
+                f"run {event.run_id} '{event.name}': {event.n_params} parameters, population {event.popsize}, "
+                f"{event.rollouts} rollouts per candidate{resumed}",
+                file=self.stream,
+            )
         elif isinstance(event, GenerationStats):
             done = event.generation + 1
             elapsed = time.perf_counter() - self.started
@@ -37,19 +44,32 @@ class Progress:
             width = 24
             filled = int(width * done / max(1, self.total))
             val = f"  val {event.validation:.3f}" if event.validation is not None else ""
-            line = (f"[{'#' * filled}{'.' * (width - filled)}] gen {done}/{self.total}  best {event.best:.3f}  "
-                    f"mean {event.mean:.3f}{val}  sigma {event.sigma:.4f}  ${event.totals['dollars']:.4f}  "
-                    f"calls {int(event.totals['calls'])}  ETA {eta:5.0f}s")
-            print(("\r" + line) if self.tty else line, end="" if self.tty else "\n", file=self.stream, flush=True)
+            line = (
+                f"[{'#' * filled}{'.' * (width - filled)}] gen {done}/{self.total}  best {event.best:.3f}  "
+                f"mean {event.mean:.3f}{val}  sigma {event.sigma:.4f}  ${event.totals['dollars']:.4f}  "
+                f"calls {int(event.totals['calls'])}  ETA {eta:5.0f}s"
+            )
+            print(
+                ("\r" + line) if self.tty else line,
+                end="" if self.tty else "\n",
+                file=self.stream,
+                flush=True,
+            )
         elif isinstance(event, RunFinished):
             if self.tty:
                 print(file=self.stream)
             best = "none" if event.best_validation is None else f"{event.best_validation:.3f}"
-            print(f"run {event.run_id} ended: {event.stop_reason} after {event.generations} generations; "
-                  f"best validation {best}", file=self.stream)
+            print(
+                f"run {event.run_id} ended: {event.stop_reason} after {event.generations} generations; "
+                f"best validation {best}",
+                file=self.stream,
+            )
         elif isinstance(event, RunFailed):
-            print(f"\nrun {event.run_id} failed: {event.error}; resume it with "
-                  f"trinity-workbench train CONFIG --resume {event.run_id[:8]}", file=self.stream)
+            print(
+                f"\nrun {event.run_id} failed: {event.error}; resume it with "
+                f"trinity-workbench train CONFIG --resume {event.run_id[:8]}",
+                file=self.stream,
+            )
 
 
 def cmd_train(args) -> int:
@@ -59,7 +79,9 @@ def cmd_train(args) -> int:
 
     config = RunConfig.load(args.config) if args.config else None
     if config is None and args.resume is None:
-        raise UserError("give a config file (trinity-workbench train CONFIG.toml) or --resume RUN_ID")
+        raise UserError(
+            "give a config file (trinity-workbench train CONFIG.toml) or --resume RUN_ID"
+        )
     stop = StopToken()
     if args.events:
         stop.follow(sys.stdin)
@@ -69,7 +91,10 @@ def cmd_train(args) -> int:
     try:
         run_id = train(config, workspace(args), resume=args.resume, listeners=listeners, stop=stop)
     except KeyboardInterrupt:
-        print("\ninterrupted: the last completed generation is checkpointed; resume with --resume", file=sys.stderr)
+        print(
+            "\ninterrupted: the last completed generation is checkpointed; resume with --resume",
+            file=sys.stderr,
+        )
         return 130
     if not args.events:
         print(run_id)
@@ -85,9 +110,16 @@ def _print_event(event) -> None:
 def _run_dict(record) -> dict:
     from workbench.core.runs import effective_status
 
-    return {"id": record.id, "name": record.name, "kind": record.kind, "status": effective_status(record),
-            "stop_reason": record.stop_reason, "error": record.error, "created_at": record.created_at,
-            "updated_at": record.updated_at}
+    return {
+        "id": record.id,
+        "name": record.name,
+        "kind": record.kind,
+        "status": effective_status(record),
+        "stop_reason": record.stop_reason,
+        "error": record.error,
+        "created_at": record.created_at,
+        "updated_at": record.updated_at,
+    }
 
 
 def cmd_runs_list(args) -> int:
@@ -101,8 +133,18 @@ def cmd_runs_list(args) -> int:
         return 0
     from workbench.core.runs import effective_status
 
-    rows = [(r.id[:8], one_line(r.name, 30), r.kind, effective_status(r), r.stop_reason or "", generations[r.id],
-             time.strftime("%Y-%m-%d %H:%M", time.localtime(r.created_at))) for r in records]
+    rows = [
+        (
+            r.id[:8],
+            one_line(r.name, 30),
+            r.kind,
+            effective_status(r),
+            r.stop_reason or "",
+            generations[r.id],
+            time.strftime("%Y-%m-%d %H:%M", time.localtime(r.created_at)),
+        )
+        for r in records
+    ]
     print(table(rows, ("run", "name", "kind", "status", "stop reason", "generations", "created")))
     return 0
 
@@ -113,17 +155,40 @@ def cmd_runs_show(args) -> int:
     with Store.open(workspace(args)) as store:
         record = store.get_run(args.run)
         generations = store.generations(record.id)
-    data = {**_run_dict(record), "config": record.config, "result": record.result, "generations": generations}
+    data = {
+        **_run_dict(record),
+        "config": record.config,
+        "result": record.result,
+        "generations": generations,
+    }
     if args.json:
         print_json(data)
         return 0
-    print(f"run {record.id}  '{record.name}'  {data['status']}  stop reason: {record.stop_reason or '-'}")
+    print(
+        f"run {record.id}  '{record.name}'  {data['status']}  stop reason: {record.stop_reason or '-'}"
+    )
     if record.error:
         print(f"error: {record.error}")
-    rows = [(g["generation"], f"{g['best']:.3f}", f"{g['mean']:.3f}", f"{g['median']:.3f}", f"{g['worst']:.3f}",
-             f"{g['sigma']:.4f}", "" if g.get("validation") is None else f"{g['validation']:.3f}",
-             g["evaluations"], f"{g['wall_s']:.1f}s") for g in generations]
-    print(table(rows, ("gen", "best", "mean", "median", "worst", "sigma", "validation", "episodes", "wall")))
+    rows = [
+        (
+            g["generation"],
+            f"{g['best']:.3f}",
+            f"{g['mean']:.3f}",
+            f"{g['median']:.3f}",
+            f"{g['worst']:.3f}",
+            f"{g['sigma']:.4f}",
+            "" if g.get("validation") is None else f"{g['validation']:.3f}",
+            g["evaluations"],
+            f"{g['wall_s']:.1f}s",
+        )
+        for g in generations
+    ]
+    print(
+        table(
+            rows,
+            ("gen", "best", "mean", "median", "worst", "sigma", "validation", "episodes", "wall"),
+        )
+    )
     if record.result:
         print(json.dumps(record.result, indent=2))
     return 0
@@ -134,13 +199,34 @@ def cmd_eval(args) -> int:
 
     if (args.run is None) == (args.coordinator is None):
         raise UserError("give exactly one of --run RUN or --coordinator FILE")
-    result = evaluate_run(workspace(args), run=args.run, coordinator_file=args.coordinator, suite=args.suite,
-                          split=args.split, baselines=not args.no_baselines, out_dir=args.out)
+    result = evaluate_run(
+        workspace(args),
+        run=args.run,
+        coordinator_file=args.coordinator,
+        suite=args.suite,
+        split=args.split,
+        baselines=not args.no_baselines,
+        out_dir=args.out,
+    )
     report = result.report
     if args.json:
-        print_json([{"system": s.name, "kind": s.kind, "accuracy": s.accuracy, "ci_low": s.ci_low,
-                     "ci_high": s.ci_high, "n": s.n, "avg_turns": s.avg_turns, "avg_tokens": s.avg_tokens,
-                     "avg_cost": s.avg_cost, "usage": s.usage} for s in report.systems])
+        print_json(
+            [
+                {
+                    "system": s.name,
+                    "kind": s.kind,
+                    "accuracy": s.accuracy,
+                    "ci_low": s.ci_low,
+                    "ci_high": s.ci_high,
+                    "n": s.n,
+                    "avg_turns": s.avg_turns,
+                    "avg_tokens": s.avg_tokens,
+                    "avg_cost": s.avg_cost,
+                    "usage": s.usage,
+                }
+                for s in report.systems
+            ]
+        )
     else:
         print(report.table())
         print(f"\nevaluation episodes stored as run {result.run_id[:8]}")
@@ -166,22 +252,29 @@ def cmd_replay(args) -> int:
         if args.episode:
             ids = [e.id for e in store.list_episodes(run_id) if e.id.startswith(args.episode)]
             if len(ids) != 1:
-                raise UserError(f"episode '{args.episode}' {'is ambiguous' if ids else 'is not in run ' + run_id[:8]}")
+                raise UserError(
+                    f"episode '{args.episode}' {'is ambiguous' if ids else 'is not in run ' + run_id[:8]}"
+                )
         else:
-            summaries = store.list_episodes(run_id, generation=args.generation, candidate=args.candidate,
-                                            limit=args.limit)
+            summaries = store.list_episodes(
+                run_id, generation=args.generation, candidate=args.candidate, limit=args.limit
+            )
             ids = [e.id for e in summaries]
             if not ids:
                 raise UserError(f"run {run_id[:8]} has no episodes matching that")
         for i, episode_id in enumerate(ids):
             episode = store.get_episode(episode_id)
-            print(f"== episode {episode.id[:12]}  task {episode.task_id}  generation {episode.generation}  "
-                  f"candidate {episode.candidate}")
+            print(
+                f"== episode {episode.id[:12]}  task {episode.task_id}  generation {episode.generation}  "
+                f"candidate {episode.candidate}"
+            )
             if args.full:
                 for t in episode.turns:
                     print(f"\n-- turn {t.index}: {t.role} by {t.worker}")
-                    print(f"   p(worker) {', '.join(f'{p:.2f}' for p in t.worker_probs)}   "
-                          f"p(role) {', '.join(f'{p:.2f}' for p in t.role_probs)}")
+                    print(
+                        f"   p(worker) {', '.join(f'{p:.2f}' for p in t.worker_probs)}   "
+                        f"p(role) {', '.join(f'{p:.2f}' for p in t.role_probs)}"
+                    )
                     for m in t.messages:
                         print(f"   [{m['role']}] {m['content']}")
                     print(f"   response: {t.response or t.error or '(not called)'}")
@@ -198,8 +291,13 @@ def cmd_study(args) -> int:
 
     config = RunConfig.load(args.config)
     optimizers = tuple(args.optimizers.split(",")) if args.optimizers else None
-    study = study_optimizers(config, workspace(args), seeds=args.seeds, optimizers=optimizers,
-                             progress=lambda line: print(line, file=sys.stderr))
+    study = study_optimizers(
+        config,
+        workspace(args),
+        seeds=args.seeds,
+        optimizers=optimizers,
+        progress=lambda line: print(line, file=sys.stderr),
+    )
     if args.json:
         print_json(study.to_dict())
     else:
@@ -209,12 +307,17 @@ def cmd_study(args) -> int:
 
 def register(sub, common) -> None:
     """Add this module's commands to the parser."""
-    p = sub.add_parser("train", parents=[common], help="train a coordinator (sep-CMA-ES or a baseline)")
+    p = sub.add_parser(
+        "train", parents=[common], help="train a coordinator (sep-CMA-ES or a baseline)"
+    )
     p.add_argument("config", nargs="?", help="run config (TOML; see README)")
     p.add_argument("--resume", metavar="RUN_ID", help="continue a stopped, failed or killed run")
-    p.add_argument("--events", action="store_true",
-                   help="for programs: one JSON event per line on stdout instead of the progress bar; "
-                        "reads pause, resume and stop lines on stdin (its end stops the run)")
+    p.add_argument(
+        "--events",
+        action="store_true",
+        help="for programs: one JSON event per line on stdout instead of the progress bar; "
+        "reads pause, resume and stop lines on stdin (its end stops the run)",
+    )
     p.set_defaults(func=cmd_train)
 
     runs = sub.add_parser("runs", help="training runs: list, show")
@@ -228,9 +331,13 @@ def register(sub, common) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_runs_show)
 
-    p = sub.add_parser("eval", parents=[common], help="evaluate a run or coordinator file against baselines")
+    p = sub.add_parser(
+        "eval", parents=[common], help="evaluate a run or coordinator file against baselines"
+    )
     p.add_argument("--run", help="a training run (its best-on-validation vector)")
-    p.add_argument("--coordinator", metavar="FILE", help="a coordinator file (trinity-workbench export)")
+    p.add_argument(
+        "--coordinator", metavar="FILE", help="a coordinator file (trinity-workbench export)"
+    )
     p.add_argument("--suite", help="another suite than the run's")
     p.add_argument("--split", default="test", choices=("train", "validation", "test"))
     p.add_argument("--no-baselines", action="store_true", help="only the coordinator")
@@ -240,7 +347,9 @@ def register(sub, common) -> None:
 
     p = sub.add_parser("export", parents=[common], help="write a run's coordinator to a file")
     p.add_argument("run")
-    p.add_argument("--out", required=True, metavar="FILE", help="the coordinator file (.safetensors)")
+    p.add_argument(
+        "--out", required=True, metavar="FILE", help="the coordinator file (.safetensors)"
+    )
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("replay", parents=[common], help="a run's episodes, turn by turn, as text")

@@ -68,8 +68,8 @@ class Adam:
         self.t += 1
         self.m = self.b1 * self.m + (1 - self.b1) * grad
         self.v = self.b2 * self.v + (1 - self.b2) * grad * grad
-        m_hat = self.m / (1 - self.b1 ** self.t)
-        v_hat = self.v / (1 - self.b2 ** self.t)
+        m_hat = self.m / (1 - self.b1**self.t)
+        v_hat = self.v / (1 - self.b2**self.t)
         return params + self.lr * m_hat / (np.sqrt(v_hat) + self.eps)
 
 
@@ -84,7 +84,9 @@ class _HeadLearner:
     def center(self) -> np.ndarray:
         return self.theta.copy()
 
-    def _log_prob_grad(self, feature: np.ndarray, worker_probs, role_probs, worker: int, role: int) -> np.ndarray:
+    def _log_prob_grad(
+        self, feature: np.ndarray, worker_probs, role_probs, worker: int, role: int
+    ) -> np.ndarray:
         """d log pi(worker, role | feature) / d W for the linear softmax head."""
         L = self.head.n_workers
         rows = np.concatenate([-np.asarray(worker_probs), -np.asarray(role_probs)])
@@ -103,7 +105,16 @@ class Reinforce(_HeadLearner):
     """REINFORCE on the head: every proposal is the current policy; one Adam step per
     generation on the batch of its sampled episodes, advantage = reward - batch mean."""
 
-    def __init__(self, head: HeadConfig, features: Features, *, popsize: int, rollouts: int, lr: float, tasks: dict):
+    def __init__(
+        self,
+        head: HeadConfig,
+        features: Features,
+        *,
+        popsize: int,
+        rollouts: int,
+        lr: float,
+        tasks: dict,
+    ):
         super().__init__(head, features, lr, tasks)
         self.popsize, self.rollouts = popsize, rollouts
 
@@ -120,7 +131,14 @@ class Reinforce(_HeadLearner):
                 continue
             task = self.tasks[e.task_id]
             for i, turn in enumerate(e.turns):
-                steps.append((render_transcript(task, e.turns[:i]), turn, e.pool.index(turn.worker), advantage))
+                steps.append(
+                    (
+                        render_transcript(task, e.turns[:i]),
+                        turn,
+                        e.pool.index(turn.worker),
+                        advantage,
+                    )
+                )
         if not steps:
             return
         # the recorded probabilities are the policy's at theta; only the features are recomputed
@@ -128,20 +146,30 @@ class Reinforce(_HeadLearner):
         feats = self.features([s[0] for s in steps])
         grad = np.zeros_like(self.theta)
         for (_, turn, worker, advantage), f in zip(steps, feats, strict=True):
-            grad += advantage * self._log_prob_grad(f, turn.worker_probs, turn.role_probs, worker,
-                                                    ROLES.index(turn.role))
+            grad += advantage * self._log_prob_grad(
+                f, turn.worker_probs, turn.role_probs, worker, ROLES.index(turn.role)
+            )
         self.theta = self.adam.step(self.theta, grad / len(flat))
 
     @property
     def sigma(self) -> float:
-        return float(np.sqrt(np.mean(self.theta ** 2)))
+        return float(np.sqrt(np.mean(self.theta**2)))
 
 
 class Imitation(_HeadLearner):
     """Imitation of the best single worker: label collection plus softmax regression."""
 
-    def __init__(self, head: HeadConfig, features: Features, *, popsize: int, rollouts: int, lr: float,
-                 tasks: dict, epochs: int = 50):
+    def __init__(
+        self,
+        head: HeadConfig,
+        features: Features,
+        *,
+        popsize: int,
+        rollouts: int,
+        lr: float,
+        tasks: dict,
+        epochs: int = 50,
+    ):
         super().__init__(head, features, lr, tasks)
         L = head.n_workers
         self.popsize = L  # one proposal per worker
@@ -168,13 +196,14 @@ class Imitation(_HeadLearner):
             grad = np.zeros_like(W)
             for f, task_id in zip(feats, ids, strict=True):
                 logits = W @ f
-                grad += self._log_prob_grad(f, _softmax(logits[:L]), _softmax(logits[L:]),
-                                            self.labels[task_id], role).reshape(W.shape)
+                grad += self._log_prob_grad(
+                    f, _softmax(logits[:L]), _softmax(logits[L:]), self.labels[task_id], role
+                ).reshape(W.shape)
             self.theta = self.adam.step(self.theta, grad.reshape(-1) / len(ids))
 
     @property
     def sigma(self) -> float:
-        return float(np.sqrt(np.mean(self.theta ** 2)))
+        return float(np.sqrt(np.mean(self.theta**2)))
 
     def dumps(self) -> bytes:
         return pickle.dumps((super().dumps(), self.labels))
@@ -184,15 +213,33 @@ class Imitation(_HeadLearner):
         super().loads(base)
 
 
-def make(config: RunConfig, n: int, head: HeadConfig, features: Features, tasks: dict | None = None):
+def make(
+    config: RunConfig, n: int, head: HeadConfig, features: Features, tasks: dict | None = None
+):
     o = config.optimizer
     popsize = o.popsize or default_popsize(n)
     if o.name == "random-search":
         return RandomSearch(n, popsize=popsize, rollouts=o.rollouts, seed=config.run.seed)
     if o.svf:
-        raise ValueError(f"optimizer.svf is supported by sep-cma-es and random-search, not by {o.name}")
+        raise ValueError(
+            f"optimizer.svf is supported by sep-cma-es and random-search, not by {o.name}"
+        )
     if o.name == "reinforce":
-        return Reinforce(head, features, popsize=popsize, rollouts=o.rollouts, lr=o.learning_rate, tasks=tasks or {})
+        return Reinforce(
+            head,
+            features,
+            popsize=popsize,
+            rollouts=o.rollouts,
+            lr=o.learning_rate,
+            tasks=tasks or {},
+        )
     if o.name == "imitation":
-        return Imitation(head, features, popsize=popsize, rollouts=o.rollouts, lr=o.learning_rate, tasks=tasks or {})
+        return Imitation(
+            head,
+            features,
+            popsize=popsize,
+            rollouts=o.rollouts,
+            lr=o.learning_rate,
+            tasks=tasks or {},
+        )
     raise ValueError(f"unknown optimizer '{o.name}'")

@@ -32,8 +32,10 @@ SEARCH_BASES = ("balanced", "identity")
 DEVICES = ("auto", "cpu", "cuda", "mps")
 # the keys whose value is one of a known set (a form offers them as a list)
 CHOICES: dict[str, tuple[str, ...]] = {
-    "optimizer.name": OPTIMIZERS, "cache.policy": CACHE_POLICIES,
-    "optimizer.search_basis": SEARCH_BASES, "backbone.device": DEVICES,
+    "optimizer.name": OPTIMIZERS,
+    "cache.policy": CACHE_POLICIES,
+    "optimizer.search_basis": SEARCH_BASES,
+    "backbone.device": DEVICES,
 }
 
 
@@ -129,8 +131,10 @@ class RunConfig:
         hints = typing.get_type_hints(cls)
         for key, value in data.items():
             if key not in hints:
-                raise ConfigError(f"{source}: unknown section [{key}]; known sections: "
-                                  f"{', '.join(f'[{k}]' for k in hints)}")
+                raise ConfigError(
+                    f"{source}: unknown section [{key}]; known sections: "
+                    f"{', '.join(f'[{k}]' for k in hints)}"
+                )
             if not isinstance(value, dict):
                 raise ConfigError(f"{source}: [{key}] must be a table")
             sections[key] = _section(hints[key], value, f"{source}: {key}")
@@ -151,8 +155,10 @@ class RunConfig:
         def plain(v):
             return list(v) if isinstance(v, tuple) else v
 
-        return {f.name: {k: plain(v) for k, v in dataclasses.asdict(getattr(self, f.name)).items()}
-                for f in dataclasses.fields(self)}
+        return {
+            f.name: {k: plain(v) for k, v in dataclasses.asdict(getattr(self, f.name)).items()}
+            for f in dataclasses.fields(self)
+        }
 
     def to_toml(self) -> str:
         import tomli_w
@@ -210,12 +216,24 @@ def _check(cfg: RunConfig) -> None:
             raise ConfigError(f"{where}: {message}")
 
     o, b, p, t = cfg.optimizer, cfg.budget, cfg.protocol, cfg.tasks
-    need(o.name in OPTIMIZERS, "optimizer.name", f"unknown optimizer '{o.name}'; choose one of {', '.join(OPTIMIZERS)}")
-    need(o.popsize == 0 or o.popsize >= 2, "optimizer.popsize", "must be 0 (pycma's default) or at least 2")
+    need(
+        o.name in OPTIMIZERS,
+        "optimizer.name",
+        f"unknown optimizer '{o.name}'; choose one of {', '.join(OPTIMIZERS)}",
+    )
+    need(
+        o.popsize == 0 or o.popsize >= 2,
+        "optimizer.popsize",
+        "must be 0 (pycma's default) or at least 2",
+    )
     need(o.sigma0 > 0, "optimizer.sigma0", "must be positive")
     need(o.rollouts >= 1, "optimizer.rollouts", "must be at least 1")
     need(o.validate_every >= 1, "optimizer.validate_every", "must be at least 1")
-    need(o.search_basis in SEARCH_BASES, "optimizer.search_basis", f"choose one of {', '.join(SEARCH_BASES)}")
+    need(
+        o.search_basis in SEARCH_BASES,
+        "optimizer.search_basis",
+        f"choose one of {', '.join(SEARCH_BASES)}",
+    )
     need(o.concurrency >= 1, "optimizer.concurrency", "must be at least 1")
     need(o.learning_rate > 0, "optimizer.learning_rate", "must be positive")
     need(o.cost_penalty >= 0 and o.turn_penalty >= 0, "optimizer", "penalties must not be negative")
@@ -225,7 +243,11 @@ def _check(cfg: RunConfig) -> None:
     need(1 <= p.max_turns <= 50, "protocol.max_turns", "must be between 1 and 50")
     need(p.temperature >= 0, "protocol.temperature", "must not be negative")
     need(p.max_tokens >= 1, "protocol.max_tokens", "must be at least 1")
-    need(len(cfg.pool.workers) >= 1, "pool.workers", "name at least one worker, e.g. [\"sandbox\"]")
+    need(len(cfg.pool.workers) >= 1, "pool.workers", 'name at least one worker, e.g. ["sandbox"]')
     for key in ("train", "validation", "test"):
         need(getattr(t, key) >= 0, f"tasks.{key}", "must not be negative (0 means the whole split)")
-    need(cfg.cache.policy in CACHE_POLICIES, "cache.policy", f"choose one of {', '.join(CACHE_POLICIES)}")
+    need(
+        cfg.cache.policy in CACHE_POLICIES,
+        "cache.policy",
+        f"choose one of {', '.join(CACHE_POLICIES)}",
+    )

@@ -186,13 +186,17 @@ class SVF:
         try:
             block = layers[layer]
         except IndexError:
-            raise ValueError(f"SVF layer {layer} is out of range: the backbone has {len(layers)} layers") from None
+            raise ValueError(
+                f"SVF layer {layer} is out of range: the backbone has {len(layers)} layers"
+            ) from None
         found = [("embed_tokens", model.get_input_embeddings().weight)]
         for name, module in block.named_modules():
             if name.rsplit(".", 1)[-1] in cls.LAYER_MATRICES and hasattr(module, "weight"):
                 found.append((f"layers.{layer}.{name}", module.weight))
         if len(found) == 1:
-            raise ValueError(f"SVF: layer {layer} of {type(model).__name__} has none of {cls.LAYER_MATRICES}")
+            raise ValueError(
+                f"SVF: layer {layer} of {type(model).__name__} has none of {cls.LAYER_MATRICES}"
+            )
         return found
 
     @property
@@ -250,10 +254,18 @@ def _digest(vector: np.ndarray | None) -> str:
 class Backbone:
     """A frozen causal LM that turns transcripts into unit-RMS feature vectors."""
 
-    def __init__(self, source: str = "offline", device: str = "auto", *,
-                 svf_layer: int = -2, feature_cache_size: int = 50_000,
-                 prefix_cache_bytes: int = 2 << 30, min_prefix_tokens: int = 8,
-                 model: Any = None, tokenizer: Any = None):
+    def __init__(
+        self,
+        source: str = "offline",
+        device: str = "auto",
+        *,
+        svf_layer: int = -2,
+        feature_cache_size: int = 50_000,
+        prefix_cache_bytes: int = 2 << 30,
+        min_prefix_tokens: int = 8,
+        model: Any = None,
+        tokenizer: Any = None,
+    ):
         if model is None:
             from workbench.core.models import load_causal_lm
 
@@ -373,7 +385,8 @@ class Backbone:
                 for batch in groups.values():
                     try:
                         rows = await loop.run_in_executor(
-                            self._executor, self.features, [t for t, _, _ in batch], batch[0][1])
+                            self._executor, self.features, [t for t, _, _ in batch], batch[0][1]
+                        )
                     except Exception as exc:  # hand the failure to every waiter
                         for _, _, fut in batch:
                             if not fut.done():
@@ -419,7 +432,9 @@ class Backbone:
                     continue
                 features[i] = self._forward_one(ids, reuse, _slice_cache(cache, reuse))
             if fresh:
-                for i, feature in zip(fresh, self._forward_batch([encoded[i] for i in fresh]), strict=True):
+                for i, feature in zip(
+                    fresh, self._forward_batch([encoded[i] for i in fresh]), strict=True
+                ):
                     features[i] = feature
         return features  # type: ignore[return-value]
 
@@ -487,7 +502,11 @@ def _cache_arg() -> str:
 
     from transformers import LlamaModel
 
-    return "cache" if "cache" in inspect.signature(LlamaModel.forward).parameters else "past_key_values"
+    return (
+        "cache"
+        if "cache" in inspect.signature(LlamaModel.forward).parameters
+        else "past_key_values"
+    )
 
 
 def _slice_cache(cache: Any, length: int, row: int = 0, copy: bool = False) -> Any:
@@ -525,7 +544,9 @@ class Coordinator:
     svf_delta: np.ndarray | None = field(default=None)
 
     @classmethod
-    def untrained(cls, backbone: Backbone, n_workers: int, seed: int = 0, scale: float = 0.03) -> Coordinator:
+    def untrained(
+        cls, backbone: Backbone, n_workers: int, seed: int = 0, scale: float = 0.03
+    ) -> Coordinator:
         return cls(backbone, Head.random(HeadConfig(n_workers, backbone.hidden_size), seed, scale))
 
     @property

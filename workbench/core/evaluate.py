@@ -64,39 +64,88 @@ class Report:
     systems: tuple[SystemResult, ...]
 
     def to_json(self) -> str:
-        return json.dumps({"suite": self.suite, "split": self.split,
-                           "systems": [asdict(s) for s in self.systems]}, indent=2)
+        return json.dumps(
+            {
+                "suite": self.suite,
+                "split": self.split,
+                "systems": [asdict(s) for s in self.systems],
+            },
+            indent=2,
+        )
 
     def to_csv(self) -> str:
         out = io.StringIO()
         writer = csv.writer(out)
-        writer.writerow(["system", "kind", "accuracy", "ci_low", "ci_high", "n", "avg_turns", "avg_tokens", "avg_cost"])
+        writer.writerow(
+            [
+                "system",
+                "kind",
+                "accuracy",
+                "ci_low",
+                "ci_high",
+                "n",
+                "avg_turns",
+                "avg_tokens",
+                "avg_cost",
+            ]
+        )
         for s in self.systems:
-            writer.writerow([s.name, s.kind, f"{s.accuracy:.4f}", f"{s.ci_low:.4f}", f"{s.ci_high:.4f}", s.n,
-                             f"{s.avg_turns:.2f}", f"{s.avg_tokens:.1f}", f"{s.avg_cost:.6f}"])
+            writer.writerow(
+                [
+                    s.name,
+                    s.kind,
+                    f"{s.accuracy:.4f}",
+                    f"{s.ci_low:.4f}",
+                    f"{s.ci_high:.4f}",
+                    s.n,
+                    f"{s.avg_turns:.2f}",
+                    f"{s.avg_tokens:.1f}",
+                    f"{s.avg_cost:.6f}",
+                ]
+            )
         return out.getvalue()
 
     def to_markdown(self) -> str:
-        lines = [f"Evaluation on `{self.suite}` ({self.split} split, {self.systems[0].n if self.systems else 0} tasks)",
-                 "", "| system | accuracy | 95% CI | turns | tokens | $ / query |", "|---|---|---|---|---|---|"]
+        lines = [
+            f"Evaluation on `{self.suite}` ({self.split} split, {self.systems[0].n if self.systems else 0} tasks)",
+            "",
+            "| system | accuracy | 95% CI | turns | tokens | $ / query |",
+            "|---|---|---|---|---|---|",
+        ]
         for s in self.systems:
-            lines.append(f"| {s.name} | {s.accuracy:.3f} | [{s.ci_low:.3f}, {s.ci_high:.3f}] | {s.avg_turns:.2f} "
-                         f"| {s.avg_tokens:.0f} | {s.avg_cost:.6f} |")
+            lines.append(
+                f"| {s.name} | {s.accuracy:.3f} | [{s.ci_low:.3f}, {s.ci_high:.3f}] | {s.avg_turns:.2f} "
+                f"| {s.avg_tokens:.0f} | {s.avg_cost:.6f} |"
+            )
         return "\n".join(lines) + "\n"
 
     def table(self) -> str:
         rows = [("system", "accuracy", "95% CI", "turns", "tokens", "$/query")]
         for s in self.systems:
-            rows.append((s.name, f"{s.accuracy:.3f}", f"[{s.ci_low:.3f}, {s.ci_high:.3f}]", f"{s.avg_turns:.2f}",
-                         f"{s.avg_tokens:.0f}", f"{s.avg_cost:.6f}"))
+            rows.append(
+                (
+                    s.name,
+                    f"{s.accuracy:.3f}",
+                    f"[{s.ci_low:.3f}, {s.ci_high:.3f}]",
+                    f"{s.avg_turns:.2f}",
+                    f"{s.avg_tokens:.0f}",
+                    f"{s.avg_cost:.6f}",
+                )
+            )
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-        return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)
+        return "\n".join(
+            "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows
+        )
 
     def write(self, folder: str | Path, stem: str = "evaluation") -> list[Path]:
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         paths = []
-        for ext, text in (("json", self.to_json()), ("csv", self.to_csv()), ("md", self.to_markdown())):
+        for ext, text in (
+            ("json", self.to_json()),
+            ("csv", self.to_csv()),
+            ("md", self.to_markdown()),
+        ):
             path = folder / f"{stem}.{ext}"
             path.write_text(text, encoding="utf-8")
             paths.append(path)
@@ -131,7 +180,9 @@ def _chosen_baselines(worker_ids: Sequence[str], baselines: bool | Collection[st
         return available if baselines else []
     unknown = sorted(set(baselines) - set(available))
     if unknown:
-        raise ValueError(f"unknown baseline(s) {', '.join(unknown)} for this pool: choose from {', '.join(available)}")
+        raise ValueError(
+            f"unknown baseline(s) {', '.join(unknown)} for this pool: choose from {', '.join(available)}"
+        )
     return [b for b in available if b in baselines]
 
 
@@ -152,10 +203,18 @@ def summarise(name: str, kind: str, episodes: Sequence[Episode]) -> SystemResult
     rewards = sum(e.reward for e in episodes)
     low, high = wilson(rewards, n)
     usage = Counter(f"{t.worker}/{t.role}" for e in episodes for t in e.turns)
-    return SystemResult(name, kind, rewards / n if n else 0.0, low, high, n,
-                        float(np.mean([len(e.turns) for e in episodes])) if n else 0.0,
-                        float(np.mean([e.tokens_in + e.tokens_out for e in episodes])) if n else 0.0,
-                        float(np.mean([e.cost for e in episodes])) if n else 0.0, dict(usage))
+    return SystemResult(
+        name,
+        kind,
+        rewards / n if n else 0.0,
+        low,
+        high,
+        n,
+        float(np.mean([len(e.turns) for e in episodes])) if n else 0.0,
+        float(np.mean([e.tokens_in + e.tokens_out for e in episodes])) if n else 0.0,
+        float(np.mean([e.cost for e in episodes])) if n else 0.0,
+        dict(usage),
+    )
 
 
 async def evaluate(
@@ -191,8 +250,11 @@ async def evaluate(
     systems: list[tuple[str, str, Any, int]] = []  # name, kind, policy (or per-task factory), turns
     if coordinator is not None:
         systems.append((name, "coordinator", coordinator, max_turns))
-    systems += [(f"single:{wid}", "single", FixedPolicy(L, i), 1) for i, wid in enumerate(ids)
-                if f"single:{wid}" in chosen]
+    systems += [
+        (f"single:{wid}", "single", FixedPolicy(L, i), 1)
+        for i, wid in enumerate(ids)
+        if f"single:{wid}" in chosen
+    ]
     if "random" in chosen:
         systems.append(("random", "random", RandomPolicy(L), max_turns))
     if "oracle" in chosen:
@@ -208,10 +270,21 @@ async def evaluate(
             if stop is not None and stop.stopped:
                 raise EvaluationStopped("the evaluation was stopped")
             episode = await run_episode(
-                policy, pool, task, suite=suite, max_turns=turns,
-                rng=np.random.default_rng(derived_seed(seed, "eval", index, j)) if isinstance(policy, RandomPolicy) else None,
-                seed=derived_seed(seed, "eval-w", j) % 2**31, max_tokens=max_tokens, temperature=temperature,
-                prompts=prompts, run_id=run_id, candidate=index)
+                policy,
+                pool,
+                task,
+                suite=suite,
+                max_turns=turns,
+                rng=np.random.default_rng(derived_seed(seed, "eval", index, j))
+                if isinstance(policy, RandomPolicy)
+                else None,
+                seed=derived_seed(seed, "eval-w", j) % 2**31,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                prompts=prompts,
+                run_id=run_id,
+                candidate=index,
+            )
         done += 1
         if progress is not None:
             progress(EvaluationProgress(done, total, systems[index][0]))
@@ -219,7 +292,9 @@ async def evaluate(
 
     results, episodes = [], []
     for index, (sys_name, kind, policy, turns) in enumerate(systems):
-        running = [asyncio.ensure_future(one(index, policy, turns, j, t)) for j, t in enumerate(tasks)]
+        running = [
+            asyncio.ensure_future(one(index, policy, turns, j, t)) for j, t in enumerate(tasks)
+        ]
         try:
             eps = await asyncio.gather(*running)
         except EvaluationStopped:

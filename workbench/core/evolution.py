@@ -115,7 +115,9 @@ class RunFailed:
 
 Event = RunStarted | GenerationStats | EpisodeDone | RunFinished | RunFailed
 Listener = Callable[[Event], None]
-EVENT_TYPES: dict[str, type] = {t.__name__: t for t in (RunStarted, GenerationStats, EpisodeDone, RunFinished, RunFailed)}
+EVENT_TYPES: dict[str, type] = {
+    t.__name__: t for t in (RunStarted, GenerationStats, EpisodeDone, RunFinished, RunFailed)
+}
 
 
 def event_to_json(event: Event) -> str:
@@ -211,8 +213,12 @@ class Optimizer(Protocol):
 
     def ask(self) -> list[Proposal]: ...
 
-    def tell(self, proposals: Sequence[Proposal], fitness: Sequence[float],
-             episodes: Sequence[Sequence[Episode]]) -> None: ...
+    def tell(
+        self,
+        proposals: Sequence[Proposal],
+        fitness: Sequence[float],
+        episodes: Sequence[Sequence[Episode]],
+    ) -> None: ...
 
     def center(self) -> np.ndarray:
         """The vector that represents the optimizer's current belief (validated)."""
@@ -243,12 +249,26 @@ class SepCMAES:
     """Separable CMA-ES (pycma with a diagonal covariance). ``stds`` (optional, one per
     coordinate) multiplies sigma0 coordinate-wise: the head's width scale, 1 for SVF."""
 
-    def __init__(self, n: int, *, sigma0: float, popsize: int, rollouts: int, seed: int,
-                 stds: np.ndarray | None = None):
+    def __init__(
+        self,
+        n: int,
+        *,
+        sigma0: float,
+        popsize: int,
+        rollouts: int,
+        seed: int,
+        stds: np.ndarray | None = None,
+    ):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # pycma warns when matplotlib is absent
             import cma
-        options = {"CMA_diagonal": True, "seed": seed + 1, "verbose": -9, "verb_log": 0, "verb_disp": 0}
+        options = {
+            "CMA_diagonal": True,
+            "seed": seed + 1,
+            "verbose": -9,
+            "verb_log": 0,
+            "verb_disp": 0,
+        }
         if popsize:
             options["popsize"] = popsize
         if stds is not None:
@@ -281,16 +301,27 @@ class SepCMAES:
         np.random.set_state(data["np_random"])
 
 
-def make_optimizer(config: RunConfig, n: int, head: HeadConfig, features: Callable[[list[str]], np.ndarray],
-                   tasks: dict[str, Task]) -> Any:
+def make_optimizer(
+    config: RunConfig,
+    n: int,
+    head: HeadConfig,
+    features: Callable[[list[str]], np.ndarray],
+    tasks: dict[str, Task],
+) -> Any:
     """The optimizer a config names, for ``n`` parameters (``features`` and ``tasks`` let
     the gradient baselines recompute the features of recorded turns)."""
     o = config.optimizer
     if o.name == "sep-cma-es":
         stds = np.ones(n)
-        stds[n - head.n_params:] = head_step_scale(head.hidden_size)  # [SVF offsets || head]
-        return SepCMAES(n, sigma0=o.sigma0, popsize=o.popsize, rollouts=o.rollouts, seed=config.run.seed,
-                        stds=stds)
+        stds[n - head.n_params :] = head_step_scale(head.hidden_size)  # [SVF offsets || head]
+        return SepCMAES(
+            n,
+            sigma0=o.sigma0,
+            popsize=o.popsize,
+            rollouts=o.rollouts,
+            seed=config.run.seed,
+            stds=stds,
+        )
     from workbench.core import baselines
 
     return baselines.make(config, n, head, features, tasks)
@@ -327,9 +358,13 @@ class SearchBasis:
         u = mean / norm
         along = features @ u
         rest = features - np.outer(along, u)
-        alpha = float(np.clip(np.abs(along).mean() / max(np.linalg.norm(rest, axis=1).mean(), 1e-12), 1.0, 100.0))
+        alpha = float(
+            np.clip(
+                np.abs(along).mean() / max(np.linalg.norm(rest, axis=1).mean(), 1e-12), 1.0, 100.0
+            )
+        )
         mapped = np.outer(along, u) + alpha * rest
-        scale = float(np.sqrt((mapped ** 2).mean(axis=1)).mean())
+        scale = float(np.sqrt((mapped**2).mean(axis=1)).mean())
         return cls(u, alpha, scale)
 
     def features(self, features: np.ndarray) -> np.ndarray:
@@ -337,7 +372,9 @@ class SearchBasis:
         if self.direction is None:
             return features
         along = features @ self.direction
-        return (self.alpha * features + (1 - self.alpha) * np.multiply.outer(along, self.direction)) / self.scale
+        return (
+            self.alpha * features + (1 - self.alpha) * np.multiply.outer(along, self.direction)
+        ) / self.scale
 
     def head(self, vector: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
         """Head weights (flat) of a search vector's head part (flat): ``V M``."""
@@ -346,14 +383,20 @@ class SearchBasis:
         return self.features(np.asarray(vector).reshape(shape)).reshape(-1)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"direction": None if self.direction is None else self.direction.tolist(),
-                "alpha": self.alpha, "scale": self.scale}
+        return {
+            "direction": None if self.direction is None else self.direction.tolist(),
+            "alpha": self.alpha,
+            "scale": self.scale,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SearchBasis:
         direction = data.get("direction")
-        return cls(None if direction is None else np.asarray(direction, dtype=np.float64),
-                   float(data["alpha"]), float(data["scale"]))
+        return cls(
+            None if direction is None else np.asarray(direction, dtype=np.float64),
+            float(data["alpha"]),
+            float(data["scale"]),
+        )
 
 
 CALIBRATION_TASKS = 32  # training tasks whose opening transcripts fit the balanced basis
@@ -377,8 +420,12 @@ class Spend:
     seconds: float = 0.0
 
     def as_totals(self) -> dict[str, float]:
-        return {"episodes": self.episodes, "calls": self.calls, "dollars": self.dollars,
-                "minutes": self.seconds / 60}
+        return {
+            "episodes": self.episodes,
+            "calls": self.calls,
+            "dollars": self.dollars,
+            "minutes": self.seconds / 60,
+        }
 
 
 @dataclass
@@ -400,9 +447,13 @@ def task_splits(config: RunConfig, suite: Suite) -> dict[str, tuple[Task, ...]]:
         size = getattr(config.tasks, name)
         out[name] = splits[name][:size] if size else splits[name]
     if not out["train"]:
-        raise ValueError(f"suite '{suite.name}' has no training tasks: give it a train split or more tasks")
+        raise ValueError(
+            f"suite '{suite.name}' has no training tasks: give it a train split or more tasks"
+        )
     if not out["validation"]:
-        raise ValueError(f"suite '{suite.name}' has no validation tasks: give it a validation split or more tasks")
+        raise ValueError(
+            f"suite '{suite.name}' has no validation tasks: give it a validation split or more tasks"
+        )
     return out
 
 
@@ -432,9 +483,19 @@ class Trainer:
     otherwise they are built from the config.
     """
 
-    def __init__(self, config: RunConfig, store: Store, *, suite: Suite, pool: Sequence[Worker],
-                 backbone: Backbone, listeners: Sequence[Listener] = (), stop: StopToken | None = None,
-                 prompts: Prompts | None = None, cache_stats: Callable[[], int] | None = None):
+    def __init__(
+        self,
+        config: RunConfig,
+        store: Store,
+        *,
+        suite: Suite,
+        pool: Sequence[Worker],
+        backbone: Backbone,
+        listeners: Sequence[Listener] = (),
+        stop: StopToken | None = None,
+        prompts: Prompts | None = None,
+        cache_stats: Callable[[], int] | None = None,
+    ):
         self.config = config
         self.store = store
         self.suite = suite
@@ -448,8 +509,9 @@ class Trainer:
         self.head_config = HeadConfig(len(self.pool), backbone.hidden_size)
         self.n_svf = backbone.svf().n_params if config.optimizer.svf else 0
         self.n_params = self.n_svf + self.head_config.n_params
-        self.optimizer = make_optimizer(config, self.n_params, self.head_config, self._features,
-                                        {t.id: t for t in suite.tasks})
+        self.optimizer = make_optimizer(
+            config, self.n_params, self.head_config, self._features, {t.id: t for t in suite.tasks}
+        )
         self.state = TrainState()
         self.run_id: str | None = None
 
@@ -468,8 +530,10 @@ class Trainer:
             generation, blob = latest
             self._restore(blob)
             if self.state.generation != generation:
-                raise RuntimeError(f"checkpoint of run {self.run_id} is inconsistent "
-                                   f"(generation {self.state.generation} vs {generation})")
+                raise RuntimeError(
+                    f"checkpoint of run {self.run_id} is inconsistent "
+                    f"(generation {self.state.generation} vs {generation})"
+                )
 
     def run(self) -> TrainState:
         """Train until a budget, the generation limit or a stop ends the run."""
@@ -481,11 +545,22 @@ class Trainer:
             self.start()
         cfg, run_id = self.config, self.run_id
         # who runs it: lets a listing tell a live run from one that was killed
-        self.store.set_run_status(run_id, RunStatus.RUNNING,
-                                  result={**self._result(), "pid": os.getpid(), "host": socket.gethostname()})
-        self._emit(RunStarted(run_id, cfg.run.name, self.n_params, self.optimizer.popsize,
-                              self.optimizer.rollouts, self.state.generation + 1,
-                              {k: v for k, v in asdict(cfg.budget).items()}))
+        self.store.set_run_status(
+            run_id,
+            RunStatus.RUNNING,
+            result={**self._result(), "pid": os.getpid(), "host": socket.gethostname()},
+        )
+        self._emit(
+            RunStarted(
+                run_id,
+                cfg.run.name,
+                self.n_params,
+                self.optimizer.popsize,
+                self.optimizer.rollouts,
+                self.state.generation + 1,
+                {k: v for k, v in asdict(cfg.budget).items()},
+            )
+        )
         reason = None
         try:
             if self.state.basis is None:
@@ -500,12 +575,16 @@ class Trainer:
             reason = "stopped"
         except Exception as exc:
             log.exception("run %s failed", run_id)
-            self.store.set_run_status(run_id, RunStatus.FAILED, stop_reason="error", error=f"{type(exc).__name__}: {exc}")
+            self.store.set_run_status(
+                run_id, RunStatus.FAILED, stop_reason="error", error=f"{type(exc).__name__}: {exc}"
+            )
             self._emit(RunFailed(run_id, f"{type(exc).__name__}: {exc}"))
             raise
         status = RunStatus.STOPPED if reason == "stopped" else RunStatus.FINISHED
         self.store.set_run_status(run_id, status, stop_reason=reason, result=self._result())
-        self._emit(RunFinished(run_id, reason, self.state.generation + 1, self.state.best_validation))
+        self._emit(
+            RunFinished(run_id, reason, self.state.generation + 1, self.state.best_validation)
+        )
         return self.state
 
     def _budget_reason(self, before_generation: bool) -> str | None:
@@ -528,7 +607,11 @@ class Trainer:
     async def _generation(self, g: int) -> None:
         cfg = self.config
         started = time.perf_counter()
-        busy0, req0, fwd0 = self.backbone.stats.busy_s, self.backbone.stats.requests, self.backbone.stats.forwards
+        busy0, req0, fwd0 = (
+            self.backbone.stats.busy_s,
+            self.backbone.stats.requests,
+            self.backbone.stats.forwards,
+        )
         hits0 = self.cache_hits()
         proposals = self.optimizer.ask()
         batch_rng = np.random.default_rng(derived_seed(cfg.run.seed, "minibatch", g))
@@ -544,17 +627,37 @@ class Trainer:
                 await self.stop.checkpoint()
                 coordinator, turns = self._policy(proposals[k])
                 episode = await run_episode(
-                    coordinator, self.pool, task, suite=self.suite.name, max_turns=turns,
-                    rng=np.random.default_rng(derived_seed(cfg.run.seed, g, k, j)), seed=derived_seed(cfg.run.seed, "w", g, k, j) % 2**31,
-                    max_tokens=cfg.protocol.max_tokens, temperature=cfg.protocol.temperature,
-                    prompts=self.prompts, run_id=self.run_id, generation=g, candidate=k)
-            self._emit(EpisodeDone(self.run_id, g, k, task.id, episode.reward, len(episode.turns),
-                                   str(episode.stop_reason), episode.cost))
+                    coordinator,
+                    self.pool,
+                    task,
+                    suite=self.suite.name,
+                    max_turns=turns,
+                    rng=np.random.default_rng(derived_seed(cfg.run.seed, g, k, j)),
+                    seed=derived_seed(cfg.run.seed, "w", g, k, j) % 2**31,
+                    max_tokens=cfg.protocol.max_tokens,
+                    temperature=cfg.protocol.temperature,
+                    prompts=self.prompts,
+                    run_id=self.run_id,
+                    generation=g,
+                    candidate=k,
+                )
+            self._emit(
+                EpisodeDone(
+                    self.run_id,
+                    g,
+                    k,
+                    task.id,
+                    episode.reward,
+                    len(episode.turns),
+                    str(episode.stop_reason),
+                    episode.cost,
+                )
+            )
             return episode
 
         jobs = [one(k, j, task) for k in range(len(proposals)) for j, task in enumerate(minibatch)]
         flat = await asyncio.gather(*jobs)
-        per = [flat[k * m:(k + 1) * m] for k in range(len(proposals))]
+        per = [flat[k * m : (k + 1) * m] for k in range(len(proposals))]
         fitness = [float(np.mean([self._score(e) for e in eps])) for eps in per]
         self.optimizer.tell(proposals, fitness, per)
         episodes = list(flat)
@@ -575,20 +678,34 @@ class Trainer:
         self.state.generation = g
         usage = Counter(f"{t.worker}/{t.role}" for e in flat for t in e.turns)
         stats = GenerationStats(
-            run_id=self.run_id, generation=g, best=max(fitness), mean=float(np.mean(fitness)),
-            median=float(statistics.median(fitness)), worst=min(fitness), sigma=self.optimizer.sigma,
-            evaluations=len(flat), calls=calls, tokens=sum(e.tokens_in + e.tokens_out for e in episodes),
-            dollars=dollars, cache_hits=self.cache_hits() - hits0, wall_s=wall,
+            run_id=self.run_id,
+            generation=g,
+            best=max(fitness),
+            mean=float(np.mean(fitness)),
+            median=float(statistics.median(fitness)),
+            worst=min(fitness),
+            sigma=self.optimizer.sigma,
+            evaluations=len(flat),
+            calls=calls,
+            tokens=sum(e.tokens_in + e.tokens_out for e in episodes),
+            dollars=dollars,
+            cache_hits=self.cache_hits() - hits0,
+            wall_s=wall,
             coordinator_s=self.backbone.stats.busy_s - busy0,
             worker_s=sum(t.latency_s for e in episodes for t in e.turns),
             features_requested=self.backbone.stats.requests - req0,
             features_computed=self.backbone.stats.forwards - fwd0,
-            usage=dict(usage), validation=validation, best_validation=self.state.best_validation,
-            totals=s.as_totals())
+            usage=dict(usage),
+            validation=validation,
+            best_validation=self.state.best_validation,
+            totals=s.as_totals(),
+        )
         record = asdict(stats)
         record.pop("run_id")
         record.pop("generation")
-        await asyncio.to_thread(self.store.commit_generation, self.run_id, g, record, self._checkpoint(), episodes)
+        await asyncio.to_thread(
+            self.store.commit_generation, self.run_id, g, record, self._checkpoint(), episodes
+        )
         self._emit(stats)
 
     def _budget_ends_after(self, g: int) -> bool:
@@ -605,12 +722,14 @@ class Trainer:
 
     def coordinator(self, vector: np.ndarray) -> Coordinator:
         """The coordinator of a search vector."""
-        return coordinator_from_vector(self.backbone, len(self.pool), self._head_space(vector), bool(self.n_svf))
+        return coordinator_from_vector(
+            self.backbone, len(self.pool), self._head_space(vector), bool(self.n_svf)
+        )
 
     def _head_space(self, vector: np.ndarray) -> np.ndarray:
         """A search vector as ``[SVF offsets || head weights]``: what is stored and exported."""
         out = np.array(vector, dtype=np.float64)
-        out[self.n_svf:] = self.basis.head(out[self.n_svf:], self.head_config.shape)
+        out[self.n_svf :] = self.basis.head(out[self.n_svf :], self.head_config.shape)
         return out
 
     @property
@@ -637,12 +756,24 @@ class Trainer:
             async with gate:
                 await self.stop.checkpoint()
                 return await run_episode(
-                    coordinator, self.pool, task, suite=self.suite.name, max_turns=cfg.protocol.max_turns,
-                    rng=None, seed=derived_seed(cfg.run.seed, "val", j) % 2**31, max_tokens=cfg.protocol.max_tokens,
-                    temperature=cfg.protocol.temperature, prompts=self.prompts, run_id=self.run_id,
-                    generation=g, candidate=None)
+                    coordinator,
+                    self.pool,
+                    task,
+                    suite=self.suite.name,
+                    max_turns=cfg.protocol.max_turns,
+                    rng=None,
+                    seed=derived_seed(cfg.run.seed, "val", j) % 2**31,
+                    max_tokens=cfg.protocol.max_tokens,
+                    temperature=cfg.protocol.temperature,
+                    prompts=self.prompts,
+                    run_id=self.run_id,
+                    generation=g,
+                    candidate=None,
+                )
 
-        episodes = await asyncio.gather(*(one(j, t) for j, t in enumerate(self.splits["validation"])))
+        episodes = await asyncio.gather(
+            *(one(j, t) for j, t in enumerate(self.splits["validation"]))
+        )
         value = float(np.mean([e.reward for e in episodes]))
         self.state.last_validation = value
         if self.state.best_validation is None or value > self.state.best_validation:
@@ -659,43 +790,58 @@ class Trainer:
 
     def _checkpoint(self) -> bytes:
         st = self.state
-        return pickle.dumps({
-            "format": CHECKPOINT_FORMAT,
-            "generation": st.generation,
-            "optimizer": self.optimizer.dumps(),
-            "spend": asdict(st.spend),
-            "best_validation": st.best_validation,
-            "best_vector": st.best_vector,
-            "best_validation_generation": st.best_validation_generation,
-            "last_validation": st.last_validation,
-            "center": self._head_space(self.optimizer.center()),
-            "basis": self.basis.to_dict(),
-            "n_params": self.n_params,
-            "n_svf": self.n_svf,
-        })
+        return pickle.dumps(
+            {
+                "format": CHECKPOINT_FORMAT,
+                "generation": st.generation,
+                "optimizer": self.optimizer.dumps(),
+                "spend": asdict(st.spend),
+                "best_validation": st.best_validation,
+                "best_vector": st.best_vector,
+                "best_validation_generation": st.best_validation_generation,
+                "last_validation": st.last_validation,
+                "center": self._head_space(self.optimizer.center()),
+                "basis": self.basis.to_dict(),
+                "n_params": self.n_params,
+                "n_svf": self.n_svf,
+            }
+        )
 
     def _restore(self, blob: bytes) -> None:
         data = pickle.loads(blob)
         if data.get("format") != CHECKPOINT_FORMAT:
-            raise RuntimeError(f"checkpoint format {data.get('format')} is not supported by this version")
+            raise RuntimeError(
+                f"checkpoint format {data.get('format')} is not supported by this version"
+            )
         if data["n_params"] != self.n_params:
-            raise RuntimeError(f"checkpoint has {data['n_params']} parameters, this config gives {self.n_params}: "
-                               "was the pool, the backbone or SVF changed since the run started?")
+            raise RuntimeError(
+                f"checkpoint has {data['n_params']} parameters, this config gives {self.n_params}: "
+                "was the pool, the backbone or SVF changed since the run started?"
+            )
         self.optimizer.loads(data["optimizer"])
-        self.state = TrainState(generation=data["generation"], spend=Spend(**data["spend"]),
-                                best_validation=data["best_validation"], best_vector=data["best_vector"],
-                                best_validation_generation=data["best_validation_generation"],
-                                last_validation=data["last_validation"],
-                                basis=SearchBasis.from_dict(data["basis"]) if "basis" in data else SearchBasis())
+        self.state = TrainState(
+            generation=data["generation"],
+            spend=Spend(**data["spend"]),
+            best_validation=data["best_validation"],
+            best_vector=data["best_vector"],
+            best_validation_generation=data["best_validation_generation"],
+            last_validation=data["last_validation"],
+            basis=SearchBasis.from_dict(data["basis"]) if "basis" in data else SearchBasis(),
+        )
 
     def _result(self) -> dict[str, Any]:
         st = self.state
-        return {"generations": st.generation + 1, "best_validation": st.best_validation,
-                "best_validation_generation": st.best_validation_generation,
-                "n_params": self.n_params, "spend": st.spend.as_totals(),
-                "search_basis_alpha": None if st.basis is None else st.basis.alpha,
-                "sigma0_head_scale": head_step_scale(self.head_config.hidden_size)
-                if self.config.optimizer.name == "sep-cma-es" else None}
+        return {
+            "generations": st.generation + 1,
+            "best_validation": st.best_validation,
+            "best_validation_generation": st.best_validation_generation,
+            "n_params": self.n_params,
+            "spend": st.spend.as_totals(),
+            "search_basis_alpha": None if st.basis is None else st.basis.alpha,
+            "sigma0_head_scale": head_step_scale(self.head_config.hidden_size)
+            if self.config.optimizer.name == "sep-cma-es"
+            else None,
+        }
 
     def _emit(self, event: Event) -> None:
         for listener in self.listeners:
@@ -705,7 +851,9 @@ class Trainer:
                 log.exception("listener failed on %s", type(event).__name__)
 
 
-def coordinator_from_vector(backbone: Backbone, n_workers: int, vector: np.ndarray, svf: bool) -> Coordinator:
+def coordinator_from_vector(
+    backbone: Backbone, n_workers: int, vector: np.ndarray, svf: bool
+) -> Coordinator:
     """The coordinator of a parameter vector ``[SVF offsets || head weights]`` (METHOD.md)."""
     n_svf = backbone.svf().n_params if svf else 0
     head = Head(HeadConfig(n_workers, backbone.hidden_size), np.asarray(vector)[n_svf:])

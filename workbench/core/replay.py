@@ -79,8 +79,14 @@ class Replay:
 
     def decision(self) -> Decision:
         turn = self.turn
-        return Decision(self.episode.pool, turn.worker_probs, self.episode.pool.index(turn.worker),
-                        tuple(str(r) for r in ROLES), turn.role_probs, ROLES.index(turn.role))
+        return Decision(
+            self.episode.pool,
+            turn.worker_probs,
+            self.episode.pool.index(turn.worker),
+            tuple(str(r) for r in ROLES),
+            turn.role_probs,
+            ROLES.index(turn.role),
+        )
 
     def prompt(self) -> str:
         """The messages the worker received, as text (empty when it was not called)."""
@@ -92,5 +98,10 @@ class Replay:
         reference = None
         if task is not None:
             reference = task.solution if task.kind == "code" and task.solution else task.answer
-        return {"answer": self.episode.answer, "reference": reference, "reward": self.episode.reward,
-                "stop_reason": str(self.episode.stop_reason), "grader": dict(self.episode.grade_details)}
+        return {
+            "answer": self.episode.answer,
+            "reference": reference,
+            "reward": self.episode.reward,
+            "stop_reason": str(self.episode.stop_reason),
+            "grader": dict(self.episode.grade_details),
+        }

@@ -114,32 +114,53 @@ def _check_resume_config(stored: RunConfig, given: RunConfig | None) -> RunConfi
     if given is None:
         return stored
     a, b = stored.to_dict(), given.to_dict()
-    changed = [f"{s}.{k}" for s in a if s not in ("budget", "run") for k in a[s] if a[s][k] != b[s][k]]
+    changed = [
+        f"{s}.{k}" for s in a if s not in ("budget", "run") for k in a[s] if a[s][k] != b[s][k]
+    ]
     changed += [f"run.{k}" for k in a["run"] if k != "name" and a["run"][k] != b["run"][k]]
     if changed:
-        raise ConfigError(f"the config differs from the run's stored config in {', '.join(changed)}: "
-                          "only [budget] may change on resume (start a new run for anything else)")
+        raise ConfigError(
+            f"the config differs from the run's stored config in {', '.join(changed)}: "
+            "only [budget] may change on resume (start a new run for anything else)"
+        )
     return stored.replace(budget=b["budget"])
 
 
-def train(config: RunConfig | None, workspace: Workspace, *, resume: str | None = None,
-          listeners: Sequence[Listener] = (), stop: StopToken | None = None,
-          backbone: Backbone | None = None) -> str:
+def train(
+    config: RunConfig | None,
+    workspace: Workspace,
+    *,
+    resume: str | None = None,
+    listeners: Sequence[Listener] = (),
+    stop: StopToken | None = None,
+    backbone: Backbone | None = None,
+) -> str:
     """Train a new run from ``config``, or resume run ``resume``; returns the run id."""
     with Store.open(workspace) as store:
         if resume is not None:
             record = store.get_run(resume)
-            config = _check_resume_config(RunConfig.from_dict(record.config, f"run {record.id}"), config)
+            config = _check_resume_config(
+                RunConfig.from_dict(record.config, f"run {record.id}"), config
+            )
             if config.to_dict() != record.config:
                 store.update_run_config(record.id, config.to_dict())
         assert config is not None
         suite = load_suite(config.tasks.suite, workspace)
-        backbone = backbone or shared_backbone(config.backbone.model, config.backbone.device,
-                                               config.optimizer.svf_layer)
+        backbone = backbone or shared_backbone(
+            config.backbone.model, config.backbone.device, config.optimizer.svf_layer
+        )
         session = open_pool(config, store)
         cache = session.cache
-        trainer = Trainer(config, store, suite=suite, pool=session.pool, backbone=backbone, listeners=listeners,
-                          stop=stop, cache_stats=(lambda: cache.hits) if cache is not None else None)
+        trainer = Trainer(
+            config,
+            store,
+            suite=suite,
+            pool=session.pool,
+            backbone=backbone,
+            listeners=listeners,
+            stop=stop,
+            cache_stats=(lambda: cache.hits) if cache is not None else None,
+        )
         if resume is not None:
             trainer.resume(resume)
         else:
@@ -190,8 +211,9 @@ def evaluable_runs(workspace: Workspace) -> list[Any]:
     return [r for r in reversed(runs) if effective_status(r) in EVALUABLE]
 
 
-def evaluation_source(workspace: Workspace, *, run: str | None = None,
-                      coordinator_file: str | Path | None = None) -> EvaluationSource:
+def evaluation_source(
+    workspace: Workspace, *, run: str | None = None, coordinator_file: str | Path | None = None
+) -> EvaluationSource:
     """Describe a run (id or prefix) or a coordinator file for evaluation, without loading
     a backbone; raises ``RunNotFound``, ``ConfigError`` or ``CoordinatorFileError`` with a
     readable message."""
@@ -199,7 +221,9 @@ def evaluation_source(workspace: Workspace, *, run: str | None = None,
         return _evaluation_source(store, run, coordinator_file)
 
 
-def _evaluation_source(store: Store, run: str | None, coordinator_file: str | Path | None) -> EvaluationSource:
+def _evaluation_source(
+    store: Store, run: str | None, coordinator_file: str | Path | None
+) -> EvaluationSource:
     from workbench.core.export import read_manifest
 
     if run is not None:
@@ -211,15 +235,27 @@ def _evaluation_source(store: Store, run: str | None, coordinator_file: str | Pa
         manifest = read_manifest(coordinator_file)
         config = RunConfig.from_dict(manifest["training"]["config"], str(coordinator_file))
         pool = tuple(w["id"] for w in manifest["pool"])
-        return EvaluationSource(config, pool, manifest["backbone"]["model"], coordinator_file=str(coordinator_file))
-    raise ValueError("evaluate what? give a run (--run RUN) or a coordinator file (--coordinator FILE)")
+        return EvaluationSource(
+            config, pool, manifest["backbone"]["model"], coordinator_file=str(coordinator_file)
+        )
+    raise ValueError(
+        "evaluate what? give a run (--run RUN) or a coordinator file (--coordinator FILE)"
+    )
 
 
-def evaluate_run(workspace: Workspace, *, run: str | None = None, coordinator_file: str | None = None,
-                 suite: str | None = None, split: str = "test", baselines: bool | Sequence[str] = True,
-                 out_dir: str | Path | None = None, backbone: Backbone | None = None,
-                 progress: Callable[[Any], None] | None = None,
-                 stop: StopToken | None = None) -> EvaluationResult:
+def evaluate_run(
+    workspace: Workspace,
+    *,
+    run: str | None = None,
+    coordinator_file: str | None = None,
+    suite: str | None = None,
+    split: str = "test",
+    baselines: bool | Sequence[str] = True,
+    out_dir: str | Path | None = None,
+    backbone: Backbone | None = None,
+    progress: Callable[[Any], None] | None = None,
+    stop: StopToken | None = None,
+) -> EvaluationResult:
     """Evaluate a trained run's best vector, or a coordinator file, on a split.
 
     ``baselines``: all (True), none (False) or the names to run (``EvaluationSource.baselines``).
@@ -238,37 +274,62 @@ def evaluate_run(workspace: Workspace, *, run: str | None = None, coordinator_fi
             config = config.replace(tasks={"suite": suite})
         task_suite = load_suite(config.tasks.suite, workspace)
         tasks = task_splits(config, task_suite)[split]
-        backbone = backbone or shared_backbone(source.backbone_model, config.backbone.device,
-                                               config.optimizer.svf_layer)
+        backbone = backbone or shared_backbone(
+            source.backbone_model, config.backbone.device, config.optimizer.svf_layer
+        )
         if source.run_id is not None:
             vector, _ = best_vector(store, source.run_id)
-            coordinator = coordinator_from_vector(backbone, len(source.pool), vector, config.optimizer.svf)
+            coordinator = coordinator_from_vector(
+                backbone, len(source.pool), vector, config.optimizer.svf
+            )
         else:
             coordinator, _ = load_coordinator(source.coordinator_file, backbone)
-        eval_id = store.create_run(f"eval of {source.reference}", "eval",
-                                   {**config.to_dict(), "evaluation": {**source.reference, "split": split}})
+        eval_id = store.create_run(
+            f"eval of {source.reference}",
+            "eval",
+            {**config.to_dict(), "evaluation": {**source.reference, "split": split}},
+        )
         try:
             session = open_pool(config, store)
             p = config.protocol
-            report, episodes = session.run(evaluate(
-                coordinator, session.pool, tasks, suite=task_suite.name, split=split, max_turns=p.max_turns,
-                temperature=p.temperature, max_tokens=p.max_tokens, seed=config.run.seed,
-                concurrency=config.optimizer.concurrency, baselines=baselines, run_id=eval_id,
-                progress=progress, stop=stop))
+            report, episodes = session.run(
+                evaluate(
+                    coordinator,
+                    session.pool,
+                    tasks,
+                    suite=task_suite.name,
+                    split=split,
+                    max_turns=p.max_turns,
+                    temperature=p.temperature,
+                    max_tokens=p.max_tokens,
+                    seed=config.run.seed,
+                    concurrency=config.optimizer.concurrency,
+                    baselines=baselines,
+                    run_id=eval_id,
+                    progress=progress,
+                    stop=stop,
+                )
+            )
         except EvaluationStopped:
             store.set_run_status(eval_id, "stopped", stop_reason="stopped")
             raise
         except Exception as exc:
-            store.set_run_status(eval_id, "failed", stop_reason="error", error=f"{type(exc).__name__}: {exc}")
+            store.set_run_status(
+                eval_id, "failed", stop_reason="error", error=f"{type(exc).__name__}: {exc}"
+            )
             raise
         store.add_episodes(episodes)
-        store.set_run_status(eval_id, "finished", stop_reason="done", result={"report": report.to_json()})
+        store.set_run_status(
+            eval_id, "finished", stop_reason="done", result={"report": report.to_json()}
+        )
     if out_dir is not None:
         report.write(out_dir)
     return EvaluationResult(report, eval_id)
 
 
-def export_run(workspace: Workspace, run: str, out: str | Path, backbone: Backbone | None = None) -> Path:
+def export_run(
+    workspace: Workspace, run: str, out: str | Path, backbone: Backbone | None = None
+) -> Path:
     """Write a run's best-on-validation coordinator to a coordinator file."""
     from workbench.core.export import save_coordinator
 
@@ -276,23 +337,64 @@ def export_run(workspace: Workspace, run: str, out: str | Path, backbone: Backbo
         record = store.get_run(run)
         config = RunConfig.from_dict(record.config, f"run {record.id}")
         vector, data = best_vector(store, record.id)
-        backbone = backbone or shared_backbone(config.backbone.model, config.backbone.device,
-                                               config.optimizer.svf_layer)
+        backbone = backbone or shared_backbone(
+            config.backbone.model, config.backbone.device, config.optimizer.svf_layer
+        )
         pool = describe_pool(config.pool.workers)
         coordinator = coordinator_from_vector(backbone, len(pool), vector, config.optimizer.svf)
-        training = {"run_id": record.id, "name": record.name, "optimizer": config.optimizer.name,
-                    "generations": data["generation"] + 1, "best_validation": data["best_validation"],
-                    "best_validation_generation": data["best_validation_generation"],
-                    "spend": data["spend"], "config": config.to_dict()}
-        return save_coordinator(out, coordinator, pool=[{"id": wid, "model": model} for wid, model in pool],
-                                backbone_source=config.backbone.model, max_turns=config.protocol.max_turns,
-                                training=training)
+        training = {
+            "run_id": record.id,
+            "name": record.name,
+            "optimizer": config.optimizer.name,
+            "generations": data["generation"] + 1,
+            "best_validation": data["best_validation"],
+            "best_validation_generation": data["best_validation_generation"],
+            "spend": data["spend"],
+            "config": config.to_dict(),
+        }
+        return save_coordinator(
+            out,
+            coordinator,
+            pool=[{"id": wid, "model": model} for wid, model in pool],
+            backbone_source=config.backbone.model,
+            max_turns=config.protocol.max_turns,
+            training=training,
+        )
 
 
 # 97.5% quantiles of Student's t for 1..30 degrees of freedom (two-sided 95% intervals)
-_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
-         2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
-         2.045, 2.042)
+_T975 = (
+    12.706,
+    4.303,
+    3.182,
+    2.776,
+    2.571,
+    2.447,
+    2.365,
+    2.306,
+    2.262,
+    2.228,
+    2.201,
+    2.179,
+    2.160,
+    2.145,
+    2.131,
+    2.120,
+    2.110,
+    2.101,
+    2.093,
+    2.086,
+    2.080,
+    2.074,
+    2.069,
+    2.064,
+    2.060,
+    2.056,
+    2.052,
+    2.048,
+    2.045,
+    2.042,
+)
 
 
 def mean_ci(values: Sequence[float]) -> tuple[float, float, float]:
@@ -329,20 +431,37 @@ class Study:
 
     def to_dict(self) -> dict[str, Any]:
         interval = ("mean", "ci_low", "ci_high")
-        return {"seeds": self.seeds, "budget": self.budget,
-                "optimizers": [{"optimizer": r.optimizer, "validation": dict(zip(interval, r.validation, strict=True)),
-                                "test": dict(zip(interval, r.test, strict=True)),
-                                "runs": list(r.runs), "episodes": r.episodes} for r in self.rows],
-                "references": {name: {"test": dict(zip(interval, ci, strict=True))}
-                               for name, ci in self.references.items()}}
+        return {
+            "seeds": self.seeds,
+            "budget": self.budget,
+            "optimizers": [
+                {
+                    "optimizer": r.optimizer,
+                    "validation": dict(zip(interval, r.validation, strict=True)),
+                    "test": dict(zip(interval, r.test, strict=True)),
+                    "runs": list(r.runs),
+                    "episodes": r.episodes,
+                }
+                for r in self.rows
+            ],
+            "references": {
+                name: {"test": dict(zip(interval, ci, strict=True))}
+                for name, ci in self.references.items()
+            },
+        }
 
     def table(self) -> str:
-        lines = [f"{self.seeds} seeds each; budget {self.budget}", "",
-                 f"{'optimizer':15s} {'validation (95% CI)':26s} {'test (95% CI)':26s} episodes/run"]
+        lines = [
+            f"{self.seeds} seeds each; budget {self.budget}",
+            "",
+            f"{'optimizer':15s} {'validation (95% CI)':26s} {'test (95% CI)':26s} episodes/run",
+        ]
         for r in self.rows:
             v, t = r.validation, r.test
-            lines.append(f"{r.optimizer:15s} {v[0]:.3f} [{v[1]:.3f}, {v[2]:.3f}]      "
-                         f"{t[0]:.3f} [{t[1]:.3f}, {t[2]:.3f}]      {r.episodes}")
+            lines.append(
+                f"{r.optimizer:15s} {v[0]:.3f} [{v[1]:.3f}, {v[2]:.3f}]      "
+                f"{t[0]:.3f} [{t[1]:.3f}, {t[2]:.3f}]      {r.episodes}"
+            )
         for name, t in self.references.items():
             lines.append(f"{name:15s} {'':26s} {t[0]:.3f} [{t[1]:.3f}, {t[2]:.3f}]")
         return "\n".join(lines)
@@ -351,9 +470,15 @@ class Study:
 REFERENCES = ("best single", "oracle")  # study rows that are not optimizers
 
 
-def study_optimizers(config: RunConfig, workspace: Workspace, *, seeds: int = 3,
-                     optimizers: Sequence[str] | None = None, progress=None,
-                     backbone: Backbone | None = None) -> Study:
+def study_optimizers(
+    config: RunConfig,
+    workspace: Workspace,
+    *,
+    seeds: int = 3,
+    optimizers: Sequence[str] | None = None,
+    progress=None,
+    backbone: Backbone | None = None,
+) -> Study:
     """Train every optimizer under the same config and budget with ``seeds`` seeds, and
     report the final validation and test reward of each with 95% intervals. The first
     optimizer's evaluations also run every single worker (and the sandbox oracle): the
@@ -363,33 +488,51 @@ def study_optimizers(config: RunConfig, workspace: Workspace, *, seeds: int = 3,
     optimizers = tuple(optimizers or OPTIMIZERS)
     unknown = [o for o in optimizers if o not in OPTIMIZERS]
     if unknown:
-        raise ValueError(f"unknown optimizer(s) {', '.join(unknown)}: choose from {', '.join(OPTIMIZERS)}")
+        raise ValueError(
+            f"unknown optimizer(s) {', '.join(unknown)}: choose from {', '.join(OPTIMIZERS)}"
+        )
     if seeds < 1:
         raise ValueError("--seeds must be at least 1")
-    backbone = backbone or shared_backbone(config.backbone.model, config.backbone.device,
-                                           config.optimizer.svf_layer)
+    backbone = backbone or shared_backbone(
+        config.backbone.model, config.backbone.device, config.optimizer.svf_layer
+    )
     rows, references = [], {name: [] for name in REFERENCES}
     for name in optimizers:
         vals, tests, run_ids, episodes = [], [], [], 0
         for s in range(seeds):
-            cfg = config.replace(run={"name": f"study {name} seed {s}", "seed": config.run.seed + s},
-                                 optimizer={"name": name, "svf": config.optimizer.svf and name in ("sep-cma-es", "random-search")})
+            cfg = config.replace(
+                run={"name": f"study {name} seed {s}", "seed": config.run.seed + s},
+                optimizer={
+                    "name": name,
+                    "svf": config.optimizer.svf and name in ("sep-cma-es", "random-search"),
+                },
+            )
             run_id = train(cfg, workspace, backbone=backbone)
             with Store.open(workspace) as store:
                 result = store.get_run(run_id).result or {}
             val = result.get("best_validation") or 0.0
             first = name == optimizers[0]  # the same test tasks and seed for every optimizer
-            systems = evaluate_run(workspace, run=run_id, baselines=first, backbone=backbone).report.systems
+            systems = evaluate_run(
+                workspace, run=run_id, baselines=first, backbone=backbone
+            ).report.systems
             test = systems[0].accuracy
             if first:
-                references["best single"].append(max(x.accuracy for x in systems if x.name.startswith("single:")))
+                references["best single"].append(
+                    max(x.accuracy for x in systems if x.name.startswith("single:"))
+                )
                 references["oracle"] += [x.accuracy for x in systems if x.name == "oracle"]
             vals.append(val)
             tests.append(test)
             run_ids.append(run_id)
             episodes = int(result.get("spend", {}).get("episodes", 0))
             if progress:
-                progress(f"{name} seed {s}: validation {val:.3f}, test {test:.3f} (run {run_id[:8]})")
+                progress(
+                    f"{name} seed {s}: validation {val:.3f}, test {test:.3f} (run {run_id[:8]})"
+                )
         rows.append(StudyRow(name, mean_ci(vals), mean_ci(tests), tuple(run_ids), episodes))
-    return Study(tuple(rows), seeds, dict(config.to_dict()["budget"]),
-                 {name: mean_ci(values) for name, values in references.items() if values})
+    return Study(
+        tuple(rows),
+        seeds,
+        dict(config.to_dict()["budget"]),
+        {name: mean_ci(values) for name, values in references.items() if values},
+    )

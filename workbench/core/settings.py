@@ -51,7 +51,9 @@ class Settings:
         known = [f.name for f in dataclasses.fields(cls)]
         for key, value in data.items():
             if key not in known:
-                raise SettingsError(f"{source}: unknown key '{key}'; known keys: {', '.join(known)}")
+                raise SettingsError(
+                    f"{source}: unknown key '{key}'; known keys: {', '.join(known)}"
+                )
             if not isinstance(value, str):
                 raise SettingsError(f"{source}: {key} must be a string, got {value!r}")
         try:
@@ -73,12 +75,26 @@ def _check(settings: Settings) -> None:
         if not ok:
             raise SettingsError(f"{key}: {message}")
 
-    need(settings.device in DEVICES, "device", f"unknown device '{settings.device}'; choose one of {', '.join(DEVICES)}")
-    need(settings.cache_policy in CACHE_POLICIES, "cache_policy",
-         f"unknown cache policy '{settings.cache_policy}'; choose one of {', '.join(CACHE_POLICIES)}")
-    need(settings.theme in THEMES, "theme", f"unknown theme '{settings.theme}'; choose one of {', '.join(THEMES)}")
-    need(settings.workspace is None or bool(settings.workspace.strip()), "workspace",
-         "must be a folder path (leave it out for the default workspace)")
+    need(
+        settings.device in DEVICES,
+        "device",
+        f"unknown device '{settings.device}'; choose one of {', '.join(DEVICES)}",
+    )
+    need(
+        settings.cache_policy in CACHE_POLICIES,
+        "cache_policy",
+        f"unknown cache policy '{settings.cache_policy}'; choose one of {', '.join(CACHE_POLICIES)}",
+    )
+    need(
+        settings.theme in THEMES,
+        "theme",
+        f"unknown theme '{settings.theme}'; choose one of {', '.join(THEMES)}",
+    )
+    need(
+        settings.workspace is None or bool(settings.workspace.strip()),
+        "workspace",
+        "must be a folder path (leave it out for the default workspace)",
+    )
 
 
 def settings_path() -> Path:
@@ -99,7 +115,9 @@ def load_settings(path: str | Path | None = None) -> Settings:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise SettingsError(f"the settings file {path} is not valid TOML ({exc}): fix it or remove it") from None
+        raise SettingsError(
+            f"the settings file {path} is not valid TOML ({exc}): fix it or remove it"
+        ) from None
     return Settings.from_dict(data, str(path))
 
 

@@ -553,7 +553,10 @@ class Store:
         now = time.time()
 
         def update(conn: sqlite3.Connection) -> None:
-            cur = conn.execute("UPDATE runs SET config = ?, updated_at = ? WHERE id = ?", (config_json, now, run_id))
+            cur = conn.execute(
+                "UPDATE runs SET config = ?, updated_at = ? WHERE id = ?",
+                (config_json, now, run_id),
+            )
             if cur.rowcount == 0:
                 raise _run_not_found(run_id, self.path)
 

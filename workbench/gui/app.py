@@ -85,9 +85,14 @@ def _settings_page(context: PageContext) -> QWidget:
 
 
 PageFactory = Callable[[PageContext], QWidget]
-PAGES: list[tuple[str, PageFactory]] = [("Workers", _workers_page), ("Tasks", _tasks_page),
-                                     ("Runs", _runs_page), ("Replay", _replay_page),
-                                     ("Evaluate", _evaluate_page), ("Settings", _settings_page)]
+PAGES: list[tuple[str, PageFactory]] = [
+    ("Workers", _workers_page),
+    ("Tasks", _tasks_page),
+    ("Runs", _runs_page),
+    ("Replay", _replay_page),
+    ("Evaluate", _evaluate_page),
+    ("Settings", _settings_page),
+]
 
 
 def _open_path(path: Path) -> bool:
@@ -104,17 +109,24 @@ def _version(distribution: str) -> str:
 
 def about_text() -> str:
     """The versions shown by Help > About (read from package metadata: nothing heavy imported)."""
-    return (f"{APP_NAME} {__version__}\n\n"
-            f"Python {platform.python_version()}\n"
-            f"torch {_version('torch')}\n"
-            f"transformers {_version('transformers')}\n"
-            f"Qt {QT_VERSION} (PySide6 {PYSIDE_VERSION})\n"
-            f"device: {describe_device()}")
+    return (
+        f"{APP_NAME} {__version__}\n\n"
+        f"Python {platform.python_version()}\n"
+        f"torch {_version('torch')}\n"
+        f"transformers {_version('transformers')}\n"
+        f"Qt {QT_VERSION} (PySide6 {PYSIDE_VERSION})\n"
+        f"device: {describe_device()}"
+    )
 
 
 class MainWindow(QMainWindow):
-    def __init__(self, workspace: Workspace, *, backbone: Any = None,
-                 pages: Sequence[tuple[str, PageFactory]] | None = None):
+    def __init__(
+        self,
+        workspace: Workspace,
+        *,
+        backbone: Any = None,
+        pages: Sequence[tuple[str, PageFactory]] | None = None,
+    ):
         super().__init__()
         self.workspace = workspace
         self.setWindowTitle(f"{APP_NAME} — {workspace.root}")
@@ -124,7 +136,7 @@ class MainWindow(QMainWindow):
         self.stack = QStackedWidget()
         self.pages: dict[str, QWidget] = {}
         context = PageContext(workspace, backbone)
-        for title, factory in (PAGES if pages is None else pages):
+        for title, factory in PAGES if pages is None else pages:
             page = factory(context)
             self.pages[title] = page
             self.nav.addItem(title)
@@ -137,8 +149,11 @@ class MainWindow(QMainWindow):
         layout.addWidget(self.stack, 1)
         self.setCentralWidget(central)
         help_menu = self.menuBar().addMenu("&Help")
-        for text, slot in (("&About", self.show_about), ("Open &log", self.open_log),
-                           ("Open &workspace folder", self.open_workspace_folder)):
+        for text, slot in (
+            ("&About", self.show_about),
+            ("Open &log", self.open_log),
+            ("Open &workspace folder", self.open_workspace_folder),
+        ):
             action = QAction(text, self)
             action.triggered.connect(slot)
             help_menu.addAction(action)
@@ -166,8 +181,10 @@ class MainWindow(QMainWindow):
             names = {"Runs": "A training run", "Evaluate": "An evaluation"}
             jobs = " and ".join(names.get(t, t) for t, p in self.pages.items() if p in running)
             answer = QMessageBox.question(
-                self, "Work in progress",
-                f"{jobs} is in progress. Stop it (a training run keeps a checkpoint you can resume) and close?")
+                self,
+                "Work in progress",
+                f"{jobs} is in progress. Stop it (a training run keeps a checkpoint you can resume) and close?",
+            )
             if answer != QMessageBox.StandardButton.Yes:
                 event.ignore()
                 return
@@ -192,7 +209,11 @@ def _log_to_workspace(workspace: Workspace) -> None:
         root.setLevel(logging.INFO)
 
 
-def main(workspace: str | None = None, quit_after_ms: int | None = None, argv: Sequence[str] | None = None) -> int:
+def main(
+    workspace: str | None = None,
+    quit_after_ms: int | None = None,
+    argv: Sequence[str] | None = None,
+) -> int:
     """Start the GUI on ``workspace`` (default: the user's); ``quit_after_ms`` closes the
     window after that many milliseconds (a smoke test)."""
     app = QApplication.instance() or QApplication(list(argv) if argv is not None else sys.argv[:1])

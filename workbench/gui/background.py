@@ -81,14 +81,25 @@ def readable(exc: BaseException) -> str:
     """A failure as a sentence for a page: core's errors (and value, lookup and OS errors)
     carry their own; anything else is named, the details being in the log."""
     text = str(exc).strip()
-    if isinstance(exc, ValueError | LookupError | OSError) or type(exc).__module__.startswith("workbench."):
+    if isinstance(exc, ValueError | LookupError | OSError) or type(exc).__module__.startswith(
+        "workbench."
+    ):
         return text or type(exc).__name__
-    return f"unexpected error ({type(exc).__name__}: {text}); details are in the log" if text else \
-        f"unexpected error ({type(exc).__name__}); details are in the log"
+    return (
+        f"unexpected error ({type(exc).__name__}: {text}); details are in the log"
+        if text
+        else f"unexpected error ({type(exc).__name__}); details are in the log"
+    )
 
 
-def start(parent: QObject, name: str, call: Callable[[], Any], on_success: Callable[[Any, Any], None],
-          on_failure: Callable[[Any, Exception], None], context: Any = None) -> Job | None:
+def start(
+    parent: QObject,
+    name: str,
+    call: Callable[[], Any],
+    on_success: Callable[[Any, Any], None],
+    on_failure: Callable[[Any, Exception], None],
+    context: Any = None,
+) -> Job | None:
     """Start ``call`` in a new ``Job`` owned by ``parent``. ``on_success(context, result)``
     and ``on_failure(context, exception)`` must be methods of ``parent``: Qt then queues
     them into the GUI thread."""

@@ -77,6 +77,7 @@ def read_only_table(headers: tuple[str, ...] | list[str]) -> QTableWidget:
     table.verticalHeader().setVisible(False)
     return table
 
+
 __all__ = [
     "ERROR_STYLE",
     "PYSIDE_VERSION",

@@ -55,14 +55,29 @@ from workbench.gui.qt import (
 log = logging.getLogger(__name__)
 
 SPLITS = ("test", "validation", "train")
-COLUMNS = ("System", "Accuracy", "CI low", "CI high", "Avg turns", "Avg cost / query", "Tokens / query")
+COLUMNS = (
+    "System",
+    "Accuracy",
+    "CI low",
+    "CI high",
+    "Avg turns",
+    "Avg cost / query",
+    "Tokens / query",
+)
 BAR = (90, 140, 200)
 
 
 def result_cells(system: Any) -> tuple[str, ...]:
     """One row of the accuracy table (a ``SystemResult``), as shown."""
-    return (system.name, f"{system.accuracy:.3f}", f"{system.ci_low:.3f}", f"{system.ci_high:.3f}",
-            f"{system.avg_turns:.2f}", f"${system.avg_cost:.6f}", f"{system.avg_tokens:.0f}")
+    return (
+        system.name,
+        f"{system.accuracy:.3f}",
+        f"{system.ci_low:.3f}",
+        f"{system.ci_high:.3f}",
+        f"{system.avg_turns:.2f}",
+        f"${system.avg_cost:.6f}",
+        f"{system.avg_tokens:.0f}",
+    )
 
 
 class EvaluationThread(QThread):
@@ -74,8 +89,17 @@ class EvaluationThread(QThread):
     failed = Signal(str)  # a readable message
     cancelled = Signal()
 
-    def __init__(self, workspace: Workspace, source: EvaluationSource, *, suite: str, split: str,
-                 baselines: list[str], backbone: Any = None, parent: Any = None):
+    def __init__(
+        self,
+        workspace: Workspace,
+        source: EvaluationSource,
+        *,
+        suite: str,
+        split: str,
+        baselines: list[str],
+        backbone: Any = None,
+        parent: Any = None,
+    ):
         super().__init__(parent)
         self.workspace = workspace
         self.source = source
@@ -91,9 +115,17 @@ class EvaluationThread(QThread):
 
     def run(self) -> None:  # runs in the worker thread
         try:
-            result = evaluate_run(self.workspace, run=self.source.run_id, coordinator_file=self.source.coordinator_file,
-                                  suite=self.suite, split=self.split, baselines=self.baselines,
-                                  backbone=self.backbone, progress=self.progress.emit, stop=self.token)
+            result = evaluate_run(
+                self.workspace,
+                run=self.source.run_id,
+                coordinator_file=self.source.coordinator_file,
+                suite=self.suite,
+                split=self.split,
+                baselines=self.baselines,
+                backbone=self.backbone,
+                progress=self.progress.emit,
+                stop=self.token,
+            )
         except EvaluationStopped:
             self.cancelled.emit()
         except Exception as exc:  # reported on the page as a readable message, details to the log
@@ -107,7 +139,9 @@ class QtEvaluate(QWidget):
     """The Evaluate page over a workspace. ``backbone``: an optional pre-built backbone for
     every evaluation started here (tests use the tiny one)."""
 
-    def __init__(self, workspace: Workspace, *, backbone: Any = None, parent: QWidget | None = None):
+    def __init__(
+        self, workspace: Workspace, *, backbone: Any = None, parent: QWidget | None = None
+    ):
         super().__init__(parent)
         self.workspace = workspace
         self.backbone = backbone
@@ -195,7 +229,10 @@ class QtEvaluate(QWidget):
         exports.addWidget(self.export_md_button)
         exports.addWidget(self.export_csv_button)
         results = QSplitter(Qt.Orientation.Vertical)
-        for title, widget in (("Accuracy", self.results_table), ("Usage: turns per worker and role", self.usage_table)):
+        for title, widget in (
+            ("Accuracy", self.results_table),
+            ("Usage: turns per worker and role", self.usage_table),
+        ):
             box = QGroupBox(title)
             QVBoxLayout(box).addWidget(widget)
             results.addWidget(box)
@@ -219,22 +256,34 @@ class QtEvaluate(QWidget):
         """Reload the finished and stopped training runs in the background (a chosen
         coordinator file stays)."""
         self.listing = True
-        background.start(self, "evaluable runs", lambda: evaluable_runs(self.workspace), self._on_runs,
-                         self._on_runs_failed)
+        background.start(
+            self,
+            "evaluable runs",
+            lambda: evaluable_runs(self.workspace),
+            self._on_runs,
+            self._on_runs_failed,
+        )
 
     def _on_runs_failed(self, _context: Any, exc: Exception) -> None:
-        self.show_error(f"Cannot read the runs of workspace {self.workspace.root}: {background.readable(exc)}")
+        self.show_error(
+            f"Cannot read the runs of workspace {self.workspace.root}: {background.readable(exc)}"
+        )
         self._on_runs(None, [])
 
     def _on_runs(self, _context: Any, runs: list[Any]) -> None:
         self.listing = False
         chosen = self.source_combo.currentData()
-        files = [(self.source_combo.itemText(i), self.source_combo.itemData(i))
-                 for i in range(self.source_combo.count()) if self.source_combo.itemData(i).startswith("file:")]
+        files = [
+            (self.source_combo.itemText(i), self.source_combo.itemData(i))
+            for i in range(self.source_combo.count())
+            if self.source_combo.itemData(i).startswith("file:")
+        ]
         self.source_combo.blockSignals(True)
         self.source_combo.clear()
         for record in runs:
-            self.source_combo.addItem(f"run {record.id[:8]}  {record.name}  ({record.status})", f"run:{record.id}")
+            self.source_combo.addItem(
+                f"run {record.id[:8]}  {record.name}  ({record.status})", f"run:{record.id}"
+            )
         for text, data in files:
             self.source_combo.addItem(text, data)
         index = self.source_combo.findData(chosen) if chosen is not None else 0
@@ -256,8 +305,9 @@ class QtEvaluate(QWidget):
         return index >= 0
 
     def _choose_file(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open a coordinator file", str(Path.home()),
-                                              "Coordinator (*.safetensors)")
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Open a coordinator file", str(Path.home()), "Coordinator (*.safetensors)"
+        )
         if path:
             self.choose_coordinator_file(path)
 
@@ -287,7 +337,9 @@ class QtEvaluate(QWidget):
         if data is not None:
             kind, _, value = data.partition(":")  # items hold "run:ID" or "file:PATH"
             try:
-                self.source = evaluation_source(self.workspace, **{"run" if kind == "run" else "coordinator_file": value})
+                self.source = evaluation_source(
+                    self.workspace, **{"run" if kind == "run" else "coordinator_file": value}
+                )
             except Exception as exc:
                 self.show_error(f"Cannot evaluate {value}: {background.readable(exc)}")
                 log.info("evaluation source %s rejected: %s", value, exc)
@@ -302,12 +354,17 @@ class QtEvaluate(QWidget):
         self.baseline_boxes = {}
         self.suite_combo.clear()
         if source is None:
-            self.source_label.setText("no finished or stopped run: train one on the Runs page, or open a coordinator file"
-                                      if self.source_combo.count() == 0 else "–")
+            self.source_label.setText(
+                "no finished or stopped run: train one on the Runs page, or open a coordinator file"
+                if self.source_combo.count() == 0
+                else "–"
+            )
             return
         c = source.config
-        self.source_label.setText(f"pool {', '.join(source.pool)} · backbone {source.backbone_model} · "
-                                  f"suite {c.tasks.suite} (test {c.tasks.test or 'all'}) · up to {c.protocol.max_turns} turns")
+        self.source_label.setText(
+            f"pool {', '.join(source.pool)} · backbone {source.backbone_model} · "
+            f"suite {c.tasks.suite} (test {c.tasks.test or 'all'}) · up to {c.protocol.max_turns} turns"
+        )
         names = [s.name for s in list_suites(self.workspace)]
         if c.tasks.suite not in names:
             names.insert(0, c.tasks.suite)
@@ -331,9 +388,15 @@ class QtEvaluate(QWidget):
     def evaluate(self) -> None:
         if self.source is None or self.eval_thread is not None:
             return
-        thread = EvaluationThread(self.workspace, self.source, suite=self.suite_combo.currentText(),
-                                  split=self.split_combo.currentText(), baselines=self.chosen_baselines(),
-                                  backbone=self.backbone, parent=self)
+        thread = EvaluationThread(
+            self.workspace,
+            self.source,
+            suite=self.suite_combo.currentText(),
+            split=self.split_combo.currentText(),
+            baselines=self.chosen_baselines(),
+            backbone=self.backbone,
+            parent=self,
+        )
         thread.progress.connect(self._on_progress)
         thread.finished_evaluation.connect(self._on_finished)
         thread.failed.connect(self._on_failed)
@@ -342,7 +405,9 @@ class QtEvaluate(QWidget):
         self.eval_thread = thread
         self.clear_results()
         self.message_label.clear()
-        self.progress.setRange(0, 0)  # busy until the first episode ends (the backbone may be loading)
+        self.progress.setRange(
+            0, 0
+        )  # busy until the first episode ends (the backbone may be loading)
         self._set_state("starting", "loading the coordinator and the tasks…")
         thread.start()
 
@@ -378,8 +443,10 @@ class QtEvaluate(QWidget):
         """Show a finished evaluation: its table, chart and usage; exports enabled."""
         self.result = result
         self.show_report(result.report)
-        self.stored_label.setText(f"The evaluation's episodes are stored as run {result.run_id[:8]}: "
-                                  "step through them on the Replay page.")
+        self.stored_label.setText(
+            f"The evaluation's episodes are stored as run {result.run_id[:8]}: "
+            "step through them on the Replay page."
+        )
         self._update_buttons()
 
     def _on_failed(self, message: str) -> None:
@@ -426,15 +493,23 @@ class QtEvaluate(QWidget):
             for col, text in enumerate(result_cells(system)):
                 item = QTableWidgetItem(text)
                 if col:
-                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                    item.setTextAlignment(
+                        Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
+                    )
                 self.results_table.setItem(row, col, item)
 
         x = np.arange(len(systems), dtype=float)
         accuracy = np.array([s.accuracy for s in systems])
         low, high = np.array([s.ci_low for s in systems]), np.array([s.ci_high for s in systems])
         self.bars = pg.BarGraphItem(x=x, height=accuracy, width=0.6, brush=pg.mkBrush(*BAR))
-        self.error_bars = pg.ErrorBarItem(x=x, y=accuracy, top=high - accuracy, bottom=accuracy - low, beam=0.25,
-                                          pen=pg.mkPen("#e0e0e0", width=2))
+        self.error_bars = pg.ErrorBarItem(
+            x=x,
+            y=accuracy,
+            top=high - accuracy,
+            bottom=accuracy - low,
+            beam=0.25,
+            pen=pg.mkPen("#e0e0e0", width=2),
+        )
         self.chart.addItem(self.bars)
         self.chart.addItem(self.error_bars)
         self.chart.getAxis("bottom").setTicks([[(i, s.name) for i, s in enumerate(systems)]])
@@ -442,7 +517,9 @@ class QtEvaluate(QWidget):
 
         keys = self._usage_columns(report)
         self.usage_table.setColumnCount(1 + len(keys))
-        self.usage_table.setHorizontalHeaderLabels(["System", *(k.replace("/", " / ") for k in keys)])
+        self.usage_table.setHorizontalHeaderLabels(
+            ["System", *(k.replace("/", " / ") for k in keys)]
+        )
         self.usage_table.setRowCount(len(systems))
         for row, system in enumerate(systems):
             self.usage_table.setItem(row, 0, QTableWidgetItem(system.name))
@@ -461,8 +538,13 @@ class QtEvaluate(QWidget):
 
     def table_rows(self) -> list[tuple[str, ...]]:
         """The accuracy table's cells, row by row (what the user reads)."""
-        return [tuple(self.results_table.item(r, c).text() for c in range(self.results_table.columnCount()))
-                for r in range(self.results_table.rowCount())]
+        return [
+            tuple(
+                self.results_table.item(r, c).text()
+                for c in range(self.results_table.columnCount())
+            )
+            for r in range(self.results_table.rowCount())
+        ]
 
     def export_markdown(self, path: str | Path | None = None) -> Path | None:
         return self._export("Markdown", "md", "Markdown (*.md)", path)
@@ -475,8 +557,12 @@ class QtEvaluate(QWidget):
         if report is None:
             return None
         if not path:
-            path, _ = QFileDialog.getSaveFileName(self, f"Export the evaluation as {kind}",
-                                                  str(Path.home() / f"evaluation.{ext}"), pattern)
+            path, _ = QFileDialog.getSaveFileName(
+                self,
+                f"Export the evaluation as {kind}",
+                str(Path.home() / f"evaluation.{ext}"),
+                pattern,
+            )
         if not path:
             return None
         text = report.to_markdown() if ext == "md" else report.to_csv()
@@ -499,8 +585,14 @@ class QtEvaluate(QWidget):
         busy = self.eval_thread is not None
         self.evaluate_button.setEnabled(self.source is not None and not busy)
         self.cancel_button.setEnabled(busy and self.state in ("starting", "running"))
-        for w in (self.source_combo, self.refresh_button, self.file_button, self.suite_combo, self.split_combo,
-                  self.baselines_box):
+        for w in (
+            self.source_combo,
+            self.refresh_button,
+            self.file_button,
+            self.suite_combo,
+            self.split_combo,
+            self.baselines_box,
+        ):
             w.setEnabled(not busy)
         has_report = self.report is not None
         self.export_md_button.setEnabled(has_report)
@@ -509,4 +601,3 @@ class QtEvaluate(QWidget):
     def show_error(self, message: str) -> None:
         self.message_label.setText(message)
         log.warning("%s", message)
-

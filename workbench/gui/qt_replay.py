@@ -58,7 +58,9 @@ class _Bars(pg.PlotWidget):
         if self.bars is not None:
             self.removeItem(self.bars)
         brushes = [pg.mkBrush(*(CHOSEN if i == chosen else OTHER)) for i in range(len(probs))]
-        self.bars = pg.BarGraphItem(x=list(range(len(probs))), height=list(probs), width=0.6, brushes=brushes)
+        self.bars = pg.BarGraphItem(
+            x=list(range(len(probs))), height=list(probs), width=0.6, brushes=brushes
+        )
         self.addItem(self.bars)
         self.getAxis("bottom").setTicks([list(enumerate(labels))])
         self.probs = tuple(probs)  # what is drawn, for tests and tooltips
@@ -82,7 +84,9 @@ class QtReplay(QWidget):
         self.task_filter = QLineEdit()
         self.task_filter.setPlaceholderText("task id contains")
         self.stop_filter = QComboBox()
-        self.stop_filter.addItems(["any stop", "accepted", "max_turns", "verifier_without_answer", "worker_errors"])
+        self.stop_filter.addItems(
+            ["any stop", "accepted", "max_turns", "verifier_without_answer", "worker_errors"]
+        )
         self.reward_filter = QComboBox()
         self.reward_filter.addItems(["any reward", "reward 1", "reward 0"])
         self.worker_filter = QLineEdit()
@@ -108,8 +112,15 @@ class QtReplay(QWidget):
         self.position = QLabel()
         self.export_button = QPushButton("Export JSON...")
         steps = QHBoxLayout()
-        for w in (self.first_button, self.prev_button, self.slider, self.next_button, self.last_button,
-                  self.position, self.export_button):
+        for w in (
+            self.first_button,
+            self.prev_button,
+            self.slider,
+            self.next_button,
+            self.last_button,
+            self.position,
+            self.export_button,
+        ):
             steps.addWidget(w)
         self.worker_bars, self.role_bars = _Bars("p(worker)"), _Bars("p(role)")
         charts = QHBoxLayout()
@@ -120,9 +131,12 @@ class QtReplay(QWidget):
         self.transcript, self.prompt, self.response = text_view(), text_view(), text_view()
         self.outcome = text_view()
         texts = QSplitter(Qt.Orientation.Vertical)
-        for title, view in (("Transcript the coordinator read", self.transcript),
-                            ("Prompt the worker received", self.prompt), ("Response", self.response),
-                            ("Outcome (final answer, reference, grader)", self.outcome)):
+        for title, view in (
+            ("Transcript the coordinator read", self.transcript),
+            ("Prompt the worker received", self.prompt),
+            ("Response", self.response),
+            ("Outcome (final answer, reference, grader)", self.outcome),
+        ):
             box = QWidget()
             layout = QVBoxLayout(box)
             layout.setContentsMargins(0, 0, 0, 0)
@@ -151,11 +165,15 @@ class QtReplay(QWidget):
             widget.editingFinished.connect(self.refresh_episodes)
         for widget in (self.stop_filter, self.reward_filter):
             widget.currentIndexChanged.connect(lambda _: self.refresh_episodes())
-        self.episodes.currentItemChanged.connect(lambda item, _: item and self.open_episode(item.data(Qt.ItemDataRole.UserRole)))
+        self.episodes.currentItemChanged.connect(
+            lambda item, _: item and self.open_episode(item.data(Qt.ItemDataRole.UserRole))
+        )
         self.first_button.clicked.connect(lambda: self.replay and self.replay.go(0))
         self.prev_button.clicked.connect(lambda: self.replay and self.replay.previous())
         self.next_button.clicked.connect(lambda: self.replay and self.replay.next())
-        self.last_button.clicked.connect(lambda: self.replay and self.replay.go(self.replay.n_turns - 1))
+        self.last_button.clicked.connect(
+            lambda: self.replay and self.replay.go(self.replay.n_turns - 1)
+        )
         self.slider.valueChanged.connect(lambda v: self.replay and self.replay.go(v))
         self.export_button.clicked.connect(self.export_episode)
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
@@ -170,8 +188,14 @@ class QtReplay(QWidget):
 
     def refresh_runs(self) -> None:
         """Reload the runs that have episodes (training, evaluation, single episodes)."""
-        background.start(self, "replay runs", lambda: _read_runs(self.workspace), self._on_runs, self._on_failed,
-                         context="read the runs")
+        background.start(
+            self,
+            "replay runs",
+            lambda: _read_runs(self.workspace),
+            self._on_runs,
+            self._on_failed,
+            context="read the runs",
+        )
 
     def _on_failed(self, what: str, exc: Exception) -> None:
         self.error.setText(f"Cannot {what}: {exc}")
@@ -194,13 +218,21 @@ class QtReplay(QWidget):
         run_id = self.runs.currentData()
         stop = self.stop_filter.currentText()
         reward = self.reward_filter.currentText()
-        query = {"stop_reason": None if stop == "any stop" else stop,
-                 "min_reward": 1.0 if reward == "reward 1" else None,
-                 "max_reward": 0.0 if reward == "reward 0" else None,
-                 "worker": self.worker_filter.text().strip() or None}
+        query = {
+            "stop_reason": None if stop == "any stop" else stop,
+            "min_reward": 1.0 if reward == "reward 1" else None,
+            "max_reward": 0.0 if reward == "reward 0" else None,
+            "worker": self.worker_filter.text().strip() or None,
+        }
         self._episodes_wanted += 1
-        background.start(self, "replay episodes", lambda: _read_episodes(self.workspace, run_id, query),
-                         self._on_episodes, self._on_failed, context="read the episodes")
+        background.start(
+            self,
+            "replay episodes",
+            lambda: _read_episodes(self.workspace, run_id, query),
+            self._on_episodes,
+            self._on_failed,
+            context="read the episodes",
+        )
 
     def _on_episodes(self, _context: Any, found: list[Any]) -> None:
         self._episodes_read += 1
@@ -211,9 +243,14 @@ class QtReplay(QWidget):
         for e in found:
             if needle and needle not in e.task_id:
                 continue
-            where = f"gen {e.generation} cand {e.candidate}" if e.generation is not None else (
-                f"system {e.candidate}" if e.candidate is not None else "")
-            item = QListWidgetItem(f"{e.task_id}  r={e.reward:g}  {e.stop_reason}  {e.n_turns} turns  {where}")
+            where = (
+                f"gen {e.generation} cand {e.candidate}"
+                if e.generation is not None
+                else (f"system {e.candidate}" if e.candidate is not None else "")
+            )
+            item = QListWidgetItem(
+                f"{e.task_id}  r={e.reward:g}  {e.stop_reason}  {e.n_turns} turns  {where}"
+            )
             item.setData(Qt.ItemDataRole.UserRole, e.id)
             self.episodes.addItem(item)
 
@@ -225,8 +262,14 @@ class QtReplay(QWidget):
     def open_episode(self, episode_id: str) -> None:
         """Read the episode (and its task) in the background, then show its first turn."""
         self.error.clear()
-        background.start(self, "replay episode", lambda: _read_episode(self.workspace, episode_id),
-                         self._on_episode, self._on_failed, context="open the episode")
+        background.start(
+            self,
+            "replay episode",
+            lambda: _read_episode(self.workspace, episode_id),
+            self._on_episode,
+            self._on_failed,
+            context="open the episode",
+        )
 
     def _on_episode(self, _context: Any, found: tuple[Any, Any]) -> None:
         episode, task = found
@@ -237,8 +280,10 @@ class QtReplay(QWidget):
             self._set_enabled(False)
             return
         self.replay.changed.append(lambda _: self.show_turn())
-        self.header.setText(f"Episode {episode.id[:12]} · task {episode.task_id} · reward {episode.reward:g} · "
-                            f"stop {episode.stop_reason} · pool {', '.join(episode.pool)}")
+        self.header.setText(
+            f"Episode {episode.id[:12]} · task {episode.task_id} · reward {episode.reward:g} · "
+            f"stop {episode.stop_reason} · pool {', '.join(episode.pool)}"
+        )
         self.slider.blockSignals(True)
         self.slider.setRange(0, self.replay.n_turns - 1)
         self.slider.setValue(0)
@@ -257,15 +302,23 @@ class QtReplay(QWidget):
         self.slider.setValue(replay.index)
         self.slider.blockSignals(False)
         self.position.setText(f"turn {replay.index + 1} / {replay.n_turns}")
-        self.worker_bars.show_distribution(decision.workers, decision.worker_probs, decision.chosen_worker)
+        self.worker_bars.show_distribution(
+            decision.workers, decision.worker_probs, decision.chosen_worker
+        )
         self.role_bars.show_distribution(decision.roles, decision.role_probs, decision.chosen_role)
-        status = turn.error and f"error: {turn.error}" or (f"verdict {turn.verdict}" if turn.verdict else "")
+        status = (
+            turn.error
+            and f"error: {turn.error}"
+            or (f"verdict {turn.verdict}" if turn.verdict else "")
+        )
         if not turn.messages and not turn.error:
             status = "not called (a Verifier before any answer ends the episode)"
         if turn.verdict and not turn.verdict_parsed:
             status += " (no readable verdict: counted as REVISE)"
-        self.meta.setText(f"{turn.role} by {turn.worker} · {status} · tokens {turn.tokens_in}/{turn.tokens_out} · "
-                          f"latency {turn.latency_s:.2f} s · cost ${turn.cost:.6f}")
+        self.meta.setText(
+            f"{turn.role} by {turn.worker} · {status} · tokens {turn.tokens_in}/{turn.tokens_out} · "
+            f"latency {turn.latency_s:.2f} s · cost ${turn.cost:.6f}"
+        )
         self.transcript.setPlainText(replay.transcript_before())
         self.prompt.setPlainText(replay.prompt())
         self.response.setPlainText(turn.response or turn.error or "")
@@ -273,7 +326,8 @@ class QtReplay(QWidget):
             out = replay.outcome()
             self.outcome.setPlainText(
                 f"reward {out['reward']:g} · stop {out['stop_reason']}\n\nfinal answer:\n{out['answer'] or '(none)'}\n\n"
-                f"reference:\n{out['reference'] or '(unknown)'}\n\ngrader:\n{json.dumps(out['grader'], indent=2)}")
+                f"reference:\n{out['reference'] or '(unknown)'}\n\ngrader:\n{json.dumps(out['grader'], indent=2)}"
+            )
         else:
             self.outcome.setPlainText("(shown at the last turn)")
 
@@ -289,12 +343,22 @@ class QtReplay(QWidget):
         if self.replay is None:
             return
         if not path:
-            path, _ = QFileDialog.getSaveFileName(self, "Export episode", f"episode-{self.replay.episode.id[:12]}.json",
-                                                  "JSON (*.json)")
+            path, _ = QFileDialog.getSaveFileName(
+                self,
+                "Export episode",
+                f"episode-{self.replay.episode.id[:12]}.json",
+                "JSON (*.json)",
+            )
         if not path:
             return
-        background.start(self, "export episode", lambda: _export(self.workspace, self.replay.episode.id, path),
-                         self._on_exported, self._on_export_failed, context=path)
+        background.start(
+            self,
+            "export episode",
+            lambda: _export(self.workspace, self.replay.episode.id, path),
+            self._on_exported,
+            self._on_export_failed,
+            context=path,
+        )
 
     def _on_exported(self, path: str, _result: Any) -> None:
         self.exported = path
@@ -307,8 +371,14 @@ class QtReplay(QWidget):
         background.shutdown(self)
 
     def _set_enabled(self, enabled: bool) -> None:
-        for w in (self.first_button, self.prev_button, self.next_button, self.last_button, self.slider,
-                  self.export_button):
+        for w in (
+            self.first_button,
+            self.prev_button,
+            self.next_button,
+            self.last_button,
+            self.slider,
+            self.export_button,
+        ):
             w.setEnabled(enabled)
 
 

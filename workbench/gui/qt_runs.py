@@ -131,9 +131,15 @@ class UsageGrid:
     def labels(self) -> list[str]:
         return [f"{w} / {r}" for w in self.workers for r in ROLES]
 
+
 # the tabs of the new-run form: the config sections each shows
-FORM_TABS = (("Run", ("run", "backbone", "cache")), ("Pool", ("pool",)), ("Tasks", ("tasks",)),
-             ("Optimizer", ("optimizer",)), ("Budget", ("budget", "protocol")))
+FORM_TABS = (
+    ("Run", ("run", "backbone", "cache")),
+    ("Pool", ("pool",)),
+    ("Tasks", ("tasks",)),
+    ("Optimizer", ("optimizer",)),
+    ("Budget", ("budget", "protocol")),
+)
 BACKBONES = ("offline", "Qwen/Qwen3-0.6B")
 
 
@@ -147,7 +153,9 @@ class RunForm(QTabWidget):
         self.fields: dict[str, QWidget] = {}
         self.pool = QListWidget()
         self.pool.setDragDropMode(QAbstractItemView.DragDropMode.InternalMove)
-        self.pool.setToolTip("Check the workers of the pool; drag to set their order (the head's rows)")
+        self.pool.setToolTip(
+            "Check the workers of the pool; drag to set their order (the head's rows)"
+        )
         hints = typing.get_type_hints(RunConfig)
         for title, sections in FORM_TABS:
             tab = QWidget()
@@ -225,8 +233,12 @@ class RunForm(QTabWidget):
 
     def _add_worker(self, wid: str, checked: bool) -> None:
         item = QListWidgetItem(wid)
-        item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable | Qt.ItemFlag.ItemIsDragEnabled)
-        item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsDropEnabled)  # drop between items, not onto one
+        item.setFlags(
+            item.flags() | Qt.ItemFlag.ItemIsUserCheckable | Qt.ItemFlag.ItemIsDragEnabled
+        )
+        item.setFlags(
+            item.flags() & ~Qt.ItemFlag.ItemIsDropEnabled
+        )  # drop between items, not onto one
         item.setCheckState(Qt.CheckState.Checked if checked else Qt.CheckState.Unchecked)
         self.pool.addItem(item)
 
@@ -295,8 +307,13 @@ class QtRuns(QWidget):
         self.timer.start()
         if SANDBOX_EXAMPLE.is_file():
             self.load_config(SANDBOX_EXAMPLE)
-        background.start(self, "run-form choices", lambda: _choices(workspace), self._on_choices,
-                         self._on_choices_failed)
+        background.start(
+            self,
+            "run-form choices",
+            lambda: _choices(workspace),
+            self._on_choices,
+            self._on_choices_failed,
+        )
         self.refresh_runs()
 
     # ------------------------------------------------------------------ layout
@@ -383,8 +400,12 @@ class QtRuns(QWidget):
             curve.setClipToView(True)
             self.curves[name] = curve
         self.validation_points = self.fitness_plot.plot(
-            name="validation", pen=pg.mkPen("#ef6c00", width=2, style=Qt.PenStyle.DashLine), symbol="o",
-            symbolSize=7, symbolBrush="#ef6c00")
+            name="validation",
+            pen=pg.mkPen("#ef6c00", width=2, style=Qt.PenStyle.DashLine),
+            symbol="o",
+            symbolSize=7,
+            symbolBrush="#ef6c00",
+        )
         self.sigma_plot = pg.PlotWidget(title="Sigma")
         self.sigma_plot.setLabel("bottom", "generation")
         self.curves["sigma"] = self.sigma_plot.plot(pen=pg.mkPen("#455a64", width=2))
@@ -419,7 +440,9 @@ class QtRuns(QWidget):
     # ------------------------------------------------------------------ config
 
     def _choose_config(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Load a run config", str(Path.home()), "TOML (*.toml)")
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Load a run config", str(Path.home()), "TOML (*.toml)"
+        )
         if path:
             self.load_config(path)
 
@@ -440,8 +463,9 @@ class QtRuns(QWidget):
         return True
 
     def _choose_save_path(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Save the run config", str(Path.home() / "run.toml"),
-                                              "TOML (*.toml)")
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Save the run config", str(Path.home() / "run.toml"), "TOML (*.toml)"
+        )
         if path:
             self.save_config(path)
 
@@ -504,7 +528,10 @@ class QtRuns(QWidget):
         thread.failed.connect(self._on_failed)
         thread.finished.connect(self._on_thread_done)
         self._set_state("starting")
-        self.log("starting " + (f"run {thread.resume_id[:8]}" if thread.resume_id else f"'{thread.config.run.name}'"))
+        self.log(
+            "starting "
+            + (f"run {thread.resume_id[:8]}" if thread.resume_id else f"'{thread.config.run.name}'")
+        )
         thread.start()
 
     def pause(self) -> None:
@@ -546,13 +573,23 @@ class QtRuns(QWidget):
         self.progress.setValue(event.start_generation)
         if self.state == "starting":
             self._set_state("running")
-        self.log(f"run {event.run_id[:8]} '{event.name}': {event.n_params} parameters, population "
-                 f"{event.popsize} x {event.rollouts} rollouts, from generation {event.start_generation}")
+        self.log(
+            f"run {event.run_id[:8]} '{event.name}': {event.n_params} parameters, population "
+            f"{event.popsize} x {event.rollouts} rollouts, from generation {event.start_generation}"
+        )
         self.refresh_runs()
 
     def _on_generation(self, event: GenerationStats) -> None:
-        self._add_generation(event.generation, event.best, event.mean, event.median, event.worst,
-                             event.sigma, event.validation, event.usage)
+        self._add_generation(
+            event.generation,
+            event.best,
+            event.mean,
+            event.median,
+            event.worst,
+            event.sigma,
+            event.validation,
+            event.usage,
+        )
         self._done_live += 1
         self.progress.setValue(event.generation + 1)
         remaining = self._budget_generations - (event.generation + 1)
@@ -562,22 +599,30 @@ class QtRuns(QWidget):
         else:
             self.eta_label.setText("")
         t = event.totals
-        self.spend_label.setText(f"Spent: {int(t.get('episodes', 0))} episodes, {int(t.get('calls', 0))} calls, "
-                                 f"${t.get('dollars', 0.0):.4f}, {t.get('minutes', 0.0):.1f} min")
+        self.spend_label.setText(
+            f"Spent: {int(t.get('episodes', 0))} episodes, {int(t.get('calls', 0))} calls, "
+            f"${t.get('dollars', 0.0):.4f}, {t.get('minutes', 0.0):.1f} min"
+        )
         val = "" if event.validation is None else f", validation {event.validation:.3f}"
-        self.log(f"generation {event.generation}: best {event.best:.3f}, mean {event.mean:.3f}, "
-                 f"sigma {event.sigma:.4f}{val}; {event.calls} calls, ${event.dollars:.4f}, {event.wall_s:.1f} s")
+        self.log(
+            f"generation {event.generation}: best {event.best:.3f}, mean {event.mean:.3f}, "
+            f"sigma {event.sigma:.4f}{val}; {event.calls} calls, ${event.dollars:.4f}, {event.wall_s:.1f} s"
+        )
 
     def _on_finished(self, event: RunFinished) -> None:
         self._set_state("stopped" if event.stop_reason == "stopped" else "finished")
         self.eta_label.setText("")
         best = "–" if event.best_validation is None else f"{event.best_validation:.3f}"
-        self.log(f"run {event.run_id[:8]} ended ({event.stop_reason}) after {event.generations} "
-                 f"generations; best validation {best}")
+        self.log(
+            f"run {event.run_id[:8]} ended ({event.stop_reason}) after {event.generations} "
+            f"generations; best validation {best}"
+        )
 
     def _on_failed(self, event: RunFailed) -> None:
         self._set_state("failed")
-        self.show_error(f"The run failed: {event.error}. Details are in the log; resume it from the runs list.")
+        self.show_error(
+            f"The run failed: {event.error}. Details are in the log; resume it from the runs list."
+        )
 
     def _on_thread_done(self) -> None:
         self.run_thread = None
@@ -599,10 +644,21 @@ class QtRuns(QWidget):
         self.usage.clear()
         self._dirty = True
 
-    def _add_generation(self, g: int, best: float, mean: float, median: float, worst: float, sigma: float,
-                        validation: float | None, usage: dict[str, int]) -> None:
+    def _add_generation(
+        self,
+        g: int,
+        best: float,
+        mean: float,
+        median: float,
+        worst: float,
+        sigma: float,
+        validation: float | None,
+        usage: dict[str, int],
+    ) -> None:
         self.x.append(g)
-        for name, value in zip((*self.CURVES, "sigma"), (best, mean, median, worst, sigma), strict=True):
+        for name, value in zip(
+            (*self.CURVES, "sigma"), (best, mean, median, worst, sigma), strict=True
+        ):
             self.series[name].append(value)
         if validation is not None:
             self.validation_x.append(g)
@@ -636,7 +692,13 @@ class QtRuns(QWidget):
             self._refresh_again = True
             return
         self._refreshing = True
-        background.start(self, "runs list", lambda: _read_runs(self.workspace), self._on_runs, self._on_runs_failed)
+        background.start(
+            self,
+            "runs list",
+            lambda: _read_runs(self.workspace),
+            self._on_runs,
+            self._on_runs_failed,
+        )
 
     def _on_runs_failed(self, _context: Any, exc: Exception) -> None:
         self._refreshing = False
@@ -685,8 +747,14 @@ class QtRuns(QWidget):
         run_id = self.selected_run_id()
         if run_id is None or self.running:
             return
-        background.start(self, "open run", lambda: _read_run(self.workspace, run_id), self._on_opened,
-                         self._on_open_failed, context=run_id)
+        background.start(
+            self,
+            "open run",
+            lambda: _read_run(self.workspace, run_id),
+            self._on_opened,
+            self._on_open_failed,
+            context=run_id,
+        )
 
     def _on_open_failed(self, run_id: str, exc: Exception) -> None:
         self.show_error(f"Cannot open run {run_id[:8]}: {exc}")
@@ -697,14 +765,24 @@ class QtRuns(QWidget):
         record, generations = stored
         self.clear_plots()
         for s in generations:
-            self._add_generation(s["generation"], s["best"], s["mean"], s["median"], s["worst"], s["sigma"],
-                                 s.get("validation"), s.get("usage") or {})
+            self._add_generation(
+                s["generation"],
+                s["best"],
+                s["mean"],
+                s["median"],
+                s["worst"],
+                s["sigma"],
+                s.get("validation"),
+                s.get("usage") or {},
+            )
         budget = int((record.config.get("budget") or {}).get("generations") or 0)
         self.progress.setRange(0, max(budget, 1))
         self.progress.setValue(len(generations))
         self.eta_label.setText("")
-        self.log(f"opened run {run_id[:8]} '{record.name}': {len(generations)} generations, "
-                 f"{effective_status(record)}")
+        self.log(
+            f"opened run {run_id[:8]} '{record.name}': {len(generations)} generations, "
+            f"{effective_status(record)}"
+        )
         self.redraw()
         self.opened = run_id
 
@@ -729,7 +807,9 @@ class QtRuns(QWidget):
         self.stop_button.setEnabled(running and self.state in ("running", "paused", "starting"))
         selected = self.selected_run_id()
         self.open_button.setEnabled(selected is not None and not running)
-        self.resume_run_button.setEnabled(selected is not None and not running and self.can_resume(selected))
+        self.resume_run_button.setEnabled(
+            selected is not None and not running and self.can_resume(selected)
+        )
 
     def show_error(self, message: str) -> None:
         self.message_label.setText(message)
@@ -744,8 +824,16 @@ def _read_runs(workspace: Workspace) -> list[tuple[str, str, str, str, str]]:
     """The runs list's rows, newest first: id, name, status, stop reason, generations."""
     with Store.open(workspace) as store:
         runs = store.list_runs(kind="train")
-    return [(r.id, r.name, effective_status(r), r.stop_reason or "", str((r.result or {}).get("generations", "")))
-            for r in reversed(runs)]
+    return [
+        (
+            r.id,
+            r.name,
+            effective_status(r),
+            r.stop_reason or "",
+            str((r.result or {}).get("generations", "")),
+        )
+        for r in reversed(runs)
+    ]
 
 
 def _read_run(workspace: Workspace, run_id: str) -> tuple[Any, list[dict[str, Any]]]:

@@ -39,11 +39,18 @@ from workbench.gui.qt import (
 
 log = logging.getLogger(__name__)
 
-DEVICE_NOTES = {"auto": "auto (CUDA when present, else CPU)", "cpu": "cpu", "cuda": "cuda (NVIDIA GPU)",
-                "mps": "mps (Apple GPU)"}
-CACHE_NOTES = {"auto": "auto (read-write at temperature 0, else off)", "off": "off",
-               "read-write": "read-write (reuse recorded replies, record new ones)",
-               "replay-only": "replay-only (recorded replies only, no network)"}
+DEVICE_NOTES = {
+    "auto": "auto (CUDA when present, else CPU)",
+    "cpu": "cpu",
+    "cuda": "cuda (NVIDIA GPU)",
+    "mps": "mps (Apple GPU)",
+}
+CACHE_NOTES = {
+    "auto": "auto (read-write at temperature 0, else off)",
+    "off": "off",
+    "read-write": "read-write (reuse recorded replies, record new ones)",
+    "replay-only": "replay-only (recorded replies only, no network)",
+}
 THEME_NAMES = {"system": "System", "light": "Light", "dark": "Dark"}
 
 
@@ -72,18 +79,40 @@ def apply_theme(theme: str) -> None:
 def _palette(dark: bool) -> QPalette:
     role, group = QPalette.ColorRole, QPalette.ColorGroup
     if dark:
-        colors = {role.Window: "#2b2b2b", role.WindowText: "#e6e6e6", role.Base: "#1e1e1e",
-                  role.AlternateBase: "#2f2f2f", role.ToolTipBase: "#3a3a3a", role.ToolTipText: "#e6e6e6",
-                  role.Text: "#e6e6e6", role.Button: "#353535", role.ButtonText: "#e6e6e6",
-                  role.BrightText: "#ff5555", role.Highlight: "#2f6db5", role.HighlightedText: "#ffffff",
-                  role.Link: "#6ea8fe", role.PlaceholderText: "#8c8c8c"}
+        colors = {
+            role.Window: "#2b2b2b",
+            role.WindowText: "#e6e6e6",
+            role.Base: "#1e1e1e",
+            role.AlternateBase: "#2f2f2f",
+            role.ToolTipBase: "#3a3a3a",
+            role.ToolTipText: "#e6e6e6",
+            role.Text: "#e6e6e6",
+            role.Button: "#353535",
+            role.ButtonText: "#e6e6e6",
+            role.BrightText: "#ff5555",
+            role.Highlight: "#2f6db5",
+            role.HighlightedText: "#ffffff",
+            role.Link: "#6ea8fe",
+            role.PlaceholderText: "#8c8c8c",
+        }
         disabled = "#7a7a7a"
     else:
-        colors = {role.Window: "#efefef", role.WindowText: "#1a1a1a", role.Base: "#ffffff",
-                  role.AlternateBase: "#f5f5f5", role.ToolTipBase: "#ffffdc", role.ToolTipText: "#1a1a1a",
-                  role.Text: "#1a1a1a", role.Button: "#efefef", role.ButtonText: "#1a1a1a",
-                  role.BrightText: "#d00000", role.Highlight: "#3874d8", role.HighlightedText: "#ffffff",
-                  role.Link: "#0b57d0", role.PlaceholderText: "#8a8a8a"}
+        colors = {
+            role.Window: "#efefef",
+            role.WindowText: "#1a1a1a",
+            role.Base: "#ffffff",
+            role.AlternateBase: "#f5f5f5",
+            role.ToolTipBase: "#ffffdc",
+            role.ToolTipText: "#1a1a1a",
+            role.Text: "#1a1a1a",
+            role.Button: "#efefef",
+            role.ButtonText: "#1a1a1a",
+            role.BrightText: "#d00000",
+            role.Highlight: "#3874d8",
+            role.HighlightedText: "#ffffff",
+            role.Link: "#0b57d0",
+            role.PlaceholderText: "#8a8a8a",
+        }
         disabled = "#a0a0a0"
     palette = QPalette()
     for r, color in colors.items():
@@ -123,10 +152,15 @@ class QtSettings(QWidget):
         self.device_combo = _combo(DEVICES, DEVICE_NOTES)
         self.cache_combo = _combo(CACHE_POLICIES, CACHE_NOTES)
         self.theme_combo = _combo(THEMES, THEME_NAMES)
-        self.device_combo.currentIndexChanged.connect(lambda _: self._change(device=self.device_combo.currentData()))
+        self.device_combo.currentIndexChanged.connect(
+            lambda _: self._change(device=self.device_combo.currentData())
+        )
         self.cache_combo.currentIndexChanged.connect(
-            lambda _: self._change(cache_policy=self.cache_combo.currentData()))
-        self.theme_combo.currentIndexChanged.connect(lambda _: self._change(theme=self.theme_combo.currentData()))
+            lambda _: self._change(cache_policy=self.cache_combo.currentData())
+        )
+        self.theme_combo.currentIndexChanged.connect(
+            lambda _: self._change(theme=self.theme_combo.currentData())
+        )
 
         workspace_box = QGroupBox("Workspace")
         form = QFormLayout(workspace_box)
@@ -136,7 +170,10 @@ class QtSettings(QWidget):
         form = QFormLayout(runs_box)
         form.addRow("Device", self.device_combo)
         form.addRow("Response cache", self.cache_combo)
-        form.addRow("", QLabel("Defaults for run configs that do not set [backbone] device or [cache] policy."))
+        form.addRow(
+            "",
+            QLabel("Defaults for run configs that do not set [backbone] device or [cache] policy."),
+        )
         look_box = QGroupBox("Appearance")
         form = QFormLayout(look_box)
         form.addRow("Theme", self.theme_combo)
@@ -153,24 +190,33 @@ class QtSettings(QWidget):
 
     def _show(self) -> None:
         s = self.settings
-        for combo, value in ((self.device_combo, s.device), (self.cache_combo, s.cache_policy),
-                             (self.theme_combo, s.theme)):
+        for combo, value in (
+            (self.device_combo, s.device),
+            (self.cache_combo, s.cache_policy),
+            (self.theme_combo, s.theme),
+        ):
             combo.blockSignals(True)
             combo.setCurrentIndex(combo.findData(value))
             combo.blockSignals(False)
         chosen = Path(s.workspace).expanduser().resolve() if s.workspace else None
         if chosen is None:
-            self.next_workspace_label.setText("At start: the default workspace (the user data folder).")
+            self.next_workspace_label.setText(
+                "At start: the default workspace (the user data folder)."
+            )
         elif chosen == self.workspace.root:
             self.next_workspace_label.setText(f"At start: {chosen}.")
         else:
-            self.next_workspace_label.setText(f"At next start: {chosen}. Restart the workbench to open it.")
+            self.next_workspace_label.setText(
+                f"At next start: {chosen}. Restart the workbench to open it."
+            )
         self.saved_label.setText(f"Settings file: {self.path}")
 
     # ------------------------------------------------------------------ editing
 
     def _choose_workspace(self) -> None:
-        path = QFileDialog.getExistingDirectory(self, "Choose a workspace folder", str(self.workspace.root))
+        path = QFileDialog.getExistingDirectory(
+            self, "Choose a workspace folder", str(self.workspace.root)
+        )
         if path:
             self.choose_workspace(path)
 

@@ -64,7 +64,11 @@ def read_suites(workspace: Workspace) -> list[SuiteEntry]:
     for info in list_suites(workspace):
         try:
             suite = load_suite(info.name, workspace)
-        except (LookupError, ValueError, OSError) as exc:  # listed with the reason (list_suites says it)
+        except (
+            LookupError,
+            ValueError,
+            OSError,
+        ) as exc:  # listed with the reason (list_suites says it)
             log.info("suite %s cannot be loaded: %s", info.name, exc)
             entries.append(SuiteEntry(info))
             continue
@@ -106,10 +110,14 @@ def tests_text(task: Task) -> str:
     if not tests:
         return "(no tests: graded against the reference answer)"
     if tests.get("style") == "humaneval":
-        return f"style: humaneval · entry point: {tests.get('entry_point')}\n\n{tests.get('test', '')}"
+        return (
+            f"style: humaneval · entry point: {tests.get('entry_point')}\n\n{tests.get('test', '')}"
+        )
     if tests.get("style") == "stdio":
-        cases = [f"case {i + 1}\ninput:\n{c.get('input', '')}\nexpected output:\n{c.get('output', '')}"
-                 for i, c in enumerate(tests.get("cases", []))]
+        cases = [
+            f"case {i + 1}\ninput:\n{c.get('input', '')}\nexpected output:\n{c.get('output', '')}"
+            for i, c in enumerate(tests.get("cases", []))
+        ]
         return "style: stdio\n\n" + "\n\n".join(cases)
     return json.dumps(tests, indent=2)
 
@@ -155,8 +163,11 @@ class QtTasks(QWidget):
         self.prompt, self.reference, self.tests = text_view(), text_view(), text_view()
         preview = QSplitter(Qt.Orientation.Vertical)
         preview.addWidget(self.task_header)
-        for title, view in (("Prompt (as a worker sees it)", self.prompt), ("Reference", self.reference),
-                            ("Tests", self.tests)):
+        for title, view in (
+            ("Prompt (as a worker sees it)", self.prompt),
+            ("Reference", self.reference),
+            ("Tests", self.tests),
+        ):
             box = QWidget()
             box_layout = QVBoxLayout(box)
             box_layout.setContentsMargins(0, 0, 0, 0)
@@ -194,8 +205,14 @@ class QtTasks(QWidget):
         self._listing += 1
         self._select_next = select or (self.suite.name if self.suite else None)
         workspace = self.workspace
-        background.start(self, "list suites", lambda: read_suites(workspace), self._show_suites,
-                         self._listing_failed, context=self._listing)
+        background.start(
+            self,
+            "list suites",
+            lambda: read_suites(workspace),
+            self._show_suites,
+            self._listing_failed,
+            context=self._listing,
+        )
 
     def _show_suites(self, listing: int, entries: list[SuiteEntry]) -> None:
         if listing != self._listing:
@@ -205,8 +222,14 @@ class QtTasks(QWidget):
         self.suites.setRowCount(len(entries))
         for row, entry in enumerate(entries):
             info, counts = entry.info, entry.counts
-            cells = (info.name, info.source, str(info.count), _counts_text(counts.get("kind", {})),
-                     _counts_text(counts.get("category", {})), _counts_text(counts.get("split", {}), SPLITS))
+            cells = (
+                info.name,
+                info.source,
+                str(info.count),
+                _counts_text(counts.get("kind", {})),
+                _counts_text(counts.get("category", {})),
+                _counts_text(counts.get("split", {}), SPLITS),
+            )
             for column, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 item.setToolTip(info.description)
@@ -252,14 +275,22 @@ class QtTasks(QWidget):
         tasks = self.suite.tasks if self.suite else ()
         self.tasks.setRowCount(len(tasks))
         for row, task in enumerate(tasks):
-            cells = (task.id, task.kind, task.group, entry.split_of.get(task.id, ""), _one_line(task.prompt))
+            cells = (
+                task.id,
+                task.kind,
+                task.group,
+                entry.split_of.get(task.id, ""),
+                _one_line(task.prompt),
+            )
             for column, text in enumerate(cells):
                 self.tasks.setItem(row, column, QTableWidgetItem(text))
         self.tasks.resizeColumnToContents(0)
         self.tasks.blockSignals(False)
         self._show_task(None)
         if entry is not None and entry.suite is None:
-            self._say(f"Suite '{entry.info.name}' cannot be loaded: {entry.info.description}", error=True)
+            self._say(
+                f"Suite '{entry.info.name}' cannot be loaded: {entry.info.description}", error=True
+            )
 
     # -- tasks ---------------------------------------------------------------------
 
@@ -280,8 +311,10 @@ class QtTasks(QWidget):
             for view in (self.prompt, self.reference, self.tests):
                 view.clear()
             return
-        self.task_header.setText(f"{task.id} · {task.kind} · category {task.group}"
-                                 + (f" · split {task.split} (set in the file)" if task.split else ""))
+        self.task_header.setText(
+            f"{task.id} · {task.kind} · category {task.group}"
+            + (f" · split {task.split} (set in the file)" if task.split else "")
+        )
         self.prompt.setPlainText(task.full_prompt())
         self.reference.setPlainText(reference_text(task))
         self.tests.setPlainText(tests_text(task))
@@ -293,8 +326,9 @@ class QtTasks(QWidget):
         (default: the name field, else the file's name), in the background. Every problem
         is listed with its line; nothing is imported unless the whole file is valid."""
         if not path:
-            path, _ = QFileDialog.getOpenFileName(self, "Import a JSONL suite", "",
-                                                  "JSONL suites (*.jsonl);;All files (*)")
+            path, _ = QFileDialog.getOpenFileName(
+                self, "Import a JSONL suite", "", "JSONL suites (*.jsonl);;All files (*)"
+            )
         if not path:
             return
         name = name or self.import_name.text().strip() or Path(path).stem
@@ -302,8 +336,14 @@ class QtTasks(QWidget):
         self._show_errors("", [])
         self._say(f"Importing {path} as '{name}'…")
         self.import_button.setEnabled(False)
-        background.start(self, f"import suite {name}", lambda: import_suite(path, name, workspace, replace=replace),
-                         self._imported, self._import_failed, context=path)
+        background.start(
+            self,
+            f"import suite {name}",
+            lambda: import_suite(path, name, workspace, replace=replace),
+            self._imported,
+            self._import_failed,
+            context=path,
+        )
 
     def _imported(self, _path: str, suite: Suite) -> None:
         self.import_button.setEnabled(True)
@@ -315,10 +355,15 @@ class QtTasks(QWidget):
     def _import_failed(self, path: str, exc: Exception) -> None:
         self.import_button.setEnabled(True)
         if isinstance(exc, SuiteValidationError):
-            lines = [f"{f'line {i.line}' if i.line else 'file'}: {f'{i.field}: ' if i.field else ''}{i.message}"
-                     for i in exc.issues]
-            self._show_errors(f"{len(exc.issues)} problem(s) in {path}; nothing was imported. Fix them and "
-                              "import the file again.", lines)
+            lines = [
+                f"{f'line {i.line}' if i.line else 'file'}: {f'{i.field}: ' if i.field else ''}{i.message}"
+                for i in exc.issues
+            ]
+            self._show_errors(
+                f"{len(exc.issues)} problem(s) in {path}; nothing was imported. Fix them and "
+                "import the file again.",
+                lines,
+            )
             self._say("Nothing was imported.", error=True)
         else:
             self._say(f"Nothing was imported: {exc}", error=True)

@@ -50,7 +50,17 @@ from workbench.gui.qt import (
 
 log = logging.getLogger(__name__)
 
-COLUMNS = ("Worker", "Provider", "Model", "$/M in", "$/M out", "Concurrency", "Key", "Last test", "Latency")
+COLUMNS = (
+    "Worker",
+    "Provider",
+    "Model",
+    "$/M in",
+    "$/M out",
+    "Concurrency",
+    "Key",
+    "Last test",
+    "Latency",
+)
 PROVIDER_CHOICES = (*PRESETS, "local")  # presets fill the base URL; "local" is an in-process model
 # Fields the dialog does not show: an edit keeps them as they are in workers.toml.
 KEPT_FIELDS = ("temperature", "max_tokens", "extra", "context_window", "rpm", "timeouts", "key_env")
@@ -74,7 +84,9 @@ class WorkerRow:
 def read_rows(registry: Registry) -> list[WorkerRow]:
     """The registered workers with their key status, then the built-in ones (a job: the
     keychain may take a while to answer)."""
-    rows = [WorkerRow(s.id, s.provider, s.model, s, registry.key_status(s)) for s in registry.list()]
+    rows = [
+        WorkerRow(s.id, s.provider, s.model, s, registry.key_status(s)) for s in registry.list()
+    ]
     return rows + [WorkerRow(w.id, w.provider, w.model) for w in builtin_workers()]
 
 
@@ -109,8 +121,10 @@ class QtWorkers(QWidget):
             buttons.addWidget(button)
         buttons.addStretch(1)
         buttons.addWidget(self.refresh_button)
-        note = QLabel(f"Registered workers live in {self.registry.path}; their keys live in the OS keychain, "
-                      "never in that file. Built-in workers (grey) need no registration.")
+        note = QLabel(
+            f"Registered workers live in {self.registry.path}; their keys live in the OS keychain, "
+            "never in that file. Built-in workers (grey) need no registration."
+        )
         note.setWordWrap(True)
         layout = QVBoxLayout(self)
         layout.addWidget(note)
@@ -134,8 +148,14 @@ class QtWorkers(QWidget):
         """Read the registry and the key statuses again (in the background)."""
         self._listing += 1
         registry = self.registry
-        background.start(self, "read workers", lambda: read_rows(registry), self._show_rows, self._refresh_failed,
-                         context=self._listing)
+        background.start(
+            self,
+            "read workers",
+            lambda: read_rows(registry),
+            self._show_rows,
+            self._refresh_failed,
+            context=self._listing,
+        )
 
     def _show_rows(self, listing: int, rows: list[WorkerRow]) -> None:
         if listing != self._listing:
@@ -145,10 +165,17 @@ class QtWorkers(QWidget):
         self.table.setRowCount(len(rows))
         for index, row in enumerate(rows):
             spec = row.spec
-            cells = [row.id, row.provider, row.model,
-                     f"{spec.price_in:g}" if spec else "", f"{spec.price_out:g}" if spec else "",
-                     str(spec.concurrency) if spec and spec.provider != "local" else "",
-                     row.key.label if row.key else "not needed", "", ""]
+            cells = [
+                row.id,
+                row.provider,
+                row.model,
+                f"{spec.price_in:g}" if spec else "",
+                f"{spec.price_out:g}" if spec else "",
+                str(spec.concurrency) if spec and spec.provider != "local" else "",
+                row.key.label if row.key else "not needed",
+                "",
+                "",
+            ]
             for column, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 if row.builtin:
@@ -227,7 +254,9 @@ class QtWorkers(QWidget):
     def open_dialog(self, worker_id: str | None = None) -> WorkerDialog:
         """Open the add dialog, or the edit dialog of registered worker ``worker_id``."""
         row = None if worker_id is None else self.rows[self.row_of(worker_id)]
-        dialog = WorkerDialog(self.registry, row.spec if row else None, row.key if row else None, parent=self)
+        dialog = WorkerDialog(
+            self.registry, row.spec if row else None, row.key if row else None, parent=self
+        )
         dialog.saved.connect(self._saved)
         dialog.open()
         return dialog
@@ -251,13 +280,25 @@ class QtWorkers(QWidget):
         row = self._selected_row()
         if row is None or row.builtin:
             return
-        if confirm and QMessageBox.question(
-                self, "Remove worker", f"Remove worker '{row.id}' and delete its key from the keychain?"
-        ) != QMessageBox.StandardButton.Yes:
+        if (
+            confirm
+            and QMessageBox.question(
+                self,
+                "Remove worker",
+                f"Remove worker '{row.id}' and delete its key from the keychain?",
+            )
+            != QMessageBox.StandardButton.Yes
+        ):
             return
         registry = self.registry
-        background.start(self, f"remove worker {row.id}", lambda: registry.remove(row.id), self._removed,
-                         self._remove_failed, context=row.id)
+        background.start(
+            self,
+            f"remove worker {row.id}",
+            lambda: registry.remove(row.id),
+            self._removed,
+            self._remove_failed,
+            context=row.id,
+        )
 
     def _removed(self, worker_id: str, deleted_key: bool) -> None:
         self.reports.pop(worker_id, None)
@@ -287,8 +328,14 @@ class QtWorkers(QWidget):
         async def call() -> ConnectionReport:
             return await test_worker(worker_id, registry=registry)
 
-        background.start(self, f"test worker {worker_id}", call, self._tested, self._test_failed,
-                         context=worker_id)
+        background.start(
+            self,
+            f"test worker {worker_id}",
+            call,
+            self._tested,
+            self._test_failed,
+            context=worker_id,
+        )
         self._say(f"Testing worker '{worker_id}'…")
         self._after_test(worker_id)
 
@@ -297,10 +344,14 @@ class QtWorkers(QWidget):
         self.test_errors.pop(worker_id, None)
         self.reports[worker_id] = report
         if report.ok:
-            self._say(f"Worker '{worker_id}': OK in {report.latency_s * 1000:.0f} ms; model {report.model}.")
+            self._say(
+                f"Worker '{worker_id}': OK in {report.latency_s * 1000:.0f} ms; model {report.model}."
+            )
         else:
-            self._say(f"Test of worker '{worker_id}' failed after {report.latency_s * 1000:.0f} ms: {report.error}",
-                      error=True)
+            self._say(
+                f"Test of worker '{worker_id}' failed after {report.latency_s * 1000:.0f} ms: {report.error}",
+                error=True,
+            )
         self._after_test(worker_id)
         self.tested.emit(worker_id)
 
@@ -338,8 +389,13 @@ class WorkerDialog(QDialog):
 
     saved = Signal(str)  # the worker id, once its spec (and key) are stored
 
-    def __init__(self, registry: Registry, spec: WorkerSpec | None = None, key_status: KeyStatus | None = None,
-                 parent: QWidget | None = None):
+    def __init__(
+        self,
+        registry: Registry,
+        spec: WorkerSpec | None = None,
+        key_status: KeyStatus | None = None,
+        parent: QWidget | None = None,
+    ):
         super().__init__(parent)
         self.registry = registry
         self.spec = spec
@@ -374,8 +430,9 @@ class WorkerDialog(QDialog):
         self.error.setStyleSheet(ERROR_STYLE)
         self.error.setWordWrap(True)
         self.error.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save
-                                        | QDialogButtonBox.StandardButton.Cancel)
+        self.buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
+        )
 
         model_row = QHBoxLayout()
         model_row.addWidget(self.model, 1)
@@ -419,8 +476,14 @@ class WorkerDialog(QDialog):
         self.finished.connect(self._forget_key)
 
     def _fill(self, spec: WorkerSpec) -> None:
-        preset = next((name for name, p in PRESETS.items()
-                       if p.provider == spec.provider and p.base_url == spec.base_url), spec.provider)
+        preset = next(
+            (
+                name
+                for name, p in PRESETS.items()
+                if p.provider == spec.provider and p.base_url == spec.base_url
+            ),
+            spec.provider,
+        )
         self.provider.setCurrentText(preset)
         self.base_url.setText(spec.base_url or "")
         self.model.setEditText(spec.model)
@@ -434,10 +497,19 @@ class WorkerDialog(QDialog):
         local = name == "local"
         if fill:
             self.base_url.setText("" if local else PRESETS[name].base_url)
-        for widget in (self.base_url, self.fetch_button, self.key, self.concurrency, self.replace_key_button):
+        for widget in (
+            self.base_url,
+            self.fetch_button,
+            self.key,
+            self.concurrency,
+            self.replace_key_button,
+        ):
             widget.setEnabled(not local)
-        self.model.lineEdit().setPlaceholderText("a local folder or a Hugging Face id" if local else
-                                                 "the model name the provider expects (or Fetch models)")
+        self.model.lineEdit().setPlaceholderText(
+            "a local folder or a Hugging Face id"
+            if local
+            else "the model name the provider expects (or Fetch models)"
+        )
 
     def replace_key(self) -> None:
         """Swap the "stored" note for an empty masked field: the new key replaces the old
@@ -459,9 +531,15 @@ class WorkerDialog(QDialog):
         worker_id = self.worker_id.text().strip() or ("new-worker" if draft else "")
         model = self.model.currentText().strip() or ("any" if draft else "")
         return spec_from_options(
-            worker_id, name, model, base_url=None if local else (self.base_url.text().strip() or None),
-            price_in=self.price_in.value(), price_out=self.price_out.value(),
-            concurrency=None if local else self.concurrency.value(), **kept)
+            worker_id,
+            name,
+            model,
+            base_url=None if local else (self.base_url.text().strip() or None),
+            price_in=self.price_in.value(),
+            price_out=self.price_out.value(),
+            concurrency=None if local else self.concurrency.value(),
+            **kept,
+        )
 
     def _entered_key(self, worker_id: str) -> str | None:
         if self.key.isHidden() or not self.key.isEnabled() or not self.key.text().strip():
@@ -519,9 +597,14 @@ class WorkerDialog(QDialog):
         registry, replace = self.registry, self.spec is not None
         self.error.setText("")
         self.buttons.setEnabled(False)
-        background.start(self._owner, f"save worker {spec.id}",
-                         lambda: registry.add(spec, key=key, replace=replace), self._stored, self._store_failed,
-                         context=spec.id)
+        background.start(
+            self._owner,
+            f"save worker {spec.id}",
+            lambda: registry.add(spec, key=key, replace=replace),
+            self._stored,
+            self._store_failed,
+            context=spec.id,
+        )
 
     def _stored(self, worker_id: str, _spec: WorkerSpec) -> None:
         self.buttons.setEnabled(True)

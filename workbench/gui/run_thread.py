@@ -41,7 +41,9 @@ STDERR_TAIL = 20  # lines of the child's stderr kept for the error message
 
 def train_command(workspace: Workspace, config_path: Path | None, resume: str | None) -> list[str]:
     """The child's command line: this program's own ``train`` (frozen app or Python)."""
-    program = [sys.executable] if getattr(sys, "frozen", False) else [sys.executable, "-m", "workbench"]
+    program = (
+        [sys.executable] if getattr(sys, "frozen", False) else [sys.executable, "-m", "workbench"]
+    )
     command = [*program, "train", "--events", "--workspace", str(workspace.root)]
     if config_path is not None:
         command.append(str(config_path))
@@ -59,8 +61,14 @@ class RunThread(QThread):
     finished_run = Signal(object)  # RunFinished
     failed = Signal(object)  # RunFailed (also for errors before the run record exists)
 
-    def __init__(self, config: RunConfig | None, workspace: Workspace, *, resume: str | None = None,
-                 parent: Any = None):
+    def __init__(
+        self,
+        config: RunConfig | None,
+        workspace: Workspace,
+        *,
+        resume: str | None = None,
+        parent: Any = None,
+    ):
         super().__init__(parent)
         self.config = config
         self.workspace = workspace
@@ -134,12 +142,20 @@ class RunThread(QThread):
             log.info("starting %s", " ".join(command))
             with self._lock:
                 self._process = subprocess.Popen(
-                    command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                    text=True, encoding="utf-8", bufsize=1)
+                    command,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                    encoding="utf-8",
+                    bufsize=1,
+                )
                 if self._stopping:  # stopped before the child existed
                     self._process.stdin.write("stop\n")
                     self._process.stdin.flush()
-            errors = threading.Thread(target=_drain, args=(self._process.stderr, stderr_tail), daemon=True)
+            errors = threading.Thread(
+                target=_drain, args=(self._process.stderr, stderr_tail), daemon=True
+            )
             errors.start()
             for line in self._process.stdout:
                 try:
@@ -153,7 +169,9 @@ class RunThread(QThread):
             if not self._ended:
                 said = [line for line in stderr_tail if line.lower().startswith("error")]
                 detail = (said or list(stderr_tail) or [f"exit status {code}"])[-1]
-                self.failed.emit(RunFailed(self.run_id or "", f"the training process ended early: {detail}"))
+                self.failed.emit(
+                    RunFailed(self.run_id or "", f"the training process ended early: {detail}")
+                )
         except Exception as exc:  # reported to the page as a readable message, details to the log
             log.exception("training process failed")
             if not self._ended:

@@ -46,7 +46,9 @@ class Sample:
     evaluation: Any  # its evaluation (runs.EvaluationResult)
 
 
-def make_sample(workspace: Workspace, config: RunConfig | None = None, backbone: Any = None) -> Sample:
+def make_sample(
+    workspace: Workspace, config: RunConfig | None = None, backbone: Any = None
+) -> Sample:
     """Train the sample run and evaluate it."""
     from workbench.core.evolution import GenerationStats
     from workbench.core.runs import evaluate_run, train
@@ -56,8 +58,10 @@ def make_sample(workspace: Workspace, config: RunConfig | None = None, backbone:
 
     def progress(event: Any) -> None:
         if isinstance(event, GenerationStats):
-            say(f"  generation {event.generation + 1}/{config.budget.generations}: best {event.best:.3f}, "
-                f"mean {event.mean:.3f} ({time.perf_counter() - started:.0f} s)")
+            say(
+                f"  generation {event.generation + 1}/{config.budget.generations}: best {event.best:.3f}, "
+                f"mean {event.mean:.3f} ({time.perf_counter() - started:.0f} s)"
+            )
 
     say(f"training a sample run on the sandbox pool in {workspace.root} ...")
     run_id = train(config, workspace, listeners=[progress], backbone=backbone)
@@ -83,8 +87,12 @@ def file_name(title: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-") + ".png"
 
 
-def take(out_dir: str | Path, workspace: str | Path | None = None, backbone: Any = None,
-         config: RunConfig | None = None) -> list[Path]:
+def take(
+    out_dir: str | Path,
+    workspace: str | Path | None = None,
+    backbone: Any = None,
+    config: RunConfig | None = None,
+) -> list[Path]:
     """Make the sample content, render every page to ``out_dir`` and return the files."""
     from workbench.gui import app as gui_app
     from workbench.gui.qt import QApplication
@@ -170,4 +178,8 @@ def _evaluate(page: Any, sample: Sample) -> None:
 
 
 PREPARE: dict[str, Callable[[Any, Sample], None]] = {
-    "Runs": _runs, "Replay": _replay, "Tasks": _tasks, "Evaluate": _evaluate}
+    "Runs": _runs,
+    "Replay": _replay,
+    "Tasks": _tasks,
+    "Evaluate": _evaluate,
+}

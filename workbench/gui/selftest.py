@@ -34,9 +34,11 @@ def run() -> int:
         traceback.print_exc(file=sys.stderr)
         print(f"self-test FAILED: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
-    print(f"self-test passed in {time.perf_counter() - started:.1f} s: GUI pages built offscreen; "
-          f"episode on {TASK[1]} with {len(episode.turns)} turn(s), reward {episode.reward:g}, stored; "
-          f"{CODE_TASK[1]} graded in the code sandbox; keychain backends present")
+    print(
+        f"self-test passed in {time.perf_counter() - started:.1f} s: GUI pages built offscreen; "
+        f"episode on {TASK[1]} with {len(episode.turns)} turn(s), reward {episode.reward:g}, stored; "
+        f"{CODE_TASK[1]} graded in the code sandbox; keychain backends present"
+    )
     return 0
 
 
@@ -64,8 +66,25 @@ def _episode(root: Path):
     from workbench.core.workspace import Workspace
 
     suite, task = TASK
-    code = cli_main(["run-episode", "--backbone", "offline", "--device", "cpu", "--pool", "sandbox", "--suite", suite,
-                     "--task", task, "--max-tokens", "64", "--workspace", str(root)])
+    code = cli_main(
+        [
+            "run-episode",
+            "--backbone",
+            "offline",
+            "--device",
+            "cpu",
+            "--pool",
+            "sandbox",
+            "--suite",
+            suite,
+            "--task",
+            task,
+            "--max-tokens",
+            "64",
+            "--workspace",
+            str(root),
+        ]
+    )
     if code != 0:
         raise RuntimeError(f"run-episode exited with status {code}")
     with Store.open(Workspace.open(root)) as store:
@@ -81,12 +100,21 @@ def _code_sandbox() -> None:
     task = load_suite(suite).get(task_id)
     result = grade(task, f"```python\n{task.solution}\n```")
     if result.reward != 1.0:
-        raise RuntimeError(f"the code sandbox failed {task_id}'s reference solution: {result.details}")
+        raise RuntimeError(
+            f"the code sandbox failed {task_id}'s reference solution: {result.details}"
+        )
     print(f"code sandbox: {task_id} passes its tests", file=sys.stderr)
 
 
-KEYRING_BACKENDS = {"linux": ("keyring.backends.SecretService", "keyring.backends.libsecret", "keyring.backends.kwallet"),
-                    "darwin": ("keyring.backends.macOS",), "win32": ("keyring.backends.Windows",)}
+KEYRING_BACKENDS = {
+    "linux": (
+        "keyring.backends.SecretService",
+        "keyring.backends.libsecret",
+        "keyring.backends.kwallet",
+    ),
+    "darwin": ("keyring.backends.macOS",),
+    "win32": ("keyring.backends.Windows",),
+}
 
 
 def _keyring_backends() -> None:

@@ -101,7 +101,9 @@ def test_code_tests_tell_right_from_wrong(mixed) -> None:
     for task in mixed.tasks:
         if task.kind != "code":
             continue
-        expected = [line.rsplit("==", 1)[1] for line in task.tests["test"].splitlines() if "==" in line]
+        expected = [
+            line.rsplit("==", 1)[1] for line in task.tests["test"].splitlines() if "==" in line
+        ]
         assert len(expected) >= 4 and len(set(expected)) >= 2, task.id
         entry = task.tests["entry_point"]
         for constant in ("None", expected[0]):  # a function that ignores its input fails
@@ -116,5 +118,9 @@ def test_a_sample_of_code_solutions_grades_1_in_the_sandbox(mixed) -> None:
     sample = random.Random(0).sample(code, 20)
     with ThreadPoolExecutor(max_workers=4) as pool:
         results = list(pool.map(lambda t: (t.id, grade(t, f"```python\n{t.solution}```")), sample))
-    failures = [(task_id, r.details["reason"], r.details["stderr"]) for task_id, r in results if r.reward != 1.0]
+    failures = [
+        (task_id, r.details["reason"], r.details["stderr"])
+        for task_id, r in results
+        if r.reward != 1.0
+    ]
     assert failures == []

@@ -231,7 +231,9 @@ def test_text_articles_and_punctuation_are_ignored() -> None:
     assert grade(task, "eiffel tower").reward == 1.0
 
 
-@pytest.mark.parametrize("answer", ["Christopher Marlowe", "Shakespeare wrote many plays", *HOSTILE])
+@pytest.mark.parametrize(
+    "answer", ["Christopher Marlowe", "Shakespeare wrote many plays", *HOSTILE]
+)
 def test_text_wrong(answer) -> None:
     result = grade(TEXT, answer)
     assert result.reward == 0.0
@@ -354,7 +356,9 @@ def test_math_helper_that_dies_is_restarted() -> None:
     assert grade(math_task("\\sqrt{2}"), "\\boxed{2^{1/2}}").reward == 1.0
 
 
-def test_math_is_checked_in_process_when_no_helper_can_start(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_math_is_checked_in_process_when_no_helper_can_start(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from workbench.core.tasks import mathcheck
 
     helper = mathcheck._Helper()

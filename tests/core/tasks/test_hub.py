@@ -46,7 +46,12 @@ MMLU = [
         "choices": ["0", "4", "2", "6"],
         "answer": 2,
     },
-    {"question": "2 + 2 = ?", "subject": "elementary_mathematics", "choices": ["3", "4"], "answer": 1},
+    {
+        "question": "2 + 2 = ?",
+        "subject": "elementary_mathematics",
+        "choices": ["3", "4"],
+        "answer": 1,
+    },
 ]
 GPQA = [
     {
@@ -94,14 +99,24 @@ LCB = [
             [{"input": "[2,7]\n9", "output": "[0,1]", "testtype": "functional"}]
         ),
         "private_test_cases": "",
-        "metadata": "{\"func_name\": \"twoSum\"}",
+        "metadata": '{"func_name": "twoSum"}',
     },
 ]
-ROWS = {"math500": MATH500, "gsm8k": GSM8K, "mmlu": MMLU, "gpqa-diamond": GPQA, "livecodebench": LCB}
+ROWS = {
+    "math500": MATH500,
+    "gsm8k": GSM8K,
+    "mmlu": MMLU,
+    "gpqa-diamond": GPQA,
+    "livecodebench": LCB,
+}
 
 
 def test_every_hub_dataset_has_a_converter_and_rows_here() -> None:
-    assert set(HUB_DATASETS) == set(ROWS) == {"math500", "gsm8k", "mmlu", "gpqa-diamond", "livecodebench"}
+    assert (
+        set(HUB_DATASETS)
+        == set(ROWS)
+        == {"math500", "gsm8k", "mmlu", "gpqa-diamond", "livecodebench"}
+    )
 
 
 def test_math500() -> None:

@@ -17,7 +17,11 @@ GOOD = [
         "id": "k1",
         "kind": "code",
         "prompt": "Write add(a, b).",
-        "tests": {"style": "humaneval", "entry_point": "add", "test": "def check(c):\n    assert c(1, 2) == 3\n"},
+        "tests": {
+            "style": "humaneval",
+            "entry_point": "add",
+            "test": "def check(c):\n    assert c(1, 2) == 3\n",
+        },
         "solution": "def add(a, b):\n    return a + b\n",
         "split": "test",
     },
@@ -38,7 +42,10 @@ def write_lines(path: Path, lines: list[str]) -> Path:
 
 
 def test_a_valid_file_loads_every_kind(tmp_path: Path) -> None:
-    path = write_lines(tmp_path / "good.jsonl", [json.dumps(r) for r in GOOD[:3]] + ["", "   "] + [json.dumps(r) for r in GOOD[3:]])
+    path = write_lines(
+        tmp_path / "good.jsonl",
+        [json.dumps(r) for r in GOOD[:3]] + ["", "   "] + [json.dumps(r) for r in GOOD[3:]],
+    )
     suite = load_jsonl(path)
     assert suite.name == "good" and len(suite) == 6
     assert suite.get("c1").answer == "B" and suite.get("c1").choices == ("x", "y", "z")
@@ -60,22 +67,86 @@ BAD_LINES = [
     ('{"id": "broken", "kind": ', (None, "not valid JSON")),  # 2
     ("[1, 2, 3]", (None, "expected a JSON object, got a list")),  # 3
     (json.dumps({"id": "np", "kind": "math", "answer": "1"}), ("prompt", "missing")),  # 4
-    (json.dumps({"id": "wt", "kind": "math", "prompt": 5, "answer": "1"}), ("prompt", "must be a string")),  # 5
+    (
+        json.dumps({"id": "wt", "kind": "math", "prompt": 5, "answer": "1"}),
+        ("prompt", "must be a string"),
+    ),  # 5
     (json.dumps({"id": "bk", "kind": "essay", "prompt": "p"}), ("kind", "must be one of")),  # 6
-    (json.dumps({"id": "m1", "kind": "math", "prompt": "again", "answer": "2"}), ("id", "first used on line 1")),  # 7
-    (json.dumps({"id": "bl", "kind": "choice", "prompt": "p", "choices": ["a", "b", "c", "d"], "answer": "E"}), ("answer", "out of range")),  # 8
-    (json.dumps({"id": "oc", "kind": "choice", "prompt": "p", "choices": ["only"], "answer": "A"}), ("choices", "between 2 and")),  # 9
-    (json.dumps({"id": "nc", "kind": "code", "prompt": "p", "tests": {"style": "humaneval", "entry_point": "f", "test": "assert f(1)"}}), ("tests.test", "check(candidate)")),  # 10
-    (json.dumps({"id": "ec", "kind": "code", "prompt": "p", "tests": {"style": "stdio", "cases": []}}), ("tests.cases", "non-empty")),  # 11
-    (json.dumps({"id": "uf", "kind": "math", "prompt": "p", "anwser": "3"}), ("anwser", "unknown field")),  # 12
-    (json.dumps({"id": "sp", "kind": "text", "prompt": "p", "answer": "x", "split": "dev"}), ("split", "must be one of")),  # 13
+    (
+        json.dumps({"id": "m1", "kind": "math", "prompt": "again", "answer": "2"}),
+        ("id", "first used on line 1"),
+    ),  # 7
+    (
+        json.dumps(
+            {
+                "id": "bl",
+                "kind": "choice",
+                "prompt": "p",
+                "choices": ["a", "b", "c", "d"],
+                "answer": "E",
+            }
+        ),
+        ("answer", "out of range"),
+    ),  # 8
+    (
+        json.dumps(
+            {"id": "oc", "kind": "choice", "prompt": "p", "choices": ["only"], "answer": "A"}
+        ),
+        ("choices", "between 2 and"),
+    ),  # 9
+    (
+        json.dumps(
+            {
+                "id": "nc",
+                "kind": "code",
+                "prompt": "p",
+                "tests": {"style": "humaneval", "entry_point": "f", "test": "assert f(1)"},
+            }
+        ),
+        ("tests.test", "check(candidate)"),
+    ),  # 10
+    (
+        json.dumps(
+            {"id": "ec", "kind": "code", "prompt": "p", "tests": {"style": "stdio", "cases": []}}
+        ),
+        ("tests.cases", "non-empty"),
+    ),  # 11
+    (
+        json.dumps({"id": "uf", "kind": "math", "prompt": "p", "anwser": "3"}),
+        ("anwser", "unknown field"),
+    ),  # 12
+    (
+        json.dumps({"id": "sp", "kind": "text", "prompt": "p", "answer": "x", "split": "dev"}),
+        ("split", "must be one of"),
+    ),  # 13
     ("", None),  # 14: blank, skipped
     (json.dumps({"id": "ma", "kind": "math", "prompt": "p"}), ("answer", "missing")),  # 15
-    (json.dumps({"id": "ts", "kind": "code", "prompt": "p", "tests": {"style": "pytest"}}), ("tests.style", "'humaneval' or 'stdio'")),  # 16
-    (json.dumps({"id": "", "kind": "math", "prompt": "p", "answer": "1"}), ("id", "must not be empty")),  # 17
-    (json.dumps({"id": "bc", "kind": "code", "prompt": "p", "tests": {"style": "stdio", "cases": [{"input": "1"}]}}), ("tests.cases[0]", "input")),  # 18
+    (
+        json.dumps({"id": "ts", "kind": "code", "prompt": "p", "tests": {"style": "pytest"}}),
+        ("tests.style", "'humaneval' or 'stdio'"),
+    ),  # 16
+    (
+        json.dumps({"id": "", "kind": "math", "prompt": "p", "answer": "1"}),
+        ("id", "must not be empty"),
+    ),  # 17
+    (
+        json.dumps(
+            {
+                "id": "bc",
+                "kind": "code",
+                "prompt": "p",
+                "tests": {"style": "stdio", "cases": [{"input": "1"}]},
+            }
+        ),
+        ("tests.cases[0]", "input"),
+    ),  # 18
     (json.dumps({"id": "ok2", "kind": "math", "prompt": "fine", "answer": 7}), None),  # 19: fine
-    (json.dumps({"id": "wa", "kind": "choice", "prompt": "p", "choices": ["a", "b"], "answer": 1}), ("answer", "single option letter")),  # 20
+    (
+        json.dumps(
+            {"id": "wa", "kind": "choice", "prompt": "p", "choices": ["a", "b"], "answer": 1}
+        ),
+        ("answer", "single option letter"),
+    ),  # 20
 ]
 
 
@@ -88,9 +159,7 @@ def test_every_problem_is_reported_with_its_line(bad_file: Path) -> None:
     with pytest.raises(SuiteValidationError) as caught:
         load_jsonl(bad_file)
     issues = caught.value.issues
-    expected = {
-        line: want for line, (_, want) in enumerate(BAD_LINES, start=1) if want is not None
-    }
+    expected = {line: want for line, (_, want) in enumerate(BAD_LINES, start=1) if want is not None}
     reported = {}
     for issue in issues:
         reported.setdefault(issue.line, []).append(issue)

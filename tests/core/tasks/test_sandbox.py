@@ -137,7 +137,11 @@ def test_infinite_loop_is_killed_at_the_timeout() -> None:
 
 
 def test_memory_hog_fails_fast() -> None:
-    result = run_program("blocks = []\nwhile True:\n    blocks.append(bytearray(50 * 2**20))\n", memory_mb=256, timeout_s=5)
+    result = run_program(
+        "blocks = []\nwhile True:\n    blocks.append(bytearray(50 * 2**20))\n",
+        memory_mb=256,
+        timeout_s=5,
+    )
     assert not result.ok and not result.timed_out
     assert "out of memory" in result.reason or result.killed
     assert result.duration_s < 4
@@ -156,11 +160,7 @@ def test_huge_output_is_capped() -> None:
 
 
 def test_huge_file_is_stopped_at_the_file_size_limit(tmp_path: Path) -> None:
-    source = (
-        "with open('big.bin', 'wb') as f:\n"
-        "    while True:\n"
-        "        f.write(b'x' * 2**20)\n"
-    )
+    source = "with open('big.bin', 'wb') as f:\n    while True:\n        f.write(b'x' * 2**20)\n"
     result = run_program(source, max_file_bytes=4 * 2**20, timeout_s=5, workdir_parent=tmp_path)
     assert not result.ok and not result.timed_out
     assert "File too large" in result.stderr or result.killed
@@ -268,15 +268,19 @@ def test_deleting_files_outside_with_libc_is_refused(canary: Path) -> None:
 
 
 def test_child_that_escapes_with_setsid_is_killed_at_the_timeout() -> None:
-    source = REPORT_RUN + BYPASS + (
-        "import time\n"
-        "pid = libc.fork()\n"
-        "if pid == 0:\n"
-        "    libc.setsid()\n"
-        "    time.sleep(60)\n"
-        "    libc._exit(0)\n"
-        "print('CHILD', pid, flush=True)\n"
-        "time.sleep(60)\n"
+    source = (
+        REPORT_RUN
+        + BYPASS
+        + (
+            "import time\n"
+            "pid = libc.fork()\n"
+            "if pid == 0:\n"
+            "    libc.setsid()\n"
+            "    time.sleep(60)\n"
+            "    libc._exit(0)\n"
+            "print('CHILD', pid, flush=True)\n"
+            "time.sleep(60)\n"
+        )
     )
     result = run_program(source, timeout_s=2)
     assert result.timed_out
@@ -286,14 +290,18 @@ def test_child_that_escapes_with_setsid_is_killed_at_the_timeout() -> None:
 
 
 def test_child_left_behind_by_a_program_that_exits_is_killed() -> None:
-    source = REPORT_RUN + BYPASS + (
-        "import time\n"
-        "pid = libc.fork()\n"
-        "if pid == 0:\n"
-        "    libc.setsid()\n"
-        "    time.sleep(60)\n"
-        "    libc._exit(0)\n"
-        "print('CHILD', pid, flush=True)\n"
+    source = (
+        REPORT_RUN
+        + BYPASS
+        + (
+            "import time\n"
+            "pid = libc.fork()\n"
+            "if pid == 0:\n"
+            "    libc.setsid()\n"
+            "    time.sleep(60)\n"
+            "    libc._exit(0)\n"
+            "print('CHILD', pid, flush=True)\n"
+        )
     )
     result = run_program(source, timeout_s=5)
     assert result.ok and result.duration_s < 4, result
@@ -321,5 +329,7 @@ def test_fork_bomb_through_libc_is_contained_and_cleaned_up(bystander: subproces
 
 @root_only
 def test_program_runs_as_nobody() -> None:
-    result = run_program("import os\nprint(os.getuid(), os.geteuid(), os.getgid(), os.getgroups())\n")
+    result = run_program(
+        "import os\nprint(os.getuid(), os.geteuid(), os.getgid(), os.getgroups())\n"
+    )
     assert result.stdout.split() == ["65534", "65534", "65534", "[]"]

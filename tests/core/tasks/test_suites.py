@@ -41,7 +41,9 @@ def test_humaneval_has_164_code_tasks() -> None:
     assert len(suite) == 164
     assert {t.kind for t in suite.tasks} == {"code"}
     first = suite.get("HumanEval/0")
-    assert first.tests["style"] == "humaneval" and first.tests["entry_point"] == "has_close_elements"
+    assert (
+        first.tests["style"] == "humaneval" and first.tests["entry_point"] == "has_close_elements"
+    )
     assert "def check(" in first.tests["test"]
     assert first.solution.startswith(first.prompt)
 
@@ -71,7 +73,9 @@ def test_loaded_suites_are_cached() -> None:
     assert load_suite("champ") is load_suite("champ")
 
 
-def test_champ_is_converted_once_in_a_child_process_then_read_from_the_user_cache(tmp_path, monkeypatch) -> None:
+def test_champ_is_converted_once_in_a_child_process_then_read_from_the_user_cache(
+    tmp_path, monkeypatch
+) -> None:
     from workbench.core.tasks import suites
 
     expected = load_suite("champ").tasks
@@ -87,7 +91,9 @@ def test_champ_is_converted_once_in_a_child_process_then_read_from_the_user_cach
     assert suite.tasks == expected and suite.name == "champ" and suite.version.startswith("v0 (")
     stamp = cached.stat().st_mtime_ns
     monkeypatch.setattr(suites, "_bundled", functools.cache(suites._bundled.__wrapped__))
-    assert load_suite("champ").tasks == expected and cached.stat().st_mtime_ns == stamp  # read, not converted
+    assert (
+        load_suite("champ").tasks == expected and cached.stat().st_mtime_ns == stamp
+    )  # read, not converted
 
 
 def test_a_damaged_champ_cache_is_converted_again(tmp_path, monkeypatch, caplog) -> None:
@@ -152,7 +158,9 @@ def test_import_refuses_to_overwrite_unless_asked(suite_file: Path, workspace: W
 
 
 @pytest.mark.parametrize("name", ["humaneval", "Mixed", "a b", "../evil", "", "x.jsonl", "ü"])
-def test_import_refuses_bad_or_bundled_names(name: str, suite_file: Path, workspace: Workspace) -> None:
+def test_import_refuses_bad_or_bundled_names(
+    name: str, suite_file: Path, workspace: Workspace
+) -> None:
     with pytest.raises(ValueError):
         import_suite(suite_file, name, workspace)
     assert not workspace.suites_dir.exists()
@@ -183,4 +191,6 @@ def test_splits_do_not_depend_on_file_order(tmp_path: Path) -> None:
     forward.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
     backward.write_text("\n".join(json.dumps(r) for r in reversed(rows)), encoding="utf-8")
     a, b = load_suite(str(forward)).splits(seed=3), load_suite(str(backward)).splits(seed=3)
-    assert {k: [t.id for t in v] for k, v in a.items()} == {k: [t.id for t in v] for k, v in b.items()}
+    assert {k: [t.id for t in v] for k, v in a.items()} == {
+        k: [t.id for t in v] for k, v in b.items()
+    }

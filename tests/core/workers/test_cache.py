@@ -48,31 +48,65 @@ def store(tmp_path):
 
 
 def loop_worker(server, wid="loop", **spec):
-    return OpenAIWorker(WorkerSpec(id=wid, provider="openai", model=MODEL, base_url=server.base_url,
-                                   timeouts=Timeouts(2, 2, 5), price_in=1.0, price_out=2.0, **spec),
-                        key=KEY, retry=RetryPolicy(attempts=1))
+    return OpenAIWorker(
+        WorkerSpec(
+            id=wid,
+            provider="openai",
+            model=MODEL,
+            base_url=server.base_url,
+            timeouts=Timeouts(2, 2, 5),
+            price_in=1.0,
+            price_out=2.0,
+            **spec,
+        ),
+        key=KEY,
+        retry=RetryPolicy(attempts=1),
+    )
 
 
 def calls(worker, n=1, messages=MESSAGES, **kw):
     async def go():
         try:
-            return await asyncio.gather(*(worker.complete(messages, max_tokens=kw.get("max_tokens", 16),
-                                                          temperature=kw.get("temperature", 0.0),
-                                                          seed=kw.get("seed", 1)) for _ in range(n)))
+            return await asyncio.gather(
+                *(
+                    worker.complete(
+                        messages,
+                        max_tokens=kw.get("max_tokens", 16),
+                        temperature=kw.get("temperature", 0.0),
+                        seed=kw.get("seed", 1),
+                    )
+                    for _ in range(n)
+                )
+            )
         finally:
             await worker.aclose()
 
     return asyncio.run(go())
 
 
-IDENTITY = {"provider": "openai", "base_url": "http://h/v1", "model": "m", "temperature": 0.0, "max_tokens": 16,
-            "seed": 1, "extra": {}}
+IDENTITY = {
+    "provider": "openai",
+    "base_url": "http://h/v1",
+    "model": "m",
+    "temperature": 0.0,
+    "max_tokens": 16,
+    "seed": 1,
+    "extra": {},
+}
 
 
-@pytest.mark.parametrize("change", [
-    {"provider": "anthropic"}, {"base_url": "http://other/v1"}, {"model": "m2"}, {"temperature": 0.1},
-    {"max_tokens": 17}, {"seed": 2}, {"extra": {"reasoning_effort": "low"}},
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"provider": "anthropic"},
+        {"base_url": "http://other/v1"},
+        {"model": "m2"},
+        {"temperature": 0.1},
+        {"max_tokens": 17},
+        {"seed": 2},
+        {"extra": {"reasoning_effort": "low"}},
+    ],
+)
 def test_every_part_of_a_request_changes_its_key(change):
     base = request_key(IDENTITY, MESSAGES)
     assert base == request_key(dict(IDENTITY), [dict(m) for m in MESSAGES])  # stable
@@ -84,7 +118,10 @@ def test_every_part_of_a_request_changes_its_key(change):
 def test_default_policy_and_policy_names():
     assert default_policy(0.0) is CachePolicy.READ_WRITE and default_policy(0.1) is CachePolicy.OFF
     assert CachePolicy.parse("replay-only") is CachePolicy.REPLAY_ONLY
-    with pytest.raises(ValueError, match="unknown cache policy 'sometimes': use one of off, read-write, replay-only"):
+    with pytest.raises(
+        ValueError,
+        match="unknown cache policy 'sometimes': use one of off, read-write, replay-only",
+    ):
         cached_pool([], None, "sometimes")
 
 
@@ -95,11 +132,18 @@ def test_read_write_records_then_answers_without_a_call(fault_server, store):
     assert len(fault_server.chat_requests()) == 1
     assert (cache.hits, cache.misses) == (1, 1) and cache.stats()["hit_rate"] == 0.5
     assert first.cached is False and second.cached is True and second.attempts == 0
-    assert (second.text, second.tokens_in, second.tokens_out, second.cost, second.model) == \
-        (first.text, first.tokens_in, first.tokens_out, first.cost, first.model)
+    assert (second.text, second.tokens_in, second.tokens_out, second.cost, second.model) == (
+        first.text,
+        first.tokens_in,
+        first.tokens_out,
+        first.cost,
+        first.model,
+    )
     store.flush()
     db = sqlite3.connect(store.path)
-    (provider, model, request, hits), = db.execute("SELECT provider, model, request, hits FROM responses")
+    ((provider, model, request, hits),) = db.execute(
+        "SELECT provider, model, request, hits FROM responses"
+    )
     db.close()
     assert (provider, model, hits) == ("openai", MODEL, 1)
     recorded = json.loads(request)
@@ -112,7 +156,9 @@ def test_replay_only_never_calls_and_a_missing_entry_is_a_clear_error(fault_serv
     pool, cache = cached_pool([worker], store, CachePolicy.REPLAY_ONLY)
     with pytest.raises(CacheMiss) as info:
         calls(pool[0])
-    assert "replay-only cache has no recorded reply" in str(info.value) and "read-write" in str(info.value)
+    assert "replay-only cache has no recorded reply" in str(info.value) and "read-write" in str(
+        info.value
+    )
     assert fault_server.requests == [] and worker._state is None  # no client was even opened
     assert (cache.hits, cache.misses) == (0, 1)
 
@@ -147,10 +193,16 @@ def test_the_wrapper_keeps_the_workers_identity(fault_server, store):
     inner = loop_worker(fault_server, extra={"top_p": 0.5})
     (wrapped,), _ = cached_pool([inner], store, "read-write")
     assert isinstance(wrapped, CachedWorker)
-    assert (wrapped.id, wrapped.model, wrapped.provider, wrapped.base_url) == \
-        ("loop", MODEL, "openai", fault_server.base_url)
+    assert (wrapped.id, wrapped.model, wrapped.provider, wrapped.base_url) == (
+        "loop",
+        MODEL,
+        "openai",
+        fault_server.base_url,
+    )
     assert wrapped.spec is inner.spec  # other attributes are the wrapped worker's
-    assert wrapped.request_identity(max_tokens=8, temperature=0.0, seed=None)["extra"] == {"top_p": 0.5}
+    assert wrapped.request_identity(max_tokens=8, temperature=0.0, seed=None)["extra"] == {
+        "top_p": 0.5
+    }
 
 
 TWIN_A = Task(id="a", kind="math", prompt="What is x?", answer="1", category="math")
@@ -171,16 +223,34 @@ def test_sandbox_keys_include_the_episode_because_its_replies_depend_on_it(store
 
 
 def test_sandbox_episodes_replay_from_the_cache(tiny_backbone, store):
-    tasks = [Task(id=f"m{i}", kind="math", prompt=f"What is {i} + {i}?", answer=str(2 * i), category="math")
-             for i in range(4)]
+    tasks = [
+        Task(
+            id=f"m{i}",
+            kind="math",
+            prompt=f"What is {i} + {i}?",
+            answer=str(2 * i),
+            category="math",
+        )
+        for i in range(4)
+    ]
 
     def episodes(policy):
         pool, cache = cached_pool(build_pool(["sandbox"]), store, policy)
         coordinator = Coordinator.untrained(tiny_backbone, len(pool), seed=3)
 
         async def go():
-            return [await run_episode(coordinator, pool, t, max_turns=4, rng=np.random.default_rng(i), seed=i,
-                                      temperature=0.0) for i, t in enumerate(tasks)]
+            return [
+                await run_episode(
+                    coordinator,
+                    pool,
+                    t,
+                    max_turns=4,
+                    rng=np.random.default_rng(i),
+                    seed=i,
+                    temperature=0.0,
+                )
+                for i, t in enumerate(tasks)
+            ]
 
         return asyncio.run(go()), cache
 

@@ -31,21 +31,32 @@ from workbench.core.workers.http import RetryPolicy, open_client, parse_retry_af
 from workbench.core.workers.openai import OpenAIWorker
 
 KEY = "sk-test-FAULTS-0123456789abcdef"
-MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "What is 6 * 7?"}]
+MESSAGES = [
+    {"role": "system", "content": "Be brief."},
+    {"role": "user", "content": "What is 6 * 7?"},
+]
 FAST_RETRY = RetryPolicy(attempts=4, backoff=0.01, jitter=0.01, max_wait=5.0)
 
 
 def make_worker(server, *, key=KEY, retry=FAST_RETRY, client=None, **spec):
     spec.setdefault("timeouts", Timeouts(connect=2.0, read=1.0, total=5.0))
-    return OpenAIWorker(WorkerSpec(id="loop", provider="openai", model=MODEL, base_url=server.base_url, **spec),
-                        key=key, retry=retry, client=client)
+    return OpenAIWorker(
+        WorkerSpec(id="loop", provider="openai", model=MODEL, base_url=server.base_url, **spec),
+        key=key,
+        retry=retry,
+        client=client,
+    )
 
 
 def call(worker, messages=MESSAGES, **kw):
     async def go():
         try:
-            return await worker.complete(messages, max_tokens=kw.get("max_tokens", 32),
-                                         temperature=kw.get("temperature", 0.0), seed=kw.get("seed", 7))
+            return await worker.complete(
+                messages,
+                max_tokens=kw.get("max_tokens", 32),
+                temperature=kw.get("temperature", 0.0),
+                seed=kw.get("seed", 7),
+            )
         finally:
             await worker.aclose()
 
@@ -62,24 +73,43 @@ def fails(worker, error_type):
 
 
 def test_a_normal_reply_is_read_with_usage_cost_and_the_documented_request(fault_server):
-    worker = make_worker(fault_server, price_in=2.0, price_out=10.0, extra={"reasoning_effort": "low"})
+    worker = make_worker(
+        fault_server, price_in=2.0, price_out=10.0, extra={"reasoning_effort": "low"}
+    )
     reply = call(worker, seed=11)
     (request,) = fault_server.chat_requests()
     assert request.headers["authorization"] == f"Bearer {KEY}"
     assert request.headers["content-type"] == "application/json"
-    assert request.json == {"model": MODEL, "messages": MESSAGES, "temperature": 0.0, "max_tokens": 32,
-                            "seed": 11, "reasoning_effort": "low"}
+    assert request.json == {
+        "model": MODEL,
+        "messages": MESSAGES,
+        "temperature": 0.0,
+        "max_tokens": 32,
+        "seed": 11,
+        "reasoning_effort": "low",
+    }
     assert "The answer is" in reply.text and reply.model == MODEL
-    assert (reply.tokens_in, reply.tokens_out) == (7, len(reply.text.split()))  # the server's word counts
+    assert (reply.tokens_in, reply.tokens_out) == (
+        7,
+        len(reply.text.split()),
+    )  # the server's word counts
     assert reply.cost == pytest.approx((7 * 2.0 + reply.tokens_out * 10.0) / 1e6)
     assert reply.usage_estimated is False and reply.attempts == 1 and reply.cached is False
 
 
-def test_worker_settings_override_the_run_and_max_completion_tokens_replaces_max_tokens(fault_server):
-    worker = make_worker(fault_server, temperature=0.7, max_tokens=99, extra={"max_completion_tokens": 500})
+def test_worker_settings_override_the_run_and_max_completion_tokens_replaces_max_tokens(
+    fault_server,
+):
+    worker = make_worker(
+        fault_server, temperature=0.7, max_tokens=99, extra={"max_completion_tokens": 500}
+    )
     call(worker, temperature=0.0, max_tokens=32)
     body = fault_server.chat_requests()[0].json
-    assert body["temperature"] == 0.7 and body["max_completion_tokens"] == 500 and "max_tokens" not in body
+    assert (
+        body["temperature"] == 0.7
+        and body["max_completion_tokens"] == 500
+        and "max_tokens" not in body
+    )
 
 
 def test_a_reply_without_usage_is_estimated_and_marked(fault_server):
@@ -97,8 +127,11 @@ def test_429_with_retry_after_seconds_waits_that_long_then_succeeds(fault_server
     first, second = fault_server.chat_requests()
     assert second.at - first.at >= 0.95
     assert reply.attempts == 2
-    assert any("rate limited (429 Too Many Requests)" in r.getMessage() and "retry 1 of 3" in r.getMessage()
-               for r in caplog.records)
+    assert any(
+        "rate limited (429 Too Many Requests)" in r.getMessage()
+        and "retry 1 of 3" in r.getMessage()
+        for r in caplog.records
+    )
 
 
 def test_429_with_retry_after_as_an_http_date_is_honoured(fault_server):
@@ -121,7 +154,9 @@ def test_parse_retry_after_reads_seconds_dates_and_rejects_junk():
     assert parse_retry_after("12") == 12.0
     assert parse_retry_after("0.5") == 0.5
     now = time.time()
-    assert parse_retry_after(email.utils.formatdate(now + 30, usegmt=True), now=now) == pytest.approx(30, abs=1)
+    assert parse_retry_after(
+        email.utils.formatdate(now + 30, usegmt=True), now=now
+    ) == pytest.approx(30, abs=1)
     assert parse_retry_after(email.utils.formatdate(now - 30, usegmt=True), now=now) == 0.0
     assert parse_retry_after("soon") is None and parse_retry_after(None) is None
 
@@ -143,8 +178,14 @@ def test_persistent_503_gives_up_after_the_cap_and_says_so(fault_server):
 
 def test_a_body_that_stalls_past_the_read_timeout_is_a_timeout(fault_server):
     fault_server.script(Fault.stall(2.0))
-    error = fails(make_worker(fault_server, timeouts=Timeouts(connect=1.0, read=0.3, total=5.0),
-                              retry=RetryPolicy(attempts=1)), WorkerTimeout)
+    error = fails(
+        make_worker(
+            fault_server,
+            timeouts=Timeouts(connect=1.0, read=0.3, total=5.0),
+            retry=RetryPolicy(attempts=1),
+        ),
+        WorkerTimeout,
+    )
     assert "0.3 s (timeouts.read)" in str(error)
 
 
@@ -156,27 +197,42 @@ def test_a_stalled_body_is_retried_and_the_retry_succeeds(fault_server):
 
 def test_a_body_that_trickles_past_the_total_timeout_is_a_timeout(fault_server):
     fault_server.script(Fault.trickle(0.25, pieces=8))  # ~2 s in all, never 0.5 s silent
-    error = fails(make_worker(fault_server, timeouts=Timeouts(connect=0.5, read=0.5, total=0.8),
-                              retry=RetryPolicy(attempts=1)), WorkerTimeout)
+    error = fails(
+        make_worker(
+            fault_server,
+            timeouts=Timeouts(connect=0.5, read=0.5, total=0.8),
+            retry=RetryPolicy(attempts=1),
+        ),
+        WorkerTimeout,
+    )
     assert "longer than 0.8 s (timeouts.total)" in str(error)
 
 
 def test_truncated_json_is_a_bad_response_showing_the_first_bytes_not_retried(fault_server):
-    fault_server.script(Fault.raw(b'{"id": "chatcmpl-1", "choices": [{"message": {"content": "The ans'))
+    fault_server.script(
+        Fault.raw(b'{"id": "chatcmpl-1", "choices": [{"message": {"content": "The ans')
+    )
     error = fails(make_worker(fault_server), BadResponse)
     assert "not valid JSON" in str(error) and '{"id": "chatcmpl-1", "choices"' in str(error)
     assert error.attempts == 1 and len(fault_server.chat_requests()) == 1
 
 
-@pytest.mark.parametrize("body,expected", [
-    (b"<html><body>502 Bad Gateway</body></html>", "<html><body>502"),
-    (b'{"id": "x", "object": "chat.completion"}', "no 'choices'"),
-    (b'{"choices": [{"message": {"role": "assistant", "content": ""}, "finish_reason": "length"}]}',
-     "empty content: the model used all its output tokens (finish_reason 'length')"),
-    (b'{"choices": [{"message": {"role": "assistant", "content": null}, "finish_reason": "stop"}]}',
-     "empty content (finish_reason 'stop')"),
-    (b'[1, 2, 3]', "not a JSON object"),
-])
+@pytest.mark.parametrize(
+    "body,expected",
+    [
+        (b"<html><body>502 Bad Gateway</body></html>", "<html><body>502"),
+        (b'{"id": "x", "object": "chat.completion"}', "no 'choices'"),
+        (
+            b'{"choices": [{"message": {"role": "assistant", "content": ""}, "finish_reason": "length"}]}',
+            "empty content: the model used all its output tokens (finish_reason 'length')",
+        ),
+        (
+            b'{"choices": [{"message": {"role": "assistant", "content": null}, "finish_reason": "stop"}]}',
+            "empty content (finish_reason 'stop')",
+        ),
+        (b"[1, 2, 3]", "not a JSON object"),
+    ],
+)
 def test_malformed_bodies_are_bad_responses_with_a_reason(fault_server, body, expected):
     fault_server.script(Fault.raw(body))
     error = fails(make_worker(fault_server), BadResponse)
@@ -199,7 +255,9 @@ def test_a_server_that_is_gone_is_unreachable_with_the_fix(fault_server):
     worker = make_worker(fault_server, retry=RetryPolicy(attempts=2, backoff=0.01, jitter=0.0))
     fault_server.stop()
     error = fails(worker, WorkerUnreachable)
-    assert "cannot connect to http://127.0.0.1:" in str(error) and "check that the server runs" in str(error)
+    assert "cannot connect to http://127.0.0.1:" in str(
+        error
+    ) and "check that the server runs" in str(error)
 
 
 def test_401_names_the_fix_is_not_retried_and_masks_a_key_the_server_echoes(fault_server):
@@ -219,11 +277,14 @@ def test_401_without_a_key_says_none_is_set_and_names_the_environment_variable(f
     assert "authorization" not in fault_server.chat_requests()[0].headers
 
 
-@pytest.mark.parametrize("status,error_type,words", [
-    (403, AuthError, "has no access (403 Forbidden)"),
-    (404, ProviderError, "not found (404 Not Found)"),
-    (400, ProviderError, "refused the request (400 Bad Request)"),
-])
+@pytest.mark.parametrize(
+    "status,error_type,words",
+    [
+        (403, AuthError, "has no access (403 Forbidden)"),
+        (404, ProviderError, "not found (404 Not Found)"),
+        (400, ProviderError, "refused the request (400 Bad Request)"),
+    ],
+)
 def test_client_errors_are_not_retried(fault_server, status, error_type, words):
     fault_server.script(Fault.status_code(status, "nope"))
     error = fails(make_worker(fault_server), error_type)
@@ -237,7 +298,9 @@ def test_concurrency_is_bounded_per_worker_and_rpm_spaces_requests(fault_server)
 
     async def burst(w, n):
         try:
-            return await asyncio.gather(*(w.complete(MESSAGES, max_tokens=8, temperature=0.0) for _ in range(n)))
+            return await asyncio.gather(
+                *(w.complete(MESSAGES, max_tokens=8, temperature=0.0) for _ in range(n))
+            )
         finally:
             await w.aclose()
 
@@ -256,9 +319,14 @@ def test_concurrency_is_bounded_per_worker_and_rpm_spaces_requests(fault_server)
 def test_workers_share_the_run_client_and_own_clients_are_closed(fault_server):
     async def go():
         async with open_client() as client:
-            a, b = make_worker(fault_server, client=client), make_worker(fault_server, client=client)
-            await asyncio.gather(a.complete(MESSAGES, max_tokens=8, temperature=0.0),
-                                 b.complete(MESSAGES, max_tokens=8, temperature=0.0))
+            a, b = (
+                make_worker(fault_server, client=client),
+                make_worker(fault_server, client=client),
+            )
+            await asyncio.gather(
+                a.complete(MESSAGES, max_tokens=8, temperature=0.0),
+                b.complete(MESSAGES, max_tokens=8, temperature=0.0),
+            )
             assert a._http(a._loop_state()) is client is b._http(b._loop_state())
             await a.aclose()
             assert not client.is_closed  # the run's client outlives its workers
@@ -289,21 +357,33 @@ class FixedCoordinator:
         w, role = self.script[self.turn]
         self.turn += 1
         r = [str(x) for x in ROLES].index(role)
-        return Action(w, r, tuple(1.0 if i == w else 0.0 for i in range(self.n_workers)),
-                      tuple(1.0 if i == r else 0.0 for i in range(3)))
+        return Action(
+            w,
+            r,
+            tuple(1.0 if i == w else 0.0 for i in range(self.n_workers)),
+            tuple(1.0 if i == r else 0.0 for i in range(3)),
+        )
 
 
 def test_the_episode_record_shows_what_happened_under_faults(fault_server):
-    fault_server.script(Fault.status_code(503), Fault.rate_limited("0"), Fault.ok(),  # turn 0: 2 retries
-                        Fault.status_code(401, f"bad key {KEY}"),  # turn 1: fails, recorded
-                        *[Fault.drop()] * 4)  # turn 2: every attempt dropped
+    fault_server.script(
+        Fault.status_code(503),
+        Fault.rate_limited("0"),
+        Fault.ok(),  # turn 0: 2 retries
+        Fault.status_code(401, f"bad key {KEY}"),  # turn 1: fails, recorded
+        *[Fault.drop()] * 4,
+    )  # turn 2: every attempt dropped
     worker = make_worker(fault_server)
     task = Task(id="t1", kind="math", prompt="What is 6 * 7?", answer="42")
-    coordinator = FixedCoordinator(1, [(0, "worker"), (0, "verifier"), (0, "verifier"), (0, "thinker")])
+    coordinator = FixedCoordinator(
+        1, [(0, "worker"), (0, "verifier"), (0, "verifier"), (0, "thinker")]
+    )
 
     async def go():
         try:
-            return await run_episode(coordinator, [worker], task, max_turns=4, temperature=0.0, max_tokens=16)
+            return await run_episode(
+                coordinator, [worker], task, max_turns=4, temperature=0.0, max_tokens=16
+            )
         finally:
             await worker.aclose()
 

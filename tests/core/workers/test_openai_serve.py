@@ -18,9 +18,19 @@ TASK = Task(id="add", kind="math", prompt="What is 2 + 2?", answer="4", category
 
 
 def served_worker(served, client=None, **spec):
-    return OpenAIWorker(WorkerSpec(id="smol", provider="openai", model=served.model, base_url=served.base_url,
-                                   price_in=0.1, price_out=0.2, timeouts=Timeouts(5, 120, 180), **spec),
-                        client=client)
+    return OpenAIWorker(
+        WorkerSpec(
+            id="smol",
+            provider="openai",
+            model=served.model,
+            base_url=served.base_url,
+            price_in=0.1,
+            price_out=0.2,
+            timeouts=Timeouts(5, 120, 180),
+            **spec,
+        ),
+        client=client,
+    )
 
 
 def test_a_completion_from_transformers_serve_has_real_usage_and_cost(transformers_server):
@@ -28,8 +38,12 @@ def test_a_completion_from_transformers_serve_has_real_usage_and_cost(transforme
 
     async def go():
         try:
-            return await worker.complete([{"role": "user", "content": "What is 2 + 2? Answer briefly."}],
-                                         max_tokens=12, temperature=0.0, seed=1)
+            return await worker.complete(
+                [{"role": "user", "content": "What is 2 + 2? Answer briefly."}],
+                max_tokens=12,
+                temperature=0.0,
+                seed=1,
+            )
         finally:
             await worker.aclose()
 
@@ -53,8 +67,14 @@ def test_models_and_the_connection_test_against_transformers_serve(transformers_
 
 
 def test_a_wrong_model_name_is_explained(transformers_server):
-    worker = OpenAIWorker(WorkerSpec(id="smol", provider="openai", model="no-such-model",
-                                     base_url=transformers_server.base_url))
+    worker = OpenAIWorker(
+        WorkerSpec(
+            id="smol",
+            provider="openai",
+            model="no-such-model",
+            base_url=transformers_server.base_url,
+        )
+    )
     report = asyncio.run(test_connection(worker))
     assert not report.ok and report.status is not None and 400 <= report.status < 500
     assert "worker 'smol'" in report.error and "no-such-model" in report.error
@@ -64,15 +84,27 @@ def test_a_full_episode_through_transformers_serve(transformers_server, tiny_bac
     # A real (untrained) coordinator; take the first head seed whose first decision,
     # argmax, is the Worker role, so that the served model is surely called.
     transcript = render_transcript(TASK, [])
-    seed = next(s for s in range(50)
-                if Coordinator.untrained(tiny_backbone, 1, seed=s).decide(transcript).role == 1)
+    seed = next(
+        s
+        for s in range(50)
+        if Coordinator.untrained(tiny_backbone, 1, seed=s).decide(transcript).role == 1
+    )
     coordinator = Coordinator.untrained(tiny_backbone, 1, seed=seed)
 
     async def go():
         async with open_client() as client:
             pool = [served_worker(transformers_server, client)]
-            return await run_episode(coordinator, pool, TASK, suite="t", max_turns=1, rng=None, seed=3,
-                                     max_tokens=16, temperature=0.0)
+            return await run_episode(
+                coordinator,
+                pool,
+                TASK,
+                suite="t",
+                max_turns=1,
+                rng=None,
+                seed=3,
+                max_tokens=16,
+                temperature=0.0,
+            )
 
     episode = asyncio.run(go())
     first = episode.turns[0]

@@ -17,15 +17,30 @@ from workbench.core.tasks.model import Task
 from workbench.core.workers.http import RetryPolicy, open_client
 from workbench.core.workers.openai import OpenAIWorker
 
-TASKS = [Task(id=f"q{i}", kind="math", prompt=f"What is {i} * 3?", answer=str(3 * i), category="math")
-         for i in range(8)]
+TASKS = [
+    Task(id=f"q{i}", kind="math", prompt=f"What is {i} * 3?", answer=str(3 * i), category="math")
+    for i in range(8)
+]
 
 
 def pool_at(base_url, client):
-    return [OpenAIWorker(WorkerSpec(id=wid, provider="openai", model=f"{wid}-model", base_url=base_url,
-                                    price_in=0.5, price_out=1.5, timeouts=Timeouts(1, 2, 5)),
-                         key="sk-test-REPLAY-000000000", client=client, retry=RetryPolicy(attempts=2, backoff=0.01))
-            for wid in ("alpha", "beta")]
+    return [
+        OpenAIWorker(
+            WorkerSpec(
+                id=wid,
+                provider="openai",
+                model=f"{wid}-model",
+                base_url=base_url,
+                price_in=0.5,
+                price_out=1.5,
+                timeouts=Timeouts(1, 2, 5),
+            ),
+            key="sk-test-REPLAY-000000000",
+            client=client,
+            retry=RetryPolicy(attempts=2, backoff=0.01),
+        )
+        for wid in ("alpha", "beta")
+    ]
 
 
 def evaluate(tiny_lm, db_path, base_url, policy, temperature=0.0, tasks=TASKS):
@@ -41,10 +56,20 @@ def evaluate(tiny_lm, db_path, base_url, policy, temperature=0.0, tasks=TASKS):
             with Store(db_path) as store:
                 pool, cache = cached_pool(pool_at(base_url, client), store, policy)
                 coordinator = Coordinator.untrained(backbone, len(pool), seed=11)
-                episodes = [await run_episode(coordinator, pool, task, suite="replay", max_turns=4,
-                                              rng=np.random.default_rng(100 + i), seed=i, max_tokens=32,
-                                              temperature=temperature)
-                            for i, task in enumerate(tasks)]
+                episodes = [
+                    await run_episode(
+                        coordinator,
+                        pool,
+                        task,
+                        suite="replay",
+                        max_turns=4,
+                        rng=np.random.default_rng(100 + i),
+                        seed=i,
+                        max_tokens=32,
+                        temperature=temperature,
+                    )
+                    for i, task in enumerate(tasks)
+                ]
                 return episodes, cache
 
     try:
@@ -76,11 +101,15 @@ def test_a_recorded_run_replays_bit_identically_with_the_network_unreachable(tin
     replayed, second = evaluate(tiny_lm, db, base_url, "replay-only")
     assert (second.hits, second.misses) == (calls, 0)
     assert [comparable(e) for e in replayed] == [comparable(e) for e in recorded]
-    assert all(t.cost > 0 for e in replayed for t in e.turns if t.messages)  # recorded costs, not zero
+    assert all(
+        t.cost > 0 for e in replayed for t in e.turns if t.messages
+    )  # recorded costs, not zero
 
     # A setting that was never recorded: each call is a CacheMiss on its turn, never a
     # connection attempt (which would say "cannot connect").
-    changed, third = evaluate(tiny_lm, db, base_url, "replay-only", temperature=0.5, tasks=TASKS[:4])
+    changed, third = evaluate(
+        tiny_lm, db, base_url, "replay-only", temperature=0.5, tasks=TASKS[:4]
+    )
     errors = [t.error for e in changed for t in e.turns if t.messages]
     assert errors and third.hits == 0 and third.misses == len(errors)
     assert all("replay-only cache has no recorded reply" in err for err in errors)

@@ -25,10 +25,19 @@ def registry(tmp_path):
 
 
 def loop_spec(server, **kw):
-    return WorkerSpec(id="loop", provider="openai", model=MODEL, base_url=server.base_url, key_env="LOOP_KEY", **kw)
+    return WorkerSpec(
+        id="loop",
+        provider="openai",
+        model=MODEL,
+        base_url=server.base_url,
+        key_env="LOOP_KEY",
+        **kw,
+    )
 
 
-def test_a_registered_worker_answers_one_tiny_request_with_its_latency(fault_server, registry, monkeypatch):
+def test_a_registered_worker_answers_one_tiny_request_with_its_latency(
+    fault_server, registry, monkeypatch
+):
     monkeypatch.setenv("LOOP_KEY", KEY)
     registry.add(loop_spec(fault_server))
     report = asyncio.run(test_worker("loop", registry=registry))
@@ -54,7 +63,9 @@ def test_unknown_ids_and_whole_pools_are_refused_by_name(registry):
         asyncio.run(test_worker("sandbox", registry=registry))
 
 
-def test_models_of_a_registered_worker_and_of_an_unsaved_spec_with_an_entered_key(fault_server, registry):
+def test_models_of_a_registered_worker_and_of_an_unsaved_spec_with_an_entered_key(
+    fault_server, registry
+):
     registry.add(loop_spec(fault_server))
     assert asyncio.run(worker_models("loop", registry=registry)) == [MODEL]
     draft = WorkerSpec(id="draft", provider="openai", model="?", base_url=fault_server.base_url)
@@ -76,8 +87,15 @@ def test_builtin_workers_are_the_offline_model_and_the_sandbox_profiles():
     assert all(w.provider == "sandbox" and "simulation" in w.model for w in listed[1:])
 
 
-@pytest.mark.parametrize("key,words", [("", "is empty"), ("   \n", "is empty"), ("sk-a sk-b", "spaces or line breaks"),
-                                       ("sk-a\nsk-b", "spaces or line breaks")])
+@pytest.mark.parametrize(
+    "key,words",
+    [
+        ("", "is empty"),
+        ("   \n", "is empty"),
+        ("sk-a sk-b", "spaces or line breaks"),
+        ("sk-a\nsk-b", "spaces or line breaks"),
+    ],
+)
 def test_bad_keys_are_refused_before_they_reach_the_keychain(key, words):
     with pytest.raises(RegistryError, match=words):
         clean_key("gpt", key)
@@ -90,10 +108,15 @@ def test_describing_a_pool_builds_no_registered_worker_and_reads_no_key(tmp_path
     registry = Registry(tmp_path / "workers.toml")
     registry.add(WorkerSpec(id="gpt", provider="openai", model="gpt-4o-mini"))
     reads = []
-    monkeypatch.setattr(Registry, "resolve_key", lambda self, spec: reads.append(spec.id) or (None, None))
+    monkeypatch.setattr(
+        Registry, "resolve_key", lambda self, spec: reads.append(spec.id) or (None, None)
+    )
     assert describe_pool(["sandbox", "gpt"], registry=registry) == [
-        ("sandbox:mathlete", "simulated/mathlete"), ("sandbox:scholar", "simulated/scholar"),
-        ("sandbox:coder", "simulated/coder"), ("gpt", "gpt-4o-mini")]
+        ("sandbox:mathlete", "simulated/mathlete"),
+        ("sandbox:scholar", "simulated/scholar"),
+        ("sandbox:coder", "simulated/coder"),
+        ("gpt", "gpt-4o-mini"),
+    ]
     assert reads == []
     with pytest.raises(UnknownWorker, match="unknown worker 'nobody'.*registered workers: gpt"):
         describe_pool(["nobody"], registry=registry)

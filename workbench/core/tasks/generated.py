@@ -35,7 +35,9 @@ GENERATOR_VERSION = "1"
 
 
 def _fraction_text(value: Fraction) -> str:
-    return str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
+    return (
+        str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
+    )
 
 
 def _level(index: int, count: int) -> int:
@@ -185,7 +187,9 @@ def _word_problem(rng: random.Random, level: int) -> tuple[str, Fraction, str]:
     )
 
 
-MATH_CATEGORIES: dict[str, tuple[str, Callable[[random.Random, int], tuple[str, Fraction, str]]]] = {
+MATH_CATEGORIES: dict[
+    str, tuple[str, Callable[[random.Random, int], tuple[str, Fraction, str]]]
+] = {
     "addition": ("add", _addition),
     "subtraction": ("sub", _subtraction),
     "multiplication": ("mul", _multiplication),
@@ -368,7 +372,9 @@ def _choice_percent(rng: random.Random) -> tuple[str, list[str], str]:
     p, n = 5 * rng.randint(1, 19), 20 * rng.randint(1, 30)
     right = p * n // 100
     options = _distinct_options(
-        rng, right, lambda: max(1, right + rng.choice((-3, -2, -1, 1, 2, 3)) * rng.choice((1, 5, 10)))
+        rng,
+        right,
+        lambda: max(1, right + rng.choice((-3, -2, -1, 1, 2, 3)) * rng.choice((1, 5, 10))),
     )
     return f"What is {p}% of {n}?", [str(o) for o in options], f"{p}/100 × {n} = {right}"
 
@@ -417,6 +423,7 @@ def _choice_tasks(seed: int, count: int) -> list[Task]:
 def choice_answer_for(prompt: str, options: list[str] | tuple[str, ...]) -> int:
     """The index of the right option, computed from the question's text alone (the
     generated question forms only). Raises ValueError unless exactly one option is right."""
+
     def only(flags: list[bool]) -> int:
         if flags.count(True) != 1:
             raise ValueError(f"{flags.count(True)} right options for {prompt!r}: {options}")
@@ -434,7 +441,9 @@ def choice_answer_for(prompt: str, options: list[str] | tuple[str, ...]) -> int:
         factor = _UNITS[(m.group(3), m.group(1))]
         right = Fraction(m.group(2)) * factor
         return only([Fraction(o) == right for o in options])
-    m = re.fullmatch(r"What is the (greatest common divisor|least common multiple) of (\d+) and (\d+)\?", prompt)
+    m = re.fullmatch(
+        r"What is the (greatest common divisor|least common multiple) of (\d+) and (\d+)\?", prompt
+    )
     if m:
         a, b = int(m.group(2)), int(m.group(3))
         right = math.gcd(a, b) if m.group(1).startswith("greatest") else math.lcm(a, b)
@@ -474,7 +483,9 @@ class _CodeSpec:
     inputs: Callable[[random.Random], tuple[Any, ...]]
 
 
-def _int_list(rng: random.Random, low: int = -20, high: int = 20, longest: int = 10) -> tuple[Any, ...]:
+def _int_list(
+    rng: random.Random, low: int = -20, high: int = 20, longest: int = 10
+) -> tuple[Any, ...]:
     return ([rng.randint(low, high) for _ in range(rng.randint(0, longest))],)
 
 
@@ -595,14 +606,24 @@ def _code_specs() -> list[_CodeSpec]:
                     f"an empty list when xs has fewer than {k} elements."
                 ),
                 body=f"return [max(xs[i:i + {k}]) for i in range(len(xs) - {k} + 1)]",
-                oracle=lambda xs, k=k: [sorted(xs[i : i + k])[-1] for i in range(max(0, len(xs) - k + 1))],
+                oracle=lambda xs, k=k: [
+                    sorted(xs[i : i + k])[-1] for i in range(max(0, len(xs) - k + 1))
+                ],
                 inputs=lambda rng: _int_list(rng, -9, 9, 10),
             )
         )
     for cname, (phrase, cond, test) in {
-        "vowels": ("lowercase or uppercase vowels (a, e, i, o, u)", "c.lower() in 'aeiou'", lambda c: c in "aeiouAEIOU"),
+        "vowels": (
+            "lowercase or uppercase vowels (a, e, i, o, u)",
+            "c.lower() in 'aeiou'",
+            lambda c: c in "aeiouAEIOU",
+        ),
         "digits": ("decimal digits", "c.isdigit()", lambda c: c in "0123456789"),
-        "uppercase": ("uppercase letters A-Z", "'A' <= c <= 'Z'", lambda c: c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ"),
+        "uppercase": (
+            "uppercase letters A-Z",
+            "'A' <= c <= 'Z'",
+            lambda c: c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+        ),
         "spaces": ("space characters ' '", "c == ' '", lambda c: c == " "),
     }.items():
         specs.append(
@@ -612,7 +633,9 @@ def _code_specs() -> list[_CodeSpec]:
                 doc=f"Return how many characters of text are {phrase}.",
                 body=f"return sum(1 for c in text if {cond})",
                 oracle=lambda text, t=test: len([c for c in text if t(c)]),
-                inputs=lambda rng: ("".join(rng.choice("aEbU xZ19!o") for _ in range(rng.randint(0, 15))),),
+                inputs=lambda rng: (
+                    "".join(rng.choice("aEbU xZ19!o") for _ in range(rng.randint(0, 15))),
+                ),
             )
         )
     for oname, (phrase, expr, fun) in {
@@ -656,7 +679,7 @@ def _accumulate(xs: list[int], f: Callable[[int, int], int]) -> list[int]:
 
 
 def _code_task(spec: _CodeSpec, task_id: str, rng: random.Random, cases: int = 6) -> Task:
-    header = f"def {spec.name}{spec.signature}:\n    \"\"\"{spec.doc}\"\"\"\n"
+    header = f'def {spec.name}{spec.signature}:\n    """{spec.doc}"""\n'
     prompt = (
         f"Write a Python function `{spec.name}{spec.signature}`.\n\n{spec.doc}\n\n"
         f"Complete this code:\n\n```python\n{header}```"
@@ -698,7 +721,9 @@ def _code_tasks(seed: int, count: int) -> list[Task]:
     tasks = []
     for n in range(count):
         spec = specs[order[n % len(specs)]]
-        tasks.append(_code_task(spec, f"mixed-code-{n + 1:03d}", random.Random(f"{seed}/{spec.name}/{n}")))
+        tasks.append(
+            _code_task(spec, f"mixed-code-{n + 1:03d}", random.Random(f"{seed}/{spec.name}/{n}"))
+        )
     return tasks
 
 

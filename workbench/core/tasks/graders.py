@@ -77,7 +77,11 @@ def grade_text(task: Task, answer: str) -> Grade:
         if target and normalize_text(text) == target:
             return Grade(
                 1.0,
-                {"extracted": text.strip(), "expected": reference, "reason": f"the {label} matches"},
+                {
+                    "extracted": text.strip(),
+                    "expected": reference,
+                    "reason": f"the {label} matches",
+                },
             )
     shown = views[1][1] if len(views) > 1 else answer
     return Grade(
@@ -331,7 +335,9 @@ def grade_code(task: Task, answer: str, *, timeout_s: float = 10.0) -> Grade:
                 },
             )
         if not cases:
-            return Grade(0.0, {**base, "passed": 0, "total": 0, "reason": "the task has no test cases"})
+            return Grade(
+                0.0, {**base, "passed": 0, "total": 0, "reason": "the task has no test cases"}
+            )
         return Grade(
             1.0,
             {
@@ -347,7 +353,12 @@ def grade_code(task: Task, answer: str, *, timeout_s: float = 10.0) -> Grade:
         )
     return Grade(
         0.0,
-        {**base, "passed": 0, "total": 0, "reason": f"unknown test style {style!r} in task {task.id}"},
+        {
+            **base,
+            "passed": 0,
+            "total": 0,
+            "reason": f"unknown test style {style!r} in task {task.id}",
+        },
     )
 
 

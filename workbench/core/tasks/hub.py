@@ -41,7 +41,9 @@ HUB_DATASETS: dict[str, HubDataset] = {
         "HuggingFaceH4/MATH-500", None, "test", "500 MATH competition problems (MATH-500)"
     ),
     "gsm8k": HubDataset("openai/gsm8k", "main", "test", "grade-school math word problems (GSM8K)"),
-    "mmlu": HubDataset("cais/mmlu", "all", "test", "multiple-choice questions in 57 subjects (MMLU)"),
+    "mmlu": HubDataset(
+        "cais/mmlu", "all", "test", "multiple-choice questions in 57 subjects (MMLU)"
+    ),
     "gpqa-diamond": HubDataset(
         "Idavidrein/gpqa",
         "gpqa_diamond",
@@ -159,7 +161,9 @@ def _livecodebench(rows: Iterable[dict[str, Any]], seed: int) -> Iterator[Task]:
         try:
             cases = json.loads(raw) if isinstance(raw, str) else list(raw)
         except (json.JSONDecodeError, TypeError) as error:
-            raise HubRowError(f"livecodebench row {i}: public_test_cases is not JSON: {error}") from None
+            raise HubRowError(
+                f"livecodebench row {i}: public_test_cases is not JSON: {error}"
+            ) from None
         stdio = [
             {"input": str(c.get("input", "")), "output": str(c.get("output", ""))}
             for c in cases
@@ -188,9 +192,7 @@ _CONVERTERS: dict[str, Callable[[Iterable[dict[str, Any]], int], Iterator[Task]]
 
 def _known(dataset: str) -> HubDataset:
     if dataset not in HUB_DATASETS:
-        raise ValueError(
-            f"unknown Hub dataset '{dataset}': known are {', '.join(HUB_DATASETS)}"
-        )
+        raise ValueError(f"unknown Hub dataset '{dataset}': known are {', '.join(HUB_DATASETS)}")
     return HUB_DATASETS[dataset]
 
 
@@ -259,7 +261,9 @@ def _read_local(path: Path) -> list[dict[str, Any]]:
     datasets = _datasets()
     builder = {".parquet": "parquet", ".csv": "csv"}.get(suffix)
     if builder is None:
-        raise ValueError(f"{path}: unsupported data file type '{suffix}' (use .jsonl, .json or .parquet)")
+        raise ValueError(
+            f"{path}: unsupported data file type '{suffix}' (use .jsonl, .json or .parquet)"
+        )
     return list(datasets.load_dataset(builder, data_files=str(path), split="train"))
 
 

@@ -42,7 +42,9 @@ class ValidationIssue:
 
     def __str__(self) -> str:
         where = f"{self.path}:{self.line}"
-        return f"{where}: {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
+        return (
+            f"{where}: {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
+        )
 
 
 class SuiteValidationError(ValueError):
@@ -91,7 +93,8 @@ def load_jsonl(path: str | os.PathLike[str], name: str | None = None) -> Suite:
         )
     if issues:
         raise SuiteValidationError(
-            issues, summary=f"{len(issues)} problem(s) in suite file {shown}; fix them and load it again"
+            issues,
+            summary=f"{len(issues)} problem(s) in suite file {shown}; fix them and load it again",
         )
     return Suite(
         name=name or file.stem,
@@ -101,7 +104,9 @@ def load_jsonl(path: str | os.PathLike[str], name: str | None = None) -> Suite:
     )
 
 
-def parse_lines(lines: Iterable[str], path: str = "<suite>") -> tuple[list[Task], list[ValidationIssue]]:
+def parse_lines(
+    lines: Iterable[str], path: str = "<suite>"
+) -> tuple[list[Task], list[ValidationIssue]]:
     """Validate JSONL lines; return the valid tasks and every problem found."""
     tasks: list[Task] = []
     issues: list[ValidationIssue] = []
@@ -112,18 +117,29 @@ def parse_lines(lines: Iterable[str], path: str = "<suite>") -> tuple[list[Task]
         try:
             record = json.loads(raw)
         except json.JSONDecodeError as error:
-            issues.append(ValidationIssue(path, number, None, f"not valid JSON: {error.msg} (column {error.colno})"))
+            issues.append(
+                ValidationIssue(
+                    path, number, None, f"not valid JSON: {error.msg} (column {error.colno})"
+                )
+            )
             continue
         if not isinstance(record, dict):
             issues.append(
-                ValidationIssue(path, number, None, f"expected a JSON object, got {_type_name(record)}")
+                ValidationIssue(
+                    path, number, None, f"expected a JSON object, got {_type_name(record)}"
+                )
             )
             continue
         found = _check_record(record)
         task_id = record.get("id")
         if isinstance(task_id, str) and task_id.strip():
             if task_id in first_line_of:
-                found.append(("id", f"duplicate id '{task_id}' (first used on line {first_line_of[task_id]})"))
+                found.append(
+                    (
+                        "id",
+                        f"duplicate id '{task_id}' (first used on line {first_line_of[task_id]})",
+                    )
+                )
             else:
                 first_line_of[task_id] = number
         if found:
@@ -136,8 +152,14 @@ def parse_lines(lines: Iterable[str], path: str = "<suite>") -> tuple[list[Task]
 def _type_name(value: Any) -> str:
     if value is None:
         return "null"
-    return {bool: "a boolean", int: "a number", float: "a number", str: "a string",
-            list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
+    return {
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        str: "a string",
+        list: "a list",
+        dict: "an object",
+    }.get(type(value), type(value).__name__)
 
 
 def _check_record(record: dict[str, Any]) -> list[tuple[str | None, str]]:
@@ -191,16 +213,27 @@ def _check_choice(record: dict[str, Any]) -> list[tuple[str | None, str]]:
     elif not isinstance(choices, list) or not all(isinstance(c, str) for c in choices):
         found.append(("choices", "must be a list of strings"))
     elif not 2 <= len(choices) <= len(LETTERS):
-        found.append(("choices", f"must have between 2 and {len(LETTERS)} options, got {len(choices)}"))
+        found.append(
+            ("choices", f"must have between 2 and {len(LETTERS)} options, got {len(choices)}")
+        )
     else:
         n = len(choices)
     answer = record.get("answer")
     if "answer" not in record:
-        found.append(("answer", "missing (the letter of the right option, e.g. \"B\")"))
-    elif not isinstance(answer, str) or len(answer.strip()) != 1 or answer.strip().upper() not in LETTERS:
+        found.append(("answer", 'missing (the letter of the right option, e.g. "B")'))
+    elif (
+        not isinstance(answer, str)
+        or len(answer.strip()) != 1
+        or answer.strip().upper() not in LETTERS
+    ):
         found.append(("answer", f"must be a single option letter, got {answer!r}"))
     elif n and LETTERS.index(answer.strip().upper()) >= n:
-        found.append(("answer", f"letter '{answer.strip().upper()}' is out of range: options are A-{LETTERS[n - 1]}"))
+        found.append(
+            (
+                "answer",
+                f"letter '{answer.strip().upper()}' is out of range: options are A-{LETTERS[n - 1]}",
+            )
+        )
     found.extend(_forbid(record, ("tests",)))
     return found
 
@@ -233,7 +266,7 @@ def _check_code(record: dict[str, Any]) -> list[tuple[str | None, str]]:
             found.append(("tests", f"unknown key(s) {', '.join(sorted(extra))} in stdio tests"))
         cases = tests.get("cases")
         if not isinstance(cases, list) or not cases:
-            found.append(("tests.cases", "must be a non-empty list of {\"input\", \"output\"} objects"))
+            found.append(("tests.cases", 'must be a non-empty list of {"input", "output"} objects'))
         else:
             for i, case in enumerate(cases):
                 if (
@@ -241,7 +274,7 @@ def _check_code(record: dict[str, Any]) -> list[tuple[str | None, str]]:
                     or set(case) != {"input", "output"}
                     or not all(isinstance(case[k], str) for k in ("input", "output"))
                 ):
-                    found.append((f"tests.cases[{i}]", "must be {\"input\": str, \"output\": str}"))
+                    found.append((f"tests.cases[{i}]", 'must be {"input": str, "output": str}'))
     else:
         found.append(("tests.style", f"must be 'humaneval' or 'stdio', got {style!r}"))
     return found

@@ -155,14 +155,19 @@ def check_here(reference: str, answer: str, budget_s: float = BUDGET_S) -> dict[
                 break
             gold = _parse_gold(variant)
             if gold and _verify(gold, parsed):
-                return _verdict(1.0, extracted, f"the {source} equals the reference", matched=variant)
+                return _verdict(
+                    1.0, extracted, f"the {source} equals the reference", matched=variant
+                )
     candidates = [extracted] + [text for _, text in answer_views(answer)[1:]]
     for variant in variants:
         target = normalize_text(variant)
         for candidate in candidates:
             if target and normalize_text(candidate) == target:
                 return _verdict(
-                    1.0, candidate.strip(), "the answer matches the reference as text", matched=variant
+                    1.0,
+                    candidate.strip(),
+                    "the answer matches the reference as text",
+                    matched=variant,
                 )
     if parsed:
         return _verdict(0.0, extracted, f"the {source} does not equal the reference")
@@ -216,7 +221,9 @@ class _Helper:
             except queue.Empty:
                 self._stop()
                 return _verdict(
-                    0.0, None, f"checking this answer took over {CHECK_TIMEOUT_S:g} s; it is scored 0"
+                    0.0,
+                    None,
+                    f"checking this answer took over {CHECK_TIMEOUT_S:g} s; it is scored 0",
                 )
             except OSError:
                 line = ""
@@ -228,7 +235,9 @@ class _Helper:
                     # process from now on, so that a real error (math-verify missing) shows
                     self._unusable = True
                     return check_here(reference, answer)
-                return _verdict(0.0, None, "the math checker stopped on this answer; it is scored 0")
+                return _verdict(
+                    0.0, None, "the math checker stopped on this answer; it is scored 0"
+                )
             self._answered = True
             return json.loads(line)
 
@@ -302,7 +311,9 @@ def serve() -> None:
             reference, answer = json.loads(line)
             verdict = check_here(str(reference), str(answer))
         except Exception as error:  # MemoryError included: one bad answer, not the helper
-            verdict = _verdict(0.0, None, f"the answer could not be checked: {type(error).__name__}")
+            verdict = _verdict(
+                0.0, None, f"the answer could not be checked: {type(error).__name__}"
+            )
         sys.stdout.write(json.dumps(verdict) + "\n")
         sys.stdout.flush()
 

@@ -147,7 +147,9 @@ def import_suite(
 def _write_atomically(suite: Suite, target: Path) -> None:
     """Write ``suite`` as JSONL at ``target``: a reader sees the old file or the whole new one."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=".tmp", dir=target.parent)
+    handle, temporary = tempfile.mkstemp(
+        prefix=f".{target.stem}.", suffix=".tmp", dir=target.parent
+    )
     os.close(handle)
     try:
         write_jsonl(suite, temporary)
@@ -229,14 +231,18 @@ def champ_suite() -> Suite:
     """
     version = _version("champ-dataset")
     if version == "unknown":
-        raise SuiteNotFound("the champ suite needs the 'champ-dataset' package: pip install champ-dataset")
+        raise SuiteNotFound(
+            "the champ suite needs the 'champ-dataset' package: pip install champ-dataset"
+        )
     cached = suite_cache_dir() / f"champ-v0-{version}.jsonl"
     if not cached.is_file():
         _convert_in_a_child_process(cached)
     try:
         tasks = load_jsonl(cached, name="champ").tasks
     except SuiteValidationError as error:  # a damaged cache file: convert again
-        log.warning("the cached CHAMP suite %s is damaged (%s); converting it again", cached, error.summary)
+        log.warning(
+            "the cached CHAMP suite %s is damaged (%s); converting it again", cached, error.summary
+        )
         write_champ_jsonl(cached)
         tasks = load_jsonl(cached, name="champ").tasks
     return Suite(
@@ -281,13 +287,21 @@ def _convert_in_a_child_process(target: Path) -> None:
     if not getattr(sys, "frozen", False):
         code = "import sys; from workbench.core.tasks.suites import write_champ_jsonl; write_champ_jsonl(sys.argv[1])"
         try:
-            done = subprocess.run([sys.executable, "-c", code, str(target)], capture_output=True, text=True,
-                                  timeout=600, stdin=subprocess.DEVNULL)
+            done = subprocess.run(
+                [sys.executable, "-c", code, str(target)],
+                capture_output=True,
+                text=True,
+                timeout=600,
+                stdin=subprocess.DEVNULL,
+            )
         except (OSError, subprocess.SubprocessError) as error:
             log.info("could not convert CHAMP in a child process (%s); converting here", error)
         else:
             if done.returncode == 0 and target.is_file():
                 return
-            log.info("converting CHAMP in a child process failed (exit %s): %s; converting here",
-                     done.returncode, done.stderr.strip()[-500:])
+            log.info(
+                "converting CHAMP in a child process failed (exit %s): %s; converting here",
+                done.returncode,
+                done.stderr.strip()[-500:],
+            )
     write_champ_jsonl(target)

@@ -33,22 +33,33 @@ class AnthropicWorker(HTTPWorker):
             headers["x-api-key"] = self._key.reveal()
         return headers
 
-    def _chat_request(self, messages: Sequence[Message], max_tokens: int, temperature: float,
-                      seed: int | None) -> tuple[str, dict[str, Any]]:
+    def _chat_request(
+        self, messages: Sequence[Message], max_tokens: int, temperature: float, seed: int | None
+    ) -> tuple[str, dict[str, Any]]:
         system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
         turns: list[dict[str, str]] = []
         for m in messages:
             if m["role"] == "system":
                 continue
             if turns and turns[-1]["role"] == m["role"]:  # the API wants alternating roles
-                turns[-1] = {"role": m["role"], "content": turns[-1]["content"] + "\n\n" + m["content"]}
+                turns[-1] = {
+                    "role": m["role"],
+                    "content": turns[-1]["content"] + "\n\n" + m["content"],
+                }
             else:
                 turns.append({"role": m["role"], "content": m["content"]})
         if temperature > 1.0:
-            raise WorkerError(self.id, f"temperature {temperature:g} is above the Messages API's maximum of 1: "
-                                       f"set temperature = 1 for this worker in workers.toml")
-        body: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens, "messages": turns,
-                                "temperature": temperature}
+            raise WorkerError(
+                self.id,
+                f"temperature {temperature:g} is above the Messages API's maximum of 1: "
+                f"set temperature = 1 for this worker in workers.toml",
+            )
+        body: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": max_tokens,
+            "messages": turns,
+            "temperature": temperature,
+        }
         if system:
             body["system"] = system
         body.update(self.spec.extra)
@@ -62,14 +73,22 @@ class AnthropicWorker(HTTPWorker):
         content = data.get("content")
         if not isinstance(content, list):
             raise ValueError("no 'content' list in the reply")
-        text = "".join(b.get("text", "") for b in content if isinstance(b, Mapping) and b.get("type") == "text")
+        text = "".join(
+            b.get("text", "") for b in content if isinstance(b, Mapping) and b.get("type") == "text"
+        )
         if not text.strip():
             stop = data.get("stop_reason")
-            hint = ": the model used all max_tokens; raise max_tokens" if stop == "max_tokens" else ""
+            hint = (
+                ": the model used all max_tokens; raise max_tokens" if stop == "max_tokens" else ""
+            )
             raise ValueError(f"empty content (stop_reason {stop!r}){hint}")
         usage = data.get("usage") if isinstance(data.get("usage"), Mapping) else {}
-        return Parsed(text, _int(usage.get("input_tokens")), _int(usage.get("output_tokens")),
-                      data.get("model") if isinstance(data.get("model"), str) else None)
+        return Parsed(
+            text,
+            _int(usage.get("input_tokens")),
+            _int(usage.get("output_tokens")),
+            data.get("model") if isinstance(data.get("model"), str) else None,
+        )
 
     def _models_request(self, page: str | None) -> tuple[str, dict[str, str]]:
         params = {"limit": "1000"}

@@ -52,8 +52,14 @@ class WorkerError(Exception):
 
     retryable: bool = False
 
-    def __init__(self, worker_id: str, message: str, *, status: int | None = None,
-                 retryable: bool | None = None):
+    def __init__(
+        self,
+        worker_id: str,
+        message: str,
+        *,
+        status: int | None = None,
+        retryable: bool | None = None,
+    ):
         super().__init__(worker_id, message)
         self.worker_id = worker_id
         self.message = message
@@ -76,8 +82,14 @@ class RateLimited(WorkerError):
 
     retryable = True
 
-    def __init__(self, worker_id: str, message: str, *, status: int | None = 429,
-                 retry_after: float | None = None):
+    def __init__(
+        self,
+        worker_id: str,
+        message: str,
+        *,
+        status: int | None = 429,
+        retry_after: float | None = None,
+    ):
         super().__init__(worker_id, message, status=status)
         self.retry_after = retry_after
 
@@ -153,14 +165,22 @@ class Worker(abc.ABC):
     async def aclose(self) -> None:  # noqa: B027 - optional hook, not abstract
         """Release connections or models; the default holds nothing."""
 
-    def request_identity(self, *, max_tokens: int, temperature: float,
-                         seed: int | None) -> dict[str, Any]:
+    def request_identity(
+        self, *, max_tokens: int, temperature: float, seed: int | None
+    ) -> dict[str, Any]:
         """What determines this worker's reply besides the messages: provider, endpoint,
         model and the decoding settings it would actually send. The response cache keys
         on it; providers that override settings (per-worker temperature, extra fields)
         say so here."""
-        return {"provider": self.provider, "base_url": self.base_url, "model": self.model,
-                "temperature": temperature, "max_tokens": max_tokens, "seed": seed, "extra": {}}
+        return {
+            "provider": self.provider,
+            "base_url": self.base_url,
+            "model": self.model,
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+            "seed": seed,
+            "extra": {},
+        }
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.id!r}, model={self.model!r})"
@@ -214,12 +234,21 @@ def builtin_workers() -> list[BuiltinWorker]:
     from workbench.core.workers.local import SMOLLM2_ID
     from workbench.core.workers.simulated import PROFILES_BY_ID
 
-    return [BuiltinWorker(SMOLLM2_ID, "local", "SmolLM2-135M-Instruct (offline, GGUF)"),
-            *(BuiltinWorker(wid, "sandbox", f"simulated/{p.name} (a simulation)") for wid, p in PROFILES_BY_ID.items())]
+    return [
+        BuiltinWorker(SMOLLM2_ID, "local", "SmolLM2-135M-Instruct (offline, GGUF)"),
+        *(
+            BuiltinWorker(wid, "sandbox", f"simulated/{p.name} (a simulation)")
+            for wid, p in PROFILES_BY_ID.items()
+        ),
+    ]
 
 
-def build_pool(worker_ids: Sequence[str], *, registry: Registry | None = None,
-               client: httpx.AsyncClient | None = None) -> list[Worker]:
+def build_pool(
+    worker_ids: Sequence[str],
+    *,
+    registry: Registry | None = None,
+    client: httpx.AsyncClient | None = None,
+) -> list[Worker]:
     """Turn worker ids into workers, in order: built-in ids (``local:smollm2``,
     ``local:SOURCE``, ``sandbox``, ``sandbox:<name>``) and ids registered with
     ``trinity-workbench workers add`` (``registry``, default: the user's workers.toml).
@@ -230,15 +259,21 @@ def build_pool(worker_ids: Sequence[str], *, registry: Registry | None = None,
     own on first use and close it in ``aclose()``.
     """
     registry = registry or _registry_if_needed(worker_ids)
-    return [w if isinstance(w, Worker) else registry.worker_for(w, client=client)
-            for w in _expand(worker_ids, registry)]
+    return [
+        w if isinstance(w, Worker) else registry.worker_for(w, client=client)
+        for w in _expand(worker_ids, registry)
+    ]
 
 
-def describe_pool(worker_ids: Sequence[str], *, registry: Registry | None = None) -> list[tuple[str, str]]:
+def describe_pool(
+    worker_ids: Sequence[str], *, registry: Registry | None = None
+) -> list[tuple[str, str]]:
     """(id, model) of each worker ``worker_ids`` names, in head order, as ``build_pool``
     would build them but without building registered workers: no key is read (listing
     a pool must not touch the keychain)."""
-    return [(w.id, w.model) for w in _expand(worker_ids, registry or _registry_if_needed(worker_ids))]
+    return [
+        (w.id, w.model) for w in _expand(worker_ids, registry or _registry_if_needed(worker_ids))
+    ]
 
 
 def _registry_if_needed(worker_ids: Sequence[str]) -> Registry | None:
@@ -262,7 +297,9 @@ def _expand(worker_ids: Sequence[str], registry: Registry | None) -> list[Worker
             continue
         spec = registry.find(wid) if registry is not None else None
         if spec is None:
-            known = ", ".join(f"{p}:..." if p != "sandbox" else "sandbox, sandbox:..." for p in builtin_prefixes())
+            known = ", ".join(
+                f"{p}:..." if p != "sandbox" else "sandbox, sandbox:..." for p in builtin_prefixes()
+            )
             registered = ", ".join(w.id for w in registry.list()) if registry is not None else ""
             raise UnknownWorker(
                 f"unknown worker '{wid}': built-in workers are {known}; registered workers: "
@@ -273,7 +310,9 @@ def _expand(worker_ids: Sequence[str], registry: Registry | None) -> list[Worker
     ids = [w.id for w in pool]
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:
-        raise ValueError(f"pool names worker(s) {', '.join(dupes)} twice: each worker may appear once")
+        raise ValueError(
+            f"pool names worker(s) {', '.join(dupes)} twice: each worker may appear once"
+        )
     if not pool:
         raise ValueError("empty pool: name at least one worker, e.g. --pool sandbox")
     return pool

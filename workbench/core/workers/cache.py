@@ -53,8 +53,9 @@ class CachePolicy(StrEnum):
         try:
             return cls(value)
         except ValueError:
-            raise ValueError(f"unknown cache policy {value!r}: use one of "
-                             f"{', '.join(p.value for p in cls)}") from None
+            raise ValueError(
+                f"unknown cache policy {value!r}: use one of {', '.join(p.value for p in cls)}"
+            ) from None
 
 
 def default_policy(temperature: float) -> CachePolicy:
@@ -62,9 +63,15 @@ def default_policy(temperature: float) -> CachePolicy:
     return CachePolicy.READ_WRITE if temperature == 0 else CachePolicy.OFF
 
 
-def request_key(identity: dict[str, Any], messages: Sequence[Message], context: dict[str, Any] | None = None) -> str:
+def request_key(
+    identity: dict[str, Any], messages: Sequence[Message], context: dict[str, Any] | None = None
+) -> str:
     """The sha256 hex digest of a request's canonical JSON."""
-    doc = {"v": KEY_VERSION, **identity, "messages": [{"role": m["role"], "content": m["content"]} for m in messages]}
+    doc = {
+        "v": KEY_VERSION,
+        **identity,
+        "messages": [{"role": m["role"], "content": m["content"]} for m in messages],
+    }
     if context is not None:
         doc["context"] = context
     text = json.dumps(doc, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
@@ -76,8 +83,12 @@ def _episode_context() -> dict[str, Any] | None:
     if ctx is None:
         return None
     task = json.dumps(ctx.task.to_dict(), sort_keys=True, default=str)
-    return {"task": hashlib.sha256(task.encode()).hexdigest(), "role": ctx.role, "answer": ctx.answer,
-            "thinkers": list(ctx.thinkers)}
+    return {
+        "task": hashlib.sha256(task.encode()).hexdigest(),
+        "role": ctx.role,
+        "answer": ctx.answer,
+        "thinkers": list(ctx.thinkers),
+    }
 
 
 class ResponseCache:
@@ -102,13 +113,26 @@ class ResponseCache:
 
     def stats(self) -> dict[str, Any]:
         """The run's figures: policy, hits, misses, hit rate."""
-        return {"policy": str(self.policy), "hits": self.hits, "misses": self.misses,
-                "hit_rate": round(self.hit_rate, 4)}
+        return {
+            "policy": str(self.policy),
+            "hits": self.hits,
+            "misses": self.misses,
+            "hit_rate": round(self.hit_rate, 4),
+        }
 
-    def key_for(self, worker: Worker, messages: Sequence[Message], *, max_tokens: int, temperature: float,
-                seed: int | None) -> tuple[str, dict[str, Any]]:
+    def key_for(
+        self,
+        worker: Worker,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int,
+        temperature: float,
+        seed: int | None,
+    ) -> tuple[str, dict[str, Any]]:
         """(key, the request as recorded) for a call of ``worker``."""
-        identity = worker.request_identity(max_tokens=max_tokens, temperature=temperature, seed=seed)
+        identity = worker.request_identity(
+            max_tokens=max_tokens, temperature=temperature, seed=seed
+        )
         context = _episode_context() if worker.provider in CONTEXT_PROVIDERS else None
         request = {**identity, "messages": [dict(m) for m in messages]}
         if context is not None:
@@ -118,13 +142,24 @@ class ResponseCache:
     def wrap(self, worker: Worker) -> CachedWorker:
         return CachedWorker(worker, self)
 
-    async def complete(self, worker: Worker, messages: Sequence[Message], *, max_tokens: int, temperature: float,
-                       seed: int | None) -> Completion:
+    async def complete(
+        self,
+        worker: Worker,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int,
+        temperature: float,
+        seed: int | None,
+    ) -> Completion:
         """``worker.complete`` through the cache."""
         if self.policy is CachePolicy.OFF:
-            return await worker.complete(messages, max_tokens=max_tokens, temperature=temperature, seed=seed)
+            return await worker.complete(
+                messages, max_tokens=max_tokens, temperature=temperature, seed=seed
+            )
         started = time.perf_counter()
-        key, request = self.key_for(worker, messages, max_tokens=max_tokens, temperature=temperature, seed=seed)
+        key, request = self.key_for(
+            worker, messages, max_tokens=max_tokens, temperature=temperature, seed=seed
+        )
         pending = self._inflight.get(key)
         if pending is not None:
             shared = await asyncio.shield(pending)
@@ -139,14 +174,25 @@ class ResponseCache:
                 result = _from_record(stored, time.perf_counter() - started)
             elif self.policy is CachePolicy.REPLAY_ONLY:
                 self.misses += 1
-                raise CacheMiss(worker.id, f"the replay-only cache has no recorded reply for this request (model "
-                                           f"'{worker.model}', key {key[:12]}): record it first with cache policy "
-                                           "read-write, or run with policy off")
+                raise CacheMiss(
+                    worker.id,
+                    f"the replay-only cache has no recorded reply for this request (model "
+                    f"'{worker.model}', key {key[:12]}): record it first with cache policy "
+                    "read-write, or run with policy off",
+                )
             else:
                 self.misses += 1
-                result = await worker.complete(messages, max_tokens=max_tokens, temperature=temperature, seed=seed)
-                await asyncio.to_thread(self.store.put_response, key, provider=worker.provider, model=worker.model,
-                                        request=request, response=_to_record(result))
+                result = await worker.complete(
+                    messages, max_tokens=max_tokens, temperature=temperature, seed=seed
+                )
+                await asyncio.to_thread(
+                    self.store.put_response,
+                    key,
+                    provider=worker.provider,
+                    model=worker.model,
+                    request=request,
+                    response=_to_record(result),
+                )
             future.set_result(result)
             return result
         except BaseException as exc:
@@ -163,13 +209,29 @@ class ResponseCache:
 
 
 def _to_record(c: Completion) -> dict[str, Any]:
-    return {"text": c.text, "tokens_in": c.tokens_in, "tokens_out": c.tokens_out, "cost": c.cost,
-            "usage_estimated": c.usage_estimated, "model": c.model, "latency_s": c.latency_s}
+    return {
+        "text": c.text,
+        "tokens_in": c.tokens_in,
+        "tokens_out": c.tokens_out,
+        "cost": c.cost,
+        "usage_estimated": c.usage_estimated,
+        "model": c.model,
+        "latency_s": c.latency_s,
+    }
 
 
 def _from_record(r: dict[str, Any], latency_s: float) -> Completion:
-    return Completion(r["text"], r["tokens_in"], r["tokens_out"], latency_s, r["cost"], r["usage_estimated"],
-                      r.get("model"), attempts=0, cached=True)
+    return Completion(
+        r["text"],
+        r["tokens_in"],
+        r["tokens_out"],
+        latency_s,
+        r["cost"],
+        r["usage_estimated"],
+        r.get("model"),
+        attempts=0,
+        cached=True,
+    )
 
 
 class CachedWorker(Worker):
@@ -186,13 +248,24 @@ class CachedWorker(Worker):
         self.provider = inner.provider  # type: ignore[misc]
         self.base_url = inner.base_url
 
-    async def complete(self, messages: Sequence[Message], *, max_tokens: int, temperature: float,
-                       seed: int | None = None) -> Completion:
-        return await self.cache.complete(self.inner, messages, max_tokens=max_tokens, temperature=temperature,
-                                         seed=seed)
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int,
+        temperature: float,
+        seed: int | None = None,
+    ) -> Completion:
+        return await self.cache.complete(
+            self.inner, messages, max_tokens=max_tokens, temperature=temperature, seed=seed
+        )
 
-    def request_identity(self, *, max_tokens: int, temperature: float, seed: int | None) -> dict[str, Any]:
-        return self.inner.request_identity(max_tokens=max_tokens, temperature=temperature, seed=seed)
+    def request_identity(
+        self, *, max_tokens: int, temperature: float, seed: int | None
+    ) -> dict[str, Any]:
+        return self.inner.request_identity(
+            max_tokens=max_tokens, temperature=temperature, seed=seed
+        )
 
     async def aclose(self) -> None:
         await self.inner.aclose()
@@ -206,7 +279,9 @@ class CachedWorker(Worker):
         return f"CachedWorker({self.inner!r}, policy={self.cache.policy})"
 
 
-def cached_pool(pool: list[Worker], store: Store, policy: CachePolicy | str) -> tuple[list[Worker], ResponseCache]:
+def cached_pool(
+    pool: list[Worker], store: Store, policy: CachePolicy | str
+) -> tuple[list[Worker], ResponseCache]:
     """Wrap every worker of ``pool`` so its calls go through one ``ResponseCache`` in
     ``store`` under ``policy``; returns (the wrapped pool, the cache with its counts)."""
     cache = ResponseCache(store, policy)

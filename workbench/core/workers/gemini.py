@@ -39,11 +39,18 @@ class GeminiWorker(HTTPWorker):
     def _headers(self) -> dict[str, str]:
         return {"x-goog-api-key": self._key.reveal()} if self._key is not None else {}
 
-    def _chat_request(self, messages: Sequence[Message], max_tokens: int, temperature: float,
-                      seed: int | None) -> tuple[str, dict[str, Any]]:
+    def _chat_request(
+        self, messages: Sequence[Message], max_tokens: int, temperature: float, seed: int | None
+    ) -> tuple[str, dict[str, Any]]:
         system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
-        contents = [{"role": "model" if m["role"] == "assistant" else "user", "parts": [{"text": m["content"]}]}
-                    for m in messages if m["role"] != "system"]
+        contents = [
+            {
+                "role": "model" if m["role"] == "assistant" else "user",
+                "parts": [{"text": m["content"]}],
+            }
+            for m in messages
+            if m["role"] != "system"
+        ]
         config: dict[str, Any] = {"temperature": temperature, "maxOutputTokens": max_tokens}
         if seed is not None:
             config["seed"] = seed & 0x7FFFFFFF  # an int32 in the API
@@ -64,15 +71,23 @@ class GeminiWorker(HTTPWorker):
         first = candidates[0] if isinstance(candidates[0], Mapping) else {}
         content = first.get("content") if isinstance(first.get("content"), Mapping) else {}
         parts = content.get("parts") if isinstance(content.get("parts"), list) else []
-        text = "".join(p.get("text", "") for p in parts if isinstance(p, Mapping) and not p.get("thought"))
+        text = "".join(
+            p.get("text", "") for p in parts if isinstance(p, Mapping) and not p.get("thought")
+        )
         if not text.strip():
             finish = first.get("finishReason")
-            hint = ": the model used all maxOutputTokens, perhaps thinking; raise max_tokens" \
-                if finish == "MAX_TOKENS" else ""
+            hint = (
+                ": the model used all maxOutputTokens, perhaps thinking; raise max_tokens"
+                if finish == "MAX_TOKENS"
+                else ""
+            )
             raise ValueError(f"empty content (finishReason {finish!r}){hint}")
         usage = data.get("usageMetadata") if isinstance(data.get("usageMetadata"), Mapping) else {}
         tokens_in = _int(usage.get("promptTokenCount"))
-        out, thoughts = _int(usage.get("candidatesTokenCount")), _int(usage.get("thoughtsTokenCount"))
+        out, thoughts = (
+            _int(usage.get("candidatesTokenCount")),
+            _int(usage.get("thoughtsTokenCount")),
+        )
         tokens_out = None if out is None else out + (thoughts or 0)
         model = data.get("modelVersion") if isinstance(data.get("modelVersion"), str) else None
         return Parsed(text, tokens_in, tokens_out, model)
@@ -88,7 +103,9 @@ class GeminiWorker(HTTPWorker):
         if status == 400 and isinstance(data, Mapping) and isinstance(data.get("error"), Mapping):
             err = data["error"]
             reasons = [d.get("reason") for d in err.get("details", []) if isinstance(d, Mapping)]
-            return "API_KEY_INVALID" in reasons or "API key not valid" in str(err.get("message", ""))
+            return "API_KEY_INVALID" in reasons or "API key not valid" in str(
+                err.get("message", "")
+            )
         return False
 
     def _models_request(self, page: str | None) -> tuple[str, dict[str, str]]:
@@ -101,9 +118,13 @@ class GeminiWorker(HTTPWorker):
         items = data.get("models") if isinstance(data, Mapping) else None
         if not isinstance(items, list):
             raise ValueError("no 'models' list")
-        ids = [m["name"].removeprefix("models/") for m in items
-               if isinstance(m, Mapping) and isinstance(m.get("name"), str)
-               and "generateContent" in (m.get("supportedGenerationMethods") or ["generateContent"])]
+        ids = [
+            m["name"].removeprefix("models/")
+            for m in items
+            if isinstance(m, Mapping)
+            and isinstance(m.get("name"), str)
+            and "generateContent" in (m.get("supportedGenerationMethods") or ["generateContent"])
+        ]
         return ids, data.get("nextPageToken") or None
 
 

@@ -58,14 +58,21 @@ log = logging.getLogger(__name__)
 PREVIEW_BYTES = 200  # how much of a bad body an error shows
 
 
-def open_client(*, max_connections: int = 128, max_keepalive: int = 64,
-                transport: httpx.AsyncBaseTransport | None = None) -> httpx.AsyncClient:
+def open_client(
+    *,
+    max_connections: int = 128,
+    max_keepalive: int = 64,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> httpx.AsyncClient:
     """The shared client of a run, with explicit connection limits. Use it with
     ``async with`` and pass it to ``build_pool(..., client=client)``. Per-worker
     timeouts are set on each request; ``transport`` is for tests (``httpx.MockTransport``)."""
     return httpx.AsyncClient(
-        limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_keepalive,
-                            keepalive_expiry=30.0),
+        limits=httpx.Limits(
+            max_connections=max_connections,
+            max_keepalive_connections=max_keepalive,
+            keepalive_expiry=30.0,
+        ),
         timeout=httpx.Timeout(120.0, connect=10.0),
         headers={"user-agent": f"trinity-workbench/{__version__}"},
         follow_redirects=False,  # a redirect would carry the key to another host
@@ -100,7 +107,9 @@ class _wait_retry_after(wait_base):
     def __init__(self, policy: RetryPolicy):
         self.policy = policy
         # backoff * 2**n, capped, plus uniform jitter (tenacity's own strategies, combined)
-        self.backoff = wait_exponential(multiplier=policy.backoff, max=policy.max_wait) + wait_random(0, policy.jitter)
+        self.backoff = wait_exponential(
+            multiplier=policy.backoff, max=policy.max_wait
+        ) + wait_random(0, policy.jitter)
 
     def __call__(self, retry_state: RetryCallState) -> float:
         exc = retry_state.outcome.exception() if retry_state.outcome else None
@@ -209,8 +218,16 @@ class ConnectionReport:
     status: int | None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"worker": self.worker, "ok": self.ok, "latency_s": round(self.latency_s, 4), "model": self.model,
-                "reply": self.reply, "error": self.error, "error_kind": self.error_kind, "status": self.status}
+        return {
+            "worker": self.worker,
+            "ok": self.ok,
+            "latency_s": round(self.latency_s, 4),
+            "model": self.model,
+            "reply": self.reply,
+            "error": self.error,
+            "error_kind": self.error_kind,
+            "status": self.status,
+        }
 
 
 # --------------------------------------------------------------------------- the worker
@@ -227,13 +244,22 @@ class HTTPWorker(Worker):
     sends_seed: ClassVar[bool] = True  # whether the API takes a seed (else it is not sent)
     default_base_url: ClassVar[str]
 
-    def __init__(self, spec: WorkerSpec, *, key: Secret | str | None = None, key_status: KeyStatus | None = None,
-                 client: httpx.AsyncClient | None = None, retry: RetryPolicy | None = None):
+    def __init__(
+        self,
+        spec: WorkerSpec,
+        *,
+        key: Secret | str | None = None,
+        key_status: KeyStatus | None = None,
+        client: httpx.AsyncClient | None = None,
+        retry: RetryPolicy | None = None,
+    ):
         super().__init__(spec.id, spec.model)
         self.spec = spec
         self.base_url = (spec.base_url or self.default_base_url).rstrip("/")
         self._key = key if isinstance(key, Secret) or key is None else Secret(key)
-        self.key_status = key_status or KeyStatus("keychain" if key else "missing", spec.effective_key_env)
+        self.key_status = key_status or KeyStatus(
+            "keychain" if key else "missing", spec.effective_key_env
+        )
         self._client = client
         self.retry = retry or RetryPolicy()
         self._state: _LoopState | None = None
@@ -247,13 +273,24 @@ class HTTPWorker(Worker):
 
     def settings(self, max_tokens: int, temperature: float) -> tuple[int, float]:
         """The max tokens and temperature actually sent: the worker's own when set."""
-        return (self.spec.max_tokens or max_tokens,
-                self.spec.temperature if self.spec.temperature is not None else temperature)
+        return (
+            self.spec.max_tokens or max_tokens,
+            self.spec.temperature if self.spec.temperature is not None else temperature,
+        )
 
-    def request_identity(self, *, max_tokens: int, temperature: float, seed: int | None) -> dict[str, Any]:
+    def request_identity(
+        self, *, max_tokens: int, temperature: float, seed: int | None
+    ) -> dict[str, Any]:
         mt, temp = self.settings(max_tokens, temperature)
-        return {"provider": self.provider, "base_url": self.base_url, "model": self.model, "temperature": temp,
-                "max_tokens": mt, "seed": seed if self.sends_seed else None, "extra": dict(self.spec.extra)}
+        return {
+            "provider": self.provider,
+            "base_url": self.base_url,
+            "model": self.model,
+            "temperature": temp,
+            "max_tokens": mt,
+            "seed": seed if self.sends_seed else None,
+            "extra": dict(self.spec.extra),
+        }
 
     # ------------------------------------------------------------- provider hooks
 
@@ -262,8 +299,9 @@ class HTTPWorker(Worker):
         """Authentication and version headers."""
 
     @abc.abstractmethod
-    def _chat_request(self, messages: Sequence[Message], max_tokens: int, temperature: float,
-                      seed: int | None) -> tuple[str, dict[str, Any]]:
+    def _chat_request(
+        self, messages: Sequence[Message], max_tokens: int, temperature: float, seed: int | None
+    ) -> tuple[str, dict[str, Any]]:
         """(path under the base URL, JSON body) of one completion request."""
 
     @abc.abstractmethod
@@ -303,19 +341,27 @@ class HTTPWorker(Worker):
             if self._state is not None and self._state.own_client is not None:
                 # Its connections belong to a finished loop; keep it to close later.
                 self._stale_clients.append(self._state.own_client)
-            self._state = _LoopState(loop, asyncio.Semaphore(self.spec.concurrency),
-                                     RateLimiter(self.spec.rpm) if self.spec.rpm else None)
+            self._state = _LoopState(
+                loop,
+                asyncio.Semaphore(self.spec.concurrency),
+                RateLimiter(self.spec.rpm) if self.spec.rpm else None,
+            )
         return self._state
 
     def _http(self, state: _LoopState) -> httpx.AsyncClient:
         if self._client is not None:
             if self._client.is_closed:
-                raise WorkerError(self.id, "the run's HTTP client is already closed: build the pool inside "
-                                           "`async with open_client() as client:`")
+                raise WorkerError(
+                    self.id,
+                    "the run's HTTP client is already closed: build the pool inside "
+                    "`async with open_client() as client:`",
+                )
             return self._client
         if state.own_client is None:
-            state.own_client = open_client(max_connections=max(8, self.spec.concurrency),
-                                           max_keepalive=max(8, self.spec.concurrency))
+            state.own_client = open_client(
+                max_connections=max(8, self.spec.concurrency),
+                max_keepalive=max(8, self.spec.concurrency),
+            )
         return state.own_client
 
     async def aclose(self) -> None:
@@ -351,63 +397,121 @@ class HTTPWorker(Worker):
         except ValueError:
             data = None
         detail = self._error_detail(data)
-        detail = self._redact(detail)[:300] if detail else self._preview(raw) if raw else "empty body"
+        detail = (
+            self._redact(detail)[:300] if detail else self._preview(raw) if raw else "empty body"
+        )
         reason = f"{status} {response.reason_phrase}".strip()
         if self._is_auth_failure(status, data):
             if self._key is None:
                 env = self.spec.effective_key_env
                 alt = f", or export {env}" if env else ""
-                return AuthError(self.id, f"the server requires an API key ({reason}) and none is set: store one "
-                                          f"with {self._set_key_hint()}{alt} [{detail}]", status=status)
+                return AuthError(
+                    self.id,
+                    f"the server requires an API key ({reason}) and none is set: store one "
+                    f"with {self._set_key_hint()}{alt} [{detail}]",
+                    status=status,
+                )
             if status == 403:
-                return AuthError(self.id, f"the API key has no access ({reason}) to model '{self.model}' at "
-                                          f"{self.base_url}: check the key's permissions and the model name, or "
-                                          f"replace the key with {self._set_key_hint()} [{detail}]", status=status)
-            where = (f"the key comes from {self.key_status.env}: update that variable or store a key with "
-                     f"{self._set_key_hint()}" if self.key_status.source == "environment"
-                     else f"update it with {self._set_key_hint()}")
-            return AuthError(self.id, f"the API key was rejected ({reason}): {where} [{detail}]", status=status)
+                return AuthError(
+                    self.id,
+                    f"the API key has no access ({reason}) to model '{self.model}' at "
+                    f"{self.base_url}: check the key's permissions and the model name, or "
+                    f"replace the key with {self._set_key_hint()} [{detail}]",
+                    status=status,
+                )
+            where = (
+                f"the key comes from {self.key_status.env}: update that variable or store a key with "
+                f"{self._set_key_hint()}"
+                if self.key_status.source == "environment"
+                else f"update it with {self._set_key_hint()}"
+            )
+            return AuthError(
+                self.id, f"the API key was rejected ({reason}): {where} [{detail}]", status=status
+            )
         if status == 429:
             retry_after = parse_retry_after(response.headers.get("retry-after"))
             if retry_after is None and response.headers.get("retry-after-ms"):
                 retry_after = (parse_retry_after(response.headers["retry-after-ms"]) or 0) / 1000
-            when = f"; the provider asks to wait {retry_after:g} s" if retry_after is not None else ""
-            return RateLimited(self.id, f"rate limited ({reason}){when}: lower the worker's concurrency or set "
-                                        f"its rpm in workers.toml, or wait [{detail}]", retry_after=retry_after)
+            when = (
+                f"; the provider asks to wait {retry_after:g} s" if retry_after is not None else ""
+            )
+            return RateLimited(
+                self.id,
+                f"rate limited ({reason}){when}: lower the worker's concurrency or set "
+                f"its rpm in workers.toml, or wait [{detail}]",
+                retry_after=retry_after,
+            )
         if status == 408:
-            return WorkerTimeout(self.id, f"the server timed out ({reason}) [{detail}]", status=status)
+            return WorkerTimeout(
+                self.id, f"the server timed out ({reason}) [{detail}]", status=status
+            )
         if status >= 500:
-            return ProviderError(self.id, f"the server failed ({reason}) at {self.base_url}: a provider outage or "
-                                          f"overload; try again later [{detail}]", status=status, retryable=True)
+            return ProviderError(
+                self.id,
+                f"the server failed ({reason}) at {self.base_url}: a provider outage or "
+                f"overload; try again later [{detail}]",
+                status=status,
+                retryable=True,
+            )
         if status == 404:
-            return ProviderError(self.id, f"not found ({reason}) at {self.base_url}: check the base URL and the "
-                                          f"model name '{self.model}' (list models with trinity-workbench workers "
-                                          f"models {self.id}) [{detail}]", status=status)
-        return ProviderError(self.id, f"the provider refused the request ({reason}): check the model name and the "
-                                      f"extra request fields in workers.toml [{detail}]", status=status)
+            return ProviderError(
+                self.id,
+                f"not found ({reason}) at {self.base_url}: check the base URL and the "
+                f"model name '{self.model}' (list models with trinity-workbench workers "
+                f"models {self.id}) [{detail}]",
+                status=status,
+            )
+        return ProviderError(
+            self.id,
+            f"the provider refused the request ({reason}): check the model name and the "
+            f"extra request fields in workers.toml [{detail}]",
+            status=status,
+        )
 
     def _transport_error(self, exc: Exception) -> WorkerError:
         t = self.timeouts
         text = self._redact(str(exc)) or type(exc).__name__
         if isinstance(exc, httpx.ConnectTimeout):
-            return WorkerTimeout(self.id, f"could not connect to {self.base_url} within {t.connect:g} s "
-                                          "(timeouts.connect): check the network and the base URL")
+            return WorkerTimeout(
+                self.id,
+                f"could not connect to {self.base_url} within {t.connect:g} s "
+                "(timeouts.connect): check the network and the base URL",
+            )
         if isinstance(exc, httpx.ReadTimeout):
-            return WorkerTimeout(self.id, f"no data from {self.base_url} for {t.read:g} s (timeouts.read): the "
-                                          "server is slow or stuck; raise timeouts.read in workers.toml if the "
-                                          "model is just slow")
+            return WorkerTimeout(
+                self.id,
+                f"no data from {self.base_url} for {t.read:g} s (timeouts.read): the "
+                "server is slow or stuck; raise timeouts.read in workers.toml if the "
+                "model is just slow",
+            )
         if isinstance(exc, httpx.TimeoutException):
-            return WorkerTimeout(self.id, f"timed out talking to {self.base_url} ({type(exc).__name__}): {text}")
+            return WorkerTimeout(
+                self.id, f"timed out talking to {self.base_url} ({type(exc).__name__}): {text}"
+            )
         if isinstance(exc, httpx.ConnectError):
-            return WorkerUnreachable(self.id, f"cannot connect to {self.base_url} ({text}): check that the server "
-                                              "runs and the base URL is right")
+            return WorkerUnreachable(
+                self.id,
+                f"cannot connect to {self.base_url} ({text}): check that the server "
+                "runs and the base URL is right",
+            )
         if isinstance(exc, httpx.TransportError):
-            return WorkerUnreachable(self.id, f"the connection to {self.base_url} dropped before a full reply "
-                                              f"({type(exc).__name__}: {text})")
-        return ProviderError(self.id, f"request to {self.base_url} failed ({type(exc).__name__}: {text})")
+            return WorkerUnreachable(
+                self.id,
+                f"the connection to {self.base_url} dropped before a full reply "
+                f"({type(exc).__name__}: {text})",
+            )
+        return ProviderError(
+            self.id, f"request to {self.base_url} failed ({type(exc).__name__}: {text})"
+        )
 
-    async def _attempt(self, state: _LoopState, method: str, path: str, body: dict[str, Any] | None,
-                       params: Mapping[str, str] | None) -> tuple[Any, bytes]:
+    async def _attempt(
+        self,
+        state: _LoopState,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None,
+        params: Mapping[str, str] | None,
+    ) -> tuple[Any, bytes]:
         """One HTTP exchange: returns (JSON, raw body) or raises a WorkerError."""
         if state.limiter is not None:
             await state.limiter.acquire()
@@ -415,12 +519,20 @@ class HTTPWorker(Worker):
         url = self.base_url + path
         try:
             async with asyncio.timeout(self.timeouts.total):
-                response = await client.request(method, url, json=body, params=params, headers=self._headers(),
-                                                timeout=self._httpx_timeout())
+                response = await client.request(
+                    method,
+                    url,
+                    json=body,
+                    params=params,
+                    headers=self._headers(),
+                    timeout=self._httpx_timeout(),
+                )
         except TimeoutError:
-            raise WorkerTimeout(self.id, f"the reply from {self.base_url} took longer than {self.timeouts.total:g} s "
-                                         "(timeouts.total): raise it in workers.toml if the model is just slow"
-                                ) from None
+            raise WorkerTimeout(
+                self.id,
+                f"the reply from {self.base_url} took longer than {self.timeouts.total:g} s "
+                "(timeouts.total): raise it in workers.toml if the model is just slow",
+            ) from None
         except httpx.HTTPError as exc:
             raise self._transport_error(exc) from None
         raw = response.content
@@ -429,20 +541,36 @@ class HTTPWorker(Worker):
         try:
             return json.loads(raw), raw
         except ValueError as exc:
-            raise BadResponse(self.id, f"the reply is not valid JSON ({type(exc).__name__}: "
-                                       f"{getattr(exc, 'msg', exc)}); it starts with {self._preview(raw)}",
-                              status=response.status_code) from None
+            raise BadResponse(
+                self.id,
+                f"the reply is not valid JSON ({type(exc).__name__}: "
+                f"{getattr(exc, 'msg', exc)}); it starts with {self._preview(raw)}",
+                status=response.status_code,
+            ) from None
 
-    async def _request(self, method: str, path: str, body: dict[str, Any] | None = None,
-                       params: Mapping[str, str] | None = None, *, attempts: int | None = None
-                       ) -> tuple[Any, bytes, int]:
+    async def _request(
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None = None,
+        params: Mapping[str, str] | None = None,
+        *,
+        attempts: int | None = None,
+    ) -> tuple[Any, bytes, int]:
         """The exchange with retries and the concurrency limit: (JSON, raw, attempts)."""
         state = self._loop_state()
-        policy = self.retry if attempts is None else RetryPolicy(attempts, self.retry.backoff, self.retry.jitter,
-                                                                 self.retry.max_wait)
-        retrying = AsyncRetrying(stop=stop_after_attempt(policy.attempts), wait=_wait_retry_after(policy),
-                                 retry=retry_if_exception(_should_retry(policy)), reraise=True,
-                                 before_sleep=self._log_retry)
+        policy = (
+            self.retry
+            if attempts is None
+            else RetryPolicy(attempts, self.retry.backoff, self.retry.jitter, self.retry.max_wait)
+        )
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(policy.attempts),
+            wait=_wait_retry_after(policy),
+            retry=retry_if_exception(_should_retry(policy)),
+            reraise=True,
+            before_sleep=self._log_retry,
+        )
         tries = 0
         async with state.semaphore:  # held through retry waits: backing off must not free a slot
             try:
@@ -458,16 +586,38 @@ class HTTPWorker(Worker):
     def _log_retry(self, retry_state: RetryCallState) -> None:
         exc = retry_state.outcome.exception() if retry_state.outcome else None
         wait = retry_state.next_action.sleep if retry_state.next_action else 0.0
-        log.warning("%s; retry %d of %d in %.2f s", exc, retry_state.attempt_number, self.retry.attempts - 1, wait)
+        log.warning(
+            "%s; retry %d of %d in %.2f s",
+            exc,
+            retry_state.attempt_number,
+            self.retry.attempts - 1,
+            wait,
+        )
 
     # ------------------------------------------------------------- the API
 
-    async def complete(self, messages: Sequence[Message], *, max_tokens: int, temperature: float,
-                       seed: int | None = None) -> Completion:
-        return await self._complete(messages, max_tokens=max_tokens, temperature=temperature, seed=seed)
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int,
+        temperature: float,
+        seed: int | None = None,
+    ) -> Completion:
+        return await self._complete(
+            messages, max_tokens=max_tokens, temperature=temperature, seed=seed
+        )
 
-    async def _complete(self, messages: Sequence[Message], *, max_tokens: int, temperature: float,
-                        seed: int | None, attempts: int | None = None, override: bool = True) -> Completion:
+    async def _complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int,
+        temperature: float,
+        seed: int | None,
+        attempts: int | None = None,
+        override: bool = True,
+    ) -> Completion:
         mt, temp = self.settings(max_tokens, temperature) if override else (max_tokens, temperature)
         path, body = self._chat_request(list(messages), mt, temp, seed if self.sends_seed else None)
         started = time.perf_counter()
@@ -475,17 +625,32 @@ class HTTPWorker(Worker):
         try:
             parsed = self._parse(data)
         except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
-            err = BadResponse(self.id, f"unusable reply ({exc}); it starts with {self._preview(raw)}")
+            err = BadResponse(
+                self.id, f"unusable reply ({exc}); it starts with {self._preview(raw)}"
+            )
             err.attempts = tries
             raise err from None
         latency = time.perf_counter() - started
         estimated = parsed.tokens_in is None or parsed.tokens_out is None
-        tokens_in = parsed.tokens_in if parsed.tokens_in is not None else \
-            sum(estimate_tokens(m["content"]) + 4 for m in messages)
-        tokens_out = parsed.tokens_out if parsed.tokens_out is not None else estimate_tokens(parsed.text)
+        tokens_in = (
+            parsed.tokens_in
+            if parsed.tokens_in is not None
+            else sum(estimate_tokens(m["content"]) + 4 for m in messages)
+        )
+        tokens_out = (
+            parsed.tokens_out if parsed.tokens_out is not None else estimate_tokens(parsed.text)
+        )
         cost = cost_of(tokens_in, tokens_out, self.spec.price_in, self.spec.price_out)
-        return Completion(parsed.text, tokens_in, tokens_out, latency, cost, estimated, parsed.model or self.model,
-                          attempts=tries)
+        return Completion(
+            parsed.text,
+            tokens_in,
+            tokens_out,
+            latency,
+            cost,
+            estimated,
+            parsed.model or self.model,
+            attempts=tries,
+        )
 
     async def list_models(self) -> list[str]:
         """The model ids the endpoint offers (all pages)."""
@@ -497,8 +662,9 @@ class HTTPWorker(Worker):
             try:
                 ids, page = self._parse_models(data)
             except (ValueError, KeyError, TypeError, AttributeError) as exc:
-                raise BadResponse(self.id, f"unusable model list ({exc}); it starts with {self._preview(raw)}"
-                                  ) from None
+                raise BadResponse(
+                    self.id, f"unusable model list ({exc}); it starts with {self._preview(raw)}"
+                ) from None
             models.extend(ids)
             if not page:
                 break
@@ -508,17 +674,33 @@ class HTTPWorker(Worker):
         """One tiny request, one attempt: latency, the model echoed, or the error explained."""
         started = time.perf_counter()
         try:
-            reply = await self._complete([{"role": "user", "content": "Reply with the single word: OK"}],
-                                         max_tokens=self.spec.max_tokens or max_tokens, temperature=0.0, seed=None,
-                                         attempts=1, override=False)
+            reply = await self._complete(
+                [{"role": "user", "content": "Reply with the single word: OK"}],
+                max_tokens=self.spec.max_tokens or max_tokens,
+                temperature=0.0,
+                seed=None,
+                attempts=1,
+                override=False,
+            )
         except WorkerError as exc:
-            return ConnectionReport(self.id, False, time.perf_counter() - started, None, "", str(exc),
-                                    type(exc).__name__, exc.status)
-        return ConnectionReport(self.id, True, time.perf_counter() - started, reply.model, reply.text, None, None,
-                                None)
+            return ConnectionReport(
+                self.id,
+                False,
+                time.perf_counter() - started,
+                None,
+                "",
+                str(exc),
+                type(exc).__name__,
+                exc.status,
+            )
+        return ConnectionReport(
+            self.id, True, time.perf_counter() - started, reply.model, reply.text, None, None, None
+        )
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.id!r}, model={self.model!r}, base_url={self.base_url!r})"
+        return (
+            f"{type(self).__name__}({self.id!r}, model={self.model!r}, base_url={self.base_url!r})"
+        )
 
 
 async def test_connection(worker: Worker) -> ConnectionReport:
@@ -527,12 +709,25 @@ async def test_connection(worker: Worker) -> ConnectionReport:
         return await worker.probe()
     started = time.perf_counter()
     try:
-        reply = await worker.complete([{"role": "user", "content": "Reply with the single word: OK"}],
-                                      max_tokens=16, temperature=0.0)
+        reply = await worker.complete(
+            [{"role": "user", "content": "Reply with the single word: OK"}],
+            max_tokens=16,
+            temperature=0.0,
+        )
     except WorkerError as exc:
-        return ConnectionReport(worker.id, False, time.perf_counter() - started, None, "", str(exc),
-                                type(exc).__name__, exc.status)
-    return ConnectionReport(worker.id, True, time.perf_counter() - started, reply.model, reply.text, None, None, None)
+        return ConnectionReport(
+            worker.id,
+            False,
+            time.perf_counter() - started,
+            None,
+            "",
+            str(exc),
+            type(exc).__name__,
+            exc.status,
+        )
+    return ConnectionReport(
+        worker.id, True, time.perf_counter() - started, reply.model, reply.text, None, None, None
+    )
 
 
 test_connection.__test__ = False  # not a pytest test, despite its name
@@ -559,8 +754,9 @@ async def worker_models(worker_id: str, *, registry: Registry | None = None) -> 
         return await _models(_one_worker(worker_id, registry, client))
 
 
-async def endpoint_models(spec: WorkerSpec, *, key: str | None = None, registry: Registry | None = None
-                          ) -> list[str]:
+async def endpoint_models(
+    spec: WorkerSpec, *, key: str | None = None, registry: Registry | None = None
+) -> list[str]:
     """The model ids offered by the endpoint of ``spec``, which need not be registered
     yet (a worker being added): ``key`` is a key entered but not stored; without one the
     key is resolved as for a call (keychain, then environment)."""
@@ -574,8 +770,10 @@ def _one_worker(worker_id: str, registry: Registry | None, client: httpx.AsyncCl
 
     pool = build_pool([worker_id], registry=registry, client=client)
     if len(pool) != 1:
-        raise ValueError(f"'{worker_id}' names {len(pool)} workers: name one of them "
-                         f"({', '.join(w.id for w in pool)})")
+        raise ValueError(
+            f"'{worker_id}' names {len(pool)} workers: name one of them "
+            f"({', '.join(w.id for w in pool)})"
+        )
     return pool[0]
 
 

@@ -59,8 +59,15 @@ def _shared_model(source: str, device: str) -> _LoadedModel:
 class LocalWorker(Worker):
     """A causal LM run in this process with its chat template."""
 
-    def __init__(self, worker_id: str, source: str, *, device: str = "auto",
-                 price_in: float = 0.0, price_out: float = 0.0):
+    def __init__(
+        self,
+        worker_id: str,
+        source: str,
+        *,
+        device: str = "auto",
+        price_in: float = 0.0,
+        price_out: float = 0.0,
+    ):
         super().__init__(worker_id, source)
         self.source = source
         self.device = device
@@ -85,8 +92,9 @@ class LocalWorker(Worker):
         text = "\n\n".join(f"{m['role']}: {m['content']}" for m in messages) + "\n\nassistant:"
         return tok(text, return_tensors="pt")
 
-    def _generate(self, messages: Sequence[Message], max_tokens: int, temperature: float,
-                  seed: int | None) -> Completion:
+    def _generate(
+        self, messages: Sequence[Message], max_tokens: int, temperature: float, seed: int | None
+    ) -> Completion:
         import torch
 
         lm = self._ensure_loaded()
@@ -94,7 +102,10 @@ class LocalWorker(Worker):
             start = time.perf_counter()
             inputs = self._encode(lm, messages).to(lm.device)
             n_in = int(inputs["input_ids"].shape[1])
-            kwargs: dict[str, Any] = {"max_new_tokens": max_tokens, "pad_token_id": lm.tokenizer.pad_token_id}
+            kwargs: dict[str, Any] = {
+                "max_new_tokens": max_tokens,
+                "pad_token_id": lm.tokenizer.pad_token_id,
+            }
             if temperature > 0:
                 if seed is not None:
                     torch.manual_seed(seed)
@@ -110,8 +121,14 @@ class LocalWorker(Worker):
         cost = (n_in * self.price_in + n_out * self.price_out) / 1e6
         return Completion(text, n_in, n_out, latency, cost, False, self.model)
 
-    async def complete(self, messages: Sequence[Message], *, max_tokens: int,
-                       temperature: float, seed: int | None = None) -> Completion:
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int,
+        temperature: float,
+        seed: int | None = None,
+    ) -> Completion:
         loop = asyncio.get_running_loop()
         lm = await loop.run_in_executor(None, self._ensure_loaded)
         return await loop.run_in_executor(

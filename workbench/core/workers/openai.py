@@ -28,11 +28,14 @@ class OpenAIWorker(HTTPWorker):
     def _headers(self) -> dict[str, str]:
         return {"authorization": f"Bearer {self._key.reveal()}"} if self._key is not None else {}
 
-    def _chat_request(self, messages: Sequence[Message], max_tokens: int, temperature: float,
-                      seed: int | None) -> tuple[str, dict[str, Any]]:
-        body: dict[str, Any] = {"model": self.model,
-                                "messages": [{"role": m["role"], "content": m["content"]} for m in messages],
-                                "temperature": temperature}
+    def _chat_request(
+        self, messages: Sequence[Message], max_tokens: int, temperature: float, seed: int | None
+    ) -> tuple[str, dict[str, Any]]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [{"role": m["role"], "content": m["content"]} for m in messages],
+            "temperature": temperature,
+        }
         if "max_completion_tokens" not in self.spec.extra:
             body["max_tokens"] = max_tokens
         if seed is not None:
@@ -57,12 +60,20 @@ class OpenAIWorker(HTTPWorker):
             content = "".join(p.get("text", "") for p in content if isinstance(p, Mapping))
         if not isinstance(content, str) or not content.strip():
             finish = choice.get("finish_reason")
-            hint = (f": the model used all its output tokens (finish_reason '{finish}'), perhaps on reasoning; "
-                    "raise max_tokens" if finish == "length" else f" (finish_reason {finish!r})")
+            hint = (
+                f": the model used all its output tokens (finish_reason '{finish}'), perhaps on reasoning; "
+                "raise max_tokens"
+                if finish == "length"
+                else f" (finish_reason {finish!r})"
+            )
             raise ValueError(f"empty content{hint}")
         usage = data.get("usage") if isinstance(data.get("usage"), Mapping) else {}
-        return Parsed(content, _int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens")),
-                      data.get("model") if isinstance(data.get("model"), str) else None)
+        return Parsed(
+            content,
+            _int(usage.get("prompt_tokens")),
+            _int(usage.get("completion_tokens")),
+            data.get("model") if isinstance(data.get("model"), str) else None,
+        )
 
     def _models_request(self, page: str | None) -> tuple[str, dict[str, str]]:
         return "/models", {}
@@ -71,7 +82,9 @@ class OpenAIWorker(HTTPWorker):
         items = data.get("data") if isinstance(data, Mapping) else None
         if not isinstance(items, list):
             raise ValueError("no 'data' list")
-        return [m["id"] for m in items if isinstance(m, Mapping) and isinstance(m.get("id"), str)], None
+        return [
+            m["id"] for m in items if isinstance(m, Mapping) and isinstance(m.get("id"), str)
+        ], None
 
 
 def _int(value: Any) -> int | None:

@@ -118,25 +118,40 @@ class SimulatedWorker(Worker):
         digest = hashlib.sha256(f"{seed}|{self.id}|{task_id}|{transcript}".encode()).digest()
         return random.Random(int.from_bytes(digest[:8], "big"))
 
-    async def complete(self, messages: Sequence[Message], *, max_tokens: int,
-                       temperature: float, seed: int | None = None) -> Completion:
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int,
+        temperature: float,
+        seed: int | None = None,
+    ) -> Completion:
         ctx = current_episode.get()
         if ctx is None:
-            raise WorkerError(self.id, "sandbox workers answer only inside an episode (run_episode)")
+            raise WorkerError(
+                self.id, "sandbox workers answer only inside an episode (run_episode)"
+            )
         task = ctx.task
         rng = self._rng(seed, task.id, messages)
         name = f"[sandbox:{self.profile.name}]"
         p = self.profile.skill_for(task.category, task.kind)
         if ctx.role == "worker":
             for thinker in ctx.thinkers:
-                t_skill = PROFILES_BY_ID[thinker].skill_for(task.category, task.kind) \
-                    if thinker in PROFILES_BY_ID else UNKNOWN_SKILL
+                t_skill = (
+                    PROFILES_BY_ID[thinker].skill_for(task.category, task.kind)
+                    if thinker in PROFILES_BY_ID
+                    else UNKNOWN_SKILL
+                )
                 p += (1 - p) * THINK_GAIN * t_skill
             right = _right_answer(task)
             if right is not None and rng.random() < p:
                 text = f"{name} Answer.\n{_render_answer(task, right)}"
             else:  # the same words as a right answer: only a Verifier (or a grader) can tell
-                wrong = _broken_program(task) if task.kind == "code" else _render_answer(task, _wrong_answer(task, rng))
+                wrong = (
+                    _broken_program(task)
+                    if task.kind == "code"
+                    else _render_answer(task, _wrong_answer(task, rng))
+                )
                 text = f"{name} Answer.\n{wrong}"
         elif ctx.role == "verifier":
             if ctx.answer is None:
@@ -147,17 +162,23 @@ class SimulatedWorker(Worker):
                     ok = rng.random() >= FALSE_REJECT
                 else:
                     ok = rng.random() >= p  # caught with probability p
-                verdict, why = ("ACCEPT", "the answer holds up") if ok else ("REVISE", "a step looks wrong")
+                verdict, why = (
+                    ("ACCEPT", "the answer holds up") if ok else ("REVISE", "a step looks wrong")
+                )
             text = f"{verdict}\n{name} {why}."
         else:
-            text = (f"{name} Plan: identify the {task.group} problem type, solve the "
-                    "smallest case first, then check the result against the question.")
+            text = (
+                f"{name} Plan: identify the {task.group} problem type, solve the "
+                "smallest case first, then check the result against the question."
+            )
         if self.profile.latency_s:
             await asyncio.sleep(self.profile.latency_s)
         tokens_in = sum(len(m["content"]) for m in messages) // 4 + 1
         tokens_out = min(len(text) // 4 + 1, max_tokens)
         cost = (tokens_in * self.profile.price_in + tokens_out * self.profile.price_out) / 1e6
-        return Completion(text, tokens_in, tokens_out, self.profile.latency_s, cost, False, self.model)
+        return Completion(
+            text, tokens_in, tokens_out, self.profile.latency_s, cost, False, self.model
+        )
 
 
 def _broken_program(task) -> str:
