@@ -147,7 +147,7 @@ def keychain(secret_service, monkeypatch):
     import keyring.core
 
     from tests.support.keychain import clear_service
-    from workbench.core.registry import SERVICE
+    from workbench.core.keychain import SERVICE
 
     previous = keyring.get_keyring()
     monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", secret_service.address)

@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 from workbench.core.coordinator import Backbone, Coordinator, Head, HeadConfig, act, apply_heads
-from workbench.core.workers.base import build_pool
+from workbench.core.workers.pool import build_pool
 
 FILLER = (
     "Thinker/sandbox:mathlete: First factor the expression, then check each root against the "

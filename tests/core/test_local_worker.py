@@ -11,8 +11,8 @@ from workbench.core.protocol import run_episode
 from workbench.core.records import Role
 from workbench.core.store import Store
 from workbench.core.tasks.model import Task
-from workbench.core.workers.base import build_pool
 from workbench.core.workers.local import LocalWorker
+from workbench.core.workers.pool import build_pool
 
 pytestmark = pytest.mark.slow
 

@@ -17,7 +17,8 @@ from workbench.core.protocol import (
 )
 from workbench.core.records import ROLES, Role, StopReason
 from workbench.core.tasks.model import Task
-from workbench.core.workers.base import Completion, Worker, WorkerError, build_pool
+from workbench.core.workers.base import Completion, Worker, WorkerError
+from workbench.core.workers.pool import build_pool
 
 MATH = Task(id="m1", kind="math", prompt="What is 6 * 7?", answer="42", category="math")
 

@@ -15,25 +15,21 @@ from keyring.backends import fail
 from keyrings.alt.file import PlaintextKeyring
 
 from tests.support.keychain import stored_items
-from workbench.core.registry import (
-    SERVICE,
-    KeychainUnavailable,
-    KeyStore,
-    Registry,
+from workbench.core.keychain import SERVICE, KeychainUnavailable, KeyStore, Secret, mask
+from workbench.core.registry import Registry, default_file
+from workbench.core.workers.anthropic import AnthropicWorker
+from workbench.core.workers.base import UnknownWorker
+from workbench.core.workers.local import LocalWorker
+from workbench.core.workers.openai import OpenAIWorker
+from workbench.core.workers.pool import build_pool
+from workbench.core.workers.simulated import SimulatedWorker
+from workbench.core.workers.spec import (
     RegistryError,
-    Secret,
     SpecError,
     Timeouts,
     WorkerSpec,
-    default_file,
-    mask,
     spec_from_options,
 )
-from workbench.core.workers.anthropic import AnthropicWorker
-from workbench.core.workers.base import UnknownWorker, build_pool
-from workbench.core.workers.local import LocalWorker
-from workbench.core.workers.openai import OpenAIWorker
-from workbench.core.workers.simulated import SimulatedWorker
 
 KEY = "sk-test-REGISTRY-0123456789abcdef"
 

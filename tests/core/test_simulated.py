@@ -6,7 +6,8 @@ import pytest
 
 from workbench.core.tasks.graders import grade
 from workbench.core.tasks.model import Task
-from workbench.core.workers.base import EpisodeContext, WorkerError, build_pool, current_episode
+from workbench.core.workers.base import EpisodeContext, WorkerError, current_episode
+from workbench.core.workers.pool import build_pool
 from workbench.core.workers.simulated import PROFILES_BY_ID, THINK_GAIN, oracle_worker
 
 MATH = Task(id="m", kind="math", prompt="What is 6 * 7?", answer="42", category="math")

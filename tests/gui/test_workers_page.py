@@ -13,7 +13,9 @@ import keyring
 import pytest
 
 from tests.support.fault_server import MODEL, Fault
-from workbench.core.registry import PRESETS, SERVICE, KeyStore, Registry, WorkerSpec
+from workbench.core.keychain import SERVICE, KeyStore
+from workbench.core.registry import Registry
+from workbench.core.workers.spec import PRESETS, WorkerSpec
 
 KEY = "sk-test-GUI-WORKERS-7f3a9c1e5b2d4f6a"
 NEW_KEY = "sk-test-GUI-REPLACED-0a1b2c3d4e5f6789"

@@ -70,7 +70,7 @@ def cmd_run_episode(args) -> int:
     from workbench.core.protocol import Prompts, run_episode
     from workbench.core.store import Store
     from workbench.core.tasks.suites import load_suite
-    from workbench.core.workers.base import build_pool
+    from workbench.core.workers.pool import build_pool
 
     ws = workspace(args)
     suite = load_suite(args.suite, ws)

@@ -23,7 +23,7 @@ def _registry():
 
 
 def _read_key(args, worker_id: str) -> str:
-    from workbench.core.registry import RegistryError, clean_key
+    from workbench.core.keychain import InvalidKey, clean_key
 
     if args.key_stdin:
         key = sys.stdin.read()
@@ -36,12 +36,12 @@ def _read_key(args, worker_id: str) -> str:
         )
     try:
         return clean_key(worker_id, key)
-    except RegistryError as exc:
+    except InvalidKey as exc:
         raise UserError(f"{exc} (pipe exactly one key into --key-stdin)") from None
 
 
 def _builtin_rows() -> list[dict]:
-    from workbench.core.workers.base import builtin_workers
+    from workbench.core.workers.pool import builtin_workers
 
     return [
         {"id": w.id, "provider": w.provider, "model": w.model, "builtin": True, "key": "not needed"}
@@ -82,7 +82,7 @@ def cmd_workers_list(args) -> int:
 
 
 def cmd_workers_add(args) -> int:
-    from workbench.core.registry import Timeouts, spec_from_options
+    from workbench.core.workers.spec import Timeouts, spec_from_options
 
     extra = None
     if args.extra is not None:
@@ -162,7 +162,7 @@ def cmd_workers_rename(args) -> int:
 
 
 def cmd_workers_test(args) -> int:
-    from workbench.core.workers.http import test_worker
+    from workbench.core.workers.checks import test_worker
 
     report = asyncio.run(test_worker(args.id, registry=_registry()))
     if args.json:
@@ -178,7 +178,7 @@ def cmd_workers_test(args) -> int:
 
 
 def cmd_workers_models(args) -> int:
-    from workbench.core.workers.http import worker_models
+    from workbench.core.workers.checks import worker_models
 
     models = asyncio.run(worker_models(args.id, registry=_registry()))
     if args.json:
@@ -190,7 +190,7 @@ def cmd_workers_models(args) -> int:
 
 def register(sub, common) -> None:
     """Add this module's commands to the parser."""
-    from workbench.core.registry import PRESETS
+    from workbench.core.workers.spec import PRESETS
 
     workers = sub.add_parser(
         "workers", help="worker models: list, add, test, models, set-key, rename, remove"

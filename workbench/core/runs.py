@@ -28,7 +28,8 @@ from workbench.core.evolution import (
 )
 from workbench.core.store import Store
 from workbench.core.tasks.suites import load_suite
-from workbench.core.workers.base import Worker, build_pool, describe_pool
+from workbench.core.workers.base import Worker
+from workbench.core.workers.pool import build_pool, describe_pool
 from workbench.core.workspace import Workspace
 
 log = logging.getLogger(__name__)

@@ -13,16 +13,11 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from workbench.core.registry import (
-    PRESETS,
-    KeyStatus,
-    Registry,
-    WorkerSpec,
-    clean_key,
-    spec_from_options,
-)
-from workbench.core.workers.base import builtin_workers
-from workbench.core.workers.http import ConnectionReport, endpoint_models, test_worker
+from workbench.core.keychain import KeyStatus, clean_key
+from workbench.core.registry import Registry
+from workbench.core.workers.checks import ConnectionReport, endpoint_models, test_worker
+from workbench.core.workers.pool import builtin_workers
+from workbench.core.workers.spec import PRESETS, WorkerSpec, spec_from_options
 from workbench.gui import background
 from workbench.gui.qt import (
     ERROR_STYLE,

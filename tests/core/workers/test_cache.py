@@ -15,16 +15,9 @@ import pytest
 from tests.support.fault_server import MODEL, Fault
 from workbench.core.coordinator import Coordinator
 from workbench.core.protocol import run_episode
-from workbench.core.registry import Timeouts, WorkerSpec
 from workbench.core.store import Store
 from workbench.core.tasks.model import Task
-from workbench.core.workers.base import (
-    CacheMiss,
-    EpisodeContext,
-    ProviderError,
-    build_pool,
-    current_episode,
-)
+from workbench.core.workers.base import CacheMiss, EpisodeContext, ProviderError, current_episode
 from workbench.core.workers.cache import (
     CachedWorker,
     CachePolicy,
@@ -33,9 +26,11 @@ from workbench.core.workers.cache import (
     default_policy,
     request_key,
 )
-from workbench.core.workers.http import RetryPolicy
 from workbench.core.workers.local import LocalWorker
 from workbench.core.workers.openai import OpenAIWorker
+from workbench.core.workers.pool import build_pool
+from workbench.core.workers.retry import RetryPolicy
+from workbench.core.workers.spec import Timeouts, WorkerSpec
 
 KEY = "sk-test-CACHE-0123456789abcdef"
 MESSAGES = ({"role": "user", "content": "What is 6 * 7?"},)

@@ -17,7 +17,6 @@ from tests.support.fault_server import MODEL, Fault
 from workbench.core.coordinator import Action
 from workbench.core.protocol import run_episode
 from workbench.core.records import ROLES, StopReason
-from workbench.core.registry import Timeouts, WorkerSpec
 from workbench.core.tasks.model import Task
 from workbench.core.workers.base import (
     AuthError,
@@ -27,8 +26,10 @@ from workbench.core.workers.base import (
     WorkerTimeout,
     WorkerUnreachable,
 )
-from workbench.core.workers.http import RetryPolicy, open_client, parse_retry_after
+from workbench.core.workers.http import open_client
 from workbench.core.workers.openai import OpenAIWorker
+from workbench.core.workers.retry import RetryPolicy, parse_retry_after
+from workbench.core.workers.spec import Timeouts, WorkerSpec
 
 KEY = "sk-test-FAULTS-0123456789abcdef"
 MESSAGES = [

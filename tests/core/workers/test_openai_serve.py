@@ -9,10 +9,11 @@ import asyncio
 from workbench.core.coordinator import Coordinator
 from workbench.core.protocol import render_transcript, run_episode
 from workbench.core.records import Role
-from workbench.core.registry import Timeouts, WorkerSpec
 from workbench.core.tasks.model import Task
-from workbench.core.workers.http import open_client, test_connection
+from workbench.core.workers.checks import test_connection
+from workbench.core.workers.http import open_client
 from workbench.core.workers.openai import OpenAIWorker
+from workbench.core.workers.spec import Timeouts, WorkerSpec
 
 TASK = Task(id="add", kind="math", prompt="What is 2 + 2?", answer="4", category="math")
 

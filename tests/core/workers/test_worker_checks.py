@@ -11,9 +11,12 @@ import pytest
 from keyring.backends import fail
 
 from tests.support.fault_server import MODEL, Fault
-from workbench.core.registry import KeyStore, Registry, RegistryError, WorkerSpec, clean_key
-from workbench.core.workers.base import UnknownWorker, build_pool, builtin_workers, describe_pool
-from workbench.core.workers.http import endpoint_models, test_worker, worker_models
+from workbench.core.keychain import InvalidKey, KeyStore, clean_key
+from workbench.core.registry import Registry
+from workbench.core.workers.base import UnknownWorker
+from workbench.core.workers.checks import endpoint_models, test_worker, worker_models
+from workbench.core.workers.pool import build_pool, builtin_workers, describe_pool
+from workbench.core.workers.spec import WorkerSpec
 
 KEY = "sk-test-CHECKS-0123456789abcdef"
 
@@ -97,7 +100,7 @@ def test_builtin_workers_are_the_offline_model_and_the_sandbox_profiles():
     ],
 )
 def test_bad_keys_are_refused_before_they_reach_the_keychain(key, words):
-    with pytest.raises(RegistryError, match=words):
+    with pytest.raises(InvalidKey, match=words):
         clean_key("gpt", key)
     assert clean_key("gpt", f" {KEY}\n") == KEY
 

@@ -1,9 +1,9 @@
-"""The Worker protocol and the registry of provider classes.
+"""The Worker protocol and its small types: the completion, the error hierarchy, the
+episode context, and the tables provider modules register themselves in.
 
-A provider implements one coroutine, ``complete()``. The registry maps a provider name
+A provider implements one coroutine, ``complete()``. ``PROVIDERS`` maps a provider name
 (``"local"``, ``"sandbox"``, ``"openai"``, ``"anthropic"``, ``"gemini"``) to its class;
-``build_pool`` turns worker ids (built-in ones and those registered in ``workers.toml``,
-see ``workbench.core.registry``) into worker objects.
+``workbench.core.workers.pool`` turns worker ids into worker objects.
 
 Errors: every failed call raises a ``WorkerError`` subclass whose message names the
 worker, the HTTP status when there is one, and what to do next; never a key.
@@ -18,9 +18,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
-    import httpx
-
-    from workbench.core.registry import Registry, WorkerSpec
     from workbench.core.tasks.model import Task
 
 Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": str}
@@ -200,119 +197,12 @@ def register_provider(name: str) -> Callable[[type[Worker]], type[Worker]]:
     return wrap
 
 
-# Resolvers for built-in worker ids: prefix -> function(id) -> list of workers.
-# Each provider module registers its own; the registered-workers file comes later.
-_BUILTIN_RESOLVERS: dict[str, Callable[[str], list[Worker]]] = {}
+# Resolvers for built-in worker ids: prefix -> function(id) -> list of workers. Each
+# built-in provider module registers its own when imported; workbench.core.workers.pool
+# imports them and reads this table.
+BUILTIN_RESOLVERS: dict[str, Callable[[str], list[Worker]]] = {}
 
 
 def register_builtin(prefix: str, resolve: Callable[[str], list[Worker]]) -> None:
-    _BUILTIN_RESOLVERS[prefix] = resolve
-
-
-def builtin_prefixes() -> list[str]:
-    _load_builtin_modules()
-    return sorted(_BUILTIN_RESOLVERS)
-
-
-def _load_builtin_modules() -> None:
-    # Importing registers the providers; the heavy imports happen inside their classes.
-    from workbench.core.workers import local, simulated  # noqa: F401
-
-
-@dataclass(frozen=True)
-class BuiltinWorker:
-    """A worker that needs no registration, as listings show it (nothing is loaded)."""
-
-    id: str
-    provider: str
-    model: str  # what answers, in words
-
-
-def builtin_workers() -> list[BuiltinWorker]:
-    """The built-in workers a pool can name without registering anything: the offline
-    local model and each sandbox profile (``local:SOURCE`` names any other local model)."""
-    from workbench.core.workers.local import SMOLLM2_ID
-    from workbench.core.workers.simulated import PROFILES_BY_ID
-
-    return [
-        BuiltinWorker(SMOLLM2_ID, "local", "SmolLM2-135M-Instruct (offline, GGUF)"),
-        *(
-            BuiltinWorker(wid, "sandbox", f"simulated/{p.name} (a simulation)")
-            for wid, p in PROFILES_BY_ID.items()
-        ),
-    ]
-
-
-def build_pool(
-    worker_ids: Sequence[str],
-    *,
-    registry: Registry | None = None,
-    client: httpx.AsyncClient | None = None,
-) -> list[Worker]:
-    """Turn worker ids into workers, in order: built-in ids (``local:smollm2``,
-    ``local:SOURCE``, ``sandbox``, ``sandbox:<name>``) and ids registered with
-    ``trinity-workbench workers add`` (``registry``, default: the user's workers.toml).
-    ``sandbox`` expands to the whole built-in sandbox pool.
-
-    ``client`` is the run's shared ``httpx.AsyncClient`` (see
-    ``workbench.core.workers.http.open_client``); workers built without one open their
-    own on first use and close it in ``aclose()``.
-    """
-    registry = registry or _registry_if_needed(worker_ids)
-    return [
-        w if isinstance(w, Worker) else registry.worker_for(w, client=client)
-        for w in _expand(worker_ids, registry)
-    ]
-
-
-def describe_pool(
-    worker_ids: Sequence[str], *, registry: Registry | None = None
-) -> list[tuple[str, str]]:
-    """(id, model) of each worker ``worker_ids`` names, in head order, as ``build_pool``
-    would build them but without building registered workers: no key is read (listing
-    a pool must not touch the keychain)."""
-    return [
-        (w.id, w.model) for w in _expand(worker_ids, registry or _registry_if_needed(worker_ids))
-    ]
-
-
-def _registry_if_needed(worker_ids: Sequence[str]) -> Registry | None:
-    _load_builtin_modules()
-    if all(wid.strip().split(":", 1)[0] in _BUILTIN_RESOLVERS for wid in worker_ids):
-        return None
-    from workbench.core.registry import Registry
-
-    return Registry.open()
-
-
-def _expand(worker_ids: Sequence[str], registry: Registry | None) -> list[Worker | WorkerSpec]:
-    """Built-in workers (cheap: nothing loads until a call) and registered specs, in order."""
-    _load_builtin_modules()
-    pool: list[Worker | WorkerSpec] = []
-    for wid in worker_ids:
-        wid = wid.strip()
-        prefix = wid.split(":", 1)[0]
-        if prefix in _BUILTIN_RESOLVERS:
-            pool.extend(_BUILTIN_RESOLVERS[prefix](wid))
-            continue
-        spec = registry.find(wid) if registry is not None else None
-        if spec is None:
-            known = ", ".join(
-                f"{p}:..." if p != "sandbox" else "sandbox, sandbox:..." for p in builtin_prefixes()
-            )
-            registered = ", ".join(w.id for w in registry.list()) if registry is not None else ""
-            raise UnknownWorker(
-                f"unknown worker '{wid}': built-in workers are {known}; registered workers: "
-                f"{registered or 'none yet'} (list them with trinity-workbench workers list, add one with "
-                "trinity-workbench workers add)"
-            )
-        pool.append(spec)
-    ids = [w.id for w in pool]
-    dupes = sorted({i for i in ids if ids.count(i) > 1})
-    if dupes:
-        raise ValueError(
-            f"pool names worker(s) {', '.join(dupes)} twice: each worker may appear once"
-        )
-    if not pool:
-        raise ValueError("empty pool: name at least one worker, e.g. --pool sandbox")
-    return pool
+    """Make built-in worker ids starting with ``prefix`` resolve through ``resolve``."""
+    BUILTIN_RESOLVERS[prefix] = resolve

@@ -1,7 +1,7 @@
-"""What every HTTP provider shares: the run's ``httpx.AsyncClient``, timeouts, retries
-(tenacity: exponential backoff with jitter, ``Retry-After`` honoured, a cap), the mapping
-of failures to ``WorkerError`` subclasses, concurrency and rate limits, cost accounting,
-model listing and the connection test.
+"""The transport every HTTP provider shares: the run's ``httpx.AsyncClient``, timeouts,
+the mapping of failures to ``WorkerError`` subclasses, concurrency and rate limits, cost
+accounting and model listing. Retries and pacing are ``workbench.core.workers.retry``;
+the connection test and model listing by worker id are ``workbench.core.workers.checks``.
 
 One client per run::
 
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import abc
 import asyncio
-import email.utils
 import json
 import logging
 import math
@@ -28,18 +27,10 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import httpx
-from tenacity import (
-    AsyncRetrying,
-    RetryCallState,
-    retry_if_exception,
-    stop_after_attempt,
-    wait_exponential,
-    wait_random,
-)
-from tenacity.wait import wait_base
+from tenacity import RetryCallState
 
 from workbench import __version__
-from workbench.core.registry import KeyStatus, Registry, Secret, Timeouts, WorkerSpec
+from workbench.core.keychain import KeyStatus, Secret
 from workbench.core.workers.base import (
     AuthError,
     BadResponse,
@@ -52,6 +43,8 @@ from workbench.core.workers.base import (
     WorkerTimeout,
     WorkerUnreachable,
 )
+from workbench.core.workers.retry import RateLimiter, RetryPolicy, parse_retry_after, retrying
+from workbench.core.workers.spec import Timeouts, WorkerSpec
 
 log = logging.getLogger(__name__)
 
@@ -78,96 +71,6 @@ def open_client(
         follow_redirects=False,  # a redirect would carry the key to another host
         transport=transport,
     )
-
-
-# --------------------------------------------------------------------------- retries
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """At most ``attempts`` tries. Waits grow as ``backoff * 2**n`` plus up to
-    ``jitter`` seconds of random jitter, each at most ``max_wait``. A ``Retry-After``
-    from the server is honoured (seconds or an HTTP date); one longer than ``max_wait``
-    is not waited for: the call fails at once with ``RateLimited`` saying when to retry."""
-
-    attempts: int = 5
-    backoff: float = 0.5
-    jitter: float = 0.5
-    max_wait: float = 60.0
-
-    def __post_init__(self) -> None:
-        if self.attempts < 1 or self.backoff < 0 or self.jitter < 0 or self.max_wait <= 0:
-            raise ValueError(f"invalid retry policy {self}: attempts >= 1, waits >= 0")
-
-
-class _wait_retry_after(wait_base):
-    """tenacity wait: the server's Retry-After when it gave one, else exponential backoff
-    with jitter."""
-
-    def __init__(self, policy: RetryPolicy):
-        self.policy = policy
-        # backoff * 2**n, capped, plus uniform jitter (tenacity's own strategies, combined)
-        self.backoff = wait_exponential(
-            multiplier=policy.backoff, max=policy.max_wait
-        ) + wait_random(0, policy.jitter)
-
-    def __call__(self, retry_state: RetryCallState) -> float:
-        exc = retry_state.outcome.exception() if retry_state.outcome else None
-        retry_after = getattr(exc, "retry_after", None)
-        if retry_after is not None:
-            return min(retry_after, self.policy.max_wait)
-        return min(self.backoff(retry_state), self.policy.max_wait)
-
-
-def _should_retry(policy: RetryPolicy):
-    def check(exc: BaseException) -> bool:
-        if not isinstance(exc, WorkerError) or not exc.retryable:
-            return False
-        retry_after = getattr(exc, "retry_after", None)
-        return retry_after is None or retry_after <= policy.max_wait
-
-    return check
-
-
-def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
-    """Seconds to wait from a ``Retry-After`` header: delta-seconds or an HTTP date."""
-    if value is None or not value.strip():
-        return None
-    value = value.strip()
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError, IndexError):
-            return None
-        if when is None:
-            return None
-        seconds = when.timestamp() - (time.time() if now is None else now)
-    if math.isnan(seconds):
-        return None
-    return max(0.0, seconds)
-
-
-# --------------------------------------------------------------------------- limits
-
-
-class RateLimiter:
-    """At most ``rpm`` requests per minute, spaced evenly (no bursts at minute starts)."""
-
-    def __init__(self, rpm: float):
-        self.interval = 60.0 / rpm
-        self._next = 0.0
-        self._lock = asyncio.Lock()
-
-    async def acquire(self) -> None:
-        loop = asyncio.get_running_loop()
-        async with self._lock:
-            now = loop.time()
-            start = max(now, self._next)
-            self._next = start + self.interval
-        if start > now:
-            await asyncio.sleep(start - now)
 
 
 @dataclass
@@ -202,32 +105,6 @@ class Parsed:
     tokens_in: int | None
     tokens_out: int | None
     model: str | None
-
-
-@dataclass(frozen=True)
-class ConnectionReport:
-    """The outcome of ``workers test``: one tiny request."""
-
-    worker: str
-    ok: bool
-    latency_s: float
-    model: str | None  # the model the server says answered
-    reply: str
-    error: str | None
-    error_kind: str | None  # the WorkerError subclass name
-    status: int | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "worker": self.worker,
-            "ok": self.ok,
-            "latency_s": round(self.latency_s, 4),
-            "model": self.model,
-            "reply": self.reply,
-            "error": self.error,
-            "error_kind": self.error_kind,
-            "status": self.status,
-        }
 
 
 # --------------------------------------------------------------------------- the worker
@@ -564,17 +441,11 @@ class HTTPWorker(Worker):
             if attempts is None
             else RetryPolicy(attempts, self.retry.backoff, self.retry.jitter, self.retry.max_wait)
         )
-        retrying = AsyncRetrying(
-            stop=stop_after_attempt(policy.attempts),
-            wait=_wait_retry_after(policy),
-            retry=retry_if_exception(_should_retry(policy)),
-            reraise=True,
-            before_sleep=self._log_retry,
-        )
+        attempts_loop = retrying(policy, self._log_retry)
         tries = 0
         async with state.semaphore:  # held through retry waits: backing off must not free a slot
             try:
-                async for attempt in retrying:
+                async for attempt in attempts_loop:
                     with attempt:
                         tries = attempt.retry_state.attempt_number
                         data, raw = await self._attempt(state, method, path, body, params)
@@ -670,122 +541,19 @@ class HTTPWorker(Worker):
                 break
         return sorted(set(models))
 
-    async def probe(self, max_tokens: int = 16) -> ConnectionReport:
-        """One tiny request, one attempt: latency, the model echoed, or the error explained."""
-        started = time.perf_counter()
-        try:
-            reply = await self._complete(
-                [{"role": "user", "content": "Reply with the single word: OK"}],
-                max_tokens=self.spec.max_tokens or max_tokens,
-                temperature=0.0,
-                seed=None,
-                attempts=1,
-                override=False,
-            )
-        except WorkerError as exc:
-            return ConnectionReport(
-                self.id,
-                False,
-                time.perf_counter() - started,
-                None,
-                "",
-                str(exc),
-                type(exc).__name__,
-                exc.status,
-            )
-        return ConnectionReport(
-            self.id, True, time.perf_counter() - started, reply.model, reply.text, None, None, None
+    async def probe(self, max_tokens: int = 16) -> Completion:
+        """One tiny request, one attempt, the run's settings ignored (the connection test,
+        ``workbench.core.workers.checks``); raises ``WorkerError`` as a call would."""
+        return await self._complete(
+            [{"role": "user", "content": "Reply with the single word: OK"}],
+            max_tokens=self.spec.max_tokens or max_tokens,
+            temperature=0.0,
+            seed=None,
+            attempts=1,
+            override=False,
         )
 
     def __repr__(self) -> str:
         return (
             f"{type(self).__name__}({self.id!r}, model={self.model!r}, base_url={self.base_url!r})"
         )
-
-
-async def test_connection(worker: Worker) -> ConnectionReport:
-    """``workers test``: one tiny request to any worker (HTTP ones: a single attempt)."""
-    if isinstance(worker, HTTPWorker):
-        return await worker.probe()
-    started = time.perf_counter()
-    try:
-        reply = await worker.complete(
-            [{"role": "user", "content": "Reply with the single word: OK"}],
-            max_tokens=16,
-            temperature=0.0,
-        )
-    except WorkerError as exc:
-        return ConnectionReport(
-            worker.id,
-            False,
-            time.perf_counter() - started,
-            None,
-            "",
-            str(exc),
-            type(exc).__name__,
-            exc.status,
-        )
-    return ConnectionReport(
-        worker.id, True, time.perf_counter() - started, reply.model, reply.text, None, None, None
-    )
-
-
-test_connection.__test__ = False  # not a pytest test, despite its name
-
-
-async def test_worker(worker_id: str, *, registry: Registry | None = None) -> ConnectionReport:
-    """``workers test`` and the GUI's Workers page: build one worker (built-in or
-    registered in ``registry``, default the user's) on a client of its own, send one tiny
-    request, close everything. A failed request is a report, not an exception."""
-    async with open_client() as client:
-        worker = _one_worker(worker_id, registry, client)
-        try:
-            return await test_connection(worker)
-        finally:
-            await worker.aclose()
-
-
-test_worker.__test__ = False
-
-
-async def worker_models(worker_id: str, *, registry: Registry | None = None) -> list[str]:
-    """The model ids offered by the endpoint of worker ``worker_id`` (``workers models``)."""
-    async with open_client() as client:
-        return await _models(_one_worker(worker_id, registry, client))
-
-
-async def endpoint_models(
-    spec: WorkerSpec, *, key: str | None = None, registry: Registry | None = None
-) -> list[str]:
-    """The model ids offered by the endpoint of ``spec``, which need not be registered
-    yet (a worker being added): ``key`` is a key entered but not stored; without one the
-    key is resolved as for a call (keychain, then environment)."""
-    registry = registry or Registry.open()
-    async with open_client() as client:
-        return await _models(registry.worker_for(spec, key=key, client=client))
-
-
-def _one_worker(worker_id: str, registry: Registry | None, client: httpx.AsyncClient) -> Worker:
-    from workbench.core.workers.base import build_pool
-
-    pool = build_pool([worker_id], registry=registry, client=client)
-    if len(pool) != 1:
-        raise ValueError(
-            f"'{worker_id}' names {len(pool)} workers: name one of them "
-            f"({', '.join(w.id for w in pool)})"
-        )
-    return pool[0]
-
-
-async def _models(worker: Worker) -> list[str]:
-    try:
-        if not isinstance(worker, HTTPWorker):
-            raise ValueError(f"worker '{worker.id}' is not behind an API: it has no model list")
-        return await worker.list_models()
-    finally:
-        await worker.aclose()
-
-
-def load_http_providers() -> None:
-    """Import the provider modules so that they register their classes."""
-    from workbench.core.workers import anthropic, gemini, openai  # noqa: F401

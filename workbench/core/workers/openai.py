@@ -1,7 +1,7 @@
 """The OpenAI-compatible Chat Completions API: OpenAI itself, OpenRouter, Together, Groq,
 DeepSeek, Mistral, Fireworks, xAI, and local servers (vLLM, SGLang, Ollama, LM Studio,
 llama.cpp server, ``transformers serve``). Presets for their base URLs are in
-``workbench.core.registry.PRESETS``.
+``workbench.core.workers.spec.PRESETS``.
 
 Request: ``POST {base_url}/chat/completions`` with ``Authorization: Bearer KEY`` (when a
 key is set), ``model``, ``messages``, ``max_tokens`` (or ``max_completion_tokens`` when

@@ -1,0 +1,224 @@
+"""API keys in the OS keychain, never in a file.
+
+Keys live in the OS keychain through ``keyring`` (macOS Keychain, Windows Credential
+Locker, Secret Service on Linux via gnome-keyring or KWallet), service
+``trinity-workbench``, one entry per worker id. With no secure keyring backend the store
+says so, with the fix for the platform, and refuses to store a key; it never falls back to
+a plain-text file. ``Secret`` carries a key through the program without ever printing it.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+SERVICE = "trinity-workbench"  # the keychain service name; one entry per worker id
+
+
+class KeychainError(ValueError):
+    """A key cannot be used or kept as asked; the message names the worker and the fix."""
+
+
+class InvalidKey(KeychainError):
+    """A key as entered is empty or holds blanks (two keys pasted, or a key with its label)."""
+
+
+class KeychainUnavailable(KeychainError):
+    """No secure keyring backend works here; the message gives the fix per platform."""
+
+
+class Secret:
+    """An API key that does not print itself: ``repr``, ``str`` and f-strings show a mask.
+    ``reveal()`` is the only way to the value (for the one request header that needs it)."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str):
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError("an API key must be a non-empty string")
+        self._value = value.strip()
+
+    def reveal(self) -> str:
+        return self._value
+
+    def redact(self, text: str) -> str:
+        """``text`` with every occurrence of the key replaced by a mask."""
+        return text.replace(self._value, "****") if text else text
+
+    def __repr__(self) -> str:
+        return "Secret('****')"
+
+    __str__ = __repr__
+
+    def __reduce__(self):  # never pickled into a file or a process pool by accident
+        raise TypeError("a Secret cannot be pickled")
+
+
+def clean_key(worker_id: str, key: str) -> str:
+    """``key`` without surrounding blanks, or ``InvalidKey`` if it is empty or holds
+    spaces or line breaks (two keys pasted, or a key with its label)."""
+    key = (key or "").strip()
+    if not key:
+        raise InvalidKey(f"the key for worker '{worker_id}' is empty: give the API key")
+    if any(c.isspace() for c in key):
+        raise InvalidKey(
+            f"the key for worker '{worker_id}' contains spaces or line breaks: give exactly one key"
+        )
+    return key
+
+
+def mask(key: str) -> str:
+    """A key as the GUI may show it after entry: never more than its last 4 characters."""
+    return "****" + key[-4:] if len(key) >= 12 else "****"
+
+
+# --------------------------------------------------------------------------- keychain
+
+
+def _platform_fix(env: str | None) -> str:
+    env_hint = (
+        f"set {env} in the environment (read at call time, never stored)"
+        if env
+        else "set the environment variable named by the worker's key_env"
+    )
+    if sys.platform == "darwin":
+        return (
+            f"unlock the macOS Keychain (log in to the desktop session, or run "
+            f"`security unlock-keychain`), or {env_hint}"
+        )
+    if sys.platform.startswith("win"):
+        return f"use a normal Windows user session (Windows Credential Locker), or {env_hint}"
+    return (
+        "start a Secret Service provider in a D-Bus session: install gnome-keyring (`apt install "
+        "gnome-keyring dbus-user-session`) or KWallet; on a headless server run the workbench under "
+        "`dbus-run-session -- sh -c 'echo -n PASSWORD | gnome-keyring-daemon --unlock "
+        f"--components=secrets; trinity-workbench ...'`; or {env_hint}"
+    )
+
+
+def _insecure(backend: Any) -> bool:
+    module = type(backend).__module__
+    return (
+        module.startswith("keyrings.alt")
+        or module in ("keyring.backends.null", "keyring.backends.fail")
+        or "plaintext" in type(backend).__name__.lower()
+    )
+
+
+class KeyStore:
+    """Keys in the OS keychain: service ``trinity-workbench``, one entry per worker id.
+
+    Only a secure backend is used. keyring's chainer is opened up and its best secure
+    member used directly, so a key can never slip into a plain-text member of the chain.
+    """
+
+    def __init__(self, backend: Any | None = None):
+        self._backend = backend
+
+    def backend(self, env: str | None = None) -> Any:
+        """The secure keyring backend, or ``KeychainUnavailable`` with the fix."""
+        import keyring
+
+        chosen = self._backend if self._backend is not None else keyring.get_keyring()
+        members = list(getattr(chosen, "backends", None) or [chosen])
+        secure = [b for b in members if not _insecure(b)]
+        if not secure:
+            names = ", ".join(f"{type(b).__module__}.{type(b).__name__}" for b in members) or "none"
+            plain = [
+                b
+                for b in members
+                if type(b).__module__ not in ("keyring.backends.fail", "keyring.backends.null")
+            ]
+            what = (
+                "keyring would store keys in plain text"
+                if plain
+                else "no keyring backend is available"
+            )
+            raise KeychainUnavailable(
+                f"no secure keychain for API keys ({what}: {names}); the workbench never stores a key in "
+                f"plain text. Fix: {_platform_fix(env)}"
+            )
+        return max(secure, key=lambda b: getattr(b, "priority", 0))
+
+    def available(self) -> bool:
+        try:
+            self.backend()
+        except KeychainUnavailable:
+            return False
+        return True
+
+    def get(self, worker_id: str, env: str | None = None) -> str | None:
+        from keyring.errors import KeyringError
+
+        backend = self.backend(env)
+        try:
+            return backend.get_password(SERVICE, worker_id)
+        except KeyringError as exc:
+            raise self._failed("read", worker_id, exc, env) from None
+
+    def set(self, worker_id: str, key: str, env: str | None = None) -> None:
+        from keyring.errors import KeyringError
+
+        value = Secret(key).reveal()
+        backend = self.backend(env)
+        try:
+            backend.set_password(SERVICE, worker_id, value)
+        except KeyringError as exc:
+            raise self._failed("store", worker_id, exc, env) from None
+
+    def delete(self, worker_id: str) -> bool:
+        """Delete the key of ``worker_id``; False if there was none."""
+        from keyring.errors import KeyringError, PasswordDeleteError
+
+        backend = self.backend()
+        try:
+            if backend.get_password(SERVICE, worker_id) is None:
+                return False
+            backend.delete_password(SERVICE, worker_id)
+        except PasswordDeleteError:
+            return False
+        except KeyringError as exc:
+            raise self._failed("delete", worker_id, exc, None) from None
+        return True
+
+    @staticmethod
+    def _failed(
+        action: str, worker_id: str, exc: Exception, env: str | None
+    ) -> KeychainUnavailable:
+        # keyring's messages hold backend details, never the key; keep only the class name
+        # and the first line to be safe.
+        detail = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        locked = "lock" in detail.lower() or type(exc).__name__ == "KeyringLocked"
+        fix = (
+            "unlock the keyring (log in to the desktop session, or `gnome-keyring-daemon --unlock`)"
+            if locked
+            else _platform_fix(env)
+        )
+        return KeychainUnavailable(
+            f"cannot {action} the key of worker '{worker_id}' in the keychain "
+            f"({type(exc).__name__}: {detail}): {fix}"
+        )
+
+
+@dataclass(frozen=True)
+class KeyStatus:
+    """Where a worker's key would come from; never the key itself."""
+
+    source: (
+        str  # "keychain", "environment", "missing", "not needed", "entered" (typed, not stored yet)
+    )
+    env: str | None = None  # the environment variable consulted (if any)
+    note: str | None = None  # e.g. why the keychain could not be read
+
+    @property
+    def label(self) -> str:
+        if self.source == "keychain":
+            return "in keychain"
+        if self.source == "environment":
+            return f"from environment ({self.env})"
+        if self.source == "not needed":
+            return "not needed"
+        if self.source == "entered":
+            return "entered (not stored yet)"
+        return "missing" + (f" ({self.note})" if self.note else "")

@@ -1,0 +1,160 @@
+"""Pools: worker ids (built-in ones and those registered in ``workers.toml``) turned into
+worker objects, in head order.
+
+``build_pool`` expands ``sandbox`` to the whole built-in sandbox pool, resolves
+``local:...`` and ``sandbox:...`` ids through the built-in providers, and builds
+registered workers from their specs (``worker_for``) with their keys resolved now.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from workbench.core.keychain import KeyStatus, Secret, clean_key
+from workbench.core.registry import Registry
+from workbench.core.workers.base import BUILTIN_RESOLVERS, PROVIDERS, UnknownWorker, Worker
+from workbench.core.workers.spec import WorkerSpec
+
+if TYPE_CHECKING:
+    import httpx
+
+
+def builtin_prefixes() -> list[str]:
+    """The id prefixes of built-in workers (``local``, ``sandbox``)."""
+    _load_builtin_modules()
+    return sorted(BUILTIN_RESOLVERS)
+
+
+def _load_builtin_modules() -> None:
+    # Importing registers the providers; the heavy imports happen inside their classes.
+    from workbench.core.workers import local, simulated  # noqa: F401
+
+
+def load_http_providers() -> None:
+    """Import the HTTP provider modules so that they register their classes."""
+    from workbench.core.workers import anthropic, gemini, openai  # noqa: F401
+
+
+@dataclass(frozen=True)
+class BuiltinWorker:
+    """A worker that needs no registration, as listings show it (nothing is loaded)."""
+
+    id: str
+    provider: str
+    model: str  # what answers, in words
+
+
+def builtin_workers() -> list[BuiltinWorker]:
+    """The built-in workers a pool can name without registering anything: the offline
+    local model and each sandbox profile (``local:SOURCE`` names any other local model)."""
+    from workbench.core.workers.local import SMOLLM2_ID
+    from workbench.core.workers.simulated import PROFILES_BY_ID
+
+    return [
+        BuiltinWorker(SMOLLM2_ID, "local", "SmolLM2-135M-Instruct (offline, GGUF)"),
+        *(
+            BuiltinWorker(wid, "sandbox", f"simulated/{p.name} (a simulation)")
+            for wid, p in PROFILES_BY_ID.items()
+        ),
+    ]
+
+
+def build_pool(
+    worker_ids: Sequence[str],
+    *,
+    registry: Registry | None = None,
+    client: httpx.AsyncClient | None = None,
+) -> list[Worker]:
+    """Turn worker ids into workers, in order: built-in ids (``local:smollm2``,
+    ``local:SOURCE``, ``sandbox``, ``sandbox:<name>``) and ids registered with
+    ``trinity-workbench workers add`` (``registry``, default: the user's workers.toml).
+    ``sandbox`` expands to the whole built-in sandbox pool.
+
+    ``client`` is the run's shared ``httpx.AsyncClient`` (see
+    ``workbench.core.workers.http.open_client``); workers built without one open their
+    own on first use and close it in ``aclose()``.
+    """
+    registry = registry or _registry_if_needed(worker_ids)
+    return [
+        w if isinstance(w, Worker) else worker_for(registry, w, client=client)
+        for w in _expand(worker_ids, registry)
+    ]
+
+
+def describe_pool(
+    worker_ids: Sequence[str], *, registry: Registry | None = None
+) -> list[tuple[str, str]]:
+    """(id, model) of each worker ``worker_ids`` names, in head order, as ``build_pool``
+    would build them but without building registered workers: no key is read (listing
+    a pool must not touch the keychain)."""
+    return [
+        (w.id, w.model) for w in _expand(worker_ids, registry or _registry_if_needed(worker_ids))
+    ]
+
+
+def _registry_if_needed(worker_ids: Sequence[str]) -> Registry | None:
+    _load_builtin_modules()
+    if all(wid.strip().split(":", 1)[0] in BUILTIN_RESOLVERS for wid in worker_ids):
+        return None
+    return Registry.open()
+
+
+def _expand(worker_ids: Sequence[str], registry: Registry | None) -> list[Worker | WorkerSpec]:
+    """Built-in workers (cheap: nothing loads until a call) and registered specs, in order."""
+    _load_builtin_modules()
+    pool: list[Worker | WorkerSpec] = []
+    for wid in worker_ids:
+        wid = wid.strip()
+        prefix = wid.split(":", 1)[0]
+        if prefix in BUILTIN_RESOLVERS:
+            pool.extend(BUILTIN_RESOLVERS[prefix](wid))
+            continue
+        spec = registry.find(wid) if registry is not None else None
+        if spec is None:
+            known = ", ".join(
+                f"{p}:..." if p != "sandbox" else "sandbox, sandbox:..." for p in builtin_prefixes()
+            )
+            registered = ", ".join(w.id for w in registry.list()) if registry is not None else ""
+            raise UnknownWorker(
+                f"unknown worker '{wid}': built-in workers are {known}; registered workers: "
+                f"{registered or 'none yet'} (list them with trinity-workbench workers list, add one with "
+                "trinity-workbench workers add)"
+            )
+        pool.append(spec)
+    ids = [w.id for w in pool]
+    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    if dupes:
+        raise ValueError(
+            f"pool names worker(s) {', '.join(dupes)} twice: each worker may appear once"
+        )
+    if not pool:
+        raise ValueError("empty pool: name at least one worker, e.g. --pool sandbox")
+    return pool
+
+
+def worker_for(
+    registry: Registry | None,
+    spec: WorkerSpec,
+    *,
+    key: str | None = None,
+    client: httpx.AsyncClient | None = None,
+) -> Worker:
+    """The worker object for ``spec``, registered or not (a spec still being edited).
+    ``key`` is a key entered but not stored yet; without one the key is resolved now from
+    ``registry``'s keychain, then the environment (default registry: the user's)."""
+    if spec.provider == "local":
+        from workbench.core.workers.local import LocalWorker
+
+        return LocalWorker(spec.id, spec.model, price_in=spec.price_in, price_out=spec.price_out)
+    status: KeyStatus
+    secret: Secret | None
+    if key is not None:
+        secret = Secret(clean_key(spec.id, key))
+        status = KeyStatus("entered", spec.effective_key_env)
+    else:
+        registry = registry or Registry.open()
+        secret, status = registry.resolve_key(spec)
+    load_http_providers()
+    return PROVIDERS[spec.provider](spec, key=secret, key_status=status, client=client)  # type: ignore[call-arg]

@@ -1,0 +1,364 @@
+"""A worker's spec: what ``workers.toml`` says about one registered worker, validated.
+
+``WorkerSpec`` names the provider protocol, the model, the endpoint, per-worker decoding
+overrides, prices, limits and timeouts; every invalid field is an error that names it.
+``PRESETS`` are the known endpoints (cloud APIs and local servers at their default ports).
+The spec never holds a key (``workbench.core.keychain`` keeps those).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from types import MappingProxyType
+from typing import Any
+from urllib.parse import urlsplit
+
+PROVIDERS = ("openai", "anthropic", "gemini", "local")
+BUILTIN_PREFIXES = ("local", "sandbox")  # ids that name built-in workers
+
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_ENV = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+# Extra request fields whose name says they carry a credential: they would land in the file.
+_SECRET_FIELD = re.compile(
+    r"(api[_-]?key|secret|password|passwd|authorization|bearer|credential)", re.I
+)
+# Extra fields the client itself sets from the spec; overriding them from `extra` is a mistake.
+_RESERVED_FIELDS = {"model", "messages", "stream", "contents", "system", "systemInstruction"}
+
+
+class RegistryError(ValueError):
+    """A registry operation cannot be done as asked (bad spec, unknown id, bad file)."""
+
+
+class SpecError(RegistryError):
+    """A worker spec field is invalid; the message names the field and the fix."""
+
+
+# --------------------------------------------------------------------------- presets
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A known endpoint: the provider protocol it speaks, its base URL and the
+    environment variable that may hold its key (None: no key needed or none assumed)."""
+
+    provider: str
+    base_url: str
+    key_env: str | None
+
+
+PRESETS: dict[str, Preset] = {
+    # cloud APIs
+    "openai": Preset("openai", "https://api.openai.com/v1", "OPENAI_API_KEY"),
+    "anthropic": Preset("anthropic", "https://api.anthropic.com/v1", "ANTHROPIC_API_KEY"),
+    "gemini": Preset(
+        "gemini", "https://generativelanguage.googleapis.com/v1beta", "GEMINI_API_KEY"
+    ),
+    "openrouter": Preset("openai", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"),
+    "together": Preset("openai", "https://api.together.xyz/v1", "TOGETHER_API_KEY"),
+    "groq": Preset("openai", "https://api.groq.com/openai/v1", "GROQ_API_KEY"),
+    "deepseek": Preset("openai", "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY"),
+    "mistral": Preset("openai", "https://api.mistral.ai/v1", "MISTRAL_API_KEY"),
+    "fireworks": Preset("openai", "https://api.fireworks.ai/inference/v1", "FIREWORKS_API_KEY"),
+    "xai": Preset("openai", "https://api.x.ai/v1", "XAI_API_KEY"),
+    # local OpenAI-compatible servers at their default ports
+    "vllm": Preset("openai", "http://127.0.0.1:8000/v1", None),
+    "sglang": Preset("openai", "http://127.0.0.1:30000/v1", None),
+    "ollama": Preset("openai", "http://127.0.0.1:11434/v1", None),
+    "lmstudio": Preset("openai", "http://127.0.0.1:1234/v1", None),
+    "llamacpp": Preset("openai", "http://127.0.0.1:8080/v1", None),
+    "transformers": Preset("openai", "http://127.0.0.1:8000/v1", None),
+}
+
+
+def _default_key_env(provider: str, base_url: str | None) -> str | None:
+    """The environment fallback for a spec without ``key_env``: the preset's variable
+    for its own host only, so an OpenAI key is never sent to another server."""
+    host = urlsplit(base_url or "").hostname
+    for preset in PRESETS.values():
+        if (
+            preset.provider == provider
+            and preset.key_env
+            and urlsplit(preset.base_url).hostname == host
+        ):
+            return preset.key_env
+    return None
+
+
+# --------------------------------------------------------------------------- spec
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Seconds: ``connect`` to open a connection, ``read`` between two chunks of the
+    reply, ``total`` for one whole attempt (a reply that trickles in still ends)."""
+
+    connect: float = 10.0
+    read: float = 120.0
+    total: float = 300.0
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not (0 < value < math.inf)
+            ):
+                raise SpecError(
+                    f"field 'timeouts.{f.name}' must be a positive number of seconds (got {value!r})"
+                )
+        if self.total < self.connect or self.total < self.read:
+            raise SpecError(
+                f"field 'timeouts.total' ({self.total} s) must be at least the connect and read "
+                "timeouts: it bounds a whole attempt"
+            )
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """One registered worker. Validated on creation; every error names its field.
+
+    ``temperature`` and ``max_tokens``, when set, override the run's settings for this
+    worker (a reasoning model that needs more output tokens, say). ``extra`` holds extra
+    request fields sent as they are (``reasoning_effort``, ``chat_template_kwargs``,
+    ``thinking``, ``generationConfig``, ...). Prices are dollars per million tokens.
+    ``concurrency`` bounds the calls in flight; ``rpm`` (optional) the requests per
+    minute. ``key_env`` names the environment variable read when the keychain holds no
+    key (default: the preset's variable for the spec's host; none for other hosts).
+    """
+
+    id: str
+    provider: str
+    model: str
+    base_url: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    price_in: float = 0.0
+    price_out: float = 0.0
+    context_window: int | None = None
+    concurrency: int = 8
+    rpm: float | None = None
+    timeouts: Timeouts = field(default_factory=Timeouts)
+    key_env: str | None = None
+
+    def __post_init__(self) -> None:
+        validate_worker_id(self.id)
+        where = f"worker '{self.id}': field"
+        if self.provider not in PROVIDERS:
+            presets = ", ".join(p for p in PRESETS if p not in PROVIDERS)
+            raise SpecError(
+                f"{where} 'provider' is {self.provider!r}: use one of {', '.join(PROVIDERS)} "
+                f"(or, with workers add, a preset: {presets})"
+            )
+        if not isinstance(self.model, str) or not self.model.strip():
+            raise SpecError(
+                f"{where} 'model' is empty: give the model name the provider expects "
+                f"(list them with trinity-workbench workers models {self.id})"
+            )
+        if self.provider == "local":
+            for name in ("base_url", "temperature", "max_tokens", "rpm", "key_env"):
+                if getattr(self, name) is not None:
+                    raise SpecError(
+                        f"{where} '{name}' does not apply to provider 'local' (an in-process "
+                        "model): remove it"
+                    )
+            if self.extra:
+                raise SpecError(f"{where} 'extra' does not apply to provider 'local': remove it")
+        else:
+            base = (
+                self.base_url or PRESETS[self.provider].base_url
+                if self.provider in PRESETS
+                else self.base_url
+            )
+            if base is None:
+                raise SpecError(
+                    f"{where} 'base_url' is missing: give the server's URL, e.g. http://127.0.0.1:8000/v1"
+                )
+            object.__setattr__(self, "base_url", _check_url(where, base))
+        if self.temperature is not None and (
+            not _is_number(self.temperature) or not 0 <= self.temperature <= 2
+        ):
+            raise SpecError(
+                f"{where} 'temperature' must be a number from 0 to 2 (got {self.temperature!r})"
+            )
+        for name in ("max_tokens", "context_window"):
+            value = getattr(self, name)
+            if value is not None and (
+                not isinstance(value, int) or isinstance(value, bool) or value < 1
+            ):
+                raise SpecError(
+                    f"{where} '{name}' must be a whole number of tokens, at least 1 (got {value!r})"
+                )
+        for name in ("price_in", "price_out"):
+            value = getattr(self, name)
+            if not _is_number(value) or value < 0 or math.isinf(value):
+                raise SpecError(
+                    f"{where} '{name}' must be dollars per million tokens, 0 or more (got {value!r})"
+                )
+        if (
+            not isinstance(self.concurrency, int)
+            or isinstance(self.concurrency, bool)
+            or not 1 <= self.concurrency <= 1024
+        ):
+            raise SpecError(
+                f"{where} 'concurrency' must be a whole number from 1 to 1024 (got {self.concurrency!r})"
+            )
+        if self.rpm is not None and (
+            not _is_number(self.rpm) or self.rpm <= 0 or math.isinf(self.rpm)
+        ):
+            raise SpecError(
+                f"{where} 'rpm' must be a positive number of requests per minute, or absent "
+                f"(got {self.rpm!r})"
+            )
+        if not isinstance(self.timeouts, Timeouts):
+            raise SpecError(f"{where} 'timeouts' must be a Timeouts (connect, read, total)")
+        if self.key_env is not None and (
+            not isinstance(self.key_env, str) or not _ENV.match(self.key_env)
+        ):
+            raise SpecError(
+                f"{where} 'key_env' must name an environment variable such as OPENAI_API_KEY "
+                f"(got {self.key_env!r})"
+            )
+        if not isinstance(self.extra, Mapping):
+            raise SpecError(
+                f"{where} 'extra' must be a table of request fields (got {type(self.extra).__name__})"
+            )
+        for name in self.extra:
+            if not isinstance(name, str):
+                raise SpecError(f"{where} 'extra' has a non-text field name {name!r}")
+            if _SECRET_FIELD.search(name):
+                raise SpecError(
+                    f"{where} 'extra.{name}' looks like a credential, and workers.toml never holds "
+                    f"one: store the key with trinity-workbench workers set-key {self.id} --key-stdin"
+                )
+            if name in _RESERVED_FIELDS:
+                raise SpecError(f"{where} 'extra.{name}' is set by the client itself: remove it")
+        # Frozen means frozen: a read-only view of a private copy.
+        object.__setattr__(self, "extra", MappingProxyType(_thaw(dict(self.extra))))
+
+    # ------------------------------------------------------------- conversion
+
+    @property
+    def effective_key_env(self) -> str | None:
+        """The environment variable consulted when the keychain has no key."""
+        if self.provider == "local":
+            return None
+        return self.key_env or _default_key_env(self.provider, self.base_url)
+
+    def to_toml(self) -> dict[str, Any]:
+        """The table written under ``[workers.ID]`` (defaults left out)."""
+        out: dict[str, Any] = {"provider": self.provider, "model": self.model}
+        for name in ("base_url", "temperature", "max_tokens", "context_window", "rpm", "key_env"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
+        out["price_in"], out["price_out"] = self.price_in, self.price_out
+        if self.provider != "local":
+            out["concurrency"] = self.concurrency
+            out["timeouts"] = {
+                "connect": self.timeouts.connect,
+                "read": self.timeouts.read,
+                "total": self.timeouts.total,
+            }
+        if self.extra:
+            out["extra"] = _thaw(dict(self.extra))
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """Everything about the worker as plain JSON (for ``workers list --json``)."""
+        return {"id": self.id, **self.to_toml(), "key_env": self.effective_key_env}
+
+    @classmethod
+    def from_toml(cls, worker_id: str, table: Mapping[str, Any]) -> WorkerSpec:
+        """A spec from its ``[workers.ID]`` table; unknown fields are errors (typos)."""
+        if not isinstance(table, Mapping):
+            raise SpecError(f"worker '{worker_id}': [workers.{worker_id}] must be a table")
+        known = {f.name for f in fields(cls)} - {"id"}
+        unknown = sorted(set(table) - known)
+        if unknown:
+            raise SpecError(
+                f"worker '{worker_id}': unknown field(s) {', '.join(repr(u) for u in unknown)}: "
+                f"the fields are {', '.join(sorted(known))}"
+            )
+        values = dict(table)
+        if "timeouts" in values:
+            t = values["timeouts"]
+            if not isinstance(t, Mapping) or set(t) - {"connect", "read", "total"}:
+                raise SpecError(
+                    f"worker '{worker_id}': field 'timeouts' takes connect, read and total (seconds)"
+                )
+            values["timeouts"] = Timeouts(**t)
+        for name in ("provider", "model"):
+            if name not in values:
+                raise SpecError(f"worker '{worker_id}': field '{name}' is missing")
+        return cls(id=worker_id, **values)
+
+    def renamed(self, new_id: str) -> WorkerSpec:
+        return replace(self, id=new_id)
+
+
+def validate_worker_id(worker_id: Any) -> str:
+    """A worker id: letters, digits, ``.``, ``_``, ``-`` (no ``:`` or ``,``, which pools
+    use), and not a built-in prefix."""
+    if not isinstance(worker_id, str) or not _ID.match(worker_id):
+        raise SpecError(
+            f"worker id {worker_id!r} is invalid: use 1 to 64 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit (no ':' or ',')"
+        )
+    if worker_id in BUILTIN_PREFIXES:
+        raise SpecError(f"worker id '{worker_id}' names built-in workers: choose another id")
+    return worker_id
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and not math.isnan(value)
+
+
+def _check_url(where: str, url: Any) -> str:
+    if not isinstance(url, str):
+        raise SpecError(f"{where} 'base_url' must be a URL (got {url!r})")
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise SpecError(
+            f"{where} 'base_url' must be an http:// or https:// URL with a host (got {url!r})"
+        )
+    if parts.username or parts.password:
+        raise SpecError(
+            f"{where} 'base_url' must not carry credentials: store the key with "
+            "trinity-workbench workers set-key ID --key-stdin"
+        )
+    if parts.query or parts.fragment:
+        raise SpecError(
+            f"{where} 'base_url' must not have a query or fragment (a key in the URL would land "
+            "in workers.toml): give the endpoint only, e.g. https://api.openai.com/v1"
+        )
+    return url.strip().rstrip("/")
+
+
+def _thaw(value: Any) -> Any:
+    """Plain dicts and lists (TOML- and JSON-serialisable) from mapping proxies."""
+    if isinstance(value, Mapping):
+        return {str(k): _thaw(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_thaw(v) for v in value]
+    return value
+
+
+def spec_from_options(worker_id: str, provider: str, model: str, **options: Any) -> WorkerSpec:
+    """A spec from ``workers add`` options: ``provider`` may be a preset name, which fills
+    the provider protocol and the base URL (the key's environment variable follows from
+    the host)."""
+    preset = PRESETS.get(provider)
+    if preset is not None:
+        options["base_url"] = options.get("base_url") or preset.base_url
+        provider = preset.provider
+    return WorkerSpec(
+        id=worker_id,
+        provider=provider,
+        model=model,
+        **{k: v for k, v in options.items() if v is not None},
+    )
