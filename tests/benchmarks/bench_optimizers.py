@@ -24,12 +24,13 @@ import numpy as np
 import platformdirs
 
 from workbench.core.config import RunConfig
-from workbench.core.coordinator import Backbone, HeadConfig, _softmax
-from workbench.core.evolution import CALIBRATION_TASKS, SearchBasis, make_optimizer
+from workbench.core.coordinator import Backbone, HeadConfig, softmax
+from workbench.core.optimizers.make import make_optimizer
 from workbench.core.protocol import render_transcript
 from workbench.core.records import ROLES, Episode, Role, StopReason, Turn
 from workbench.core.runs import mean_ci
 from workbench.core.tasks.suites import load_suite
+from workbench.core.training.basis import CALIBRATION_TASKS, SearchBasis
 from workbench.core.workers.simulated import SANDBOX_PROFILES
 
 WORKER = ROLES.index(Role.WORKER)
@@ -109,8 +110,8 @@ def train(
             else:
                 logits = seen[batch] @ proposal.vector.reshape(head.shape).T
                 p_workers, p_roles = (
-                    _softmax(logits[:, : len(POOL)]),
-                    _softmax(logits[:, len(POOL) :]),
+                    softmax(logits[:, : len(POOL)]),
+                    softmax(logits[:, len(POOL) :]),
                 )
                 workers = np.array([rng.choice(len(POOL), p=p) for p in p_workers])
                 roles = np.array([rng.choice(3, p=p) for p in p_roles])

@@ -14,8 +14,8 @@ import argparse
 import tempfile
 
 from workbench.core.config import RunConfig
-from workbench.core.evolution import GenerationStats
 from workbench.core.runs import train
+from workbench.core.training.events import GenerationStats
 from workbench.core.workspace import Workspace
 
 

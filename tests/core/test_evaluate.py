@@ -5,10 +5,10 @@ import pytest
 
 from tests.core.test_training import config
 from workbench.core.evaluate import EvaluationProgress, EvaluationStopped, baseline_names
-from workbench.core.evolution import StopToken
 from workbench.core.export import CoordinatorFileError
 from workbench.core.runs import evaluable_runs, evaluate_run, evaluation_source, export_run, train
 from workbench.core.store import Store
+from workbench.core.training.events import StopToken
 from workbench.core.workspace import Workspace
 
 SANDBOX = ["sandbox:mathlete", "sandbox:scholar", "sandbox:coder"]

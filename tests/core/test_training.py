@@ -12,15 +12,11 @@ import numpy as np
 import pytest
 
 from workbench.core.config import ConfigError, RunConfig
-from workbench.core.evolution import (
-    GenerationStats,
-    RunStarted,
-    StopToken,
-    best_vector,
-)
 from workbench.core.export import CoordinatorFileError, load_coordinator, read_manifest
 from workbench.core.runs import effective_status, evaluate_run, export_run, train
 from workbench.core.store import Store
+from workbench.core.training.checkpoint import best_vector
+from workbench.core.training.events import GenerationStats, RunStarted, StopToken
 from workbench.core.workspace import Workspace
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,10 +70,10 @@ def test_run_reports_events_and_keeps_a_gap_free_history(ws, tiny_backbone):
         assert record.status == "finished" and record.stop_reason == "budget.generations"
         assert [g["generation"] for g in store.generations(run_id)] == [0, 1, 2]
         assert len(store.list_episodes(run_id)) == 3 * 12 + 2 * 6
-        vector, data = best_vector(store, run_id)
+        vector, checkpoint = best_vector(store, run_id)
     assert (
         vector.shape == ((3 + 3) * 32,)
-        and data["best_validation"] == record.result["best_validation"]
+        and checkpoint.best_validation == record.result["best_validation"]
     )
 
 
@@ -205,7 +201,7 @@ def test_export_and_load_give_identical_decisions(ws, tiny_backbone, tmp_path):
     with Store.open(ws) as store:
         vector, _ = best_vector(store, run_id)
     np.testing.assert_array_equal(loaded.head.get_flat(), vector)
-    from workbench.core.evolution import coordinator_from_vector
+    from workbench.core.training.trainer import coordinator_from_vector
 
     original = coordinator_from_vector(tiny_backbone, 3, vector, svf=False)
     for text in ("Query:\nWhat is 2 + 2?", "Query:\nWrite sq(x).\n\nThinker/sandbox:coder: plan"):
@@ -327,7 +323,7 @@ def test_study_compares_optimizers_under_one_budget(ws, tiny_backbone):
 
 
 def test_balanced_search_basis_evens_out_an_anisotropic_feature_and_maps_to_an_ordinary_head():
-    from workbench.core.evolution import SearchBasis
+    from workbench.core.training.basis import SearchBasis
 
     rng = np.random.default_rng(0)
     d = 64
@@ -359,10 +355,10 @@ def test_balanced_search_basis_evens_out_an_anisotropic_feature_and_maps_to_an_o
 def test_the_stored_result_is_the_coordinator_that_was_validated(ws, tiny_backbone, basis):
     """The recorded decisions of the best validation replay exactly from the stored vector
     (what export and evaluation use), whichever basis the optimizer searched in."""
-    from workbench.core.coordinator import _softmax
-    from workbench.core.evolution import coordinator_from_vector
+    from workbench.core.coordinator import softmax
     from workbench.core.protocol import render_transcript
     from workbench.core.tasks.suites import load_suite
+    from workbench.core.training.trainer import coordinator_from_vector
 
     cfg = config(
         optimizer={"popsize": 4, "rollouts": 3, "validate_every": 1, "search_basis": basis},
@@ -371,9 +367,9 @@ def test_the_stored_result_is_the_coordinator_that_was_validated(ws, tiny_backbo
     run_id = train(cfg, ws, backbone=tiny_backbone)
     tasks = {t.id: t for t in load_suite("mixed").tasks}
     with Store.open(ws) as store:
-        vector, data = best_vector(store, run_id)
+        vector, checkpoint = best_vector(store, run_id)
         alpha = store.get_run(run_id).result["search_basis_alpha"]
-        generation = data["best_validation_generation"]
+        generation = checkpoint.best_validation_generation
         summaries = store.list_episodes(run_id, generation=generation)
         validation = [store.get_episode(e.id) for e in summaries if e.candidate is None]
     assert (alpha == 1.0) == (basis == "identity") and alpha >= 1.0
@@ -384,8 +380,8 @@ def test_the_stored_result_is_the_coordinator_that_was_validated(ws, tiny_backbo
         logits = stored.head.weights @ tiny_backbone.feature(
             render_transcript(tasks[episode.task_id], episode.turns[:i])
         )
-        np.testing.assert_allclose(_softmax(logits[:3]), episode.turns[i].worker_probs, atol=1e-6)
-        np.testing.assert_allclose(_softmax(logits[3:]), episode.turns[i].role_probs, atol=1e-6)
+        np.testing.assert_allclose(softmax(logits[:3]), episode.turns[i].worker_probs, atol=1e-6)
+        np.testing.assert_allclose(softmax(logits[3:]), episode.turns[i].role_probs, atol=1e-6)
 
 
 @pytest.mark.parametrize("svf", [False, True])
@@ -396,7 +392,8 @@ def test_sigma0_gives_every_backbone_width_the_papers_exploration_in_logit_space
     explored at sigma0 sqrt(1024 / d), so a candidate's logits spread sigma0 sqrt(1024)
     whatever the width; SVF offsets (relative changes) keep sigma0 itself."""
     from workbench.core.coordinator import HeadConfig
-    from workbench.core.evolution import REFERENCE_WIDTH, make_optimizer
+    from workbench.core.optimizers.make import make_optimizer
+    from workbench.core.optimizers.sep_cma_es import REFERENCE_WIDTH
 
     cfg = config(optimizer={"popsize": 64, "sigma0": 0.03})
     head = HeadConfig(3, tiny_backbone.hidden_size)

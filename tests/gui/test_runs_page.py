@@ -10,8 +10,8 @@ import time
 import numpy as np
 
 from tests.core.test_training import config
-from workbench.core.evolution import GenerationStats
 from workbench.core.store import Store
+from workbench.core.training.events import GenerationStats
 from workbench.gui.qt import QModelIndex, Qt
 
 TIMEOUT = 120_000

@@ -21,7 +21,12 @@ class Progress:
         self.tty = self.stream.isatty()
 
     def __call__(self, event) -> None:
-        from workbench.core.evolution import GenerationStats, RunFailed, RunFinished, RunStarted
+        from workbench.core.training.events import (
+            GenerationStats,
+            RunFailed,
+            RunFinished,
+            RunStarted,
+        )
 
         if isinstance(event, RunStarted):
             self.total = int(event.budget["generations"])
@@ -74,8 +79,8 @@ class Progress:
 
 def cmd_train(args) -> int:
     from workbench.core.config import RunConfig
-    from workbench.core.evolution import StopToken
     from workbench.core.runs import train
+    from workbench.core.training.events import StopToken
 
     config = RunConfig.load(args.config) if args.config else None
     if config is None and args.resume is None:
@@ -102,7 +107,7 @@ def cmd_train(args) -> int:
 
 
 def _print_event(event) -> None:
-    from workbench.core.evolution import event_to_json
+    from workbench.core.training.events import event_to_json
 
     print(event_to_json(event), flush=True)
 

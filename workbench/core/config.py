@@ -82,7 +82,7 @@ class OptimizerSection:
     turn_penalty: float = 0.0  # fitness -= weight x turns per episode
     learning_rate: float = 0.01  # REINFORCE and imitation (Adam)
     # the coordinates the optimizer searches in: "balanced" (the backbone's shared feature
-    # direction scaled down to the weight of the rest, see evolution.SearchBasis) or
+    # direction scaled down to the weight of the rest, see training.basis.SearchBasis) or
     # "identity" (the head's weights themselves, as in the paper)
     search_basis: str = "balanced"
     concurrency: int = 64  # episodes in flight at once

@@ -2,7 +2,7 @@
 
 - Feature: the final layer's hidden state at the *penultimate* token of the transcript
   (METHOD.md), normalised to unit RMS; the trainer explores head weights at
-  sigma0 * sqrt(1024 / d) (``evolution.head_step_scale``), so one sigma0 gives backbones of
+  sigma0 * sqrt(1024 / d) (``optimizers.sep_cma_es.head_step_scale``), so one sigma0 gives backbones of
   any width the paper's exploration in logit space.
 - Head: one bias-free linear map ``W`` of shape ``(L + 3, d)``; the first ``L`` logits
   choose the worker, the last 3 the role, as two independent softmax distributions.
@@ -73,7 +73,8 @@ class Action:
     role_probs: tuple[float, ...]
 
 
-def _softmax(x: np.ndarray) -> np.ndarray:
+def softmax(x: np.ndarray) -> np.ndarray:
+    """Softmax over the last axis, in float64 (a head's worker or role distribution)."""
     x = np.asarray(x, dtype=np.float64)
     z = np.exp(x - x.max(axis=-1, keepdims=True))
     return z / z.sum(axis=-1, keepdims=True)
@@ -86,8 +87,8 @@ def apply_heads(weights: np.ndarray, feature: np.ndarray) -> np.ndarray:
 
 def act(logits: np.ndarray, n_workers: int, rng: np.random.Generator | None = None) -> Action:
     """Turn one head's logits into an Action: sample with ``rng``, argmax without."""
-    worker_p = _softmax(logits[:n_workers])
-    role_p = _softmax(logits[n_workers:])
+    worker_p = softmax(logits[:n_workers])
+    role_p = softmax(logits[n_workers:])
     if rng is None:
         w, r = int(np.argmax(worker_p)), int(np.argmax(role_p))
     else:

@@ -21,11 +21,12 @@ from typing import Any
 
 import numpy as np
 
-from workbench.core.coordinator import Action
-from workbench.core.evolution import FixedPolicy, StopToken, derived_seed
+from workbench.core.policies import FixedPolicy, Policy, RandomPolicy
 from workbench.core.protocol import Prompts, run_episode
 from workbench.core.records import Episode
 from workbench.core.tasks.model import Task
+from workbench.core.training.events import StopToken
+from workbench.core.training.trainer import derived_seed
 from workbench.core.workers.base import Worker
 from workbench.core.workers.simulated import PROFILES_BY_ID, oracle_worker
 
@@ -186,18 +187,6 @@ def _chosen_baselines(worker_ids: Sequence[str], baselines: bool | Collection[st
     return [b for b in available if b in baselines]
 
 
-class RandomPolicy:
-    """Uniformly random (worker, role) at every turn, from the episode's generator."""
-
-    def __init__(self, n_workers: int):
-        self.n_workers = n_workers
-
-    async def adecide(self, transcript: str, rng: np.random.Generator | None = None) -> Action:
-        rng = rng if rng is not None else np.random.default_rng()
-        w, r = int(rng.integers(self.n_workers)), int(rng.integers(3))
-        return Action(w, r, tuple([1.0 / self.n_workers] * self.n_workers), (1 / 3, 1 / 3, 1 / 3))
-
-
 def summarise(name: str, kind: str, episodes: Sequence[Episode]) -> SystemResult:
     n = len(episodes)
     rewards = sum(e.reward for e in episodes)
@@ -218,7 +207,7 @@ def summarise(name: str, kind: str, episodes: Sequence[Episode]) -> SystemResult
 
 
 async def evaluate(
-    coordinator: Any,
+    coordinator: Policy,
     pool: Sequence[Worker],
     tasks: Sequence[Task],
     *,

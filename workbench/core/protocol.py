@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from workbench.core.coordinator import Coordinator
+from workbench.core.policies import Policy
 from workbench.core.records import ROLES, Episode, Role, StopReason, Turn
 from workbench.core.tasks.graders import grade_cached
 from workbench.core.tasks.model import Task
@@ -156,7 +156,7 @@ def _turn_seed(seed: int | None, index: int) -> int | None:
 
 
 async def run_episode(
-    coordinator: Coordinator,
+    coordinator: Policy,
     pool: Sequence[Worker],
     task: Task,
     *,

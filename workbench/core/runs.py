@@ -12,22 +12,17 @@ import logging
 import math
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from workbench.core.config import ConfigError, RunConfig
 from workbench.core.coordinator import Backbone
-from workbench.core.evolution import (
-    Listener,
-    StopToken,
-    Trainer,
-    best_vector,
-    coordinator_from_vector,
-    task_splits,
-)
 from workbench.core.store import Store
 from workbench.core.tasks.suites import load_suite
+from workbench.core.training.checkpoint import best_vector
+from workbench.core.training.events import Listener, StopToken
+from workbench.core.training.trainer import Trainer, coordinator_from_vector, task_splits
 from workbench.core.workers.base import Worker
 from workbench.core.workers.pool import build_pool, describe_pool
 from workbench.core.workspace import Workspace
@@ -337,7 +332,7 @@ def export_run(
     with Store.open(workspace) as store:
         record = store.get_run(run)
         config = RunConfig.from_dict(record.config, f"run {record.id}")
-        vector, data = best_vector(store, record.id)
+        vector, checkpoint = best_vector(store, record.id)
         backbone = backbone or shared_backbone(
             config.backbone.model, config.backbone.device, config.optimizer.svf_layer
         )
@@ -347,10 +342,10 @@ def export_run(
             "run_id": record.id,
             "name": record.name,
             "optimizer": config.optimizer.name,
-            "generations": data["generation"] + 1,
-            "best_validation": data["best_validation"],
-            "best_validation_generation": data["best_validation_generation"],
-            "spend": data["spend"],
+            "generations": checkpoint.generation + 1,
+            "best_validation": checkpoint.best_validation,
+            "best_validation_generation": checkpoint.best_validation_generation,
+            "spend": asdict(checkpoint.spend),
             "config": config.to_dict(),
         }
         return save_coordinator(

@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 
 from workbench.core.evaluate import EvaluationProgress, EvaluationStopped, Report
-from workbench.core.evolution import StopToken
 from workbench.core.records import ROLES
 from workbench.core.runs import (
     EvaluationResult,
@@ -27,6 +26,7 @@ from workbench.core.runs import (
     evaluation_source,
 )
 from workbench.core.tasks.suites import list_suites
+from workbench.core.training.events import StopToken
 from workbench.core.workspace import Workspace
 from workbench.gui import background
 from workbench.gui.qt import (

@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 
 from workbench.core.config import CHOICES, RunConfig
-from workbench.core.evolution import GenerationStats, RunFailed, RunFinished, RunStarted
 from workbench.core.records import ROLES
 from workbench.core.runs import effective_status
 from workbench.core.store import Store
+from workbench.core.training.events import GenerationStats, RunFailed, RunFinished, RunStarted
 from workbench.core.workspace import Workspace, resources_dir
 from workbench.gui import background
 from workbench.gui.qt import (

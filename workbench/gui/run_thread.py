@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.core.config import RunConfig
-from workbench.core.evolution import (
+from workbench.core.training.events import (
     EpisodeDone,
     GenerationStats,
     RunFailed,

@@ -50,8 +50,8 @@ def make_sample(
     workspace: Workspace, config: RunConfig | None = None, backbone: Any = None
 ) -> Sample:
     """Train the sample run and evaluate it."""
-    from workbench.core.evolution import GenerationStats
     from workbench.core.runs import evaluate_run, train
+    from workbench.core.training.events import GenerationStats
 
     config = config or RunConfig.from_dict(SAMPLE_CONFIG)
     started = time.perf_counter()

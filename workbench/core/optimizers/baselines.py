@@ -1,5 +1,5 @@
 """Baseline optimizers with the trainer's interface, budget, events and checkpoints, so a
-user can reproduce the paper's comparison (METHOD.md) on their own pool:
+user can reproduce the paper's comparison (docs/METHOD.md) on their own pool:
 
 - random search: each candidate drawn U[-0.5, 0.5]^n, the best one kept;
 - REINFORCE: the same linear head as a stochastic policy, a batch of sampled episodes
@@ -12,17 +12,14 @@ user can reproduce the paper's comparison (METHOD.md) on their own pool:
 from __future__ import annotations
 
 import pickle
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
-from workbench.core.config import RunConfig
-from workbench.core.coordinator import HeadConfig, _softmax
-from workbench.core.evolution import Proposal, default_popsize
+from workbench.core.coordinator import HeadConfig, softmax
+from workbench.core.optimizers.base import Features, Proposal
 from workbench.core.protocol import render_transcript
 from workbench.core.records import ROLES, Episode, Role
-
-Features = Callable[[list[str]], np.ndarray]
 
 
 class RandomSearch:
@@ -197,7 +194,7 @@ class Imitation(_HeadLearner):
             for f, task_id in zip(feats, ids, strict=True):
                 logits = W @ f
                 grad += self._log_prob_grad(
-                    f, _softmax(logits[:L]), _softmax(logits[L:]), self.labels[task_id], role
+                    f, softmax(logits[:L]), softmax(logits[L:]), self.labels[task_id], role
                 ).reshape(W.shape)
             self.theta = self.adam.step(self.theta, grad.reshape(-1) / len(ids))
 
@@ -211,35 +208,3 @@ class Imitation(_HeadLearner):
     def loads(self, state: bytes) -> None:
         base, self.labels = pickle.loads(state)
         super().loads(base)
-
-
-def make(
-    config: RunConfig, n: int, head: HeadConfig, features: Features, tasks: dict | None = None
-):
-    o = config.optimizer
-    popsize = o.popsize or default_popsize(n)
-    if o.name == "random-search":
-        return RandomSearch(n, popsize=popsize, rollouts=o.rollouts, seed=config.run.seed)
-    if o.svf:
-        raise ValueError(
-            f"optimizer.svf is supported by sep-cma-es and random-search, not by {o.name}"
-        )
-    if o.name == "reinforce":
-        return Reinforce(
-            head,
-            features,
-            popsize=popsize,
-            rollouts=o.rollouts,
-            lr=o.learning_rate,
-            tasks=tasks or {},
-        )
-    if o.name == "imitation":
-        return Imitation(
-            head,
-            features,
-            popsize=popsize,
-            rollouts=o.rollouts,
-            lr=o.learning_rate,
-            tasks=tasks or {},
-        )
-    raise ValueError(f"unknown optimizer '{o.name}'")

@@ -1,0 +1,53 @@
+"""What the training loop needs from an optimizer: proposals in, fitness out."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from workbench.core.records import Episode
+
+Features = Callable[[list[str]], np.ndarray]  # transcripts -> features in the search basis
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """One candidate of a generation: a parameter vector, or a fixed single-worker
+    policy (worker index, one Worker turn) for optimizers that collect labels."""
+
+    vector: np.ndarray | None = None
+    fixed_worker: int | None = None
+
+
+class Optimizer(Protocol):
+    """What the training loop needs from an optimizer."""
+
+    popsize: int  # proposals per generation
+    rollouts: int  # tasks per proposal (the shared minibatch)
+
+    def ask(self) -> list[Proposal]: ...
+
+    def tell(
+        self,
+        proposals: Sequence[Proposal],
+        fitness: Sequence[float],
+        episodes: Sequence[Sequence[Episode]],
+    ) -> None: ...
+
+    def center(self) -> np.ndarray:
+        """The vector that represents the optimizer's current belief (validated)."""
+
+    @property
+    def sigma(self) -> float: ...
+
+    def dumps(self) -> bytes: ...
+
+    def loads(self, state: bytes) -> None: ...
+
+
+def default_popsize(n: int) -> int:
+    """pycma's default population for ``n`` parameters: 4 + floor(3 ln n)."""
+    return 4 + int(3 * np.log(n))

@@ -1,0 +1,55 @@
+"""Policies: what chooses the (worker, role) of each turn of an episode.
+
+``Policy`` is the one protocol ``run_episode`` drives. The coordinator
+(``workbench.core.coordinator.Coordinator``) implements it with a backbone and a head;
+``FixedPolicy`` always gives one worker one role (single-worker baselines, imitation
+labels, the sandbox oracle); ``RandomPolicy`` draws uniformly (the random-routing baseline).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from workbench.core.coordinator import Action
+from workbench.core.records import ROLES, Role
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """Chooses a turn's worker and role from the transcript so far. ``rng`` samples (a
+    training rollout); ``None`` acts greedily (evaluation). ``n_workers`` is the size of
+    the pool it chooses from."""
+
+    n_workers: int
+
+    async def adecide(self, transcript: str, rng: np.random.Generator | None = None) -> Action:
+        """The action for the next turn, with both probability vectors."""
+        ...
+
+
+class FixedPolicy:
+    """A coordinator stand-in that always gives one worker one role (single-worker
+    baselines, imitation labels, the sandbox oracle)."""
+
+    def __init__(self, n_workers: int, worker: int, role: Role = Role.WORKER):
+        self.n_workers = n_workers
+        probs = tuple(1.0 if i == worker else 0.0 for i in range(n_workers))
+        r = ROLES.index(role)
+        self._action = Action(worker, r, probs, tuple(1.0 if i == r else 0.0 for i in range(3)))
+
+    async def adecide(self, transcript: str, rng: np.random.Generator | None = None) -> Action:
+        return self._action
+
+
+class RandomPolicy:
+    """Uniformly random (worker, role) at every turn, from the episode's generator."""
+
+    def __init__(self, n_workers: int):
+        self.n_workers = n_workers
+
+    async def adecide(self, transcript: str, rng: np.random.Generator | None = None) -> Action:
+        rng = rng if rng is not None else np.random.default_rng()
+        w, r = int(rng.integers(self.n_workers)), int(rng.integers(3))
+        return Action(w, r, tuple([1.0 / self.n_workers] * self.n_workers), (1 / 3, 1 / 3, 1 / 3))

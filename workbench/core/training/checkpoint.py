@@ -1,0 +1,134 @@
+"""A training run's checkpoint, written with every generation: everything an exact
+resume needs, and the run's result (its best-on-validation vector).
+
+On disk (the ``checkpoints`` table) a checkpoint is a pickled dict with the keys of
+``Checkpoint``'s fields, ``format`` and ``spend`` as a plain dict; ``Checkpoint`` is the
+only code that reads or writes those keys, so nothing downstream (export, evaluation)
+depends on them.
+"""
+
+from __future__ import annotations
+
+import pickle
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from workbench.core.store import Store
+from workbench.core.training.basis import SearchBasis
+
+CHECKPOINT_FORMAT = 1
+
+
+@dataclass
+class Spend:
+    """What a run has used so far (restored on resume)."""
+
+    episodes: int = 0
+    calls: int = 0
+    dollars: float = 0.0
+    seconds: float = 0.0
+
+    def as_totals(self) -> dict[str, float]:
+        return {
+            "episodes": self.episodes,
+            "calls": self.calls,
+            "dollars": self.dollars,
+            "minutes": self.seconds / 60,
+        }
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """The state after ``generation`` (0-based) completed. ``center`` and ``best_vector``
+    are head-space vectors ``[SVF offsets || head weights]`` (the search basis applied);
+    ``optimizer`` is the optimizer's own opaque state."""
+
+    generation: int
+    optimizer: bytes
+    spend: Spend
+    best_validation: float | None
+    best_vector: np.ndarray | None
+    best_validation_generation: int | None
+    last_validation: float | None
+    center: np.ndarray
+    basis: SearchBasis
+    n_params: int
+    n_svf: int
+
+    @property
+    def result_vector(self) -> np.ndarray:
+        """The run's result: the best-on-validation vector, or the distribution mean if the
+        run was never validated."""
+        return np.asarray(self.best_vector if self.best_vector is not None else self.center)
+
+    def dumps(self) -> bytes:
+        """The blob stored with the generation (the same pickle format since format 1)."""
+        return pickle.dumps(
+            {
+                "format": CHECKPOINT_FORMAT,
+                "generation": self.generation,
+                "optimizer": self.optimizer,
+                "spend": asdict(self.spend),
+                "best_validation": self.best_validation,
+                "best_vector": self.best_vector,
+                "best_validation_generation": self.best_validation_generation,
+                "last_validation": self.last_validation,
+                "center": self.center,
+                "basis": self.basis.to_dict(),
+                "n_params": self.n_params,
+                "n_svf": self.n_svf,
+            }
+        )
+
+    @classmethod
+    def loads(cls, blob: bytes) -> Checkpoint:
+        """A checkpoint from its stored blob; ``CheckpointError`` if this version cannot
+        read it."""
+        data: dict[str, Any] = pickle.loads(blob)
+        if data.get("format") != CHECKPOINT_FORMAT:
+            raise CheckpointError(
+                f"checkpoint format {data.get('format')} is not supported by this version"
+            )
+        return cls(
+            generation=data["generation"],
+            optimizer=data["optimizer"],
+            spend=Spend(**data["spend"]),
+            best_validation=data["best_validation"],
+            best_vector=data["best_vector"],
+            best_validation_generation=data["best_validation_generation"],
+            last_validation=data["last_validation"],
+            center=np.asarray(data["center"]),
+            # checkpoints written before the search basis existed searched the identity
+            basis=SearchBasis.from_dict(data["basis"]) if "basis" in data else SearchBasis(),
+            n_params=data["n_params"],
+            n_svf=data["n_svf"],
+        )
+
+
+class CheckpointError(RuntimeError):
+    """A stored checkpoint cannot be used by this version or this config."""
+
+
+def latest_checkpoint(store: Store, run_id: str) -> Checkpoint | None:
+    """The checkpoint of a run's last completed generation, or None before the first."""
+    latest = store.latest_checkpoint(run_id)
+    if latest is None:
+        return None
+    checkpoint = Checkpoint.loads(latest[1])
+    if checkpoint.generation != latest[0]:
+        raise CheckpointError(
+            f"checkpoint of run {run_id} is inconsistent "
+            f"(generation {checkpoint.generation} vs {latest[0]})"
+        )
+    return checkpoint
+
+
+def best_vector(store: Store, run_id: str) -> tuple[np.ndarray, Checkpoint]:
+    """A run's result: the best-on-validation vector (the distribution mean if it was never
+    validated), with the checkpoint it comes from."""
+    checkpoint = latest_checkpoint(store, run_id)
+    if checkpoint is None:
+        raise ValueError(f"run {run_id} has no completed generation yet: train or resume it first")
+    return checkpoint.result_vector, checkpoint

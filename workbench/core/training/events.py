@@ -1,0 +1,159 @@
+"""What a training run tells its listeners (the CLI's progress, ``train --events``, the
+GUI's plots), as typed events that round-trip through one line of JSON, and the token a
+caller stops or pauses a run with."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RunStarted:
+    run_id: str
+    name: str
+    n_params: int
+    popsize: int
+    rollouts: int
+    start_generation: int  # > 0 when resumed
+    budget: dict[str, float]
+
+
+@dataclass(frozen=True)
+class GenerationStats:
+    """One generation's figures: what the CLI prints, the store keeps and the GUI plots."""
+
+    run_id: str
+    generation: int
+    best: float
+    mean: float
+    median: float
+    worst: float
+    sigma: float
+    evaluations: int  # training episodes this generation
+    calls: int
+    tokens: int
+    dollars: float
+    cache_hits: int
+    wall_s: float
+    coordinator_s: float  # backbone busy time
+    worker_s: float  # summed worker call latency
+    features_requested: int
+    features_computed: int
+    usage: dict[str, int]  # "worker/role" -> turns
+    validation: float | None  # reward of the distribution mean on validation, when evaluated
+    best_validation: float | None
+    totals: dict[str, float]  # spend so far: episodes, calls, dollars, minutes
+
+
+@dataclass(frozen=True)
+class EpisodeDone:
+    run_id: str
+    generation: int
+    candidate: int | None
+    task_id: str
+    reward: float
+    turns: int
+    stop_reason: str
+    cost: float
+
+
+@dataclass(frozen=True)
+class RunFinished:
+    run_id: str
+    stop_reason: str
+    generations: int
+    best_validation: float | None
+
+
+@dataclass(frozen=True)
+class RunFailed:
+    run_id: str
+    error: str
+
+
+Event = RunStarted | GenerationStats | EpisodeDone | RunFinished | RunFailed
+Listener = Callable[[Event], None]
+EVENT_TYPES: dict[str, type] = {
+    t.__name__: t for t in (RunStarted, GenerationStats, EpisodeDone, RunFinished, RunFailed)
+}
+
+
+def event_to_json(event: Event) -> str:
+    """One event as one line of JSON (``train --events`` writes these to stdout)."""
+    return json.dumps({"event": type(event).__name__, **asdict(event)})
+
+
+def event_from_json(line: str) -> Event:
+    """The event a line written by ``event_to_json`` stands for."""
+    data = json.loads(line)
+    kind = data.pop("event", None)
+    if kind not in EVENT_TYPES:
+        raise ValueError(f"not a training event: {line[:80]!r}")
+    return EVENT_TYPES[kind](**data)
+
+
+class StopToken:
+    """Thread-safe stop and pause, checked by the trainer between episodes."""
+
+    def __init__(self) -> None:
+        self._stop = threading.Event()
+        self._running = threading.Event()
+        self._running.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._running.set()
+
+    def pause(self) -> None:
+        self._running.clear()
+
+    def resume(self) -> None:
+        self._running.set()
+
+    @property
+    def stopped(self) -> bool:
+        return self._stop.is_set()
+
+    @property
+    def paused(self) -> bool:
+        return not self._running.is_set()
+
+    def follow(self, stream: Any) -> threading.Thread:
+        """Obey ``pause``, ``resume`` and ``stop`` lines read from ``stream`` in a daemon
+        thread; the end of the stream (the controlling process went away) means stop."""
+
+        def read() -> None:
+            for line in stream:
+                command = line.strip()
+                if command == "pause":
+                    self.pause()
+                elif command == "resume":
+                    self.resume()
+                elif command == "stop":
+                    self.stop()
+                elif command:
+                    log.warning("unknown run command %r (pause, resume or stop)", command)
+            self.stop()
+
+        thread = threading.Thread(target=read, name="run-commands", daemon=True)
+        thread.start()
+        return thread
+
+    async def checkpoint(self) -> None:
+        """Wait here while paused (without blocking the loop); raise if stopped."""
+        while not self._running.is_set():
+            await asyncio.sleep(0.05)
+        if self._stop.is_set():
+            raise Stopped
+
+
+class Stopped(Exception):
+    """Raised inside a run at a checkpoint after ``StopToken.stop``."""

@@ -1,0 +1,461 @@
+"""The trainer: an explicit ask / evaluate / tell loop with budgets, validation,
+checkpoints after every generation, events for listeners, and exact resume.
+
+The default optimizer is separable CMA-ES; the baselines (random search, REINFORCE,
+imitation) in ``workbench.core.optimizers`` share this loop, its budget, its events and
+its checkpoints.
+
+Each generation: the optimizer proposes candidates; every candidate is scored on the same
+minibatch of ``m`` training tasks (sampling its choices); all episodes of the generation
+are in flight together (bounded by ``optimizer.concurrency``) and their backbone
+forwards are batched; fitness is the mean reward minus the optional penalties; the
+generation, its episodes and a checkpoint are written in one transaction. A run killed
+at any moment resumes from its last checkpoint and never repeats or skips a generation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import os
+import socket
+import statistics
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from workbench.core.config import RunConfig
+from workbench.core.coordinator import Backbone, Coordinator, Head, HeadConfig
+from workbench.core.optimizers.base import Proposal
+from workbench.core.optimizers.make import make_optimizer
+from workbench.core.optimizers.sep_cma_es import head_step_scale
+from workbench.core.policies import FixedPolicy, Policy
+from workbench.core.protocol import Prompts, render_transcript, run_episode
+from workbench.core.records import Episode
+from workbench.core.store import RunStatus, Store
+from workbench.core.tasks.model import Suite, Task
+from workbench.core.training.basis import CALIBRATION_TASKS, SearchBasis
+from workbench.core.training.checkpoint import Checkpoint, CheckpointError, Spend, latest_checkpoint
+from workbench.core.training.events import (
+    EpisodeDone,
+    Event,
+    GenerationStats,
+    Listener,
+    RunFailed,
+    RunFinished,
+    RunStarted,
+    Stopped,
+    StopToken,
+)
+from workbench.core.workers.base import Worker
+
+log = logging.getLogger(__name__)
+
+
+def derived_seed(*parts: object) -> int:
+    """A 64-bit seed derived from a run's seed and what it is for (stable across runs)."""
+    return int.from_bytes(hashlib.sha256(":".join(map(str, parts)).encode()).digest()[:8], "big")
+
+
+@dataclass
+class TrainState:
+    generation: int = -1  # last completed generation
+    spend: Spend = field(default_factory=Spend)
+    best_validation: float | None = None
+    best_vector: np.ndarray | None = None
+    best_validation_generation: int | None = None
+    last_validation: float | None = None
+    basis: SearchBasis | None = None  # fitted when the run starts, kept in its checkpoints
+
+
+def task_splits(config: RunConfig, suite: Suite) -> dict[str, tuple[Task, ...]]:
+    """The run's train/validation/test tasks: the suite's seeded splits, cut to the sizes."""
+    splits = suite.splits(seed=config.tasks.split_seed)
+    out = {}
+    for name in ("train", "validation", "test"):
+        size = getattr(config.tasks, name)
+        out[name] = splits[name][:size] if size else splits[name]
+    if not out["train"]:
+        raise ValueError(
+            f"suite '{suite.name}' has no training tasks: give it a train split or more tasks"
+        )
+    if not out["validation"]:
+        raise ValueError(
+            f"suite '{suite.name}' has no validation tasks: give it a validation split or more tasks"
+        )
+    return out
+
+
+class Trainer:
+    """Runs one training run (new or resumed) to its end, reporting events.
+
+    ``backbone`` and ``pool`` may be passed in to share them across runs (the study);
+    otherwise they are built from the config.
+    """
+
+    def __init__(
+        self,
+        config: RunConfig,
+        store: Store,
+        *,
+        suite: Suite,
+        pool: Sequence[Worker],
+        backbone: Backbone,
+        listeners: Sequence[Listener] = (),
+        stop: StopToken | None = None,
+        prompts: Prompts | None = None,
+        cache_stats: Callable[[], int] | None = None,
+    ):
+        self.config = config
+        self.store = store
+        self.suite = suite
+        self.pool = list(pool)
+        self.backbone = backbone
+        self.listeners = list(listeners)
+        self.stop = stop or StopToken()
+        self.prompts = prompts or Prompts.load()
+        self.cache_hits = cache_stats or (lambda: 0)
+        self.splits = task_splits(config, suite)
+        self.head_config = HeadConfig(len(self.pool), backbone.hidden_size)
+        self.n_svf = backbone.svf().n_params if config.optimizer.svf else 0
+        self.n_params = self.n_svf + self.head_config.n_params
+        self.optimizer = make_optimizer(
+            config, self.n_params, self.head_config, self._features, {t.id: t for t in suite.tasks}
+        )
+        self.state = TrainState()
+        self.run_id: str | None = None
+
+    # -- public --------------------------------------------------------------
+
+    def start(self) -> str:
+        """Create the run record; returns its id."""
+        self.run_id = self.store.create_run(self.config.run.name, "train", self.config.to_dict())
+        return self.run_id
+
+    def resume(self, run_id: str) -> None:
+        """Continue ``run_id`` from its last checkpoint (or from the start if it has none)."""
+        self.run_id = self.store.resolve_run_id(run_id)
+        checkpoint = latest_checkpoint(self.store, self.run_id)
+        if checkpoint is not None:
+            self._restore(checkpoint)
+
+    def run(self) -> TrainState:
+        """Train until a budget, the generation limit or a stop ends the run."""
+        return asyncio.run(self.run_async())
+
+    async def run_async(self) -> TrainState:
+        """``run`` inside a running event loop (the caller owns the loop and the pool)."""
+        if self.run_id is None:
+            self.start()
+        cfg, run_id = self.config, self.run_id
+        # who runs it: lets a listing tell a live run from one that was killed
+        self.store.set_run_status(
+            run_id,
+            RunStatus.RUNNING,
+            result={**self._result(), "pid": os.getpid(), "host": socket.gethostname()},
+        )
+        self._emit(
+            RunStarted(
+                run_id,
+                cfg.run.name,
+                self.n_params,
+                self.optimizer.popsize,
+                self.optimizer.rollouts,
+                self.state.generation + 1,
+                {k: v for k, v in asdict(cfg.budget).items()},
+            )
+        )
+        reason = None
+        try:
+            if self.state.basis is None:
+                self.state.basis = await self._fit_basis()
+            while reason is None:
+                reason = self._budget_reason(before_generation=True)
+                if reason:
+                    break
+                await self._generation(self.state.generation + 1)
+                reason = self._budget_reason(before_generation=False)
+        except Stopped:
+            reason = "stopped"
+        except Exception as exc:
+            log.exception("run %s failed", run_id)
+            self.store.set_run_status(
+                run_id, RunStatus.FAILED, stop_reason="error", error=f"{type(exc).__name__}: {exc}"
+            )
+            self._emit(RunFailed(run_id, f"{type(exc).__name__}: {exc}"))
+            raise
+        status = RunStatus.STOPPED if reason == "stopped" else RunStatus.FINISHED
+        self.store.set_run_status(run_id, status, stop_reason=reason, result=self._result())
+        self._emit(
+            RunFinished(run_id, reason, self.state.generation + 1, self.state.best_validation)
+        )
+        return self.state
+
+    def _budget_reason(self, before_generation: bool) -> str | None:
+        b, s = self.config.budget, self.state.spend
+        if self.state.generation + 1 >= b.generations:
+            return "budget.generations"
+        per_generation = self.optimizer.popsize * self.optimizer.rollouts
+        if b.episodes and s.episodes + (per_generation if before_generation else 0) > b.episodes:
+            return "budget.episodes"
+        if b.calls and s.calls >= b.calls:
+            return "budget.calls"
+        if b.dollars and s.dollars >= b.dollars:
+            return "budget.dollars"
+        if b.minutes and s.seconds >= b.minutes * 60:
+            return "budget.minutes"
+        if self.stop.stopped:
+            return "stopped"
+        return None
+
+    async def _generation(self, g: int) -> None:
+        cfg = self.config
+        started = time.perf_counter()
+        busy0, req0, fwd0 = (
+            self.backbone.stats.busy_s,
+            self.backbone.stats.requests,
+            self.backbone.stats.forwards,
+        )
+        hits0 = self.cache_hits()
+        proposals = self.optimizer.ask()
+        batch_rng = np.random.default_rng(derived_seed(cfg.run.seed, "minibatch", g))
+        train = self.splits["train"]
+        m = self.optimizer.rollouts
+        picks = batch_rng.choice(len(train), size=m, replace=len(train) < m)
+        minibatch = [train[int(i)] for i in picks]
+
+        gate = asyncio.Semaphore(cfg.optimizer.concurrency)
+
+        async def one(k: int, j: int, task: Task) -> Episode:
+            async with gate:
+                await self.stop.checkpoint()
+                coordinator, turns = self._policy(proposals[k])
+                episode = await run_episode(
+                    coordinator,
+                    self.pool,
+                    task,
+                    suite=self.suite.name,
+                    max_turns=turns,
+                    rng=np.random.default_rng(derived_seed(cfg.run.seed, g, k, j)),
+                    seed=derived_seed(cfg.run.seed, "w", g, k, j) % 2**31,
+                    max_tokens=cfg.protocol.max_tokens,
+                    temperature=cfg.protocol.temperature,
+                    prompts=self.prompts,
+                    run_id=self.run_id,
+                    generation=g,
+                    candidate=k,
+                )
+            self._emit(
+                EpisodeDone(
+                    self.run_id,
+                    g,
+                    k,
+                    task.id,
+                    episode.reward,
+                    len(episode.turns),
+                    str(episode.stop_reason),
+                    episode.cost,
+                )
+            )
+            return episode
+
+        jobs = [one(k, j, task) for k in range(len(proposals)) for j, task in enumerate(minibatch)]
+        flat = await asyncio.gather(*jobs)
+        per = [flat[k * m : (k + 1) * m] for k in range(len(proposals))]
+        fitness = [float(np.mean([self._score(e) for e in eps])) for eps in per]
+        self.optimizer.tell(proposals, fitness, per)
+        episodes = list(flat)
+
+        validation = None
+        if (g + 1) % cfg.optimizer.validate_every == 0 or self._budget_ends_after(g):
+            validation, val_episodes = await self._validate(g)
+            episodes += val_episodes
+
+        s = self.state.spend
+        calls = sum(len([t for t in e.turns if t.messages]) for e in episodes)
+        dollars = sum(e.cost for e in episodes)
+        wall = time.perf_counter() - started
+        s.episodes += len(flat)
+        s.calls += calls
+        s.dollars += dollars
+        s.seconds += wall
+        self.state.generation = g
+        usage = Counter(f"{t.worker}/{t.role}" for e in flat for t in e.turns)
+        stats = GenerationStats(
+            run_id=self.run_id,
+            generation=g,
+            best=max(fitness),
+            mean=float(np.mean(fitness)),
+            median=float(statistics.median(fitness)),
+            worst=min(fitness),
+            sigma=self.optimizer.sigma,
+            evaluations=len(flat),
+            calls=calls,
+            tokens=sum(e.tokens_in + e.tokens_out for e in episodes),
+            dollars=dollars,
+            cache_hits=self.cache_hits() - hits0,
+            wall_s=wall,
+            coordinator_s=self.backbone.stats.busy_s - busy0,
+            worker_s=sum(t.latency_s for e in episodes for t in e.turns),
+            features_requested=self.backbone.stats.requests - req0,
+            features_computed=self.backbone.stats.forwards - fwd0,
+            usage=dict(usage),
+            validation=validation,
+            best_validation=self.state.best_validation,
+            totals=s.as_totals(),
+        )
+        record = asdict(stats)
+        record.pop("run_id")
+        record.pop("generation")
+        await asyncio.to_thread(
+            self.store.commit_generation, self.run_id, g, record, self._checkpoint(), episodes
+        )
+        self._emit(stats)
+
+    def _budget_ends_after(self, g: int) -> bool:
+        return g + 1 >= self.config.budget.generations
+
+    def _score(self, episode: Episode) -> float:
+        o = self.config.optimizer
+        return episode.reward - o.cost_penalty * episode.cost - o.turn_penalty * len(episode.turns)
+
+    def _policy(self, proposal: Proposal) -> tuple[Policy, int]:
+        if proposal.fixed_worker is not None:
+            return FixedPolicy(len(self.pool), proposal.fixed_worker), 1
+        return self.coordinator(proposal.vector), self.config.protocol.max_turns
+
+    def coordinator(self, vector: np.ndarray) -> Coordinator:
+        """The coordinator of a search vector."""
+        return coordinator_from_vector(
+            self.backbone, len(self.pool), self._head_space(vector), bool(self.n_svf)
+        )
+
+    def _head_space(self, vector: np.ndarray) -> np.ndarray:
+        """A search vector as ``[SVF offsets || head weights]``: what is stored and exported."""
+        out = np.array(vector, dtype=np.float64)
+        out[self.n_svf :] = self.basis.head(out[self.n_svf :], self.head_config.shape)
+        return out
+
+    @property
+    def basis(self) -> SearchBasis:
+        return self.state.basis or SearchBasis()
+
+    async def _fit_basis(self) -> SearchBasis:
+        """The run's search basis, from the opening transcripts of its first training tasks."""
+        if self.config.optimizer.search_basis == "identity":
+            return SearchBasis()
+        texts = [render_transcript(t, ()) for t in self.splits["train"][:CALIBRATION_TASKS]]
+        basis = SearchBasis.fit(await asyncio.to_thread(self.backbone.features, texts))
+        log.info("run %s: balanced search basis, alpha %.2f", self.run_id, basis.alpha)
+        return basis
+
+    async def _validate(self, g: int) -> tuple[float, list[Episode]]:
+        """The distribution mean, argmax acting, on the validation split."""
+        cfg = self.config
+        center = self.optimizer.center()
+        coordinator = self.coordinator(center)
+        gate = asyncio.Semaphore(cfg.optimizer.concurrency)
+
+        async def one(j: int, task: Task) -> Episode:
+            async with gate:
+                await self.stop.checkpoint()
+                return await run_episode(
+                    coordinator,
+                    self.pool,
+                    task,
+                    suite=self.suite.name,
+                    max_turns=cfg.protocol.max_turns,
+                    rng=None,
+                    seed=derived_seed(cfg.run.seed, "val", j) % 2**31,
+                    max_tokens=cfg.protocol.max_tokens,
+                    temperature=cfg.protocol.temperature,
+                    prompts=self.prompts,
+                    run_id=self.run_id,
+                    generation=g,
+                    candidate=None,
+                )
+
+        episodes = await asyncio.gather(
+            *(one(j, t) for j, t in enumerate(self.splits["validation"]))
+        )
+        value = float(np.mean([e.reward for e in episodes]))
+        self.state.last_validation = value
+        if self.state.best_validation is None or value > self.state.best_validation:
+            self.state.best_validation = value
+            self.state.best_vector = self._head_space(center)
+            self.state.best_validation_generation = g
+        return value, list(episodes)
+
+    def _features(self, transcripts: list[str]) -> np.ndarray:
+        """Features in the search basis: what the gradient baselines differentiate against."""
+        return self.basis.features(self.backbone.features(transcripts))
+
+    # -- checkpoints ---------------------------------------------------------
+
+    def _checkpoint(self) -> bytes:
+        st = self.state
+        return Checkpoint(
+            generation=st.generation,
+            optimizer=self.optimizer.dumps(),
+            spend=st.spend,
+            best_validation=st.best_validation,
+            best_vector=st.best_vector,
+            best_validation_generation=st.best_validation_generation,
+            last_validation=st.last_validation,
+            center=self._head_space(self.optimizer.center()),
+            basis=self.basis,
+            n_params=self.n_params,
+            n_svf=self.n_svf,
+        ).dumps()
+
+    def _restore(self, checkpoint: Checkpoint) -> None:
+        if checkpoint.n_params != self.n_params:
+            raise CheckpointError(
+                f"checkpoint has {checkpoint.n_params} parameters, this config gives "
+                f"{self.n_params}: was the pool, the backbone or SVF changed since the run started?"
+            )
+        self.optimizer.loads(checkpoint.optimizer)
+        self.state = TrainState(
+            generation=checkpoint.generation,
+            spend=Spend(**asdict(checkpoint.spend)),
+            best_validation=checkpoint.best_validation,
+            best_vector=checkpoint.best_vector,
+            best_validation_generation=checkpoint.best_validation_generation,
+            last_validation=checkpoint.last_validation,
+            basis=checkpoint.basis,
+        )
+
+    def _result(self) -> dict[str, Any]:
+        st = self.state
+        return {
+            "generations": st.generation + 1,
+            "best_validation": st.best_validation,
+            "best_validation_generation": st.best_validation_generation,
+            "n_params": self.n_params,
+            "spend": st.spend.as_totals(),
+            "search_basis_alpha": None if st.basis is None else st.basis.alpha,
+            "sigma0_head_scale": head_step_scale(self.head_config.hidden_size)
+            if self.config.optimizer.name == "sep-cma-es"
+            else None,
+        }
+
+    def _emit(self, event: Event) -> None:
+        for listener in self.listeners:
+            try:
+                listener(event)
+            except Exception:  # a broken listener must not end the run
+                log.exception("listener failed on %s", type(event).__name__)
+
+
+def coordinator_from_vector(
+    backbone: Backbone, n_workers: int, vector: np.ndarray, svf: bool
+) -> Coordinator:
+    """The coordinator of a parameter vector ``[SVF offsets || head weights]`` (docs/METHOD.md)."""
+    n_svf = backbone.svf().n_params if svf else 0
+    head = Head(HeadConfig(n_workers, backbone.hidden_size), np.asarray(vector)[n_svf:])
+    return Coordinator(backbone, head, np.asarray(vector)[:n_svf] if n_svf else None)
