@@ -1,28 +1,64 @@
-"""The layout's boundaries (DESIGN.md): core never imports Qt, pyqtgraph or the GUI, and
-importing core costs no heavy imports."""
+"""The layout's boundaries and the rules machines check (docs/ARCHITECTURE.md,
+docs/CONVENTIONS.md): the import-linter contracts (core never imports Qt, pyqtgraph or the
+GUI; the layers; no import circles), importing core costs no heavy imports, ruff's lint
+and format, and mypy on core."""
 
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
 
 
-def test_import_linter_contract_holds():
-    result = subprocess.run(
-        [str(Path(sys.executable).with_name("lint-imports")), "--no-cache"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
+def _run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run(args, cwd=cwd, capture_output=True, text=True)
+
+
+def test_import_linter_contracts_hold():
+    result = _run(str(BIN / "lint-imports"), "--no-cache")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "core never imports Qt, pyqtgraph or the GUI KEPT" in result.stdout
+    for contract in (
+        "core never imports Qt, pyqtgraph or the GUI",
+        "the program's layers: the CLI over the GUI over core",
+        "core's layers: jobs over training over the episode over its parts",
+        "the workers' layers: checks over pools over providers over the transport",
+        "no import circles between the modules of any package",
+    ):
+        assert f"{contract} KEPT" in result.stdout, result.stdout
+
+
+def test_the_circle_contract_catches_a_circle(tmp_path):
+    """The no-circles contract is not vacuous: the same contract fails on a package whose
+    two modules import each other."""
+    pkg = tmp_path / "circled"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("def f():\n    from circled import b\n")
+    (pkg / "b.py").write_text("from circled import a\n")
+    (tmp_path / ".importlinter").write_text(
+        textwrap.dedent(
+            """
+            [importlinter]
+            root_package = circled
+
+            [importlinter:contract:1]
+            name = no circles
+            type = acyclic_siblings
+            ancestors = circled
+            """
+        )
+    )
+    result = _run(str(BIN / "lint-imports"), "--no-cache", cwd=tmp_path)
+    assert result.returncode == 1 and "no circles BROKEN" in result.stdout, result.stdout
 
 
 def test_importing_core_and_cli_loads_neither_torch_nor_qt():
     code = (
         "import sys, workbench.cli, workbench.core.coordinator, workbench.core.protocol, "
-        "workbench.core.store, workbench.core.workers.base;"
+        "workbench.core.store, workbench.core.workers.base, workbench.core.workers.pool, "
+        "workbench.core.training.trainer, workbench.core.runs;"
         "print(sorted(m for m in ('torch', 'transformers', 'PySide6', 'pyqtgraph') if m in sys.modules))"
     )
     out = subprocess.run(
@@ -32,10 +68,18 @@ def test_importing_core_and_cli_loads_neither_torch_nor_qt():
 
 
 def test_ruff_finds_nothing():
-    result = subprocess.run(
-        [str(Path(sys.executable).with_name("ruff")), "check", "--no-cache", "."],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
+    result = _run(str(BIN / "ruff"), "check", "--no-cache", ".")
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_tree_is_ruff_formatted():
+    result = _run(str(BIN / "ruff"), "format", "--check", "--no-cache", ".")
+    assert result.returncode == 0, (
+        "run `ruff format .`: " + result.stdout[-3000:] + result.stderr[-2000:]
+    )
+
+
+def test_mypy_finds_no_type_errors_in_core():
+    # the configuration (files, skipped heavy libraries) is [tool.mypy] in pyproject.toml
+    result = _run(sys.executable, "-m", "mypy")
+    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-2000:]

@@ -14,7 +14,7 @@ import pytest
 from tests.support.fault_server import MODEL, Fault
 from tests.support.keychain import stored_items
 from workbench.core.keychain import SERVICE
-from workbench.core.registry import default_file
+from workbench.core.workers.registry import default_file
 
 KEY = "sk-test-CLI-5d8e1f0a9b7c6d5e4f3a"
 

@@ -16,12 +16,12 @@ from keyrings.alt.file import PlaintextKeyring
 
 from tests.support.keychain import stored_items
 from workbench.core.keychain import SERVICE, KeychainUnavailable, KeyStore, Secret, mask
-from workbench.core.registry import Registry, default_file
 from workbench.core.workers.anthropic import AnthropicWorker
 from workbench.core.workers.base import UnknownWorker
 from workbench.core.workers.local import LocalWorker
 from workbench.core.workers.openai import OpenAIWorker
 from workbench.core.workers.pool import build_pool
+from workbench.core.workers.registry import Registry, default_file
 from workbench.core.workers.simulated import SimulatedWorker
 from workbench.core.workers.spec import (
     RegistryError,

@@ -14,7 +14,7 @@ import pytest
 
 from tests.support.fault_server import MODEL, Fault
 from workbench.core.keychain import SERVICE, KeyStore
-from workbench.core.registry import Registry
+from workbench.core.workers.registry import Registry
 from workbench.core.workers.spec import PRESETS, WorkerSpec
 
 KEY = "sk-test-GUI-WORKERS-7f3a9c1e5b2d4f6a"

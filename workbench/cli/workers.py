@@ -17,7 +17,7 @@ from workbench.cli.common import UserError, print_json, table
 
 
 def _registry():
-    from workbench.core.registry import Registry
+    from workbench.core.workers.registry import Registry
 
     return Registry.open()
 

@@ -22,7 +22,10 @@ class Policy(Protocol):
     training rollout); ``None`` acts greedily (evaluation). ``n_workers`` is the size of
     the pool it chooses from."""
 
-    n_workers: int
+    @property
+    def n_workers(self) -> int:
+        """The size of the pool the policy chooses from."""
+        ...
 
     async def adecide(self, transcript: str, rng: np.random.Generator | None = None) -> Action:
         """The action for the next turn, with both probability vectors."""

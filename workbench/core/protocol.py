@@ -21,6 +21,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -193,7 +194,7 @@ async def run_episode(
     for index in range(max_turns):
         action = await coordinator.adecide(render_transcript(task, turns), rng)
         worker, role = pool[action.worker], ROLES[action.role]
-        decision = dict(
+        decision: dict[str, Any] = dict(
             index=index,
             worker=worker.id,
             role=role,

@@ -155,11 +155,11 @@ def run_one_episode(
             progress(f"loading backbone '{backbone}' ...")
         model = Backbone(backbone, device=device)
     try:
-        policy: Policy = (
-            Coordinator.untrained(model, len(session.pool), seed=seed)
-            if model is not None
-            else RandomPolicy(len(session.pool))
-        )
+        policy: Policy
+        if model is not None:
+            policy = Coordinator.untrained(model, len(session.pool), seed=seed)
+        else:
+            policy = RandomPolicy(len(session.pool))
         rng = np.random.default_rng(seed) if sample or model is None else None
         episode = session.run(
             run_episode(
@@ -240,7 +240,7 @@ def train(
         else:
             trainer.start()
         session.run(trainer.run_async())
-        return trainer.run_id
+        return trainer.current_run_id
 
 
 @dataclass(frozen=True)
@@ -357,6 +357,7 @@ def evaluate_run(
                 backbone, len(source.pool), vector, config.optimizer.svf
             )
         else:
+            assert source.coordinator_file is not None  # a source is a run or a file
             coordinator, _ = load_coordinator(source.coordinator_file, backbone)
         eval_id = store.create_run(
             f"eval of {source.reference}",
@@ -570,7 +571,8 @@ def study_optimizers(
     backbone = backbone or shared_backbone(
         config.backbone.model, config.backbone.device, config.optimizer.svf_layer
     )
-    rows, references = [], {name: [] for name in REFERENCES}
+    rows: list[Any] = []
+    references: dict[str, list[Any]] = {name: [] for name in REFERENCES}
     for name in optimizers:
         vals, tests, run_ids, episodes = [], [], [], 0
         for s in range(seeds):

@@ -594,7 +594,7 @@ class Store:
 
     def list_runs(self, kind: str | None = None) -> list[RunRecord]:
         """All runs, oldest first; only those of ``kind`` when given."""
-        sql, args = "SELECT * FROM runs", ()
+        sql, args = "SELECT * FROM runs", tuple[str, ...]()
         if kind is not None:
             sql, args = sql + " WHERE kind = ?", (kind,)
         rows = self._reader().execute(sql + " ORDER BY created_at, rowid", args).fetchall()

@@ -265,9 +265,9 @@ class RunForm(QTabWidget):
 
 def _choices(workspace: Workspace) -> tuple[list[str], list[str]]:
     """The workers a pool may name and the suites there are (read in the background)."""
-    from workbench.core.registry import Registry
     from workbench.core.tasks.suites import list_suites
     from workbench.core.workers.pool import builtin_workers
+    from workbench.core.workers.registry import Registry
 
     workers = ["sandbox", *(w.id for w in builtin_workers())]
     try:

@@ -2,7 +2,7 @@
 model, prices, concurrency, where the key comes from and the last connection test; Add,
 Edit, Remove and Test connection.
 
-The page is a view over ``workbench.core.registry.Registry``: specs, key statuses,
+The page is a view over ``workbench.core.workers.registry.Registry``: specs, key statuses,
 storing keys in the keychain, tests and model lists all come from core. Every registry,
 keychain and network call runs in a background ``Job``; results come back by signal.
 A key goes from the masked field straight to the keychain and is never shown again.
@@ -14,9 +14,9 @@ import logging
 from dataclasses import dataclass
 
 from workbench.core.keychain import KeyStatus, clean_key
-from workbench.core.registry import Registry
 from workbench.core.workers.checks import ConnectionReport, endpoint_models, test_worker
 from workbench.core.workers.pool import builtin_workers
+from workbench.core.workers.registry import Registry
 from workbench.core.workers.spec import PRESETS, WorkerSpec, spec_from_options
 from workbench.gui import background
 from workbench.gui.qt import (

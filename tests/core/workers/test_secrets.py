@@ -15,12 +15,12 @@ import numpy as np
 from tests.support.fault_server import MODEL, Fault
 from workbench.core.coordinator import Coordinator
 from workbench.core.protocol import run_episode
-from workbench.core.registry import Registry
 from workbench.core.store import Store
 from workbench.core.tasks.model import Task
 from workbench.core.workers.cache import cached_pool
 from workbench.core.workers.http import open_client
 from workbench.core.workers.pool import build_pool
+from workbench.core.workers.registry import Registry
 from workbench.core.workers.spec import WorkerSpec
 from workbench.core.workspace import Workspace
 

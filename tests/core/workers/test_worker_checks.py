@@ -12,10 +12,10 @@ from keyring.backends import fail
 
 from tests.support.fault_server import MODEL, Fault
 from workbench.core.keychain import InvalidKey, KeyStore, clean_key
-from workbench.core.registry import Registry
 from workbench.core.workers.base import UnknownWorker
 from workbench.core.workers.checks import endpoint_models, test_worker, worker_models
 from workbench.core.workers.pool import build_pool, builtin_workers, describe_pool
+from workbench.core.workers.registry import Registry
 from workbench.core.workers.spec import WorkerSpec
 
 KEY = "sk-test-CHECKS-0123456789abcdef"

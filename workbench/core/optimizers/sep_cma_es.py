@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pickle
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -41,7 +42,7 @@ class SepCMAES:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # pycma warns when matplotlib is absent
             import cma
-        options = {
+        options: dict[str, Any] = {
             "CMA_diagonal": True,
             "seed": seed + 1,
             "verbose": -9,

@@ -294,7 +294,7 @@ def _choice_extreme(rng: random.Random, largest: bool) -> tuple[str, list[str], 
         return Fraction(rng.randint(5, 95), 100)
 
     while True:
-        values = []
+        values: list[Fraction] = []
         while len(values) < 4:
             v = value()
             if v not in values:
@@ -394,7 +394,7 @@ _CHOICE_FAMILIES: tuple[Callable[[random.Random], tuple[str, list[str], str]], .
 
 def _choice_tasks(seed: int, count: int) -> list[Task]:
     rng = random.Random(f"mixed/{seed}/choice")
-    tasks = []
+    tasks: list[Task] = []
     seen: set[tuple[str, tuple[str, ...]]] = set()
     i = 0
     while len(tasks) < count:
@@ -429,6 +429,7 @@ def choice_answer_for(prompt: str, options: list[str] | tuple[str, ...]) -> int:
             raise ValueError(f"{flags.count(True)} right options for {prompt!r}: {options}")
         return flags.index(True)
 
+    right: object  # the right value; its type depends on the question form
     if prompt == "Which of these numbers is prime?":
         return only([_is_prime(int(o)) for o in options])
     m = re.fullmatch(r"Which of these numbers is the (largest|smallest)\?", prompt)

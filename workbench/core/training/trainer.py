@@ -132,6 +132,13 @@ class Trainer:
 
     # -- public --------------------------------------------------------------
 
+    @property
+    def current_run_id(self) -> str:
+        """The id of the run being trained (after ``start`` or ``resume``)."""
+        if self.run_id is None:
+            raise RuntimeError("the trainer has no run yet: call start() or resume() first")
+        return self.run_id
+
     def start(self) -> str:
         """Create the run record; returns its id."""
         self.run_id = self.store.create_run(self.config.run.name, "train", self.config.to_dict())
@@ -152,7 +159,7 @@ class Trainer:
         """``run`` inside a running event loop (the caller owns the loop and the pool)."""
         if self.run_id is None:
             self.start()
-        cfg, run_id = self.config, self.run_id
+        cfg, run_id = self.config, self.current_run_id
         # who runs it: lets a listing tell a live run from one that was killed
         self.store.set_run_status(
             run_id,
@@ -252,7 +259,7 @@ class Trainer:
                 )
             self._emit(
                 EpisodeDone(
-                    self.run_id,
+                    self.current_run_id,
                     g,
                     k,
                     task.id,
@@ -287,7 +294,7 @@ class Trainer:
         self.state.generation = g
         usage = Counter(f"{t.worker}/{t.role}" for e in flat for t in e.turns)
         stats = GenerationStats(
-            run_id=self.run_id,
+            run_id=self.current_run_id,
             generation=g,
             best=max(fitness),
             mean=float(np.mean(fitness)),
@@ -313,7 +320,12 @@ class Trainer:
         record.pop("run_id")
         record.pop("generation")
         await asyncio.to_thread(
-            self.store.commit_generation, self.run_id, g, record, self._checkpoint(), episodes
+            self.store.commit_generation,
+            self.current_run_id,
+            g,
+            record,
+            self._checkpoint(),
+            episodes,
         )
         self._emit(stats)
 
@@ -327,6 +339,7 @@ class Trainer:
     def _policy(self, proposal: Proposal) -> tuple[Policy, int]:
         if proposal.fixed_worker is not None:
             return FixedPolicy(len(self.pool), proposal.fixed_worker), 1
+        assert proposal.vector is not None  # a proposal is a vector or a fixed worker
         return self.coordinator(proposal.vector), self.config.protocol.max_turns
 
     def coordinator(self, vector: np.ndarray) -> Coordinator:

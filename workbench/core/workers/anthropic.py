@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from workbench.core.workers.base import Message, WorkerError, register_provider
-from workbench.core.workers.http import HTTPWorker, Parsed
+from workbench.core.workers.http import HTTPWorker, Parsed, table
 
 ANTHROPIC_VERSION = "2023-06-01"
 
@@ -82,7 +82,7 @@ class AnthropicWorker(HTTPWorker):
                 ": the model used all max_tokens; raise max_tokens" if stop == "max_tokens" else ""
             )
             raise ValueError(f"empty content (stop_reason {stop!r}){hint}")
-        usage = data.get("usage") if isinstance(data.get("usage"), Mapping) else {}
+        usage = table(data, "usage")
         return Parsed(
             text,
             _int(usage.get("input_tokens")),

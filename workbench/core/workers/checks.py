@@ -10,10 +10,10 @@ from typing import Any
 
 import httpx
 
-from workbench.core.registry import Registry
 from workbench.core.workers.base import Worker, WorkerError
 from workbench.core.workers.http import HTTPWorker, open_client
 from workbench.core.workers.pool import build_pool, worker_for
+from workbench.core.workers.registry import Registry
 from workbench.core.workers.spec import WorkerSpec
 
 
@@ -71,7 +71,7 @@ async def test_connection(worker: Worker) -> ConnectionReport:
     )
 
 
-test_connection.__test__ = False  # not a pytest test, despite its name
+test_connection.__test__ = False  # type: ignore[attr-defined]  # not a pytest test, despite its name
 
 
 async def test_worker(worker_id: str, *, registry: Registry | None = None) -> ConnectionReport:
@@ -86,7 +86,7 @@ async def test_worker(worker_id: str, *, registry: Registry | None = None) -> Co
             await worker.aclose()
 
 
-test_worker.__test__ = False
+test_worker.__test__ = False  # type: ignore[attr-defined]
 
 
 async def worker_models(worker_id: str, *, registry: Registry | None = None) -> list[str]:

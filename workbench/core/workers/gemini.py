@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import quote
 
 from workbench.core.workers.base import Message, register_provider
-from workbench.core.workers.http import HTTPWorker, Parsed
+from workbench.core.workers.http import HTTPWorker, Parsed, array, table
 
 
 @register_provider("gemini")
@@ -69,8 +69,8 @@ class GeminiWorker(HTTPWorker):
         if not isinstance(candidates, list) or not candidates:
             raise ValueError("no 'candidates' in the reply")
         first = candidates[0] if isinstance(candidates[0], Mapping) else {}
-        content = first.get("content") if isinstance(first.get("content"), Mapping) else {}
-        parts = content.get("parts") if isinstance(content.get("parts"), list) else []
+        content = table(first, "content")
+        parts = array(content, "parts")
         text = "".join(
             p.get("text", "") for p in parts if isinstance(p, Mapping) and not p.get("thought")
         )
@@ -82,7 +82,7 @@ class GeminiWorker(HTTPWorker):
                 else ""
             )
             raise ValueError(f"empty content (finishReason {finish!r}){hint}")
-        usage = data.get("usageMetadata") if isinstance(data.get("usageMetadata"), Mapping) else {}
+        usage = table(data, "usageMetadata")
         tokens_in = _int(usage.get("promptTokenCount"))
         out, thoughts = (
             _int(usage.get("candidatesTokenCount")),

@@ -92,6 +92,18 @@ def estimate_tokens(text: str) -> int:
     return max(1, math.ceil(len(text) / 4)) if text else 0
 
 
+def table(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """``data[key]`` when it is a JSON object, else an empty one (a reply missing a part)."""
+    value = data.get(key)
+    return value if isinstance(value, Mapping) else {}
+
+
+def array(data: Mapping[str, Any], key: str) -> list[Any]:
+    """``data[key]`` when it is a JSON array, else an empty one (a reply missing a part)."""
+    value = data.get(key)
+    return value if isinstance(value, list) else []
+
+
 def cost_of(tokens_in: int, tokens_out: int, price_in: float, price_out: float) -> float:
     """Dollars for a call at prices in dollars per million tokens."""
     return (tokens_in * price_in + tokens_out * price_out) / 1e6
@@ -120,6 +132,7 @@ class HTTPWorker(Worker):
 
     sends_seed: ClassVar[bool] = True  # whether the API takes a seed (else it is not sent)
     default_base_url: ClassVar[str]
+    base_url: str  # always set: the spec's, or the provider's default
 
     def __init__(
         self,

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from workbench.core.workers.base import Message, register_provider
-from workbench.core.workers.http import HTTPWorker, Parsed
+from workbench.core.workers.http import HTTPWorker, Parsed, table
 
 
 @register_provider("openai")
@@ -67,7 +67,7 @@ class OpenAIWorker(HTTPWorker):
                 else f" (finish_reason {finish!r})"
             )
             raise ValueError(f"empty content{hint}")
-        usage = data.get("usage") if isinstance(data.get("usage"), Mapping) else {}
+        usage = table(data, "usage")
         return Parsed(
             content,
             _int(usage.get("prompt_tokens")),

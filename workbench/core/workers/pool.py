@@ -8,13 +8,13 @@ registered workers from their specs (``worker_for``) with their keys resolved no
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from workbench.core.keychain import KeyStatus, Secret, clean_key
-from workbench.core.registry import Registry
 from workbench.core.workers.base import BUILTIN_RESOLVERS, PROVIDERS, UnknownWorker, Worker
+from workbench.core.workers.registry import Registry
 from workbench.core.workers.spec import WorkerSpec
 
 if TYPE_CHECKING:
@@ -157,4 +157,6 @@ def worker_for(
         registry = registry or Registry.open()
         secret, status = registry.resolve_key(spec)
     load_http_providers()
-    return PROVIDERS[spec.provider](spec, key=secret, key_status=status, client=client)  # type: ignore[call-arg]
+    # HTTP providers take the spec and the key (Worker subclasses with their own __init__)
+    provider = cast(Callable[..., Worker], PROVIDERS[spec.provider])
+    return provider(spec, key=secret, key_status=status, client=client)
