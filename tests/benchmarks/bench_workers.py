@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from workbench.core.coordinator import Action  # noqa: E402
-from workbench.core.protocol import run_episode  # noqa: E402
+from workbench.core.protocol import EpisodeSettings, run_episode  # noqa: E402
 from workbench.core.store import Store  # noqa: E402
 from workbench.core.tasks.model import Task  # noqa: E402
 from workbench.core.workers.cache import cached_pool  # noqa: E402
@@ -154,12 +154,9 @@ async def episodes(pool, tasks, concurrency: int, first_role_worker: bool = True
                 coordinator,
                 pool,
                 task,
-                suite="bench",
-                max_turns=5,
+                EpisodeSettings(suite="bench", max_turns=5, max_tokens=32, temperature=0.0),
                 rng=np.random.default_rng(i),
                 seed=i,
-                max_tokens=32,
-                temperature=0.0,
             )
             return sum(1 for t in episode.turns if t.messages)
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from workbench.core.coordinator import Coordinator
-from workbench.core.protocol import run_episode
+from workbench.core.protocol import EpisodeSettings, run_episode
 from workbench.core.records import Role
 from workbench.core.store import Store
 from workbench.core.tasks.model import Task
@@ -53,11 +53,9 @@ def test_offline_episode_end_to_end_stored_and_read_back(offline_backbone, tmp_p
             coordinator,
             pool,
             MATH,
-            suite="inline",
-            max_turns=3,
+            EpisodeSettings(suite="inline", max_turns=3, max_tokens=48),
             rng=np.random.default_rng(3),
             seed=3,
-            max_tokens=48,
         )
     )
     assert 1 <= len(episode.turns) <= 3

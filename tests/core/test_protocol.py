@@ -9,6 +9,7 @@ import pytest
 
 from workbench.core.coordinator import Action, Coordinator
 from workbench.core.protocol import (
+    EpisodeSettings,
     Prompts,
     build_messages,
     parse_verdict,
@@ -52,7 +53,7 @@ class ScriptedWorker(Worker):
         self.replies = list(replies)
         self.received = []
 
-    async def complete(self, messages, *, max_tokens, temperature, seed=None):
+    async def complete(self, messages, *, max_tokens, temperature, seed=None, context=None):
         self.received.append(messages)
         reply = self.replies.pop(0)
         if isinstance(reply, Exception):
@@ -60,9 +61,11 @@ class ScriptedWorker(Worker):
         return Completion(reply, 10, 5, 0.01, cost=0.001)
 
 
-def play(script, workers, task=MATH, **kw):
+def play(script, workers, task=MATH, **settings):
     coord = ScriptedCoordinator(len(workers), script)
-    return asyncio.run(run_episode(coord, workers, task, suite="t", **kw)), coord
+    return asyncio.run(
+        run_episode(coord, workers, task, EpisodeSettings(suite="t", **settings))
+    ), coord
 
 
 @pytest.mark.parametrize(

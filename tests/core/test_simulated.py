@@ -6,7 +6,7 @@ import pytest
 
 from workbench.core.tasks.graders import grade
 from workbench.core.tasks.model import Task
-from workbench.core.workers.base import EpisodeContext, WorkerError, current_episode
+from workbench.core.workers.base import EpisodeContext, WorkerError
 from workbench.core.workers.pool import build_pool
 from workbench.core.workers.simulated import PROFILES_BY_ID, THINK_GAIN, oracle_worker
 
@@ -37,16 +37,13 @@ def call(worker_id, task, role, *, answer=None, thinkers=(), seed=0):
     (worker,) = build_pool([worker_id])
 
     async def go():
-        token = current_episode.set(EpisodeContext(task, role, answer, tuple(thinkers)))
-        try:
-            return await worker.complete(
-                [{"role": "user", "content": task.prompt}],
-                max_tokens=256,
-                temperature=0.1,
-                seed=seed,
-            )
-        finally:
-            current_episode.reset(token)
+        return await worker.complete(
+            [{"role": "user", "content": task.prompt}],
+            max_tokens=256,
+            temperature=0.1,
+            seed=seed,
+            context=EpisodeContext(task, role, answer, tuple(thinkers)),
+        )
 
     return asyncio.run(go())
 

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from workbench.core.policies import FixedPolicy, Policy, RandomPolicy
-from workbench.core.protocol import Prompts, run_episode
+from workbench.core.protocol import EpisodeSettings, EpisodeTag, Prompts, run_episode
 from workbench.core.records import Episode
 from workbench.core.tasks.model import Task
 from workbench.core.training.events import StopToken
@@ -262,17 +262,18 @@ async def evaluate(
                 policy,
                 pool,
                 task,
-                suite=suite,
-                max_turns=turns,
+                EpisodeSettings(
+                    suite=suite,
+                    max_turns=turns,
+                    max_tokens=max_tokens,
+                    temperature=temperature,
+                    prompts=prompts,
+                ),
                 rng=np.random.default_rng(derived_seed(seed, "eval", index, j))
                 if isinstance(policy, RandomPolicy)
                 else None,
                 seed=derived_seed(seed, "eval-w", j) % 2**31,
-                max_tokens=max_tokens,
-                temperature=temperature,
-                prompts=prompts,
-                run_id=run_id,
-                candidate=index,
+                tag=EpisodeTag(run_id=run_id, candidate=index),
             )
         done += 1
         if progress is not None:

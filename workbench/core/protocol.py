@@ -29,7 +29,7 @@ from workbench.core.policies import Policy
 from workbench.core.records import ROLES, Episode, Role, StopReason, Turn
 from workbench.core.tasks.graders import grade_cached
 from workbench.core.tasks.model import Task
-from workbench.core.workers.base import EpisodeContext, Worker, current_episode
+from workbench.core.workers.base import EpisodeContext, Worker
 from workbench.core.workspace import resources_dir
 
 log = logging.getLogger(__name__)
@@ -156,29 +156,54 @@ def _turn_seed(seed: int | None, index: int) -> int | None:
     return int.from_bytes(hashlib.sha256(f"{seed}:{index}".encode()).digest()[:4], "big")
 
 
+@dataclass(frozen=True)
+class EpisodeSettings:
+    """How episodes are played, the same for every episode of a run: the suite name they
+    are recorded under, the turn limit K, the worker calls' output limit and temperature,
+    and the role prompts (None: the bundled ones)."""
+
+    suite: str = ""
+    max_turns: int = 5
+    max_tokens: int = 1024
+    temperature: float = 0.1
+    prompts: Prompts | None = None
+
+
+@dataclass(frozen=True)
+class EpisodeTag:
+    """Where an episode is recorded: its run, generation and candidate (training), and its
+    id (default: a fresh one)."""
+
+    run_id: str | None = None
+    generation: int | None = None
+    candidate: int | None = None
+    episode_id: str | None = None
+
+
 async def run_episode(
-    coordinator: Policy,
+    policy: Policy,
     pool: Sequence[Worker],
     task: Task,
+    settings: EpisodeSettings = EpisodeSettings(),
     *,
-    suite: str = "",
-    max_turns: int = 5,
     rng: np.random.Generator | None = None,
     seed: int | None = None,
-    max_tokens: int = 1024,
-    temperature: float = 0.1,
-    prompts: Prompts | None = None,
-    episode_id: str | None = None,
-    run_id: str | None = None,
-    generation: int | None = None,
-    candidate: int | None = None,
+    tag: EpisodeTag = EpisodeTag(),
 ) -> Episode:
-    """Solve ``task`` with ``pool`` over at most ``max_turns`` turns and grade it.
+    """Solve ``task`` with ``pool`` over at most ``settings.max_turns`` turns and grade it.
 
-    ``rng`` samples the coordinator's choices (training); None takes the argmax
-    (evaluation). ``seed`` seeds each worker call. A failed call is recorded on its turn
-    and the episode goes on; an episode whose every call failed ends with reward 0.
+    ``policy`` chooses each turn's worker and role: ``rng`` samples its choices
+    (training); None takes the argmax (evaluation). ``seed`` seeds each worker call. Each
+    call carries the turn's ``EpisodeContext`` (the task among it). A failed call is
+    recorded on its turn and the episode goes on; an episode whose every call failed ends
+    with reward 0.
     """
+    coordinator = policy
+    max_turns, max_tokens, temperature = (
+        settings.max_turns,
+        settings.max_tokens,
+        settings.temperature,
+    )
     if len(pool) != coordinator.n_workers:
         raise ValueError(
             f"the coordinator's head has {coordinator.n_workers} worker rows but the pool has "
@@ -186,7 +211,7 @@ async def run_episode(
         )
     if max_turns < 1:
         raise ValueError("max_turns must be at least 1")
-    prompts = prompts or Prompts.load()
+    prompts = settings.prompts or Prompts.load()
     turns: list[Turn] = []
     answer: str | None = None
     thinkers: list[str] = []
@@ -206,7 +231,7 @@ async def run_episode(
             stop = StopReason.VERIFIER_WITHOUT_ANSWER
             break
         messages = build_messages(prompts, role, task, turns, answer)
-        token = current_episode.set(EpisodeContext(task, str(role), answer, tuple(thinkers)))
+        context = EpisodeContext(task, str(role), answer, tuple(thinkers))
         started = time.perf_counter()
         try:
             reply = await worker.complete(
@@ -214,6 +239,7 @@ async def run_episode(
                 max_tokens=max_tokens,
                 temperature=temperature,
                 seed=_turn_seed(seed, index),
+                context=context,
             )
         except asyncio.CancelledError:
             raise
@@ -230,8 +256,6 @@ async def run_episode(
                 )
             )
             continue
-        finally:
-            current_episode.reset(token)
         verdict, parsed = parse_verdict(reply.text) if role is Role.VERIFIER else (None, True)
         turns.append(
             Turn(
@@ -263,8 +287,8 @@ async def run_episode(
         graded = await asyncio.to_thread(grade_cached, task, answer)
         reward, details = graded.reward, graded.details
     return Episode(
-        id=episode_id or uuid.uuid4().hex,
-        suite=suite,
+        id=tag.episode_id or uuid.uuid4().hex,
+        suite=settings.suite,
         task_id=task.id,
         pool=tuple(w.id for w in pool),
         max_turns=max_turns,
@@ -274,9 +298,9 @@ async def run_episode(
         stop_reason=stop,
         grade_details=dict(details),
         seed=seed,
-        run_id=run_id,
-        generation=generation,
-        candidate=candidate,
+        run_id=tag.run_id,
+        generation=tag.generation,
+        candidate=tag.candidate,
         created_at=time.time(),
     )
 

@@ -143,7 +143,7 @@ def run_one_episode(
 
     from workbench.core.coordinator import Coordinator
     from workbench.core.policies import Policy, RandomPolicy
-    from workbench.core.protocol import Prompts, run_episode
+    from workbench.core.protocol import EpisodeSettings, Prompts, run_episode
 
     task_suite = load_suite(suite, workspace)
     the_task = task_suite.get(task)
@@ -166,13 +166,15 @@ def run_one_episode(
                 policy,
                 session.pool,
                 the_task,
-                suite=task_suite.name,
-                max_turns=max_turns,
+                EpisodeSettings(
+                    suite=task_suite.name,
+                    max_turns=max_turns,
+                    max_tokens=max_tokens,
+                    temperature=temperature,
+                    prompts=loaded,
+                ),
                 rng=rng,
                 seed=seed,
-                max_tokens=max_tokens,
-                temperature=temperature,
-                prompts=loaded,
             )
         )
     finally:

@@ -14,10 +14,10 @@ import pytest
 
 from tests.support.fault_server import MODEL, Fault
 from workbench.core.coordinator import Coordinator
-from workbench.core.protocol import run_episode
+from workbench.core.protocol import EpisodeSettings, run_episode
 from workbench.core.store import Store
 from workbench.core.tasks.model import Task
-from workbench.core.workers.base import CacheMiss, EpisodeContext, ProviderError, current_episode
+from workbench.core.workers.base import CacheMiss, EpisodeContext, ProviderError
 from workbench.core.workers.cache import (
     CachedWorker,
     CachePolicy,
@@ -209,11 +209,12 @@ def test_sandbox_keys_include_the_episode_because_its_replies_depend_on_it(store
     (worker,) = build_pool(["sandbox:mathlete"])
     keys = []
     for task in (TWIN_A, TWIN_B):
-        token = current_episode.set(EpisodeContext(task, "worker", None))
-        try:
-            keys.append(cache.key_for(worker, MESSAGES, max_tokens=8, temperature=0.0, seed=1)[0])
-        finally:
-            current_episode.reset(token)
+        context = EpisodeContext(task, "worker", None)
+        keys.append(
+            cache.key_for(worker, MESSAGES, max_tokens=8, temperature=0.0, seed=1, context=context)[
+                0
+            ]
+        )
     assert keys[0] != keys[1]  # same messages, different tasks: different replies
 
 
@@ -239,10 +240,9 @@ def test_sandbox_episodes_replay_from_the_cache(tiny_backbone, store):
                     coordinator,
                     pool,
                     t,
-                    max_turns=4,
+                    EpisodeSettings(max_turns=4, temperature=0.0),
                     rng=np.random.default_rng(i),
                     seed=i,
-                    temperature=0.0,
                 )
                 for i, t in enumerate(tasks)
             ]

@@ -15,7 +15,7 @@ import pytest
 
 from tests.support.fault_server import MODEL, Fault
 from workbench.core.coordinator import Action
-from workbench.core.protocol import run_episode
+from workbench.core.protocol import EpisodeSettings, run_episode
 from workbench.core.records import ROLES, StopReason
 from workbench.core.tasks.model import Task
 from workbench.core.workers.base import (
@@ -383,7 +383,10 @@ def test_the_episode_record_shows_what_happened_under_faults(fault_server):
     async def go():
         try:
             return await run_episode(
-                coordinator, [worker], task, max_turns=4, temperature=0.0, max_tokens=16
+                coordinator,
+                [worker],
+                task,
+                EpisodeSettings(max_turns=4, temperature=0.0, max_tokens=16),
             )
         finally:
             await worker.aclose()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 
 from workbench.core.coordinator import Coordinator
-from workbench.core.protocol import render_transcript, run_episode
+from workbench.core.protocol import EpisodeSettings, render_transcript, run_episode
 from workbench.core.records import Role
 from workbench.core.tasks.model import Task
 from workbench.core.workers.checks import test_connection
@@ -99,12 +99,9 @@ def test_a_full_episode_through_transformers_serve(transformers_server, tiny_bac
                 coordinator,
                 pool,
                 TASK,
-                suite="t",
-                max_turns=1,
+                EpisodeSettings(suite="t", max_turns=1, max_tokens=16, temperature=0.0),
                 rng=None,
                 seed=3,
-                max_tokens=16,
-                temperature=0.0,
             )
 
     episode = asyncio.run(go())

@@ -10,7 +10,7 @@ import numpy as np
 
 from tests.support.fault_server import FaultServer
 from workbench.core.coordinator import Backbone, Coordinator
-from workbench.core.protocol import run_episode
+from workbench.core.protocol import EpisodeSettings, run_episode
 from workbench.core.store import Store
 from workbench.core.tasks.model import Task
 from workbench.core.workers.http import open_client
@@ -62,12 +62,11 @@ def evaluate(tiny_lm, db_path, base_url, policy, temperature=0.0, tasks=TASKS):
                         coordinator,
                         pool,
                         task,
-                        suite="replay",
-                        max_turns=4,
+                        EpisodeSettings(
+                            suite="replay", max_turns=4, max_tokens=32, temperature=temperature
+                        ),
                         rng=np.random.default_rng(100 + i),
                         seed=i,
-                        max_tokens=32,
-                        temperature=temperature,
                     )
                     for i, task in enumerate(tasks)
                 ]

@@ -14,7 +14,7 @@ import numpy as np
 
 from tests.support.fault_server import MODEL, Fault
 from workbench.core.coordinator import Coordinator
-from workbench.core.protocol import run_episode
+from workbench.core.protocol import EpisodeSettings, run_episode
 from workbench.core.store import Store
 from workbench.core.tasks.model import Task
 from workbench.core.workers.cache import cached_pool
@@ -71,11 +71,9 @@ def test_a_key_reaches_the_server_and_nowhere_else(
                         coordinator,
                         pool,
                         task,
-                        suite="secrets",
-                        max_turns=5,
+                        EpisodeSettings(suite="secrets", max_turns=5, temperature=0.0),
                         rng=np.random.default_rng(i),
                         seed=i,
-                        temperature=0.0,
                     )
                     store.add_episode(episode)
                     (exported / f"{episode.id}.json").write_text(

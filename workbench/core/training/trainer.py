@@ -24,7 +24,7 @@ import statistics
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -35,7 +35,13 @@ from workbench.core.optimizers.base import Proposal
 from workbench.core.optimizers.make import make_optimizer
 from workbench.core.optimizers.sep_cma_es import head_step_scale
 from workbench.core.policies import FixedPolicy, Policy
-from workbench.core.protocol import Prompts, render_transcript, run_episode
+from workbench.core.protocol import (
+    EpisodeSettings,
+    EpisodeTag,
+    Prompts,
+    render_transcript,
+    run_episode,
+)
 from workbench.core.records import Episode
 from workbench.core.store import RunStatus, Store
 from workbench.core.tasks.model import Suite, Task
@@ -121,6 +127,13 @@ class Trainer:
         self.prompts = prompts or Prompts.load()
         self.cache_hits = cache_stats or (lambda: 0)
         self.splits = task_splits(config, suite)
+        self.settings = EpisodeSettings(
+            suite=suite.name,
+            max_turns=config.protocol.max_turns,
+            max_tokens=config.protocol.max_tokens,
+            temperature=config.protocol.temperature,
+            prompts=self.prompts,
+        )
         self.head_config = HeadConfig(len(self.pool), backbone.hidden_size)
         self.n_svf = backbone.svf().n_params if config.optimizer.svf else 0
         self.n_params = self.n_svf + self.head_config.n_params
@@ -246,16 +259,10 @@ class Trainer:
                     coordinator,
                     self.pool,
                     task,
-                    suite=self.suite.name,
-                    max_turns=turns,
+                    replace(self.settings, max_turns=turns),
                     rng=np.random.default_rng(derived_seed(cfg.run.seed, g, k, j)),
                     seed=derived_seed(cfg.run.seed, "w", g, k, j) % 2**31,
-                    max_tokens=cfg.protocol.max_tokens,
-                    temperature=cfg.protocol.temperature,
-                    prompts=self.prompts,
-                    run_id=self.run_id,
-                    generation=g,
-                    candidate=k,
+                    tag=EpisodeTag(run_id=self.run_id, generation=g, candidate=k),
                 )
             self._emit(
                 EpisodeDone(
@@ -381,16 +388,10 @@ class Trainer:
                     coordinator,
                     self.pool,
                     task,
-                    suite=self.suite.name,
-                    max_turns=cfg.protocol.max_turns,
+                    self.settings,
                     rng=None,
                     seed=derived_seed(cfg.run.seed, "val", j) % 2**31,
-                    max_tokens=cfg.protocol.max_tokens,
-                    temperature=cfg.protocol.temperature,
-                    prompts=self.prompts,
-                    run_id=self.run_id,
-                    generation=g,
-                    candidate=None,
+                    tag=EpisodeTag(run_id=self.run_id, generation=g, candidate=None),
                 )
 
         episodes = await asyncio.gather(

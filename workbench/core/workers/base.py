@@ -12,7 +12,6 @@ worker, the HTTP status when there is one, and what to do next; never a key.
 from __future__ import annotations
 
 import abc
-import contextvars
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -124,18 +123,15 @@ class UnknownWorker(KeyError):
 @dataclass(frozen=True)
 class EpisodeContext:
     """What run_episode knows at a turn: the task, the role asked for, the latest Worker
-    answer and the Thinkers since it. Real workers never read it; only the sandbox
-    simulation does, to draw a labelled outcome."""
+    answer and the Thinkers since it. ``run_episode`` passes it to every call
+    (``Worker.complete(..., context=...)``); real workers ignore it; the sandbox
+    simulation draws its labelled outcome from it, and the response cache keys the
+    sandbox's replies on it."""
 
     task: Task
     role: str
     answer: str | None
     thinkers: tuple[str, ...] = ()
-
-
-current_episode: contextvars.ContextVar[EpisodeContext | None] = contextvars.ContextVar(
-    "current_episode", default=None
-)
 
 
 class Worker(abc.ABC):
@@ -156,8 +152,10 @@ class Worker(abc.ABC):
         max_tokens: int,
         temperature: float,
         seed: int | None = None,
+        context: EpisodeContext | None = None,
     ) -> Completion:
-        """Send ``messages`` and return the reply; raise ``WorkerError`` on failure."""
+        """Send ``messages`` and return the reply; raise ``WorkerError`` on failure.
+        ``context`` is the episode the call belongs to (None outside one)."""
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook, not abstract
         """Release connections or models; the default holds nothing."""

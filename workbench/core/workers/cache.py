@@ -36,7 +36,7 @@ from enum import StrEnum
 from typing import Any
 
 from workbench.core.store import Store
-from workbench.core.workers.base import CacheMiss, Completion, Message, Worker, current_episode
+from workbench.core.workers.base import CacheMiss, Completion, EpisodeContext, Message, Worker
 
 KEY_VERSION = 1  # part of every key: bump it when the key's content changes
 # Providers whose reply depends on the episode context, not only on the messages.
@@ -78,8 +78,7 @@ def request_key(
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _episode_context() -> dict[str, Any] | None:
-    ctx = current_episode.get()
+def _episode_context(ctx: EpisodeContext | None) -> dict[str, Any] | None:
     if ctx is None:
         return None
     task = json.dumps(ctx.task.to_dict(), sort_keys=True, default=str)
@@ -128,16 +127,17 @@ class ResponseCache:
         max_tokens: int,
         temperature: float,
         seed: int | None,
+        context: EpisodeContext | None = None,
     ) -> tuple[str, dict[str, Any]]:
         """(key, the request as recorded) for a call of ``worker``."""
         identity = worker.request_identity(
             max_tokens=max_tokens, temperature=temperature, seed=seed
         )
-        context = _episode_context() if worker.provider in CONTEXT_PROVIDERS else None
+        keyed = _episode_context(context) if worker.provider in CONTEXT_PROVIDERS else None
         request = {**identity, "messages": [dict(m) for m in messages]}
-        if context is not None:
-            request["context"] = context
-        return request_key(identity, messages, context), request
+        if keyed is not None:
+            request["context"] = keyed
+        return request_key(identity, messages, keyed), request
 
     def wrap(self, worker: Worker) -> CachedWorker:
         return CachedWorker(worker, self)
@@ -150,15 +150,25 @@ class ResponseCache:
         max_tokens: int,
         temperature: float,
         seed: int | None,
+        context: EpisodeContext | None = None,
     ) -> Completion:
         """``worker.complete`` through the cache."""
         if self.policy is CachePolicy.OFF:
             return await worker.complete(
-                messages, max_tokens=max_tokens, temperature=temperature, seed=seed
+                messages,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                seed=seed,
+                context=context,
             )
         started = time.perf_counter()
         key, request = self.key_for(
-            worker, messages, max_tokens=max_tokens, temperature=temperature, seed=seed
+            worker,
+            messages,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            seed=seed,
+            context=context,
         )
         pending = self._inflight.get(key)
         if pending is not None:
@@ -183,7 +193,11 @@ class ResponseCache:
             else:
                 self.misses += 1
                 result = await worker.complete(
-                    messages, max_tokens=max_tokens, temperature=temperature, seed=seed
+                    messages,
+                    max_tokens=max_tokens,
+                    temperature=temperature,
+                    seed=seed,
+                    context=context,
                 )
                 await asyncio.to_thread(
                     self.store.put_response,
@@ -255,9 +269,15 @@ class CachedWorker(Worker):
         max_tokens: int,
         temperature: float,
         seed: int | None = None,
+        context: EpisodeContext | None = None,
     ) -> Completion:
         return await self.cache.complete(
-            self.inner, messages, max_tokens=max_tokens, temperature=temperature, seed=seed
+            self.inner,
+            messages,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            seed=seed,
+            context=context,
         )
 
     def request_identity(

@@ -35,6 +35,7 @@ from workbench.core.workers.base import (
     AuthError,
     BadResponse,
     Completion,
+    EpisodeContext,
     Message,
     ProviderError,
     RateLimited,
@@ -487,6 +488,7 @@ class HTTPWorker(Worker):
         max_tokens: int,
         temperature: float,
         seed: int | None = None,
+        context: EpisodeContext | None = None,
     ) -> Completion:
         return await self._complete(
             messages, max_tokens=max_tokens, temperature=temperature, seed=seed

@@ -22,6 +22,7 @@ from typing import Any
 from workbench.core.models import OFFLINE, load_causal_lm
 from workbench.core.workers.base import (
     Completion,
+    EpisodeContext,
     Message,
     Worker,
     register_builtin,
@@ -128,6 +129,7 @@ class LocalWorker(Worker):
         max_tokens: int,
         temperature: float,
         seed: int | None = None,
+        context: EpisodeContext | None = None,
     ) -> Completion:
         loop = asyncio.get_running_loop()
         lm = await loop.run_in_executor(None, self._ensure_loaded)

@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 
 from workbench.core.workers.base import (
     Completion,
+    EpisodeContext,
     Message,
     Worker,
     WorkerError,
-    current_episode,
     register_builtin,
     register_provider,
 )
@@ -125,8 +125,9 @@ class SimulatedWorker(Worker):
         max_tokens: int,
         temperature: float,
         seed: int | None = None,
+        context: EpisodeContext | None = None,
     ) -> Completion:
-        ctx = current_episode.get()
+        ctx = context
         if ctx is None:
             raise WorkerError(
                 self.id, "sandbox workers answer only inside an episode (run_episode)"
