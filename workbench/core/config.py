@@ -13,7 +13,7 @@
 ```
 
 Unknown keys and wrong types are errors that name the key. Every default is the
-paper's where it has one (METHOD.md).
+paper's where it has one (docs/METHOD.md).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The coordinator: a frozen backbone's feature, a tiny linear head, and the policy.
 
 - Feature: the final layer's hidden state at the *penultimate* token of the transcript
-  (METHOD.md), normalised to unit RMS; the trainer explores head weights at
+  (docs/METHOD.md), normalised to unit RMS; the trainer explores head weights at
   sigma0 * sqrt(1024 / d) (``optimizers.sep_cma_es.head_step_scale``), so one sigma0 gives backbones of
   any width the paper's exploration in logit space.
 - Head: one bias-free linear map ``W`` of shape ``(L + 3, d)``; the first ``L`` logits
@@ -149,7 +149,7 @@ class _SVFTarget:
 
 
 class SVF:
-    """Singular-value fine-tuning of a backbone (METHOD.md).
+    """Singular-value fine-tuning of a backbone (docs/METHOD.md).
 
     For each adapted matrix ``W = U diag(S) V^T`` and offsets ``delta`` (one per singular
     value, 0 = unchanged): ``W' = U diag(S (1 + delta)) V^T * sum(S) / sum(S (1 + delta))``.

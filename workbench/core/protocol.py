@@ -1,4 +1,4 @@
-"""The multi-turn Thinker / Worker / Verifier protocol (METHOD.md).
+"""The multi-turn Thinker / Worker / Verifier protocol (docs/METHOD.md).
 
 Each turn the coordinator reads the transcript (the query, then every earlier turn as
 ``role/worker: content``) and picks (worker, role); the chosen worker gets its role's

@@ -12,7 +12,7 @@ from typing import Any
 
 
 class Role(StrEnum):
-    """The three roles the coordinator can give a worker (METHOD.md)."""
+    """The three roles the coordinator can give a worker (docs/METHOD.md)."""
 
     THINKER = "thinker"
     WORKER = "worker"

@@ -1,5 +1,5 @@
 """The one door for Qt: every GUI module imports PySide6 and pyqtgraph names from here
-(CONVENTIONS.md, Shape). Nothing else in the project imports PySide6 or pyqtgraph."""
+(docs/CONVENTIONS.md, Shape). Nothing else in the project imports PySide6 or pyqtgraph."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ and live plots (fitness, sigma, model x role usage heatmap), progress with ETA a
 
 The page holds no domain logic: configs, runs, statuses and figures all come from core;
 training runs in a ``RunThread``. Plots are created once and redrawn from a timer with
-``setData`` on preallocated arrays that grow by doubling (CONVENTIONS.md).
+``setData`` on preallocated arrays that grow by doubling (docs/CONVENTIONS.md).
 """
 
 from __future__ import annotations
