@@ -174,7 +174,7 @@ def test_older_schema_is_migrated_in_order(tmp_path: Path, monkeypatch) -> None:
     step3 = store_module._sql("UPDATE runs SET note = 'migrated'")
     monkeypatch.setattr(store_module, "MIGRATIONS", [*store_module.MIGRATIONS, step2, step3])
     with Store(path) as s:
-        assert s.get_run(run_id).config == {"lr": 0.1}
+        assert s.get_run(run_id).config_data == {"lr": 0.1}
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
     assert conn.execute("SELECT note FROM runs").fetchall() == [("migrated",)]
@@ -208,7 +208,7 @@ def test_create_list_get_runs(store: Store) -> None:
     assert [r.id for r in store.list_runs(kind="eval")] == [b]
     run = store.get_run(a)
     assert (run.name, run.kind, run.status) == ("first", "train", RunStatus.CREATED)
-    assert run.config == {"lambda": 16, "pool": ["gpt", "claude"]}
+    assert run.config_data == {"lambda": 16, "pool": ["gpt", "claude"]}
     assert run.result is None and run.stop_reason is None
     assert store.get_run(a[:4]) == run
     assert store.get_run(a[:9]).id == a

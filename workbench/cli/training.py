@@ -162,7 +162,7 @@ def cmd_runs_show(args) -> int:
         generations = store.generations(record.id)
     data = {
         **_run_dict(record),
-        "config": record.config,
+        "config": record.config_data,
         "result": record.result,
         "generations": generations,
     }

@@ -141,7 +141,9 @@ class RunConfig:
         return cls(**sections)
 
     @classmethod
-    def load(cls, path: str | Path) -> RunConfig:
+    def load(cls, path: str | Path, defaults: dict[str, dict[str, Any]] | None = None) -> RunConfig:
+        """The config in TOML file ``path``. ``defaults`` (section -> key -> value) fill
+        what the file leaves out, before the built-in defaults (the user's settings)."""
         path = Path(path)
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -149,6 +151,10 @@ class RunConfig:
             raise ConfigError(f"config file {path} not found") from None
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+        for section, values in (defaults or {}).items():
+            given = data.get(section)
+            if given is None or isinstance(given, dict):  # anything else: from_dict says why
+                data[section] = {**values, **(given or {})}
         return cls.from_dict(data, str(path))
 
     def to_dict(self) -> dict[str, Any]:

@@ -118,3 +118,43 @@ class Episode:
         d["stop_reason"] = StopReason(d["stop_reason"])
         d["turns"] = tuple(Turn.from_dict(t) for t in d["turns"])
         return cls(**d)
+
+
+_RESULT_OPTIONAL = ("search_basis_alpha", "sigma0_head_scale", "pid", "host")
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What a training run's record says about it: generations done, the best validation
+    reward and its generation, the parameter count, the spend so far (episodes, calls,
+    dollars, minutes), and, while it runs, which process on which host runs it."""
+
+    generations: int
+    best_validation: float | None
+    best_validation_generation: int | None
+    n_params: int
+    spend: dict[str, float]
+    search_basis_alpha: float | None = None
+    sigma0_head_scale: float | None = None
+    pid: int | None = None
+    host: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stored JSON (``pid`` and ``host`` only while they are known)."""
+        data = asdict(self)
+        for name in ("pid", "host"):
+            if data[name] is None:
+                del data[name]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunResult:
+        """A result from its stored JSON."""
+        return cls(
+            generations=int(data["generations"]),
+            best_validation=data.get("best_validation"),
+            best_validation_generation=data.get("best_validation_generation"),
+            n_params=int(data.get("n_params") or 0),
+            spend=dict(data.get("spend") or {}),
+            **{name: data.get(name) for name in _RESULT_OPTIONAL},
+        )

@@ -19,7 +19,7 @@ from typing import Any
 from workbench.core.config import ConfigError, RunConfig
 from workbench.core.coordinator import Backbone
 from workbench.core.records import Episode
-from workbench.core.store import Store
+from workbench.core.store import RunRecord, Store
 from workbench.core.tasks.suites import load_suite
 from workbench.core.training.checkpoint import best_vector
 from workbench.core.training.events import Listener, StopToken
@@ -41,20 +41,20 @@ def shared_backbone(source: str, device: str = "auto", svf_layer: int = -2) -> B
     return _backbones[key]
 
 
-def effective_status(record: Any) -> str:
+def effective_status(record: RunRecord) -> str:
     """A run's status, except that a ``running`` run whose process is gone (killed, or the
     machine restarted) reads ``interrupted``: resume it with ``train --resume``."""
     import os
     import socket
 
     status = str(record.status)
-    result = record.result or {}
-    if status != "running" or "pid" not in result:
+    result = record.run_result()
+    if status != "running" or result is None or result.pid is None:
         return status
-    if result.get("host") != socket.gethostname():
+    if result.host != socket.gethostname():
         return status  # another machine's run: we cannot tell
     try:
-        os.kill(int(result["pid"]), 0)
+        os.kill(result.pid, 0)
     except ProcessLookupError:
         return "interrupted"
     except PermissionError:
@@ -63,10 +63,13 @@ def effective_status(record: Any) -> str:
 
 
 def cache_policy(config: RunConfig) -> str:
-    """``auto`` means read-write at temperature 0 (replies are then repeatable), else off."""
+    """The config's cache policy with ``auto`` resolved by the one rule,
+    ``workers.cache.default_policy`` (read-write at temperature 0, else off)."""
+    from workbench.core.workers.cache import default_policy
+
     if config.cache.policy != "auto":
         return config.cache.policy
-    return "read-write" if config.protocol.temperature == 0 else "off"
+    return str(default_policy(config.protocol.temperature))
 
 
 @dataclass
@@ -215,10 +218,8 @@ def train(
     with Store.open(workspace) as store:
         if resume is not None:
             record = store.get_run(resume)
-            config = _check_resume_config(
-                RunConfig.from_dict(record.config, f"run {record.id}"), config
-            )
-            if config.to_dict() != record.config:
+            config = _check_resume_config(record.config(), config)
+            if config.to_dict() != record.config_data:
                 store.update_run_config(record.id, config.to_dict())
         assert config is not None
         suite = load_suite(config.tasks.suite, workspace)
@@ -304,7 +305,7 @@ def _evaluation_source(
 
     if run is not None:
         record = store.get_run(run)
-        config = RunConfig.from_dict(record.config, f"run {record.id}")
+        config = record.config()
         pool = tuple(wid for wid, _ in describe_pool(config.pool.workers))
         return EvaluationSource(config, pool, config.backbone.model, run_id=record.id)
     if coordinator_file is not None:
@@ -412,7 +413,7 @@ def export_run(
 
     with Store.open(workspace) as store:
         record = store.get_run(run)
-        config = RunConfig.from_dict(record.config, f"run {record.id}")
+        config = record.config()
         vector, checkpoint = best_vector(store, record.id)
         backbone = backbone or shared_backbone(
             config.backbone.model, config.backbone.device, config.optimizer.svf_layer
@@ -587,8 +588,8 @@ def study_optimizers(
             )
             run_id = train(cfg, workspace, backbone=backbone)
             with Store.open(workspace) as store:
-                result = store.get_run(run_id).result or {}
-            val = result.get("best_validation") or 0.0
+                result = store.get_run(run_id).run_result()
+            val = (result.best_validation if result is not None else None) or 0.0
             first = name == optimizers[0]  # the same test tasks and seed for every optimizer
             systems = evaluate_run(
                 workspace, run=run_id, baselines=first, backbone=backbone
@@ -602,7 +603,7 @@ def study_optimizers(
             vals.append(val)
             tests.append(test)
             run_ids.append(run_id)
-            episodes = int(result.get("spend", {}).get("episodes", 0))
+            episodes = int(result.spend.get("episodes", 0)) if result is not None else 0
             if progress:
                 progress(
                     f"{name} seed {s}: validation {val:.3f}, test {test:.3f} (run {run_id[:8]})"

@@ -145,11 +145,10 @@ def save_settings(settings: Settings, path: str | Path | None = None) -> Path:
 def load_run_config(path: str | Path, settings: Settings) -> RunConfig:
     """A run config TOML with the user's defaults for what the file leaves out: the
     backbone device (``[backbone] device``) and the cache policy (``[cache] policy``)."""
-    config = RunConfig.load(path)
-    data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    changes: dict[str, dict[str, Any]] = {}
-    if "device" not in (data.get("backbone") or {}):
-        changes["backbone"] = {"device": settings.device}
-    if "policy" not in (data.get("cache") or {}):
-        changes["cache"] = {"policy": settings.cache_policy}
-    return config.replace(**changes) if changes else config
+    return RunConfig.load(
+        path,
+        defaults={
+            "backbone": {"device": settings.device},
+            "cache": {"policy": settings.cache_policy},
+        },
+    )

@@ -33,7 +33,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypeVar
 
-from workbench.core.records import Episode, Role, StopReason, Turn
+from workbench.core.config import RunConfig
+from workbench.core.records import Episode, Role, RunResult, StopReason, Turn
 from workbench.core.workspace import Workspace
 
 T = TypeVar("T")
@@ -97,13 +98,24 @@ class RunRecord:
     id: str
     name: str
     kind: str  # 'train', 'episode', 'eval', ...
-    config: dict[str, Any] = field(hash=False)
+    config_data: dict[str, Any] = field(hash=False)  # the stored config, as JSON
     status: RunStatus
     stop_reason: str | None
     error: str | None
     created_at: float
     updated_at: float
     result: dict[str, Any] | None = field(hash=False)
+
+    def config(self) -> RunConfig:
+        """The run's config, parsed; ``ConfigError`` names the run if it is not valid."""
+        return RunConfig.from_dict(self.config_data, f"run {self.id}")
+
+    def run_result(self) -> RunResult | None:
+        """The typed result of a training run (None before it reports one, and for runs of
+        other kinds, whose results have other shapes)."""
+        if not self.result or "generations" not in self.result:
+            return None
+        return RunResult.from_dict(self.result)
 
 
 @dataclass(frozen=True)
@@ -892,7 +904,7 @@ def _run_record(row: sqlite3.Row) -> RunRecord:
         id=row["id"],
         name=row["name"],
         kind=row["kind"],
-        config=json.loads(row["config"]),
+        config_data=json.loads(row["config"]),
         status=RunStatus(row["status"]),
         stop_reason=row["stop_reason"],
         error=row["error"],

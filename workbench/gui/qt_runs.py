@@ -775,7 +775,7 @@ class QtRuns(QWidget):
                 s.get("validation"),
                 s.get("usage") or {},
             )
-        budget = int((record.config.get("budget") or {}).get("generations") or 0)
+        budget = int((record.config_data.get("budget") or {}).get("generations") or 0)
         self.progress.setRange(0, max(budget, 1))
         self.progress.setValue(len(generations))
         self.eta_label.setText("")

@@ -25,7 +25,6 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
 
 import numpy as np
 
@@ -42,7 +41,7 @@ from workbench.core.protocol import (
     render_transcript,
     run_episode,
 )
-from workbench.core.records import Episode
+from workbench.core.records import Episode, RunResult
 from workbench.core.store import RunStatus, Store
 from workbench.core.tasks.model import Suite, Task
 from workbench.core.training.basis import CALIBRATION_TASKS, SearchBasis
@@ -177,7 +176,7 @@ class Trainer:
         self.store.set_run_status(
             run_id,
             RunStatus.RUNNING,
-            result={**self._result(), "pid": os.getpid(), "host": socket.gethostname()},
+            result=replace(self._result(), pid=os.getpid(), host=socket.gethostname()).to_dict(),
         )
         self._emit(
             RunStarted(
@@ -210,7 +209,9 @@ class Trainer:
             self._emit(RunFailed(run_id, f"{type(exc).__name__}: {exc}"))
             raise
         status = RunStatus.STOPPED if reason == "stopped" else RunStatus.FINISHED
-        self.store.set_run_status(run_id, status, stop_reason=reason, result=self._result())
+        self.store.set_run_status(
+            run_id, status, stop_reason=reason, result=self._result().to_dict()
+        )
         self._emit(
             RunFinished(run_id, reason, self.state.generation + 1, self.state.best_validation)
         )
@@ -444,19 +445,19 @@ class Trainer:
             basis=checkpoint.basis,
         )
 
-    def _result(self) -> dict[str, Any]:
+    def _result(self) -> RunResult:
         st = self.state
-        return {
-            "generations": st.generation + 1,
-            "best_validation": st.best_validation,
-            "best_validation_generation": st.best_validation_generation,
-            "n_params": self.n_params,
-            "spend": st.spend.as_totals(),
-            "search_basis_alpha": None if st.basis is None else st.basis.alpha,
-            "sigma0_head_scale": head_step_scale(self.head_config.hidden_size)
+        return RunResult(
+            generations=st.generation + 1,
+            best_validation=st.best_validation,
+            best_validation_generation=st.best_validation_generation,
+            n_params=self.n_params,
+            spend=st.spend.as_totals(),
+            search_basis_alpha=None if st.basis is None else st.basis.alpha,
+            sigma0_head_scale=head_step_scale(self.head_config.hidden_size)
             if self.config.optimizer.name == "sep-cma-es"
             else None,
-        }
+        )
 
     def _emit(self, event: Event) -> None:
         for listener in self.listeners:
