@@ -43,6 +43,9 @@ def test_a_run_written_by_main_opens_resumes_and_exports(tmp_path, tiny_backbone
     assert train(longer, ws, resume=RUN, backbone=tiny_backbone) == RUN
     with Store.open(ws) as store:
         assert [g["generation"] for g in store.generations(RUN)] == [0, 1, 2]
+        stats = store.generation_stats(RUN)
+        assert [(s.run_id, s.generation) for s in stats] == [(RUN, 0), (RUN, 1), (RUN, 2)]
+        assert all(s.evaluations == 12 and s.validation is not None for s in stats)
         assert store.get_run(RUN).run_result().generations == 3
         resumed = latest_checkpoint(store, RUN)
         assert resumed.generation == 2 and resumed.spend.episodes > checkpoint.spend.episodes

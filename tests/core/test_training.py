@@ -69,6 +69,7 @@ def test_run_reports_events_and_keeps_a_gap_free_history(ws, tiny_backbone):
         record = store.get_run(run_id)
         assert record.status == "finished" and record.stop_reason == "budget.generations"
         assert [g["generation"] for g in store.generations(run_id)] == [0, 1, 2]
+        assert store.generation_stats(run_id) == stats  # one shape: the event is what is stored
         assert len(store.list_episodes(run_id)) == 3 * 12 + 2 * 6
         vector, checkpoint = best_vector(store, run_id)
     assert (

@@ -158,3 +158,31 @@ class RunResult:
             spend=dict(data.get("spend") or {}),
             **{name: data.get(name) for name in _RESULT_OPTIONAL},
         )
+
+
+@dataclass(frozen=True)
+class GenerationStats:
+    """One generation's figures: what the CLI prints, the store keeps and the GUI plots;
+    the trainer's event and ``Store.generation_stats`` give this one shape."""
+
+    run_id: str
+    generation: int
+    best: float
+    mean: float
+    median: float
+    worst: float
+    sigma: float
+    evaluations: int  # training episodes this generation
+    calls: int
+    tokens: int
+    dollars: float
+    cache_hits: int
+    wall_s: float
+    coordinator_s: float  # backbone busy time
+    worker_s: float  # summed worker call latency
+    features_requested: int
+    features_computed: int
+    usage: dict[str, int]  # "worker/role" -> turns
+    validation: float | None  # reward of the distribution mean on validation, when evaluated
+    best_validation: float | None
+    totals: dict[str, float]  # spend so far: episodes, calls, dollars, minutes

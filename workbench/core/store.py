@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from workbench.core.config import RunConfig
-from workbench.core.records import Episode, Role, RunResult, StopReason, Turn
+from workbench.core.records import Episode, GenerationStats, Role, RunResult, StopReason, Turn
 from workbench.core.workspace import Workspace
 
 T = TypeVar("T")
@@ -791,6 +791,11 @@ class Store:
             .fetchall()
         )
         return [{**json.loads(r["stats"]), "generation": r["generation"]} for r in rows]
+
+    def generation_stats(self, run_id: str) -> list[GenerationStats]:
+        """The stats of every committed generation of a run, in order, typed: the same
+        shape as the trainer's ``GenerationStats`` event."""
+        return [GenerationStats(run_id=run_id, **g) for g in self.generations(run_id)]
 
     def latest_checkpoint(self, run_id: str) -> tuple[int, bytes] | None:
         """The newest checkpoint of a run as (generation, state), or None if it has none."""

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from workbench.core.records import GenerationStats
+
 log = logging.getLogger(__name__)
 
 
@@ -24,33 +26,6 @@ class RunStarted:
     rollouts: int
     start_generation: int  # > 0 when resumed
     budget: dict[str, float]
-
-
-@dataclass(frozen=True)
-class GenerationStats:
-    """One generation's figures: what the CLI prints, the store keeps and the GUI plots."""
-
-    run_id: str
-    generation: int
-    best: float
-    mean: float
-    median: float
-    worst: float
-    sigma: float
-    evaluations: int  # training episodes this generation
-    calls: int
-    tokens: int
-    dollars: float
-    cache_hits: int
-    wall_s: float
-    coordinator_s: float  # backbone busy time
-    worker_s: float  # summed worker call latency
-    features_requested: int
-    features_computed: int
-    usage: dict[str, int]  # "worker/role" -> turns
-    validation: float | None  # reward of the distribution mean on validation, when evaluated
-    best_validation: float | None
-    totals: dict[str, float]  # spend so far: episodes, calls, dollars, minutes
 
 
 @dataclass(frozen=True)
@@ -79,6 +54,7 @@ class RunFailed:
     error: str
 
 
+# GenerationStats lives in records (the store returns it too); it is one of the events.
 Event = RunStarted | GenerationStats | EpisodeDone | RunFinished | RunFailed
 Listener = Callable[[Event], None]
 EVENT_TYPES: dict[str, type] = {
