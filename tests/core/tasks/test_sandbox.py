@@ -177,3 +177,35 @@ def test_macos_profile_denies_by_default_and_allows_only_the_run_folder() -> Non
     writes = [line for line in lines if line.startswith("(allow file-write*")]
     assert writes == ['(allow file-write* (subpath "/tmp/w \\"x\\"") (literal "/dev/null"))']
     assert "/Users" not in profile and "network-outbound" not in profile
+
+
+def test_only_a_capped_tmp_is_writable() -> None:
+    source = (
+        "import os\n"
+        "for path in ['/x', '/w/x', '/dev/x', '/usr/x', '/w/program.py', '/tmp/x']:\n"
+        "    try:\n"
+        "        open(path, 'a').write('1')\n"
+        "        print(path, 'writable')\n"
+        "    except OSError as error:\n"
+        "        print(path, error.errno)\n"
+        "written = 0\n"
+        "try:\n"
+        "    for n in range(100):\n"
+        "        with open(f'/tmp/fill-{n}', 'wb') as f:\n"
+        "            f.write(b'x' * 8 * 2**20)\n"
+        "        written += 8\n"
+        "except OSError as error:\n"
+        "    print('full at', written, error.errno)\n"
+    )
+    result = run_program(source, timeout_s=10)
+    assert result.ok, result
+    lines = result.stdout.splitlines()
+    assert lines[:6] == [
+        "/x 30",
+        "/w/x 30",
+        "/dev/x 30",
+        "/usr/x 30",
+        "/w/program.py 13",
+        "/tmp/x writable",
+    ]  # 30: read-only file system; 13: permission denied
+    assert lines[6] == "full at 56 28"  # 28: no space left (the 64 MiB tmpfs)

@@ -124,7 +124,9 @@ def bwrap_argv(bwrap: str, python: Python, *, files: dict[str, int]) -> list[str
     argv += ["--proc", "/proc", "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
     for name, fd in files.items():
         argv += ["--perms", "0444", "--ro-bind-data", str(fd), f"{WORK_DIR}/{name}"]
-    argv += ["--chdir", "/tmp"]
+    # bwrap builds the new root on an uncapped tmpfs the sandbox could fill: make it
+    # read-only, so the capped /tmp is the only writable place
+    argv += ["--remount-ro", "/", "--chdir", "/tmp"]
     return argv
 
 
