@@ -94,6 +94,8 @@ def _main() -> None:
     namespace = {"__name__": "checker", "__builtins__": builtins}
     try:
         exec(compile(task["prelude"], "prompt.py", "exec"), namespace)
+        # a test may call the function by its name (HumanEval/33): that is the candidate's
+        namespace[task["entry_point"]] = candidate
         exec(compile(task["test"], "test.py", "exec"), namespace)
         namespace["check"](candidate)
     except AssertionError as error:
