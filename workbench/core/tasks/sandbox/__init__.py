@@ -449,7 +449,8 @@ def _wait_for_exit(proc: subprocess.Popen, timeout_s: float) -> bool:
 
 
 def _count_tasks_of(uid: int) -> int:
-    """Threads and processes of ``uid`` now (what RLIMIT_NPROC counts)."""
+    """Threads and processes of ``uid`` now (what RLIMIT_NPROC counts). One ``stat`` per
+    process (the owner of ``/proc/PID``), the thread count read only for ``uid``'s."""
     if not os.path.isdir("/proc"):
         return 0
     count = 0
@@ -457,18 +458,14 @@ def _count_tasks_of(uid: int) -> int:
         if not name.isdigit():
             continue
         try:
-            with open(f"/proc/{name}/status", "rb") as f:
-                status = f.read()
+            if os.stat(f"/proc/{name}").st_uid != uid:
+                continue
+            with open(f"/proc/{name}/stat", "rb") as f:
+                raw = f.read()
         except OSError:
             continue
-        owner = threads = None
-        for line in status.splitlines():
-            if line.startswith(b"Uid:"):
-                owner = int(line.split()[1])
-            elif line.startswith(b"Threads:"):
-                threads = int(line.split()[1])
-        if owner == uid:
-            count += threads or 1
+        fields = raw[raw.rfind(b")") + 2 :].split()
+        count += int(fields[17]) if len(fields) > 17 else 1  # num_threads
     return count
 
 
