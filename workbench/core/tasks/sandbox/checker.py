@@ -15,12 +15,20 @@ import builtins
 import json
 import os
 import sys
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import plaindata  # noqa: E402
 
 del sys.path[0]
+
+
+def _traceback():
+    """The traceback module, imported only when there is one to print: it costs more
+    start-up time (tokenize, re, linecache) than everything else here."""
+    import traceback
+
+    return traceback
+
 
 MAX_REPLY_BYTES = 16 * 2**20
 
@@ -99,7 +107,7 @@ def _main() -> None:
         exec(compile(task["test"], "test.py", "exec"), namespace)
         namespace["check"](candidate)
     except AssertionError as error:
-        traceback.print_exc()
+        _traceback().print_exc()
         verdict.write(
             "fail\n"
             + (f"a test assertion failed: {error}" if str(error) else "a test assertion failed")
@@ -109,7 +117,7 @@ def _main() -> None:
         verdict.write(f"fail\n{error}")
         return
     except BaseException as error:
-        traceback.print_exc()
+        _traceback().print_exc()
         verdict.write(f"fail\n{type(error).__name__}: {error}"[:2000])
         return
     if channel.broken:

@@ -16,12 +16,19 @@ nothing. It imports only the stdlib.
 
 import os
 import sys
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import plaindata  # noqa: E402
 
 del sys.path[0]
+
+
+def _traceback():
+    """The traceback module, imported only when there is one to print: it costs more
+    start-up time (tokenize, re, linecache) than everything else here."""
+    import traceback
+
+    return traceback
 
 
 def _load(path: str, name: str) -> dict:
@@ -30,7 +37,7 @@ def _load(path: str, name: str) -> dict:
     try:
         code = compile(source, "program.py", "exec")
     except SyntaxError:
-        traceback.print_exc(limit=0)
+        _traceback().print_exc(limit=0)
         sys.exit(1)
     sys.argv = ["program.py"]
     namespace = {"__name__": name, "__file__": "program.py", "__builtins__": __builtins__}
@@ -40,7 +47,7 @@ def _load(path: str, name: str) -> dict:
         raise
     except BaseException as error:
         # drop the harness's own frames so the traceback starts in the program
-        traceback.print_exception(type(error), error, error.__traceback__.tb_next)
+        _traceback().print_exception(type(error), error, error.__traceback__.tb_next)
         sys.stderr.flush()
         sys.exit(1)
     return namespace
@@ -60,7 +67,7 @@ def _serve(namespace: dict, entry: str, in_fd: int, out_fd: int) -> None:
             raise
         except BaseException as error:
             reply = plaindata.encode(["raise", type(error).__name__, str(error)[:2000]])
-            traceback.print_exception(type(error), error, error.__traceback__)
+            _traceback().print_exception(type(error), error, error.__traceback__)
         replies.write(reply.encode() + b"\n")
         replies.flush()
 
