@@ -59,6 +59,10 @@ def sandbox_python() -> Python:
     ``/root``), the system's interpreter of the same version."""
     executable = os.path.realpath(sys.executable)
     prefix = os.path.realpath(sys.base_prefix)
+    if getattr(sys, "frozen", False):
+        # a packaged app: its own binary is the interpreter (packaging/launcher.py), and
+        # its folder holds the bundled stdlib
+        prefix = os.path.dirname(executable)
     if os.geteuid() != 0 or _others_can_run(executable, prefix):
         return Python(executable, _outside_usr(prefix))
     version = f"python{sys.version_info.major}.{sys.version_info.minor}"
