@@ -82,7 +82,11 @@ if libc.fork() == 0:
             "    open('/tmp/wb-daemon-@TOKEN@', 'a').write('alive\\\\n')\\n"
             "    time.sleep(0.1)"], {})
     libc._exit(0)
-time.sleep(0.3)
+for _ in range(50):  # until the daemon has written (in the sandbox's own /tmp)
+    if os.path.exists("/tmp/wb-daemon-@TOKEN@"):
+        sys.stderr.write("daemon running")
+        break
+    time.sleep(0.05)
 """,
     "fork bomb": WRONG
     + """

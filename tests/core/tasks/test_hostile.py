@@ -263,6 +263,16 @@ def test_probe_scores_zero_and_leaks_nothing(graded, name: str) -> None:
     assert details["isolation"] == "bubblewrap"
 
 
+def test_the_attacks_really_ran(graded) -> None:
+    """The probes did what they meant to inside their sandbox (so 'nothing left' and
+    'nothing reached' are the sandbox's doing, not a probe that never started)."""
+    stderr = {name: r["details"]["stderr"] for name, r in graded["results"].items()}
+    assert "daemon running" in stderr["daemon via ctypes, setsid, execve with empty env"]
+    assert "No space left on device" in stderr["fill the disk"]
+    assert "Connection refused" in stderr["connect to loopback"]
+    assert "pass\nall tests passed" in stderr["print the verdict and exit 0"]
+
+
 def test_nothing_is_left_behind(graded) -> None:
     assert graded["left"] == {}, f"processes left after the grades: {graded['left']}"
     assert graded["files"] == [], f"files written outside the sandbox: {graded['files']}"
