@@ -209,3 +209,24 @@ def test_only_a_capped_tmp_is_writable() -> None:
         "/tmp/x writable",
     ]  # 30: read-only file system; 13: permission denied
     assert lines[6] == "full at 56 28"  # 28: no space left (the 64 MiB tmpfs)
+
+
+def test_processes_are_capped_and_end_with_the_program() -> None:
+    source = (
+        "import os, time\n"
+        "n = 0\n"
+        "try:\n"
+        "    while True:\n"
+        "        if os.fork() == 0:\n"
+        "            time.sleep(60)\n"
+        "            os._exit(0)\n"
+        "        n += 1\n"
+        "except OSError as error:\n"
+        "    print(n, error.errno)\n"
+    )
+    start = time.monotonic()
+    result = run_program(source, timeout_s=10)
+    assert result.ok, result
+    forks, errno = map(int, result.stdout.split())
+    assert errno == 11 and 10 < forks <= 64  # EAGAIN at the process limit
+    assert time.monotonic() - start < 5  # its sleeping children did not hold the grade
