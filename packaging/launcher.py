@@ -2,7 +2,7 @@
 
 Besides ``trinity-workbench [COMMAND ...]`` (the GUI with no command), the bundle's own
 Python must stand in for ``python`` where the engine starts one: the code sandbox runs
-``python -I harness.py ...``. A frozen app has no separate interpreter, so that form
+``python -I -S harness.py ...``. A frozen app has no separate interpreter, so that form
 is served here with the bundled one.
 """
 
@@ -12,8 +12,11 @@ import sys
 
 def main() -> int:
     if getattr(sys, "frozen", False) and len(sys.argv) > 2 and sys.argv[1] == "-I":
-        script, sys.argv = sys.argv[2], sys.argv[2:]
-        runpy.run_path(script, run_name="__main__")
+        args = sys.argv[2:]
+        while args and args[0] == "-S":  # the sandbox also asks for no site: nothing to do
+            args = args[1:]
+        sys.argv = args
+        runpy.run_path(args[0], run_name="__main__")
         return 0
     from workbench.cli import main as cli_main
 

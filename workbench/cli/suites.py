@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import sys
-from pathlib import Path
 
 from workbench.cli.common import UserError, one_line, print_json, table, workspace
+from workbench.core.printable import printable
 
 
 def cmd_suites_list(args) -> int:
@@ -85,20 +86,47 @@ def cmd_suites_import(args) -> int:
     return 0
 
 
+MAX_ANSWER_BYTES = 1_000_000  # far above any model's answer; /dev/zero is refused
+
+
+def _read_answer(args) -> str:
+    """The answer from ``--answer`` or ``--answer-file``, refused with a clear error when it
+    is larger than ``MAX_ANSWER_BYTES`` or not UTF-8 text (read no further than that)."""
+    if args.answer_file is None:
+        data = args.answer.encode("utf-8", errors="surrogatepass")
+        where = "--answer"
+    else:
+        where = f"answer file {args.answer_file}"
+        try:
+            with open(args.answer_file, "rb") as f:
+                data = f.read(MAX_ANSWER_BYTES + 1)
+        except OSError as exc:
+            raise UserError(f"cannot read {where}: {exc.strerror}") from exc
+    if len(data) > MAX_ANSWER_BYTES:
+        raise UserError(
+            f"{where} is larger than {MAX_ANSWER_BYTES:,} bytes: an answer is a model's "
+            "reply, not a data file; pass the reply's text"
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{where} is not UTF-8 text (byte {exc.start}): save it as UTF-8") from exc
+
+
 def cmd_suites_grade(args) -> int:
     from workbench.core.tasks.graders import grade
+    from workbench.core.tasks.sandbox import UNISOLATED_ENV, SandboxError
     from workbench.core.tasks.suites import load_suite
 
     suite = load_suite(args.suite, workspace(args))
     task = suite.get(args.task)
-    if args.answer_file is not None:
-        try:
-            answer = Path(args.answer_file).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise UserError(f"cannot read answer file {args.answer_file}: {exc.strerror}") from exc
-    else:
-        answer = args.answer
-    result = grade(task, answer)
+    answer = _read_answer(args)
+    if args.allow_unisolated:
+        os.environ[UNISOLATED_ENV] = "1"
+    try:
+        result = grade(task, answer)
+    except SandboxError as exc:
+        raise UserError(str(exc)) from exc
     if args.json:
         print_json(
             {
@@ -111,7 +139,9 @@ def cmd_suites_grade(args) -> int:
     else:
         print(f"reward {result.reward:g}")
         for key, value in result.details.items():
-            print(f"  {key}: {one_line(str(value), 200)}")
+            # details quote the program and its output: untrusted text, shown without
+            # control characters (escape codes would reach this terminal)
+            print(f"  {key}: {one_line(printable(str(value)), 200)}")
     return 0
 
 
@@ -147,6 +177,14 @@ def register(sub, common) -> None:
     p.add_argument("task", help="task id")
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--answer", help="the answer text")
-    g.add_argument("--answer-file", metavar="PATH", help="read the answer from a file")
+    g.add_argument(
+        "--answer-file", metavar="PATH", help="read the answer from a file (at most 1 MB)"
+    )
     p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--allow-unisolated",
+        action="store_true",
+        help="run a code task's program even where no sandbox is available (no "
+        "bubblewrap): the program then runs with your user's rights",
+    )
     p.set_defaults(func=cmd_suites_grade)

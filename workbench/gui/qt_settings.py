@@ -178,15 +178,34 @@ class QtSettings(QWidget):
         form = QFormLayout(look_box)
         form.addRow("Theme", self.theme_combo)
 
+        sandbox_box = QGroupBox("Code sandbox")
+        self.isolation_label = QLabel("checking…")
+        self.isolation_label.setWordWrap(True)
+        self.isolation_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        QVBoxLayout(sandbox_box).addWidget(self.isolation_label)
+
         self.saved_label = QLabel()
         self.saved_label.setWordWrap(True)
         self.message_label = QLabel()
         self.message_label.setWordWrap(True)
         self.message_label.setStyleSheet(ERROR_STYLE)
         layout = QVBoxLayout(self)
-        for w in (workspace_box, runs_box, look_box, self.message_label, self.saved_label):
+        for w in (
+            workspace_box,
+            runs_box,
+            look_box,
+            sandbox_box,
+            self.message_label,
+            self.saved_label,
+        ):
             layout.addWidget(w)
         layout.addStretch(1)
+
+    def showEvent(self, event) -> None:  # noqa: N802 (Qt's name)
+        """Probe the code sandbox when the page is first shown (it starts a process)."""
+        super().showEvent(event)
+        if self.isolation_label.text() == "checking…":
+            self.isolation_label.setText(isolation_text())
 
     def _show(self) -> None:
         s = self.settings
@@ -254,6 +273,24 @@ class QtSettings(QWidget):
     def show_error(self, message: str) -> None:
         self.message_label.setText(message)
         log.warning("%s", message)
+
+
+def isolation_text() -> str:
+    """What the Settings page says about running generated code on this machine."""
+    from workbench.core.tasks.sandbox import UNISOLATED_ENV, detect_isolation, unisolated_allowed
+
+    isolation = detect_isolation()
+    if isolation.isolated:
+        return f"Generated programs run isolated: {isolation.detail}."
+    if unisolated_allowed():
+        return (
+            f"NOT ISOLATED: {isolation.detail}. Code tasks run anyway, with your user's "
+            f"rights, because {UNISOLATED_ENV}=1 is set."
+        )
+    return (
+        f"NOT ISOLATED: {isolation.detail}. Code tasks are refused; to run generated code "
+        f"with your user's rights anyway, start the workbench with {UNISOLATED_ENV}=1."
+    )
 
 
 def _combo(values: tuple[str, ...], labels: dict[str, str]) -> QComboBox:

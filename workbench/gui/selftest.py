@@ -37,7 +37,7 @@ def run() -> int:
             _gui(Path(tmp) / "workspace")
             backbone, missing = _backbone()
             episode = _episode(Path(tmp) / "workspace", backbone)
-            _code_sandbox()
+            isolation = _code_sandbox()
             _keyring_backends()
     except Exception as exc:  # the message is the point: say what broke
         traceback.print_exc(file=sys.stderr)
@@ -47,8 +47,7 @@ def run() -> int:
     print(
         f"self-test passed in {time.perf_counter() - started:.1f} s: GUI pages built offscreen; "
         f"episode on {TASK[1]}{routed} with {len(episode.turns)} turn(s), reward "
-        f"{episode.reward:g}, stored; {CODE_TASK[1]} graded in the code sandbox; keychain "
-        "backends present"
+        f"{episode.reward:g}, stored; {CODE_TASK[1]} {isolation}; keychain backends present"
     )
     if missing:
         print(f"not checked: {missing}")
@@ -119,10 +118,22 @@ def _episode(root: Path, backbone: str | None):
     )
 
 
-def _code_sandbox() -> None:
+def _code_sandbox() -> str:
+    """Grade a reference solution in the code sandbox; say plainly which isolation it had
+    (or that there is none, in which case code tasks need the user's opt-in)."""
     from workbench.core.tasks.graders import grade
+    from workbench.core.tasks.sandbox import UNISOLATED_ENV, detect_isolation, unisolated_allowed
     from workbench.core.tasks.suites import load_suite
 
+    isolation = detect_isolation()
+    print(f"code sandbox isolation: {isolation.kind}: {isolation.detail}", file=sys.stderr)
+    if not isolation.isolated and not unisolated_allowed():
+        print(
+            f"code sandbox: NOT ISOLATED here; code tasks are refused unless "
+            f"{UNISOLATED_ENV}=1 is set",
+            file=sys.stderr,
+        )
+        return "not graded: NO code isolation on this machine (code tasks refused)"
     suite, task_id = CODE_TASK
     task = load_suite(suite).get(task_id)
     result = grade(task, f"```python\n{task.solution}\n```")
@@ -131,6 +142,9 @@ def _code_sandbox() -> None:
             f"the code sandbox failed {task_id}'s reference solution: {result.details}"
         )
     print(f"code sandbox: {task_id} passes its tests", file=sys.stderr)
+    if not isolation.isolated:
+        return "graded UNISOLATED (opted in: no code isolation on this machine)"
+    return f"graded in the code sandbox ({isolation.kind})"
 
 
 KEYRING_BACKENDS = {

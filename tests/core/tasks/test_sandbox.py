@@ -1,97 +1,26 @@
-"""The code sandbox contains hostile and broken programs (real subprocesses, no mocks)."""
+"""The code sandbox runs programs isolated and reports what they did (real subprocesses in
+real bubblewrap sandboxes, no mocks). Hostile programs: test_hostile.py."""
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from workbench.core.tasks.sandbox import MARKER_VAR, SandboxResult, run_program
-
-pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the full sandbox needs Linux")
-
-AS_ROOT = os.geteuid() == 0
-root_only = pytest.mark.skipif(
-    not AS_ROOT,
-    reason="a program that undoes the guard is only contained by the user switch (needs root)",
-)
-
-# A program that undoes the in-process guard, as a determined one could: re-import ctypes
-# and call libc directly. Only the other layers (user, limits, sweep) stop it then.
-BYPASS = """
-import sys
-for _name in ("ctypes", "_ctypes"):
-    sys.modules.pop(_name, None)
-import ctypes
-libc = ctypes.CDLL(None, use_errno=True)
-"""
-
-REPORT_RUN = f"""
-import os
-print("TOKEN", os.environ["{MARKER_VAR}"], "SID", os.getsid(0), flush=True)
-"""
+from workbench.core.tasks.sandbox import check_function, detect_isolation, run_program
+from workbench.core.tasks.sandbox.macos import sandbox_profile
+from workbench.core.tasks.sandbox.plaindata import NotPlainData, decode, encode
 
 
-def _stat(pid: int) -> list[str] | None:
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return raw[raw.rfind(")") + 2 :].split()
-
-
-def live_processes_of_run(result: SandboxResult) -> list[int]:
-    """Processes still alive (not zombies) that belong to the run that printed REPORT_RUN."""
-    match = re.search(r"TOKEN (\w+) SID (\d+)", result.stdout)
-    assert match, f"the program did not report its run: {result}"
-    marker = f"{MARKER_VAR}={match.group(1)}".encode()
-    session = match.group(2)
-    alive = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        fields = _stat(int(name))
-        if fields is None or fields[0] in ("Z", "X"):
-            continue
-        if fields[3] == session:
-            alive.append(int(name))
-            continue
-        try:
-            environ = Path(f"/proc/{name}/environ").read_bytes()
-        except OSError:
-            continue
-        if marker in environ.split(b"\0"):
-            alive.append(int(name))
-    return alive
-
-
-def is_alive(pid: int) -> bool:
-    fields = _stat(pid)
-    return fields is not None and fields[0] not in ("Z", "X")
-
-
-@pytest.fixture
-def canary(tmp_path: Path) -> Path:
-    """A file outside the sandbox that no program may remove or change."""
-    folder = tmp_path / "outside"
-    folder.mkdir()
-    path = folder / "canary.txt"
-    path.write_text("still here")
-    return path
-
-
-@pytest.fixture
-def bystander():
-    """A process of ours that no program may kill."""
-    process = subprocess.Popen(["sleep", "60"], start_new_session=True)
-    yield process
-    process.kill()
-    process.wait()
+def test_linux_runs_programs_in_bubblewrap() -> None:
+    assert sys.platform == "linux", "the project's tests run on Linux (CI)"
+    isolation = detect_isolation()
+    assert isolation.kind == "bubblewrap", (
+        f"no sandbox here: {isolation.detail} (.ci/run installs bubblewrap)"
+    )
+    assert run_program("print(1)").isolation == "bubblewrap"
 
 
 def test_runs_a_program_with_stdin_and_reports_output() -> None:
@@ -180,156 +109,124 @@ def test_folder_made_read_only_is_still_removed(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
-def test_program_cannot_see_our_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    secret = "sk-canary-0123456789abcdef"
-    monkeypatch.setenv("OPENAI_API_KEY", secret)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", secret)
+def test_program_sees_neither_the_project_nor_our_home() -> None:
+    project = Path(__file__).resolve().parents[3]
+    probes = [str(project), str(project / "workbench"), str(Path.home() / ".ssh")]
+    result = run_program(
+        f"import os\nprint(os.getcwd(), [os.path.exists(p) for p in {probes!r}])\n"
+    )
+    assert result.ok, result
+    assert result.stdout.split(" ", 1) == ["/tmp", "[False, False, False]\n"]
+
+
+def test_plain_data_round_trips_builtin_values_only() -> None:
+    value = [
+        1,
+        -(2**80),
+        1.5,
+        float("inf"),
+        "é",
+        None,
+        True,
+        (1, [2]),
+        {3: {"a": b"x"}},
+        {4, 5},
+        frozenset({6}),
+        1j,
+        {(1, 2): "t"},
+    ]
+    assert decode(encode(value)) == value
+    assert [type(x) for x in decode(encode(value))] == [type(x) for x in value]
+
+    class Rigged(int):
+        def __eq__(self, other):
+            return True
+
+    for bad in (Rigged(1), [Rigged(1)], {"k": object()}, type("S", (str,), {})("x")):
+        with pytest.raises(NotPlainData):
+            encode(bad)
+    for forged in ('{"list": 1}', '{"eval": "1"}', '{"list": [], "x": 1}', '{"complex": ["a", 1]}'):
+        with pytest.raises(NotPlainData):
+            decode(forged)
+
+
+def test_a_correct_function_passes_and_exceptions_reach_the_test() -> None:
+    test = (
+        "def check(candidate):\n"
+        "    assert candidate([3, 1, 2]) == [1, 2, 3]\n"
+        "    assert candidate((2, 1)) == [1, 2]\n"
+        "    try:\n"
+        "        candidate(None)\n"
+        "    except TypeError:\n"
+        "        pass\n"
+        "    else:\n"
+        "        raise AssertionError('expected TypeError')\n"
+    )
+    check = check_function(
+        "def sort_it(xs):\n    return sorted(xs)\n", prelude="", test=test, entry_point="sort_it"
+    )
+    assert check.passed, check
+    assert check.reason == "all tests passed"
+
+
+def test_macos_profile_denies_by_default_and_allows_only_the_run_folder() -> None:
+    profile = sandbox_profile(python_prefix="/opt/py", harness_dir="/tmp/h", work_dir='/tmp/w "x"')
+    lines = profile.splitlines()
+    assert lines[:2] == ["(version 1)", "(deny default)"]
+    assert "(deny network*)" in lines
+    writes = [line for line in lines if line.startswith("(allow file-write*")]
+    assert writes == ['(allow file-write* (subpath "/tmp/w \\"x\\"") (literal "/dev/null"))']
+    assert "/Users" not in profile and "network-outbound" not in profile
+
+
+def test_only_a_capped_tmp_is_writable() -> None:
     source = (
         "import os\n"
-        "print(dict(os.environ))\n"
-        "for pid in (os.getppid(), 1):\n"
+        "for path in ['/x', '/w/x', '/dev/x', '/usr/x', '/w/program.py', '/tmp/x']:\n"
         "    try:\n"
-        "        print(open(f'/proc/{pid}/environ', 'rb').read())\n"
+        "        open(path, 'a').write('1')\n"
+        "        print(path, 'writable')\n"
         "    except OSError as error:\n"
-        "        print('denied', error)\n"
+        "        print(path, error.errno)\n"
+        "written = 0\n"
+        "try:\n"
+        "    for n in range(100):\n"
+        "        with open(f'/tmp/fill-{n}', 'wb') as f:\n"
+        "            f.write(b'x' * 8 * 2**20)\n"
+        "        written += 8\n"
+        "except OSError as error:\n"
+        "    print('full at', written, error.errno)\n"
     )
-    result = run_program(source)
+    result = run_program(source, timeout_s=10)
     assert result.ok, result
-    assert secret not in result.stdout and secret not in result.stderr
-    assert "OPENAI_API_KEY" not in result.stdout.splitlines()[0]
-    environment = eval(result.stdout.splitlines()[0])  # noqa: S307 - our own printout
-    assert {"PATH", "HOME", "LANG"} <= set(environment)
-    assert not any("KEY" in name or "TOKEN" in name for name in environment)
+    lines = result.stdout.splitlines()
+    assert lines[:6] == [
+        "/x 30",
+        "/w/x 30",
+        "/dev/x 30",
+        "/usr/x 30",
+        "/w/program.py 13",
+        "/tmp/x writable",
+    ]  # 30: read-only file system; 13: permission denied
+    assert lines[6] == "full at 56 28"  # 28: no space left (the 64 MiB tmpfs)
 
 
-def test_guard_refuses_dangerous_calls(canary: Path) -> None:
-    source = f"""
-import os, shutil, subprocess
-for name, call in [
-    ("kill parent", lambda: os.kill(os.getppid(), 9)),
-    ("kill all", lambda: os.kill(-1, 9)),
-    ("killpg", lambda: os.killpg(os.getpgid(0), 9)),
-    ("fork", os.fork),
-    ("setsid", os.setsid),
-    ("system", lambda: os.system("true")),
-    ("popen", lambda: subprocess.run(["true"])),
-    ("remove outside", lambda: os.remove({str(canary)!r})),
-    ("rmtree outside", lambda: shutil.rmtree({str(canary.parent)!r})),
-    ("posix.kill", lambda: __import__("posix").kill(os.getppid(), 9)),
-]:
-    try:
-        call()
-        print(name, "ALLOWED")
-    except (PermissionError, OSError) as error:
-        print(name, "refused")
-open("inside.txt", "w").write("x")
-os.remove("inside.txt")
-print("inside ok")
-"""
-    result = run_program(source)
-    assert result.ok, result
-    assert "ALLOWED" not in result.stdout, result.stdout
-    assert result.stdout.count("refused") == 10
-    assert "inside ok" in result.stdout
-    assert canary.read_text() == "still here"
-
-
-def test_killing_the_parent_does_not_stop_us(bystander: subprocess.Popen) -> None:
-    result = run_program("import os\nos.kill(os.getppid(), 9)\n")
-    assert not result.ok and "PermissionError" in result.stderr
-    assert bystander.poll() is None
-
-
-@root_only
-def test_killing_the_parent_with_libc_is_refused_by_the_kernel() -> None:
-    result = run_program(
-        BYPASS + "import os\nprint(libc.kill(os.getppid(), 9), ctypes.get_errno())\n"
-        "print(libc.kill(1, 9), ctypes.get_errno())\n"
-    )
-    assert result.ok, result
-    assert result.stdout.split() == ["-1", "1", "-1", "1"]  # EPERM both times
-
-
-@root_only
-def test_killing_every_process_it_can_spares_ours(bystander: subprocess.Popen) -> None:
-    result = run_program(BYPASS + "libc.kill(-1, 9)\nprint('after')\n", timeout_s=3)
-    assert bystander.poll() is None
-    assert os.getpid() and result.returncode in (0, -9)
-
-
-@root_only
-def test_deleting_files_outside_with_libc_is_refused(canary: Path) -> None:
-    result = run_program(
-        BYPASS + f"print(libc.unlink({str(canary).encode()!r}), ctypes.get_errno())\n"
-    )
-    assert result.ok, result
-    assert result.stdout.split()[0] == "-1"
-    assert canary.read_text() == "still here"
-
-
-def test_child_that_escapes_with_setsid_is_killed_at_the_timeout() -> None:
+def test_processes_are_capped_and_end_with_the_program() -> None:
     source = (
-        REPORT_RUN
-        + BYPASS
-        + (
-            "import time\n"
-            "pid = libc.fork()\n"
-            "if pid == 0:\n"
-            "    libc.setsid()\n"
-            "    time.sleep(60)\n"
-            "    libc._exit(0)\n"
-            "print('CHILD', pid, flush=True)\n"
-            "time.sleep(60)\n"
-        )
+        "import os, time\n"
+        "n = 0\n"
+        "try:\n"
+        "    while True:\n"
+        "        if os.fork() == 0:\n"
+        "            time.sleep(60)\n"
+        "            os._exit(0)\n"
+        "        n += 1\n"
+        "except OSError as error:\n"
+        "    print(n, error.errno)\n"
     )
-    result = run_program(source, timeout_s=2)
-    assert result.timed_out
-    child = int(re.search(r"CHILD (\d+)", result.stdout).group(1))
-    assert not is_alive(child)
-    assert live_processes_of_run(result) == []
-
-
-def test_child_left_behind_by_a_program_that_exits_is_killed() -> None:
-    source = (
-        REPORT_RUN
-        + BYPASS
-        + (
-            "import time\n"
-            "pid = libc.fork()\n"
-            "if pid == 0:\n"
-            "    libc.setsid()\n"
-            "    time.sleep(60)\n"
-            "    libc._exit(0)\n"
-            "print('CHILD', pid, flush=True)\n"
-        )
-    )
-    result = run_program(source, timeout_s=5)
-    assert result.ok and result.duration_s < 4, result
-    child = int(re.search(r"CHILD (\d+)", result.stdout).group(1))
-    assert not is_alive(child)
-    assert live_processes_of_run(result) == []
-
-
-def test_fork_bomb_through_os_is_refused() -> None:
-    result = run_program("import os\nwhile True:\n    os.fork()\n", timeout_s=3)
-    assert not result.ok and "PermissionError" in result.stderr
-    assert result.duration_s < 2.5
-
-
-@root_only
-def test_fork_bomb_through_libc_is_contained_and_cleaned_up(bystander: subprocess.Popen) -> None:
-    source = REPORT_RUN + BYPASS + "while True:\n    libc.fork()\n"
     start = time.monotonic()
-    result = run_program(source, timeout_s=2)
-    assert not result.ok
-    assert time.monotonic() - start < 8
-    assert live_processes_of_run(result) == []
-    assert bystander.poll() is None
-
-
-@root_only
-def test_program_runs_as_nobody() -> None:
-    result = run_program(
-        "import os\nprint(os.getuid(), os.geteuid(), os.getgid(), os.getgroups())\n"
-    )
-    assert result.stdout.split() == ["65534", "65534", "65534", "[]"]
+    result = run_program(source, timeout_s=10)
+    assert result.ok, result
+    forks, errno = map(int, result.stdout.split())
+    assert errno == 11 and 10 < forks <= 64  # EAGAIN at the process limit
+    assert time.monotonic() - start < 5  # its sleeping children did not hold the grade

@@ -11,14 +11,14 @@ from __future__ import annotations
 import ast
 import functools
 import re
-import secrets
 from collections.abc import Callable
 from typing import Any
 
+from workbench.core.printable import printable
 from workbench.core.tasks.extract import answer_views, last_boxed, normalize_text, strip_text_macro
 from workbench.core.tasks.mathcheck import check_math
 from workbench.core.tasks.model import Grade, Task
-from workbench.core.tasks.sandbox import SandboxResult, run_program
+from workbench.core.tasks.sandbox import SandboxResult, check_function, run_program
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _STDERR_TAIL_CHARS = 2000
@@ -253,20 +253,14 @@ def _fenced_blocks(text: str) -> list[tuple[str, str]]:
     return [(m.group(1).lower(), m.group(2)) for m in _FENCE.finditer(text)]
 
 
-def humaneval_program(task: Task, program: str, done_marker: str | None = None) -> str:
-    """The source a HumanEval-style test runs: the prompt's code, the answer (appended
-    directly when it is an indented completion of the prompt's function), the test and
-    the call of ``check``; then, if given, a line that prints ``done_marker``, so that a
-    program that exits early with status 0 is not taken for one that passed."""
-    tests = task.tests or {}
+def humaneval_program(task: Task, program: str) -> str:
+    """The candidate's side of a HumanEval-style test: the prompt's code and the answer
+    (appended directly when it is an indented completion of the prompt's function). The
+    test itself runs in another process (``check_function``), never next to this."""
     prelude = _prelude(task)
     first = next((line for line in program.splitlines() if line.strip()), "")
     completion = first[:1] in (" ", "\t")
-    joined = prelude + program if completion else f"{prelude}\n\n{program}"
-    source = f"{joined}\n\n{tests.get('test', '')}\n\ncheck({tests.get('entry_point', '')})\n"
-    if done_marker is not None:
-        source += f"print({done_marker!r}, flush=True)\n"
-    return source
+    return prelude + program if completion else f"{prelude}\n\n{program}"
 
 
 def _same_output(got: str, want: str) -> bool:
@@ -277,11 +271,14 @@ def _same_output(got: str, want: str) -> bool:
 
 
 def _failure(result: SandboxResult) -> dict[str, Any]:
+    """What a person needs to see of a run: its stderr's tail (control characters removed:
+    it is the program's data), how it ended, and the isolation it ran in."""
     return {
-        "stderr": result.stderr[-_STDERR_TAIL_CHARS:],
+        "stderr": printable(result.stderr[-_STDERR_TAIL_CHARS:]),
         "timed_out": result.timed_out,
         "killed": result.killed,
         "returncode": result.returncode,
+        "isolation": result.isolation,
     }
 
 
@@ -295,17 +292,29 @@ def grade_code(task: Task, answer: str, *, timeout_s: float = 10.0) -> Grade:
     style = tests.get("style")
     if style == "humaneval":
         entry = tests.get("entry_point", "")
-        marker = f"tests-done-{secrets.token_hex(16)}"
-        result = run_program(humaneval_program(task, program, marker), timeout_s=timeout_s)
-        passed = int(result.ok and marker in result.stdout.splitlines())
-        details = {**base, "passed": passed, "total": 1, "duration_s": result.duration_s}
-        if passed:
-            return Grade(1.0, {**details, "reason": "all tests passed", **_failure(result)})
-        if result.ok:
-            reason = f"the program exited before check({entry}) finished"
-        else:
-            reason = f"check({entry}) failed: {result.reason}"
-        return Grade(0.0, {**details, "reason": reason, **_failure(result)})
+        check = check_function(
+            humaneval_program(task, program),
+            prelude=_prelude(task),
+            test=tests.get("test", ""),
+            entry_point=entry,
+            timeout_s=timeout_s,
+        )
+        details = {
+            **base,
+            "passed": int(check.passed),
+            "total": 1,
+            "duration_s": check.duration_s,
+            **_failure(check.candidate),
+            # the program's own stderr, then the test's traceback (from the checker)
+            "stderr": printable(
+                (check.candidate.stderr + check.checker_stderr)[-_STDERR_TAIL_CHARS:]
+            ),
+        }
+        if check.passed:
+            return Grade(1.0, {**details, "reason": "all tests passed"})
+        return Grade(
+            0.0, {**details, "reason": printable(f"check({entry}) failed: {check.reason}")}
+        )
     if style == "stdio":
         cases = tests.get("cases") or []
         passed = 0
@@ -327,7 +336,7 @@ def grade_code(task: Task, answer: str, *, timeout_s: float = 10.0) -> Grade:
                     "passed": passed,
                     "total": len(cases),
                     "failed_case": index,
-                    "got": result.stdout[-_STDERR_TAIL_CHARS:],
+                    "got": printable(result.stdout[-_STDERR_TAIL_CHARS:]),
                     "want": str(case.get("output", ""))[-_STDERR_TAIL_CHARS:],
                     "duration_s": duration,
                     "reason": why,
@@ -349,6 +358,7 @@ def grade_code(task: Task, answer: str, *, timeout_s: float = 10.0) -> Grade:
                 "stderr": "",
                 "timed_out": False,
                 "killed": False,
+                "isolation": result.isolation,
             },
         )
     return Grade(

@@ -1,0 +1,86 @@
+"""The first code to run inside the sandbox: start the untrusted program.
+
+Started as ``python -I -S harness.py MODE PROGRAM ...`` with this folder read-only.
+
+* ``run PROGRAM``: run the program as ``__main__`` (a stdin/stdout task, ``run_program``).
+* ``serve PROGRAM ENTRY IN_FD OUT_FD``: run the program as a module named ``candidate``
+  (like the official HumanEval harness, a ``__main__`` block does not run), then answer
+  calls of its function ``ENTRY``: each request on ``IN_FD`` is one line of plain data
+  (``plaindata``) holding the argument list, each reply on ``OUT_FD`` one line holding
+  ``["ok", value]`` or ``["raise", exception name, message]``. The checker, in another
+  process, decides the grade; nothing this process writes can do more than answer a call.
+
+This process is as untrusted as the program it runs: it holds no secret and decides
+nothing. It imports only the stdlib.
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import plaindata  # noqa: E402
+
+del sys.path[0]
+
+
+def _traceback():
+    """The traceback module, imported only when there is one to print: it costs more
+    start-up time (tokenize, re, linecache) than everything else here."""
+    import traceback
+
+    return traceback
+
+
+def _load(path: str, name: str) -> dict:
+    with open(path, "rb") as f:
+        source = f.read()
+    try:
+        code = compile(source, "program.py", "exec")
+    except SyntaxError:
+        _traceback().print_exc(limit=0)
+        sys.exit(1)
+    sys.argv = ["program.py"]
+    namespace = {"__name__": name, "__file__": "program.py", "__builtins__": __builtins__}
+    try:
+        exec(code, namespace)
+    except SystemExit:
+        raise
+    except BaseException as error:
+        # drop the harness's own frames so the traceback starts in the program
+        _traceback().print_exception(type(error), error, error.__traceback__.tb_next)
+        sys.stderr.flush()
+        sys.exit(1)
+    return namespace
+
+
+def _serve(namespace: dict, entry: str, in_fd: int, out_fd: int) -> None:
+    function = namespace.get(entry)
+    requests = os.fdopen(in_fd, "rb")
+    replies = os.fdopen(out_fd, "wb")
+    for line in requests:
+        try:
+            args = plaindata.decode(line)
+            if function is None:
+                raise NameError(f"the program defines no function {entry!r}")
+            reply = plaindata.encode(["ok", function(*args)])
+        except SystemExit:
+            raise
+        except BaseException as error:
+            reply = plaindata.encode(["raise", type(error).__name__, str(error)[:2000]])
+            _traceback().print_exception(type(error), error, error.__traceback__)
+        replies.write(reply.encode() + b"\n")
+        replies.flush()
+
+
+def _main() -> None:
+    mode, program = sys.argv[1], sys.argv[2]
+    if mode == "run":
+        _load(program, "__main__")
+    elif mode == "serve":
+        entry, in_fd, out_fd = sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+        _serve(_load(program, "candidate"), entry, in_fd, out_fd)
+    else:
+        sys.exit(f"harness: unknown mode {mode!r}")
+
+
+_main()
