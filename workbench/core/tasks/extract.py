@@ -7,7 +7,7 @@ import string
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCTUATION = frozenset(string.punctuation)
-_ANSWER_CUE = re.compile(r"(?:final\s+answer|answer)\s*(?:is|:|=)\s*", re.IGNORECASE)
+ANSWER_CUE = re.compile(r"(?:final\s+answer|answer)\s*(?:is|:|=)\s*", re.IGNORECASE)
 _TEXT_MACRO = re.compile(r"\\(?:text|textbf|textrm|mathrm|mbox)\s*\{(.*)\}", re.DOTALL)
 # Unicode math a chat model writes, as the ASCII/LaTeX that math-verify reads. The minus
 # signs first: "−3" is -3, not a word followed by 3.
@@ -117,7 +117,7 @@ def answer_views(answer: str) -> list[tuple[str, str]]:
     """The parts of a free-form answer that may hold the reply, as (label, text): the whole
     answer, the text after the last 'Answer:'/'answer is', the last line, the boxed answer."""
     views = [("whole answer", answer)]
-    cues = list(_ANSWER_CUE.finditer(answer))
+    cues = list(ANSWER_CUE.finditer(answer))
     if cues:
         after = answer[cues[-1].end() :].strip()
         views.append(("text after 'Answer:'", after.splitlines()[0] if after else ""))

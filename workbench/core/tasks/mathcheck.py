@@ -27,6 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from workbench.core.tasks.extract import (
+    ANSWER_CUE as _ANSWER_CUE,
+)
+from workbench.core.tasks.extract import (
     all_boxed,
     answer_views,
     normalize_math_text,
@@ -57,7 +60,6 @@ _NUMBER_WITH_UNIT = re.compile(
 _TRAILING_VALUE = re.compile(
     r"(?:equal\s+to|limit\s+is|period\s+of|value\s+is)\s+(.+?)\.?\s*$", re.IGNORECASE
 )
-_LEADING_YES_NO = re.compile(r"^\s*(yes|no)\s*,", re.IGNORECASE)
 _PLAIN_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:/\d+)?")
 _ASSIGNMENT = re.compile(r"^\s*([A-Za-z](?:_\{?\w+\}?)?)\s*=\s*([^=]+?)\s*$")
 _PAREN_GROUP = re.compile(r"\(([^()]*=[^()]*)\)")
@@ -181,10 +183,7 @@ def gold_readings(gold: str) -> list[Reading]:
         alternative = alternative.strip().rstrip(".").strip()
         if not alternative:
             continue
-        parts = _PARTS.split(alternative)
-        if not _is_prose(alternative) or (
-            len(parts) > 1 and not any(_is_prose(part) for part in parts)
-        ):
+        if _reads_as_math(alternative):
             readings.append(_math_reading(alternative))
             continue
         readings.append(Reading("text", alternative))
@@ -194,9 +193,6 @@ def gold_readings(gold: str) -> list[Reading]:
         value = _TRAILING_VALUE.search(alternative)
         if value and not _is_prose(value.group(1)):
             readings.append(_math_reading(value.group(1).strip()))
-        yes_no = _LEADING_YES_NO.match(alternative)
-        if yes_no:
-            readings.append(Reading("text", yes_no.group(1)))
     return list(dict.fromkeys(readings))
 
 
@@ -286,11 +282,43 @@ def _bare_latex(answer: str) -> str | None:
     return None
 
 
+def _without_remark(text: str) -> str:
+    """``100 (i.e., all values)`` -> ``100``: a remark in parentheses is not the answer."""
+    return _PARENTHETICAL.sub("", text).strip() or text
+
+
+def _stated_answer(answer: str) -> str | None:
+    """The text after the last answer cue ("The final answer is $-239$.", "Answer: 5/14,
+    or approximately 35.7%") when it reads as mathematics as a whole: so that every value
+    it states is checked, not just the first one a parser finds."""
+    cues = list(_ANSWER_CUE.finditer(answer))
+    if not cues:
+        return None
+    after = answer[cues[-1].end() :].strip()
+    text = after.splitlines()[0] if after else ""
+    text = _without_remark(text.strip().rstrip(".").strip().strip("$").strip())
+    if not text or len(text) > 200 or not _reads_as_math(text):
+        return None
+    return text
+
+
+def _reads_as_math(text: str) -> bool:
+    """Every alternative of ``text`` is mathematics (parts joined by "and" included)."""
+    for alternative in _ALTERNATIVES.split(text):
+        parts = _PARTS.split(alternative)
+        if _is_prose(alternative) and (len(parts) < 2 or any(_is_prose(p) for p in parts)):
+            return False
+    return True
+
+
 def _final_answer(answer: str) -> tuple[str | None, str, list[str]]:
     """(final answer text, where it came from, every boxed answer) of a worker's answer."""
-    boxes = [strip_text_macro(b) for b in all_boxed(answer)]
+    boxes = [_without_remark(strip_text_macro(b)) for b in all_boxed(answer)]
     if boxes:
         return boxes[-1], "boxed answer", boxes
+    stated = _stated_answer(answer)
+    if stated is not None:
+        return stated, "stated answer", []
     parsed = _parse(answer[-_ANSWER_TAIL_CHARS:])
     if len(parsed) >= 2:
         return str(parsed[-1]), "final value", []
@@ -352,7 +380,7 @@ def _text_match(readings: list[Reading], answer: str, boxes: list[str]) -> dict[
             continue
         target = normalize_math_text(reading.text)
         for label, text in views:
-            if target and normalize_math_text(text) == target:
+            if target and normalize_math_text(_without_remark(text)) == target:
                 return _verdict(
                     1.0,
                     text.strip(),
