@@ -15,7 +15,13 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
-from workbench.core.tasks.extract import answer_views, last_boxed, normalize_text, strip_text_macro
+from workbench.core.tasks.extract import (
+    all_boxed,
+    answer_views,
+    last_boxed,
+    normalize_text,
+    strip_text_macro,
+)
 from workbench.core.tasks.mathcheck import check_math
 from workbench.core.tasks.model import Grade, Task
 from workbench.core.tasks.sandbox import SandboxResult, run_program
@@ -134,7 +140,11 @@ _EXPLICIT = re.compile(
     r"[\s(\[*{$\\]*(?:boxed\{|text\{|textbf\{)?\s*\(?([A-Za-z])\)?" + _LETTER_END,
     re.IGNORECASE,
 )
-_LIST_SEPARATOR = r"\s*(?:,|/|&|\bor\b|\band\b|\band/or\b)\s*(?:either\s+)?"
+_LIST_SEPARATOR = (
+    r"\s*(?:,|/|&|\bor\b|\band\b|\band/or\b)\s*"
+    r"(?:(?:either|maybe|possibly|perhaps|also|even|else|option|choice)\s+)*"
+)
+_MARKUP = re.compile(r"[*_()\[\]{}]|\\(?:boxed|text|textbf)\b")
 # two or more option letters offered together: "A or B", "B/C", "B and C", "(A), (C)"
 _HEDGE = re.compile(
     r"(?<![A-Za-z0-9'’])\(?([A-Z])\)?" + _LETTER_END
@@ -186,6 +196,7 @@ def _hedge(text: str, valid: str, any_case: bool = False) -> list[str] | None:
     """The option letters ``text`` offers together ("A or B", "B/C"), if two or more
     distinct valid ones; None otherwise. ``any_case`` reads a list at the start of the
     text in either case (the text after an answer cue: "answer: b or c")."""
+    text = _MARKUP.sub(" ", text)  # "**B** or **C**", "B (or C)", "(B) or (C)"
     spans = []
     if any_case:
         match = _HEDGE_ANY_CASE.match(text)
@@ -232,6 +243,10 @@ def extract_choice(answer: str, task: Task) -> tuple[str | None, str]:
         return None, f"hedge ({', '.join(hedge)})"
     if letter:
         return letter, "stated answer"
+    boxed_letters = [_BOXED_LETTER.match(b) for b in all_boxed(answer)]
+    boxed_letters = list(dict.fromkeys(m.group(1).upper() for m in boxed_letters if m))
+    if len([b for b in boxed_letters if b in valid]) > 1:  # \boxed{B} or \boxed{C}
+        return None, f"hedge ({', '.join(b for b in boxed_letters if b in valid)})"
     boxed = last_boxed(answer)
     if boxed is not None:
         hedge = _hedge(strip_text_macro(boxed), valid, any_case=True)

@@ -50,6 +50,7 @@ _ALTERNATIVES = re.compile(
     r",?\s+or\s+(?:equivalently|approximately|an\s+equivalent\s+form\s+such\s+as)\s+|,\s+or\s+",
     re.IGNORECASE,
 )
+_TEXT_CONNECTIVE = re.compile(r"\\(?:text|textrm|mathrm|mbox)\s*\{\s*(and|or)\s*\}", re.IGNORECASE)
 _PARTS = re.compile(r",?\s+(?:and|or)\s+", re.IGNORECASE)
 _PARENTHETICAL = re.compile(r"\s*\((?:i\.e\.|e\.g\.|that is|no |none)[^)]*\)", re.IGNORECASE)
 # "98 values", "0 is the only possible value": a number and a unit or a remark, nothing more
@@ -158,6 +159,7 @@ def _as_tuples(text: str, order: tuple[str, ...] = ()) -> tuple[str, tuple[str, 
 def _math_reading(text: str, order: tuple[str, ...] = ()) -> Reading:
     """A mathematical text as math-verify should see it: parts joined by "and" become a
     list (every part required), assignments become ordered tuples."""
+    text = _TEXT_CONNECTIVE.sub(r" \1 ", text)  # 376 \text{ and } 625
     parts = _PARTS.split(text)
     if len(parts) > 1:
         converted = [_as_tuples(part, order) for part in parts]
