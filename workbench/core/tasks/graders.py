@@ -316,7 +316,7 @@ def grade_choice(task: Task, answer: str) -> Grade:
 # ---------------------------------------------------------------------------- code
 
 _FENCE = re.compile(
-    r"^([ \t]*)```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:^[ \t]*```|\Z)", re.DOTALL | re.MULTILINE
+    r"(^[ \t]*)?```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL | re.MULTILINE
 )
 _PYTHON_TAGS = ("python", "py", "python3", "")
 _OUTPUT_TAGS = ("text", "output", "console", "shell", "bash", "sh", "plaintext", "txt", "json")
@@ -389,7 +389,7 @@ def _fenced_blocks(text: str) -> list[tuple[str, str]]:
     fence inside a Markdown list item) loses that indent."""
     blocks = []
     for m in _FENCE.finditer(text):
-        indent, code = m.group(1), m.group(3)
+        indent, code = m.group(1) or "", m.group(3)
         if indent:
             code = "".join(
                 line[len(indent) :] if line.startswith(indent) else line.lstrip(" \t")
