@@ -407,6 +407,7 @@ def test_code_the_block_that_defines_the_entry_point_is_run(answer: str) -> None
     result = grade(ADD, answer)
     assert result.reward == 1.0, result.details
     assert "print(" not in result.details["extracted"]
+    assert result.details["rule"].startswith("code: the block that defines add")
 
 
 def test_extract_program_prefers_the_last_python_block() -> None:

@@ -46,14 +46,34 @@ def grade(task: Task, answer: str | None, *, timeout_s: float = 10.0) -> Grade:
                 "extracted": None,
                 "expected": task.answer,
                 "reason": f"no grader for task kind '{task.kind}' (known: {', '.join(_GRADERS)})",
+                "rule": "no grader for this kind",
             },
         )
     if answer is None or not str(answer).strip():
         expected = _expected_for(task)
-        return Grade(0.0, {"extracted": None, "expected": expected, "reason": "no answer given"})
+        return Grade(
+            0.0,
+            {"extracted": None, "expected": expected, "reason": "no answer given", "rule": "empty"},
+        )
     if task.kind == "code":
-        return grade_code(task, str(answer), timeout_s=timeout_s)
+        result = grade_code(task, str(answer), timeout_s=timeout_s)
+        if "rule" not in result.details:
+            verdict = "tests passed" if result.reward == 1.0 else "tests failed"
+            rule = f"code: {_block_choice(str(answer), task)}; {verdict}"
+            result = Grade(result.reward, {**result.details, "rule": rule})
+        return result
     return grader(task, str(answer))
+
+
+def _block_choice(answer: str, task: Task) -> str:
+    """Which code of the answer ran, in words (for the grade's ``rule``)."""
+    blocks = _fenced_blocks(answer)
+    entry = (task.tests or {}).get("entry_point")
+    if not blocks:
+        return "the whole answer as the program"
+    if entry and _blocks_for(blocks, entry) is not None:
+        return f"the block that defines {entry} ({len(blocks)} fenced block(s))"
+    return f"the last fenced block ({len(blocks)} fenced block(s))"
 
 
 @functools.lru_cache(maxsize=16_384)
