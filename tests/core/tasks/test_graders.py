@@ -50,7 +50,14 @@ def assert_details(grade_) -> None:
         ("-7/3", "$-\\frac{7}{3}$"),
         ("2^(n-1)", "\\boxed{2^{n-1}}"),
         ("\\left( 3, \\frac{\\pi}{2} \\right)", "\\boxed{(3, \\frac{\\pi}{2})}"),
-        ("7", "First \\boxed{3}, but on reflection \\boxed{7}"),  # the last box counts
+        ("-3", "The answer is \u22123."),  # a Unicode minus
+        ("1/2", "The answer is \\frac12"),  # bare LaTeX, no $ and no box
+        ("252", "\\binom{10}{5}"),
+        ("x=6, y=5", "\\boxed{(6, 5)}"),
+        ("x=6, y=5", "\\boxed{y=5, x=6}"),
+        ("376 and 625", "\\boxed{376} and \\boxed{625}"),
+        ("No", "No, there is no such integer."),  # yes/no written as a sentence
+        ("Yes", "Yes. Take n = 4."),
     ],
 )
 def test_math_right(gold: str, answer: str) -> None:
@@ -67,6 +74,17 @@ def test_math_right(gold: str, answer: str) -> None:
         ("7", "\\boxed{7} was my first guess but it is \\boxed{3}"),
         ("2^(n-1)", "\\boxed{2^n}"),
         ("42", "I do not know."),
+        # the classes of wrong answers that a text fallback used to pay
+        ("239", "The final answer is $-239$."),
+        ("2^(n-1)", "\\boxed{2^{n+1}}"),
+        ("[-1, 1]", "\\boxed{(-1, 1)}"),
+        ("376 and 625", "\\boxed{376}"),
+        ("x=6, y=5", "\\boxed{(5, 6)}"),
+        ("x=6, y=5", "\\boxed{x=5, y=6}"),
+        ("7", "First \\boxed{3}, but on reflection \\boxed{7}"),  # two final answers
+        ("f(x)=0 or f(x)=1", "\\boxed{f(x)=0}"),  # one of two solutions
+        ("C(10, 5), or equivalently 252", "\\boxed{C(10, 5), or equivalently -252}"),
+        ("Yes", "No, there is no such integer."),
     ],
 )
 def test_math_wrong(gold: str, answer: str) -> None:
@@ -98,6 +116,22 @@ def test_math_messy_champ_references(gold: str, answer: str, reward: float) -> N
     result = grade(math_task(gold), answer)
     assert result.reward == reward, result.details
     assert result.details["expected"] == gold
+
+
+@pytest.mark.parametrize(
+    ("gold", "answer", "rule"),
+    [
+        ("1/2", "\\boxed{\\frac{1}{2}}", "math-verify: equal"),
+        ("x=6, y=5", "\\boxed{(6, 5)}", "math-verify: equal (tuple in order)"),
+        ("No", "\\boxed{\\text{No}}", "text: exact after normalisation"),
+        ("No", "No, it cannot.", "yes/no: same"),
+        ("7", "\\boxed{3} or \\boxed{7}", "several final answers disagree"),
+        ("2^(n-1)", "\\boxed{2^{n+1}}", "math-verify: not equal"),
+        ("42", "\\boxed{42}", "number: equal"),
+    ],
+)
+def test_math_grade_names_the_rule_that_decided(gold: str, answer: str, rule: str) -> None:
+    assert grade(math_task(gold), answer).details["rule"] == rule
 
 
 def test_gold_variants_split_alternatives() -> None:
@@ -204,6 +238,35 @@ def test_choice_no_or_invalid_letter_scores_zero(answer) -> None:
     result = grade(CHOICE, answer)
     assert result.reward == 0.0
     assert_details(result)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "A or C",  # the 'A' is an option here, not an article
+        "Answer: C or D",
+        "C/D",
+        "either B or C",
+        "The answer is either C or D.",
+        "C and D",
+        "answer: c or d",
+        "\\boxed{C, D}",
+        "Final answer: (B), (C)",
+    ],
+)
+def test_choice_hedge_is_wrong_even_when_it_holds_the_answer(answer: str) -> None:
+    result = grade(CHOICE, answer)
+    assert result.reward == 0.0, result.details
+    assert result.details["rule"].startswith("choice: hedge")
+
+
+@pytest.mark.parametrize(("answer", "reward"), [("answer: c", 1.0), ("the answer is (c).", 1.0)])
+def test_choice_lower_case_letter_after_a_cue_is_read(answer: str, reward: float) -> None:
+    assert grade(CHOICE, answer).reward == reward
+
+
+def test_choice_options_ruled_out_are_no_hedge() -> None:
+    assert grade(CHOICE, "A and B are wrong, so the answer is C").reward == 1.0
 
 
 # ---------------------------------------------------------------------------- text
@@ -325,6 +388,26 @@ def test_code_hostile_answers_score_zero(answer) -> None:
     result = grade(ADD, answer)
     assert result.reward == 0.0
     assert_details(result)
+
+
+SOLUTION = "def add(a, b):\n    return a + b\n"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        f"Here it is:\n```python\n{SOLUTION}```\nUsage:\n```python\nprint(add(2, 3))\n```",
+        f"```python\n{SOLUTION}```\nOutput:\n```\n5\n```",
+        "1. Write the function:\n\n   ```python\n   def add(a, b):\n       return a + b\n   ```\n",
+        "```python\ndef helper(a):\n    return a\n```\n"
+        "```python\ndef add(a, b):\n    return helper(a) + b\n```\n```python\nprint(add(1, 2))\n```",
+    ],
+)
+def test_code_the_block_that_defines_the_entry_point_is_run(answer: str) -> None:
+    result = grade(ADD, answer)
+    assert result.reward == 1.0, result.details
+    assert "print(" not in result.details["extracted"]
+    assert result.details["rule"].startswith("code: the block that defines add")
 
 
 def test_extract_program_prefers_the_last_python_block() -> None:

@@ -15,7 +15,13 @@ from collections.abc import Callable
 from typing import Any
 
 from workbench.core.printable import printable
-from workbench.core.tasks.extract import answer_views, last_boxed, normalize_text, strip_text_macro
+from workbench.core.tasks.extract import (
+    all_boxed,
+    answer_views,
+    last_boxed,
+    normalize_text,
+    strip_text_macro,
+)
 from workbench.core.tasks.mathcheck import check_math
 from workbench.core.tasks.model import Grade, Task
 from workbench.core.tasks.sandbox import SandboxResult, check_function, run_program
@@ -40,14 +46,34 @@ def grade(task: Task, answer: str | None, *, timeout_s: float = 10.0) -> Grade:
                 "extracted": None,
                 "expected": task.answer,
                 "reason": f"no grader for task kind '{task.kind}' (known: {', '.join(_GRADERS)})",
+                "rule": "no grader for this kind",
             },
         )
     if answer is None or not str(answer).strip():
         expected = _expected_for(task)
-        return Grade(0.0, {"extracted": None, "expected": expected, "reason": "no answer given"})
+        return Grade(
+            0.0,
+            {"extracted": None, "expected": expected, "reason": "no answer given", "rule": "empty"},
+        )
     if task.kind == "code":
-        return grade_code(task, str(answer), timeout_s=timeout_s)
+        result = grade_code(task, str(answer), timeout_s=timeout_s)
+        if "rule" not in result.details:
+            verdict = "tests passed" if result.reward == 1.0 else "tests failed"
+            rule = f"code: {_block_choice(str(answer), task)}; {verdict}"
+            result = Grade(result.reward, {**result.details, "rule": rule})
+        return result
     return grader(task, str(answer))
+
+
+def _block_choice(answer: str, task: Task) -> str:
+    """Which code of the answer ran, in words (for the grade's ``rule``)."""
+    blocks = _fenced_blocks(answer)
+    entry = (task.tests or {}).get("entry_point")
+    if not blocks:
+        return "the whole answer as the program"
+    if entry and _blocks_for(blocks, entry) is not None:
+        return f"the block that defines {entry} ({len(blocks)} fenced block(s))"
+    return f"the last fenced block ({len(blocks)} fenced block(s))"
 
 
 @functools.lru_cache(maxsize=16_384)
@@ -81,6 +107,7 @@ def grade_text(task: Task, answer: str) -> Grade:
                     "extracted": text.strip(),
                     "expected": reference,
                     "reason": f"the {label} matches",
+                    "rule": "text: exact after normalisation",
                 },
             )
     shown = views[1][1] if len(views) > 1 else answer
@@ -90,6 +117,7 @@ def grade_text(task: Task, answer: str) -> Grade:
             "extracted": _clip(shown.strip()),
             "expected": reference,
             "reason": "the answer does not match the reference after normalisation",
+            "rule": "text: differs after normalisation",
         },
     )
 
@@ -107,6 +135,7 @@ def grade_math(task: Task, answer: str) -> Grade:
         "extracted": _clip(verdict.get("extracted")),
         "expected": reference,
         "reason": verdict["reason"],
+        "rule": verdict.get("rule", "math"),
     }
     if "matched" in verdict:
         details["matched"] = verdict["matched"]
@@ -122,10 +151,34 @@ def _clip(text: str | None, limit: int = 500) -> str | None:
 # ---------------------------------------------------------------------------- choice
 
 _LETTER_END = r"(?![A-Za-z0-9])"
-_EXPLICIT = re.compile(  # cue words in any case; the letter itself must be a capital
-    r"(?i:final\s+answer|answer|correct\s+(?:option|choice|answer)|best\s+(?:option|choice|answer))"
-    r"\s*(?i:is|:|=|would\s+be|should\s+be)?\s*(?i:option|choice|letter)?\s*"
-    r"[\s(\[*{$\\]*(?:boxed\{|text\{|textbf\{)?\s*\(?([A-Z])\)?" + _LETTER_END
+# An explicit final cue in any case ("Answer: B", "answer: d", "the correct option is
+# either B or D"), then the letter, in either case; what follows the letter decides
+# whether it is one answer, a hedge, or an English word ("the answer is a city").
+_EXPLICIT = re.compile(
+    r"(?:final\s+answer|answer|correct\s+(?:option|choice|answer)|best\s+(?:option|choice|answer))"
+    r"\s*(?:is|:|=|would\s+be|should\s+be)?\s*(?:option|choice|letter)?\s*(?:either\s+)?"
+    r"[\s(\[*{$\\]*(?:boxed\{|text\{|textbf\{)?\s*\(?([A-Za-z])\)?" + _LETTER_END,
+    re.IGNORECASE,
+)
+_LIST_SEPARATOR = (
+    r"\s*(?:,|/|&|\bor\b|\band\b|\band/or\b)\s*"
+    r"(?:(?:either|maybe|possibly|perhaps|also|even|else|option|choice)\s+)*"
+)
+_MARKUP = re.compile(r"[*_()\[\]{}]|\\(?:boxed|text|textbf)\b")
+# two or more option letters offered together: "A or B", "B/C", "B and C", "(A), (C)"
+_HEDGE = re.compile(
+    r"(?<![A-Za-z0-9'’])\(?([A-Z])\)?" + _LETTER_END
+    + r"(?:" + _LIST_SEPARATOR + r"\(?([A-Z])\)?" + _LETTER_END + r")+"
+)  # fmt: skip
+_HEDGE_ANY_CASE = re.compile(
+    r"^[\s*(\[{]*(?:either\s+)?\(?([A-Za-z])\)?" + _LETTER_END
+    + r"(?:" + _LIST_SEPARATOR + r"\(?[A-Za-z]\)?" + _LETTER_END + r")+",
+    re.IGNORECASE,
+)  # fmt: skip
+# "A and B are wrong" rules options out; it offers none
+_RULED_OUT = re.compile(
+    r"^\s*(?:are|is|were)\s+(?:both\s+)?(?:wrong|incorrect|false|not|ruled|eliminated)",
+    re.IGNORECASE,
 )
 _BOXED_LETTER = re.compile(r"^\s*\(?\s*(?:\\text\{)?\s*\(?([A-Z])\)?\s*\}?\s*\)?\s*$")
 _LONE = re.compile(r"^[\s(\[*]*(?:option|choice)?\s*[(\[]?([A-Z])[)\]]?[\s)\]*.:]*$", re.IGNORECASE)
@@ -159,15 +212,66 @@ def _letter_tokens(text: str, valid: str) -> list[str]:
     return found
 
 
+def _hedge(text: str, valid: str, any_case: bool = False) -> list[str] | None:
+    """The option letters ``text`` offers together ("A or B", "B/C"), if two or more
+    distinct valid ones; None otherwise. ``any_case`` reads a list at the start of the
+    text in either case (the text after an answer cue: "answer: b or c")."""
+    text = _MARKUP.sub(" ", text)  # "**B** or **C**", "B (or C)", "(B) or (C)"
+    spans = []
+    if any_case:
+        match = _HEDGE_ANY_CASE.match(text)
+        if match:
+            spans.append((match.group(0), text[match.end() :]))
+    spans += [(m.group(0), text[m.end() :]) for m in _HEDGE.finditer(text)]
+    for span, after in spans:
+        if _RULED_OUT.match(after):
+            continue
+        letters = [ch.upper() for ch in re.findall(r"(?<![A-Za-z])[A-Za-z](?![A-Za-z])", span)]
+        letters = list(dict.fromkeys(ch for ch in letters if ch in valid))
+        if len(letters) >= 2:
+            return letters
+    return None
+
+
+def _explicit_letter(answer: str, valid: str) -> tuple[str | None, list[str] | None]:
+    """(letter, hedge) from the last explicit answer cue that names a valid letter."""
+    for match in reversed(list(_EXPLICIT.finditer(answer))):
+        letter = match.group(1)
+        after = answer[match.end() :]
+        region = answer[match.start(1) - (1 if answer[match.start(1) - 1] == "(" else 0) :]
+        region = region.split("\n", 1)[0]
+        hedge = _hedge(region, valid, any_case=True)
+        if hedge:
+            return None, hedge
+        if letter.upper() not in valid:
+            continue
+        # a lower-case letter is a letter only when no word follows it ("answer: d."),
+        # not an article ("the answer is a city")
+        if letter.islower() and re.match(r"\)?\s*[A-Za-z]", after):
+            continue
+        return letter.upper(), None
+    return None, None
+
+
 def extract_choice(answer: str, task: Task) -> tuple[str | None, str]:
-    """The option letter an answer picks, and how it was found ("" when none was)."""
+    """The option letter an answer picks, and how it was found ("" when none was). A hedge
+    (two or more letters offered as the answer) picks none: the ``how`` says
+    ``hedge (A, B)``."""
     valid = _choice_letters(task)
-    explicit = [m.group(1) for m in _EXPLICIT.finditer(answer)]
-    explicit = [letter for letter in explicit if letter in valid]
-    if explicit:
-        return explicit[-1], "stated answer"
+    letter, hedge = _explicit_letter(answer, valid)
+    if hedge:
+        return None, f"hedge ({', '.join(hedge)})"
+    if letter:
+        return letter, "stated answer"
+    boxed_letters = [_BOXED_LETTER.match(b) for b in all_boxed(answer)]
+    boxed_letters = list(dict.fromkeys(m.group(1).upper() for m in boxed_letters if m))
+    if len([b for b in boxed_letters if b in valid]) > 1:  # \boxed{B} or \boxed{C}
+        return None, f"hedge ({', '.join(b for b in boxed_letters if b in valid)})"
     boxed = last_boxed(answer)
     if boxed is not None:
+        hedge = _hedge(strip_text_macro(boxed), valid, any_case=True)
+        if hedge:
+            return None, f"hedge ({', '.join(hedge)})"
         m = _BOXED_LETTER.match(boxed)
         if m and m.group(1).upper() in valid:
             return m.group(1).upper(), "boxed letter"
@@ -182,6 +286,9 @@ def extract_choice(answer: str, task: Task) -> tuple[str | None, str]:
                 return options[key], f"option text ({label})"
     lines = [line for line in answer.splitlines() if line.strip()]
     for scope in ([lines[-1]] if lines else []) + [answer]:
+        hedge = _hedge(scope, valid, any_case=len(scope.strip()) <= 12)
+        if hedge:
+            return None, f"hedge ({', '.join(hedge)})"
         letters = set(_letter_tokens(scope, valid))
         if len(letters) == 1:
             return letters.pop(), "only letter mentioned"
@@ -189,9 +296,20 @@ def extract_choice(answer: str, task: Task) -> tuple[str | None, str]:
 
 
 def grade_choice(task: Task, answer: str) -> Grade:
-    """The option letter the answer picks equals the reference letter."""
+    """The option letter the answer picks equals the reference letter; a hedge between
+    two or more letters is wrong even when one of them is right."""
     reference = (task.answer or "").strip().upper()
     letter, how = extract_choice(answer, task)
+    if letter is None and how.startswith("hedge"):
+        return Grade(
+            0.0,
+            {
+                "extracted": how[len("hedge ") :].strip("()"),
+                "expected": reference,
+                "reason": f"the answer offers several options {how[len('hedge ') :]}",
+                "rule": f"choice: {how} is wrong",
+            },
+        )
     if letter is None:
         return Grade(
             0.0,
@@ -199,31 +317,106 @@ def grade_choice(task: Task, answer: str) -> Grade:
                 "extracted": None,
                 "expected": reference,
                 "reason": "no option letter found (end with 'Answer: X')",
+                "rule": "choice: no letter found",
             },
         )
     right = letter == reference
     reason = f"picked {letter} ({how}); the answer is {reference}"
     return Grade(
         1.0 if right else 0.0,
-        {"extracted": letter, "expected": reference, "reason": reason},
+        {
+            "extracted": letter,
+            "expected": reference,
+            "reason": reason,
+            "rule": f"choice: {how} {letter} " + ("is right" if right else "is wrong"),
+        },
     )
 
 
 # ---------------------------------------------------------------------------- code
 
-_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
+_FENCE = re.compile(
+    r"(^[ \t]*)?```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL | re.MULTILINE
+)
+_PYTHON_TAGS = ("python", "py", "python3", "")
+_OUTPUT_TAGS = ("text", "output", "console", "shell", "bash", "sh", "plaintext", "txt", "json")
 
 
-def extract_program(answer: str) -> str:
-    """The program in an answer: the last fenced Python block (or last fenced block of any
-    language tag if none says Python), else the whole text."""
+def extract_program(answer: str, entry_point: str | None = None) -> str:
+    """The program in an answer. With ``entry_point`` (a HumanEval task): the last fenced
+    block that defines it, after the other blocks that define names it uses; never a
+    usage block (``print(f(...))``) or an output block. Without: the last fenced Python
+    block (or last fenced block of any tag if none says Python). Else the whole text.
+    Fenced code indented inside a Markdown list item is dedented."""
     blocks = _fenced_blocks(answer)
+    if entry_point:
+        chosen = _blocks_for(blocks, entry_point)
+        if chosen is not None:
+            return chosen
     python = [code for tag, code in blocks if tag in ("python", "py", "python3")]
     if python:
         return python[-1]
     if blocks:
         return blocks[-1][1]
     return answer
+
+
+def _defined_names(tree: ast.Module) -> set[str]:
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+    return names
+
+
+def _blocks_for(blocks: list[tuple[str, str]], entry_point: str) -> str | None:
+    """The code that defines ``entry_point``: its last defining block, preceded by the
+    earlier blocks that define names it uses and it does not (helpers, imports); None
+    when no block defines it."""
+    parsed = []
+    for tag, code in blocks:
+        if tag not in _PYTHON_TAGS:
+            continue
+        try:
+            tree = ast.parse(code)
+        except (SyntaxError, ValueError):
+            continue
+        parsed.append((code, tree, _defined_names(tree)))
+    defining = [i for i, (_, _, names) in enumerate(parsed) if entry_point in names]
+    if not defining:
+        return None
+    main = defining[-1]
+    code, tree, defined = parsed[main]
+    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    used |= {n.value.id for n in ast.walk(tree) if isinstance(n, ast.Attribute)
+             and isinstance(n.value, ast.Name)}  # fmt: skip
+    needed = used - defined
+    helpers = [
+        other
+        for i, (other, _, names) in enumerate(parsed)
+        if i != main and names & needed and entry_point not in names
+    ]
+    return "\n\n".join([*helpers, code])
+
+
+def _fenced_blocks(text: str) -> list[tuple[str, str]]:
+    """(language tag, code) of each fenced block; code indented as deep as its fence (a
+    fence inside a Markdown list item) loses that indent."""
+    blocks = []
+    for m in _FENCE.finditer(text):
+        indent, code = m.group(1) or "", m.group(3)
+        if indent:
+            code = "".join(
+                line[len(indent) :] if line.startswith(indent) else line.lstrip(" \t")
+                for line in code.splitlines(keepends=True)
+            )
+        blocks.append((m.group(2).lower(), code))
+    return blocks
 
 
 def _describe_tests(tests: dict[str, Any]) -> str:
@@ -247,10 +440,6 @@ def _prelude(task: Task) -> str:
             continue
         return text
     return ""
-
-
-def _fenced_blocks(text: str) -> list[tuple[str, str]]:
-    return [(m.group(1).lower(), m.group(2)) for m in _FENCE.finditer(text)]
 
 
 def humaneval_program(task: Task, program: str) -> str:
@@ -286,7 +475,7 @@ def grade_code(task: Task, answer: str, *, timeout_s: float = 10.0) -> Grade:
     """Run the answer's program against the task's tests in the sandbox; reward 1 only if
     every test passes. stdio cases stop at the first failure."""
     tests = task.tests or {}
-    program = extract_program(answer)
+    program = extract_program(answer, tests.get("entry_point"))
     expected = _describe_tests(tests)
     base: dict[str, Any] = {"extracted": program[:_PROGRAM_SHOWN_CHARS], "expected": expected}
     style = tests.get("style")

@@ -21,11 +21,21 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from workbench.core.tasks.extract import answer_views, last_boxed, normalize_text, strip_text_macro
+from workbench.core.tasks.extract import (
+    ANSWER_CUE as _ANSWER_CUE,
+)
+from workbench.core.tasks.extract import (
+    all_boxed,
+    answer_views,
+    normalize_math_text,
+    normalize_unicode_math,
+    strip_text_macro,
+)
 
 CHECK_TIMEOUT_S = 20.0  # the helper is killed after this long on one check
 PARSE_TIMEOUT_S = 2  # math-verify's own limit per parse or comparison (whole seconds)
@@ -34,39 +44,163 @@ HELPER_MEMORY_BYTES = 4 * 2**30
 _ANSWER_TAIL_CHARS = 4000  # math-verify reads the tail only: long rambles are slow to parse
 _SENT_CHARS = 50_000
 
-_GOLD_SPLIT = re.compile(
-    r",?\s+or\s+(?:equivalently|approximately|an\s+equivalent\s+form\s+such\s+as)\s+"
-    r"|,?\s+or\s+",
+# Alternatives of one reference ("C(10, 5), or equivalently 252"); a bare " or " between
+# two values ("f(x)=0 or f(x)=1") lists solutions, and every one is required.
+_ALTERNATIVES = re.compile(
+    r",?\s+or\s+(?:equivalently|approximately|an\s+equivalent\s+form\s+such\s+as)\s+|,\s+or\s+",
     re.IGNORECASE,
 )
+_TEXT_CONNECTIVE = re.compile(r"\\(?:text|textrm|mathrm|mbox)\s*\{\s*(and|or)\s*\}", re.IGNORECASE)
+_PARTS = re.compile(r",?\s+(?:and|or)\s+", re.IGNORECASE)
 _PARENTHETICAL = re.compile(r"\s*\((?:i\.e\.|e\.g\.|that is|no |none)[^)]*\)", re.IGNORECASE)
-_LEADING_NUMBER = re.compile(r"^\s*(-?\d+(?:[./]\d+)?)\s+[A-Za-z(]")
+# "98 values", "0 is the only possible value": a number and a unit or a remark, nothing more
+_NUMBER_WITH_UNIT = re.compile(
+    r"^\s*(-?\d+(?:[./]\d+)?)\s+(?:is\s+the\s+only\s+possible\s+value|[A-Za-z-]+)\s*$",
+    re.IGNORECASE,
+)
 _TRAILING_VALUE = re.compile(
     r"(?:equal\s+to|limit\s+is|period\s+of|value\s+is)\s+(.+?)\.?\s*$", re.IGNORECASE
 )
 _PLAIN_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:/\d+)?")
+_ASSIGNMENT = re.compile(r"^\s*([A-Za-z](?:_\{?\w+\}?)?)\s*=\s*([^=]+?)\s*$")
+_PAREN_GROUP = re.compile(r"\(([^()]*=[^()]*)\)")
+_YES_NO = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
+# Words that make a reference prose rather than mathematics; longer words count too,
+# unless they are names of functions or constants.
+_ENGLISH = {"no", "yes", "is", "of", "to", "the", "all", "for", "any", "not", "an", "at", "it"}
+_ENGLISH |= {"in", "and", "or", "if", "such", "only", "none", "are", "be", "as", "on", "by"}
+_MATH_WORDS = {
+    "sqrt", "sum", "prod", "floor", "ceil", "binom", "frac", "dfrac", "tfrac", "infty", "cdot",
+    "times", "left", "right", "sin", "cos", "tan", "log", "exp", "mod", "gcd", "lcm", "max",
+    "min", "text", "pi", "ln", "le", "ge", "ne", "pm", "mp", "infinity", "dots", "ldots",
+    "cdots", "boxed", "mathrm", "operatorname", "arcsin", "arccos", "arctan", "cot", "sec",
+    "csc", "choose", "lfloor", "rfloor", "lceil", "rceil", "quad", "qquad", "mathbb",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One way to read a reference: ``math`` (compared by math-verify, ``names`` set when it
+    came from assignments such as ``x=6, y=5`` and is an ordered tuple) or ``text`` (a
+    reference with no mathematical reading, such as ``No``, compared as text)."""
+
+    kind: str
+    text: str
+    names: tuple[str, ...] = ()
+
+
+def _is_prose(text: str) -> bool:
+    words = re.findall(r"[A-Za-z]+", text)
+    return any(
+        w.lower() in _ENGLISH or (len(w) >= 4 and w.lower() not in _MATH_WORDS) for w in words
+    )
+
+
+def _split_top_level(text: str, sep: str = ",") -> list[str]:
+    """``text`` split at ``sep`` outside brackets and braces."""
+    parts, depth, current = [], 0, []
+    for ch in text:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        if ch == sep and depth == 0:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+    parts.append("".join(current))
+    return [p.strip() for p in parts]
+
+
+def _assignments(text: str) -> list[tuple[str, str]] | None:
+    """``x=6, y=5`` as [("x", "6"), ("y", "5")]: two or more distinct names, else None."""
+    pairs = []
+    for part in _split_top_level(text):
+        match = _ASSIGNMENT.match(part)
+        if not match:
+            return None
+        pairs.append((match.group(1), match.group(2)))
+    if len(pairs) < 2 or len({name for name, _ in pairs}) != len(pairs):
+        return None
+    return pairs
+
+
+def _as_tuples(text: str, order: tuple[str, ...] = ()) -> tuple[str, tuple[str, ...]]:
+    """Assignments written as ordered tuples: ``x=6, y=5`` -> ``(6, 5)`` and
+    ``(x=8, y=2), (x=2, y=8)`` -> ``(8, 2), (2, 8)``, values in the order of ``order``
+    (the reference's names) when given, else as written. Returns the text and the names."""
+    names: tuple[str, ...] = ()
+
+    def tuple_of(pairs: list[tuple[str, str]]) -> str | None:
+        nonlocal names
+        given = [name for name, _ in pairs]
+        want = order or names or tuple(given)
+        if sorted(want) != sorted(given):
+            return None
+        names = tuple(want)
+        values = dict(pairs)
+        return "(" + ", ".join(values[name] for name in want) + ")"
+
+    whole = _assignments(text)
+    if whole is not None:
+        converted = tuple_of(whole)
+        return (converted, names) if converted else (text, ())
+
+    def group(match: re.Match[str]) -> str:
+        pairs = _assignments(match.group(1))
+        converted = tuple_of(pairs) if pairs else None
+        return converted or match.group(0)
+
+    converted = _PAREN_GROUP.sub(group, text)
+    return converted, names if converted != text else ()
+
+
+def _math_reading(text: str, order: tuple[str, ...] = ()) -> Reading:
+    """A mathematical text as math-verify should see it: parts joined by "and" become a
+    list (every part required), assignments become ordered tuples."""
+    text = _TEXT_CONNECTIVE.sub(r" \1 ", text)  # 376 \text{ and } 625
+    parts = _PARTS.split(text)
+    if len(parts) > 1:
+        converted = [_as_tuples(part, order) for part in parts]
+        names = next((n for _, n in converted if n), ())
+        return Reading("math", ", ".join(t for t, _ in converted), names)
+    converted, names = _as_tuples(text, order)
+    return Reading("math", converted, names)
+
+
+def gold_readings(gold: str) -> list[Reading]:
+    """The readings of a (possibly messy) reference answer, best first.
+
+    CHAMP writes references like ``C(10, 5), or equivalently 252``, ``376 and 625``,
+    ``x=6, y=5`` or ``0 is the only possible value``: each alternative is a reading;
+    parts joined by "and" are all required; assignments are tuples in order; a number
+    with a unit or a value named in prose is read as that value; a reference with no
+    mathematical reading (``No``) is compared as text.
+    """
+    gold = normalize_unicode_math(gold).strip()
+    cleaned = _PARENTHETICAL.sub("", gold).strip() or gold
+    readings: list[Reading] = []
+    for alternative in _ALTERNATIVES.split(cleaned):
+        alternative = alternative.strip().rstrip(".").strip()
+        if not alternative:
+            continue
+        if _reads_as_math(alternative):
+            readings.append(_math_reading(alternative))
+            continue
+        readings.append(Reading("text", alternative))
+        number = _NUMBER_WITH_UNIT.match(alternative)
+        if number:
+            readings.append(Reading("math", number.group(1)))
+        value = _TRAILING_VALUE.search(alternative)
+        if value and not _is_prose(value.group(1)):
+            readings.append(_math_reading(value.group(1).strip()))
+    return list(dict.fromkeys(readings))
 
 
 def gold_variants(gold: str) -> list[str]:
-    """The readings of a (possibly messy) reference answer, best first.
-
-    CHAMP writes references like ``C(10, 5), or equivalently 252`` or
-    ``0 is the only possible value``; each alternative, the reference without its
-    parenthetical remark, a value named in prose, and ``A and B`` read as a set are tried.
-    """
-    gold = gold.strip()
-    cleaned = _PARENTHETICAL.sub("", gold).strip()
-    variants = [gold, cleaned, *(part.strip() for part in _GOLD_SPLIT.split(cleaned))]
-    for text in list(variants):
-        number = _LEADING_NUMBER.match(text)
-        if number:
-            variants.append(number.group(1))
-        value = _TRAILING_VALUE.search(text)
-        if value:
-            variants.append(value.group(1).strip())
-        if " and " in text:  # "376 and 625" reads as the set {376, 625}
-            variants.append(text.replace(" and ", ", "))
-    return list(dict.fromkeys(v for v in variants if v))
+    """The texts of ``gold_readings`` (for display and tests)."""
+    return [reading.text for reading in gold_readings(gold)]
 
 
 def _plain_number(text: str) -> Fraction | None:
@@ -80,25 +214,31 @@ def _plain_number(text: str) -> Fraction | None:
 
 
 def _fast_check(reference: str, answer: str) -> dict[str, Any] | None:
-    """Decide plain-number cases here; None when math-verify must decide."""
-    gold = _plain_number(reference)
+    """Decide plain-number cases here (one boxed number, or an answer that is only a
+    number); None when math-verify must decide."""
+    gold = _plain_number(normalize_unicode_math(reference))
     if gold is None:
         return None
-    boxed = last_boxed(answer)
-    reply = strip_text_macro(boxed) if boxed is not None else answer.strip()
+    answer = normalize_unicode_math(answer)
+    boxes = all_boxed(answer)
+    if len(boxes) > 1:
+        return None  # several final answers: the full check decides
+    reply = strip_text_macro(boxes[0]) if boxes else answer.strip()
     value = _plain_number(reply)
     if value is None:
         return None
-    source = "boxed answer" if boxed is not None else "answer"
+    source = "boxed answer" if boxes else "answer"
     if value == gold:
-        return _verdict(1.0, reply, f"the {source} equals the reference", matched=reference)
-    if value.denominator == 1 and gold.denominator == 1:
-        return _verdict(0.0, reply, f"the {source} does not equal the reference")
-    return None
+        return _verdict(
+            1.0, reply, f"the {source} equals the reference", "number: equal", matched=reference
+        )
+    return _verdict(0.0, reply, f"the {source} does not equal the reference", "number: differs")
 
 
-def _verdict(reward: float, extracted: str | None, reason: str, **extra: Any) -> dict[str, Any]:
-    return {"reward": reward, "extracted": extracted, "reason": reason, **extra}
+def _verdict(
+    reward: float, extracted: str | None, reason: str, rule: str, **extra: Any
+) -> dict[str, Any]:
+    return {"reward": reward, "extracted": extracted, "reason": reason, "rule": rule, **extra}
 
 
 def _in_main_thread() -> bool:
@@ -116,8 +256,8 @@ def _parse(text: str) -> list[Any]:
 
 
 @functools.lru_cache(maxsize=4096)
-def _parse_gold(variant: str) -> list[Any]:
-    return _parse("\\boxed{" + variant + "}")
+def _parse_boxed(text: str) -> list[Any]:
+    return _parse("\\boxed{" + text + "}")
 
 
 def _verify(gold: list[Any], target: list[Any]) -> bool:
@@ -130,54 +270,199 @@ def _verify(gold: list[Any], target: list[Any]) -> bool:
         return False
 
 
-def _extract(answer: str) -> tuple[str, list[Any], str]:
-    """(extracted text, parsed values, where it came from) for a worker's math answer."""
-    boxed = last_boxed(answer)
-    if boxed is not None:
-        content = strip_text_macro(boxed)
-        return content, _parse("\\boxed{" + content + "}"), "boxed answer"
+def _bare_latex(answer: str) -> str | None:
+    r"""The final value of an answer with no ``$`` or box (``The answer is \frac12``):
+    the text after the last answer cue, else the last line, read as LaTeX."""
+    views = dict(answer_views(answer))
+    for label in ("text after 'Answer:'", "last line"):
+        text = views.get(label, "").strip().rstrip(".").strip()
+        if not text or len(text) > 200:
+            continue
+        parsed = _parse("$" + text + "$")
+        if len(parsed) >= 2:
+            return str(parsed[-1])
+    return None
+
+
+def _without_remark(text: str) -> str:
+    """``100 (i.e., all values)`` -> ``100``: a remark in parentheses is not the answer."""
+    return _PARENTHETICAL.sub("", text).strip() or text
+
+
+def _stated_answer(answer: str) -> str | None:
+    """The text after the last answer cue ("The final answer is $-239$.", "Answer: 5/14,
+    or approximately 35.7%") when it reads as mathematics as a whole: so that every value
+    it states is checked, not just the first one a parser finds."""
+    cues = list(_ANSWER_CUE.finditer(answer))
+    if not cues:
+        return None
+    after = answer[cues[-1].end() :].strip()
+    text = after.splitlines()[0] if after else ""
+    text = _without_remark(text.strip().rstrip(".").strip().strip("$").strip())
+    if not text or len(text) > 200 or not _reads_as_math(text):
+        return None
+    return text
+
+
+def _reads_as_math(text: str) -> bool:
+    """Every alternative of ``text`` is mathematics (parts joined by "and" included)."""
+    for alternative in _ALTERNATIVES.split(text):
+        parts = _PARTS.split(alternative)
+        if _is_prose(alternative) and (len(parts) < 2 or any(_is_prose(p) for p in parts)):
+            return False
+    return True
+
+
+def _final_answer(answer: str) -> tuple[str | None, str, list[str]]:
+    """(final answer text, where it came from, every boxed answer) of a worker's answer."""
+    boxes = [_without_remark(strip_text_macro(b)) for b in all_boxed(answer)]
+    if boxes:
+        return boxes[-1], "boxed answer", boxes
+    stated = _stated_answer(answer)
+    if stated is not None:
+        return stated, "stated answer", []
     parsed = _parse(answer[-_ANSWER_TAIL_CHARS:])
     if len(parsed) >= 2:
-        return str(parsed[-1]), parsed, "final value"
-    return answer_views(answer)[-1][1].strip(), [], "answer"
+        return str(parsed[-1]), "final value", []
+    bare = _bare_latex(answer[-_ANSWER_TAIL_CHARS:])
+    if bare is not None:
+        return bare, "final value (bare LaTeX)", []
+    return None, "answer", []
+
+
+def _equal(reading: Reading, text: str) -> bool:
+    """The answer text ``text`` equals a math reading of the reference (math-verify)."""
+    target = _math_reading(text, reading.names) if reading.names else _math_reading(text)
+    candidate = target.text
+    if reading.names and not target.names and "(" not in candidate and "," in candidate:
+        candidate = "(" + candidate + ")"  # "6, 5" for x=6, y=5: the values in order
+    gold = _parse_boxed(reading.text)
+    answer = _parse_boxed(candidate)
+    return bool(gold and answer and _verify(gold, answer))
+
+
+def _math_match(readings: list[Reading], text: str) -> Reading | None:
+    """The reading that an answer's final text equals. A final text that offers
+    alternatives ("252, or equivalently C(10, 5)") must be right in every one."""
+    alternatives = [a.strip() for a in _ALTERNATIVES.split(text) if a.strip()] or [text]
+    matched = None
+    for alternative in alternatives:
+        hit = next((r for r in readings if r.kind == "math" and _equal(r, alternative)), None)
+        if hit is None:
+            return None
+        matched = matched or hit
+    return matched
+
+
+def _yes_no(answer: str, boxes: list[str]) -> str | None:
+    """The yes or no an answer gives: its box, the text after its answer cue, its first
+    word or its last line, the first of these that says exactly one of yes and no."""
+    views = dict(answer_views(answer))
+    words = answer.split()
+    ordered = [
+        boxes[-1] if boxes else "",
+        views.get("text after 'Answer:'", ""),
+        words[0] if words else "",
+        views.get("last line", ""),
+    ]
+    for view in ordered:
+        said = {word.lower() for word in _YES_NO.findall(view)}
+        if len(said) == 1:
+            return said.pop()
+        if len(said) > 1:
+            return None
+    return None
+
+
+def _text_match(readings: list[Reading], answer: str, boxes: list[str]) -> dict[str, Any] | None:
+    views = [("boxed answer", boxes[-1])] if boxes else []
+    views += [(label, text) for label, text in reversed(answer_views(answer))]
+    for reading in readings:
+        if reading.kind != "text":
+            continue
+        target = normalize_math_text(reading.text)
+        for label, text in views:
+            if target and normalize_math_text(_without_remark(text)) == target:
+                return _verdict(
+                    1.0,
+                    text.strip(),
+                    f"the {label} matches the reference as text",
+                    "text: exact after normalisation",
+                    matched=reading.text,
+                )
+        if target in ("yes", "no"):
+            said = _yes_no(answer, boxes)
+            if said is not None:
+                right = said == target
+                return _verdict(
+                    1.0 if right else 0.0,
+                    said,
+                    f"the answer says {said}; the reference says {target}",
+                    "yes/no: " + ("same" if right else "differs"),
+                    **({"matched": reading.text} if right else {}),
+                )
+    return None
+
+
+def _boxes_agree(boxes: list[str]) -> bool:
+    distinct = list(dict.fromkeys(b.strip() for b in boxes))
+    if len(distinct) < 2:
+        return True
+    last = _parse_boxed(distinct[-1])
+    return bool(last) and all(_verify(last, _parse_boxed(b)) for b in distinct[:-1])
 
 
 def check_here(reference: str, answer: str, budget_s: float = BUDGET_S) -> dict[str, Any]:
     """The math check itself, in this process: math-verify equivalence of the answer's
-    last ``\\boxed{}`` (or final value) with any reading of the reference, then a
-    normalised-text comparison for prose references such as ``No``."""
+    final answer (its ``\\boxed{}``, else its final value) with a reading of the reference
+    (see ``gold_readings``); a normalised-text comparison only for readings with no
+    mathematical meaning (``No``). Several final answers that disagree score 0."""
     deadline = time.monotonic() + budget_s
-    extracted, parsed, source = _extract(answer)
-    variants = gold_variants(reference)
-    if parsed:
-        for variant in variants:
-            if time.monotonic() > deadline:
-                break
-            gold = _parse_gold(variant)
-            if gold and _verify(gold, parsed):
-                return _verdict(
-                    1.0, extracted, f"the {source} equals the reference", matched=variant
-                )
-    candidates = [extracted] + [text for _, text in answer_views(answer)[1:]]
-    for variant in variants:
-        target = normalize_text(variant)
-        for candidate in candidates:
-            if target and normalize_text(candidate) == target:
+    answer = normalize_unicode_math(answer)
+    readings = gold_readings(reference)
+    final, source, boxes = _final_answer(answer)
+    if len(boxes) > 1 and not _boxes_agree(boxes):
+        if any(len(_PARTS.split(r.text)) > 1 or "," in r.text for r in readings):
+            final = ", ".join(dict.fromkeys(b.strip() for b in boxes))  # "376" and "625"
+            source = "boxed answers together"
+        else:
+            return _verdict(
+                0.0,
+                " | ".join(boxes),
+                f"the answer gives {len(boxes)} different boxed answers",
+                "several final answers disagree",
+            )
+    if final is not None and any(r.kind == "math" for r in readings):
+        if time.monotonic() <= deadline:
+            hit = _math_match(readings, final)
+            if hit is not None:
                 return _verdict(
                     1.0,
-                    candidate.strip(),
-                    "the answer matches the reference as text",
-                    matched=variant,
+                    final,
+                    f"the {source} equals the reference",
+                    "math-verify: equal" + (" (tuple in order)" if hit.names else ""),
+                    matched=hit.text,
                 )
-    if parsed:
-        return _verdict(0.0, extracted, f"the {source} does not equal the reference")
-    return _verdict(0.0, extracted, "no mathematical answer found (write it as \\boxed{...})")
+    text = _text_match(readings, answer, boxes)
+    if text is not None:
+        return text
+    if final is not None:
+        return _verdict(
+            0.0, final, f"the {source} does not equal the reference", "math-verify: not equal"
+        )
+    return _verdict(
+        0.0,
+        answer_views(answer)[-1][1].strip(),
+        "no mathematical answer found (write it as \\boxed{...})",
+        "no final answer found",
+    )
 
 
 def check_math(reference: str, answer: str) -> dict[str, Any]:
     """Check ``answer`` against ``reference``: a dict with ``reward`` (0.0 or 1.0),
-    ``extracted``, ``reason`` and, on success, ``matched`` (the reading of the reference
-    that matched). Safe from any thread; never raises because of what the answer says."""
+    ``extracted``, ``reason``, ``rule`` (which rule decided) and, on success, ``matched``
+    (the reading of the reference that matched). Safe from any thread; never raises
+    because of what the answer says."""
     fast = _fast_check(reference, answer)
     if fast is not None:
         return fast
@@ -224,6 +509,7 @@ class _Helper:
                     0.0,
                     None,
                     f"checking this answer took over {CHECK_TIMEOUT_S:g} s; it is scored 0",
+                    "checker: timed out",
                 )
             except OSError:
                 line = ""
@@ -236,7 +522,10 @@ class _Helper:
                     self._unusable = True
                     return check_here(reference, answer)
                 return _verdict(
-                    0.0, None, "the math checker stopped on this answer; it is scored 0"
+                    0.0,
+                    None,
+                    "the math checker stopped on this answer; it is scored 0",
+                    "checker: stopped",
                 )
             self._answered = True
             return json.loads(line)
@@ -312,7 +601,10 @@ def serve() -> None:
             verdict = check_here(str(reference), str(answer))
         except Exception as error:  # MemoryError included: one bad answer, not the helper
             verdict = _verdict(
-                0.0, None, f"the answer could not be checked: {type(error).__name__}"
+                0.0,
+                None,
+                f"the answer could not be checked: {type(error).__name__}",
+                "checker: error",
             )
         sys.stdout.write(json.dumps(verdict) + "\n")
         sys.stdout.flush()
