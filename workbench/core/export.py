@@ -4,11 +4,20 @@ One ``.safetensors`` file: the head weights (``head``, shape ``(L + 3, d)``) and
 was trained, its offsets (``svf``), in float64 so that decisions after loading are
 identical; the JSON manifest (backbone, feature, pool, roles, max turns, training run
 and figures) lives in the file's metadata under ``manifest``.
+
+Where it goes (``resolve_out``): a path to an existing folder, or one ending in ``/``,
+means "inside that folder" under the default name; any other path is the file itself,
+``.safetensors`` appended when it has another suffix. Only a regular file is ever
+written or replaced, and atomically (a temporary file in the same folder, then a rename),
+so a failed export leaves nothing behind and never a half-written coordinator file.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import stat
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +37,42 @@ FEATURE = {
 
 
 class CoordinatorFileError(ValueError):
-    """A coordinator file that cannot be used; the message names the file and the fix."""
+    """A coordinator file that cannot be used or written; the message names the file and
+    the fix."""
+
+
+def resolve_out(out: str | os.PathLike[str], default_name: str = "coordinator") -> Path:
+    """The coordinator file that ``--out out`` names (see the module's docstring); raises
+    ``CoordinatorFileError`` for a place that is not a regular file, before any work."""
+    text = os.fspath(out)
+    if not text:
+        raise CoordinatorFileError("no output path given: pass --out FILE.safetensors")
+    path = Path(text).expanduser()
+    if path.is_dir() or text.endswith(("/", os.sep)):
+        return _writable_place(path / f"{default_name}.safetensors")
+    _writable_place(path)  # /dev/full names a device, not "/dev/full.safetensors"
+    if path.suffix != ".safetensors":
+        path = path.with_name(path.name + ".safetensors")
+    return _writable_place(path)
+
+
+def _writable_place(path: Path) -> Path:
+    """``path`` if it is missing or a regular file, else ``CoordinatorFileError``."""
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        return path
+    except OSError as error:
+        raise CoordinatorFileError(
+            f"cannot write coordinator file {path}: {error.strerror}: choose another --out"
+        ) from None
+    if not stat.S_ISREG(info.st_mode):
+        what = "a folder" if stat.S_ISDIR(info.st_mode) else "not a regular file (a device?)"
+        raise CoordinatorFileError(
+            f"cannot write coordinator file {path}: it is {what}: pass --out with a path to "
+            "a .safetensors file, or to a folder to write in"
+        )
+    return path
 
 
 def save_coordinator(
@@ -39,17 +83,15 @@ def save_coordinator(
     backbone_source: str,
     max_turns: int,
     training: dict[str, Any],
+    default_name: str = "coordinator",
 ) -> Path:
-    """Write ``coordinator`` with its manifest; returns the path."""
+    """Write ``coordinator`` with its manifest to the file ``path`` names (``resolve_out``;
+    ``default_name`` inside a folder), atomically; returns the file's path. Raises
+    ``CoordinatorFileError`` with the reason if it cannot be written (nothing is left)."""
+    from safetensors import SafetensorError  # failed writes are reported as this
     from safetensors.numpy import save_file
 
-    path = Path(path)
-    if path.suffix != ".safetensors":
-        path = (
-            path.with_suffix(path.suffix + ".safetensors")
-            if path.suffix
-            else path.with_suffix(".safetensors")
-        )
+    path = resolve_out(path, default_name)
     backbone = coordinator.backbone
     tensors = {"head": np.ascontiguousarray(coordinator.head.weights, dtype=np.float64)}
     svf = None
@@ -72,10 +114,30 @@ def save_coordinator(
         "svf": svf,
         "training": training,
     }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".partial")
-    save_file(tensors, str(tmp), metadata={"manifest": json.dumps(manifest)})
-    tmp.replace(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(
+            prefix=f".{path.stem}.", suffix=".partial", dir=path.parent
+        )
+    except OSError as error:
+        raise CoordinatorFileError(
+            f"cannot write coordinator file {path}: {error.strerror or error} "
+            f"({error.filename or path.parent}): choose a folder you can write to with --out"
+        ) from None
+    os.close(handle)
+    try:
+        save_file(tensors, temporary, metadata={"manifest": json.dumps(manifest)})
+        read_manifest(temporary)  # read back: a short write (a full disk) fails here
+        os.replace(temporary, path)
+    except BaseException as error:
+        Path(temporary).unlink(missing_ok=True)
+        if isinstance(error, OSError | SafetensorError | CoordinatorFileError):
+            reason = getattr(error, "strerror", None) or error
+            raise CoordinatorFileError(
+                f"cannot write coordinator file {path}: {reason}: check the disk's free "
+                "space and that the folder is writable; nothing was written"
+            ) from None
+        raise
     return path
 
 

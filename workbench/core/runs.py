@@ -330,11 +330,14 @@ def evaluate_run(
 def export_run(
     workspace: Workspace, run: str, out: str | Path, backbone: Backbone | None = None
 ) -> Path:
-    """Write a run's best-on-validation coordinator to a coordinator file."""
-    from workbench.core.export import save_coordinator
+    """Write a run's best-on-validation coordinator to a coordinator file; ``out`` is a
+    file, or a folder to write ``coordinator-RUNID.safetensors`` in (``export.resolve_out``)."""
+    from workbench.core.export import resolve_out, save_coordinator
 
     with Store.open(workspace) as store:
         record = store.get_run(run)
+        default_name = f"coordinator-{record.id[:8]}"
+        out = resolve_out(out, default_name)  # a bad place fails before the backbone loads
         config = RunConfig.from_dict(record.config, f"run {record.id}")
         vector, data = best_vector(store, record.id)
         backbone = backbone or shared_backbone(
@@ -359,6 +362,7 @@ def export_run(
             backbone_source=config.backbone.model,
             max_turns=config.protocol.max_turns,
             training=training,
+            default_name=default_name,
         )
 
 
