@@ -64,17 +64,30 @@ def print_episode(episode, file=None) -> None:
 
 
 def cmd_run_episode(args) -> int:
-    import numpy as np
-
-    from workbench.core.coordinator import Backbone, Coordinator
-    from workbench.core.protocol import Prompts, run_episode
     from workbench.core.store import Store
     from workbench.core.tasks.suites import load_suite
-    from workbench.core.workers.base import build_pool
 
     ws = workspace(args)
     suite = load_suite(args.suite, ws)
     task = suite.get(args.task)
+    # Opened first: a database that cannot store the episode is refused before it plays.
+    with Store.open(ws) as store:
+        episode = _play_episode(args, suite, task)
+        store.add_episode(episode)
+    if args.json:
+        print_json(episode.to_dict())
+    else:
+        print_episode(episode)
+        print(f"stored in {ws.db_path}")
+    return 0
+
+
+def _play_episode(args, suite, task):
+    import numpy as np
+
+    from workbench.core.coordinator import Backbone, Coordinator
+    from workbench.core.protocol import Prompts, run_episode
+    from workbench.core.workers.base import build_pool
     from workbench.core.workers.http import open_client
 
     client = open_client()
@@ -106,17 +119,9 @@ def cmd_run_episode(args) -> int:
                     await worker.aclose()
                 await client.aclose()
 
-        episode = asyncio.run(go())
+        return asyncio.run(go())
     finally:
         backbone.close()
-    with Store.open(ws) as store:
-        store.add_episode(episode)
-    if args.json:
-        print_json(episode.to_dict())
-    else:
-        print_episode(episode)
-        print(f"stored in {ws.db_path}")
-    return 0
 
 
 def cmd_episodes_list(args) -> int:

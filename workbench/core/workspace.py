@@ -1,7 +1,8 @@
 """Where a workspace keeps its database, imported suites and logs.
 
 A workspace is one folder. By default it is the user data directory
-(``platformdirs``); every command accepts ``--workspace DIR`` to use another one.
+(``platformdirs``); every command accepts ``--workspace DIR`` to use another one. Folders
+the workbench creates in it are private to the user (0700), its files too (0600).
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ class Workspace:
             raise NotADirectoryError(
                 f"workspace {path} is a file, not a folder: pass --workspace with a folder path"
             )
-        path.mkdir(parents=True, exist_ok=True)
+        # private to the user: runs, transcripts and cached replies may be confidential
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
         return cls(path)
 
     @property
