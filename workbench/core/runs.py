@@ -3,15 +3,21 @@ evaluate a run or a coordinator file, export a run, compare optimizers.
 
 They build what a job needs from a ``RunConfig`` and a workspace (suite, pool, backbone,
 response cache, store) and hand events to listeners.
+
+One process drives a run: ``train`` holds the run's lock (``run_lock``, an OS file lock
+that the system releases when the process ends, however it ends) from before it changes
+anything until the run stops; a second ``train --resume`` of the same run is refused with
+``RunLocked`` and leaves the run as it is.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +32,7 @@ from workbench.core.evolution import (
     coordinator_from_vector,
     task_splits,
 )
-from workbench.core.store import Store
+from workbench.core.store import Store, StoreError
 from workbench.core.tasks.suites import load_suite
 from workbench.core.workers.base import Worker, build_pool, describe_pool
 from workbench.core.workspace import Workspace
@@ -63,6 +69,43 @@ def effective_status(record: Any) -> str:
     except PermissionError:
         pass
     return status
+
+
+class RunLocked(StoreError):
+    """Another process is driving this run (training or resuming it)."""
+
+
+@contextlib.contextmanager
+def run_lock(workspace: Workspace, run_id: str, store: Store | None = None) -> Iterator[None]:
+    """Hold the lock that lets one process drive ``run_id`` (a file in the workspace's
+    ``locks`` folder); raises ``RunLocked`` at once if another process holds it."""
+    from filelock import FileLock, Timeout
+
+    folder = workspace.root / "locks"
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+    except OSError as error:
+        raise StoreError(
+            f"cannot create the run lock folder {folder}: {error.strerror}: check that the "
+            "workspace folder is writable"
+        ) from None
+    lock = FileLock(folder / f"run-{run_id}.lock", mode=0o600, thread_local=False)
+    try:
+        lock.acquire(blocking=False)
+    except Timeout:
+        who = ""
+        if store is not None:
+            result = store.get_run(run_id).result or {}
+            if "pid" in result:
+                who = f" (process {result['pid']} on {result.get('host', 'this machine')})"
+        raise RunLocked(
+            f"run {run_id[:8]} is being trained by another process{who}: wait for it to end, "
+            "or stop it first (Runs page, or Ctrl+C in its terminal); nothing was changed"
+        ) from None
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def cache_policy(config: RunConfig) -> str:
@@ -135,10 +178,13 @@ def train(
     stop: StopToken | None = None,
     backbone: Backbone | None = None,
 ) -> str:
-    """Train a new run from ``config``, or resume run ``resume``; returns the run id."""
-    with Store.open(workspace) as store:
+    """Train a new run from ``config``, or resume run ``resume``; returns the run id.
+    Raises ``RunLocked`` (changing nothing) if another process drives that run."""
+    with Store.open(workspace) as store, contextlib.ExitStack() as held:
         if resume is not None:
             record = store.get_run(resume)
+            held.enter_context(run_lock(workspace, record.id, store))
+            record = store.get_run(record.id)  # as the previous holder left it
             config = _check_resume_config(
                 RunConfig.from_dict(record.config, f"run {record.id}"), config
             )
@@ -164,7 +210,8 @@ def train(
         if resume is not None:
             trainer.resume(resume)
         else:
-            trainer.start()
+            # a new id: no one else can know it yet, so the lock is free
+            held.enter_context(run_lock(workspace, trainer.start()))
         session.run(trainer.run_async())
         return trainer.run_id
 
