@@ -130,3 +130,25 @@ def test_doctor_json_and_refusals(filled: Workspace, tmp_path: Path, capsys) -> 
     assert (busy / "x").read_text() == "keep me"
     assert main(["doctor", "--workspace", str(tmp_path / "nowhere")]) == 2
     assert "no workspace folder" in capsys.readouterr().err
+
+
+def test_a_read_only_workspace_is_checked_and_copied_not_called_damaged(
+    filled: Workspace, tmp_path: Path
+) -> None:
+    from tests.support.unprivileged import run_python
+
+    filled.root.chmod(0o500)
+    try:
+        done = run_python(
+            "import sys; from workbench.cli import main; "
+            "sys.exit(main(['doctor', '--workspace', sys.argv[1], '--salvage', sys.argv[2]]))",
+            str(filled.root),
+            str(tmp_path / "copy"),
+        )
+    finally:
+        filled.root.chmod(0o700)
+    assert done.returncode == 0, done
+    assert "note: read as immutable: the folder" in done.stdout
+    assert "no damage found" in done.stdout and "Traceback" not in done.stderr
+    with Store.open(Workspace.open(tmp_path / "copy")) as store:
+        assert len(store.list_episodes()) == EPISODES

@@ -88,3 +88,10 @@ def test_an_unwritable_place_is_a_clear_error_and_leaves_nothing(
         assert list(readonly.iterdir()) == [] or os.access(readonly, os.W_OK)
     finally:
         readonly.chmod(0o700)
+
+
+def test_a_long_file_name_is_written(coordinator, tmp_path: Path) -> None:
+    # the temporary file's name is bounded: a name that fits fits with its temporary too
+    name = "r" * (255 - len(".safetensors"))
+    path = _save(coordinator, tmp_path / name)
+    assert path.name == name + ".safetensors" and path.is_file()

@@ -141,3 +141,23 @@ def test_translated_errors_keep_the_sqlite_cause(filled: Workspace) -> None:
     assert isinstance(caught.value.__cause__, sqlite3.DatabaseError)
     assert isinstance(caught.value, StoreDamaged) and not isinstance(caught.value, StoreReadOnly)
     assert os.fspath(filled.db_path) in str(caught.value)
+
+
+def test_a_workspace_that_cannot_be_made_is_a_clear_error(tmp_path: Path, capsys) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert main(["runs", "list", "--workspace", str(blocker / "ws")]) == 2
+    err = capsys.readouterr().err
+    assert f"cannot create workspace folder {blocker / 'ws'}" in err and "Traceback" not in err
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    try:
+        done = run_python(
+            "import sys; from workbench.cli import main; "
+            "sys.exit(main(['runs', 'list', '--workspace', sys.argv[1]]))",
+            str(locked / "ws"),
+        )
+    finally:
+        locked.chmod(0o700)
+    assert done.returncode == 2 and "Permission denied" in done.stderr, done
+    assert "pass --workspace with a folder you can write to" in done.stderr

@@ -124,9 +124,11 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     from workbench.core.tasks.model import TaskNotFound
     from workbench.core.tasks.suites import SuiteNotFound
     from workbench.core.workers.base import UnknownWorker, WorkerError
+    from workbench.core.workspace import WorkspaceError
 
     return (
         UserError,
+        WorkspaceError,
         ModelSourceError,
         StoreError,
         TaskNotFound,

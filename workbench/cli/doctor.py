@@ -34,6 +34,8 @@ def cmd_doctor(args) -> int:
 
 def _print(report, salvaged) -> None:
     print(f"workspace database {report.path}")
+    for note in report.notes:
+        print(f"  note: {note}")
     print(f"  schema version {report.version}")
     print("  integrity: " + "; ".join(report.integrity))
     for table in report.tables:
@@ -51,7 +53,7 @@ def _print(report, salvaged) -> None:
                 f"--workspace {report.path.parent} --salvage NEW_FOLDER"
             )
     if salvaged is not None:
-        print(f"\nsalvaged into {salvaged.target} (the damaged database was not changed)")
+        print(f"\nsalvaged into {salvaged.target} (the original database was not changed)")
         for table in salvaged.tables:
             print(f"  {table.name:12s} {table.copied} rows copied, lost: {table.lost}")
             for gap in table.gaps[:5]:
@@ -70,6 +72,7 @@ def _as_json(report, salvaged) -> dict:
         "integrity": list(report.integrity),
         "tables": {t.name: {"rows": t.rows, "problem": t.problem} for t in report.tables},
         "problems": list(report.problems),
+        "notes": list(report.notes),
     }
     if salvaged is not None:
         data["salvage"] = {

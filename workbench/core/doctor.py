@@ -23,7 +23,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from workbench.core.store import TABLES, Store, schema_version
+from workbench.core.store import (
+    TABLES,
+    Store,
+    read_only_reason,
+    schema_version,
+    translate_error,
+)
 from workbench.core.workspace import Workspace
 
 _INTEGRITY_LINES = 20  # integrity_check messages kept: enough to show the kind of damage
@@ -61,6 +67,7 @@ class CheckReport:
     integrity: tuple[str, ...]  # ("ok",) when SQLite finds nothing wrong
     tables: tuple[TableState, ...]
     problems: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # how it was read, when that matters
 
     @property
     def healthy(self) -> bool:
@@ -101,26 +108,43 @@ class SalvageReport:
     integrity: tuple[str, ...]  # the new database's integrity_check
 
 
-def _open_read_only(path: Path) -> sqlite3.Connection:
+def _open_read_only(path: Path) -> tuple[sqlite3.Connection, str | None]:
+    """A read-only connection to ``path``, and a note when it had to be opened as
+    immutable (a read-only folder, where SQLite cannot make its shared-memory file)."""
     if not path.is_file():
         raise DoctorError(f"there is no workspace database at {path}: check the --workspace folder")
     conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, isolation_level=None)
+    note = None
+    try:
+        conn.execute("PRAGMA user_version").fetchone()
+    except sqlite3.OperationalError as error:
+        name = getattr(error, "sqlite_errorname", "")
+        if name.startswith(("SQLITE_READONLY", "SQLITE_CANTOPEN")):
+            conn.close()
+            conn = sqlite3.connect(
+                f"{path.as_uri()}?mode=ro&immutable=1", uri=True, isolation_level=None
+            )
+            wal = Path(f"{path}-wal")
+            note = f"read as immutable: {read_only_reason(path)}" + (
+                f"; {wal} holds writes that were not read" if wal.exists() else ""
+            )
+    except sqlite3.DatabaseError:
+        pass  # damage: reported by the caller
     conn.row_factory = sqlite3.Row
-    return conn
+    return conn, note
 
 
 def check(workspace: Workspace) -> CheckReport:
     """Check the database of ``workspace`` without changing it (see the module docstring)."""
     path = workspace.db_path
-    conn = _open_read_only(path)
+    conn, note = _open_read_only(path)
+    notes = (note,) if note else ()
     problems: list[str] = []
     try:
         try:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
         except sqlite3.DatabaseError as error:
-            return CheckReport(
-                path, None, (str(error),), (), (f"it cannot be read as a database: {error}",)
-            )
+            return CheckReport(path, None, (str(error),), (), (_unreadable(error, path),), notes)
         try:
             integrity = tuple(
                 row[0]
@@ -156,7 +180,14 @@ def check(workspace: Workspace) -> CheckReport:
                 tables.append(TableState(name, count))
     finally:
         conn.close()
-    return CheckReport(path, version, integrity, tuple(tables), tuple(problems))
+    return CheckReport(path, version, integrity, tuple(tables), tuple(problems), notes)
+
+
+def _unreadable(error: sqlite3.Error, path: Path) -> str:
+    """Why the database cannot be read at all, and what to do."""
+    if getattr(error, "sqlite_errorname", "") == "SQLITE_NOTADB":
+        return f"it cannot be read as a database: {error}"
+    return str(translate_error(error, path))
 
 
 def _table_names(conn: sqlite3.Connection) -> set[str]:
@@ -178,8 +209,14 @@ def salvage(workspace: Workspace, out: str | Path) -> SalvageReport:
             f"{target_ws.root} is not an empty folder: salvage into a new folder, so that "
             "nothing there is overwritten"
         )
-    source = _open_read_only(workspace.db_path)
+    source, _ = _open_read_only(workspace.db_path)
     try:
+        try:
+            source.execute("PRAGMA user_version").fetchone()
+        except sqlite3.DatabaseError as error:
+            name = getattr(error, "sqlite_errorname", "")
+            if not (name == "SQLITE_NOTADB" or name.startswith("SQLITE_CORRUPT")):
+                raise DoctorError(_unreadable(error, workspace.db_path)) from None
         target_ws = Workspace.open(target_ws.root)
         Store.open(target_ws).close()  # the current schema, created private to the user
         target = sqlite3.connect(target_ws.db_path, isolation_level=None)

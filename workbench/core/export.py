@@ -117,7 +117,7 @@ def save_coordinator(
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(
-            prefix=f".{path.stem}.", suffix=".partial", dir=path.parent
+            prefix=f".{path.stem[:32]}.", suffix=".partial", dir=path.parent
         )
     except OSError as error:
         raise CoordinatorFileError(

@@ -21,6 +21,10 @@ def resources_dir() -> Path:
     return Path(str(resources.files("workbench") / "resources"))
 
 
+class WorkspaceError(Exception):
+    """A workspace folder that cannot be made or used; the message names it and the fix."""
+
+
 @dataclass(frozen=True)
 class Workspace:
     """A workspace folder and the fixed places inside it."""
@@ -37,7 +41,13 @@ class Workspace:
                 f"workspace {path} is a file, not a folder: pass --workspace with a folder path"
             )
         # private to the user: runs, transcripts and cached replies may be confidential
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        try:
+            path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as error:
+            raise WorkspaceError(
+                f"cannot create workspace folder {path}: {error.strerror} "
+                f"({error.filename or path}): pass --workspace with a folder you can write to"
+            ) from None
         return cls(path)
 
     @property

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -259,3 +260,11 @@ def test_hostile_values_are_errors_with_file_and_line(
     with pytest.raises(SuiteValidationError):
         import_suite(path, "hostile", workspace)
     assert not workspace.suites_dir.exists() or list(workspace.suites_dir.iterdir()) == []
+
+
+@pytest.mark.timeout(30)
+def test_a_pipe_is_refused_instead_of_read_forever(tmp_path: Path) -> None:
+    pipe = tmp_path / "pipe.jsonl"
+    os.mkfifo(pipe)
+    with pytest.raises(SuiteValidationError, match="not a regular file"):
+        load_jsonl(pipe)

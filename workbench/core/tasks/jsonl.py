@@ -83,6 +83,12 @@ def load_jsonl(path: str | os.PathLike[str], name: str | None = None) -> Suite:
     file = Path(path)
     shown = str(file)
     try:
+        if file.exists() and not file.is_file() and not file.is_dir():
+            # a pipe or a device: reading it could block forever or never end
+            raise SuiteValidationError(
+                [ValidationIssue(shown, 0, None, "not a regular file (a pipe or a device)")],
+                summary=f"suite file {shown} is not a file: save the suite to a .jsonl file",
+            )
         text = file.read_text(encoding="utf-8-sig")  # a byte order mark is no error
     except FileNotFoundError:
         raise SuiteValidationError(
