@@ -76,7 +76,7 @@ def test_an_unwritable_place_is_a_clear_error_and_leaves_nothing(
 ) -> None:
     blocker = tmp_path / "afile"
     blocker.write_text("x")
-    with pytest.raises(CoordinatorFileError, match="cannot write coordinator file"):
+    with pytest.raises(CoordinatorFileError, match="coordinator file: cannot write"):
         _save(coordinator, blocker / "sub" / "router.safetensors")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
     readonly = tmp_path / "ro"

@@ -5,10 +5,10 @@ was trained, its offsets (``svf``), in float64 so that decisions after loading a
 identical; the JSON manifest (backbone, feature, pool, roles, max turns, training run
 and figures) lives in the file's metadata under ``manifest``.
 
-Where it goes (``resolve_out``): a path to an existing folder, or one ending in ``/``,
-means "inside that folder" under the default name; any other path is the file itself,
-``.safetensors`` appended when it has another suffix. Only a regular file is ever
-written or replaced, and atomically (a temporary file in the same folder, then a rename),
+Where it goes (``resolve_out``, after ``outputs.output_path``): a path to an existing
+folder, or one ending in ``/``, means "inside that folder" under the default name; any
+other path is the file itself, ``.safetensors`` appended when it has another suffix. Only
+a regular file is ever written or replaced, and atomically (``outputs.write_atomically``),
 so a failed export leaves nothing behind and never a half-written coordinator file.
 """
 
@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import json
 import os
-import stat
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from workbench.core.coordinator import Backbone, Coordinator, Head, HeadConfig
+from workbench.core.outputs import OutputError, output_path, write_atomically
 from workbench.core.records import ROLES
 
 FORMAT = "trinity-workbench/coordinator"
@@ -44,35 +43,10 @@ class CoordinatorFileError(ValueError):
 def resolve_out(out: str | os.PathLike[str], default_name: str = "coordinator") -> Path:
     """The coordinator file that ``--out out`` names (see the module's docstring); raises
     ``CoordinatorFileError`` for a place that is not a regular file, before any work."""
-    text = os.fspath(out)
-    if not text:
-        raise CoordinatorFileError("no output path given: pass --out FILE.safetensors")
-    path = Path(text).expanduser()
-    if path.is_dir() or text.endswith(("/", os.sep)):
-        return _writable_place(path / f"{default_name}.safetensors")
-    _writable_place(path)  # /dev/full names a device, not "/dev/full.safetensors"
-    if path.suffix != ".safetensors":
-        path = path.with_name(path.name + ".safetensors")
-    return _writable_place(path)
-
-
-def _writable_place(path: Path) -> Path:
-    """``path`` if it is missing or a regular file, else ``CoordinatorFileError``."""
     try:
-        info = path.stat()
-    except FileNotFoundError:
-        return path
-    except OSError as error:
-        raise CoordinatorFileError(
-            f"cannot write coordinator file {path}: {error.strerror}: choose another --out"
-        ) from None
-    if not stat.S_ISREG(info.st_mode):
-        what = "a folder" if stat.S_ISDIR(info.st_mode) else "not a regular file (a device?)"
-        raise CoordinatorFileError(
-            f"cannot write coordinator file {path}: it is {what}: pass --out with a path to "
-            "a .safetensors file, or to a folder to write in"
-        )
-    return path
+        return output_path(out, f"{default_name}.safetensors", suffix=".safetensors")
+    except OutputError as error:
+        raise CoordinatorFileError(f"coordinator file: {error}") from None
 
 
 def save_coordinator(
@@ -114,30 +88,21 @@ def save_coordinator(
         "svf": svf,
         "training": training,
     }
+
+    def write(temporary: str) -> None:
+        try:
+            save_file(tensors, temporary, metadata={"manifest": json.dumps(manifest)})
+        except SafetensorError as error:  # safetensors' own error for failed writes
+            raise OSError(str(error)) from error
+        try:  # read back: a short write (a full disk) fails here
+            read_manifest(temporary)
+        except CoordinatorFileError as error:
+            raise OSError(f"the written file does not read back ({error})") from error
+
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(
-            prefix=f".{path.stem[:32]}.", suffix=".partial", dir=path.parent
-        )
-    except OSError as error:
-        raise CoordinatorFileError(
-            f"cannot write coordinator file {path}: {error.strerror or error} "
-            f"({error.filename or path.parent}): choose a folder you can write to with --out"
-        ) from None
-    os.close(handle)
-    try:
-        save_file(tensors, temporary, metadata={"manifest": json.dumps(manifest)})
-        read_manifest(temporary)  # read back: a short write (a full disk) fails here
-        os.replace(temporary, path)
-    except BaseException as error:
-        Path(temporary).unlink(missing_ok=True)
-        if isinstance(error, OSError | SafetensorError | CoordinatorFileError):
-            reason = getattr(error, "strerror", None) or error
-            raise CoordinatorFileError(
-                f"cannot write coordinator file {path}: {reason}: check the disk's free "
-                "space and that the folder is writable; nothing was written"
-            ) from None
-        raise
+        write_atomically(path, write)
+    except OutputError as error:
+        raise CoordinatorFileError(f"coordinator file: {error}") from None
     return path
 
 
