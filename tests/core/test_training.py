@@ -190,6 +190,10 @@ def test_export_and_load_give_identical_decisions(ws, tiny_backbone, tmp_path):
     run_id = train(config(budget={"generations": 2}), ws, backbone=tiny_backbone)
     path = export_run(ws, run_id, tmp_path / "coord", backbone=tiny_backbone)
     assert path.suffix == ".safetensors"
+    (tmp_path / "folder").mkdir()  # a folder: written inside, named after the run
+    inside = export_run(ws, run_id, tmp_path / "folder", backbone=tiny_backbone)
+    assert inside == tmp_path / "folder" / f"coordinator-{run_id[:8]}.safetensors"
+    assert not (tmp_path / "folder.safetensors").exists()
     manifest = read_manifest(path)
     assert [p["id"] for p in manifest["pool"]] == [
         "sandbox:mathlete",

@@ -13,12 +13,12 @@ import sys
 from collections.abc import Sequence
 
 from workbench import __version__
-from workbench.cli import episodes, suites, training, workers
+from workbench.cli import doctor, episodes, suites, training, workers
 from workbench.cli.common import UserError
 
 log = logging.getLogger("workbench")
 
-COMMAND_MODULES = (suites, episodes, training, workers)
+COMMAND_MODULES = (suites, episodes, training, workers, doctor)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -124,9 +124,11 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     from workbench.core.tasks.model import TaskNotFound
     from workbench.core.tasks.suites import SuiteNotFound
     from workbench.core.workers.base import UnknownWorker, WorkerError
+    from workbench.core.workspace import WorkspaceError
 
     return (
         UserError,
+        WorkspaceError,
         ModelSourceError,
         StoreError,
         TaskNotFound,

@@ -353,7 +353,11 @@ def register(sub, common) -> None:
     p = sub.add_parser("export", parents=[common], help="write a run's coordinator to a file")
     p.add_argument("run")
     p.add_argument(
-        "--out", required=True, metavar="FILE", help="the coordinator file (.safetensors)"
+        "--out",
+        required=True,
+        metavar="FILE",
+        help="the coordinator file (.safetensors), or a folder to write "
+        "coordinator-RUNID.safetensors in",
     )
     p.set_defaults(func=cmd_export)
 

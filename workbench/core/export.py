@@ -4,17 +4,25 @@ One ``.safetensors`` file: the head weights (``head``, shape ``(L + 3, d)``) and
 was trained, its offsets (``svf``), in float64 so that decisions after loading are
 identical; the JSON manifest (backbone, feature, pool, roles, max turns, training run
 and figures) lives in the file's metadata under ``manifest``.
+
+Where it goes (``resolve_out``, after ``outputs.output_path``): a path to an existing
+folder, or one ending in ``/``, means "inside that folder" under the default name; any
+other path is the file itself, ``.safetensors`` appended when it has another suffix. Only
+a regular file is ever written or replaced, and atomically (``outputs.write_atomically``),
+so a failed export leaves nothing behind and never a half-written coordinator file.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from workbench.core.coordinator import Backbone, Coordinator, Head, HeadConfig
+from workbench.core.outputs import OutputError, output_path, write_atomically
 from workbench.core.records import ROLES
 
 FORMAT = "trinity-workbench/coordinator"
@@ -28,7 +36,17 @@ FEATURE = {
 
 
 class CoordinatorFileError(ValueError):
-    """A coordinator file that cannot be used; the message names the file and the fix."""
+    """A coordinator file that cannot be used or written; the message names the file and
+    the fix."""
+
+
+def resolve_out(out: str | os.PathLike[str], default_name: str = "coordinator") -> Path:
+    """The coordinator file that ``--out out`` names (see the module's docstring); raises
+    ``CoordinatorFileError`` for a place that is not a regular file, before any work."""
+    try:
+        return output_path(out, f"{default_name}.safetensors", suffix=".safetensors")
+    except OutputError as error:
+        raise CoordinatorFileError(f"coordinator file: {error}") from None
 
 
 def save_coordinator(
@@ -39,17 +57,15 @@ def save_coordinator(
     backbone_source: str,
     max_turns: int,
     training: dict[str, Any],
+    default_name: str = "coordinator",
 ) -> Path:
-    """Write ``coordinator`` with its manifest; returns the path."""
+    """Write ``coordinator`` with its manifest to the file ``path`` names (``resolve_out``;
+    ``default_name`` inside a folder), atomically; returns the file's path. Raises
+    ``CoordinatorFileError`` with the reason if it cannot be written (nothing is left)."""
+    from safetensors import SafetensorError  # failed writes are reported as this
     from safetensors.numpy import save_file
 
-    path = Path(path)
-    if path.suffix != ".safetensors":
-        path = (
-            path.with_suffix(path.suffix + ".safetensors")
-            if path.suffix
-            else path.with_suffix(".safetensors")
-        )
+    path = resolve_out(path, default_name)
     backbone = coordinator.backbone
     tensors = {"head": np.ascontiguousarray(coordinator.head.weights, dtype=np.float64)}
     svf = None
@@ -72,10 +88,21 @@ def save_coordinator(
         "svf": svf,
         "training": training,
     }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".partial")
-    save_file(tensors, str(tmp), metadata={"manifest": json.dumps(manifest)})
-    tmp.replace(path)
+
+    def write(temporary: str) -> None:
+        try:
+            save_file(tensors, temporary, metadata={"manifest": json.dumps(manifest)})
+        except SafetensorError as error:  # safetensors' own error for failed writes
+            raise OSError(str(error)) from error
+        try:  # read back: a short write (a full disk) fails here
+            read_manifest(temporary)
+        except CoordinatorFileError as error:
+            raise OSError(f"the written file does not read back ({error})") from error
+
+    try:
+        write_atomically(path, write)
+    except OutputError as error:
+        raise CoordinatorFileError(f"coordinator file: {error}") from None
     return path
 
 

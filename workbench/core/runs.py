@@ -3,15 +3,21 @@ evaluate a run or a coordinator file, export a run, compare optimizers.
 
 They build what a job needs from a ``RunConfig`` and a workspace (suite, pool, backbone,
 response cache, store) and hand events to listeners.
+
+One process drives a run: ``train`` holds the run's lock (``run_lock``, an OS file lock
+that the system releases when the process ends, however it ends) from before it changes
+anything until the run stops; a second ``train --resume`` of the same run is refused with
+``RunLocked`` and leaves the run as it is.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +25,7 @@ from typing import Any
 from workbench.core.config import ConfigError, RunConfig
 from workbench.core.coordinator import Backbone
 from workbench.core.records import Episode
-from workbench.core.store import RunRecord, Store
+from workbench.core.store import RunRecord, Store, StoreError
 from workbench.core.tasks.suites import load_suite
 from workbench.core.training.checkpoint import best_vector
 from workbench.core.training.events import Listener, StopToken
@@ -60,6 +66,43 @@ def effective_status(record: RunRecord) -> str:
     except PermissionError:
         pass
     return status
+
+
+class RunLocked(StoreError):
+    """Another process is driving this run (training or resuming it)."""
+
+
+@contextlib.contextmanager
+def run_lock(workspace: Workspace, run_id: str, store: Store | None = None) -> Iterator[None]:
+    """Hold the lock that lets one process drive ``run_id`` (a file in the workspace's
+    ``locks`` folder); raises ``RunLocked`` at once if another process holds it."""
+    from filelock import FileLock, Timeout
+
+    folder = workspace.root / "locks"
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+    except OSError as error:
+        raise StoreError(
+            f"cannot create the run lock folder {folder}: {error.strerror}: check that the "
+            "workspace folder is writable"
+        ) from None
+    lock = FileLock(folder / f"run-{run_id}.lock", mode=0o600, thread_local=False)
+    try:
+        lock.acquire(blocking=False)
+    except Timeout:
+        who = ""
+        if store is not None:
+            result = store.get_run(run_id).result or {}
+            if "pid" in result:
+                who = f" (process {result['pid']} on {result.get('host', 'this machine')})"
+        raise RunLocked(
+            f"run {run_id[:8]} is being trained by another process{who}: wait for it to end, "
+            "or stop it first (Runs page, or Ctrl+C in its terminal); nothing was changed"
+        ) from None
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def cache_policy(config: RunConfig) -> str:
@@ -150,40 +193,41 @@ def run_one_episode(
 
     task_suite = load_suite(suite, workspace)
     the_task = task_suite.get(task)
-    session = open_worker_pool([p for p in pool if p.strip()])
-    loaded = Prompts.load(prompts)
-    model: Backbone | None = None
-    if backbone is not None:
-        if progress is not None:
-            progress(f"loading backbone '{backbone}' ...")
-        model = Backbone(backbone, device=device)
-    try:
-        policy: Policy
-        if model is not None:
-            policy = Coordinator.untrained(model, len(session.pool), seed=seed)
-        else:
-            policy = RandomPolicy(len(session.pool))
-        rng = np.random.default_rng(seed) if sample or model is None else None
-        episode = session.run(
-            run_episode(
-                policy,
-                session.pool,
-                the_task,
-                EpisodeSettings(
-                    suite=task_suite.name,
-                    max_turns=max_turns,
-                    max_tokens=max_tokens,
-                    temperature=temperature,
-                    prompts=loaded,
-                ),
-                rng=rng,
-                seed=seed,
-            )
-        )
-    finally:
-        if model is not None:
-            model.close()
+    # Opened first: a database that cannot store the episode is refused before it plays.
     with Store.open(workspace) as store:
+        session = open_worker_pool([p for p in pool if p.strip()])
+        loaded = Prompts.load(prompts)
+        model: Backbone | None = None
+        if backbone is not None:
+            if progress is not None:
+                progress(f"loading backbone '{backbone}' ...")
+            model = Backbone(backbone, device=device)
+        try:
+            policy: Policy
+            if model is not None:
+                policy = Coordinator.untrained(model, len(session.pool), seed=seed)
+            else:
+                policy = RandomPolicy(len(session.pool))
+            rng = np.random.default_rng(seed) if sample or model is None else None
+            episode = session.run(
+                run_episode(
+                    policy,
+                    session.pool,
+                    the_task,
+                    EpisodeSettings(
+                        suite=task_suite.name,
+                        max_turns=max_turns,
+                        max_tokens=max_tokens,
+                        temperature=temperature,
+                        prompts=loaded,
+                    ),
+                    rng=rng,
+                    seed=seed,
+                )
+            )
+        finally:
+            if model is not None:
+                model.close()
         store.add_episode(episode)
     return episode
 
@@ -214,10 +258,13 @@ def train(
     stop: StopToken | None = None,
     backbone: Backbone | None = None,
 ) -> str:
-    """Train a new run from ``config``, or resume run ``resume``; returns the run id."""
-    with Store.open(workspace) as store:
+    """Train a new run from ``config``, or resume run ``resume``; returns the run id.
+    Raises ``RunLocked`` (changing nothing) if another process drives that run."""
+    with Store.open(workspace) as store, contextlib.ExitStack() as held:
         if resume is not None:
             record = store.get_run(resume)
+            held.enter_context(run_lock(workspace, record.id, store))
+            record = store.get_run(record.id)  # as the previous holder left it
             config = _check_resume_config(record.config(), config)
             if config.to_dict() != record.config_data:
                 store.update_run_config(record.id, config.to_dict())
@@ -241,7 +288,8 @@ def train(
         if resume is not None:
             trainer.resume(resume)
         else:
-            trainer.start()
+            # a new id: no one else can know it yet, so the lock is free
+            held.enter_context(run_lock(workspace, trainer.start()))
         session.run(trainer.run_async())
         return trainer.current_run_id
 
@@ -408,11 +456,14 @@ def evaluate_run(
 def export_run(
     workspace: Workspace, run: str, out: str | Path, backbone: Backbone | None = None
 ) -> Path:
-    """Write a run's best-on-validation coordinator to a coordinator file."""
-    from workbench.core.export import save_coordinator
+    """Write a run's best-on-validation coordinator to a coordinator file; ``out`` is a
+    file, or a folder to write ``coordinator-RUNID.safetensors`` in (``export.resolve_out``)."""
+    from workbench.core.export import resolve_out, save_coordinator
 
     with Store.open(workspace) as store:
         record = store.get_run(run)
+        default_name = f"coordinator-{record.id[:8]}"
+        out = resolve_out(out, default_name)  # a bad place fails before the backbone loads
         config = record.config()
         vector, checkpoint = best_vector(store, record.id)
         backbone = backbone or shared_backbone(
@@ -437,6 +488,7 @@ def export_run(
             backbone_source=config.backbone.model,
             max_turns=config.protocol.max_turns,
             training=training,
+            default_name=default_name,
         )
 
 

@@ -11,6 +11,13 @@ The schema is versioned with ``PRAGMA user_version``: ``MIGRATIONS[i]`` takes a 
 from version ``i`` to ``i + 1``. Opening a database applies the missing steps in one
 transaction; a database written by a newer workbench is refused, never touched.
 
+Damage and permissions: every SQLite error is reported as a ``StoreError`` that names the
+file, what went wrong and what to do (``StoreDamaged`` points to ``trinity-workbench
+doctor``, which checks a workspace and salvages what is readable; ``StoreReadOnly`` says
+which of the file or its folder cannot be written). Opening checks the schema's tables and
+that the database can be written, so a job that would store results fails before it
+starts, not after. A new database file is created readable by its owner only (0600).
+
 Checkpoints: ``commit_generation`` keeps the last ``keep_checkpoints`` (default 3)
 checkpoints of each run and deletes older ones in the same transaction; ``None`` keeps all.
 A checkpoint holds the optimizer state, the RNG states and the best vector, so the latest
@@ -19,7 +26,9 @@ one is all a resume or an export needs; the few before it are a margin, not a hi
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import queue
 import sqlite3
 import threading
@@ -55,6 +64,14 @@ class StoreError(Exception):
 
 class StoreVersionError(StoreError):
     """The database was written by a newer workbench than this one."""
+
+
+class StoreDamaged(StoreError):
+    """The database file is damaged (corrupt pages, missing tables): see ``doctor``."""
+
+
+class StoreReadOnly(StoreError):
+    """The database file, or the folder that holds it, cannot be written."""
 
 
 class RunNotFound(StoreError, LookupError):
@@ -243,10 +260,92 @@ _V1 = _sql(
 # MIGRATIONS[i] takes the schema from version i to i + 1. Append, never edit a shipped step.
 MIGRATIONS: list[Migration] = [_V1]
 
+# The tables of the current schema, in an order where each table's references come first
+# (the order doctor salvages them in).
+TABLES = ("runs", "generations", "checkpoints", "episodes", "turns", "responses")
+
 
 def schema_version() -> int:
     """The schema version this workbench writes (the number of migration steps)."""
     return len(MIGRATIONS)
+
+
+# --------------------------------------------------------------------------- errors from SQLite
+
+
+def doctor_hint(path: Path) -> str:
+    """How to check a damaged workspace database and copy what is readable."""
+    return (
+        f"check it with `trinity-workbench doctor --workspace {path.parent}`, and copy what "
+        f"is readable into a new workspace with `--salvage NEW_FOLDER`"
+    )
+
+
+def read_only_reason(path: Path) -> str:
+    """Which of the database file or its folder cannot be written (SQLite needs both: it
+    keeps its write-ahead log in files beside the database)."""
+    if path.exists() and not os.access(path, os.W_OK):
+        return f"the file {path} is read-only: make it writable (chmod u+w)"
+    if not os.access(path.parent, os.W_OK | os.X_OK):
+        return (
+            f"the folder {path.parent} is read-only, and SQLite keeps its journal files "
+            "beside the database: make the folder writable, or copy the workspace elsewhere"
+        )
+    return "the disk or the file system is read-only: copy the workspace to a writable place"
+
+
+def translate_error(error: sqlite3.Error, path: Path) -> StoreError:
+    """A ``StoreError`` that says what an SQLite error means for the workspace database at
+    ``path`` and what to do about it."""
+    name = getattr(error, "sqlite_errorname", "") or ""
+    text = str(error)
+    if name.startswith("SQLITE_READONLY") or "readonly database" in text:
+        return StoreReadOnly(f"cannot write workspace database {path}: {read_only_reason(path)}")
+    if name.startswith("SQLITE_CANTOPEN") or name.startswith("SQLITE_PERM"):
+        if not os.access(path.parent, os.W_OK | os.X_OK) or (
+            path.exists() and not os.access(path, os.R_OK | os.W_OK)
+        ):
+            return StoreReadOnly(f"cannot open workspace database {path}: {read_only_reason(path)}")
+        return StoreError(
+            f"cannot open workspace database {path} ({text}): check that the folder exists, "
+            "is on a local disk and is writable"
+        )
+    if name.startswith("SQLITE_CORRUPT") or name == "SQLITE_NOTADB":
+        return StoreDamaged(f"workspace database {path} is damaged ({text}): {doctor_hint(path)}")
+    if text.startswith(("no such table", "no such column")):
+        return StoreDamaged(
+            f"workspace database {path} lacks part of its schema ({text}): it was damaged or "
+            f"edited by another program; {doctor_hint(path)}"
+        )
+    if name == "SQLITE_FULL":
+        return StoreError(
+            f"cannot write workspace database {path}: the disk is full: free some space "
+            "and try again (nothing of the failed write was kept)"
+        )
+    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+        return StoreError(
+            f"workspace database {path} stayed locked by another program for "
+            f"{BUSY_TIMEOUT_S:g} s: close other workbench windows or commands and try again"
+        )
+    if name.startswith("SQLITE_IOERR"):
+        return StoreError(
+            f"input/output error on workspace database {path} ({text}): check the disk; "
+            f"if it persists, {doctor_hint(path)}"
+        )
+    return StoreError(f"workspace database {path}: {text}: {doctor_hint(path)}")
+
+
+def _sqlite_errors(method: Callable[..., T]) -> Callable[..., T]:
+    """Report SQLite errors of a ``Store`` method as ``StoreError`` (``translate_error``)."""
+
+    @functools.wraps(method)
+    def wrapper(self: Store, *args: Any, **kwargs: Any) -> T:
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.Error as error:
+            raise translate_error(error, self.path) from error
+
+    return wrapper
 
 
 # --------------------------------------------------------------------------- writer thread
@@ -260,20 +359,19 @@ def _connect_writer(path: Path) -> sqlite3.Connection:
     try:
         conn = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_S)
     except sqlite3.Error as e:
-        raise StoreError(
-            f"cannot open workspace database {path}: {e}: check that the folder exists "
-            "and is writable"
-        ) from e
+        raise translate_error(e, path) from e
     try:
         try:
             # The first read of the file: this is where a non-database fails.
             has_tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] > 0
             version = conn.execute("PRAGMA user_version").fetchone()[0]
         except sqlite3.DatabaseError as e:
-            raise StoreError(
-                f"{path} is not a workbench database (SQLite says: {e}): move the file "
-                "away or choose another workspace with --workspace"
-            ) from e
+            if getattr(e, "sqlite_errorname", "") == "SQLITE_NOTADB":
+                raise StoreError(
+                    f"{path} is not a workbench database (SQLite says: {e}): move the file "
+                    "away or choose another workspace with --workspace"
+                ) from e
+            raise translate_error(e, path) from e
         known = schema_version()
         if version > known:
             raise StoreVersionError(
@@ -285,6 +383,16 @@ def _connect_writer(path: Path) -> sqlite3.Connection:
                 f"{path} is an SQLite database but not a workbench database (it has tables "
                 "and no schema version): move the file away or choose another workspace"
             )
+        try:
+            # A write, rolled back: a read-only file or folder is refused now, before a
+            # job runs whose results could not be stored.
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute(f"PRAGMA user_version = {version:d}")
+        except sqlite3.Error as e:
+            raise translate_error(e, path) from e
+        finally:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
         mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
         if str(mode).lower() != "wal":
             raise StoreError(
@@ -296,7 +404,19 @@ def _connect_writer(path: Path) -> sqlite3.Connection:
         conn.execute("PRAGMA synchronous=NORMAL")
         if version < known:
             _migrate(conn, path)
+        present = {
+            row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        }
+        missing = [table for table in TABLES if table not in present]
+        if missing:
+            raise StoreDamaged(
+                f"workspace database {path} is missing its table(s) {', '.join(missing)}: "
+                f"it was damaged or edited by another program; {doctor_hint(path)}"
+            )
         conn.execute("PRAGMA foreign_keys=ON")
+    except sqlite3.Error as e:
+        conn.close()
+        raise translate_error(e, path) from e
     except BaseException:
         conn.close()
         raise
@@ -362,6 +482,8 @@ def _writer_loop(path: Path, jobs: queue.Queue, ready: Future) -> None:
                     if conn.in_transaction:
                         conn.execute("ROLLBACK")
                     raise
+            except sqlite3.Error as e:
+                future.set_exception(translate_error(e, path))
             except BaseException as e:
                 future.set_exception(e)
             else:
@@ -392,6 +514,7 @@ class Store:
             )
         if path.is_dir():
             raise StoreError(f"workspace database {path} is a folder: pass a file path")
+        _create_private(path)
         if keep_checkpoints is not None and keep_checkpoints < 1:
             raise ValueError(
                 f"keep_checkpoints={keep_checkpoints}: keep at least 1, or None to keep all"
@@ -574,6 +697,7 @@ class Store:
 
         self._write(update)
 
+    @_sqlite_errors
     def resolve_run_id(self, run_id: str) -> str:
         """The full id of the run whose id is ``run_id`` or starts with it (>= 4 characters)."""
         conn = self._reader()
@@ -596,6 +720,7 @@ class Store:
             )
         return rows[0]["id"]
 
+    @_sqlite_errors
     def get_run(self, run_id: str) -> RunRecord:
         """The run with this id, or with this unique id prefix (at least 4 characters)."""
         full_id = self.resolve_run_id(run_id)
@@ -604,6 +729,7 @@ class Store:
             raise _run_not_found(run_id, self.path)
         return _run_record(row)
 
+    @_sqlite_errors
     def list_runs(self, kind: str | None = None) -> list[RunRecord]:
         """All runs, oldest first; only those of ``kind`` when given."""
         sql, args = "SELECT * FROM runs", tuple[str, ...]()
@@ -640,6 +766,7 @@ class Store:
 
         self._write(insert)
 
+    @_sqlite_errors
     def get_episode(self, episode_id: str) -> Episode:
         """The episode with this id, with its turns, exactly as it was stored."""
         with self._snapshot() as conn:
@@ -654,6 +781,7 @@ class Store:
             ).fetchall()
         return _episode(row, turns)
 
+    @_sqlite_errors
     def list_episodes(
         self,
         run_id: str | None = None,
@@ -707,6 +835,7 @@ class Store:
             EpisodeSummary(**{**dict(r), "stop_reason": StopReason(r["stop_reason"])}) for r in rows
         ]
 
+    @_sqlite_errors
     def export_episode_json(self, episode_id: str) -> str:
         """The episode as pretty JSON, tagged with its format and version
         (read it back with ``parse_episode_json``)."""
@@ -779,6 +908,7 @@ class Store:
 
         self._write(commit)
 
+    @_sqlite_errors
     def generations(self, run_id: str) -> list[dict[str, Any]]:
         """The stats of every committed generation of a run, in order, each with its
         ``generation`` number."""
@@ -797,6 +927,7 @@ class Store:
         shape as the trainer's ``GenerationStats`` event."""
         return [GenerationStats(run_id=run_id, **g) for g in self.generations(run_id)]
 
+    @_sqlite_errors
     def latest_checkpoint(self, run_id: str) -> tuple[int, bytes] | None:
         """The newest checkpoint of a run as (generation, state), or None if it has none."""
         row = (
@@ -812,6 +943,7 @@ class Store:
 
     # ----------------------------------------------------------------- response cache
 
+    @_sqlite_errors
     def get_response(self, key: str) -> dict[str, Any] | None:
         """The cached worker response stored under ``key``, or None.
 
@@ -849,6 +981,7 @@ class Store:
             )
         )
 
+    @_sqlite_errors
     def response_count(self) -> int:
         """How many responses the cache holds."""
         return self._reader().execute("SELECT count(*) FROM responses").fetchone()[0]
@@ -868,6 +1001,24 @@ def parse_episode_json(text: str) -> Episode:
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def _create_private(path: Path) -> None:
+    """Create an empty database file readable by its owner only (SQLite gives its journal
+    files the database file's mode), unless it exists; an empty file is an empty database."""
+    try:
+        handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return
+    except OSError as e:
+        if not os.access(path.parent, os.W_OK | os.X_OK):
+            raise StoreReadOnly(
+                f"cannot create workspace database {path}: {read_only_reason(path)}"
+            ) from e
+        raise StoreError(
+            f"cannot create workspace database {path}: {e.strerror}: check the folder"
+        ) from e
+    os.close(handle)
 
 
 class _Snapshot:

@@ -1,7 +1,8 @@
 """Where a workspace keeps its database, imported suites and logs.
 
 A workspace is one folder. By default it is the user data directory
-(``platformdirs``); every command accepts ``--workspace DIR`` to use another one.
+(``platformdirs``); every command accepts ``--workspace DIR`` to use another one. Folders
+the workbench creates in it are private to the user (0700), its files too (0600).
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ def resources_dir() -> Path:
     return Path(str(resources.files("workbench") / "resources"))
 
 
+class WorkspaceError(Exception):
+    """A workspace folder that cannot be made or used; the message names it and the fix."""
+
+
 @dataclass(frozen=True)
 class Workspace:
     """A workspace folder and the fixed places inside it."""
@@ -35,7 +40,14 @@ class Workspace:
             raise NotADirectoryError(
                 f"workspace {path} is a file, not a folder: pass --workspace with a folder path"
             )
-        path.mkdir(parents=True, exist_ok=True)
+        # private to the user: runs, transcripts and cached replies may be confidential
+        try:
+            path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as error:
+            raise WorkspaceError(
+                f"cannot create workspace folder {path}: {error.strerror} "
+                f"({error.filename or path}): pass --workspace with a folder you can write to"
+            ) from None
         return cls(path)
 
     @property

@@ -199,7 +199,7 @@ class MainWindow(QMainWindow):
 def _log_to_workspace(workspace: Workspace) -> None:
     """Details (tracebacks included) go to ``logs/gui.log`` in the workspace; the user sees
     readable messages in the page where the error happened."""
-    workspace.log_dir.mkdir(parents=True, exist_ok=True)
+    workspace.log_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     handler = logging.FileHandler(workspace.log_dir / "gui.log", encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     handler.setLevel(logging.INFO)

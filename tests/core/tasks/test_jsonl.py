@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -200,3 +201,70 @@ def test_file_that_is_not_utf8_is_a_clear_error(tmp_path: Path) -> None:
     path.write_bytes(b'{"id": "\xe9"}\n')
     with pytest.raises(SuiteValidationError, match="UTF-8"):
         load_jsonl(path)
+
+
+# ------------------------------------------------------------- hostile files (issue 18)
+
+
+def test_a_line_separator_escape_survives_import(tmp_path: Path) -> None:
+    # \u2028 escaped in the source file: json.dumps(ensure_ascii=False) used to write it raw
+    # and str.splitlines split the task in two on re-read, leaving a broken copy behind.
+    source = tmp_path / "sep.jsonl"
+    record = {"id": "a", "kind": "text", "prompt": "one\u2028two\u2029three\x85four", "answer": "x"}
+    source.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    assert load_jsonl(source).get("a").prompt == record["prompt"]
+    workspace = Workspace(tmp_path / "ws")
+    suite = import_suite(source, "sep", workspace)
+    stored = workspace.suites_dir / "sep.jsonl"
+    assert suite.get("a").prompt == record["prompt"]
+    assert stored.read_text(encoding="utf-8").splitlines() == [stored.read_text().rstrip("\n")]
+    assert load_jsonl(stored).get("a").prompt == record["prompt"]
+
+
+def test_a_raw_line_separator_inside_a_string_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "raw.jsonl"
+    line = json.dumps({"id": "a", "kind": "text", "prompt": "p\u2028q", "answer": "x"})
+    path.write_text(line.replace("\\u2028", "\u2028") + "\r\n", encoding="utf-8")
+    assert load_jsonl(path).get("a").prompt == "p\u2028q"
+
+
+def test_a_byte_order_mark_is_accepted(tmp_path: Path) -> None:
+    path = tmp_path / "bom.jsonl"
+    path.write_text("\ufeff" + json.dumps(GOOD[0]) + "\n", encoding="utf-8")
+    assert len(load_jsonl(path)) == 1
+
+
+@pytest.mark.parametrize(
+    ("line", "fragment"),
+    [
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+        ('{"id": "a", "kind": "math", "prompt": "p", "answer": ' + "9" * 5000 + "}", "digits"),
+        ('{"id": "a", "kind": "math", "prompt": "p", "answer": NaN}', "NaN is not a JSON number"),
+        ('{"id": "a", "kind": "math", "prompt": "p", "answer": Infinity}', "Infinity"),
+        ('{"id": "a", "kind": "math", "prompt": "p", "answer": -Infinity}', "-Infinity"),
+        ('{"id": "a", "kind": "math", "prompt": "p", "answer": 1e400}', "too large"),
+        ('{"id": "a", "kind": "text", "prompt": "\\ud800", "answer": "x"}', "surrogate"),
+    ],
+    ids=["deep", "digits", "nan", "inf", "-inf", "overflow", "surrogate"],
+)
+def test_hostile_values_are_errors_with_file_and_line(
+    line: str, fragment: str, tmp_path: Path
+) -> None:
+    path = write_lines(tmp_path / "hostile.jsonl", [json.dumps(GOOD[0]), line])
+    with pytest.raises(SuiteValidationError) as caught:
+        load_jsonl(path)
+    [issue] = caught.value.issues
+    assert (issue.path, issue.line) == (str(path), 2) and fragment in issue.message
+    assert f"{path}:2: " in str(caught.value)
+    workspace = Workspace(tmp_path / "ws")
+    with pytest.raises(SuiteValidationError):
+        import_suite(path, "hostile", workspace)
+    assert not workspace.suites_dir.exists() or list(workspace.suites_dir.iterdir()) == []
+
+
+@pytest.mark.timeout(30)
+def test_a_pipe_is_refused_instead_of_read_forever(tmp_path: Path) -> None:
+    pipe = tmp_path / "pipe.jsonl"
+    os.mkfifo(pipe)
+    with pytest.raises(SuiteValidationError, match="not a regular file"):
+        load_jsonl(pipe)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from workbench.core.tasks import (
     list_suites,
     load_suite,
 )
+from workbench.core.tasks.suites import SuiteImportError
 from workbench.core.workspace import Workspace
 
 TASKS = [
@@ -194,3 +196,39 @@ def test_splits_do_not_depend_on_file_order(tmp_path: Path) -> None:
     assert {k: [t.id for t in v] for k, v in a.items()} == {
         k: [t.id for t in v] for k, v in b.items()
     }
+
+
+def test_a_long_name_and_a_bad_file_are_reported_together(
+    tmp_path: Path, workspace: Workspace
+) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{not json\n", encoding="utf-8")
+    with pytest.raises(SuiteValidationError) as caught:
+        import_suite(bad, "x" * 300, workspace)
+    text = str(caught.value)
+    assert "300 characters long: use at most 64" in text and f"{bad}:1: not valid JSON" in text
+    assert not workspace.suites_dir.exists()
+
+
+@pytest.mark.parametrize("name", ["x" * 300, "con", "a/b", "nul"])
+def test_a_bad_name_for_a_good_file_is_a_clear_error(
+    name: str, suite_file: Path, workspace: Workspace
+) -> None:
+    with pytest.raises(SuiteValidationError, match="suite name"):
+        import_suite(suite_file, name, workspace)
+    assert not workspace.suites_dir.exists()
+
+
+def test_an_unwritable_workspace_is_a_clear_error(suite_file: Path, workspace: Workspace) -> None:
+    workspace.suites_dir.mkdir(parents=True)
+    workspace.suites_dir.chmod(0o500)
+    try:
+        if os.access(workspace.suites_dir, os.W_OK):  # root ignores the mode: use a file
+            workspace.suites_dir.chmod(0o700)
+            workspace.suites_dir.rmdir()
+            workspace.suites_dir.write_text("")  # a file where the folder should be
+        with pytest.raises(SuiteImportError, match="nothing was imported"):
+            import_suite(suite_file, "mine", workspace)
+    finally:
+        if workspace.suites_dir.is_dir():
+            workspace.suites_dir.chmod(0o700)

@@ -12,12 +12,19 @@ Each line is an object with ``id`` (unique string), ``kind`` (``math``, ``choice
 Optional: ``category`` (string), ``split`` (``train``, ``validation``, ``test``),
 ``solution`` (string). Unknown fields are errors, so that typos are caught. Blank lines
 are skipped. Every problem in the file is reported at once.
+
+Lines end at line feeds only (a carriage return before one is dropped): U+2028, U+2029
+and the other characters Python's ``str.splitlines`` also breaks at are legal inside JSON
+strings, and a file that passes ``suites check`` must read the same wherever it is copied.
+A UTF-8 byte order mark is accepted. Numbers must be finite (``NaN`` and ``Infinity`` are
+not JSON) and strings proper Unicode text (no escape of half a surrogate pair).
 """
 
 from __future__ import annotations
 
 import difflib
 import json
+import math
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -41,7 +48,8 @@ class ValidationIssue:
     message: str
 
     def __str__(self) -> str:
-        where = f"{self.path}:{self.line}"
+        # line 0: a problem of the whole file (or of the suite's name), not of one line
+        where = f"{self.path}:{self.line}" if self.line else self.path
         return (
             f"{where}: {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
         )
@@ -75,7 +83,13 @@ def load_jsonl(path: str | os.PathLike[str], name: str | None = None) -> Suite:
     file = Path(path)
     shown = str(file)
     try:
-        text = file.read_text(encoding="utf-8")
+        if file.exists() and not file.is_file() and not file.is_dir():
+            # a pipe or a device: reading it could block forever or never end
+            raise SuiteValidationError(
+                [ValidationIssue(shown, 0, None, "not a regular file (a pipe or a device)")],
+                summary=f"suite file {shown} is not a file: save the suite to a .jsonl file",
+            )
+        text = file.read_text(encoding="utf-8-sig")  # a byte order mark is no error
     except FileNotFoundError:
         raise SuiteValidationError(
             [ValidationIssue(shown, 0, None, "file not found: check the path")],
@@ -86,7 +100,7 @@ def load_jsonl(path: str | os.PathLike[str], name: str | None = None) -> Suite:
             [ValidationIssue(shown, 0, None, f"cannot read the file: {error}")],
             summary=f"suite file {shown} cannot be read (it must be UTF-8 text)",
         ) from None
-    tasks, issues = parse_lines(text.splitlines(), shown)
+    tasks, issues = parse_lines(split_lines(text), shown)
     if not tasks and not issues:
         issues.append(
             ValidationIssue(shown, 0, None, "the file holds no tasks (one JSON object per line)")
@@ -104,6 +118,71 @@ def load_jsonl(path: str | os.PathLike[str], name: str | None = None) -> Suite:
     )
 
 
+def split_lines(text: str) -> list[str]:
+    """The lines of a JSONL text: split at line feeds only, a carriage return before one
+    dropped (files saved on Windows). Unlike ``str.splitlines`` this never splits inside
+    a JSON string."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+class _NotJson(ValueError):
+    """One line that cannot be read as JSON; the message says why and what to do."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _NotJson(
+        f"{name} is not a JSON number: write a finite number, or the answer as a string "
+        f'(e.g. "{name}")'
+    )
+
+
+def _loads(raw: str) -> Any:
+    """One line as JSON, or ``_NotJson`` with a sentence (never another exception)."""
+    try:
+        return json.loads(raw, parse_constant=_refuse_constant)
+    except json.JSONDecodeError as error:
+        raise _NotJson(f"not valid JSON: {error.msg} (column {error.colno})") from None
+    except RecursionError:
+        raise _NotJson(
+            "not valid JSON here: it is nested too deeply (a task needs at most a few levels)"
+        ) from None
+    except _NotJson:
+        raise
+    except ValueError as error:
+        # int() refuses numbers of more than sys.get_int_max_str_digits() digits
+        if "digits" in str(error):
+            raise _NotJson("a number has too many digits to read: write it as a string") from None
+        raise _NotJson(f"not valid JSON: {error}") from None
+
+
+def _bad_text(value: Any) -> str | None:
+    """Why a parsed JSON value cannot be kept as suite text (a lone surrogate, a number
+    that overflowed to infinity), or None. Walks without recursion."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError as error:
+                bad = item[error.start]
+                return (
+                    f"a string holds the escape \\u{ord(bad):04x}, half of a surrogate pair "
+                    "and not a character: remove it, or write the whole character"
+                )
+        elif isinstance(item, float) and not math.isfinite(item):
+            return "a number is too large to represent: write it as a string"
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return None
+
+
 def parse_lines(
     lines: Iterable[str], path: str = "<suite>"
 ) -> tuple[list[Task], list[ValidationIssue]]:
@@ -115,13 +194,13 @@ def parse_lines(
         if not raw.strip():
             continue
         try:
-            record = json.loads(raw)
-        except json.JSONDecodeError as error:
-            issues.append(
-                ValidationIssue(
-                    path, number, None, f"not valid JSON: {error.msg} (column {error.colno})"
-                )
-            )
+            record = _loads(raw)
+        except _NotJson as error:
+            issues.append(ValidationIssue(path, number, None, str(error)))
+            continue
+        problem = _bad_text(record)
+        if problem is not None:
+            issues.append(ValidationIssue(path, number, None, problem))
             continue
         if not isinstance(record, dict):
             issues.append(
@@ -308,10 +387,25 @@ def _number_text(value: int | float) -> str:
     return str(value)
 
 
+# Characters other readers (str.splitlines, JavaScript before ES2019) take as line ends,
+# which json.dumps(ensure_ascii=False) writes raw: written as escapes, a line stays one line
+# for every reader.
+_LINE_BREAKS = {"\u0085": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
+def dumps_task(task: Task) -> str:
+    """One task as one JSONL line (without its line feed): readable UTF-8, with every
+    character that some reader takes as a line end escaped."""
+    line = json.dumps(task.to_dict(), ensure_ascii=False, allow_nan=False)
+    for raw, escaped in _LINE_BREAKS.items():
+        line = line.replace(raw, escaped)  # such characters only occur inside strings
+    return line
+
+
 def write_jsonl(suite: Suite, path: str | os.PathLike[str]) -> Path:
     """Write ``suite`` as a JSONL suite file (one task per line, UTF-8)."""
     file = Path(path)
     with file.open("w", encoding="utf-8", newline="\n") as out:
         for task in suite.tasks:
-            out.write(json.dumps(task.to_dict(), ensure_ascii=False) + "\n")
+            out.write(dumps_task(task) + "\n")
     return file

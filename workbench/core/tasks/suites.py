@@ -19,7 +19,12 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from workbench.core.tasks.jsonl import SuiteValidationError, load_jsonl, write_jsonl
+from workbench.core.tasks.jsonl import (
+    SuiteValidationError,
+    ValidationIssue,
+    load_jsonl,
+    write_jsonl,
+)
 from workbench.core.tasks.model import Suite, Task
 from workbench.core.workspace import Workspace, suite_cache_dir
 
@@ -27,6 +32,34 @@ log = logging.getLogger(__name__)
 
 BUNDLED = ("humaneval", "champ", "arithmetic", "mixed")
 _NAME = re.compile(r"[A-Za-z0-9_-]+")
+MAX_NAME_LENGTH = 64  # a file name on every platform, and short enough to show in a list
+# names Windows reserves for devices, whatever the extension: such a file cannot be made
+_RESERVED = {"con", "prn", "aux", "nul", *(f"{p}{i}" for p in ("com", "lpt") for i in range(10))}
+
+
+class SuiteImportError(ValueError):
+    """An import that could not write its copy into the workspace; nothing was imported."""
+
+
+def name_problems(name: str) -> list[str]:
+    """Why ``name`` cannot name an imported suite (empty if it can), each with the fix."""
+    if not name:
+        return ["is empty: give a name of letters, digits, '_' and '-'"]
+    problems = []
+    if len(name) > MAX_NAME_LENGTH:
+        problems.append(
+            f"is {len(name)} characters long: use at most {MAX_NAME_LENGTH} "
+            "(letters, digits, '_' and '-')"
+        )
+    if not _NAME.fullmatch(name):
+        bad = sorted({c for c in name if not _NAME.fullmatch(c)})
+        shown = " ".join(repr(c) for c in bad[:10])
+        problems.append(f"contains {shown}: use letters, digits, '_' and '-' only")
+    if name.lower() in BUNDLED:
+        problems.append(f"'{name}' is a bundled suite: choose another name for the import")
+    if name.lower() in _RESERVED:
+        problems.append(f"'{name}' is a device name on Windows: choose another name")
+    return problems
 
 
 class SuiteNotFound(LookupError):
@@ -124,35 +157,64 @@ def import_suite(
     path: str | os.PathLike[str], name: str, workspace: Workspace, *, replace: bool = False
 ) -> Suite:
     """Validate the JSONL suite file at ``path`` and keep a copy in ``workspace`` as
-    ``name``. Nothing is written unless the whole file is valid; an existing imported
-    suite of that name is overwritten only with ``replace=True``.
+    ``name``. Nothing is written unless the name and the whole file are valid (both are
+    checked, and every problem reported at once in one ``SuiteValidationError``); the copy
+    is read back and compared before it replaces anything. An existing imported suite of
+    that name is overwritten only with ``replace=True``. ``SuiteImportError`` if the
+    workspace cannot be written.
     """
-    if not _NAME.fullmatch(name or ""):
-        raise ValueError(
-            f"suite name {name!r} is not allowed: use letters, digits, '_' and '-' only"
-        )
-    if name.lower() in BUNDLED:
-        raise ValueError(f"'{name}' is a bundled suite: choose another name for the import")
-    suite = load_jsonl(path, name=name)
+    name = name or ""
+    naming = [ValidationIssue("suite name", 0, None, p) for p in name_problems(name)]
+    try:
+        suite = load_jsonl(path, name=name or None)
+    except SuiteValidationError as error:
+        raise SuiteValidationError(
+            [*naming, *error.issues],
+            summary=f"{len(naming) + len(error.issues)} problem(s) in {path} and its name; "
+            "fix them and import it again",
+        ) from None
+    if naming:
+        shown = name if len(name) <= MAX_NAME_LENGTH else name[:MAX_NAME_LENGTH] + "..."
+        raise SuiteValidationError(naming, summary=f"suite name {shown!r} is not allowed")
     target = imported_path(name, workspace)
     if target.exists() and not replace:
         raise FileExistsError(
             f"an imported suite named '{name}' already exists ({target}): "
             "choose another name, or replace it (--replace)"
         )
-    _write_atomically(suite, target)
+    try:
+        _write_atomically(suite, target, verify=True)
+    except OSError as error:
+        raise SuiteImportError(
+            f"cannot write the imported suite to {target}: {error.strerror or error}: check "
+            "that the workspace folder is writable and has space; nothing was imported"
+        ) from None
     return _cached_file(target, name)
 
 
-def _write_atomically(suite: Suite, target: Path) -> None:
-    """Write ``suite`` as JSONL at ``target``: a reader sees the old file or the whole new one."""
-    target.parent.mkdir(parents=True, exist_ok=True)
+def _write_atomically(suite: Suite, target: Path, *, verify: bool = False) -> None:
+    """Write ``suite`` as JSONL at ``target``: a reader sees the old file or the whole new one.
+
+    With ``verify``, the written copy is read back and must hold the same tasks before it
+    replaces ``target`` (a copy that would not load is never left in the workspace).
+    """
+    target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(
         prefix=f".{target.stem}.", suffix=".tmp", dir=target.parent
     )
     os.close(handle)
     try:
         write_jsonl(suite, temporary)
+        if verify:
+            try:
+                same = load_jsonl(temporary, name=suite.name).tasks == suite.tasks
+            except SuiteValidationError:
+                same = False
+            if not same:
+                raise SuiteImportError(
+                    f"the copy of suite '{suite.name}' did not read back the same: nothing "
+                    "was imported; report this with the suite file attached"
+                )
         os.replace(temporary, target)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
