@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from workbench.core.coordinator.prefix_cache import PrefixCache, PrefixEntry
 from workbench.core.coordinator.svf import SVF
 
 log = logging.getLogger(__name__)
@@ -28,7 +29,9 @@ class FeatureStats:
     requests: int = 0
     cache_hits: int = 0
     forwards: int = 0  # transcripts forwarded (batched or not)
-    tokens_forwarded: int = 0
+    batches: int = 0  # backbone forwards (each of one or more transcripts)
+    tokens_forwarded: int = 0  # new tokens, the work that was needed
+    tokens_padded: int = 0  # positions the forwards computed, padding included
     tokens_reused: int = 0  # prefix tokens whose KV cache was reused
     busy_s: float = 0.0  # time spent computing features
 
@@ -51,6 +54,7 @@ class Backbone:
         feature_cache_size: int = 50_000,
         prefix_cache_bytes: int = 2 << 30,
         min_prefix_tokens: int = 8,
+        max_batch_tokens: int | None = None,
         model: Any = None,
         tokenizer: Any = None,
     ):
@@ -70,10 +74,8 @@ class Backbone:
         self._feature_cache_size = feature_cache_size
         # KV caches of earlier transcripts, keyed by (SVF digest, token ids), LRU within a
         # memory budget: a later turn of the same episode forwards its new tokens only.
-        self._prefixes: OrderedDict[tuple[str, tuple[int, ...]], tuple[Any, int]] = OrderedDict()
-        self._prefix_bytes = 0
-        self._prefix_budget = prefix_cache_bytes
-        self._min_prefix = min_prefix_tokens
+        self._prefixes = PrefixCache(prefix_cache_bytes, min_prefix_tokens)
+        self.max_batch_tokens = max_batch_tokens or default_batch_tokens(model)
         self.svf_layer = svf_layer
         self._svf: SVF | None = None
         self._svf_digest = "none"  # the SVF vector the weights hold now
@@ -166,6 +168,13 @@ class Backbone:
         loop = asyncio.get_running_loop()
         try:
             while self._pending:
+                # let every episode woken by the last batch ask for its next decision
+                # before forwarding: one large batch beats several small ones
+                for _ in range(DRAIN_ROUNDS):
+                    waiting = len(self._pending)
+                    await asyncio.sleep(0)
+                    if len(self._pending) == waiting:
+                        break
                 pending, self._pending = self._pending, []
                 groups: dict[str, list[tuple[str, np.ndarray | None, asyncio.Future]]] = {}
                 for item in pending:
@@ -186,101 +195,126 @@ class Backbone:
         finally:
             self._draining = False
 
-    def _longest_prefix(self, ids: list[int]) -> tuple[int, Any]:
-        best_len, best_key = 0, None
-        for key in self._prefixes:
-            digest, cached = key
-            n = min(len(cached), len(ids) - 2)  # keep >= 2 new tokens: the penultimate is read
-            if digest != self._svf_digest or n <= best_len:
-                continue
-            common = 0
-            while common < n and cached[common] == ids[common]:
-                common += 1
-            if common > best_len:
-                best_len, best_key = common, key
-        if best_key is None or best_len < self._min_prefix:
-            return 0, None
-        self._prefixes.move_to_end(best_key)
-        return best_len, self._prefixes[best_key][0]
-
     def _compute(self, texts: list[str]) -> list[np.ndarray]:
+        """Features of ``texts`` (none in the feature cache) in as few forwards as the
+        token budget allows: each row forwards only what its longest cached prefix lacks."""
         import torch
 
         encoded = [self.encode(t) for t in texts]
         for ids, text in zip(encoded, texts, strict=True):
             if len(ids) < 2:
                 raise ValueError(f"transcript too short for a feature (needs 2 tokens): {text!r}")
+        rows = []
+        for i, ids in enumerate(encoded):
+            # keep >= 2 new tokens: the penultimate token's state is the feature
+            reuse, entry = self._prefixes.lookup(self._svf_digest, ids, len(ids) - 2)
+            rows.append(_Row(i, ids, reuse, entry))
         features: list[np.ndarray | None] = [None] * len(texts)
-        fresh = []
         with torch.inference_mode():
-            for i, ids in enumerate(encoded):
-                reuse, cache = self._longest_prefix(ids)
-                if cache is None:
-                    fresh.append(i)
-                    continue
-                features[i] = self._forward_one(ids, reuse, _slice_cache(cache, reuse))
-            if fresh:
-                for i, feature in zip(
-                    fresh, self._forward_batch([encoded[i] for i in fresh]), strict=True
-                ):
-                    features[i] = feature
+            for batch in _batches(rows, self.max_batch_tokens):
+                for row, feature in zip(batch, self._forward_rows(batch), strict=True):
+                    features[row.index] = feature
         return features  # type: ignore[return-value]
 
-    def _forward_one(self, ids: list[int], reuse: int, cache: Any) -> np.ndarray:
+    def _forward_rows(self, batch: list[_Row]) -> list[np.ndarray]:
+        """One forward of rows, each its new tokens over its own cached prefix.
+
+        The prefixes are left-padded into one KV cache of the longest prefix's length P
+        and the new tokens right-padded after it, so every row's prefix ends where its new
+        tokens begin; the attention mask hides both paddings, and explicit position ids
+        continue each row from its own prefix length (cached keys carry their positions
+        already, rotated when they were computed). Fresh transcripts are rows with an
+        empty prefix. Each row's KV cache is kept for its next turn.
+        """
         import torch
+        from transformers import DynamicCache
 
         device = self.model.device
-        new = torch.tensor([ids[reuse:]], device=device)
-        out = self.model.base_model(
-            input_ids=new,
-            **{_cache_arg(): cache},
-            use_cache=True,
-            attention_mask=torch.ones(1, len(ids), dtype=torch.long, device=device),
-        )
-        self.stats.forwards += 1
-        self.stats.tokens_forwarded += len(ids) - reuse
-        self.stats.tokens_reused += reuse
-        self._keep_prefix(ids, getattr(out, _cache_arg()))
-        return _unit_rms(out.last_hidden_state[0, -2])
-
-    def _forward_batch(self, batch: list[list[int]]) -> list[np.ndarray]:
-        """Forward transcripts with no reusable prefix together (right padding), and keep
-        each row's KV cache for the next turn's prefix reuse."""
-        import torch
-
-        device = self.model.device
-        longest = max(len(ids) for ids in batch)
+        n_rows = len(batch)
+        prefix = max(r.reuse for r in batch)
+        width = max(len(r.ids) - r.reuse for r in batch)
         pad = self.tokenizer.pad_token_id or 0
-        input_ids = torch.full((len(batch), longest), pad, dtype=torch.long, device=device)
-        mask = torch.zeros((len(batch), longest), dtype=torch.long, device=device)
-        for row, ids in enumerate(batch):
-            input_ids[row, : len(ids)] = torch.tensor(ids, device=device)
-            mask[row, : len(ids)] = 1
-        out = self.model.base_model(input_ids=input_ids, attention_mask=mask, use_cache=True)
-        self.stats.forwards += len(batch)
-        self.stats.tokens_forwarded += sum(len(ids) for ids in batch)
+        input_ids = torch.full((n_rows, width), pad, dtype=torch.long)
+        positions = torch.zeros((n_rows, width), dtype=torch.long)
+        mask = torch.zeros((n_rows, prefix + width), dtype=torch.long)
+        for i, r in enumerate(batch):
+            new = len(r.ids) - r.reuse
+            input_ids[i, :new] = torch.tensor(r.ids[r.reuse :])
+            positions[i] = torch.arange(r.reuse, r.reuse + width)
+            mask[i, prefix - r.reuse : prefix + new] = 1
+        kwargs: dict[str, Any] = {}
+        if prefix:
+            layers = []
+            for layer, (like, _) in enumerate(_first(batch)):
+                keys = like.new_zeros((n_rows, like.shape[0], prefix, like.shape[2]))
+                values = torch.zeros_like(keys)
+                for i, r in enumerate(batch):
+                    if r.reuse:
+                        k, v = r.entry.layers[layer]
+                        keys[i, :, prefix - r.reuse :] = k[:, : r.reuse]
+                        values[i, :, prefix - r.reuse :] = v[:, : r.reuse]
+                layers.append((keys.to(device), values.to(device)))
+            kwargs[_cache_arg()] = DynamicCache(layers)
+        out = self.model.base_model(
+            input_ids=input_ids.to(device),
+            attention_mask=mask.to(device),
+            position_ids=positions.to(device),
+            use_cache=True,
+            **kwargs,
+        )
+        self.stats.forwards += n_rows
+        self.stats.batches += 1
+        self.stats.tokens_forwarded += sum(len(r.ids) - r.reuse for r in batch)
+        self.stats.tokens_padded += n_rows * width
+        self.stats.tokens_reused += sum(r.reuse for r in batch)
+        cache = getattr(out, _cache_arg())
+        hidden = out.last_hidden_state
         features = []
-        for row, ids in enumerate(batch):
-            n = len(ids)
-            if self._prefix_budget > 0:
-                self._keep_prefix(ids, _slice_cache(getattr(out, _cache_arg()), n, row, copy=True))
-            features.append(_unit_rms(out.last_hidden_state[row, n - 2]))
+        for i, r in enumerate(batch):
+            new = len(r.ids) - r.reuse
+            features.append(_unit_rms(hidden[i, new - 2]))
+            if self._prefixes.budget > 0:
+                kept = [
+                    (
+                        layer.keys[i, :, prefix - r.reuse : prefix + new].clone(),
+                        layer.values[i, :, prefix - r.reuse : prefix + new].clone(),
+                    )
+                    for layer in cache.layers
+                ]
+                nbytes = sum(k.nbytes + v.nbytes for k, v in kept)
+                entry = PrefixEntry(self._svf_digest, tuple(r.ids), kept, nbytes)
+                self._prefixes.put(entry, replaces=r.entry)
         return features
-
-    def _keep_prefix(self, ids: list[int], cache: Any) -> None:
-        if self._prefix_budget <= 0:
-            return
-        size = sum(layer.keys.nbytes + layer.values.nbytes for layer in cache.layers)
-        key = (self._svf_digest, tuple(ids))
-        if key in self._prefixes:
-            self._prefix_bytes -= self._prefixes.pop(key)[1]
-        self._prefixes[key] = (cache, size)
-        self._prefix_bytes += size
-        while self._prefix_bytes > self._prefix_budget and self._prefixes:
-            self._prefix_bytes -= self._prefixes.popitem(last=False)[1][1]
 
     def close(self) -> None:
         self._executor.shutdown(wait=True)
+
+
+DRAIN_ROUNDS = 16  # event-loop turns a batch waits at most for more requests to arrive
+CPU_BATCH_TOKENS = 8192  # padded positions per forward on a CPU: larger batches gain little
+
+
+def default_batch_tokens(model: Any) -> int:
+    """Padded positions per forward: on a CPU ``CPU_BATCH_TOKENS``; on a GPU what half its
+    free memory holds, counting per position the KV cache three times (the padded prefix
+    going in, the grown cache coming out, the row kept for the next turn), the layer's
+    activations and an SDPA workspace."""
+    import torch
+
+    device = model.device
+    if device.type != "cuda":
+        return CPU_BATCH_TOKENS
+    free, _ = torch.cuda.mem_get_info(device)
+    cfg = model.config
+    elem = torch.finfo(model.dtype).bits // 8
+    heads = cfg.num_attention_heads
+    kv_heads = getattr(cfg, "num_key_value_heads", None) or heads
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
+    kv = 2 * cfg.num_hidden_layers * kv_heads * head_dim * elem
+    activations = (6 * cfg.hidden_size + 3 * cfg.intermediate_size) * elem
+    workspace = heads * 2048 * 4  # attention scores of one query over a long context
+    per_position = 3 * kv + activations + workspace
+    return int(min(max(free // 2 // per_position, 1024), 1 << 18))
 
 
 @functools.cache
@@ -297,17 +331,40 @@ def _cache_arg() -> str:
     )
 
 
-def _slice_cache(cache: Any, length: int, row: int = 0, copy: bool = False) -> Any:
-    """A new KV cache holding the first ``length`` positions of one row of ``cache``.
-    The forward that extends it concatenates into new tensors, so views are safe; a row
-    of a batch is copied so that the batch's tensors can be freed."""
-    from transformers import DynamicCache
+@dataclass
+class _Row:
+    """One transcript to forward: its ids and the cached prefix (``reuse`` tokens of
+    ``entry``) it continues."""
 
-    layers = []
-    for layer in cache.layers:
-        k, v = layer.keys[row : row + 1, :, :length], layer.values[row : row + 1, :, :length]
-        layers.append((k.clone(), v.clone()) if copy else (k, v))
-    return DynamicCache(layers)
+    index: int
+    ids: list[int]
+    reuse: int
+    entry: PrefixEntry | None
+
+
+def _first(batch: list[_Row]) -> list[tuple[Any, Any]]:
+    """The KV layers of the first row in ``batch`` that continues a cached prefix."""
+    return next(r.entry.layers for r in batch if r.entry is not None and r.reuse)
+
+
+def _batches(rows: list[_Row], max_tokens: int) -> list[list[_Row]]:
+    """Rows grouped into forwards of at most ``max_tokens`` padded positions each
+    (rows x (longest prefix + longest new part)); sorted by prefix and new length so that
+    rows of one forward pad little."""
+    ordered = sorted(rows, key=lambda r: (r.reuse, len(r.ids) - r.reuse))
+    batches: list[list[_Row]] = []
+    current: list[_Row] = []
+    prefix = width = 0
+    for r in ordered:
+        p, w = max(prefix, r.reuse), max(width, len(r.ids) - r.reuse)
+        if current and (len(current) + 1) * (p + w) > max_tokens:
+            batches.append(current)
+            current, p, w = [], r.reuse, len(r.ids) - r.reuse
+        current.append(r)
+        prefix, width = p, w
+    if current:
+        batches.append(current)
+    return batches
 
 
 def _unit_rms(h: Any) -> np.ndarray:
