@@ -85,6 +85,10 @@ class GenerationStats:
     validation: float | None  # reward of the distribution mean on validation, when evaluated
     best_validation: float | None
     totals: dict[str, float]  # spend so far: episodes, calls, dollars, minutes
+    # where the coordinator's time went (defaults: generations recorded before these)
+    tokens_forwarded: int = 0  # new tokens through the backbone
+    batches: int = 0  # backbone forwards
+    mean_batch: float = 0.0  # transcripts per backbone forward
 
 
 @dataclass(frozen=True)
@@ -607,11 +611,9 @@ class Trainer:
     async def _generation(self, g: int) -> None:
         cfg = self.config
         started = time.perf_counter()
-        busy0, req0, fwd0 = (
-            self.backbone.stats.busy_s,
-            self.backbone.stats.requests,
-            self.backbone.stats.forwards,
-        )
+        bs = self.backbone.stats
+        busy0, req0, fwd0 = bs.busy_s, bs.requests, bs.forwards
+        tokens0, batches0 = bs.tokens_forwarded, bs.batches
         hits0 = self.cache_hits()
         proposals = self.optimizer.ask()
         batch_rng = np.random.default_rng(derived_seed(cfg.run.seed, "minibatch", g))
@@ -691,14 +693,17 @@ class Trainer:
             dollars=dollars,
             cache_hits=self.cache_hits() - hits0,
             wall_s=wall,
-            coordinator_s=self.backbone.stats.busy_s - busy0,
+            coordinator_s=bs.busy_s - busy0,
             worker_s=sum(t.latency_s for e in episodes for t in e.turns),
-            features_requested=self.backbone.stats.requests - req0,
-            features_computed=self.backbone.stats.forwards - fwd0,
+            features_requested=bs.requests - req0,
+            features_computed=bs.forwards - fwd0,
             usage=dict(usage),
             validation=validation,
             best_validation=self.state.best_validation,
             totals=s.as_totals(),
+            tokens_forwarded=bs.tokens_forwarded - tokens0,
+            batches=bs.batches - batches0,
+            mean_batch=(bs.forwards - fwd0) / max(1, bs.batches - batches0),
         )
         record = asdict(stats)
         record.pop("run_id")
