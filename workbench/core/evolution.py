@@ -843,6 +843,9 @@ class Trainer:
             "n_params": self.n_params,
             "spend": st.spend.as_totals(),
             "search_basis_alpha": None if st.basis is None else st.basis.alpha,
+            # what the coordinator's features were computed on and in
+            "backbone_device": self.backbone.device,
+            "backbone_precision": self.backbone.precision,
             "sigma0_head_scale": head_step_scale(self.head_config.hidden_size)
             if self.config.optimizer.name == "sep-cma-es"
             else None,

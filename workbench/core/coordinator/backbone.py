@@ -49,6 +49,7 @@ class Backbone:
         self,
         source: str = "offline",
         device: str = "auto",
+        precision: str = "auto",
         *,
         svf_layer: int = -2,
         feature_cache_size: int = 50_000,
@@ -61,7 +62,7 @@ class Backbone:
         if model is None:
             from workbench.core.models import load_causal_lm
 
-            model, tokenizer, resolved = load_causal_lm(source, device)
+            model, tokenizer, resolved = load_causal_lm(source, device, precision)
             self.id = f"{resolved.kind}:{resolved.source}@{resolved.fingerprint}"
         else:  # an already loaded model (tests, or a caller that owns it)
             self.id = f"model:{source}"
@@ -69,6 +70,11 @@ class Backbone:
         self.model = model
         self.tokenizer = tokenizer
         self.hidden_size = int(model.config.hidden_size)
+        # what the features were computed in, for the run's record
+        self.device = str(model.device)
+        self.precision = {"torch.float32": "fp32", "torch.bfloat16": "bf16"}.get(
+            str(model.dtype), str(model.dtype)
+        )
         self.stats = FeatureStats()
         self._feature_cache: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
         self._feature_cache_size = feature_cache_size
