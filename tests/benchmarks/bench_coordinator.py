@@ -251,6 +251,7 @@ def run_child(args, mode: str, tree: Path, *extra: str) -> dict:
         sys.exit(f"{mode} on {tree} failed ({done.returncode}):\n{done.stderr[-4000:]}")
     result = json.loads(lines[-1][len("RESULT ") :])
     result["process_s"] = time.perf_counter() - started
+    print(f"{mode} on {tree}: {json.dumps(result)}", flush=True)  # kept if a later step dies
     return result
 
 
