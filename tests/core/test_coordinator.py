@@ -15,6 +15,7 @@ from workbench.core.coordinator import (
     act,
     apply_heads,
 )
+from workbench.core.coordinator.backbone import _batches, _Row
 
 TEXT = "Query:\nwhat is 12 + 30?\n\nThinker/sandbox:mathlete: add the tens, then the units."
 
@@ -186,3 +187,125 @@ def test_concurrent_candidates_with_different_svf_vectors_get_their_own_features
         np.testing.assert_allclose(got, want, atol=1e-6)
     backbone.close()
     other.close()
+
+
+# --------------------------------------------------------------------------- batched forwards
+
+
+def episode_transcripts(seed: int, n_tasks: int = 4, turns: int = 3) -> list[list[str]]:
+    """Transcripts of a generation, turn by turn: per task two candidates that share the
+    opening and diverge later, as the protocol's transcripts grow (``role/worker: text``)."""
+    rng = np.random.default_rng(seed)
+    words = "add the tens then units answer boxed check plan code return verify".split()
+    steps: list[list[str]] = [[] for _ in range(turns)]
+    for t in range(n_tasks):
+        opening = f"Query:\nwhat is {t} + {rng.integers(100)}? " + " ".join(
+            rng.choice(words, size=int(rng.integers(3, 30)))
+        )
+        for branch in range(2):
+            text = opening
+            steps[0].append(text)
+            for k in range(1, turns):
+                role = ["Thinker", "Worker", "Verifier"][(k + branch) % 3]
+                reply = " ".join(rng.choice(words, size=int(rng.integers(2, 25))))
+                text = f"{text}\n\n{role}/sandbox:w{branch}: {reply}"
+                steps[k].append(text)
+    return steps
+
+
+def fidelity(model, tokenizer, steps, **kwargs):
+    """Features of ``steps`` through the batched path (turn by turn, as a generation asks
+    for them) and one by one with no cache (the reference), and the max abs difference."""
+    batched = Backbone("b", model=model, tokenizer=tokenizer, **kwargs)
+    reference = Backbone("r", model=model, tokenizer=tokenizer, prefix_cache_bytes=0)
+    got, want = [], []
+    for texts in steps:
+        got.append(batched.features(texts))
+        want.append(np.stack([reference.feature(t) for t in texts]))
+    got, want = np.concatenate(got), np.concatenate(want)
+    stats = batched.stats
+    batched.close()
+    reference.close()
+    return got, want, float(np.abs(got - want).max()), stats
+
+
+def decisions(features, n_workers=4, heads=8):
+    weights = np.stack(
+        [
+            Head.random(HeadConfig(n_workers, features.shape[1]), s, 1.0).weights
+            for s in range(heads)
+        ]
+    )
+    return [
+        (a.worker, a.role)
+        for f in features
+        for a in (act(logits, n_workers) for logits in apply_heads(weights, f))
+    ]
+
+
+@pytest.mark.parametrize("template", [True, False], ids=["chat-template", "raw-text"])
+def test_batched_continuations_match_one_by_one_features(template):
+    model, tokenizer = build_tiny_lm(seed=7)
+    if not template:
+        tokenizer.chat_template = None
+    steps = episode_transcripts(seed=1)
+    # a fresh transcript in the same forward as continuations of the third turn
+    steps[2].append("Query:\ndef add(a, b): return a + b")
+    got, want, diff, stats = fidelity(model, tokenizer, steps)
+    print(f"tiny LM, {'chat template' if template else 'raw text'}: max abs diff {diff:.2e}")
+    assert diff < 1e-4
+    assert decisions(got) == decisions(want)
+    rows = sum(len(s) for s in steps)
+    # each turn's new rows went through the backbone together, over their prefixes
+    assert stats.batches == len(steps) and stats.forwards < rows  # shared openings: cached
+    assert stats.tokens_reused > stats.tokens_forwarded
+
+
+def test_batch_token_budget_splits_forwards_without_changing_features():
+    model, tokenizer = build_tiny_lm(seed=8)
+    steps = episode_transcripts(seed=2)
+    got, want, diff, stats = fidelity(model, tokenizer, steps, max_batch_tokens=300)
+    assert diff < 1e-4
+    assert stats.batches > len(steps)  # the budget split the forwards
+    rows = [
+        _Row(i, list(range(n)), reuse, None)
+        for i, (n, reuse) in enumerate(
+            [(40, 0), (90, 0), (120, 60), (130, 100), (400, 0), (30, 20), (70, 0)]
+        )
+    ]
+    batches = _batches(rows, 300)
+    assert sorted(r.index for b in batches for r in b) == list(range(len(rows)))
+    for b in batches:  # a row longer than the budget goes alone
+        padded = len(b) * (max(r.reuse for r in b) + max(len(r.ids) - r.reuse for r in b))
+        assert padded <= 300 or len(b) == 1
+
+
+def test_prefix_cache_keeps_its_byte_budget_and_drops_extended_entries():
+    model, tokenizer = build_tiny_lm(seed=9)
+    steps = episode_transcripts(seed=3, n_tasks=6, turns=4)
+    one_row = Backbone("t", model=model, tokenizer=tokenizer)
+    one_row.features(steps[0][:1])
+    budget = 3 * one_row._prefixes.nbytes  # about three openings
+    small = Backbone("t", model=model, tokenizer=tokenizer, prefix_cache_bytes=budget)
+    for texts in steps:
+        small.features(texts)
+        assert small._prefixes.nbytes <= budget
+    roomy = Backbone("t", model=model, tokenizer=tokenizer)
+    for texts in steps:
+        roomy.features(texts)
+    # a later turn replaces the entry it extended: one entry per transcript branch
+    assert len(roomy._prefixes) == len(steps[-1])
+
+
+def test_batched_features_of_the_offline_model_match_one_by_one(offline_backbone):
+    import copy
+
+    model, tokenizer = offline_backbone.model, offline_backbone.tokenizer
+    raw = copy.deepcopy(tokenizer)
+    raw.chat_template = None
+    steps = episode_transcripts(seed=4, n_tasks=3, turns=3)
+    for tok, name in ((tokenizer, "chat template"), (raw, "raw text")):
+        got, want, diff, _ = fidelity(model, tok, steps)
+        print(f"SmolLM2-135M fp32, {name}: max abs diff {diff:.2e}")
+        assert diff < 1e-3
+        assert decisions(got, heads=16) == decisions(want, heads=16)

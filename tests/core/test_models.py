@@ -80,3 +80,12 @@ def test_cuda_without_a_gpu_is_a_clear_error():
     else:
         with pytest.raises(ModelSourceError, match="no CUDA GPU is visible: use --device cpu"):
             models.pick_device("cuda")
+
+
+def test_precision_is_bf16_on_gpu_fp32_on_cpu_unless_asked_and_checked():
+    from workbench.core.models import pick_precision
+
+    assert pick_precision("cuda") == "bf16" and pick_precision("cuda:1") == "bf16"
+    assert pick_precision("cpu") == "fp32" and pick_precision("cpu", "bf16") == "bf16"
+    with pytest.raises(ModelSourceError, match="unknown precision 'int4'.*auto, fp32, bf16"):
+        pick_precision("cpu", "int4")

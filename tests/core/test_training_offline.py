@@ -36,6 +36,9 @@ def test_short_offline_run_end_to_end(tmp_path, offline_backbone):
         assert (str(record.status), record.stop_reason) == ("finished", "budget.generations")
         (generation,) = store.generations(run_id)
         assert generation["evaluations"] == 4 and generation["validation"] is not None
+        # where the coordinator's time went: new tokens, forwards, transcripts per forward
+        assert generation["tokens_forwarded"] > 0 and generation["batches"] >= 1
+        assert generation["mean_batch"] >= 1
         episodes = [store.get_episode(e.id) for e in store.list_episodes(run_id)]
     assert len(episodes) == 4 + 2
     workers = {t.worker for e in episodes for t in e.turns}
@@ -86,6 +89,13 @@ def test_short_offline_run_end_to_end(tmp_path, offline_backbone):
         shown["stop_reason"] == "budget.generations" and shown["generations"][0]["generation"] == 0
     )
     assert {"best", "mean", "median", "worst", "sigma"} <= set(shown["generations"][0])
+    table = subprocess.run(
+        [sys.executable, "-m", "workbench", "runs", "show", run_id, "--workspace", str(ws.root)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "mean batch" in table and f"{generation['tokens_forwarded']}" in table
 
 
 def test_sep_cma_es_learns_category_routing_on_the_sandbox_pool(tmp_path, offline_backbone):

@@ -52,7 +52,9 @@ class Progress:
             line = (
                 f"[{'#' * filled}{'.' * (width - filled)}] gen {done}/{self.total}  best {event.best:.3f}  "
                 f"mean {event.mean:.3f}{val}  sigma {event.sigma:.4f}  ${event.totals['dollars']:.4f}  "
-                f"calls {int(event.totals['calls'])}  ETA {eta:5.0f}s"
+                f"calls {int(event.totals['calls'])}  coordinator {event.coordinator_s:.1f}s/"
+                f"{event.wall_s:.1f}s ({event.tokens_forwarded} tok, {event.batches} batches of "
+                f"{event.mean_batch:.1f})  ETA {eta:5.0f}s"
             )
             print(
                 ("\r" + line) if self.tty else line,
@@ -185,13 +187,31 @@ def cmd_runs_show(args) -> int:
             "" if g.get("validation") is None else f"{g['validation']:.3f}",
             g["evaluations"],
             f"{g['wall_s']:.1f}s",
+            f"{g.get('coordinator_s', 0.0):.1f}s",
+            g.get("tokens_forwarded", ""),
+            g.get("batches", ""),
+            "" if g.get("mean_batch") is None else f"{g['mean_batch']:.1f}",
         )
         for g in generations
     ]
     print(
         table(
             rows,
-            ("gen", "best", "mean", "median", "worst", "sigma", "validation", "episodes", "wall"),
+            (
+                "gen",
+                "best",
+                "mean",
+                "median",
+                "worst",
+                "sigma",
+                "validation",
+                "episodes",
+                "wall",
+                "coordinator",
+                "tokens",
+                "batches",
+                "mean batch",
+            ),
         )
     )
     if record.result:

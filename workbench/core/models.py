@@ -214,8 +214,31 @@ def describe_device() -> str:
     return f"CPU ({torch.get_num_threads()} threads; no CUDA GPU visible)"
 
 
-def load_causal_lm(source: str, device: str = "auto") -> tuple[Any, Any, ResolvedSource]:
-    """Load (model, tokenizer, resolved source) in eval mode: bf16 on GPU, fp32 on CPU."""
+PRECISIONS = ("auto", "fp32", "bf16")
+
+
+def pick_precision(device: str, precision: str = "auto") -> str:
+    """The weights' precision on ``device``: ``auto`` is bf16 on a GPU and fp32 on a CPU.
+
+    bf16 on a CPU is opt-in: on SmolLM2-135M its features stay within cosine 0.9998 of
+    fp32, but whether a head's argmax decisions stay the same is measured per backbone
+    (``tests/benchmarks/bench_coordinator.py``), and CPUs without native bf16 instructions
+    run it slower than fp32.
+    """
+    if precision not in PRECISIONS:
+        raise ModelSourceError(
+            f"unknown precision '{precision}': choose one of {', '.join(PRECISIONS)}"
+        )
+    if precision == "auto":
+        return "bf16" if device.startswith("cuda") else "fp32"
+    return precision
+
+
+def load_causal_lm(
+    source: str, device: str = "auto", precision: str = "auto"
+) -> tuple[Any, Any, ResolvedSource]:
+    """Load (model, tokenizer, resolved source) in eval mode, in ``precision``
+    (``pick_precision``: by default bf16 on GPU, fp32 on CPU)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
@@ -223,7 +246,7 @@ def load_causal_lm(source: str, device: str = "auto") -> tuple[Any, Any, Resolve
     hf_logging.disable_progress_bar()  # our own commands report progress
     resolved = resolve_source(source)
     device = pick_device(device)
-    dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
+    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[pick_precision(device, precision)]
     location = str(_convert_gguf(resolved)) if resolved.gguf_file else resolved.location
     # A Hub model already in the local cache loads without the network; otherwise check
     # quickly that the Hub answers, rather than letting the client retry for a minute.

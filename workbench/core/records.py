@@ -120,7 +120,14 @@ class Episode:
         return cls(**d)
 
 
-_RESULT_OPTIONAL = ("search_basis_alpha", "sigma0_head_scale", "pid", "host")
+_RESULT_OPTIONAL = (
+    "search_basis_alpha",
+    "sigma0_head_scale",
+    "backbone_device",
+    "backbone_precision",
+    "pid",
+    "host",
+)
 
 
 @dataclass(frozen=True)
@@ -136,6 +143,8 @@ class RunResult:
     spend: dict[str, float]
     search_basis_alpha: float | None = None
     sigma0_head_scale: float | None = None
+    backbone_device: str | None = None  # what the coordinator's features were computed on
+    backbone_precision: str | None = None  # and in (fp32, bf16)
     pid: int | None = None
     host: str | None = None
 
@@ -186,3 +195,7 @@ class GenerationStats:
     validation: float | None  # reward of the distribution mean on validation, when evaluated
     best_validation: float | None
     totals: dict[str, float]  # spend so far: episodes, calls, dollars, minutes
+    # where the coordinator's time went (defaults: generations recorded before these)
+    tokens_forwarded: int = 0  # new tokens through the backbone
+    batches: int = 0  # backbone forwards
+    mean_batch: float = 0.0  # transcripts per backbone forward

@@ -607,6 +607,8 @@ class QtRuns(QWidget):
         self.log(
             f"generation {event.generation}: best {event.best:.3f}, mean {event.mean:.3f}, "
             f"sigma {event.sigma:.4f}{val}; {event.calls} calls, ${event.dollars:.4f}, {event.wall_s:.1f} s"
+            f" (coordinator {event.coordinator_s:.1f} s: {event.tokens_forwarded} tokens in "
+            f"{event.batches} forwards of {event.mean_batch:.1f} transcripts)"
         )
 
     def _on_finished(self, event: RunFinished) -> None:

@@ -237,11 +237,9 @@ class Trainer:
     async def _generation(self, g: int) -> None:
         cfg = self.config
         started = time.perf_counter()
-        busy0, req0, fwd0 = (
-            self.backbone.stats.busy_s,
-            self.backbone.stats.requests,
-            self.backbone.stats.forwards,
-        )
+        bs = self.backbone.stats
+        busy0, req0, fwd0 = bs.busy_s, bs.requests, bs.forwards
+        tokens0, batches0 = bs.tokens_forwarded, bs.batches
         hits0 = self.cache_hits()
         proposals = self.optimizer.ask()
         batch_rng = np.random.default_rng(derived_seed(cfg.run.seed, "minibatch", g))
@@ -315,14 +313,17 @@ class Trainer:
             dollars=dollars,
             cache_hits=self.cache_hits() - hits0,
             wall_s=wall,
-            coordinator_s=self.backbone.stats.busy_s - busy0,
+            coordinator_s=bs.busy_s - busy0,
             worker_s=sum(t.latency_s for e in episodes for t in e.turns),
-            features_requested=self.backbone.stats.requests - req0,
-            features_computed=self.backbone.stats.forwards - fwd0,
+            features_requested=bs.requests - req0,
+            features_computed=bs.forwards - fwd0,
             usage=dict(usage),
             validation=validation,
             best_validation=self.state.best_validation,
             totals=s.as_totals(),
+            tokens_forwarded=bs.tokens_forwarded - tokens0,
+            batches=bs.batches - batches0,
+            mean_batch=(bs.forwards - fwd0) / max(1, bs.batches - batches0),
         )
         record = asdict(stats)
         record.pop("run_id")
@@ -454,6 +455,8 @@ class Trainer:
             n_params=self.n_params,
             spend=st.spend.as_totals(),
             search_basis_alpha=None if st.basis is None else st.basis.alpha,
+            backbone_device=self.backbone.device,
+            backbone_precision=self.backbone.precision,
             sigma0_head_scale=head_step_scale(self.head_config.hidden_size)
             if self.config.optimizer.name == "sep-cma-es"
             else None,

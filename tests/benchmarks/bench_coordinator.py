@@ -1,0 +1,348 @@
+"""Coordinator throughput (issue 16): one multi-turn sandbox generation, old vs new code.
+
+    python tests/benchmarks/bench_coordinator.py [--device cpu|cuda|auto] [--baseline a6b8df6]
+        [--popsize 16] [--rollouts 8] [--turns 5] [--bf16] [--latency 0.2]
+
+Each generation runs in a child process (same interpreter, same threads) against either
+this tree or a checkout of the baseline commit (``git archive`` into a temporary folder),
+so both are measured side by side in one run. Printed:
+
+- generation wall time (sep-CMA-ES, sandbox pool, K turns, lambda x m episodes, offline
+  backbone), coordinator (backbone) time, new tokens, forwards, and the ratio old / new;
+- coordinator efficiency: new tokens per second of the coordinator during the generation,
+  divided by the tokens per second of fresh transcripts (the generation's own final
+  transcripts, no prefix cache) forwarded in the backbone's largest batches: the
+  machine's practical limit;
+- fidelity of each faster path vs fp32 one by one (no cache, one transcript per forward)
+  on the generation's decision transcripts: max abs difference, min cosine, and argmax
+  agreement of the generation's centre head and of 16 random heads;
+- with ``--latency`` (meant for ``--device cuda``): decisions per second and the
+  coordinator's share of a generation's wall time with sandbox workers answering after a
+  fixed latency.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def config_dict(args, seed: int = 0) -> dict:
+    return {
+        "run": {"name": "bench-coordinator", "seed": seed},
+        "backbone": {"model": "offline", "device": args.device},
+        "pool": {"workers": ["sandbox"]},
+        "tasks": {"suite": "mixed", "validation": 30},
+        "optimizer": {
+            "popsize": args.popsize,
+            "rollouts": args.rollouts,
+            "validate_every": 1000,
+        },
+        "budget": {"generations": 1},
+        "protocol": {"max_turns": args.turns, "temperature": 0.0},
+        "cache": {"policy": "off"},
+    }
+
+
+# --------------------------------------------------------------------------- child
+
+
+def child_generation(args) -> dict:
+    """One generation on whatever ``workbench`` is importable (this tree or the baseline);
+    uses only APIs both have. Prints one JSON line."""
+    from workbench.core.config import RunConfig
+    from workbench.core.coordinator import Backbone
+    from workbench.core.evolution import CALIBRATION_TASKS, GenerationStats, task_splits
+    from workbench.core.protocol import render_transcript
+    from workbench.core.runs import train
+    from workbench.core.tasks.suites import load_suite
+    from workbench.core.workspace import Workspace
+
+    config = RunConfig.from_dict(config_dict(args))
+    kwargs = {"precision": "bf16"} if args.precision == "bf16" else {}
+    backbone = Backbone("offline", device=args.device, **kwargs)
+    with tempfile.TemporaryDirectory() as folder:
+        ws = Workspace.open(folder)
+        suite = load_suite("mixed", ws)
+        splits = task_splits(config, suite)
+        # the run's calibration forwards, done first so that the figures are the generation's
+        backbone.features([render_transcript(t, ()) for t in splits["train"][:CALIBRATION_TASKS]])
+        before = (backbone.stats.tokens_forwarded, backbone.stats.forwards)
+        stats: list = []
+        run_id = train(
+            config,
+            ws,
+            backbone=backbone,
+            listeners=[lambda e: isinstance(e, GenerationStats) and stats.append(e)],
+        )
+        (g,) = stats
+        out = {
+            "wall_s": g.wall_s,
+            "coordinator_s": g.coordinator_s,
+            "tokens": backbone.stats.tokens_forwarded - before[0],
+            "transcripts": backbone.stats.forwards - before[1],
+            "requests": g.features_requested,
+            "batches": getattr(g, "batches", None),
+            "mean_batch": getattr(g, "mean_batch", None),
+        }
+        if args.measure:
+            out.update(measure(args, backbone, ws, run_id, suite, out["tokens"]))
+    print("RESULT " + json.dumps(out), flush=True)
+    return out
+
+
+def measure(args, backbone, ws, run_id, suite, tokens: int) -> dict:
+    """Reference throughput and fidelity on the generation's own transcripts."""
+    import copy
+
+    import numpy as np
+    import torch
+
+    from workbench.core.coordinator import Backbone, Head, HeadConfig, act, apply_heads
+    from workbench.core.evolution import best_vector
+    from workbench.core.protocol import render_transcript
+    from workbench.core.store import Store
+
+    tasks = {t.id: t for t in suite.tasks}
+    with Store.open(ws) as store:
+        episodes = [store.get_episode(e.id) for e in store.list_episodes(run_id)]
+        vector, _ = best_vector(store, run_id)
+    finals = [render_transcript(tasks[e.task_id], e.turns) for e in episodes]
+    # decision transcripts, grouped by turn: what each decision of the generation read
+    by_turn: dict[int, list[str]] = {}
+    for e in episodes:
+        for k in range(len(e.turns)):
+            by_turn.setdefault(k, []).append(render_transcript(tasks[e.task_id], e.turns[:k]))
+    model, tokenizer = backbone.model, backbone.tokenizer
+
+    # the practical limit: fresh transcripts of the generation's length, largest batches
+    fresh = Backbone("fresh", model=model, tokenizer=tokenizer, prefix_cache_bytes=0)
+    chosen, total = [], 0
+    for text in finals * 4:
+        if total >= tokens:
+            break
+        chosen.append(text)
+        total += len(fresh.encode(text))
+    fresh.features(chosen)
+    limit = fresh.stats.tokens_forwarded / fresh.stats.busy_s
+
+    # fidelity vs fp32 one by one, on a sample of decision transcripts from every turn
+    rng = np.random.default_rng(0)
+    sample = {
+        k: sorted(set(rng.choice(v, size=min(len(v), args.fidelity // len(by_turn) + 1))))
+        for k, v in by_turn.items()
+    }
+    texts = [t for k in sorted(sample) for t in sample[k]]
+    if backbone.precision == "fp32":
+        fp32 = model
+    else:  # a bf16 backbone: the fp32 reference is a fresh load
+        from workbench.core.models import load_causal_lm
+
+        fp32 = load_causal_lm("offline", args.device, "fp32")[0]
+    one = Backbone("one", model=fp32, tokenizer=tokenizer, prefix_cache_bytes=0)
+    reference = np.stack([one.feature(t) for t in texts])
+    paths = {f"batched {backbone.precision} (the generation's own features)": backbone}
+    if args.bf16 and backbone.precision == "fp32":
+        bf16 = Backbone("bf16", model=copy.deepcopy(model).to(torch.bfloat16), tokenizer=tokenizer)
+        for k in sorted(sample):  # turn by turn, as a generation asks
+            bf16.features(sample[k])
+        paths["batched bf16 (CPU opt-in)"] = bf16
+    n_workers = 3
+    d = backbone.hidden_size
+    heads = np.stack(
+        [np.asarray(vector).reshape(n_workers + 3, d)]
+        + [Head.random(HeadConfig(n_workers, d), s, 1.0).weights for s in range(16)]
+    )
+
+    def decide(features):
+        return np.array(
+            [
+                [(a.worker, a.role) for a in (act(lg, n_workers) for lg in apply_heads(heads, f))]
+                for f in features
+            ]
+        )
+
+    want = decide(reference)
+    fidelity = {}
+    for name, bb in paths.items():
+        got = bb.features(texts)  # feature-cache hits: the features the path computed
+        cos = (
+            np.sum(got * reference, 1)
+            / np.linalg.norm(got, axis=1)
+            / np.linalg.norm(reference, axis=1)
+        )
+        same = (decide(got) == want).all(axis=2)
+        fidelity[name] = {
+            "max_abs_diff": float(np.abs(got - reference).max()),
+            "min_cosine": float(cos.min()),
+            "centre_head_agreement": float(same[:, 0].mean()),
+            "random_heads_agreement": float(same[:, 1:].mean()),
+            "transcripts": len(texts),
+        }
+    if "batched bf16 (CPU opt-in)" in paths:
+        bb = paths["batched bf16 (CPU opt-in)"]
+        fidelity["batched bf16 (CPU opt-in)"]["tokens_per_s"] = (
+            bb.stats.tokens_forwarded / bb.stats.busy_s
+        )
+    return {"limit_tokens_per_s": limit, "fidelity": fidelity}
+
+
+def child_latency(args) -> None:
+    """A generation with sandbox workers that answer after ``args.latency`` seconds."""
+    import dataclasses
+
+    from workbench.core.config import RunConfig
+    from workbench.core.coordinator import Backbone
+    from workbench.core.evolution import GenerationStats, Trainer
+    from workbench.core.store import Store
+    from workbench.core.tasks.suites import load_suite
+    from workbench.core.workers.simulated import SANDBOX_PROFILES, SimulatedWorker
+    from workbench.core.workspace import Workspace
+
+    config = RunConfig.from_dict(config_dict(args))
+    backbone = Backbone("offline", device=args.device)
+    pool = [
+        SimulatedWorker(f"sandbox:{p.name}", dataclasses.replace(p, latency_s=args.latency))
+        for p in SANDBOX_PROFILES
+    ]
+    stats: list = []
+    with tempfile.TemporaryDirectory() as folder:
+        ws = Workspace.open(folder)
+        with Store.open(ws) as store:
+            trainer = Trainer(
+                config,
+                store,
+                suite=load_suite("mixed", ws),
+                pool=pool,
+                backbone=backbone,
+                listeners=[lambda e: isinstance(e, GenerationStats) and stats.append(e)],
+            )
+            trainer.run()
+    (g,) = stats
+    out = {
+        "wall_s": g.wall_s,
+        "coordinator_s": g.coordinator_s,
+        "decisions": g.features_requested,
+    }
+    print("RESULT " + json.dumps(out), flush=True)
+
+
+# --------------------------------------------------------------------------- parent
+
+
+def run_child(args, mode: str, tree: Path, *extra: str) -> dict:
+    command = [sys.executable, str(Path(__file__).resolve()), "--child", mode, *extra]
+    command += ["--device", args.device, "--popsize", str(args.popsize)]
+    command += ["--rollouts", str(args.rollouts), "--turns", str(args.turns)]
+    command += ["--latency", str(args.latency), "--fidelity", str(args.fidelity)]
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    started = time.perf_counter()
+    done = subprocess.run(command, env=env, cwd=tree, capture_output=True, text=True)
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
+    if done.returncode or not lines:
+        sys.exit(f"{mode} on {tree} failed ({done.returncode}):\n{done.stderr[-4000:]}")
+    result = json.loads(lines[-1][len("RESULT ") :])
+    result["process_s"] = time.perf_counter() - started
+    print(f"{mode} on {tree}: {json.dumps(result)}", flush=True)  # kept if a later step dies
+    return result
+
+
+def baseline_tree(commit: str, folder: Path) -> Path:
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", commit], capture_output=True, check=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+    return folder
+
+
+def machine() -> str:
+    import platform
+
+    import torch
+
+    gpu = f", GPU {torch.cuda.get_device_name(0)}" if torch.cuda.is_available() else ""
+    return (
+        f"{platform.machine()} {os.cpu_count()} cores, torch {torch.__version__}, "
+        f"{torch.get_num_threads()} threads{gpu}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--device", default="cpu", help="cpu, cuda or auto")
+    parser.add_argument("--baseline", default="a6b8df6", help="commit of the old path ('' skips)")
+    parser.add_argument("--popsize", type=int, default=16)
+    parser.add_argument("--rollouts", type=int, default=8)
+    parser.add_argument("--turns", type=int, default=5)
+    parser.add_argument("--bf16", action="store_true", help="also check bf16 (CPU opt-in)")
+    parser.add_argument("--latency", type=float, default=0.0, help="worker latency section, s")
+    parser.add_argument("--fidelity", type=int, default=96, help="decision transcripts checked")
+    parser.add_argument("--child", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--precision", default="", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child == "generation":
+        return child_generation(args) and None
+    if args.child == "latency":
+        return child_latency(args)
+
+    print(f"machine: {machine()}; device {args.device}")
+    print(
+        f"one generation: sep-CMA-ES, sandbox pool, K = {args.turns}, "
+        f"{args.popsize} x {args.rollouts} episodes, offline backbone (SmolLM2-135M)"
+    )
+    extra = ["--bf16"] if args.bf16 else []
+    new = run_child(args, "generation", ROOT, "--measure", *extra)
+    rows = [("new (this tree)", new)]
+    if args.bf16 and args.device == "cpu":
+        rows.append(
+            ("new, bf16 (opt-in)", run_child(args, "generation", ROOT, "--precision", "bf16"))
+        )
+    if args.baseline:
+        with tempfile.TemporaryDirectory() as folder:
+            old_tree = baseline_tree(args.baseline, Path(folder))
+            rows.append((f"old ({args.baseline})", run_child(args, "generation", old_tree)))
+    limit = new["limit_tokens_per_s"]
+    print(f"\nfresh transcripts, largest batches (the limit): {limit:.0f} tokens/s")
+    print(
+        "path                  wall s  coordinator s  new tokens  transcripts  forwards  "
+        "mean batch  tokens/s  efficiency"
+    )
+    for name, r in rows:
+        rate = r["tokens"] / r["coordinator_s"] if r["coordinator_s"] else float("nan")
+        batches = "-" if r.get("batches") is None else str(r["batches"])
+        mean = "-" if r.get("mean_batch") is None else f"{r['mean_batch']:.1f}"
+        print(
+            f"{name:20s}  {r['wall_s']:6.1f}  {r['coordinator_s']:13.1f}  {r['tokens']:10d}  "
+            f"{r['transcripts']:11d}  {batches:>8s}  {mean:>10s}  {rate:8.0f}  {rate / limit:10.2f}"
+        )
+    old = dict(rows).get(f"old ({args.baseline})")
+    if old:
+        print(f"\ngeneration wall time, old / new: {old['wall_s'] / new['wall_s']:.2f}x")
+    print("\nfidelity vs fp32 one by one (no cache), decision transcripts of the generation:")
+    for name, f in new["fidelity"].items():
+        speed = f" ({f['tokens_per_s']:.0f} tokens/s)" if "tokens_per_s" in f else ""
+        print(
+            f"  {name}: max abs diff {f['max_abs_diff']:.2e}, min cosine {f['min_cosine']:.6f}, "
+            f"argmax agreement: centre head {f['centre_head_agreement']:.1%}, 16 random heads "
+            f"{f['random_heads_agreement']:.1%} ({f['transcripts']} transcripts){speed}"
+        )
+    if args.latency:
+        r = run_child(args, "latency", ROOT)
+        print(
+            f"\nworkers with {args.latency:.2f} s latency: {r['decisions'] / r['wall_s']:.0f} "
+            f"decisions/s, coordinator {r['coordinator_s']:.1f} s of {r['wall_s']:.1f} s wall "
+            f"({r['coordinator_s'] / r['wall_s']:.1%})"
+        )
+
+
+if __name__ == "__main__":
+    main()

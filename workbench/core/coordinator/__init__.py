@@ -1,0 +1,46 @@
+"""The coordinator: a frozen backbone's feature, a tiny linear head, and the policy.
+
+- Feature: the final layer's hidden state at the *penultimate* token of the transcript
+  (docs/METHOD.md), normalised to unit RMS; the trainer explores head weights at
+  sigma0 * sqrt(1024 / d) (``optimizers.sep_cma_es.head_step_scale``), so one sigma0 gives backbones of
+  any width the paper's exploration in logit space.
+- Head: one bias-free linear map ``W`` of shape ``(L + 3, d)``; the first ``L`` logits
+  choose the worker, the last 3 the role, as two independent softmax distributions.
+- Acting: sample (seeded) while training, argmax when evaluating; every decision carries
+  both probability vectors.
+- Feature cache: with a frozen backbone a transcript's feature does not depend on the
+  candidate, so each distinct (SVF vector, transcript) is forwarded once.
+- Prefix reuse: transcripts only grow; the KV cache of an earlier transcript that is a
+  token prefix of the new one is reused, so a later turn costs its new tokens only.
+- SVF (optional): singular-value offsets for the embeddings and one late layer.
+
+The package: ``head`` (HeadConfig, Head, Action, act), ``svf`` (SVF), ``backbone``
+(Backbone: features, batching, caches), ``policy`` (Coordinator).
+"""
+
+from workbench.core.coordinator.backbone import Backbone, FeatureStats
+from workbench.core.coordinator.head import (
+    N_ROLES,
+    Action,
+    Head,
+    HeadConfig,
+    act,
+    apply_heads,
+    softmax,
+)
+from workbench.core.coordinator.policy import Coordinator
+from workbench.core.coordinator.svf import SVF
+
+__all__ = [
+    "N_ROLES",
+    "SVF",
+    "Action",
+    "Backbone",
+    "Coordinator",
+    "FeatureStats",
+    "Head",
+    "HeadConfig",
+    "softmax",
+    "act",
+    "apply_heads",
+]

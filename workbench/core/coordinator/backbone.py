@@ -1,0 +1,379 @@
+"""The frozen backbone: transcripts in, unit-RMS feature vectors out."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import hashlib
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from workbench.core.coordinator.prefix_cache import PrefixCache, PrefixEntry
+from workbench.core.coordinator.svf import SVF
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class FeatureStats:
+    """What the backbone did: forwards, cache hits, tokens forwarded and reused."""
+
+    requests: int = 0
+    cache_hits: int = 0
+    forwards: int = 0  # transcripts forwarded (batched or not)
+    batches: int = 0  # backbone forwards (each of one or more transcripts)
+    tokens_forwarded: int = 0  # new tokens, the work that was needed
+    tokens_padded: int = 0  # positions the forwards computed, padding included
+    tokens_reused: int = 0  # prefix tokens whose KV cache was reused
+    busy_s: float = 0.0  # time spent computing features
+
+
+def _digest(vector: np.ndarray | None) -> str:
+    if vector is None or not np.any(vector):
+        return "none"
+    return hashlib.sha256(np.ascontiguousarray(vector, dtype=np.float64).tobytes()).hexdigest()[:16]
+
+
+class Backbone:
+    """A frozen causal LM that turns transcripts into unit-RMS feature vectors."""
+
+    def __init__(
+        self,
+        source: str = "offline",
+        device: str = "auto",
+        precision: str = "auto",
+        *,
+        svf_layer: int = -2,
+        feature_cache_size: int = 50_000,
+        prefix_cache_bytes: int = 2 << 30,
+        min_prefix_tokens: int = 8,
+        max_batch_tokens: int | None = None,
+        model: Any = None,
+        tokenizer: Any = None,
+    ):
+        if model is None:
+            from workbench.core.models import load_causal_lm
+
+            model, tokenizer, resolved = load_causal_lm(source, device, precision)
+            self.id = f"{resolved.kind}:{resolved.source}@{resolved.fingerprint}"
+        else:  # an already loaded model (tests, or a caller that owns it)
+            self.id = f"model:{source}"
+        self.source = source
+        self.model = model
+        self.tokenizer = tokenizer
+        self.hidden_size = int(model.config.hidden_size)
+        # what the features were computed in, for the run's record
+        self.device = str(model.device)
+        self.precision = {"torch.float32": "fp32", "torch.bfloat16": "bf16"}.get(
+            str(model.dtype), str(model.dtype)
+        )
+        self.stats = FeatureStats()
+        self._feature_cache: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._feature_cache_size = feature_cache_size
+        # KV caches of earlier transcripts, keyed by (SVF digest, token ids), LRU within a
+        # memory budget: a later turn of the same episode forwards its new tokens only.
+        self._prefixes = PrefixCache(prefix_cache_bytes, min_prefix_tokens)
+        self.max_batch_tokens = max_batch_tokens or default_batch_tokens(model)
+        self.svf_layer = svf_layer
+        self._svf: SVF | None = None
+        self._svf_digest = "none"  # the SVF vector the weights hold now
+        self._lock = threading.Lock()  # one forward at a time on this model
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="backbone")
+        self._pending: list[tuple[str, np.ndarray | None, asyncio.Future]] = []
+        self._draining = False
+
+    # -- SVF ---------------------------------------------------------------
+
+    def svf(self) -> SVF:
+        """The SVF adapter of this backbone's ``svf_layer`` (built on first use)."""
+        with self._lock:
+            return self._svf_adapter()
+
+    def _svf_adapter(self) -> SVF:
+        if self._svf is None:
+            self._svf = SVF(self.model, self.svf_layer)
+        return self._svf
+
+    def _use_svf(self, delta: np.ndarray | None) -> str:
+        """Make the weights hold SVF offsets ``delta`` (None: the original weights);
+        called under the lock, so concurrent requests with other vectors are safe."""
+        digest = _digest(delta)
+        if digest != self._svf_digest:
+            adapter = self._svf_adapter()
+            adapter.apply(np.zeros(adapter.n_params) if delta is None else delta)
+            self._svf_digest = digest
+        return digest
+
+    # -- features ----------------------------------------------------------
+
+    def encode(self, transcript: str) -> list[int]:
+        """Token ids the coordinator reads: the transcript as one user message in the
+        backbone's chat template (plain text if it has none), generation cue included."""
+        tok = self.tokenizer
+        if tok.chat_template:
+            ids = tok.apply_chat_template(
+                [{"role": "user", "content": transcript}], add_generation_prompt=True, tokenize=True
+            )
+            if isinstance(ids, dict) or hasattr(ids, "keys"):
+                ids = ids["input_ids"]
+            return list(ids)
+        return list(tok(transcript)["input_ids"])
+
+    def features(self, transcripts: Sequence[str], svf: np.ndarray | None = None) -> np.ndarray:
+        """Unit-RMS features, one row per transcript, with SVF offsets ``svf`` applied;
+        transcripts already seen (under the same SVF vector) cost nothing."""
+        out: list[np.ndarray | None] = [None] * len(transcripts)
+        todo: dict[str, list[int]] = {}
+        with self._lock:
+            digest = _digest(svf)
+            for i, text in enumerate(transcripts):
+                self.stats.requests += 1
+                hit = self._feature_cache.get((digest, text))
+                if hit is not None:
+                    self._feature_cache.move_to_end((digest, text))
+                    self.stats.cache_hits += 1
+                    out[i] = hit
+                else:
+                    todo.setdefault(text, []).append(i)
+            if todo:
+                started = time.perf_counter()
+                self._use_svf(svf)
+                computed = self._compute(list(todo))
+                self.stats.busy_s += time.perf_counter() - started
+                for text, feature in zip(todo, computed, strict=True):
+                    self._feature_cache[(digest, text)] = feature
+                    for i in todo[text]:
+                        out[i] = feature
+                while len(self._feature_cache) > self._feature_cache_size:
+                    self._feature_cache.popitem(last=False)
+        return np.stack(out) if out else np.zeros((0, self.hidden_size))
+
+    def feature(self, transcript: str, svf: np.ndarray | None = None) -> np.ndarray:
+        return self.features([transcript], svf)[0]
+
+    async def afeature(self, transcript: str, svf: np.ndarray | None = None) -> np.ndarray:
+        """The feature, computed off the event loop. Requests that arrive while a forward
+        is running are batched into the next one (grouped by SVF vector)."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future = loop.create_future()
+        self._pending.append((transcript, svf, future))
+        if not self._draining:
+            self._draining = True
+            loop.create_task(self._drain())
+        return await future
+
+    async def _drain(self) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            while self._pending:
+                # let every episode woken by the last batch ask for its next decision
+                # before forwarding: one large batch beats several small ones
+                for _ in range(DRAIN_ROUNDS):
+                    waiting = len(self._pending)
+                    await asyncio.sleep(0)
+                    if len(self._pending) == waiting:
+                        break
+                pending, self._pending = self._pending, []
+                groups: dict[str, list[tuple[str, np.ndarray | None, asyncio.Future]]] = {}
+                for item in pending:
+                    groups.setdefault(_digest(item[1]), []).append(item)
+                for batch in groups.values():
+                    try:
+                        rows = await loop.run_in_executor(
+                            self._executor, self.features, [t for t, _, _ in batch], batch[0][1]
+                        )
+                    except Exception as exc:  # hand the failure to every waiter
+                        for _, _, fut in batch:
+                            if not fut.done():
+                                fut.set_exception(exc)
+                        continue
+                    for (_, _, fut), row in zip(batch, rows, strict=True):
+                        if not fut.done():
+                            fut.set_result(row)
+        finally:
+            self._draining = False
+
+    def _compute(self, texts: list[str]) -> list[np.ndarray]:
+        """Features of ``texts`` (none in the feature cache) in as few forwards as the
+        token budget allows: each row forwards only what its longest cached prefix lacks."""
+        import torch
+
+        encoded = [self.encode(t) for t in texts]
+        for ids, text in zip(encoded, texts, strict=True):
+            if len(ids) < 2:
+                raise ValueError(f"transcript too short for a feature (needs 2 tokens): {text!r}")
+        rows = []
+        for i, ids in enumerate(encoded):
+            # keep >= 2 new tokens: the penultimate token's state is the feature
+            reuse, entry = self._prefixes.lookup(self._svf_digest, ids, len(ids) - 2)
+            rows.append(_Row(i, ids, reuse, entry))
+        features: list[np.ndarray | None] = [None] * len(texts)
+        with torch.inference_mode():
+            for batch in _batches(rows, self.max_batch_tokens):
+                for row, feature in zip(batch, self._forward_rows(batch), strict=True):
+                    features[row.index] = feature
+        return features  # type: ignore[return-value]
+
+    def _forward_rows(self, batch: list[_Row]) -> list[np.ndarray]:
+        """One forward of rows, each its new tokens over its own cached prefix.
+
+        The prefixes are left-padded into one KV cache of the longest prefix's length P
+        and the new tokens right-padded after it, so every row's prefix ends where its new
+        tokens begin; the attention mask hides both paddings, and explicit position ids
+        continue each row from its own prefix length (cached keys carry their positions
+        already, rotated when they were computed). Fresh transcripts are rows with an
+        empty prefix. Each row's KV cache is kept for its next turn.
+        """
+        import torch
+        from transformers import DynamicCache
+
+        device = self.model.device
+        n_rows = len(batch)
+        prefix = max(r.reuse for r in batch)
+        width = max(len(r.ids) - r.reuse for r in batch)
+        pad = self.tokenizer.pad_token_id or 0
+        input_ids = torch.full((n_rows, width), pad, dtype=torch.long)
+        positions = torch.zeros((n_rows, width), dtype=torch.long)
+        mask = torch.zeros((n_rows, prefix + width), dtype=torch.long)
+        for i, r in enumerate(batch):
+            new = len(r.ids) - r.reuse
+            input_ids[i, :new] = torch.tensor(r.ids[r.reuse :])
+            positions[i] = torch.arange(r.reuse, r.reuse + width)
+            mask[i, prefix - r.reuse : prefix + new] = 1
+        kwargs: dict[str, Any] = {}
+        if prefix:
+            layers = []
+            for layer, (like, _) in enumerate(_first(batch)):
+                keys = like.new_zeros((n_rows, like.shape[0], prefix, like.shape[2]))
+                values = torch.zeros_like(keys)
+                for i, r in enumerate(batch):
+                    if r.reuse:
+                        k, v = r.entry.layers[layer]
+                        keys[i, :, prefix - r.reuse :] = k[:, : r.reuse]
+                        values[i, :, prefix - r.reuse :] = v[:, : r.reuse]
+                layers.append((keys.to(device), values.to(device)))
+            kwargs[_cache_arg()] = DynamicCache(layers)
+        out = self.model.base_model(
+            input_ids=input_ids.to(device),
+            attention_mask=mask.to(device),
+            position_ids=positions.to(device),
+            use_cache=True,
+            **kwargs,
+        )
+        self.stats.forwards += n_rows
+        self.stats.batches += 1
+        self.stats.tokens_forwarded += sum(len(r.ids) - r.reuse for r in batch)
+        self.stats.tokens_padded += n_rows * width
+        self.stats.tokens_reused += sum(r.reuse for r in batch)
+        cache = getattr(out, _cache_arg())
+        hidden = out.last_hidden_state
+        features = []
+        for i, r in enumerate(batch):
+            new = len(r.ids) - r.reuse
+            features.append(_unit_rms(hidden[i, new - 2]))
+            if self._prefixes.budget > 0:
+                kept = [
+                    (
+                        layer.keys[i, :, prefix - r.reuse : prefix + new].clone(),
+                        layer.values[i, :, prefix - r.reuse : prefix + new].clone(),
+                    )
+                    for layer in cache.layers
+                ]
+                nbytes = sum(k.nbytes + v.nbytes for k, v in kept)
+                entry = PrefixEntry(self._svf_digest, tuple(r.ids), kept, nbytes)
+                self._prefixes.put(entry, replaces=r.entry)
+        return features
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=True)
+
+
+DRAIN_ROUNDS = 16  # event-loop turns a batch waits at most for more requests to arrive
+CPU_BATCH_TOKENS = 8192  # padded positions per forward on a CPU: larger batches gain little
+
+
+def default_batch_tokens(model: Any) -> int:
+    """Padded positions per forward: on a CPU ``CPU_BATCH_TOKENS``; on a GPU what half its
+    free memory holds, counting per position the KV cache three times (the padded prefix
+    going in, the grown cache coming out, the row kept for the next turn), the layer's
+    activations and an SDPA workspace."""
+    import torch
+
+    device = model.device
+    if device.type != "cuda":
+        return CPU_BATCH_TOKENS
+    free, _ = torch.cuda.mem_get_info(device)
+    cfg = model.config
+    elem = torch.finfo(model.dtype).bits // 8
+    heads = cfg.num_attention_heads
+    kv_heads = getattr(cfg, "num_key_value_heads", None) or heads
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
+    kv = 2 * cfg.num_hidden_layers * kv_heads * head_dim * elem
+    activations = (6 * cfg.hidden_size + 3 * cfg.intermediate_size) * elem
+    workspace = heads * 2048 * 4  # attention scores of one query over a long context
+    per_position = 3 * kv + activations + workspace
+    return int(min(max(free // 2 // per_position, 1024), 1 << 18))
+
+
+@functools.cache
+def _cache_arg() -> str:
+    """transformers 5 renamed ``past_key_values`` to ``cache`` (in inputs and outputs)."""
+    import inspect
+
+    from transformers import LlamaModel
+
+    return (
+        "cache"
+        if "cache" in inspect.signature(LlamaModel.forward).parameters
+        else "past_key_values"
+    )
+
+
+@dataclass
+class _Row:
+    """One transcript to forward: its ids and the cached prefix (``reuse`` tokens of
+    ``entry``) it continues."""
+
+    index: int
+    ids: list[int]
+    reuse: int
+    entry: PrefixEntry | None
+
+
+def _first(batch: list[_Row]) -> list[tuple[Any, Any]]:
+    """The KV layers of the first row in ``batch`` that continues a cached prefix."""
+    return next(r.entry.layers for r in batch if r.entry is not None and r.reuse)
+
+
+def _batches(rows: list[_Row], max_tokens: int) -> list[list[_Row]]:
+    """Rows grouped into forwards of at most ``max_tokens`` padded positions each
+    (rows x (longest prefix + longest new part)); sorted by prefix and new length so that
+    rows of one forward pad little."""
+    ordered = sorted(rows, key=lambda r: (r.reuse, len(r.ids) - r.reuse))
+    batches: list[list[_Row]] = []
+    current: list[_Row] = []
+    prefix = width = 0
+    for r in ordered:
+        p, w = max(prefix, r.reuse), max(width, len(r.ids) - r.reuse)
+        if current and (len(current) + 1) * (p + w) > max_tokens:
+            batches.append(current)
+            current, p, w = [], r.reuse, len(r.ids) - r.reuse
+        current.append(r)
+        prefix, width = p, w
+    if current:
+        batches.append(current)
+    return batches
+
+
+def _unit_rms(h: Any) -> np.ndarray:
+    v = h.detach().float().cpu().numpy().astype(np.float64)
+    rms = float(np.sqrt(np.mean(v * v)))
+    return v / rms if rms > 0 else v

@@ -1,0 +1,41 @@
+"""The coordinator: a backbone, a head and optional SVF offsets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from workbench.core.coordinator.backbone import Backbone
+from workbench.core.coordinator.head import Action, Head, HeadConfig
+
+
+@dataclass
+class Coordinator:
+    """A backbone, a head and optional SVF offsets: reads a transcript, picks (worker, role).
+
+    Many coordinators (the candidates of a generation) share one backbone, its feature
+    cache and its batching; each passes its own SVF vector with every request.
+    """
+
+    backbone: Backbone
+    head: Head
+    svf_delta: np.ndarray | None = field(default=None)
+
+    @classmethod
+    def untrained(
+        cls, backbone: Backbone, n_workers: int, seed: int = 0, scale: float = 0.03
+    ) -> Coordinator:
+        return cls(backbone, Head.random(HeadConfig(n_workers, backbone.hidden_size), seed, scale))
+
+    @property
+    def n_workers(self) -> int:
+        return self.head.config.n_workers
+
+    def decide(self, transcript: str, rng: np.random.Generator | None = None) -> Action:
+        """One decision, synchronously (for scripts and tests)."""
+        return self.head.decide(self.backbone.feature(transcript, self.svf_delta), rng)
+
+    async def adecide(self, transcript: str, rng: np.random.Generator | None = None) -> Action:
+        """One decision with the forward off the event loop (what run_episode uses)."""
+        return self.head.decide(await self.backbone.afeature(transcript, self.svf_delta), rng)
