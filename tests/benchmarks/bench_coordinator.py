@@ -58,9 +58,10 @@ def config_dict(args, seed: int = 0) -> dict:
 def child_generation(args) -> dict:
     """One generation on whatever ``workbench`` is importable (this tree or the baseline);
     uses only APIs both have. Prints one JSON line."""
+    from workbench.core.evolution import CALIBRATION_TASKS, GenerationStats, task_splits
+
     from workbench.core.config import RunConfig
     from workbench.core.coordinator import Backbone
-    from workbench.core.evolution import CALIBRATION_TASKS, GenerationStats, task_splits
     from workbench.core.protocol import render_transcript
     from workbench.core.runs import train
     from workbench.core.tasks.suites import load_suite
@@ -105,9 +106,9 @@ def measure(args, backbone, ws, run_id, suite, tokens: int) -> dict:
 
     import numpy as np
     import torch
+    from workbench.core.evolution import best_vector
 
     from workbench.core.coordinator import Backbone, Head, HeadConfig, act, apply_heads
-    from workbench.core.evolution import best_vector
     from workbench.core.protocol import render_transcript
     from workbench.core.store import Store
 
@@ -199,9 +200,10 @@ def child_latency(args) -> None:
     """A generation with sandbox workers that answer after ``args.latency`` seconds."""
     import dataclasses
 
+    from workbench.core.evolution import GenerationStats, Trainer
+
     from workbench.core.config import RunConfig
     from workbench.core.coordinator import Backbone
-    from workbench.core.evolution import GenerationStats, Trainer
     from workbench.core.store import Store
     from workbench.core.tasks.suites import load_suite
     from workbench.core.workers.simulated import SANDBOX_PROFILES, SimulatedWorker

@@ -16,8 +16,9 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
+from workbench.core.tasks.sandbox.linux import NOBODY  # noqa: F401  (re-exported)
+
 UNISOLATED_ENV = "WORKBENCH_ALLOW_UNISOLATED"
-NOBODY = 65534  # the uid and gid a root caller drops to before starting the sandbox
 
 
 @dataclass(frozen=True)

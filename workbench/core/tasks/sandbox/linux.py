@@ -22,7 +22,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from workbench.core.tasks.sandbox.isolation import NOBODY
+NOBODY = 65534  # the uid and gid a root caller drops to before starting the sandbox
 
 TMP_BYTES = 64 * 2**20
 WORK_DIR = "/w"
