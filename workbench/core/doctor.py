@@ -22,6 +22,7 @@ import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from workbench.core.store import (
     TABLES,
@@ -281,6 +282,7 @@ def _readable_rows(
     last: tuple | None = None
     jump = 0
     while True:
+        args: tuple[Any, ...]
         if last is None:
             where, args = "", ()
         elif n == 1:

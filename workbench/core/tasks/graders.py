@@ -263,8 +263,8 @@ def extract_choice(answer: str, task: Task) -> tuple[str | None, str]:
         return None, f"hedge ({', '.join(hedge)})"
     if letter:
         return letter, "stated answer"
-    boxed_letters = [_BOXED_LETTER.match(b) for b in all_boxed(answer)]
-    boxed_letters = list(dict.fromkeys(m.group(1).upper() for m in boxed_letters if m))
+    boxed_matches = [_BOXED_LETTER.match(b) for b in all_boxed(answer)]
+    boxed_letters = list(dict.fromkeys(m.group(1).upper() for m in boxed_matches if m))
     if len([b for b in boxed_letters if b in valid]) > 1:  # \boxed{B} or \boxed{C}
         return None, f"hedge ({', '.join(b for b in boxed_letters if b in valid)})"
     boxed = last_boxed(answer)
