@@ -61,7 +61,10 @@ class SandboxProfile:
     roles' parameters. ``catch`` (P(REVISE) on a wrong answer, per category) defaults to
     the skill; ``gain`` (the share of the next answer's error a Thinker turn removes, per
     category) defaults to ``THINK_GAIN * skill``; ``false_reject`` is P(REVISE) on a right
-    answer. ``prefix`` names the pool (``sandbox:<name>``, ``team:<name>``)."""
+    answer. ``prefix`` names the pool (``sandbox:<name>``, ``team:<name>``).
+    ``guidance_repeats``: whether a second Thinker turn of this worker before the same
+    answer helps again (the sandbox's rule) or adds nothing (the team's: the same plan
+    twice is one plan)."""
 
     name: str
     skill: dict[str, float] = field(hash=False)
@@ -72,6 +75,7 @@ class SandboxProfile:
     gain: dict[str, float] | None = field(default=None, hash=False)
     false_reject: float = FALSE_REJECT
     prefix: str = "sandbox"
+    guidance_repeats: bool = True  # False: its Thinker turns count once per answer
 
     @property
     def id(self) -> str:
@@ -114,6 +118,10 @@ SANDBOX_PROFILES: tuple[SandboxProfile, ...] = (
 # - checker: solves almost nothing (10%) but catches 90% of wrong answers and rejects only
 #   5% of right ones: a Verifier turn makes a wrong answer visible (REVISE), so a retry
 #   pays, and an ACCEPT is trustworthy.
+# - A team member's guidance counts once per answer (guidance_repeats=False): the same plan
+#   twice is one plan. Under the sandbox's compounding rule the exact oracle's best team
+#   plan at K = 5 was four planner turns and one answer (0.981), no checking at all: a
+#   degenerate simulation, not the intended team.
 # With these, one turn at best reaches 70% (the right specialist), the best single worker
 # 37% over the three categories, and at K = 5 plan -> answer -> check -> plan -> answer
 # lifts the expected reward well above one-turn routing (workbench.core.oracle computes it).
@@ -130,6 +138,7 @@ def _specialist(name: str, category: str, price_in: float, price_out: float) -> 
         gain={"*": 0.1},
         false_reject=0.1,
         prefix="team",
+        guidance_repeats=False,
     )
 
 
@@ -146,6 +155,7 @@ TEAM_PROFILES: tuple[SandboxProfile, ...] = (
         gain={"*": 0.5},
         false_reject=0.1,
         prefix="team",
+        guidance_repeats=False,
     ),
     SandboxProfile(
         "checker",
@@ -156,6 +166,7 @@ TEAM_PROFILES: tuple[SandboxProfile, ...] = (
         gain={"*": 0.0},
         false_reject=0.05,
         prefix="team",
+        guidance_repeats=False,
     ),
 )
 POOLS: dict[str, tuple[SandboxProfile, ...]] = {"sandbox": SANDBOX_PROFILES, "team": TEAM_PROFILES}
@@ -169,8 +180,12 @@ def solve_probability(
     (worker ids, since the last Worker answer); a non-simulated thinker counts as
     ``UNKNOWN_SKILL`` of the old sandbox rule."""
     p = profile.skill_for(category, kind)
+    seen: set[str] = set()
     for thinker in thinkers:
         guide = PROFILES_BY_ID.get(thinker)
+        if guide is not None and not guide.guidance_repeats and thinker in seen:
+            continue
+        seen.add(thinker)
         gain = guide.gain_for(category, kind) if guide else THINK_GAIN * UNKNOWN_SKILL
         p += (1 - p) * gain
     return p
