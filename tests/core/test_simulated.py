@@ -169,8 +169,16 @@ def test_team_specialists_solve_their_category_and_not_the_others():
 def test_team_planner_guidance_removes_half_the_next_answers_error():
     guided = rate("team:scholar", CHOICE, "worker", right(CHOICE), thinkers=["team:planner"])
     assert guided == pytest.approx(0.85, abs=0.05)
+    # the same plan twice is one plan; another thinker's guidance still adds
     twice = rate("team:scholar", CHOICE, "worker", right(CHOICE), thinkers=["team:planner"] * 2)
-    assert twice == pytest.approx(0.925, abs=0.04)
+    assert twice == pytest.approx(0.85, abs=0.05)
+    both = rate(
+        "team:scholar", CHOICE, "worker", right(CHOICE), thinkers=["team:planner", "team:coder"]
+    )
+    assert both == pytest.approx(0.865, abs=0.05)
+    # the sandbox's guidance compounds, as it always did
+    sandbox = rate("sandbox:coder", MATH, "worker", right(MATH), thinkers=["sandbox:mathlete"] * 2)
+    assert sandbox == pytest.approx(1 - 0.6 * (1 - THINK_GAIN * 0.85) ** 2, abs=0.05)
 
 
 def test_team_checker_catches_wrong_answers_and_passes_right_ones():
