@@ -108,3 +108,32 @@ def test_monte_carlo_of_the_real_protocol_matches_the_dp(pool_ids):
         if episode.task_id.startswith("mixed-math"):
             taken = [Step(t.worker, t.role) for t in episode.turns]
             assert taken == list(plan[: len(taken)])
+
+
+def test_evaluate_reports_the_multi_turn_oracle_next_to_the_one_turn_one():
+    from workbench.core.evaluate import baseline_names, evaluate
+
+    assert baseline_names(TEAM) == [*(f"single:{w}" for w in TEAM), "random", "oracle"]
+    assert baseline_names(TEAM, 5)[-2:] == ["oracle", "multi-turn oracle"]
+    assert "multi-turn oracle" not in baseline_names(["team:coder", "local:smollm2"], 5)
+    tasks = [t for t in mixed_suite().tasks if t.category != "code"][::2]
+    report, episodes = asyncio.run(
+        evaluate(
+            None,
+            build_pool(TEAM),
+            tasks,
+            suite="mixed",
+            max_turns=5,
+            baselines=["oracle", "multi-turn oracle"],
+        )
+    )
+    one, multi = report.systems
+    assert (one.name, one.kind, multi.name, multi.kind) == (
+        "oracle",
+        "oracle",
+        "multi-turn oracle",
+        "oracle",
+    )
+    assert multi.ci_low <= expected_reward(TEAM, tasks, 5) <= multi.ci_high
+    assert multi.accuracy > one.ci_high and 1 < multi.avg_turns <= 5
+    assert '"kind": "oracle"' in report.to_json()
