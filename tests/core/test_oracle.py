@@ -4,6 +4,7 @@ import asyncio
 import itertools
 import math
 
+import numpy as np
 import pytest
 
 from workbench.core.oracle import PlanPolicy, Step, best_plan, expected_reward, plan_value
@@ -55,7 +56,10 @@ def test_more_turns_never_hurt_and_the_team_rewards_delegation():
     assert team.expected_reward > best_plan(TEAM, "math", "math", 1).expected_reward + 0.2
     text = team.describe()
     assert text.startswith("math: Thinker team:planner -> Worker team:mathlete")
-    assert "on REVISE: Worker team:mathlete" in text
+    assert text.startswith(
+        "math: Thinker team:planner -> Worker team:mathlete -> Verifier team:checker; "
+        "on REVISE: Thinker team:planner -> Worker team:mathlete"
+    )
 
 
 def test_the_oracle_refuses_pools_it_cannot_simulate():
@@ -137,3 +141,32 @@ def test_evaluate_reports_the_multi_turn_oracle_next_to_the_one_turn_one():
     assert multi.ci_low <= expected_reward(TEAM, tasks, 5) <= multi.ci_high
     assert multi.accuracy > one.ci_high and 1 < multi.avg_turns <= 5
     assert '"kind": "oracle"' in report.to_json()
+
+
+def test_random_routing_value_matches_the_random_baseline_on_the_real_protocol():
+    from workbench.core.evaluate import RandomPolicy
+    from workbench.core.oracle import random_routing_value
+
+    tasks = [t for t in mixed_suite().tasks if t.category != "code"][::5]
+    pool = build_pool(TEAM)
+
+    async def go():
+        return await asyncio.gather(
+            *(
+                run_episode(
+                    RandomPolicy(len(TEAM)),
+                    pool,
+                    t,
+                    max_turns=3,
+                    rng=np.random.default_rng([r, j]),
+                    seed=1000 * r + j,
+                )
+                for r in range(40)
+                for j, t in enumerate(tasks)
+            )
+        )
+
+    rewards = [e.reward for e in asyncio.run(go())]
+    exact = float(np.mean([random_routing_value(TEAM, t.category, t.kind, 3) for t in tasks]))
+    se = math.sqrt(exact * (1 - exact) / len(rewards))
+    assert abs(np.mean(rewards) - exact) < 3 * se, (np.mean(rewards), exact)

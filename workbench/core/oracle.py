@@ -127,7 +127,10 @@ def best_plan(
     if max_turns < 1:
         raise ValueError("max_turns must be at least 1")
     params = _params(pool_ids, category, kind)
-    actions = [(role, w) for role in ROLES for w in range(len(pool_ids))]
+    # among equally good steps prefer Worker, then Verifier, then Thinker: a Thinker turn
+    # only where it strictly helps (so a plan reads plan -> answer -> check -> plan -> answer)
+    order = (Role.WORKER, Role.VERIFIER, Role.THINKER)
+    actions = [(role, w) for role in order for w in range(len(pool_ids))]
 
     @functools.cache
     def value(turns_left: int, belief: float | None, pending: float, used: frozenset[int]):
@@ -154,6 +157,27 @@ def best_plan(
         tuple(Step(pool_ids[w], role) for role, w in steps),
         reward,
     )
+
+
+def random_routing_value(
+    pool_ids: Sequence[str], category: str | None, kind: str, max_turns: int
+) -> float:
+    """The exact expected reward of uniformly random (worker, role) choices at every turn
+    (the ``random`` baseline of an evaluation) for tasks of ``category``."""
+    params = _params(pool_ids, category, kind)
+    actions = [(role, w) for role in ROLES for w in range(len(pool_ids))]
+
+    @functools.cache
+    def value(turns_left: int, belief: float | None, pending: float, used: frozenset[int]):
+        if turns_left == 0:
+            return belief or 0.0
+        total = 0.0
+        for role, w in actions:
+            now, branches = _step(params, belief, pending, used, role, w)
+            total += now + sum(p * value(turns_left - 1, *state) for p, *state in branches)
+        return total / len(actions)
+
+    return value(max_turns, None, 1.0, _NONE)
 
 
 def plan_value(
