@@ -126,3 +126,82 @@ def test_unknown_workers_name_the_alternatives():
         build_pool(["sandbox:wizard"])
     with pytest.raises(ValueError, match="twice"):
         build_pool(["sandbox", "sandbox:coder"])
+
+
+# ----------------------------------------------------------------------------- the team
+
+
+def rate(worker_id, task, role, predicate, n=400, **kw):
+    return sum(predicate(call(worker_id, task, role, seed=s, **kw).text) for s in range(n)) / n
+
+
+def right(task):
+    return lambda text: grade(task, text).reward >= 1.0
+
+
+def test_team_is_its_own_pool_of_five_labelled_simulations():
+    pool = build_pool(["team"])
+    assert [w.id for w in pool] == [
+        "team:mathlete",
+        "team:scholar",
+        "team:coder",
+        "team:planner",
+        "team:checker",
+    ]
+    assert all(w.model.startswith("simulated/") for w in pool)
+    reply = call("team:planner", MATH, "thinker")
+    assert "simulated team:planner" in reply.text
+    with pytest.raises(ValueError, match="team:mathlete, team:scholar"):
+        build_pool(["team:wizard"])
+    with pytest.raises(ValueError, match="unknown sandbox worker 'sandbox:planner'"):
+        build_pool(["sandbox:planner"])  # each pool names only its own workers
+
+
+def test_team_specialists_solve_their_category_and_not_the_others():
+    assert rate("team:mathlete", MATH, "worker", right(MATH)) == pytest.approx(0.7, abs=0.06)
+    assert rate("team:mathlete", CHOICE, "worker", right(CHOICE)) == pytest.approx(0.2, abs=0.06)
+    assert rate("team:coder", CODE, "worker", right(CODE), n=120) == pytest.approx(0.7, abs=0.12)
+    assert rate("team:checker", CHOICE, "worker", right(CHOICE)) == pytest.approx(0.1, abs=0.05)
+
+
+def test_team_planner_guidance_removes_half_the_next_answers_error():
+    guided = rate("team:scholar", CHOICE, "worker", right(CHOICE), thinkers=["team:planner"])
+    assert guided == pytest.approx(0.85, abs=0.05)
+    # the same plan twice is one plan; another thinker's guidance still adds
+    twice = rate("team:scholar", CHOICE, "worker", right(CHOICE), thinkers=["team:planner"] * 2)
+    assert twice == pytest.approx(0.85, abs=0.05)
+    both = rate(
+        "team:scholar", CHOICE, "worker", right(CHOICE), thinkers=["team:planner", "team:coder"]
+    )
+    assert both == pytest.approx(0.865, abs=0.05)
+    # the sandbox's guidance compounds, as it always did
+    sandbox = rate("sandbox:coder", MATH, "worker", right(MATH), thinkers=["sandbox:mathlete"] * 2)
+    assert sandbox == pytest.approx(1 - 0.6 * (1 - THINK_GAIN * 0.85) ** 2, abs=0.05)
+
+
+def test_team_checker_catches_wrong_answers_and_passes_right_ones():
+    def revise(text):
+        return text.startswith("REVISE")
+
+    wrong = "The answer is \\boxed{41}."
+    rightly = "The answer is \\boxed{42}."
+    assert rate("team:checker", MATH, "verifier", revise, answer=wrong) == pytest.approx(
+        0.9, abs=0.05
+    )
+    assert rate("team:checker", MATH, "verifier", revise, answer=rightly) == pytest.approx(
+        0.05, abs=0.03
+    )
+    assert rate("team:mathlete", MATH, "verifier", revise, answer=wrong) == pytest.approx(
+        0.3, abs=0.06
+    )
+    assert rate("team:planner", MATH, "verifier", revise, answer=rightly) == pytest.approx(
+        0.1, abs=0.04
+    )
+
+
+def test_team_answers_are_graded_like_any_answer():
+    for task in (MATH, CHOICE, CODE):
+        texts = [call("team:scholar", task, "worker", seed=s).text for s in range(16)]
+        rewards = {grade(task, t).reward for t in texts}
+        assert rewards == {0.0, 1.0}, task.kind
+        assert all(t.startswith("[simulated team:scholar]") for t in texts)

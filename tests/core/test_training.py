@@ -228,10 +228,11 @@ def test_evaluation_against_single_workers_random_and_oracle(ws, tiny_backbone, 
         "single:sandbox:coder",
         "random",
         "oracle",
+        "multi-turn oracle",
     ]
     for s in result.report.systems:
         assert s.n == 9 and 0 <= s.ci_low <= s.accuracy <= s.ci_high <= 1
-    oracle = result.report.systems[-1]
+    oracle = result.report.systems[-2]
     assert oracle.accuracy >= max(s.accuracy for s in result.report.systems[1:4])
     assert oracle.avg_turns == 1.0 and result.report.systems[1].usage == {
         "sandbox:mathlete/worker": 9
@@ -242,7 +243,7 @@ def test_evaluation_against_single_workers_random_and_oracle(ws, tiny_backbone, 
         "evaluation.md",
     }
     with Store.open(ws) as store:
-        assert len(store.list_episodes(result.run_id)) == 6 * 9
+        assert len(store.list_episodes(result.run_id)) == 7 * 9
 
 
 @pytest.mark.parametrize("optimizer", ["random-search", "reinforce", "imitation"])

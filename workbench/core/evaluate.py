@@ -1,6 +1,7 @@
 """Test-split evaluation of a trained coordinator (argmax acting) against every single
-worker (one turn as Worker), random (worker, role) choices over K turns and, on the
-sandbox pool, the oracle (the known best worker per category).
+worker (one turn as Worker), random (worker, role) choices over K turns and, on a
+simulated pool, the oracle (the known best worker per category) and, when K > 1, the
+multi-turn oracle (the exact best plan per category, ``workbench.core.oracle``).
 
 Reports accuracy with 95% Wilson intervals, average turns, tokens and dollars per query
 and the model x role usage; writes JSON, CSV and Markdown.
@@ -21,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from workbench.core.oracle import PlanPolicy, oracle_plans
 from workbench.core.policies import FixedPolicy, Policy, RandomPolicy
 from workbench.core.protocol import EpisodeSettings, EpisodeTag, Prompts, run_episode
 from workbench.core.records import Episode
@@ -166,17 +168,25 @@ class EvaluationStopped(Exception):
     """An evaluation stopped by its ``StopToken`` before it ended; it has no report."""
 
 
-def baseline_names(worker_ids: Sequence[str]) -> list[str]:
+MULTI_TURN_ORACLE = "multi-turn oracle"
+
+
+def baseline_names(worker_ids: Sequence[str], max_turns: int = 1) -> list[str]:
     """The baselines ``evaluate`` can run for a pool, in report order: each single worker
-    (``single:<id>``), ``random`` and, on the sandbox pool only, ``oracle``."""
+    (``single:<id>``), ``random`` and, on a simulated pool only, ``oracle`` and (when
+    ``max_turns`` > 1) ``multi-turn oracle``."""
     names = [f"single:{wid}" for wid in worker_ids] + ["random"]
     if worker_ids and all(w in PROFILES_BY_ID for w in worker_ids):
         names.append("oracle")
+        if max_turns > 1:
+            names.append(MULTI_TURN_ORACLE)
     return names
 
 
-def _chosen_baselines(worker_ids: Sequence[str], baselines: bool | Collection[str]) -> list[str]:
-    available = baseline_names(worker_ids)
+def _chosen_baselines(
+    worker_ids: Sequence[str], baselines: bool | Collection[str], max_turns: int
+) -> list[str]:
+    available = baseline_names(worker_ids, max_turns)
     if isinstance(baselines, bool):
         return available if baselines else []
     unknown = sorted(set(baselines) - set(available))
@@ -235,7 +245,7 @@ async def evaluate(
     prompts = prompts or Prompts.load()
     L = len(pool)
     ids = [w.id for w in pool]
-    chosen = _chosen_baselines(ids, baselines)
+    chosen = _chosen_baselines(ids, baselines, max_turns)
     systems: list[tuple[str, str, Any, int]] = []  # name, kind, policy (or per-task factory), turns
     if coordinator is not None:
         systems.append((name, "coordinator", coordinator, max_turns))
@@ -248,6 +258,10 @@ async def evaluate(
         systems.append(("random", "random", RandomPolicy(L), max_turns))
     if "oracle" in chosen:
         systems.append(("oracle", "oracle", None, 1))
+    plans = {}
+    if MULTI_TURN_ORACLE in chosen:
+        plans = oracle_plans(ids, tasks, max_turns)
+        systems.append((MULTI_TURN_ORACLE, "oracle", plans, max_turns))
     gate = asyncio.Semaphore(concurrency)
     total, done = len(systems) * len(tasks), 0
 
@@ -255,6 +269,8 @@ async def evaluate(
         nonlocal done
         if policy is None:  # the oracle: the known best worker for this task's category
             policy = FixedPolicy(L, ids.index(oracle_worker(task.category, task.kind, ids)))
+        elif policy is plans:  # the multi-turn oracle: its category's plan, for this episode
+            policy = PlanPolicy(ids, plans[(task.category, task.kind)].steps)
         async with gate:
             if stop is not None and stop.stopped:
                 raise EvaluationStopped("the evaluation was stopped")

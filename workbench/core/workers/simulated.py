@@ -1,17 +1,25 @@
-"""The sandbox pool: a labelled SIMULATION of workers, for learning the tool at no cost
-and for comparing optimizers against a known optimum.
+"""The sandbox pools: labelled SIMULATIONS of workers, for learning the tool at no cost
+and for comparing optimizers against a known optimum (``workbench.core.oracle``).
 
-Each sandbox worker has a declared skill per task category. Its outcomes are drawn from
-those skills with a generator seeded by (seed, task id, transcript), so episodes are
-reproducible, and its text is synthetic (marked ``[sandbox:...]``). The coordinator's
-backbone still reads the real task text. Role effects:
+Two built-in pools: ``sandbox`` (three workers with complementary skills: one-turn
+routing by category is nearly all there is to learn) and ``team`` (specialists, a
+planner and a checker: delegation across roles and turns pays; see ``TEAM_PROFILES``).
+Each simulated worker declares, per task category, its solve skill, its catch rate as a
+Verifier and its guidance gain as a Thinker, plus a false-reject rate. Outcomes are drawn
+from those probabilities with a generator seeded by (seed, worker, task id, transcript),
+so episodes are reproducible, and the text is synthetic (marked as a simulation). The
+coordinator's backbone still reads the real task text. Role effects:
 
-- Worker: correct with probability ``skill[category]``, raised by earlier Thinker turns
-  since the last Worker answer: ``p + (1 - p) * THINK_GAIN * thinker_skill``.
-- Verifier: on a wrong latest answer says REVISE with probability ``skill[category]``
-  (its catch rate); on a right one says ACCEPT with probability ``1 - FALSE_REJECT``.
-- Thinker: synthetic guidance; its only effect is the boost above.
+- Worker: correct with probability ``1 - (1 - skill) * prod(1 - gain_t)`` over the Thinker
+  turns ``t`` since the last Worker answer (``solve_probability``); each answer is drawn
+  afresh, whatever came before.
+- Verifier: on a wrong latest answer says REVISE with probability ``catch``; on a right
+  one says REVISE with probability ``false_reject`` (``revise_probability``).
+- Thinker: synthetic guidance; its only effect is the gain above.
 
+The ``sandbox`` profiles keep their original definition: catch = skill, gain =
+``THINK_GAIN * skill``, false reject ``FALSE_REJECT``. Outcomes are pure functions of an
+explicit ``TurnContext`` (``simulate_turn``), which ``SimulatedWorker.complete`` fills in.
 It never stands in for a real worker in a claim about real models.
 """
 
@@ -23,6 +31,7 @@ import random
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from workbench.core.workers.base import (
     Completion,
@@ -39,21 +48,54 @@ FALSE_REJECT = 0.05
 UNKNOWN_SKILL = 0.3  # a category a profile does not list, or a non-sandbox thinker
 
 
+def _per_category(table: dict[str, float], category: str | None, kind: str, default: float):
+    if category is not None and category in table:
+        return table[category]
+    return table.get(kind, table.get("*", default))
+
+
 @dataclass(frozen=True)
 class SandboxProfile:
-    """A simulated worker: skill per category (kind or category name), price per
-    million tokens, and a fixed latency per call (0: instant)."""
+    """A simulated worker: solve skill per category (kind or category name; ``"*"``: any
+    other), price per million tokens, a fixed latency per call (0: instant) and its other
+    roles' parameters. ``catch`` (P(REVISE) on a wrong answer, per category) defaults to
+    the skill; ``gain`` (the share of the next answer's error a Thinker turn removes, per
+    category) defaults to ``THINK_GAIN * skill``; ``false_reject`` is P(REVISE) on a right
+    answer. ``prefix`` names the pool (``sandbox:<name>``, ``team:<name>``).
+    ``guidance_repeats``: whether a second Thinker turn of this worker before the same
+    answer helps again (the sandbox's rule) or adds nothing (the team's: the same plan
+    twice is one plan)."""
 
     name: str
     skill: dict[str, float] = field(hash=False)
     price_in: float = 0.0
     price_out: float = 0.0
     latency_s: float = 0.0
+    catch: dict[str, float] | None = field(default=None, hash=False)
+    gain: dict[str, float] | None = field(default=None, hash=False)
+    false_reject: float = FALSE_REJECT
+    prefix: str = "sandbox"
+    guidance_repeats: bool = True  # False: its Thinker turns count once per answer
+
+    @property
+    def id(self) -> str:
+        return f"{self.prefix}:{self.name}"
 
     def skill_for(self, category: str | None, kind: str) -> float:
-        if category is not None and category in self.skill:
-            return self.skill[category]
-        return self.skill.get(kind, UNKNOWN_SKILL)
+        """P(a right answer) as Worker, without guidance."""
+        return _per_category(self.skill, category, kind, UNKNOWN_SKILL)
+
+    def catch_for(self, category: str | None, kind: str) -> float:
+        """P(REVISE) as Verifier of a wrong answer."""
+        if self.catch is None:
+            return self.skill_for(category, kind)
+        return _per_category(self.catch, category, kind, UNKNOWN_SKILL)
+
+    def gain_for(self, category: str | None, kind: str) -> float:
+        """The share of the next Worker's error one Thinker turn of this worker removes."""
+        if self.gain is None:
+            return THINK_GAIN * self.skill_for(category, kind)
+        return _per_category(self.gain, category, kind, 0.0)
 
 
 # The built-in profile "sandbox": three workers with complementary skills.
@@ -62,11 +104,103 @@ SANDBOX_PROFILES: tuple[SandboxProfile, ...] = (
     SandboxProfile("scholar", {"math": 0.3, "choice": 0.85, "code": 0.3, "text": 0.7}, 0.5, 2.0),
     SandboxProfile("coder", {"math": 0.4, "choice": 0.3, "code": 0.85, "text": 0.3}, 2.0, 8.0),
 )
-PROFILES_BY_ID = {f"sandbox:{p.name}": p for p in SANDBOX_PROFILES}
+
+# The built-in profile "team" (frozen before any training experiment; designed from the
+# intent "delegation across roles pays", never tuned to a trained result). Categories are
+# the mixed suite's: math, choice, code ("*": anything else). The reasoning per parameter:
+# - Specialists (mathlete, scholar, coder) answer their own category right 70% of the time
+#   and any other 20%: routing by category matters, and no single worker is good overall.
+#   Alone they are mediocre checkers (catch 30%, false reject 10%) and weak planners
+#   (gain 0.1): a specialist is worth calling as Worker in its category only.
+# - planner: a poor solver (20%) whose plan removes half of the next answer's error
+#   (gain 0.5: a specialist goes from 70% to 85%). Thinking first pays, but only when the
+#   right specialist answers next.
+# - checker: solves almost nothing (10%) but catches 90% of wrong answers and rejects only
+#   5% of right ones: a Verifier turn makes a wrong answer visible (REVISE), so a retry
+#   pays, and an ACCEPT is trustworthy.
+# - A team member's guidance counts once per answer (guidance_repeats=False): the same plan
+#   twice is one plan. Under the sandbox's compounding rule the exact oracle's best team
+#   plan at K = 5 was four planner turns and one answer (0.981), no checking at all: a
+#   degenerate simulation, not the intended team.
+# With these, one turn at best reaches 70% (the right specialist), the best single worker
+# 37% over the three categories, and at K = 5 plan -> answer -> check -> plan -> answer
+# lifts the expected reward well above one-turn routing (workbench.core.oracle computes it).
+SPECIALIST_SKILL, OFF_SKILL = 0.7, 0.2
+
+
+def _specialist(name: str, category: str, price_in: float, price_out: float) -> SandboxProfile:
+    return SandboxProfile(
+        name,
+        {category: SPECIALIST_SKILL, "*": OFF_SKILL},
+        price_in,
+        price_out,
+        catch={"*": 0.3},
+        gain={"*": 0.1},
+        false_reject=0.1,
+        prefix="team",
+        guidance_repeats=False,
+    )
+
+
+TEAM_PROFILES: tuple[SandboxProfile, ...] = (
+    _specialist("mathlete", "math", 1.0, 4.0),
+    _specialist("scholar", "choice", 0.5, 2.0),
+    _specialist("coder", "code", 2.0, 8.0),
+    SandboxProfile(
+        "planner",
+        {"*": 0.2},
+        3.0,
+        12.0,
+        catch={"*": 0.3},
+        gain={"*": 0.5},
+        false_reject=0.1,
+        prefix="team",
+        guidance_repeats=False,
+    ),
+    SandboxProfile(
+        "checker",
+        {"*": 0.1},
+        1.0,
+        2.0,
+        catch={"*": 0.9},
+        gain={"*": 0.0},
+        false_reject=0.05,
+        prefix="team",
+        guidance_repeats=False,
+    ),
+)
+POOLS: dict[str, tuple[SandboxProfile, ...]] = {"sandbox": SANDBOX_PROFILES, "team": TEAM_PROFILES}
+PROFILES_BY_ID = {p.id: p for profiles in POOLS.values() for p in profiles}
+
+
+def solve_probability(
+    profile: SandboxProfile, category: str | None, kind: str, thinkers: Sequence[str]
+) -> float:
+    """P(a right answer) of ``profile`` as Worker after the Thinker turns ``thinkers``
+    (worker ids, since the last Worker answer); a non-simulated thinker counts as
+    ``UNKNOWN_SKILL`` of the old sandbox rule."""
+    p = profile.skill_for(category, kind)
+    seen: set[str] = set()
+    for thinker in thinkers:
+        guide = PROFILES_BY_ID.get(thinker)
+        if guide is not None and not guide.guidance_repeats and thinker in seen:
+            continue
+        seen.add(thinker)
+        gain = guide.gain_for(category, kind) if guide else THINK_GAIN * UNKNOWN_SKILL
+        p += (1 - p) * gain
+    return p
+
+
+def revise_probability(
+    profile: SandboxProfile, category: str | None, kind: str, answer_correct: bool
+) -> float:
+    """P(REVISE) of ``profile`` as Verifier of an answer that is right or wrong."""
+    return profile.false_reject if answer_correct else profile.catch_for(category, kind)
 
 
 def oracle_worker(category: str | None, kind: str, pool_ids: Sequence[str]) -> str:
-    """The known best sandbox worker of ``pool_ids`` for a category: the sandbox oracle."""
+    """The known best sandbox worker of ``pool_ids`` for a category as one-turn Worker:
+    the one-turn oracle (``workbench.core.oracle`` gives the multi-turn one)."""
     candidates = [w for w in pool_ids if w in PROFILES_BY_ID]
     if not candidates:
         raise ValueError("the oracle is defined only for pools with sandbox workers")
@@ -105,9 +239,59 @@ def _render_answer(task, answer: str) -> str:
     return f"Answer: {answer}"
 
 
+@dataclass(frozen=True)
+class TurnContext:
+    """What a simulated worker's outcome depends on: the task, the role asked for, the
+    latest Worker answer (None before any) and the Thinkers (worker ids) since it."""
+
+    task: Any
+    role: str
+    answer: str | None
+    thinkers: tuple[str, ...] = ()
+
+
+def simulate_turn(profile: SandboxProfile, ctx: TurnContext, rng: random.Random) -> str:
+    """The synthetic reply of ``profile`` in ``ctx``: a right or wrong answer (Worker), a
+    verdict (Verifier) or guidance (Thinker), drawn with ``rng``. A pure function: the same
+    profile, context and generator state give the same text."""
+    task = ctx.task
+    team = profile.prefix != "sandbox"
+    # the team's texts are as short as the labels allow (the coordinator reads them all);
+    # the sandbox's keep their original words, so its episodes replay unchanged
+    name = f"[simulated {profile.id}]" if team else f"[sandbox:{profile.name}]"
+    if ctx.role == "worker":
+        p = solve_probability(profile, task.category, task.kind, ctx.thinkers)
+        right = _right_answer(task)
+        if right is not None and rng.random() < p:
+            answer = _render_answer(task, right)
+        else:  # the same words as a right answer: only a Verifier (or a grader) can tell
+            answer = (
+                _broken_program(task)
+                if task.kind == "code"
+                else _render_answer(task, _wrong_answer(task, rng))
+            )
+        return f"{name}\n{answer}" if team else f"{name} Answer.\n{answer}"
+    if ctx.role == "verifier":
+        if ctx.answer is None:
+            verdict, why = "REVISE", "there is no answer to check yet"
+        else:
+            correct = _is_correct(task, ctx.answer)
+            revise = rng.random() < revise_probability(profile, task.category, task.kind, correct)
+            verdict, why = (
+                ("REVISE", "a step looks wrong") if revise else ("ACCEPT", "the answer holds up")
+            )
+        return f"{verdict}\n{name}" if team else f"{verdict}\n{name} {why}."
+    if team:
+        return f"{name} plan"
+    return (
+        f"{name} Plan: identify the {task.group} problem type, solve the "
+        "smallest case first, then check the result against the question."
+    )
+
+
 @register_provider("sandbox")
 class SimulatedWorker(Worker):
-    """One sandbox worker (see the module docstring: a labelled simulation)."""
+    """One simulated worker (see the module docstring: a labelled simulation)."""
 
     def __init__(self, worker_id: str, profile: SandboxProfile):
         super().__init__(worker_id, f"simulated/{profile.name}")
@@ -132,46 +316,8 @@ class SimulatedWorker(Worker):
             raise WorkerError(
                 self.id, "sandbox workers answer only inside an episode (run_episode)"
             )
-        task = ctx.task
-        rng = self._rng(seed, task.id, messages)
-        name = f"[sandbox:{self.profile.name}]"
-        p = self.profile.skill_for(task.category, task.kind)
-        if ctx.role == "worker":
-            for thinker in ctx.thinkers:
-                t_skill = (
-                    PROFILES_BY_ID[thinker].skill_for(task.category, task.kind)
-                    if thinker in PROFILES_BY_ID
-                    else UNKNOWN_SKILL
-                )
-                p += (1 - p) * THINK_GAIN * t_skill
-            right = _right_answer(task)
-            if right is not None and rng.random() < p:
-                text = f"{name} Answer.\n{_render_answer(task, right)}"
-            else:  # the same words as a right answer: only a Verifier (or a grader) can tell
-                wrong = (
-                    _broken_program(task)
-                    if task.kind == "code"
-                    else _render_answer(task, _wrong_answer(task, rng))
-                )
-                text = f"{name} Answer.\n{wrong}"
-        elif ctx.role == "verifier":
-            if ctx.answer is None:
-                verdict, why = "REVISE", "there is no answer to check yet"
-            else:
-                correct = _is_correct(task, ctx.answer)
-                if correct:
-                    ok = rng.random() >= FALSE_REJECT
-                else:
-                    ok = rng.random() >= p  # caught with probability p
-                verdict, why = (
-                    ("ACCEPT", "the answer holds up") if ok else ("REVISE", "a step looks wrong")
-                )
-            text = f"{verdict}\n{name} {why}."
-        else:
-            text = (
-                f"{name} Plan: identify the {task.group} problem type, solve the "
-                "smallest case first, then check the result against the question."
-            )
+        turn = TurnContext(ctx.task, ctx.role, ctx.answer, tuple(ctx.thinkers))
+        text = simulate_turn(self.profile, turn, self._rng(seed, ctx.task.id, messages))
         if self.profile.latency_s:
             await asyncio.sleep(self.profile.latency_s)
         tokens_in = sum(len(m["content"]) for m in messages) // 4 + 1
@@ -188,14 +334,17 @@ def _broken_program(task) -> str:
 
 
 def _resolve(worker_id: str) -> list[Worker]:
-    if worker_id == "sandbox":
-        return [SimulatedWorker(wid, p) for wid, p in PROFILES_BY_ID.items()]
-    if worker_id not in PROFILES_BY_ID:
+    prefix = worker_id.split(":", 1)[0]
+    profiles = POOLS[prefix]
+    if worker_id == prefix:
+        return [SimulatedWorker(p.id, p) for p in profiles]
+    if worker_id not in PROFILES_BY_ID or PROFILES_BY_ID[worker_id].prefix != prefix:
         raise ValueError(
-            f"unknown sandbox worker '{worker_id}': the sandbox pool has "
-            f"{', '.join(PROFILES_BY_ID)} (or 'sandbox' for all of them)"
+            f"unknown {prefix} worker '{worker_id}': the {prefix} pool has "
+            f"{', '.join(p.id for p in profiles)} (or '{prefix}' for all of them)"
         )
     return [SimulatedWorker(worker_id, PROFILES_BY_ID[worker_id])]
 
 
-register_builtin("sandbox", _resolve)
+for _pool in POOLS:
+    register_builtin(_pool, _resolve)

@@ -1,0 +1,376 @@
+"""Can the method learn multi-turn coordination on the simulated team? A fast, faithful
+harness with the trainer's own optimizers and search basis.
+
+    python tests/benchmarks/bench_multiturn.py [--pool team] [--turns 5] [--generations 20]
+        [--popsize 16] [--rollouts 8] [--sigma0 0.03] [--seeds 1] [--backbone offline]
+
+Episodes follow the protocol (``workbench.core.protocol``: stop at the first ACCEPT, a
+Verifier before any answer ends with reward 0, K turns) with the simulation's own
+probabilities (``solve_probability``, ``revise_probability``) and its own texts
+(``simulate_turn``): the coordinator reads ``render_transcript`` of real ``Turn``s through
+the REAL frozen backbone (SmolLM2-135M offline). The one liberty: a wrong answer's
+particular value is fixed per (task, worker), so a transcript is a function of (task,
+roles, workers, outcomes) and its feature is computed once (kept on disk in the user
+cache); a right answer is the task's. Candidates sample their (worker, role) like the
+trainer; fitness is the mean reward over the generation's rollout tasks (the same tasks
+for every candidate). The result (the optimizer's centre) acts by argmax, and its
+EXPECTED test reward is computed exactly by enumerating every outcome branch on each of
+the held-out test tasks (no sampling noise): mean over tasks with a 95% t-interval over
+tasks, next to the references on the same tasks: best single worker, uniform random
+routing over K turns (exact, by enumeration), one-turn oracle, multi-turn oracle.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pickle
+import random
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import platformdirs
+from workbench.core.evolution import CALIBRATION_TASKS, SearchBasis, make_optimizer
+
+from workbench.core.config import RunConfig
+from workbench.core.coordinator import Backbone, HeadConfig, _softmax
+from workbench.core.oracle import best_plan, expected_reward, random_routing_value
+from workbench.core.protocol import render_transcript
+from workbench.core.records import ROLES, Episode, Role, StopReason, Turn
+from workbench.core.runs import mean_ci
+from workbench.core.tasks.suites import load_suite
+from workbench.core.workers.simulated import (
+    POOLS,
+    PROFILES_BY_ID,
+    TurnContext,
+    revise_probability,
+    simulate_turn,
+    solve_probability,
+)
+
+THINKER, WORKER, VERIFIER = (ROLES.index(r) for r in (Role.THINKER, Role.WORKER, Role.VERIFIER))
+
+
+class _Forced(random.Random):
+    """A generator whose ``random()`` is fixed (0: the likely branch, 1-: the other), so
+    ``simulate_turn`` writes the text of a chosen outcome; its other draws (a wrong
+    answer's value) are seeded per (task, worker)."""
+
+    def __init__(self, seed: str, value: float):
+        super().__init__(seed)
+        self._value = value
+
+    def random(self) -> float:
+        return self._value
+
+
+class Sandbox:
+    """The pool's simulation, a transcript per history and the backbone's features."""
+
+    def __init__(self, pool: str, tasks: list, backbone: str):
+        self.pool = tuple(p.id for p in POOLS[pool])
+        self.tasks = tasks
+        self.backbone_name = backbone
+        self._backbone: Backbone | None = None
+        cache_dir = Path(platformdirs.user_cache_dir("trinity-workbench")) / "bench"
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        self.cache_path = cache_dir / f"multiturn-features-{backbone}.pkl"
+        self.features: dict[str, np.ndarray] = (
+            pickle.loads(self.cache_path.read_bytes()) if self.cache_path.is_file() else {}
+        )
+        self._texts: dict[tuple, str] = {}
+        self.forwarded = 0
+
+    def save(self) -> None:
+        self.cache_path.write_bytes(pickle.dumps(self.features))
+
+    def reply(self, task_index: int, worker: str, role: int, outcome: bool, thinkers) -> str:
+        """The simulation's text for a Worker answer right (``outcome``) or wrong, a
+        Verifier REVISE, or Thinker guidance."""
+        task = self.tasks[task_index]
+        # a Verifier's text only matters when it says REVISE (ACCEPT ends the episode): an
+        # empty answer is wrong, and random() = 0 is below any catch rate
+        answer = "" if role == VERIFIER else None
+        value = 0.0 if outcome or role == VERIFIER else 1.0 - 1e-12
+        ctx = TurnContext(task, str(ROLES[role]), answer, thinkers)
+        return simulate_turn(PROFILES_BY_ID[worker], ctx, _Forced(f"{task.id}|{worker}", value))
+
+    def transcript(self, task_index: int, history: tuple) -> str:
+        """``history``: ((worker index, role index, outcome), ...) of the turns so far."""
+        key = (task_index, history)
+        text = self._texts.get(key)
+        if text is None:
+            turns, thinkers = [], ()
+            for i, (w, r, outcome) in enumerate(history):
+                worker = self.pool[w]
+                body = self.reply(task_index, worker, r, outcome, thinkers)
+                turns.append(Turn(i, worker, ROLES[r], (), (), (), response=body))
+                thinkers = (*thinkers, worker) if r == THINKER else () if r == WORKER else thinkers
+            text = self._texts[key] = render_transcript(self.tasks[task_index], turns)
+        return text
+
+    def feature_rows(self, texts: list[str]) -> np.ndarray:
+        missing = list(dict.fromkeys(t for t in texts if t not in self.features))
+        if missing:
+            if self._backbone is None:
+                self._backbone = _backbone(self.backbone_name)
+            for start in range(0, len(missing), 64):
+                chunk = missing[start : start + 64]
+                for text, row in zip(chunk, self._backbone.features(chunk), strict=True):
+                    self.features[text] = row
+            self.forwarded += len(missing)
+        return np.stack([self.features[t] for t in texts])
+
+    # ----------------------------------------------------------------- the protocol
+
+    def step(self, task_index: int, history: tuple, w: int, r: int, thinkers: tuple, correct):
+        """The outcome branches of one action: [(probability, outcome, done, reward)]."""
+        task, worker = self.tasks[task_index], self.pool[w]
+        profile = PROFILES_BY_ID[worker]
+        if r == THINKER:
+            return [(1.0, True, False, 0.0)]
+        if r == WORKER:
+            p = solve_probability(profile, task.category, task.kind, thinkers)
+            return [(p, True, False, 0.0), (1 - p, False, False, 0.0)]
+        if correct is None:
+            return [(1.0, True, True, 0.0)]
+        revise = revise_probability(profile, task.category, task.kind, correct)
+        return [(1 - revise, True, True, float(correct)), (revise, True, False, 0.0)]
+
+
+def _backbone(name: str) -> Backbone:
+    if name == "tiny":  # the test suite's tiny random LM: for checking the harness only
+        sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+        from tests.conftest import build_tiny_lm
+
+        model, tokenizer = build_tiny_lm()
+        return Backbone("tiny", model=model, tokenizer=tokenizer)
+    return Backbone(name, "cpu")
+
+
+def _state(history: tuple, pool: tuple) -> tuple[tuple, bool | None]:
+    thinkers, correct = (), None
+    for w, r, outcome in history:
+        if r == THINKER:
+            thinkers = (*thinkers, pool[w])
+        elif r == WORKER:
+            thinkers, correct = (), outcome
+    return thinkers, correct
+
+
+def rollouts(sim: Sandbox, heads: list, seen, task_ids, turns: int, rng) -> list[list[Episode]]:
+    """Each head samples one episode per task of ``task_ids``; batched per turn."""
+    L = len(sim.pool)
+    live = [(h, j, t, ()) for h in range(len(heads)) for j, t in enumerate(task_ids)]
+    done: dict[tuple[int, int], tuple[float, list]] = {}
+    decisions: dict[tuple[int, int], list] = {}
+    for _ in range(turns):
+        if not live:
+            break
+        rows = seen(sim.feature_rows([sim.transcript(t, hist) for _, _, t, hist in live]))
+        nxt = []
+        for (h, j, t, hist), f in zip(live, rows, strict=True):
+            logits = heads[h] @ f
+            pw, pr = _softmax(logits[:L]), _softmax(logits[L:])
+            w, r = int(rng.choice(L, p=pw)), int(rng.choice(3, p=pr))
+            decisions.setdefault((h, j), []).append((w, r, pw, pr))
+            thinkers, correct = _state(hist, sim.pool)
+            branches = sim.step(t, hist, w, r, thinkers, correct)
+            pick = rng.choice(len(branches), p=[b[0] for b in branches])
+            _, outcome, ended, reward = branches[pick]
+            hist = (*hist, (w, r, outcome))
+            if ended:
+                done[(h, j)] = (reward, hist)
+            else:
+                nxt.append((h, j, t, hist))
+        live = nxt
+    for h, j, _t, hist in live:
+        done[(h, j)] = (float(bool(_state(hist, sim.pool)[1])), hist)
+    out = []
+    for h in range(len(heads)):
+        eps = []
+        for j, t in enumerate(task_ids):
+            reward, hist = done[(h, j)]
+            turns_ = tuple(
+                Turn(i, sim.pool[w], ROLES[r], tuple(pw), tuple(pr), ())
+                for i, (w, r, pw, pr) in enumerate(decisions[(h, j)])
+            )
+            eps.append(
+                Episode(
+                    f"{h}-{j}",
+                    "bench",
+                    sim.tasks[t].id,
+                    sim.pool,
+                    turns,
+                    turns_,
+                    None,
+                    reward,
+                    StopReason.MAX_TURNS,
+                )
+            )
+        out.append(eps)
+    return out
+
+
+def expected_test_reward(sim: Sandbox, weights: np.ndarray | None, task_ids, turns: int):
+    """Exact expected reward per task of the argmax policy (``weights`` on the raw
+    feature) or, with None, of uniform random (worker, role) choices."""
+    L = len(sim.pool)
+    value = np.zeros(len(task_ids))
+    frontier = [(j, t, (), 1.0) for j, t in enumerate(task_ids)]
+    for _ in range(turns):
+        if not frontier:
+            break
+        if weights is not None:
+            rows = sim.feature_rows([sim.transcript(t, h) for _, t, h, _ in frontier])
+            logits = rows @ weights.T
+            actions = [[(int(lg[:L].argmax()), int(lg[L:].argmax()), 1.0)] for lg in logits]
+        else:
+            uniform = [(w, r, 1.0 / (3 * L)) for w in range(L) for r in range(3)]
+            actions = [uniform] * len(frontier)
+        nxt = []
+        for (j, t, hist, prob), choices in zip(frontier, actions, strict=True):
+            thinkers, correct = _state(hist, sim.pool)
+            for w, r, q in choices:
+                for p, outcome, ended, reward in sim.step(t, hist, w, r, thinkers, correct):
+                    if p == 0:
+                        continue
+                    if ended:
+                        value[j] += prob * q * p * reward
+                    else:
+                        nxt.append((j, t, (*hist, (w, r, outcome)), prob * q * p))
+        frontier = nxt
+    for j, _t, hist, prob in frontier:
+        value[j] += prob * float(bool(_state(hist, sim.pool)[1]))
+    return value
+
+
+def policy_summary(sim: Sandbox, weights: np.ndarray, task_ids, turns: int) -> dict:
+    """The argmax policy's most likely path per category (every Verifier says REVISE)."""
+    L, out = len(sim.pool), {}
+    for t in task_ids:
+        cat = sim.tasks[t].category
+        if cat in out:
+            continue
+        hist, steps = (), []
+        for _ in range(turns):
+            lg = sim.feature_rows([sim.transcript(t, hist)])[0] @ weights.T
+            w, r = int(lg[:L].argmax()), int(lg[L:].argmax())
+            steps.append(f"{ROLES[r].value.capitalize()} {sim.pool[w]}")
+            if r == VERIFIER and _state(hist, sim.pool)[1] is None:
+                break
+            hist = (*hist, (w, r, True))
+        out[cat] = " -> ".join(steps)
+    return out
+
+
+def train(sim: Sandbox, args, seed: int, train_ids, test_ids, log) -> dict:
+    rng = np.random.default_rng(seed)
+    opening = sim.feature_rows([sim.transcript(t, ()) for t in train_ids[:CALIBRATION_TASKS]])
+    basis = SearchBasis.fit(opening) if args.basis == "balanced" else SearchBasis()
+    head = HeadConfig(len(sim.pool), opening.shape[1])
+    config = RunConfig.from_dict(
+        {
+            "run": {"seed": seed},
+            "optimizer": {
+                "name": args.optimizer,
+                "popsize": args.popsize,
+                "rollouts": args.rollouts,
+                "sigma0": args.sigma0,
+                "search_basis": args.basis,
+            },
+        }
+    )
+    tasks_by_id = {t.id: t for t in sim.tasks}
+    opt = make_optimizer(
+        config,
+        head.n_params,
+        head,
+        lambda texts: basis.features(sim.feature_rows(list(texts))),
+        tasks_by_id,
+    )
+    started = time.perf_counter()
+    curve = []
+    for g in range(args.generations):
+        proposals = opt.ask()
+        batch = rng.choice(train_ids, opt.rollouts)
+        heads = [p.vector.reshape(head.shape) for p in proposals]
+        episodes = rollouts(sim, heads, basis.features, batch, args.turns, rng)
+        fitness = [float(np.mean([e.reward for e in eps])) for eps in episodes]
+        opt.tell(proposals, fitness, episodes)
+        curve.append(float(np.mean(fitness)))
+        if (g + 1) % args.report_every == 0 or g + 1 == args.generations:
+            weights = basis.head(opt.center(), head.shape).reshape(head.shape)
+            test = expected_test_reward(sim, weights, test_ids, args.turns)
+            log(
+                f"  seed {seed} gen {g + 1}: train fitness {np.mean(curve[-args.report_every :]):.3f}, "
+                f"expected test {test.mean():.3f}  ({time.perf_counter() - started:.0f}s, "
+                f"{sim.forwarded} features computed)"
+            )
+            sim.save()
+    weights = basis.head(opt.center(), head.shape).reshape(head.shape)
+    test = expected_test_reward(sim, weights, test_ids, args.turns)
+    return {
+        "test": test,
+        "seconds": time.perf_counter() - started,
+        "policy": policy_summary(sim, weights, test_ids, args.turns),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--pool", default="team")
+    parser.add_argument("--suite", default="mixed")
+    parser.add_argument("--turns", type=int, default=5)
+    parser.add_argument("--generations", type=int, default=20)
+    parser.add_argument("--popsize", type=int, default=16)
+    parser.add_argument("--rollouts", type=int, default=8)
+    parser.add_argument("--sigma0", type=float, default=0.03)
+    parser.add_argument("--optimizer", default="sep-cma-es")
+    parser.add_argument("--basis", default="balanced")
+    parser.add_argument("--seeds", type=int, default=1)
+    parser.add_argument("--test", type=int, default=200)
+    parser.add_argument("--report-every", type=int, default=5)
+    parser.add_argument("--backbone", default="offline", help="offline (SmolLM2) or tiny")
+    args = parser.parse_args()
+    tasks = list(load_suite(args.suite).tasks)
+    sim = Sandbox(args.pool, tasks, args.backbone)
+    order = np.random.default_rng(12345).permutation(len(tasks))
+    test_ids, train_ids = order[: args.test], order[args.test :]
+    test_tasks = [tasks[t] for t in test_ids]
+    pool = sim.pool
+    single = max(
+        np.mean([PROFILES_BY_ID[w].skill_for(t.category, t.kind) for t in test_tasks]) for w in pool
+    )
+    one_turn = expected_reward(pool, test_tasks, 1)
+    oracle = expected_reward(pool, test_tasks, args.turns)
+    rand = np.mean([random_routing_value(pool, t.category, t.kind, args.turns) for t in test_tasks])
+    print(
+        f"{args.pool} pool, {args.suite}: {len(train_ids)} train / {len(test_ids)} test tasks, "
+        f"K = {args.turns}; {args.optimizer} ({args.basis} basis), population {args.popsize} x "
+        f"{args.rollouts} rollouts, sigma0 {args.sigma0}, {args.generations} generations, "
+        f"backbone {args.backbone}\nexpected test reward: best single worker {single:.3f}, "
+        f"random routing {rand:.3f}, one-turn oracle {one_turn:.3f}, multi-turn oracle {oracle:.3f}"
+    )
+    for c in ("math", "choice", "code"):
+        print("  oracle " + best_plan(pool, c, c, args.turns).describe())
+    results = []
+    for seed in range(args.seeds):
+        result = train(sim, args, seed, train_ids, test_ids, lambda s: print(s, flush=True))
+        results.append(result)
+        mean, low, high = mean_ci(list(result["test"]))
+        print(
+            f"seed {seed}: expected test reward {mean:.3f} [{low:.3f}, {high:.3f}] "
+            f"({mean / oracle:.0%} of the oracle) in {result['seconds']:.0f}s"
+        )
+        for cat, path in result["policy"].items():
+            print(f"  learned {cat}: {path}")
+    sim.save()
+    if len(results) > 1:
+        mean, low, high = mean_ci([r["test"].mean() for r in results])
+        print(f"over {len(results)} seeds: {mean:.3f} [{low:.3f}, {high:.3f}]")
+
+
+if __name__ == "__main__":
+    main()
