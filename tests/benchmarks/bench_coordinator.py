@@ -58,13 +58,14 @@ def config_dict(args, seed: int = 0) -> dict:
 def child_generation(args) -> dict:
     """One generation on whatever ``workbench`` is importable (this tree or the baseline);
     uses only APIs both have. Prints one JSON line."""
-    from workbench.core.evolution import CALIBRATION_TASKS, GenerationStats, task_splits
-
     from workbench.core.config import RunConfig
     from workbench.core.coordinator import Backbone
     from workbench.core.protocol import render_transcript
+    from workbench.core.records import GenerationStats
     from workbench.core.runs import train
     from workbench.core.tasks.suites import load_suite
+    from workbench.core.training.basis import CALIBRATION_TASKS
+    from workbench.core.training.trainer import task_splits
     from workbench.core.workspace import Workspace
 
     config = RunConfig.from_dict(config_dict(args))
@@ -106,11 +107,11 @@ def measure(args, backbone, ws, run_id, suite, tokens: int) -> dict:
 
     import numpy as np
     import torch
-    from workbench.core.evolution import best_vector
 
     from workbench.core.coordinator import Backbone, Head, HeadConfig, act, apply_heads
     from workbench.core.protocol import render_transcript
     from workbench.core.store import Store
+    from workbench.core.training.checkpoint import best_vector
 
     tasks = {t.id: t for t in suite.tasks}
     with Store.open(ws) as store:
@@ -200,12 +201,12 @@ def child_latency(args) -> None:
     """A generation with sandbox workers that answer after ``args.latency`` seconds."""
     import dataclasses
 
-    from workbench.core.evolution import GenerationStats, Trainer
-
     from workbench.core.config import RunConfig
     from workbench.core.coordinator import Backbone
+    from workbench.core.records import GenerationStats
     from workbench.core.store import Store
     from workbench.core.tasks.suites import load_suite
+    from workbench.core.training.trainer import Trainer
     from workbench.core.workers.simulated import SANDBOX_PROFILES, SimulatedWorker
     from workbench.core.workspace import Workspace
 

@@ -31,15 +31,16 @@ from pathlib import Path
 
 import numpy as np
 import platformdirs
-from workbench.core.evolution import CALIBRATION_TASKS, SearchBasis, make_optimizer
 
 from workbench.core.config import RunConfig
 from workbench.core.coordinator import Backbone, HeadConfig, _softmax
+from workbench.core.optimizers.make import make_optimizer
 from workbench.core.oracle import best_plan, expected_reward, random_routing_value
 from workbench.core.protocol import render_transcript
 from workbench.core.records import ROLES, Episode, Role, StopReason, Turn
 from workbench.core.runs import mean_ci
 from workbench.core.tasks.suites import load_suite
+from workbench.core.training.basis import CALIBRATION_TASKS, SearchBasis
 from workbench.core.workers.simulated import (
     POOLS,
     PROFILES_BY_ID,

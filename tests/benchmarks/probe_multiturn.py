@@ -17,9 +17,9 @@ import sys
 sys.path.insert(0, "tests/benchmarks")
 import numpy as np
 from bench_multiturn import THINKER, VERIFIER, WORKER, Sandbox
-from workbench.core.evolution import SearchBasis
 
 from workbench.core.tasks.suites import load_suite
+from workbench.core.training.basis import SearchBasis
 
 tasks = list(load_suite("mixed").tasks)
 sim = Sandbox("team", tasks, "offline")

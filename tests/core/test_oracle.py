@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from workbench.core.oracle import PlanPolicy, Step, best_plan, expected_reward, plan_value
-from workbench.core.protocol import Prompts, run_episode
+from workbench.core.protocol import EpisodeSettings, Prompts, run_episode
 from workbench.core.records import ROLES, Role
 from workbench.core.tasks.generated import mixed_suite
-from workbench.core.workers.base import build_pool
+from workbench.core.workers.pool import build_pool
 from workbench.core.workers.simulated import POOLS, PROFILES_BY_ID, oracle_worker
 
 SANDBOX = [p.id for p in POOLS["sandbox"]]
@@ -81,9 +81,8 @@ def _monte_carlo(pool_ids, tasks, max_turns, repeats):
                         PlanPolicy(pool_ids, plans[t.category].steps),
                         pool,
                         t,
-                        max_turns=max_turns,
+                        EpisodeSettings(max_turns=max_turns, prompts=prompts),
                         seed=1000 * r + j,
-                        prompts=prompts,
                     )
                     for j, t in enumerate(tasks)
                 )
@@ -144,8 +143,8 @@ def test_evaluate_reports_the_multi_turn_oracle_next_to_the_one_turn_one():
 
 
 def test_random_routing_value_matches_the_random_baseline_on_the_real_protocol():
-    from workbench.core.evaluate import RandomPolicy
     from workbench.core.oracle import random_routing_value
+    from workbench.core.policies import RandomPolicy
 
     tasks = [t for t in mixed_suite().tasks if t.category != "code"][::5]
     pool = build_pool(TEAM)
@@ -157,7 +156,7 @@ def test_random_routing_value_matches_the_random_baseline_on_the_real_protocol()
                     RandomPolicy(len(TEAM)),
                     pool,
                     t,
-                    max_turns=3,
+                    EpisodeSettings(max_turns=3),
                     rng=np.random.default_rng([r, j]),
                     seed=1000 * r + j,
                 )

@@ -133,13 +133,17 @@ def best_plan(
     actions = [(role, w) for role in order for w in range(len(pool_ids))]
 
     @functools.cache
-    def value(turns_left: int, belief: float | None, pending: float, used: frozenset[int]):
+    def value(
+        turns_left: int, belief: float | None, pending: float, used: frozenset[int]
+    ) -> tuple[float, tuple[tuple[Role, int], ...]]:
         if turns_left == 0:
             return (belief or 0.0), ()
-        best, best_steps = -1.0, ()
+        best_steps: tuple[tuple[Role, int], ...] = ()
+        best = -1.0
         for role, w in actions:
             now, branches = _step(params, belief, pending, used, role, w)
-            total, tail = now, ()
+            total = now
+            tail: tuple[tuple[Role, int], ...] = ()
             for prob, *state in branches:
                 v, tail = value(turns_left - 1, *state)
                 total += prob * v
