@@ -65,6 +65,49 @@ def effective_status(record: Any) -> str:
     return status
 
 
+RESUMABLE = ("stopped", "interrupted", "failed")
+
+
+def can_resume(status: str) -> bool:
+    """Whether a training run in ``status`` (as ``effective_status`` reads it) can be
+    resumed from its checkpoint: stopped, interrupted and failed runs can."""
+    return status in RESUMABLE
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One training run as a runs list shows it: the status is the effective one."""
+
+    id: str
+    name: str
+    status: str
+    stop_reason: str
+    generations: int | None
+
+    @property
+    def resumable(self) -> bool:
+        return can_resume(self.status)
+
+
+def list_runs(workspace: Workspace) -> list[RunSummary]:
+    """The workspace's training runs, newest first, with their effective status."""
+    with Store.open(workspace) as store:
+        runs = store.list_runs(kind="train")
+    summaries = []
+    for r in reversed(runs):
+        generations = (r.result or {}).get("generations")
+        summaries.append(
+            RunSummary(
+                r.id,
+                r.name,
+                effective_status(r),
+                r.stop_reason or "",
+                None if generations is None else int(generations),
+            )
+        )
+    return summaries
+
+
 def cache_policy(config: RunConfig) -> str:
     """``auto`` means read-write at temperature 0 (replies are then repeatable), else off."""
     if config.cache.policy != "auto":

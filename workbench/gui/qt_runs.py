@@ -21,7 +21,7 @@ import numpy as np
 from workbench.core.config import CHOICES, RunConfig
 from workbench.core.evolution import GenerationStats, RunFailed, RunFinished, RunStarted
 from workbench.core.records import ROLES
-from workbench.core.runs import effective_status
+from workbench.core.runs import RunSummary, effective_status, list_runs
 from workbench.core.store import Store
 from workbench.core.workspace import Workspace, resources_dir
 from workbench.gui import background
@@ -51,6 +51,7 @@ from workbench.gui.qt import (
     QTimer,
     QVBoxLayout,
     QWidget,
+    Signal,
     pg,
     read_only_table,
 )
@@ -59,7 +60,6 @@ from workbench.gui.run_thread import RunThread
 log = logging.getLogger(__name__)
 
 SANDBOX_EXAMPLE = resources_dir() / "examples" / "sandbox.toml"
-RESUMABLE = ("stopped", "interrupted", "failed")
 REDRAW_MS = 200
 
 
@@ -281,6 +281,7 @@ class QtRuns(QWidget):
     """The Runs page over a workspace; runs train in a child process (``RunThread``)."""
 
     CURVES = ("best", "mean", "median", "worst")
+    runs_listed = Signal(int)  # after each runs-list read: how many runs there are
 
     def __init__(self, workspace: Workspace, *, parent: QWidget | None = None):
         super().__init__(parent)
@@ -295,6 +296,8 @@ class QtRuns(QWidget):
         self._refreshing = False
         self._refresh_again = False
         self.opened: str | None = None  # the run whose stored plots are shown
+        self.runs: dict[str, RunSummary] = {}  # the listed runs, as core summarised them
+        self._listed = False  # the first listing opens the latest run
         self.x = Series()
         self.series = {name: Series() for name in (*self.CURVES, "sigma")}
         self.validation_x = Series()
@@ -695,7 +698,7 @@ class QtRuns(QWidget):
         background.start(
             self,
             "runs list",
-            lambda: _read_runs(self.workspace),
+            lambda: list_runs(self.workspace),
             self._on_runs,
             self._on_runs_failed,
         )
@@ -704,21 +707,31 @@ class QtRuns(QWidget):
         self._refreshing = False
         self.show_error(f"Cannot read the runs of workspace {self.workspace.root}: {exc}")
 
-    def _on_runs(self, _context: Any, runs: list[tuple[str, str, str, str, str]]) -> None:
+    def _on_runs(self, _context: Any, runs: list[RunSummary]) -> None:
         self._refreshing = False
         if self._refresh_again:
             self._refresh_again = False
             self.refresh_runs()
         selected = self.selected_run_id()
+        self.runs = {run.id: run for run in runs}
         self.runs_table.setRowCount(len(runs))
-        for row, (run_id, *cells) in enumerate(runs):
-            for col, text in enumerate((run_id[:8], *cells)):
+        for row, run in enumerate(runs):
+            generations = "" if run.generations is None else str(run.generations)
+            cells = (run.id[:8], run.name, run.status, run.stop_reason, generations)
+            for col, text in enumerate(cells):
                 item = QTableWidgetItem(text)
-                item.setData(Qt.ItemDataRole.UserRole, run_id)
+                item.setData(Qt.ItemDataRole.UserRole, run.id)
                 self.runs_table.setItem(row, col, item)
-            if run_id == selected:
+            if run.id == selected:
                 self.runs_table.selectRow(row)
+        first_listing = not self._listed
+        self._listed = True
+        if first_listing and runs and selected is None and not self.running:
+            # a newcomer's first look after training: the latest run with its plots
+            self.runs_table.selectRow(0)
+            self.open_selected()
         self._update_buttons()
+        self.runs_listed.emit(len(runs))
 
     def row_of(self, run_id: str) -> int | None:
         for row in range(self.runs_table.rowCount()):
@@ -727,8 +740,9 @@ class QtRuns(QWidget):
         return None
 
     def status_of(self, run_id: str) -> str | None:
-        row = self.row_of(run_id)
-        return None if row is None else self.runs_table.item(row, 2).text()
+        """The run's effective status as core read it (never a table cell's text)."""
+        run = self.runs.get(run_id)
+        return None if run is None else run.status
 
     def select_run(self, run_id: str) -> None:
         row = self.row_of(run_id)
@@ -740,7 +754,8 @@ class QtRuns(QWidget):
         return items[0].data(Qt.ItemDataRole.UserRole) if items else None
 
     def can_resume(self, run_id: str) -> bool:
-        return self.status_of(run_id) in RESUMABLE
+        run = self.runs.get(run_id)
+        return run is not None and run.resumable
 
     def open_selected(self) -> None:
         """Show a stored run's plots, read from the store in the background."""
@@ -818,22 +833,6 @@ class QtRuns(QWidget):
 
     def log(self, line: str) -> None:
         self.log_view.appendPlainText(time.strftime("%H:%M:%S ") + line)
-
-
-def _read_runs(workspace: Workspace) -> list[tuple[str, str, str, str, str]]:
-    """The runs list's rows, newest first: id, name, status, stop reason, generations."""
-    with Store.open(workspace) as store:
-        runs = store.list_runs(kind="train")
-    return [
-        (
-            r.id,
-            r.name,
-            effective_status(r),
-            r.stop_reason or "",
-            str((r.result or {}).get("generations", "")),
-        )
-        for r in reversed(runs)
-    ]
 
 
 def _read_run(workspace: Workspace, run_id: str) -> tuple[Any, list[dict[str, Any]]]:
