@@ -8,6 +8,7 @@ response cache, store) and hand events to listeners.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import math
 import statistics
@@ -26,6 +27,7 @@ from workbench.core.evolution import (
     coordinator_from_vector,
     task_splits,
 )
+from workbench.core.spend import spend_kind
 from workbench.core.store import Store
 from workbench.core.tasks.suites import load_suite
 from workbench.core.workers.base import Worker, build_pool, describe_pool
@@ -361,6 +363,7 @@ def evaluate_run(
                 eval_id, "failed", stop_reason="error", error=f"{type(exc).__name__}: {exc}"
             )
             raise
+        report = dataclasses.replace(report, spend=spend_kind(source.pool))
         store.add_episodes(episodes)
         store.set_run_status(
             eval_id, "finished", stop_reason="done", result={"report": report.to_json()}
