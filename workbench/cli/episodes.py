@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
 
@@ -66,53 +65,27 @@ def print_episode(episode, file=None) -> None:
 
 
 def cmd_run_episode(args) -> int:
-    import numpy as np
-
-    from workbench.core.coordinator import Backbone, Coordinator
-    from workbench.core.protocol import Prompts, run_episode
-    from workbench.core.store import Store
-    from workbench.core.tasks.suites import load_suite
-    from workbench.core.workers.base import build_pool
+    from workbench.core.protocol import Prompts
+    from workbench.core.runs import run_one_episode
 
     ws = workspace(args)
-    suite = load_suite(args.suite, ws)
-    task = suite.get(args.task)
-    from workbench.core.workers.http import open_client
-
-    client = open_client()
-    pool = build_pool([p for p in args.pool.split(",") if p.strip()], client=client)
     prompts = Prompts.load(args.prompts)
     if not args.json:
         print(f"loading backbone '{args.backbone}' ...", file=sys.stderr)
-    backbone = Backbone(args.backbone, device=args.device)
-    try:
-        coordinator = Coordinator.untrained(backbone, len(pool), seed=args.seed)
-        rng = np.random.default_rng(args.seed) if args.acting == "sample" else None
-
-        async def go():
-            try:
-                return await run_episode(
-                    coordinator,
-                    pool,
-                    task,
-                    suite=suite.name,
-                    max_turns=args.max_turns,
-                    rng=rng,
-                    seed=args.seed,
-                    max_tokens=args.max_tokens,
-                    temperature=args.temperature,
-                    prompts=prompts,
-                )
-            finally:
-                for worker in pool:
-                    await worker.aclose()
-                await client.aclose()
-
-        episode = asyncio.run(go())
-    finally:
-        backbone.close()
-    with Store.open(ws) as store:
-        store.add_episode(episode)
+    episode = run_one_episode(
+        ws,
+        suite=args.suite,
+        task_id=args.task,
+        pool=[p for p in args.pool.split(",") if p.strip()],
+        backbone_source=args.backbone,
+        device=args.device,
+        seed=args.seed,
+        acting=args.acting,
+        max_turns=args.max_turns,
+        max_tokens=args.max_tokens,
+        temperature=args.temperature,
+        prompts=prompts,
+    )
     if args.json:
         print_json(episode.to_dict())
     else:

@@ -154,6 +154,62 @@ def open_pool(config: RunConfig, store: Store) -> PoolSession:
     return PoolSession(pool, cache, client)
 
 
+def run_one_episode(
+    workspace: Workspace,
+    *,
+    suite: str,
+    task_id: str,
+    pool: Sequence[str],
+    backbone_source: str = "offline",
+    device: str = "auto",
+    seed: int = 0,
+    acting: str = "argmax",
+    max_turns: int = 5,
+    max_tokens: int = 1024,
+    temperature: float = 0.1,
+    prompts: Any = None,
+    backbone: Backbone | None = None,
+) -> Any:
+    """Run one episode of task ``task_id`` of ``suite`` with an untrained coordinator over
+    ``pool`` (worker ids), store it in the workspace and return it (an ``Episode``): what
+    ``trinity-workbench run-episode`` and the self-test do. ``acting`` is ``argmax`` or
+    ``sample`` (seeded by ``seed``); a backbone loaded here is closed afterwards."""
+    import numpy as np
+
+    from workbench.core.coordinator import Coordinator
+    from workbench.core.protocol import run_episode
+    from workbench.core.workers.http import open_client
+
+    task_suite = load_suite(suite, workspace)
+    task = task_suite.get(task_id)
+    client = open_client()
+    session = PoolSession(build_pool(list(pool), client=client), None, client)
+    owned = backbone is None
+    backbone = backbone or Backbone(backbone_source, device=device)
+    try:
+        coordinator = Coordinator.untrained(backbone, len(session.pool), seed=seed)
+        episode = session.run(
+            run_episode(
+                coordinator,
+                session.pool,
+                task,
+                suite=task_suite.name,
+                max_turns=max_turns,
+                rng=np.random.default_rng(seed) if acting == "sample" else None,
+                seed=seed,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                prompts=prompts,
+            )
+        )
+    finally:
+        if owned:
+            backbone.close()
+    with Store.open(workspace) as store:
+        store.add_episode(episode)
+    return episode
+
+
 def _check_resume_config(stored: RunConfig, given: RunConfig | None) -> RunConfig:
     """Resuming uses the stored config; only the budget may change (to extend a run)."""
     if given is None:
