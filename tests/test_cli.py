@@ -185,6 +185,7 @@ def test_run_episode_json_is_stored_and_exportable(tmp_path, suite_file):
     )
     table = cli("episodes", "show", record["id"][:8], workspace=ws, check=True).stdout
     assert "p(worker)" in table and f"episode id: {record['id']}" in table
+    assert f"cost: ${sum(t['cost'] for t in record['turns']):.6f} (simulated)" in table
 
 
 def test_run_episode_bad_input_is_a_clear_error(tmp_path, suite_file):

@@ -66,7 +66,10 @@ def test_evaluating_a_run_shows_cores_figures_and_exports_them(
 
     expected = evaluate_run(gui_workspace, run=trained_run, backbone=tiny_backbone).report
     assert [s.name for s in expected.systems] == SYSTEMS
-    assert page.table_rows() == [result_cells(s) for s in expected.systems]
+    assert page.table_rows() == [result_cells(s, "simulated") for s in expected.systems]
+    # a sandbox pool's dollars are simulated, and every place that shows them says so
+    assert expected.spend == "simulated"
+    assert all(row[5].endswith(" (simulated)") for row in page.table_rows())
     assert page.report.systems == expected.systems
     # the chart: one bar per system at the accuracy, error bars spanning the 95% interval
     bars = page.bars.opts
@@ -106,6 +109,8 @@ def test_evaluating_a_run_shows_cores_figures_and_exports_them(
     )
     for name in SYSTEMS:
         assert f"| {name} |" in md.read_text()
+    assert "| $ / query (simulated) |" in md.read_text()
+    assert {r["spend"] for r in rows} == {"simulated"}
 
 
 def test_fewer_baselines_and_a_coordinator_file(

@@ -47,6 +47,7 @@ def test_replay_page_shows_the_stored_decisions(qtbot, trained, tmp_path):
         assert episode.pool[page.worker_bars.chosen] == turn.worker
         assert page.role_bars.probs == turn.role_probs
         assert str(turn.role) in page.meta.text() and turn.worker in page.meta.text()
+        assert f"cost ${turn.cost:.6f} (simulated)" in page.meta.text()  # sandbox dollars
         assert page.response.toPlainText() == (turn.response or turn.error or "")
         qtbot.keyClick(page, Qt.Key.Key_Right)
     assert page.replay.at_end and "final answer" in page.outcome.toPlainText()
@@ -81,4 +82,55 @@ def test_filters_narrow_the_episode_list(qtbot, trained):
     page.task_filter.setText("no-such-task")
     page.task_filter.editingFinished.emit()
     assert settled() == 0
+    page.shutdown()
+
+
+def test_the_timeline_lists_every_turn_and_a_click_jumps_to_it(qtbot, trained):
+    from workbench.core.records import ROLES
+    from workbench.gui.qt import Qt
+    from workbench.gui.qt_replay import TIMELINE, QtReplay
+
+    ws, run_id = trained
+    page = QtReplay(ws)
+    qtbot.addWidget(page)
+    qtbot.waitUntil(lambda: page.runs.findData(run_id) >= 0)
+    page.runs.setCurrentIndex(page.runs.findData(run_id))
+    qtbot.waitUntil(lambda: not page.loading and page.episodes.count() > 0)
+    with Store.open(ws) as store:
+        ids = [
+            page.episodes.item(i).data(Qt.ItemDataRole.UserRole)
+            for i in range(page.episodes.count())
+        ]
+        episode = max((store.get_episode(i) for i in ids), key=lambda e: len(e.turns))
+    assert len(episode.turns) >= 2  # something to jump between
+    page.open_episode(episode.id)
+    qtbot.waitUntil(lambda: page.replay is not None and page.replay.episode.id == episode.id)
+
+    table = page.timeline
+    headers = [table.horizontalHeaderItem(c).text() for c in range(table.columnCount())]
+    assert tuple(headers) == TIMELINE
+    assert table.rowCount() == len(episode.turns)
+    for row, turn in enumerate(episode.turns):
+        cells = {h: table.item(row, c).text() for c, h in enumerate(headers)}
+        assert cells["Turn"] == str(row + 1)
+        assert cells["Role"] == str(turn.role) and cells["Worker"] == turn.worker
+        chosen = turn.worker_probs[episode.pool.index(turn.worker)]
+        assert cells["p(worker)"] == f"{chosen:.2f}"
+        role_p = turn.role_probs[[str(r) for r in ROLES].index(str(turn.role))]
+        assert cells["p(role)"] == f"{role_p:.2f}"
+        assert cells["Tokens in/out"] == f"{turn.tokens_in}/{turn.tokens_out}"
+        assert cells["Cost"] == f"${turn.cost:.6f} (simulated)"
+        if turn.verdict and turn.verdict_parsed:
+            assert cells["Verdict"] == str(turn.verdict)
+    assert table.selectionModel().selectedRows()[0].row() == 0
+
+    # a click on the last turn's row shows that turn; stepping moves the selection back
+    last = len(episode.turns) - 1
+    rect = table.visualItemRect(table.item(last, 1))
+    qtbot.mouseClick(table.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+    assert page.replay.index == last and page.slider.value() == last
+    assert page.position.text() == f"turn {last + 1} / {last + 1}"
+    assert "final answer" in page.outcome.toPlainText()
+    qtbot.keyClick(page, Qt.Key.Key_Left)
+    assert table.selectionModel().selectedRows()[0].row() == last - 1
     page.shutdown()

@@ -58,6 +58,7 @@ def test_a_short_run_fills_the_plots_and_ends_finished(
     image = page.heatmap.image
     assert image.shape[1] == 3 and image.shape[0] % 3 == 0 and image.sum() > 0
     assert page.progress.value() == 3 and page.status_label.text() == "finished"
+    assert "(simulated)" in page.spend_label.text()  # a sandbox pool's dollars
     run_id = finished.args[0].run_id
     qtbot.waitUntil(lambda: page.status_of(run_id) == "finished", timeout=10_000)
     assert not page.can_resume(run_id)

@@ -11,6 +11,7 @@ from workbench.cli.common import UserError, one_line, print_json, table, workspa
 def print_episode(episode, file=None) -> None:
     """The turn table of an episode, then its outcome."""
     from workbench.core.records import ROLES
+    from workbench.core.spend import dollars, spend_kind
 
     out = file or sys.stdout
     rows = []
@@ -52,7 +53,8 @@ def print_episode(episode, file=None) -> None:
     )
     print(file=out)
     print(
-        f"stop: {episode.stop_reason}   reward: {episode.reward:g}   cost: ${episode.cost:.6f}",
+        f"stop: {episode.stop_reason}   reward: {episode.reward:g}   "
+        f"cost: {dollars(episode.cost, spend_kind(episode.pool), 6)}",
         file=out,
     )
     print(f"answer: {one_line(episode.answer or '(none)', 200)}", file=out)

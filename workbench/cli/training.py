@@ -19,8 +19,10 @@ class Progress:
         self.total = 0
         self.first = 0
         self.tty = self.stream.isatty()
+        self.workers: set[str] = set()  # the workers called so far: is the spend simulated?
 
     def __call__(self, event) -> None:
+        from workbench.core.spend import dollars, spend_kind
         from workbench.core.training.events import (
             GenerationStats,
             RunFailed,
@@ -49,9 +51,11 @@ class Progress:
             width = 24
             filled = int(width * done / max(1, self.total))
             val = f"  val {event.validation:.3f}" if event.validation is not None else ""
+            self.workers.update(key.rpartition("/")[0] for key in event.usage)
+            spend = dollars(event.totals["dollars"], spend_kind(self.workers))
             line = (
                 f"[{'#' * filled}{'.' * (width - filled)}] gen {done}/{self.total}  best {event.best:.3f}  "
-                f"mean {event.mean:.3f}{val}  sigma {event.sigma:.4f}  ${event.totals['dollars']:.4f}  "
+                f"mean {event.mean:.3f}{val}  sigma {event.sigma:.4f}  {spend}  "
                 f"calls {int(event.totals['calls'])}  coordinator {event.coordinator_s:.1f}s/"
                 f"{event.wall_s:.1f}s ({event.tokens_forwarded} tok, {event.batches} batches of "
                 f"{event.mean_batch:.1f})  ETA {eta:5.0f}s"
@@ -247,6 +251,7 @@ def cmd_eval(args) -> int:
                     "avg_turns": s.avg_turns,
                     "avg_tokens": s.avg_tokens,
                     "avg_cost": s.avg_cost,
+                    "spend": report.spend or "real",
                     "usage": s.usage,
                 }
                 for s in report.systems

@@ -65,12 +65,19 @@ class Report:
     suite: str
     split: str
     systems: tuple[SystemResult, ...]
+    spend: str = ""  # "simulated" (a sandbox pool), "partly simulated" or "" (real dollars)
+
+    @property
+    def cost_header(self) -> str:
+        """The dollars-per-query column's title, labelled when the dollars are simulated."""
+        return f"$ / query ({self.spend})" if self.spend else "$ / query"
 
     def to_json(self) -> str:
         return json.dumps(
             {
                 "suite": self.suite,
                 "split": self.split,
+                "spend": self.spend or "real",
                 "systems": [asdict(s) for s in self.systems],
             },
             indent=2,
@@ -90,6 +97,7 @@ class Report:
                 "avg_turns",
                 "avg_tokens",
                 "avg_cost",
+                "spend",
             ]
         )
         for s in self.systems:
@@ -104,6 +112,7 @@ class Report:
                     f"{s.avg_turns:.2f}",
                     f"{s.avg_tokens:.1f}",
                     f"{s.avg_cost:.6f}",
+                    self.spend or "real",
                 ]
             )
         return out.getvalue()
@@ -112,7 +121,7 @@ class Report:
         lines = [
             f"Evaluation on `{self.suite}` ({self.split} split, {self.systems[0].n if self.systems else 0} tasks)",
             "",
-            "| system | accuracy | 95% CI | turns | tokens | $ / query |",
+            f"| system | accuracy | 95% CI | turns | tokens | {self.cost_header} |",
             "|---|---|---|---|---|---|",
         ]
         for s in self.systems:
@@ -123,7 +132,7 @@ class Report:
         return "\n".join(lines) + "\n"
 
     def table(self) -> str:
-        rows = [("system", "accuracy", "95% CI", "turns", "tokens", "$/query")]
+        rows = [("system", "accuracy", "95% CI", "turns", "tokens", self.cost_header)]
         for s in self.systems:
             rows.append(
                 (

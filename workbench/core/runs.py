@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import math
 import statistics
@@ -25,6 +26,7 @@ from typing import Any
 from workbench.core.config import ConfigError, RunConfig
 from workbench.core.coordinator import Backbone
 from workbench.core.records import Episode
+from workbench.core.spend import spend_kind
 from workbench.core.store import RunRecord, Store, StoreError
 from workbench.core.tasks.suites import load_suite
 from workbench.core.training.checkpoint import best_vector
@@ -103,6 +105,49 @@ def run_lock(workspace: Workspace, run_id: str, store: Store | None = None) -> I
         yield
     finally:
         lock.release()
+
+
+RESUMABLE = ("stopped", "interrupted", "failed")
+
+
+def can_resume(status: str) -> bool:
+    """Whether a training run in ``status`` (as ``effective_status`` reads it) can be
+    resumed from its checkpoint: stopped, interrupted and failed runs can."""
+    return status in RESUMABLE
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One training run as a runs list shows it: the status is the effective one."""
+
+    id: str
+    name: str
+    status: str
+    stop_reason: str
+    generations: int | None
+
+    @property
+    def resumable(self) -> bool:
+        return can_resume(self.status)
+
+
+def list_runs(workspace: Workspace) -> list[RunSummary]:
+    """The workspace's training runs, newest first, with their effective status."""
+    with Store.open(workspace) as store:
+        runs = store.list_runs(kind="train")
+    summaries = []
+    for r in reversed(runs):
+        generations = (r.result or {}).get("generations")
+        summaries.append(
+            RunSummary(
+                r.id,
+                r.name,
+                effective_status(r),
+                r.stop_reason or "",
+                None if generations is None else int(generations),
+            )
+        )
+    return summaries
 
 
 def cache_policy(config: RunConfig) -> str:
@@ -444,6 +489,7 @@ def evaluate_run(
                 eval_id, "failed", stop_reason="error", error=f"{type(exc).__name__}: {exc}"
             )
             raise
+        report = dataclasses.replace(report, spend=spend_kind(source.pool))
         store.add_episodes(episodes)
         store.set_run_status(
             eval_id, "finished", stop_reason="done", result={"report": report.to_json()}

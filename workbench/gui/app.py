@@ -143,6 +143,10 @@ class MainWindow(QMainWindow):
             self.stack.addWidget(page)
         self.nav.currentRowChanged.connect(self.stack.setCurrentIndex)
         self.nav.setCurrentRow(0)
+        self._runs_listed = False
+        runs_page = self.pages.get("Runs")
+        if runs_page is not None and hasattr(runs_page, "runs_listed"):
+            runs_page.runs_listed.connect(self._open_on_runs)
         central = QWidget()
         layout = QHBoxLayout(central)
         layout.addWidget(self.nav)
@@ -157,6 +161,13 @@ class MainWindow(QMainWindow):
             action = QAction(text, self)
             action.triggered.connect(slot)
             help_menu.addAction(action)
+
+    def _open_on_runs(self, count: int) -> None:
+        """On the first runs-list read, show the Runs page (which opens the latest run) if
+        there are runs and the user has not moved yet; with none, Workers stays first."""
+        first, self._runs_listed = not self._runs_listed, True
+        if first and count and self.nav.currentRow() == 0:
+            self.nav.setCurrentRow(list(self.pages).index("Runs"))
 
     def open_log(self) -> bool:
         """Open ``logs/gui.log`` of the workspace in the system's viewer (created if the

@@ -25,6 +25,7 @@ from workbench.core.runs import (
     evaluate_run,
     evaluation_source,
 )
+from workbench.core.spend import dollars
 from workbench.core.tasks.suites import list_suites
 from workbench.core.training.events import StopToken
 from workbench.core.workspace import Workspace
@@ -67,15 +68,16 @@ COLUMNS = (
 BAR = (90, 140, 200)
 
 
-def result_cells(system: Any) -> tuple[str, ...]:
-    """One row of the accuracy table (a ``SystemResult``), as shown."""
+def result_cells(system: Any, spend: str = "") -> tuple[str, ...]:
+    """One row of the accuracy table (a ``SystemResult``), as shown; ``spend`` labels
+    simulated dollars (``Report.spend``)."""
     return (
         system.name,
         f"{system.accuracy:.3f}",
         f"{system.ci_low:.3f}",
         f"{system.ci_high:.3f}",
         f"{system.avg_turns:.2f}",
-        f"${system.avg_cost:.6f}",
+        dollars(system.avg_cost, spend, 6),
         f"{system.avg_tokens:.0f}",
     )
 
@@ -490,7 +492,7 @@ class QtEvaluate(QWidget):
         systems = report.systems
         self.results_table.setRowCount(len(systems))
         for row, system in enumerate(systems):
-            for col, text in enumerate(result_cells(system)):
+            for col, text in enumerate(result_cells(system, report.spend)):
                 item = QTableWidgetItem(text)
                 if col:
                     item.setTextAlignment(

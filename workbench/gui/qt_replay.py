@@ -12,7 +12,9 @@ import json
 import logging
 from typing import Any
 
+from workbench.core.records import ROLES
 from workbench.core.replay import Replay
+from workbench.core.spend import dollars, is_simulated
 from workbench.core.store import Store
 from workbench.core.tasks.suites import load_suite
 from workbench.core.workspace import Workspace
@@ -23,6 +25,7 @@ from workbench.gui.qt import (
     QFileDialog,
     QFormLayout,
     QHBoxLayout,
+    QHeaderView,
     QLabel,
     QLineEdit,
     QListWidget,
@@ -31,9 +34,11 @@ from workbench.gui.qt import (
     QSlider,
     QSplitter,
     Qt,
+    QTableWidgetItem,
     QVBoxLayout,
     QWidget,
     pg,
+    read_only_table,
     text_view,
 )
 
@@ -41,6 +46,49 @@ log = logging.getLogger(__name__)
 
 CHOSEN = (230, 120, 30)
 OTHER = (120, 140, 170)
+
+
+def turn_cost(turn: Any) -> str:
+    """A turn's dollars, labelled simulated when a sandbox worker answered it."""
+    return dollars(turn.cost, "simulated" if is_simulated(turn.worker) else "", 6)
+
+
+TIMELINE = ("Turn", "Role", "Worker", "p(worker)", "p(role)", "Verdict", "Tokens in/out", "Cost")
+
+
+def turn_verdict(turn: Any) -> str:
+    """What became of a turn, in a word or two: the verifier's verdict, the error, or
+    that the worker was not called."""
+    if turn.error:
+        return f"error: {turn.error}"
+    if not turn.messages:
+        return "not called"
+    if turn.verdict and not turn.verdict_parsed:
+        return f"{turn.verdict} (unreadable: REVISE)"
+    return str(turn.verdict or "")
+
+
+def timeline_rows(episode: Any) -> list[tuple[str, ...]]:
+    """Every turn of an episode as one timeline row (see ``TIMELINE``): the probability
+    columns are those of the worker and the role that were chosen."""
+    roles = [str(r) for r in ROLES]
+    rows = []
+    for i, turn in enumerate(episode.turns):
+        p_worker = turn.worker_probs[episode.pool.index(turn.worker)]
+        p_role = turn.role_probs[roles.index(str(turn.role))]
+        rows.append(
+            (
+                str(i + 1),
+                str(turn.role),
+                turn.worker,
+                f"{p_worker:.2f}",
+                f"{p_role:.2f}",
+                turn_verdict(turn),
+                f"{turn.tokens_in}/{turn.tokens_out}",
+                turn_cost(turn),
+            )
+        )
+    return rows
 
 
 class _Bars(pg.PlotWidget):
@@ -122,6 +170,13 @@ class QtReplay(QWidget):
             self.export_button,
         ):
             steps.addWidget(w)
+        # the episode at a glance: every turn, clickable to jump to it
+        self.timeline = read_only_table(TIMELINE)
+        self.timeline.horizontalHeader().setSectionResizeMode(
+            QHeaderView.ResizeMode.ResizeToContents
+        )
+        self.timeline.setMaximumHeight(170)
+        self.timeline.itemSelectionChanged.connect(self._on_timeline_selected)
         self.worker_bars, self.role_bars = _Bars("p(worker)"), _Bars("p(role)")
         charts = QHBoxLayout()
         charts.addWidget(self.worker_bars, 3)
@@ -147,6 +202,7 @@ class QtReplay(QWidget):
         right_layout.addWidget(self.error)
         right_layout.addWidget(self.header)
         right_layout.addLayout(steps)
+        right_layout.addWidget(self.timeline, 1)
         right_layout.addLayout(charts, 2)
         right_layout.addWidget(self.meta)
         right_layout.addWidget(texts, 5)
@@ -284,6 +340,14 @@ class QtReplay(QWidget):
             f"Episode {episode.id[:12]} · task {episode.task_id} · reward {episode.reward:g} · "
             f"stop {episode.stop_reason} · pool {', '.join(episode.pool)}"
         )
+        self.timeline.blockSignals(True)
+        self.timeline.clearSelection()
+        rows = timeline_rows(episode)
+        self.timeline.setRowCount(len(rows))
+        for row, cells in enumerate(rows):
+            for col, text in enumerate(cells):
+                self.timeline.setItem(row, col, QTableWidgetItem(text))
+        self.timeline.blockSignals(False)
         self.slider.blockSignals(True)
         self.slider.setRange(0, self.replay.n_turns - 1)
         self.slider.setValue(0)
@@ -302,6 +366,9 @@ class QtReplay(QWidget):
         self.slider.setValue(replay.index)
         self.slider.blockSignals(False)
         self.position.setText(f"turn {replay.index + 1} / {replay.n_turns}")
+        self.timeline.blockSignals(True)
+        self.timeline.selectRow(replay.index)
+        self.timeline.blockSignals(False)
         self.worker_bars.show_distribution(
             decision.workers, decision.worker_probs, decision.chosen_worker
         )
@@ -317,7 +384,7 @@ class QtReplay(QWidget):
             status += " (no readable verdict: counted as REVISE)"
         self.meta.setText(
             f"{turn.role} by {turn.worker} · {status} · tokens {turn.tokens_in}/{turn.tokens_out} · "
-            f"latency {turn.latency_s:.2f} s · cost ${turn.cost:.6f}"
+            f"latency {turn.latency_s:.2f} s · cost {turn_cost(turn)}"
         )
         self.transcript.setPlainText(replay.transcript_before())
         self.prompt.setPlainText(replay.prompt())
@@ -330,6 +397,11 @@ class QtReplay(QWidget):
             )
         else:
             self.outcome.setPlainText("(shown at the last turn)")
+
+    def _on_timeline_selected(self) -> None:
+        rows = self.timeline.selectionModel().selectedRows()
+        if self.replay is not None and rows:
+            self.replay.go(rows[0].row())
 
     def keyPressEvent(self, event) -> None:  # noqa: N802 - Qt's name
         if self.replay is not None and event.key() == Qt.Key.Key_Right:

@@ -2,265 +2,53 @@
 new-run form (load a config TOML or the sandbox example), Start / Pause / Resume / Stop,
 and live plots (fitness, sigma, model x role usage heatmap), progress with ETA and a log.
 
-The page holds no domain logic: configs, runs, statuses and figures all come from core;
-training runs in a ``RunThread``. Plots are created once and redrawn from a timer with
-``setData`` on preallocated arrays that grow by doubling (docs/CONVENTIONS.md).
+The page holds no domain logic: configs, runs, statuses and which runs can resume all come
+from core; training runs in a ``RunThread``. The form is ``qt_run_form.RunForm``, the plots
+``qt_run_plots.RunPlots`` (redrawn from the page's timer).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
-import typing
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from workbench.core.config import CHOICES, RunConfig
-from workbench.core.records import ROLES
-from workbench.core.runs import effective_status
+from workbench.core.config import RunConfig
+from workbench.core.runs import RunSummary, effective_status, list_runs
+from workbench.core.spend import dollars, spend_kind
 from workbench.core.store import Store
 from workbench.core.training.events import GenerationStats, RunFailed, RunFinished, RunStarted
 from workbench.core.workspace import Workspace, resources_dir
 from workbench.gui import background
 from workbench.gui.qt import (
     ERROR_STYLE,
-    QAbstractItemView,
-    QCheckBox,
-    QComboBox,
-    QDoubleSpinBox,
     QFileDialog,
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
-    QLineEdit,
-    QListWidget,
-    QListWidgetItem,
     QPlainTextEdit,
     QProgressBar,
     QPushButton,
-    QSpinBox,
     QSplitter,
     Qt,
     QTableWidgetItem,
-    QTabWidget,
     QTimer,
     QVBoxLayout,
     QWidget,
-    pg,
+    Signal,
     read_only_table,
 )
+from workbench.gui.qt_run_form import RunForm
+from workbench.gui.qt_run_plots import RunPlots
 from workbench.gui.run_thread import RunThread
 
 log = logging.getLogger(__name__)
 
 SANDBOX_EXAMPLE = resources_dir() / "examples" / "sandbox.toml"
-RESUMABLE = ("stopped", "interrupted", "failed")
 REDRAW_MS = 200
-
-
-class Series:
-    """A growing float array: preallocated, doubled when full; ``view`` is the filled part."""
-
-    def __init__(self, capacity: int = 64):
-        self._data = np.full(capacity, np.nan)
-        self.size = 0
-
-    def append(self, value: float) -> None:
-        if self.size == len(self._data):
-            grown = np.full(2 * len(self._data), np.nan)
-            grown[: self.size] = self._data
-            self._data = grown
-        self._data[self.size] = value
-        self.size += 1
-
-    def clear(self) -> None:
-        self.size = 0
-
-    @property
-    def view(self) -> np.ndarray:
-        return self._data[: self.size]
-
-
-class UsageGrid:
-    """Turns per (worker, role) row and generation column; rows come in threes per worker
-    (thinker, worker, verifier) in order of first appearance. Grows by doubling."""
-
-    def __init__(self, rows: int = 6, cols: int = 64):
-        self._data = np.zeros((rows, cols))
-        self.workers: list[str] = []
-        self.cols = 0
-
-    def clear(self) -> None:
-        self._data[:] = 0
-        self.workers = []
-        self.cols = 0
-
-    def add(self, column: int, usage: dict[str, int]) -> None:
-        for key, turns in usage.items():
-            worker, _, role = key.rpartition("/")
-            if worker not in self.workers:
-                self.workers.append(worker)
-            row = 3 * self.workers.index(worker) + [str(r) for r in ROLES].index(role)
-            self._grow(row + 1, column + 1)
-            self._data[row, column] += turns
-        self._grow(3 * len(self.workers), column + 1)
-        self.cols = max(self.cols, column + 1)
-
-    def _grow(self, rows: int, cols: int) -> None:
-        r, c = self._data.shape
-        if rows <= r and cols <= c:
-            return
-        while r < rows:
-            r *= 2
-        while c < cols:
-            c *= 2
-        grown = np.zeros((r, c))
-        grown[: self._data.shape[0], : self._data.shape[1]] = self._data
-        self._data = grown
-
-    @property
-    def view(self) -> np.ndarray:
-        return self._data[: 3 * len(self.workers), : self.cols]
-
-    @property
-    def labels(self) -> list[str]:
-        return [f"{w} / {r}" for w in self.workers for r in ROLES]
-
-
-# the tabs of the new-run form: the config sections each shows
-FORM_TABS = (
-    ("Run", ("run", "backbone", "cache")),
-    ("Pool", ("pool",)),
-    ("Tasks", ("tasks",)),
-    ("Optimizer", ("optimizer",)),
-    ("Budget", ("budget", "protocol")),
-)
-BACKBONES = ("offline", "Qwen/Qwen3-0.6B")
-
-
-class RunForm(QTabWidget):
-    """Every key of a ``RunConfig``, editable: built from the config's own sections and
-    types, so the form and the TOML file (and the CLI) can never disagree. The pool is a
-    checkable list in head-row order, reordered by drag and drop."""
-
-    def __init__(self, parent: QWidget | None = None):
-        super().__init__(parent)
-        self.fields: dict[str, QWidget] = {}
-        self.pool = QListWidget()
-        self.pool.setDragDropMode(QAbstractItemView.DragDropMode.InternalMove)
-        self.pool.setToolTip(
-            "Check the workers of the pool; drag to set their order (the head's rows)"
-        )
-        hints = typing.get_type_hints(RunConfig)
-        for title, sections in FORM_TABS:
-            tab = QWidget()
-            form = QFormLayout(tab)
-            for section in sections:
-                for f in dataclasses.fields(hints[section]):
-                    key = f"{section}.{f.name}"
-                    if key == "pool.workers":
-                        form.addRow(QLabel("Workers (checked, in order)"))
-                        form.addRow(self.pool)
-                        continue
-                    widget = self._editor(key, typing.get_type_hints(hints[section])[f.name])
-                    self.fields[key] = widget
-                    form.addRow(key if len(sections) > 1 else f.name, widget)
-            self.addTab(tab, title)
-        self.set_config(RunConfig())
-
-    @staticmethod
-    def _editor(key: str, hint: Any) -> QWidget:
-        if hint is bool:
-            return QCheckBox()
-        if hint is int:
-            box = QSpinBox()
-            box.setRange(-1000, 1_000_000_000)
-            return box
-        if hint is float:
-            box = QDoubleSpinBox()
-            box.setDecimals(4)
-            box.setRange(0.0, 1e9)
-            box.setSingleStep(0.01)
-            return box
-        if key in CHOICES or key in ("backbone.model", "tasks.suite"):
-            combo = QComboBox()
-            combo.addItems(CHOICES.get(key) or (BACKBONES if key == "backbone.model" else ()))
-            combo.setEditable(key in ("backbone.model", "tasks.suite", "backbone.device"))
-            return combo
-        return QLineEdit()
-
-    def set_config(self, config: RunConfig) -> None:
-        data = config.to_dict()
-        for key, widget in self.fields.items():
-            section, name = key.split(".")
-            value = data[section][name]
-            if isinstance(widget, QCheckBox):
-                widget.setChecked(bool(value))
-            elif isinstance(widget, QSpinBox | QDoubleSpinBox):
-                widget.setValue(value)
-            elif isinstance(widget, QComboBox):
-                if widget.findText(str(value)) < 0:
-                    widget.addItem(str(value))
-                widget.setCurrentText(str(value))
-            else:
-                widget.setText(str(value))
-        available = [self.pool.item(i).text() for i in range(self.pool.count())]
-        self.pool.clear()
-        for wid in config.pool.workers:
-            self._add_worker(wid, checked=True)
-        self.offer_workers(available)
-
-    def offer_workers(self, worker_ids: list[str]) -> None:
-        """Add workers the pool may use (unchecked, after the others) if not listed yet."""
-        listed = {self.pool.item(i).text() for i in range(self.pool.count())}
-        for wid in worker_ids:
-            if wid not in listed:
-                self._add_worker(wid, checked=False)
-                listed.add(wid)
-
-    def offer_suites(self, names: list[str]) -> None:
-        combo = self.fields["tasks.suite"]
-        current = combo.currentText()
-        for name in names:
-            if combo.findText(name) < 0:
-                combo.addItem(name)
-        combo.setCurrentText(current)
-
-    def _add_worker(self, wid: str, checked: bool) -> None:
-        item = QListWidgetItem(wid)
-        item.setFlags(
-            item.flags() | Qt.ItemFlag.ItemIsUserCheckable | Qt.ItemFlag.ItemIsDragEnabled
-        )
-        item.setFlags(
-            item.flags() & ~Qt.ItemFlag.ItemIsDropEnabled
-        )  # drop between items, not onto one
-        item.setCheckState(Qt.CheckState.Checked if checked else Qt.CheckState.Unchecked)
-        self.pool.addItem(item)
-
-    def pool_workers(self) -> list[str]:
-        items = [self.pool.item(i) for i in range(self.pool.count())]
-        return [i.text() for i in items if i.checkState() == Qt.CheckState.Checked]
-
-    def config(self) -> RunConfig:
-        """The form as a config; raises ``ConfigError`` naming the key that is wrong."""
-        data: dict[str, dict[str, Any]] = {"pool": {"workers": self.pool_workers()}}
-        for key, widget in self.fields.items():
-            section, name = key.split(".")
-            if isinstance(widget, QCheckBox):
-                value: Any = widget.isChecked()
-            elif isinstance(widget, QSpinBox | QDoubleSpinBox):
-                value = widget.value()
-            elif isinstance(widget, QComboBox):
-                value = widget.currentText().strip()
-            else:
-                value = widget.text().strip()
-            data.setdefault(section, {})[name] = value
-        return RunConfig.from_dict(data, "the new-run form")
 
 
 def _choices(workspace: Workspace) -> tuple[list[str], list[str]]:
@@ -280,7 +68,7 @@ def _choices(workspace: Workspace) -> tuple[list[str], list[str]]:
 class QtRuns(QWidget):
     """The Runs page over a workspace; runs train in a child process (``RunThread``)."""
 
-    CURVES = ("best", "mean", "median", "worst")
+    runs_listed = Signal(int)  # after each runs-list read: how many runs there are
 
     def __init__(self, workspace: Workspace, *, parent: QWidget | None = None):
         super().__init__(parent)
@@ -291,15 +79,11 @@ class QtRuns(QWidget):
         self._first_generation = 0
         self._started_at = 0.0
         self._done_live = 0
-        self._dirty = False
         self._refreshing = False
         self._refresh_again = False
         self.opened: str | None = None  # the run whose stored plots are shown
-        self.x = Series()
-        self.series = {name: Series() for name in (*self.CURVES, "sigma")}
-        self.validation_x = Series()
-        self.validation = Series()
-        self.usage = UsageGrid()
+        self.runs: dict[str, RunSummary] = {}  # the listed runs, as core summarised them
+        self.listed = False  # read the runs list once yet? (the first listing opens the latest run)
         self._build()
         self.timer = QTimer(self)
         self.timer.setInterval(REDRAW_MS)
@@ -389,40 +173,17 @@ class QtRuns(QWidget):
         new_layout.addWidget(self.message_label)
 
         # plots: created once, fed with setData from the timer
-        self.fitness_plot = pg.PlotWidget(title="Fitness per generation")
-        self.fitness_plot.addLegend(offset=(5, 5))
-        self.fitness_plot.setLabel("bottom", "generation")
-        colors = {"best": "#2e7d32", "mean": "#1565c0", "median": "#6a1b9a", "worst": "#c62828"}
-        self.curves = {}
-        for name in self.CURVES:
-            curve = self.fitness_plot.plot(name=name, pen=pg.mkPen(colors[name], width=2))
-            curve.setDownsampling(auto=True, method="peak")
-            curve.setClipToView(True)
-            self.curves[name] = curve
-        self.validation_points = self.fitness_plot.plot(
-            name="validation",
-            pen=pg.mkPen("#ef6c00", width=2, style=Qt.PenStyle.DashLine),
-            symbol="o",
-            symbolSize=7,
-            symbolBrush="#ef6c00",
-        )
-        self.sigma_plot = pg.PlotWidget(title="Sigma")
-        self.sigma_plot.setLabel("bottom", "generation")
-        self.curves["sigma"] = self.sigma_plot.plot(pen=pg.mkPen("#455a64", width=2))
-        self.curves["sigma"].setDownsampling(auto=True, method="peak")
-        self.curves["sigma"].setClipToView(True)
-        self.usage_plot = pg.PlotWidget(title="Usage: worker x role per generation")
-        self.usage_plot.setLabel("bottom", "generation")
-        self.usage_plot.invertY(True)
-        self.heatmap = pg.ImageItem(axisOrder="row-major")
-        self.heatmap.setColorMap(pg.colormap.get("viridis"))
-        self.usage_plot.addItem(self.heatmap)
+        self.plots = RunPlots()
+        # the buffers and plot items, named on the page too (tests and screenshots read them)
+        self.x, self.usage = self.plots.x, self.plots.usage
+        self.curves, self.heatmap = self.plots.curves, self.plots.heatmap
+        self.validation_points = self.plots.validation_points
         self.log_view = QPlainTextEdit()
         self.log_view.setReadOnly(True)
         self.log_view.setMaximumBlockCount(5000)
 
         plots = QSplitter(Qt.Orientation.Vertical)
-        for w in (self.fitness_plot, self.sigma_plot, self.usage_plot, self.log_view):
+        for w in (*self.plots.widgets, self.log_view):
             plots.addWidget(w)
         left = QWidget()
         left_layout = QVBoxLayout(left)
@@ -599,14 +360,16 @@ class QtRuns(QWidget):
         else:
             self.eta_label.setText("")
         t = event.totals
+        spend = spend_kind(self.usage.workers)  # the workers called so far
         self.spend_label.setText(
             f"Spent: {int(t.get('episodes', 0))} episodes, {int(t.get('calls', 0))} calls, "
-            f"${t.get('dollars', 0.0):.4f}, {t.get('minutes', 0.0):.1f} min"
+            f"{dollars(t.get('dollars', 0.0), spend)}, {t.get('minutes', 0.0):.1f} min"
         )
         val = "" if event.validation is None else f", validation {event.validation:.3f}"
         self.log(
             f"generation {event.generation}: best {event.best:.3f}, mean {event.mean:.3f}, "
-            f"sigma {event.sigma:.4f}{val}; {event.calls} calls, ${event.dollars:.4f}, {event.wall_s:.1f} s"
+            f"sigma {event.sigma:.4f}{val}; {event.calls} calls, "
+            f"{dollars(event.dollars, spend)}, {event.wall_s:.1f} s"
             f" (coordinator {event.coordinator_s:.1f} s: {event.tokens_forwarded} tokens in "
             f"{event.batches} forwards of {event.mean_batch:.1f} transcripts)"
         )
@@ -638,53 +401,14 @@ class QtRuns(QWidget):
 
     def clear_plots(self) -> None:
         self.spend_label.clear()
-        self.x.clear()
-        for s in self.series.values():
-            s.clear()
-        self.validation_x.clear()
-        self.validation.clear()
-        self.usage.clear()
-        self._dirty = True
+        self.plots.clear()
 
-    def _add_generation(
-        self,
-        g: int,
-        best: float,
-        mean: float,
-        median: float,
-        worst: float,
-        sigma: float,
-        validation: float | None,
-        usage: dict[str, int],
-    ) -> None:
-        self.x.append(g)
-        for name, value in zip(
-            (*self.CURVES, "sigma"), (best, mean, median, worst, sigma), strict=True
-        ):
-            self.series[name].append(value)
-        if validation is not None:
-            self.validation_x.append(g)
-            self.validation.append(validation)
-        self.usage.add(g, usage)
-        self._dirty = True
+    def _add_generation(self, *args: Any) -> None:
+        self.plots.add_generation(*args)
 
     def redraw(self) -> None:
         """Push the buffers to the plot items (from the timer, not per event)."""
-        if not self._dirty:
-            return
-        self._dirty = False
-        x = self.x.view
-        for name, curve in self.curves.items():
-            curve.setData(x, self.series[name].view)
-        self.validation_points.setData(self.validation_x.view, self.validation.view)
-        grid = self.usage.view
-        if grid.size:
-            self.heatmap.setImage(grid, autoLevels=True)
-            self.heatmap.setRect(0, 0, grid.shape[1], grid.shape[0])
-            axis = self.usage_plot.getAxis("left")
-            axis.setTicks([[(i + 0.5, label) for i, label in enumerate(self.usage.labels)]])
-        else:
-            self.heatmap.clear()
+        self.plots.redraw()
 
     # ------------------------------------------------------------------ runs list
 
@@ -697,7 +421,7 @@ class QtRuns(QWidget):
         background.start(
             self,
             "runs list",
-            lambda: _read_runs(self.workspace),
+            lambda: list_runs(self.workspace),
             self._on_runs,
             self._on_runs_failed,
         )
@@ -706,21 +430,31 @@ class QtRuns(QWidget):
         self._refreshing = False
         self.show_error(f"Cannot read the runs of workspace {self.workspace.root}: {exc}")
 
-    def _on_runs(self, _context: Any, runs: list[tuple[str, str, str, str, str]]) -> None:
+    def _on_runs(self, _context: Any, runs: list[RunSummary]) -> None:
         self._refreshing = False
         if self._refresh_again:
             self._refresh_again = False
             self.refresh_runs()
         selected = self.selected_run_id()
+        self.runs = {run.id: run for run in runs}
         self.runs_table.setRowCount(len(runs))
-        for row, (run_id, *cells) in enumerate(runs):
-            for col, text in enumerate((run_id[:8], *cells)):
+        for row, run in enumerate(runs):
+            generations = "" if run.generations is None else str(run.generations)
+            cells = (run.id[:8], run.name, run.status, run.stop_reason, generations)
+            for col, text in enumerate(cells):
                 item = QTableWidgetItem(text)
-                item.setData(Qt.ItemDataRole.UserRole, run_id)
+                item.setData(Qt.ItemDataRole.UserRole, run.id)
                 self.runs_table.setItem(row, col, item)
-            if run_id == selected:
+            if run.id == selected:
                 self.runs_table.selectRow(row)
+        first_listing = not self.listed
+        self.listed = True
+        if first_listing and runs and selected is None and not self.running:
+            # a newcomer's first look after training: the latest run with its plots
+            self.runs_table.selectRow(0)
+            self.open_selected()
         self._update_buttons()
+        self.runs_listed.emit(len(runs))
 
     def row_of(self, run_id: str) -> int | None:
         for row in range(self.runs_table.rowCount()):
@@ -729,8 +463,9 @@ class QtRuns(QWidget):
         return None
 
     def status_of(self, run_id: str) -> str | None:
-        row = self.row_of(run_id)
-        return None if row is None else self.runs_table.item(row, 2).text()
+        """The run's effective status as core read it (never a table cell's text)."""
+        run = self.runs.get(run_id)
+        return None if run is None else run.status
 
     def select_run(self, run_id: str) -> None:
         row = self.row_of(run_id)
@@ -742,7 +477,8 @@ class QtRuns(QWidget):
         return items[0].data(Qt.ItemDataRole.UserRole) if items else None
 
     def can_resume(self, run_id: str) -> bool:
-        return self.status_of(run_id) in RESUMABLE
+        run = self.runs.get(run_id)
+        return run is not None and run.resumable
 
     def open_selected(self) -> None:
         """Show a stored run's plots, read from the store in the background."""
@@ -820,22 +556,6 @@ class QtRuns(QWidget):
 
     def log(self, line: str) -> None:
         self.log_view.appendPlainText(time.strftime("%H:%M:%S ") + line)
-
-
-def _read_runs(workspace: Workspace) -> list[tuple[str, str, str, str, str]]:
-    """The runs list's rows, newest first: id, name, status, stop reason, generations."""
-    with Store.open(workspace) as store:
-        runs = store.list_runs(kind="train")
-    return [
-        (
-            r.id,
-            r.name,
-            effective_status(r),
-            r.stop_reason or "",
-            str((r.result or {}).get("generations", "")),
-        )
-        for r in reversed(runs)
-    ]
 
 
 def _read_run(workspace: Workspace, run_id: str) -> tuple[Any, list[dict[str, Any]]]:

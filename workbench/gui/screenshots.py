@@ -108,6 +108,9 @@ def take(
         window.show()
         files = []
         try:
+            runs = window.pages.get("Runs")
+            if runs is not None:  # its first listing picks the start page: let it land first
+                wait_for(lambda: runs.listed and not _busy(runs), "the runs list")
             for row, title in enumerate(window.pages):
                 window.nav.setCurrentRow(row)
                 page = window.pages[title]

@@ -1,0 +1,42 @@
+"""Simulated spend is labelled: a sandbox worker's dollars are its profile's price times
+simulated tokens, never real money."""
+
+from __future__ import annotations
+
+from workbench.core.evaluate import Report, SystemResult
+from workbench.core.spend import dollars, is_simulated, spend_kind
+
+
+def test_sandbox_workers_are_simulated_and_registered_ones_real():
+    assert is_simulated("sandbox") and is_simulated("sandbox:coder")
+    assert not is_simulated("gpt-4o") and not is_simulated("local:smollm2")
+    assert spend_kind(["sandbox:coder", "sandbox:scholar"]) == "simulated"
+    assert spend_kind(["sandbox:coder", "gpt-4o"]) == "partly simulated"
+    assert spend_kind(["gpt-4o"]) == "" and spend_kind([]) == ""
+
+
+def test_dollars_say_when_they_are_simulated():
+    assert dollars(0.012345, "simulated") == "$0.0123 (simulated)"
+    assert dollars(0.5, "", 2) == "$0.50"
+
+
+def test_a_simulated_report_labels_its_cost_column_in_every_format():
+    system = SystemResult(
+        name="coordinator",
+        kind="coordinator",
+        accuracy=0.5,
+        ci_low=0.2,
+        ci_high=0.8,
+        n=4,
+        avg_turns=2.0,
+        avg_tokens=100.0,
+        avg_cost=0.001,
+        usage={},
+    )
+    simulated = Report("mixed", "test", (system,), spend="simulated")
+    real = Report("mixed", "test", (system,))
+    assert "| $ / query (simulated) |" in simulated.to_markdown()
+    assert "$ / query (simulated)" in simulated.table().splitlines()[0]
+    assert simulated.to_csv().splitlines()[1].endswith(",simulated")
+    assert '"spend": "simulated"' in simulated.to_json()
+    assert "| $ / query |" in real.to_markdown() and real.to_csv().splitlines()[1].endswith(",real")

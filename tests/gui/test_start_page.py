@@ -1,0 +1,89 @@
+"""Where the workbench opens: on the Runs page with the latest run and its plots when the
+workspace has runs (a newcomer's first look after ``trinity-workbench train``), on the
+Workers page when it has none. Run statuses and resumability come from core."""
+
+from __future__ import annotations
+
+from workbench.core import runs
+from workbench.core.store import Store
+
+
+def stored_run(workspace, name: str, generations: int, status: str) -> str:
+    """A training run in the workspace's real store, with its generations' stats."""
+    with Store.open(workspace) as store:
+        run_id = store.create_run(name, "train", {"budget": {"generations": 5}})
+        for g in range(generations):
+            stats = {
+                "best": 0.5 + g / 10,
+                "mean": 0.4,
+                "median": 0.4,
+                "worst": 0.1,
+                "sigma": 0.3,
+                "usage": {"sandbox/worker": 3},
+            }
+            store.commit_generation(run_id, g, stats, b"state")
+        store.set_run_status(
+            run_id, status, stop_reason="stopped", result={"generations": generations}
+        )
+    return run_id
+
+
+def test_with_runs_the_app_opens_on_runs_with_the_latest_run_plotted(
+    make_main_window, qtbot, gui_workspace
+):
+    stored_run(gui_workspace, "older", 2, "finished")
+    latest = stored_run(gui_workspace, "latest", 3, "stopped")
+    window = make_main_window()
+    page = window.pages["Runs"]
+    qtbot.waitUntil(lambda: page.opened == latest, timeout=10_000)
+    assert window.nav.currentItem().text() == "Runs"
+    assert window.stack.currentWidget() is page
+    assert page.selected_run_id() == latest
+    page.redraw()
+    assert list(page.curves["best"].getData()[0]) == [0, 1, 2]
+    assert page.heatmap.image is not None and page.heatmap.image.sum() == 9
+
+
+def test_without_runs_the_app_opens_on_workers(make_main_window, qtbot):
+    window = make_main_window()
+    page = window.pages["Runs"]
+    with qtbot.waitSignal(page.runs_listed, timeout=10_000) as listed:
+        pass
+    assert listed.args == [0]
+    assert window.nav.currentItem().text() == "Workers"
+    assert page.opened is None
+
+
+def test_a_user_who_moved_on_is_not_pulled_back_to_runs(make_main_window, qtbot, gui_workspace):
+    stored_run(gui_workspace, "latest", 1, "finished")
+    window = make_main_window()
+    window.nav.setCurrentRow([window.nav.item(i).text() for i in range(6)].index("Tasks"))
+    page = window.pages["Runs"]
+    qtbot.waitUntil(lambda: page.opened is not None, timeout=10_000)
+    assert window.nav.currentItem().text() == "Tasks"
+
+
+def test_resumability_and_status_come_from_core(make_main_window, qtbot, gui_workspace):
+    finished = stored_run(gui_workspace, "done", 1, "finished")
+    stopped = stored_run(gui_workspace, "halted", 1, "stopped")
+    failed = stored_run(gui_workspace, "broken", 1, "failed")
+    listed = {r.id: r for r in runs.list_runs(gui_workspace)}
+    assert [r.name for r in runs.list_runs(gui_workspace)] == ["broken", "halted", "done"]
+    assert listed[finished].generations == 1
+    assert [runs.can_resume(s) for s in ("finished", "stopped", "interrupted", "failed")] == [
+        False,
+        True,
+        True,
+        True,
+    ]
+    window = make_main_window()
+    page = window.pages["Runs"]
+    qtbot.waitUntil(lambda: page.opened is not None, timeout=10_000)
+    for run_id in (finished, stopped, failed):
+        assert page.status_of(run_id) == listed[run_id].status
+        assert page.can_resume(run_id) == runs.can_resume(listed[run_id].status)
+        page.select_run(run_id)
+        assert page.resume_run_button.isEnabled() == runs.can_resume(listed[run_id].status)
+    # a status cell edited on screen changes nothing: the page asks core's summary
+    page.runs_table.item(page.row_of(finished), 2).setText("stopped")
+    assert not page.can_resume(finished)

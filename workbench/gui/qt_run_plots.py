@@ -1,0 +1,175 @@
+"""The Runs page's live plots: fitness per generation (with validation points), sigma, and
+the worker x role usage heatmap. Plot items are created once and redrawn from a timer with
+``setData`` on preallocated arrays that grow by doubling (docs: pyqtgraph's scrolling
+plots are the model)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from workbench.core.records import ROLES
+from workbench.gui.qt import Qt, QWidget, pg
+
+
+class Series:
+    """A growing float array: preallocated, doubled when full; ``view`` is the filled part."""
+
+    def __init__(self, capacity: int = 64):
+        self._data = np.full(capacity, np.nan)
+        self.size = 0
+
+    def append(self, value: float) -> None:
+        if self.size == len(self._data):
+            grown = np.full(2 * len(self._data), np.nan)
+            grown[: self.size] = self._data
+            self._data = grown
+        self._data[self.size] = value
+        self.size += 1
+
+    def clear(self) -> None:
+        self.size = 0
+
+    @property
+    def view(self) -> np.ndarray:
+        return self._data[: self.size]
+
+
+class UsageGrid:
+    """Turns per (worker, role) row and generation column; rows come in threes per worker
+    (thinker, worker, verifier) in order of first appearance. Grows by doubling."""
+
+    def __init__(self, rows: int = 6, cols: int = 64):
+        self._data = np.zeros((rows, cols))
+        self.workers: list[str] = []
+        self.cols = 0
+
+    def clear(self) -> None:
+        self._data[:] = 0
+        self.workers = []
+        self.cols = 0
+
+    def add(self, column: int, usage: dict[str, int]) -> None:
+        for key, turns in usage.items():
+            worker, _, role = key.rpartition("/")
+            if worker not in self.workers:
+                self.workers.append(worker)
+            row = 3 * self.workers.index(worker) + [str(r) for r in ROLES].index(role)
+            self._grow(row + 1, column + 1)
+            self._data[row, column] += turns
+        self._grow(3 * len(self.workers), column + 1)
+        self.cols = max(self.cols, column + 1)
+
+    def _grow(self, rows: int, cols: int) -> None:
+        r, c = self._data.shape
+        if rows <= r and cols <= c:
+            return
+        while r < rows:
+            r *= 2
+        while c < cols:
+            c *= 2
+        grown = np.zeros((r, c))
+        grown[: self._data.shape[0], : self._data.shape[1]] = self._data
+        self._data = grown
+
+    @property
+    def view(self) -> np.ndarray:
+        return self._data[: 3 * len(self.workers), : self.cols]
+
+    @property
+    def labels(self) -> list[str]:
+        return [f"{w} / {r}" for w in self.workers for r in ROLES]
+
+
+class RunPlots:
+    """The three plots of a run and the buffers behind them."""
+
+    CURVES = ("best", "mean", "median", "worst")
+
+    def __init__(self) -> None:
+        self.x = Series()
+        self.series = {name: Series() for name in (*self.CURVES, "sigma")}
+        self.validation_x = Series()
+        self.validation = Series()
+        self.usage = UsageGrid()
+        self._dirty = False
+        self.fitness_plot = pg.PlotWidget(title="Fitness per generation")
+        self.fitness_plot.addLegend(offset=(5, 5))
+        self.fitness_plot.setLabel("bottom", "generation")
+        colors = {"best": "#2e7d32", "mean": "#1565c0", "median": "#6a1b9a", "worst": "#c62828"}
+        self.curves = {}
+        for name in self.CURVES:
+            curve = self.fitness_plot.plot(name=name, pen=pg.mkPen(colors[name], width=2))
+            curve.setDownsampling(auto=True, method="peak")
+            curve.setClipToView(True)
+            self.curves[name] = curve
+        self.validation_points = self.fitness_plot.plot(
+            name="validation",
+            pen=pg.mkPen("#ef6c00", width=2, style=Qt.PenStyle.DashLine),
+            symbol="o",
+            symbolSize=7,
+            symbolBrush="#ef6c00",
+        )
+        self.sigma_plot = pg.PlotWidget(title="Sigma")
+        self.sigma_plot.setLabel("bottom", "generation")
+        self.curves["sigma"] = self.sigma_plot.plot(pen=pg.mkPen("#455a64", width=2))
+        self.curves["sigma"].setDownsampling(auto=True, method="peak")
+        self.curves["sigma"].setClipToView(True)
+        self.usage_plot = pg.PlotWidget(title="Usage: worker x role per generation")
+        self.usage_plot.setLabel("bottom", "generation")
+        self.usage_plot.invertY(True)
+        self.heatmap = pg.ImageItem(axisOrder="row-major")
+        self.heatmap.setColorMap(pg.colormap.get("viridis"))
+        self.usage_plot.addItem(self.heatmap)
+
+    @property
+    def widgets(self) -> tuple[QWidget, ...]:
+        return (self.fitness_plot, self.sigma_plot, self.usage_plot)
+
+    def clear(self) -> None:
+        self.x.clear()
+        for s in self.series.values():
+            s.clear()
+        self.validation_x.clear()
+        self.validation.clear()
+        self.usage.clear()
+        self._dirty = True
+
+    def add_generation(
+        self,
+        g: int,
+        best: float,
+        mean: float,
+        median: float,
+        worst: float,
+        sigma: float,
+        validation: float | None,
+        usage: dict[str, int],
+    ) -> None:
+        self.x.append(g)
+        for name, value in zip(
+            (*self.CURVES, "sigma"), (best, mean, median, worst, sigma), strict=True
+        ):
+            self.series[name].append(value)
+        if validation is not None:
+            self.validation_x.append(g)
+            self.validation.append(validation)
+        self.usage.add(g, usage)
+        self._dirty = True
+
+    def redraw(self) -> None:
+        """Push the buffers to the plot items (from the timer, not per event)."""
+        if not self._dirty:
+            return
+        self._dirty = False
+        x = self.x.view
+        for name, curve in self.curves.items():
+            curve.setData(x, self.series[name].view)
+        self.validation_points.setData(self.validation_x.view, self.validation.view)
+        grid = self.usage.view
+        if grid.size:
+            self.heatmap.setImage(grid, autoLevels=True)
+            self.heatmap.setRect(0, 0, grid.shape[1], grid.shape[0])
+            axis = self.usage_plot.getAxis("left")
+            axis.setTicks([[(i + 0.5, label) for i, label in enumerate(self.usage.labels)]])
+        else:
+            self.heatmap.clear()
