@@ -467,6 +467,7 @@ def create_app(team: Team, settings: ServeSettings | None = None) -> Starlette:
             )
         try:
             async with ticket.slot():
+                started = time.perf_counter()
                 episode = await team.answer(
                     chat_request.messages,
                     kind=chat_request.kind,
@@ -478,9 +479,11 @@ def create_app(team: Team, settings: ServeSettings | None = None) -> Starlette:
             return _server_error(exc).response()
         finally:
             ticket.release()
+        # what the episode took (coordinator, workers, storing): the rest of a request's
+        # time is the server's own overhead (tests/benchmarks/bench_serve.py measures it)
+        headers["Server-Timing"] = f"episode;dur={(time.perf_counter() - started) * 1000:.3f}"
         failure = episode_failure(episode)
         if failure is not None:
-            failure.headers = headers
             body = failure.body()
             body["trinity"] = _extension(episode, chat_request.trace)
             return JSONResponse(body, status_code=failure.status, headers=headers)
