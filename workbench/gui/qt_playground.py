@@ -250,8 +250,8 @@ class QtPlayground(QWidget):
             import asyncio
 
             team = await asyncio.to_thread(self._load_team)
-            await team.start()
-            try:
+            try:  # aclose() also releases what a start() that failed halfway opened
+                await team.start()
                 return await team.answer([{"role": "user", "content": question}], listener=emit)
             finally:
                 await team.aclose()
