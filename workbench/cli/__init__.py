@@ -13,12 +13,12 @@ import sys
 from collections.abc import Sequence
 
 from workbench import __version__
-from workbench.cli import doctor, episodes, suites, training, workers
+from workbench.cli import doctor, episodes, serve, suites, training, workers
 from workbench.cli.common import UserError
 
 log = logging.getLogger("workbench")
 
-COMMAND_MODULES = (suites, episodes, training, workers, doctor)
+COMMAND_MODULES = (suites, episodes, training, workers, serve, doctor)
 
 
 def build_parser() -> argparse.ArgumentParser:

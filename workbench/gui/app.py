@@ -78,6 +78,12 @@ def _evaluate_page(context: PageContext) -> QWidget:
     return QtEvaluate(context.workspace, backbone=context.backbone)
 
 
+def _playground_page(context: PageContext) -> QWidget:
+    from workbench.gui.qt_playground import QtPlayground
+
+    return QtPlayground(context.workspace, backbone=context.backbone)
+
+
 def _settings_page(context: PageContext) -> QWidget:
     from workbench.gui.qt_settings import QtSettings
 
@@ -91,6 +97,7 @@ PAGES: list[tuple[str, PageFactory]] = [
     ("Runs", _runs_page),
     ("Replay", _replay_page),
     ("Evaluate", _evaluate_page),
+    ("Playground", _playground_page),
     ("Settings", _settings_page),
 ]
 
@@ -147,6 +154,8 @@ class MainWindow(QMainWindow):
         runs_page = self.pages.get("Runs")
         if runs_page is not None and hasattr(runs_page, "runs_listed"):
             runs_page.runs_listed.connect(self._open_on_runs)
+        if "Playground" in self.pages and "Replay" in self.pages:
+            self.pages["Playground"].open_in_replay.connect(self.open_in_replay)
         central = QWidget()
         layout = QHBoxLayout(central)
         layout.addWidget(self.nav)
@@ -168,6 +177,11 @@ class MainWindow(QMainWindow):
         first, self._runs_listed = not self._runs_listed, True
         if first and count and self.nav.currentRow() == 0:
             self.nav.setCurrentRow(list(self.pages).index("Runs"))
+
+    def open_in_replay(self, episode_id: str) -> None:
+        """Show an episode on the Replay page."""
+        self.nav.setCurrentRow(list(self.pages).index("Replay"))
+        self.pages["Replay"].open_episode(episode_id)
 
     def open_log(self) -> bool:
         """Open ``logs/gui.log`` of the workspace in the system's viewer (created if the

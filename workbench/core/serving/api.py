@@ -1,0 +1,615 @@
+"""The team behind the OpenAI API: a Starlette app (run it on uvicorn) serving one model,
+the team, at ``/v1/models`` and ``/v1/chat/completions`` (plain JSON or server-sent events
+in OpenAI's chunk format, ending ``data: [DONE]``).
+
+Each request runs one episode (``Team.answer``) and is stored. What the OpenAI API does
+not carry travels in an extension object ``trinity`` (episode id, cost, stop reason and,
+when asked with ``"trace": true`` or the header ``X-Trinity-Trace: 1``, the turns) and in
+the header ``X-Trinity-Episode-Id``. At most ``concurrency`` episodes run at once; up to
+``queue`` more wait; beyond that a request gets 429 with ``Retry-After``. Errors have
+OpenAI's shape ``{"error": {"message", "type", "param", "code"}}`` and never hold a key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import json
+import logging
+import math
+import time
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from workbench.core.records import ROLES, Episode, StopReason, Turn
+from workbench.core.serving.team import CHAT_ROLES, Team, TurnDecided, TurnReplied
+
+log = logging.getLogger(__name__)
+
+EPISODE_HEADER = "X-Trinity-Episode-Id"
+TRACE_HEADER = "X-Trinity-Trace"
+MAX_BODY_BYTES = 1 << 20  # 1 MiB: a chat request is text; anything larger is a mistake
+STREAM_PIECE_CHARS = 64  # the final answer is sent in pieces of this size
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    """How the server admits requests and whom: ``api_key`` None lets anyone call."""
+
+    concurrency: int = 4
+    queue: int = 16
+    api_key: str | None = None
+    max_body_bytes: int = MAX_BODY_BYTES
+
+    def __post_init__(self) -> None:
+        if self.concurrency < 1:
+            raise ValueError("--concurrency must be at least 1")
+        if self.queue < 0:
+            raise ValueError("--queue must be 0 or more")
+
+    def __repr__(self) -> str:  # the key never prints
+        key = "****" if self.api_key else None
+        return f"ServeSettings(concurrency={self.concurrency}, queue={self.queue}, api_key={key})"
+
+
+class BadRequest(Exception):
+    """A request the server refuses; ``response()`` is its OpenAI-shaped error."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        type: str = "invalid_request_error",
+        code: str | None = None,
+        param: str | None = None,
+        headers: dict[str, str] | None = None,
+    ):
+        super().__init__(message)
+        self.status, self.message, self.type = status, message, type
+        self.code, self.param, self.headers = code, param, headers
+
+    def body(self) -> dict[str, Any]:
+        return {
+            "error": {
+                "message": self.message,
+                "type": self.type,
+                "param": self.param,
+                "code": self.code,
+            }
+        }
+
+    def response(self) -> JSONResponse:
+        return JSONResponse(self.body(), status_code=self.status, headers=self.headers)
+
+
+# --------------------------------------------------------------------------- admission
+
+
+class Gate:
+    """At most ``concurrency`` episodes at once and ``queue`` waiting; ``admit()`` says
+    no (None) beyond that. ``retry_after()`` estimates when a slot frees up."""
+
+    def __init__(self, concurrency: int, queue: int):
+        self.concurrency = concurrency
+        self.limit = concurrency + queue
+        self.admitted = 0
+        self._slots = asyncio.Semaphore(concurrency)
+        self._mean_s = 1.0  # moving mean of episode durations
+
+    def admit(self) -> Ticket | None:
+        if self.admitted >= self.limit:
+            return None
+        self.admitted += 1
+        return Ticket(self)
+
+    def retry_after(self) -> int:
+        waiting = max(self.admitted - self.concurrency, 0) + 1
+        return max(1, math.ceil(self._mean_s * waiting / self.concurrency))
+
+    def _record(self, seconds: float) -> None:
+        self._mean_s = 0.8 * self._mean_s + 0.2 * seconds
+
+
+class Ticket:
+    """One admitted request: ``slot()`` waits for a free episode slot; ``release()``
+    (idempotent) leaves the gate."""
+
+    def __init__(self, gate: Gate):
+        self._gate = gate
+        self._released = False
+
+    @contextlib.asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        async with self._gate._slots:
+            started = time.perf_counter()
+            try:
+                yield
+            finally:
+                self._gate._record(time.perf_counter() - started)
+
+    def release(self) -> None:
+        if not self._released:
+            self._released = True
+            self._gate.admitted -= 1
+
+
+class _AdmittedStream(StreamingResponse):
+    """A streaming response that leaves the gate when it ends, however it ends (a client
+    that hangs up before the body starts included)."""
+
+    def __init__(self, content: AsyncIterator[bytes], ticket: Ticket, **kwargs: Any):
+        super().__init__(content, **kwargs)
+        self._ticket = ticket
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._ticket.release()
+
+
+# --------------------------------------------------------------------------- requests
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """The parts of an OpenAI chat request the team uses, validated."""
+
+    messages: tuple[dict[str, str], ...]
+    stream: bool = False
+    include_usage: bool = False
+    trace: bool = False
+    kind: str = "text"
+    seed: int | None = None
+
+
+def _content_text(content: Any, where: str) -> str:
+    """A message's content as text: a string, or a list of ``{"type": "text"}`` parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = []
+        for i, part in enumerate(content):
+            if not isinstance(part, dict) or part.get("type") != "text":
+                raise BadRequest(
+                    400,
+                    f"{where}.content[{i}] is not a text part: the team reads text only "
+                    '(use {"type": "text", "text": "..."})',
+                    param=f"{where}.content",
+                )
+            if not isinstance(part.get("text"), str):
+                raise BadRequest(
+                    400, f"{where}.content[{i}].text must be a string", param=f"{where}.content"
+                )
+            texts.append(part["text"])
+        return "\n".join(texts)
+    raise BadRequest(
+        400, f"{where}.content must be a string or a list of text parts", param=f"{where}.content"
+    )
+
+
+def parse_chat_request(body: Any, model_id: str, trace_header: bool = False) -> ChatRequest:
+    """Validate an OpenAI chat request; raises ``BadRequest`` (400, or 404 for another
+    model) naming the field and the fix."""
+    if not isinstance(body, dict):
+        raise BadRequest(400, "the request body must be a JSON object")
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        raise BadRequest(400, f"model is required: this server serves '{model_id}'", param="model")
+    if model != model_id:
+        raise BadRequest(
+            404,
+            f"the model '{model}' does not exist here: this server serves '{model_id}'",
+            code="model_not_found",
+            param="model",
+        )
+    raw = body.get("messages")
+    if not isinstance(raw, list) or not raw:
+        raise BadRequest(
+            400, "messages is required: a non-empty list of chat messages", param="messages"
+        )
+    messages = []
+    for i, m in enumerate(raw):
+        where = f"messages[{i}]"
+        if not isinstance(m, dict):
+            raise BadRequest(400, f"{where} must be an object with role and content", param=where)
+        if m.get("role") not in CHAT_ROLES:
+            raise BadRequest(
+                400,
+                f"{where}.role must be one of {', '.join(CHAT_ROLES)} (got {m.get('role')!r})",
+                param=f"{where}.role",
+            )
+        messages.append({"role": m["role"], "content": _content_text(m.get("content"), where)})
+    if messages[-1]["role"] != "user":
+        raise BadRequest(
+            400, "the last message must come from the user (role 'user')", param="messages"
+        )
+    if not messages[-1]["content"].strip():
+        raise BadRequest(400, "the last user message is empty: ask a question", param="messages")
+    stream = _flag(body, "stream")
+    trace = _flag(body, "trace") or trace_header
+    options = body.get("stream_options")
+    if options is not None and not isinstance(options, dict):
+        raise BadRequest(400, "stream_options must be an object", param="stream_options")
+    include_usage = _flag(options or {}, "include_usage")
+    n = body.get("n", 1)
+    if n != 1:
+        raise BadRequest(400, "n must be 1: the team gives one answer per request", param="n")
+    seed = body.get("seed")
+    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
+        raise BadRequest(400, "seed must be an integer", param="seed")
+    kind = body.get("task_kind", "text")
+    if kind not in ("math", "choice", "code", "text"):
+        raise BadRequest(
+            400, "task_kind must be one of math, choice, code, text", param="task_kind"
+        )
+    return ChatRequest(tuple(messages), stream, include_usage, trace, kind, seed)
+
+
+def _flag(body: dict[str, Any], name: str) -> bool:
+    value = body.get(name, False)
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise BadRequest(400, f"{name} must be true or false", param=name)
+    return value
+
+
+async def _read_json(request: Request, limit: int) -> Any:
+    too_big = BadRequest(
+        400,
+        f"the request body is larger than {limit} bytes: send a shorter conversation",
+        code="body_too_large",
+    )
+    length = request.headers.get("content-length")
+    if length is not None and length.isdigit() and int(length) > limit:
+        raise too_big
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise too_big
+    try:
+        return json.loads(body)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise BadRequest(400, f"the request body is not valid JSON ({exc})") from None
+
+
+# --------------------------------------------------------------------------- responses
+
+
+def turn_trace(turn: Turn, pool: Sequence[str]) -> dict[str, Any]:
+    """One turn as the trace shows it: who, in what role, with what probabilities, and
+    what came of it."""
+    return {
+        "index": turn.index,
+        "role": str(turn.role),
+        "worker": turn.worker,
+        "worker_probs": dict(zip(pool, turn.worker_probs, strict=True)),
+        "role_probs": {str(r): p for r, p in zip(ROLES, turn.role_probs, strict=True)},
+        "called": bool(turn.messages),
+        "response": turn.response,
+        "verdict": turn.verdict,
+        "tokens_in": turn.tokens_in,
+        "tokens_out": turn.tokens_out,
+        "cost": turn.cost,
+        "latency_s": turn.latency_s,
+        "error": turn.error,
+    }
+
+
+def _event_trace(event: TurnDecided | TurnReplied, pool: Sequence[str]) -> dict[str, Any]:
+    if isinstance(event, TurnDecided):
+        return {
+            "event": "turn_decided",
+            "index": event.index,
+            "role": str(event.role),
+            "worker": event.worker,
+            "worker_probs": dict(zip(pool, event.worker_probs, strict=True)),
+            "role_probs": {str(r): p for r, p in zip(ROLES, event.role_probs, strict=True)},
+        }
+    return {
+        "event": "turn_replied",
+        "index": event.index,
+        "role": str(event.role),
+        "worker": event.worker,
+        "response": event.text,
+        "verdict": event.verdict,
+        "tokens_in": event.tokens_in,
+        "tokens_out": event.tokens_out,
+        "cost": event.cost,
+        "latency_s": event.latency_s,
+        "error": event.error,
+    }
+
+
+def _usage(episode: Episode) -> dict[str, int]:
+    return {
+        "prompt_tokens": episode.tokens_in,
+        "completion_tokens": episode.tokens_out,
+        "total_tokens": episode.tokens_in + episode.tokens_out,
+    }
+
+
+def _extension(episode: Episode, trace: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "episode_id": episode.id,
+        "cost": episode.cost,
+        "stop_reason": str(episode.stop_reason),
+        "turns_used": len(episode.turns),
+    }
+    if trace:
+        out["turns"] = [turn_trace(t, episode.pool) for t in episode.turns]
+    return out
+
+
+def episode_failure(episode: Episode) -> BadRequest | None:
+    """The error a request gets when its episode produced no answer: 502 naming the
+    failing workers when every call failed, else 502 saying why there is no answer."""
+    if episode.answer is not None and episode.stop_reason is not StopReason.WORKER_ERRORS:
+        return None
+    failed = [t for t in episode.turns if t.error is not None]
+    if episode.stop_reason is StopReason.WORKER_ERRORS or (failed and episode.answer is None):
+        workers = sorted({t.worker for t in failed})
+        detail = "; ".join(dict.fromkeys(t.error for t in failed if t.error))
+        return BadRequest(
+            502,
+            f"the team's worker call(s) failed ({', '.join(workers)}): {detail}",
+            type="worker_error",
+            code="worker_failed",
+            param=None,
+        )
+    why = {
+        StopReason.VERIFIER_WITHOUT_ANSWER: "the coordinator asked for a Verifier before any "
+        "Worker answer",
+    }.get(episode.stop_reason, f"no Worker answered within {episode.max_turns} turns")
+    return BadRequest(
+        502,
+        f"the team gave no answer: {why} (episode {episode.id}; raise --max-turns or train "
+        "the coordinator longer)",
+        type="team_error",
+        code="no_answer",
+    )
+
+
+# --------------------------------------------------------------------------- the app
+
+
+def create_app(team: Team, settings: ServeSettings | None = None) -> Starlette:
+    """The OpenAI-compatible app for ``team``. Its lifespan starts the team (pool, store,
+    ``serve`` run) and closes it after the server stopped taking requests."""
+    settings = settings or ServeSettings()
+    state: dict[str, Any] = {}
+    expected = settings.api_key.encode() if settings.api_key else None
+
+    def authorise(request: Request) -> None:
+        if expected is None:
+            return
+        header = request.headers.get("authorization", "")
+        scheme, _, given = header.partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), expected):
+            raise BadRequest(
+                401,
+                "missing or wrong API key: send 'Authorization: Bearer <key>' with the key "
+                "stored by `trinity-workbench serve set-key`",
+                code="invalid_api_key",
+            )
+
+    def model_card() -> dict[str, Any]:
+        return {
+            "id": team.model_id,
+            "object": "model",
+            "created": int(state.get("created", time.time())),
+            "owned_by": "trinity-workbench",
+            "trinity": team.describe(),
+        }
+
+    async def models(request: Request) -> Response:
+        try:
+            authorise(request)
+        except BadRequest as exc:
+            return exc.response()
+        return JSONResponse({"object": "list", "data": [model_card()]})
+
+    async def model(request: Request) -> Response:
+        try:
+            authorise(request)
+            if request.path_params["model"] != team.model_id:
+                raise BadRequest(
+                    404,
+                    f"the model '{request.path_params['model']}' does not exist here: this "
+                    f"server serves '{team.model_id}'",
+                    code="model_not_found",
+                )
+        except BadRequest as exc:
+            return exc.response()
+        return JSONResponse(model_card())
+
+    async def health(request: Request) -> Response:
+        return JSONResponse({"status": "ok", "model": team.model_id})
+
+    async def chat(request: Request) -> Response:
+        try:
+            authorise(request)
+            body = await _read_json(request, settings.max_body_bytes)
+            trace_header = request.headers.get(TRACE_HEADER, "").lower() in ("1", "true", "yes")
+            chat_request = parse_chat_request(body, team.model_id, trace_header)
+            ticket = state["gate"].admit()
+            if ticket is None:
+                raise BadRequest(
+                    429,
+                    f"the team is busy ({settings.concurrency} episodes running, "
+                    f"{settings.queue} waiting): retry later",
+                    type="rate_limit_error",
+                    code="rate_limit_exceeded",
+                    headers={"Retry-After": str(state["gate"].retry_after())},
+                )
+        except BadRequest as exc:
+            return exc.response()
+        completion_id = f"chatcmpl-{uuid.uuid4().hex}"
+        episode_id = uuid.uuid4().hex
+        headers = {EPISODE_HEADER: episode_id}
+        if chat_request.stream:
+            return _AdmittedStream(
+                _stream(chat_request, ticket, completion_id, episode_id),
+                ticket,
+                media_type="text/event-stream",
+                headers={**headers, "Cache-Control": "no-cache"},
+            )
+        try:
+            async with ticket.slot():
+                started = time.perf_counter()
+                episode = await team.answer(
+                    chat_request.messages,
+                    kind=chat_request.kind,
+                    seed=chat_request.seed,
+                    episode_id=episode_id,
+                )
+        except Exception as exc:  # not a worker's failure (those end on the episode's turns)
+            log.exception("episode %s failed", episode_id)
+            return _server_error(exc).response()
+        finally:
+            ticket.release()
+        # what the episode took (coordinator, workers, storing): the rest of a request's
+        # time is the server's own overhead (tests/benchmarks/bench_serve.py measures it)
+        headers["Server-Timing"] = f"episode;dur={(time.perf_counter() - started) * 1000:.3f}"
+        failure = episode_failure(episode)
+        if failure is not None:
+            body = failure.body()
+            body["trinity"] = _extension(episode, chat_request.trace)
+            return JSONResponse(body, status_code=failure.status, headers=headers)
+        return JSONResponse(
+            {
+                "id": completion_id,
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": team.model_id,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": episode.answer},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": _usage(episode),
+                "trinity": _extension(episode, chat_request.trace),
+            },
+            headers=headers,
+        )
+
+    async def _stream(
+        chat_request: ChatRequest, ticket: Ticket, completion_id: str, episode_id: str
+    ) -> AsyncIterator[bytes]:
+        created = int(time.time())
+
+        def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> bytes:
+            data = {
+                "id": completion_id,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": team.model_id,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+                **extra,
+            }
+            return _sse(data)
+
+        yield chunk({"role": "assistant", "content": ""}, trinity={"episode_id": episode_id})
+        events: asyncio.Queue[Any] = asyncio.Queue()
+        done = object()
+        async with ticket.slot():
+            job = asyncio.create_task(
+                team.answer(
+                    chat_request.messages,
+                    kind=chat_request.kind,
+                    seed=chat_request.seed,
+                    episode_id=episode_id,
+                    listener=events.put_nowait if chat_request.trace else None,
+                )
+            )
+            job.add_done_callback(lambda _: events.put_nowait(done))
+            try:
+                while (event := await events.get()) is not done:
+                    yield chunk({}, trinity={"turn": _event_trace(event, team.source.pool)})
+            finally:
+                if not job.done():  # the client hung up: stop the episode (not stored)
+                    job.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await job
+        if job.cancelled():
+            return
+        exc = job.exception()
+        if exc is not None:
+            log.error("episode %s failed", episode_id, exc_info=exc)
+            yield _sse(_server_error(exc).body())
+            yield b"data: [DONE]\n\n"
+            return
+        episode = job.result()
+        failure = episode_failure(episode)
+        if failure is not None:
+            body = failure.body()
+            body["trinity"] = _extension(episode, chat_request.trace)
+            yield _sse(body)
+            yield b"data: [DONE]\n\n"
+            return
+        answer = episode.answer or ""
+        for start in range(0, len(answer), STREAM_PIECE_CHARS):
+            yield chunk({"content": answer[start : start + STREAM_PIECE_CHARS]})
+        yield chunk({}, "stop", trinity=_extension(episode, chat_request.trace))
+        if chat_request.include_usage:
+            yield _sse(
+                {
+                    "id": completion_id,
+                    "object": "chat.completion.chunk",
+                    "created": created,
+                    "model": team.model_id,
+                    "choices": [],
+                    "usage": _usage(episode),
+                }
+            )
+        yield b"data: [DONE]\n\n"
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            await team.start()
+        except Exception as exc:  # the runner reports it (missing key, unknown worker ...)
+            app.state.startup_error = exc
+            raise
+        state["gate"] = Gate(settings.concurrency, settings.queue)
+        state["created"] = time.time()
+        try:
+            yield
+        finally:
+            await team.aclose(stop_reason="shutdown")
+
+    return Starlette(
+        routes=[
+            Route("/health", health),
+            Route("/v1/models", models),
+            Route("/v1/models/{model:path}", model),
+            Route("/v1/chat/completions", chat, methods=["POST"]),
+        ],
+        lifespan=lifespan,
+    )
+
+
+def _server_error(exc: BaseException) -> BadRequest:
+    return BadRequest(
+        500,
+        f"the episode failed inside the server ({type(exc).__name__}: {exc}); see the server log",
+        type="server_error",
+        code="episode_failed",
+    )
+
+
+def _sse(data: dict[str, Any]) -> bytes:
+    return f"data: {json.dumps(data, separators=(',', ':'))}\n\n".encode()

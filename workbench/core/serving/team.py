@@ -1,0 +1,371 @@
+"""A trained team at work: a coordinator and its pool answering free questions, one
+episode each (argmax acting, the run's protocol), every episode stored in the workspace
+under one ``serve`` run so that Replay shows it.
+
+``load_team`` is the one door from a trained run or a coordinator file to a ``Team``;
+the HTTP server (``workbench.core.serving.api``) and the GUI's Playground both use it.
+While an episode runs, a listener hears each turn as it happens: ``TurnDecided`` when the
+coordinator has chosen (worker, role), ``TurnReplied`` when the worker has answered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from workbench.core.coordinator import Backbone, Coordinator
+from workbench.core.protocol import (
+    EpisodeSettings,
+    EpisodeTag,
+    Prompts,
+    parse_verdict,
+    run_episode,
+)
+from workbench.core.records import ROLES, Episode, Role
+from workbench.core.runs import EvaluationSource, evaluation_source, shared_backbone
+from workbench.core.store import Store
+from workbench.core.tasks.model import KINDS, Task
+from workbench.core.workers.base import (
+    Completion,
+    EpisodeContext,
+    Message,
+    Worker,
+    WorkerError,
+)
+from workbench.core.workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+SUITE = "serve"  # the suite name served episodes carry
+NOT_GRADED = "a served question has no reference answer: not graded"
+CHAT_ROLES = ("system", "developer", "user", "assistant", "tool")
+
+
+# --------------------------------------------------------------------------- events
+
+
+@dataclass(frozen=True)
+class TurnDecided:
+    """The coordinator chose ``worker`` in ``role`` for turn ``index``."""
+
+    index: int
+    worker: str
+    role: Role
+    worker_probs: tuple[float, ...]
+    role_probs: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class TurnReplied:
+    """The worker of turn ``index`` answered (or failed: ``error``)."""
+
+    index: int
+    worker: str
+    role: Role
+    text: str = ""
+    verdict: str | None = None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost: float = 0.0
+    latency_s: float = 0.0
+    error: str | None = None
+
+
+TeamEvent = TurnDecided | TurnReplied
+Listener = Callable[[TeamEvent], None]
+
+
+class _WatchedCoordinator:
+    """The coordinator as ``run_episode`` sees it, telling a listener each decision."""
+
+    def __init__(self, coordinator: Coordinator, pool_ids: Sequence[str], listener: Listener):
+        self._coordinator = coordinator
+        self._pool_ids = tuple(pool_ids)
+        self._listener = listener
+        self.index = -1
+
+    @property
+    def n_workers(self) -> int:
+        return self._coordinator.n_workers
+
+    async def adecide(self, transcript: str, rng: Any = None) -> Any:
+        action = await self._coordinator.adecide(transcript, rng)
+        self.index += 1
+        self._listener(
+            TurnDecided(
+                self.index,
+                self._pool_ids[action.worker],
+                ROLES[action.role],
+                tuple(action.worker_probs),
+                tuple(action.role_probs),
+            )
+        )
+        return action
+
+
+class _WatchedWorker(Worker):
+    """A pool worker that tells a listener each reply (or failure) of its turn."""
+
+    provider = "watched"
+
+    def __init__(self, inner: Worker, watch: _WatchedCoordinator, listener: Listener):
+        super().__init__(inner.id, inner.model)
+        self._inner = inner
+        self._watch = watch
+        self._listener = listener
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int,
+        temperature: float,
+        seed: int | None = None,
+        context: EpisodeContext | None = None,
+    ) -> Completion:
+        index = self._watch.index
+        role = Role(context.role) if context is not None else Role.WORKER
+        started = time.perf_counter()
+        try:
+            reply = await self._inner.complete(
+                messages,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                seed=seed,
+                context=context,
+            )
+        except Exception as exc:
+            error = str(exc) if isinstance(exc, WorkerError) else f"{type(exc).__name__}: {exc}"
+            self._listener(
+                TurnReplied(
+                    index,
+                    self.id,
+                    role,
+                    error=error,
+                    latency_s=time.perf_counter() - started,
+                )
+            )
+            raise
+        verdict = parse_verdict(reply.text)[0] if role is Role.VERIFIER else None
+        self._listener(
+            TurnReplied(
+                index,
+                self.id,
+                role,
+                reply.text,
+                verdict,
+                reply.tokens_in,
+                reply.tokens_out,
+                reply.cost,
+                reply.latency_s,
+            )
+        )
+        return reply
+
+
+# --------------------------------------------------------------------------- questions
+
+
+def question_task(messages: Sequence[Message], kind: str = "text") -> Task:
+    """A chat conversation as the team's task: the last user message is the query; earlier
+    instructions and turns come before it as context. ``kind`` picks the answer format the
+    Worker prompt asks for (``math``, ``choice``, ``code`` or ``text``)."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown task kind '{kind}': use one of {', '.join(KINDS)}")
+    if not messages:
+        raise ValueError("messages is empty: send at least one user message")
+    *earlier, last = messages
+    if last.get("role") != "user":
+        raise ValueError("the last message must come from the user (role 'user')")
+    parts = []
+    instructions = [m["content"] for m in earlier if m["role"] in ("system", "developer")]
+    if instructions:
+        parts.append("Instructions:\n" + "\n\n".join(instructions))
+    conversation = [
+        f"{m['role'].capitalize()}: {m['content']}"
+        for m in earlier
+        if m["role"] not in ("system", "developer")
+    ]
+    if conversation:
+        parts.append("Conversation so far:\n" + "\n\n".join(conversation))
+    parts.append(("Question:\n" if parts else "") + last["content"])
+    prompt = "\n\n".join(parts)
+    digest = hashlib.sha256(f"{kind}\x1e{prompt}".encode()).hexdigest()[:16]
+    return Task(id=f"serve-{digest}", kind=kind, prompt=prompt)
+
+
+# --------------------------------------------------------------------------- the team
+
+
+class Team:
+    """A trained coordinator and its pool, answering one question per episode.
+
+    ``start()`` builds the pool (keys from the keychain), opens the workspace's store and
+    records a ``serve`` run; ``answer()`` runs and stores one episode; ``aclose()`` closes
+    the pool and marks the run finished. All three run in the same event loop.
+    """
+
+    def __init__(
+        self,
+        coordinator: Coordinator,
+        source: EvaluationSource,
+        workspace: Workspace,
+        *,
+        max_turns: int | None = None,
+        prompts: Prompts | None = None,
+    ):
+        if coordinator.n_workers != len(source.pool):
+            raise ValueError(
+                f"the coordinator has {coordinator.n_workers} worker rows but its pool "
+                f"{', '.join(source.pool)} has {len(source.pool)}"
+            )
+        self.coordinator = coordinator
+        self.source = source
+        self.workspace = workspace
+        self.max_turns = max_turns or source.config.protocol.max_turns
+        if self.max_turns < 1:
+            raise ValueError("--max-turns must be at least 1")
+        self.prompts = prompts or Prompts.load()
+        self.pool: list[Worker] = []
+        self.run_id: str | None = None
+        self.episodes = 0
+        self._client: Any = None
+        self._store: Store | None = None
+
+    @property
+    def model_id(self) -> str:
+        """The name OpenAI clients ask for: ``trinity-`` and the run id or the file's stem."""
+        if self.source.run_id is not None:
+            return f"trinity-{self.source.run_id[:8]}"
+        return f"trinity-{Path(str(self.source.coordinator_file)).stem}"
+
+    def describe(self) -> dict[str, Any]:
+        """The team as metadata: source, pool, backbone, turns (what ``/v1/models`` shows)."""
+        return {
+            "source": self.source.reference,
+            "pool": list(self.source.pool),
+            "backbone": self.source.backbone_model,
+            "max_turns": self.max_turns,
+            "serve_run": self.run_id,
+        }
+
+    async def start(self, client: Any = None) -> None:
+        """Build the pool, open the store and record the ``serve`` run."""
+        from workbench.core.workers.http import open_client
+        from workbench.core.workers.pool import build_pool
+
+        self._client = client or open_client()
+        self.pool = build_pool(self.source.config.pool.workers, client=self._client)
+        ids = tuple(w.id for w in self.pool)
+        if ids != self.source.pool:
+            raise ValueError(
+                f"the pool built now ({', '.join(ids)}) differs from the one the coordinator "
+                f"was trained on ({', '.join(self.source.pool)}): re-register the workers"
+            )
+        self._store = Store.open(self.workspace)
+        config = {
+            **self.source.config.to_dict(),
+            "serving": {**self.source.reference, "max_turns": self.max_turns},
+        }
+        self.run_id = await asyncio.to_thread(
+            self._store.create_run, f"serve {self.model_id}", "serve", config
+        )
+        await asyncio.to_thread(self._store.set_run_status, self.run_id, "running")
+
+    async def answer(
+        self,
+        messages: Sequence[Message],
+        *,
+        kind: str = "text",
+        seed: int | None = None,
+        episode_id: str | None = None,
+        listener: Listener | None = None,
+    ) -> Episode:
+        """Run one episode on the question ``messages`` ask, store it and return it.
+        ``listener`` hears each turn as it happens. A cancelled episode is not stored."""
+        if self._store is None:
+            raise RuntimeError("the team is not started: call start() first")
+        task = question_task(messages, kind)
+        coordinator: Any = self.coordinator
+        pool: list[Worker] = self.pool
+        if listener is not None:
+            coordinator = _WatchedCoordinator(self.coordinator, self.source.pool, listener)
+            pool = [_WatchedWorker(w, coordinator, listener) for w in self.pool]
+        protocol = self.source.config.protocol
+        episode = await run_episode(
+            coordinator,
+            pool,
+            task,
+            EpisodeSettings(
+                suite=SUITE,
+                max_turns=self.max_turns,
+                max_tokens=protocol.max_tokens,
+                temperature=protocol.temperature,
+                prompts=self.prompts,
+            ),
+            rng=None,  # argmax acting, as in evaluation
+            seed=seed,
+            tag=EpisodeTag(run_id=self.run_id, episode_id=episode_id or uuid.uuid4().hex),
+        )
+        episode = replace(episode, reward=0.0, grade_details={"reason": NOT_GRADED})
+        await asyncio.to_thread(self._store.add_episode, episode)
+        self.episodes += 1
+        return episode
+
+    async def aclose(self, stop_reason: str = "done") -> None:
+        """Close the pool and its client; mark the ``serve`` run finished."""
+        for worker in self.pool:
+            await worker.aclose()
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+        if self._store is not None:
+            if self.run_id is not None:
+                await asyncio.to_thread(
+                    self._store.set_run_status,
+                    self.run_id,
+                    "finished",
+                    stop_reason=stop_reason,
+                    result={"episodes": self.episodes},
+                )
+            self._store.close()
+            self._store = None
+
+
+def load_team(
+    workspace: Workspace,
+    *,
+    run: str | None = None,
+    coordinator_file: str | Path | None = None,
+    backbone: Backbone | None = None,
+    max_turns: int | None = None,
+) -> Team:
+    """A trained run's best coordinator (``run``: id or prefix) or a coordinator file's,
+    with the pool it was trained for; loads the backbone unless given. Raises
+    ``RunNotFound``, ``ConfigError`` or ``CoordinatorFileError`` with a readable message."""
+    from workbench.core.export import load_coordinator
+    from workbench.core.training.checkpoint import best_vector
+    from workbench.core.training.trainer import coordinator_from_vector
+
+    source = evaluation_source(workspace, run=run, coordinator_file=coordinator_file)
+    config = source.config
+    backbone = backbone or shared_backbone(
+        source.backbone_model, config.backbone.device, config.optimizer.svf_layer
+    )
+    if source.run_id is not None:
+        with Store.open(workspace) as store:
+            vector, _ = best_vector(store, source.run_id)
+        coordinator = coordinator_from_vector(
+            backbone, len(source.pool), vector, config.optimizer.svf
+        )
+    else:
+        assert source.coordinator_file is not None  # a source is a run or a file
+        coordinator, _ = load_coordinator(source.coordinator_file, backbone)
+    return Team(coordinator, source, workspace, max_turns=max_turns)
