@@ -44,7 +44,7 @@ def test_a_run_and_its_coordinator_file_describe_the_same_evaluation(
     path = export_run(ws, trained, tmp_path / "c.safetensors", backbone=tiny_backbone)
     by_file = evaluation_source(ws, coordinator_file=path)
     assert by_file.pool == by_run.pool and by_file.baselines == by_run.baselines == baseline_names(
-        SANDBOX
+        SANDBOX, by_run.config.protocol.max_turns
     )
     assert by_file.config == by_run.config and by_file.reference == {"coordinator_file": str(path)}
     bad = tmp_path / "bad.safetensors"

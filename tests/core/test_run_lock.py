@@ -63,7 +63,7 @@ def test_a_second_resume_is_refused_and_leaves_the_live_run_alone(
         with Store.open(ws) as store:
             after = store.get_run(run_id)
         assert after.status == "running" and after.error is None
-        assert after.config == before.config  # the loser's budget was not written
+        assert after.config_data == before.config_data  # the loser's budget was not written
         assert effective_status(after) == "running" and proc.poll() is None
         assert _wait_for_generations(ws, 2, proc) == run_id  # it trains on, undisturbed
     finally:

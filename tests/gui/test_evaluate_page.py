@@ -26,6 +26,7 @@ SYSTEMS = [
     "single:sandbox:coder",
     "random",
     "oracle",
+    "multi-turn oracle",  # the run has K > 1: the exact oracle of the protocol (issue 17)
 ]
 
 
@@ -62,7 +63,7 @@ def test_evaluating_a_run_shows_cores_figures_and_exports_them(
     assert page.running and page.cancel_button.isEnabled() and not page.evaluate_button.isEnabled()
     wait_done(qtbot, page)
     assert page.state == "finished", page.message_label.text()
-    assert page.progress.value() == page.progress.maximum() == 6 * 9
+    assert page.progress.value() == page.progress.maximum() == 7 * 9
 
     expected = evaluate_run(gui_workspace, run=trained_run, backbone=tiny_backbone).report
     assert [s.name for s in expected.systems] == SYSTEMS
@@ -94,7 +95,7 @@ def test_evaluating_a_run_shows_cores_figures_and_exports_them(
         assert sum(cells) == sum(system.usage.values()) == round(system.avg_turns * system.n)
     assert page.usage_table.item(1, headers.index("sandbox:mathlete / worker")).text() == "9"
     with Store.open(gui_workspace) as store:
-        assert len(store.list_episodes(page.result.run_id)) == 6 * 9
+        assert len(store.list_episodes(page.result.run_id)) == 7 * 9
 
     md = page.export_markdown(tmp_path / "out" / "eval.md")
     assert md is None  # the folder does not exist: a message, not a traceback

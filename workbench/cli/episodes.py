@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 from workbench.cli.common import UserError, one_line, print_json, table, workspace
 
@@ -139,13 +138,15 @@ def cmd_episodes_show(args) -> int:
 
 
 def cmd_episodes_export(args) -> int:
+    from workbench.core.outputs import output_path, write_text
     from workbench.core.store import Store
 
     with Store.open(workspace(args)) as store:
-        text = store.export_episode_json(_episode_id(store, args.episode))
-    if args.out:
-        Path(args.out).write_text(text, encoding="utf-8")
-        print(f"wrote {args.out}")
+        episode_id = _episode_id(store, args.episode)
+        out = output_path(args.out, f"episode-{episode_id[:8]}.json") if args.out else None
+        text = store.export_episode_json(episode_id)
+    if out is not None:
+        print(f"wrote {write_text(out, text)}")
     else:
         print(text)
     return 0

@@ -368,7 +368,7 @@ class EvaluationSource:
         """The baselines an evaluation of this source can run (see ``evaluate.baseline_names``)."""
         from workbench.core.evaluate import baseline_names
 
-        return baseline_names(self.pool)
+        return baseline_names(self.pool, self.config.protocol.max_turns)
 
 
 EVALUABLE = ("finished", "stopped")

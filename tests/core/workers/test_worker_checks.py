@@ -86,7 +86,9 @@ def test_a_worker_without_an_api_has_no_model_list(registry):
 def test_builtin_workers_are_the_offline_model_and_the_sandbox_profiles():
     listed = builtin_workers()
     assert [w.id for w in listed][0] == "local:smollm2" and listed[0].provider == "local"
-    assert {"sandbox:mathlete", "sandbox:scholar", "sandbox:coder"} == {w.id for w in listed[1:]}
+    team = {f"team:{n}" for n in ("mathlete", "scholar", "coder", "planner", "checker")}
+    sandbox = {"sandbox:mathlete", "sandbox:scholar", "sandbox:coder"}
+    assert sandbox | team == {w.id for w in listed[1:]}
     assert all(w.provider == "sandbox" and "simulation" in w.model for w in listed[1:])
 
 
