@@ -74,7 +74,7 @@ def test_evaluating_a_run_shows_cores_figures_and_exports_them(
     assert page.report.systems == expected.systems
     # the chart: one bar per system at the accuracy, error bars spanning the 95% interval
     bars = page.bars.opts
-    assert list(bars["x"]) == list(range(6)) and list(bars["height"]) == [
+    assert list(bars["x"]) == list(range(7)) and list(bars["height"]) == [
         s.accuracy for s in expected.systems
     ]
     errors = page.error_bars.opts
@@ -133,8 +133,14 @@ def test_fewer_baselines_and_a_coordinator_file(
     wait_done(qtbot, page)
     assert page.state == "finished", page.message_label.text()
     names = [row[0] for row in page.table_rows()]
-    assert names == ["coordinator", "single:sandbox:mathlete", "single:sandbox:coder", "oracle"]
-    assert len(page.bars.opts["x"]) == 4
+    assert names == [
+        "coordinator",
+        "single:sandbox:mathlete",
+        "single:sandbox:coder",
+        "oracle",
+        "multi-turn oracle",
+    ]
+    assert len(page.bars.opts["x"]) == 5
     assert all(s.n == 6 for s in page.report.systems) and page.report.split == "validation"
     # the file stays a choice after a refresh
     page.refresh_runs()
