@@ -15,7 +15,7 @@ from workbench.core.coordinator import (
     act,
     apply_heads,
 )
-from workbench.core.coordinator.backbone import _batches, _Row
+from workbench.core.coordinator.backbone import MAX_PAD_WASTE, PREFIX_FACTOR, _batches, _Row
 
 TEXT = "Query:\nwhat is 12 + 30?\n\nThinker/sandbox:mathlete: add the tens, then the units."
 
@@ -244,7 +244,10 @@ def decisions(features, n_workers=4, heads=8):
 
 
 @pytest.mark.parametrize("template", [True, False], ids=["chat-template", "raw-text"])
-def test_batched_continuations_match_one_by_one_features(template):
+def test_batched_continuations_match_one_by_one_features(template, monkeypatch):
+    # padding of any amount allowed here, so that each turn is one forward (mixed rows);
+    # how rows are grouped to pad little is test_batches_group_rows_of_like_length...
+    monkeypatch.setattr("workbench.core.coordinator.backbone.MAX_PAD_WASTE", 1.0)
     model, tokenizer = build_tiny_lm(seed=7)
     if not template:
         tokenizer.chat_template = None
@@ -276,8 +279,22 @@ def test_batch_token_budget_splits_forwards_without_changing_features():
     batches = _batches(rows, 300)
     assert sorted(r.index for b in batches for r in b) == list(range(len(rows)))
     for b in batches:  # a row longer than the budget goes alone
-        padded = len(b) * (max(r.reuse for r in b) + max(len(r.ids) - r.reuse for r in b))
-        assert padded <= 300 or len(b) == 1
+        width = max(len(r.ids) - r.reuse for r in b)
+        assert len(b) * width <= 300 or len(b) == 1
+        prefix = max(r.reuse for r in b)
+        assert len(b) * (prefix + width) <= PREFIX_FACTOR * 300 or len(b) == 1
+        padding = len(b) * width - sum(len(r.ids) - r.reuse for r in b)
+        assert padding <= MAX_PAD_WASTE * len(b) * width
+
+
+def test_batches_group_rows_of_like_length_and_stay_large():
+    """Forwards pad little (rows of like new length together) yet stay large: 64 rows of
+    two new lengths make two forwards, not 64, and never one padded to the longer."""
+    lengths = [20] * 32 + [200] * 32
+    rows = [_Row(i, list(range(n + 50)), 50, None) for i, n in enumerate(lengths)]
+    batches = _batches(rows, 8192)
+    assert [sorted({len(r.ids) - r.reuse for r in b}) for b in batches] == [[20], [200]]
+    assert [len(b) for b in batches] == [32, 32]
 
 
 def test_prefix_cache_keeps_its_byte_budget_and_drops_extended_entries():

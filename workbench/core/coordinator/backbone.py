@@ -353,21 +353,33 @@ def _first(batch: list[_Row]) -> list[tuple[Any, Any]]:
     return next(r.entry.layers for r in batch if r.entry is not None and r.reuse)
 
 
+PREFIX_FACTOR = 4  # a forward's padded prefix positions cost attention only, not the MLP
+MAX_PAD_WASTE = 0.1  # at most this share of a forward's new-token positions is padding
+
+
 def _batches(rows: list[_Row], max_tokens: int) -> list[list[_Row]]:
-    """Rows grouped into forwards of at most ``max_tokens`` padded positions each
-    (rows x (longest prefix + longest new part)); sorted by prefix and new length so that
-    rows of one forward pad little."""
-    ordered = sorted(rows, key=lambda r: (r.reuse, len(r.ids) - r.reuse))
+    """Rows grouped into forwards, sorted by new length so that rows of one forward pad
+    little: each forward holds at most ``max_tokens`` new-token positions (rows x longest
+    new part), at most ``PREFIX_FACTOR`` times that with the left-padded prefixes counted,
+    and at most ``MAX_PAD_WASTE`` of its new-token positions are padding."""
+    ordered = sorted(rows, key=lambda r: (len(r.ids) - r.reuse, r.reuse))
     batches: list[list[_Row]] = []
     current: list[_Row] = []
-    prefix = width = 0
+    prefix = width = real = 0
     for r in ordered:
-        p, w = max(prefix, r.reuse), max(width, len(r.ids) - r.reuse)
-        if current and (len(current) + 1) * (p + w) > max_tokens:
+        new = len(r.ids) - r.reuse
+        n, p, w = len(current) + 1, max(prefix, r.reuse), max(width, new)
+        fits = (
+            n * w <= max_tokens
+            and n * (p + w) <= PREFIX_FACTOR * max_tokens
+            and n * w - (real + new) <= MAX_PAD_WASTE * n * w
+        )
+        if current and not fits:
             batches.append(current)
-            current, p, w = [], r.reuse, len(r.ids) - r.reuse
+            current, prefix, width, real = [], 0, 0, 0
+            p, w = r.reuse, new
         current.append(r)
-        prefix, width = p, w
+        prefix, width, real = p, w, real + new
     if current:
         batches.append(current)
     return batches
