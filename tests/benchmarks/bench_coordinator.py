@@ -61,12 +61,20 @@ def child_generation(args) -> dict:
     from workbench.core.config import RunConfig
     from workbench.core.coordinator import Backbone
     from workbench.core.protocol import render_transcript
-    from workbench.core.records import GenerationStats
     from workbench.core.runs import train
     from workbench.core.tasks.suites import load_suite
-    from workbench.core.training.basis import CALIBRATION_TASKS
-    from workbench.core.training.trainer import task_splits
     from workbench.core.workspace import Workspace
+
+    try:  # this tree
+        from workbench.core.records import GenerationStats
+        from workbench.core.training.basis import CALIBRATION_TASKS
+        from workbench.core.training.trainer import task_splits
+    except ImportError:  # the baseline commit: one evolution module held all three
+        from workbench.core.evolution import (  # type: ignore[no-redef]
+            CALIBRATION_TASKS,
+            GenerationStats,
+            task_splits,
+        )
 
     config = RunConfig.from_dict(config_dict(args))
     kwargs = {"precision": "bf16"} if args.precision == "bf16" else {}

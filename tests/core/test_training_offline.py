@@ -16,6 +16,31 @@ pytestmark = pytest.mark.slow
 EXAMPLE = resources_dir() / "examples" / "sandbox.toml"
 
 
+def test_backbone_precision_is_a_config_key_the_run_loads_with_and_records(tmp_path):
+    """``[backbone] precision`` reaches the loaded weights and the run's record; an unknown
+    one is refused before anything runs."""
+    from workbench.core.config import ConfigError
+
+    data = {
+        "run": {"name": "bf16", "seed": 1},
+        "backbone": {"model": "offline", "device": "cpu", "precision": "bf16"},
+        "pool": {"workers": ["sandbox"]},
+        "tasks": {"suite": "arithmetic", "train": 4, "validation": 2, "test": 2},
+        "optimizer": {"popsize": 2, "rollouts": 2, "validate_every": 1},
+        "budget": {"generations": 1},
+        "protocol": {"max_turns": 1, "temperature": 0.0},
+        "cache": {"policy": "off"},
+    }
+    ws = Workspace.open(tmp_path / "ws")
+    run_id = train(RunConfig.from_dict(data), ws)
+    with Store.open(ws) as store:
+        result = store.get_run(run_id).run_result()
+    assert (result.backbone_device, result.backbone_precision) == ("cpu", "bf16")
+    data["backbone"]["precision"] = "int4"
+    with pytest.raises(ConfigError, match="backbone.precision: unknown precision 'int4'"):
+        RunConfig.from_dict(data)
+
+
 def test_short_offline_run_end_to_end(tmp_path, offline_backbone):
     config = RunConfig.from_dict(
         {

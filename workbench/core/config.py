@@ -2,7 +2,7 @@
 
 ```toml
 [run]        name, seed
-[backbone]   model ("offline", a Hub id, a folder, a .gguf), device
+[backbone]   model ("offline", a Hub id, a folder, a .gguf), device, precision
 [pool]       workers (registered ids, "local:smollm2", "sandbox", "sandbox:<name>")
 [tasks]      suite, train, validation, test (sizes; 0 = all of that split), split_seed
 [optimizer]  name, popsize, sigma0, rollouts, svf, svf_layer, validate_every,
@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbench.core.models import PRECISIONS
+
 OPTIMIZERS = ("sep-cma-es", "random-search", "reinforce", "imitation")
 CACHE_POLICIES = ("auto", "off", "read-write", "replay-only")
 SEARCH_BASES = ("balanced", "identity")
@@ -36,6 +38,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "cache.policy": CACHE_POLICIES,
     "optimizer.search_basis": SEARCH_BASES,
     "backbone.device": DEVICES,
+    "backbone.precision": PRECISIONS,
 }
 
 
@@ -53,6 +56,7 @@ class RunSection:
 class BackboneSection:
     model: str = "offline"
     device: str = "auto"
+    precision: str = "auto"
 
 
 @dataclass(frozen=True)
@@ -252,6 +256,11 @@ def _check(cfg: RunConfig) -> None:
     need(len(cfg.pool.workers) >= 1, "pool.workers", 'name at least one worker, e.g. ["sandbox"]')
     for key in ("train", "validation", "test"):
         need(getattr(t, key) >= 0, f"tasks.{key}", "must not be negative (0 means the whole split)")
+    need(
+        cfg.backbone.precision in PRECISIONS,
+        "backbone.precision",
+        f"unknown precision '{cfg.backbone.precision}'; choose one of {', '.join(PRECISIONS)}",
+    )
     need(
         cfg.cache.policy in CACHE_POLICIES,
         "cache.policy",

@@ -214,6 +214,8 @@ def describe_device() -> str:
     return f"CPU ({torch.get_num_threads()} threads; no CUDA GPU visible)"
 
 
+# the backbone's weights: "auto" is bf16 on a GPU, fp32 on a CPU (bf16 on a CPU is faster
+# but its features drift past the fidelity check: README, "Figures")
 PRECISIONS = ("auto", "fp32", "bf16")
 
 

@@ -38,14 +38,16 @@ from workbench.core.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
-_backbones: dict[tuple[str, str, int], Backbone] = {}
+_backbones: dict[tuple[str, str, int, str], Backbone] = {}
 
 
-def shared_backbone(source: str, device: str = "auto", svf_layer: int = -2) -> Backbone:
-    """One loaded backbone per (source, device, SVF layer) in this process."""
-    key = (source, device, svf_layer)
+def shared_backbone(
+    source: str, device: str = "auto", svf_layer: int = -2, precision: str = "auto"
+) -> Backbone:
+    """One loaded backbone per (source, device, SVF layer, precision) in this process."""
+    key = (source, device, svf_layer, precision)
     if key not in _backbones:
-        _backbones[key] = Backbone(source, device=device, svf_layer=svf_layer)
+        _backbones[key] = Backbone(source, device=device, precision=precision, svf_layer=svf_layer)
     return _backbones[key]
 
 
@@ -316,7 +318,10 @@ def train(
         assert config is not None
         suite = load_suite(config.tasks.suite, workspace)
         backbone = backbone or shared_backbone(
-            config.backbone.model, config.backbone.device, config.optimizer.svf_layer
+            config.backbone.model,
+            config.backbone.device,
+            config.optimizer.svf_layer,
+            config.backbone.precision,
         )
         session = open_pool(config, store)
         cache = session.cache
@@ -445,7 +450,10 @@ def evaluate_run(
         task_suite = load_suite(config.tasks.suite, workspace)
         tasks = task_splits(config, task_suite)[split]
         backbone = backbone or shared_backbone(
-            source.backbone_model, config.backbone.device, config.optimizer.svf_layer
+            source.backbone_model,
+            config.backbone.device,
+            config.optimizer.svf_layer,
+            config.backbone.precision,
         )
         if source.run_id is not None:
             vector, _ = best_vector(store, source.run_id)
@@ -513,7 +521,10 @@ def export_run(
         config = record.config()
         vector, checkpoint = best_vector(store, record.id)
         backbone = backbone or shared_backbone(
-            config.backbone.model, config.backbone.device, config.optimizer.svf_layer
+            config.backbone.model,
+            config.backbone.device,
+            config.optimizer.svf_layer,
+            config.backbone.precision,
         )
         pool = describe_pool(config.pool.workers)
         coordinator = coordinator_from_vector(backbone, len(pool), vector, config.optimizer.svf)
@@ -670,7 +681,10 @@ def study_optimizers(
     if seeds < 1:
         raise ValueError("--seeds must be at least 1")
     backbone = backbone or shared_backbone(
-        config.backbone.model, config.backbone.device, config.optimizer.svf_layer
+        config.backbone.model,
+        config.backbone.device,
+        config.optimizer.svf_layer,
+        config.backbone.precision,
     )
     rows: list[Any] = []
     references: dict[str, list[Any]] = {name: [] for name in REFERENCES}

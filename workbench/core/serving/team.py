@@ -357,7 +357,10 @@ def load_team(
     source = evaluation_source(workspace, run=run, coordinator_file=coordinator_file)
     config = source.config
     backbone = backbone or shared_backbone(
-        source.backbone_model, config.backbone.device, config.optimizer.svf_layer
+        source.backbone_model,
+        config.backbone.device,
+        config.optimizer.svf_layer,
+        config.backbone.precision,
     )
     if source.run_id is not None:
         with Store.open(workspace) as store:
