@@ -1,6 +1,7 @@
 """The optimizers on the sandbox's first decision, in seconds instead of hours.
 
     python tests/benchmarks/bench_optimizers.py [--generations 3,10,20] [--seeds 8]
+        [--inputs raw,chat] [--sigma0-scales literal,width] [--bases identity,balanced]
 
 A one-turn routing problem on the REAL features of the offline backbone (SmolLM2-135M,
 the `mixed` suite's opening transcripts, computed once and kept in the user cache): each
@@ -11,7 +12,10 @@ trainer's own (``make_optimizer``: sep-CMA-ES, random search, REINFORCE, imitati
 the trainer's population, rollouts and search basis; after the budget, the vector each
 one reports acts by argmax on 150 held-out tasks and its expected reward is printed
 (mean over seeds with a 95% t-interval; the oracle routes each category to its best
-worker). Isolating the first decision is what makes this fast: the trainer forwards the
+worker). Every combination of the backbone's input (``[backbone] input``), the head's
+sigma0 scale (``optimizer.sigma0_scale``) and the search basis is reported, so each of the
+project's options is measured against the paper's setting (raw, literal, identity).
+Isolating the first decision is what makes this fast: the trainer forwards the
 backbone for every transcript, which in multi-turn runs takes hours on a CPU.
 """
 
@@ -37,17 +41,19 @@ WORKER = ROLES.index(Role.WORKER)
 POOL = tuple(f"sandbox:{p.name}" for p in SANDBOX_PROFILES)
 
 
-def suite_features(suite_name: str) -> np.ndarray:
-    """Unit-RMS opening-transcript features of every task of a suite (cached on disk)."""
+def suite_features(suite_name: str, input: str) -> np.ndarray:
+    """Unit-RMS opening-transcript features of every task of a suite, the backbone reading
+    ``input`` ("raw" or "chat"; cached on disk)."""
     suite = load_suite(suite_name)
     cache = (
         Path(platformdirs.user_cache_dir("trinity-workbench"))
         / "bench"
-        / f"features-{suite_name}.npy"
+        / f"features-{suite_name}-{input}.npy"
     )
     if cache.is_file():
         return np.load(cache)
-    features = Backbone("offline", "cpu").features([render_transcript(t, ()) for t in suite.tasks])
+    backbone = Backbone("offline", "cpu", input=input)
+    features = backbone.features([render_transcript(t, ()) for t in suite.tasks])
     cache.parent.mkdir(parents=True, exist_ok=True)
     np.save(cache, features)
     return features
@@ -65,13 +71,14 @@ def train(
     popsize: int,
     rollouts: int,
     sigma0: float,
+    sigma0_scale: str,
 ) -> float:
     """One training run of ``optimizer``; the expected test reward of its result."""
     rng = np.random.default_rng(seed)
     order = rng.permutation(len(features))
     train_ids, test_ids = order[:-150], order[-150:]
     basis = (
-        SearchBasis.fit(features[train_ids[:CALIBRATION_TASKS]])
+        SearchBasis.fit(features[rng.choice(train_ids, CALIBRATION_TASKS, replace=False)])
         if basis_name == "balanced"
         else SearchBasis()
     )
@@ -86,6 +93,7 @@ def train(
                 "popsize": popsize,
                 "rollouts": rollouts,
                 "sigma0": sigma0,
+                "sigma0_scale": sigma0_scale,
                 "search_basis": basis_name,
             },
         }
@@ -159,9 +167,11 @@ def main() -> None:
     parser.add_argument("--sigma0", type=float, default=0.03)
     parser.add_argument("--optimizers", default="sep-cma-es,random-search,reinforce,imitation")
     parser.add_argument("--bases", default="identity,balanced")
+    parser.add_argument("--inputs", default="raw,chat")
+    parser.add_argument("--sigma0-scales", default="literal,width")
     args = parser.parse_args()
     tasks = list(load_suite(args.suite).tasks)
-    features = suite_features(args.suite)
+    features = {i: suite_features(args.suite, i) for i in args.inputs.split(",")}
     skill = np.array([[p.skill_for(t.category, t.kind) for p in SANDBOX_PROFILES] for t in tasks])
     print(
         f"{args.suite}: {len(tasks)} tasks; population {args.popsize} x {args.rollouts} rollouts; "
@@ -173,13 +183,19 @@ def main() -> None:
         print(
             f"\n{generations} generations ({generations * args.popsize * args.rollouts} episodes)"
         )
-        for basis in args.bases.split(","):
+        settings = [
+            (i, scale, basis)
+            for i in args.inputs.split(",")
+            for scale in args.sigma0_scales.split(",")
+            for basis in args.bases.split(",")
+        ]
+        for input, scale, basis in settings:
             for optimizer in args.optimizers.split(","):
                 rewards = [
                     train(
                         optimizer,
                         basis,
-                        features,
+                        features[input],
                         skill,
                         tasks,
                         seed=s,
@@ -187,12 +203,15 @@ def main() -> None:
                         popsize=args.popsize,
                         rollouts=args.rollouts,
                         sigma0=args.sigma0,
+                        sigma0_scale=scale,
                     )
                     for s in range(args.seeds)
                 ]
                 mean, low, high = mean_ci(rewards)
                 print(
-                    f"  {basis:9s} {optimizer:14s} {mean:.3f} [{low:.3f}, {high:.3f}]", flush=True
+                    f"  {input:4s} {scale:8s} {basis:9s} {optimizer:14s} "
+                    f"{mean:.3f} [{low:.3f}, {high:.3f}]",
+                    flush=True,
                 )
 
 

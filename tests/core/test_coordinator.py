@@ -25,26 +25,34 @@ def own_backbone(seed):
     return Backbone("tiny", model=model, tokenizer=tokenizer)
 
 
-def manual_feature(model, tokenizer, text):
-    ids = tokenizer.apply_chat_template(
-        [{"role": "user", "content": text}],
-        add_generation_prompt=True,
-        tokenize=True,
-        return_dict=True,
-    )["input_ids"]
+def manual_feature(model, tokenizer, text, input="raw"):
+    if input == "raw":  # the transcript's text, as the paper's released code feeds it
+        ids = tokenizer(text)["input_ids"]
+    else:
+        ids = tokenizer.apply_chat_template(
+            [{"role": "user", "content": text}],
+            add_generation_prompt=True,
+            tokenize=True,
+            return_dict=True,
+        )["input_ids"]
     out = model(torch.tensor([ids]), output_hidden_states=True)
     h = out.hidden_states[-1][0, -2].double().numpy()
     return h / np.sqrt(np.mean(h * h))
 
 
-def test_feature_is_final_layer_penultimate_token_unit_rms(tiny_backbone, tiny_lm):
+@pytest.mark.parametrize("input", ["raw", "chat"])
+def test_feature_is_final_layer_penultimate_token_unit_rms(tiny_lm, input):
     model, tokenizer = tiny_lm
-    f = tiny_backbone.feature(TEXT)
+    backbone = Backbone("tiny", model=model, tokenizer=tokenizer, input=input)
+    f = backbone.feature(TEXT)
     assert f.shape == (32,)
-    np.testing.assert_allclose(f, manual_feature(model, tokenizer, TEXT), atol=1e-5)
+    np.testing.assert_allclose(f, manual_feature(model, tokenizer, TEXT, input), atol=1e-5)
     assert np.sqrt(np.mean(f * f)) == pytest.approx(1.0)
+    # the two inputs are different token sequences, so different features
+    other = "chat" if input == "raw" else "raw"
+    assert not np.allclose(f, manual_feature(model, tokenizer, TEXT, other), atol=1e-3)
     # not the last token, not an earlier layer
-    ids = tiny_backbone.encode(TEXT)
+    ids = backbone.encode(TEXT)
     out = model(torch.tensor([ids]), output_hidden_states=True)
     last = out.hidden_states[-1][0, -1].double().numpy()
     assert not np.allclose(f, last / np.sqrt(np.mean(last**2)), atol=1e-3)
@@ -217,7 +225,9 @@ def fidelity(model, tokenizer, steps, **kwargs):
     """Features of ``steps`` through the batched path (turn by turn, as a generation asks
     for them) and one by one with no cache (the reference), and the max abs difference."""
     batched = Backbone("b", model=model, tokenizer=tokenizer, **kwargs)
-    reference = Backbone("r", model=model, tokenizer=tokenizer, prefix_cache_bytes=0)
+    reference = Backbone(
+        "r", model=model, tokenizer=tokenizer, prefix_cache_bytes=0, input=batched.input
+    )
     got, want = [], []
     for texts in steps:
         got.append(batched.features(texts))
@@ -243,19 +253,17 @@ def decisions(features, n_workers=4, heads=8):
     ]
 
 
-@pytest.mark.parametrize("template", [True, False], ids=["chat-template", "raw-text"])
-def test_batched_continuations_match_one_by_one_features(template, monkeypatch):
+@pytest.mark.parametrize("input", ["chat", "raw"])
+def test_batched_continuations_match_one_by_one_features(input, monkeypatch):
     # padding of any amount allowed here, so that each turn is one forward (mixed rows);
     # how rows are grouped to pad little is test_batches_group_rows_of_like_length...
     monkeypatch.setattr("workbench.core.coordinator.backbone.MAX_PAD_WASTE", 1.0)
     model, tokenizer = build_tiny_lm(seed=7)
-    if not template:
-        tokenizer.chat_template = None
     steps = episode_transcripts(seed=1)
     # a fresh transcript in the same forward as continuations of the third turn
     steps[2].append("Query:\ndef add(a, b): return a + b")
-    got, want, diff, stats = fidelity(model, tokenizer, steps)
-    print(f"tiny LM, {'chat template' if template else 'raw text'}: max abs diff {diff:.2e}")
+    got, want, diff, stats = fidelity(model, tokenizer, steps, input=input)
+    print(f"tiny LM, {input} input: max abs diff {diff:.2e}")
     assert diff < 1e-4
     assert decisions(got) == decisions(want)
     rows = sum(len(s) for s in steps)
@@ -315,14 +323,11 @@ def test_prefix_cache_keeps_its_byte_budget_and_drops_extended_entries():
 
 
 def test_batched_features_of_the_offline_model_match_one_by_one(offline_backbone):
-    import copy
 
     model, tokenizer = offline_backbone.model, offline_backbone.tokenizer
-    raw = copy.deepcopy(tokenizer)
-    raw.chat_template = None
     steps = episode_transcripts(seed=4, n_tasks=3, turns=3)
-    for tok, name in ((tokenizer, "chat template"), (raw, "raw text")):
-        got, want, diff, _ = fidelity(model, tok, steps)
+    for input, name in (("chat", "chat template"), ("raw", "raw text")):
+        got, want, diff, _ = fidelity(model, tokenizer, steps, input=input)
         print(f"SmolLM2-135M fp32, {name}: max abs diff {diff:.2e}")
         assert diff < 1e-3
         assert decisions(got, heads=16) == decisions(want, heads=16)

@@ -7,16 +7,17 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from workbench.core.coordinator import Action, Coordinator
+from workbench.core.coordinator import Action, Backbone, Coordinator
 from workbench.core.protocol import (
     EpisodeSettings,
     Prompts,
     build_messages,
+    fit_transcript,
     parse_verdict,
     render_transcript,
     run_episode,
 )
-from workbench.core.records import ROLES, Role, StopReason
+from workbench.core.records import ROLES, Role, StopReason, Turn
 from workbench.core.tasks.model import Task
 from workbench.core.workers.base import Completion, Worker, WorkerError
 from workbench.core.workers.pool import build_pool
@@ -198,3 +199,35 @@ def test_sandbox_episodes_are_reproducible_and_use_the_real_coordinator(tiny_bac
     assert any(one(s).turns != a.turns for s in range(8, 12))
     for t in a.turns:
         assert t.response.startswith(("[sandbox:", "ACCEPT", "REVISE")) or not t.messages
+
+
+def test_the_coordinator_reads_whole_turns_and_drops_the_oldest_only_past_its_context(tiny_lm):
+    """No clipping: a 5,000-character reply reaches the coordinator whole. Past the
+    backbone's context the oldest turns go first, the query stays, and the turn decided
+    from the shortened transcript records how many were left out."""
+    long_reply = "step " * 1000
+    workers = [ScriptedWorker("w", [long_reply, long_reply, "The answer is 42."])]
+    episode, coord = play([(0, "thinker"), (0, "thinker"), (0, "worker")], workers, max_turns=3)
+    assert long_reply in coord.transcripts[1] and coord.transcripts[2].count(long_reply) == 2
+
+    model, tokenizer = tiny_lm
+    backbone = Backbone("tiny", model=model, tokenizer=tokenizer)
+    whole = render_transcript(MATH, episode.turns[:2])
+    one_turn = render_transcript(MATH, episode.turns[:1])
+    backbone.context_tokens = (len(backbone.encode(one_turn)) + len(backbone.encode(whole))) // 2
+    assert backbone.fits(one_turn) and not backbone.fits(whole)
+    text, omitted = fit_transcript(MATH, episode.turns[:2], backbone.fits)
+    assert omitted == 1 and text == render_transcript(MATH, episode.turns[:2], 1)
+    assert text.startswith("Query:\nWhat is 6 * 7?") and "[1 earlier turns omitted]" in text
+    assert backbone.fits(text)
+
+    # in an episode: the policy offers its backbone's check (Coordinator.context_fits)
+    coord = ScriptedCoordinator(1, [(0, "thinker"), (0, "thinker"), (0, "worker")])
+    coord.context_fits = Coordinator.untrained(backbone, 1).context_fits
+    workers = [ScriptedWorker("w", [long_reply, long_reply, "The answer is 42."])]
+    played = asyncio.run(run_episode(coord, workers, MATH, EpisodeSettings(suite="t", max_turns=3)))
+    assert [t.context_omitted for t in played.turns] == [0, 0, 1]
+    assert coord.transcripts[2] == text and played.reward == 1.0
+    stored = [Turn.from_dict(t.to_dict()) for t in played.turns]
+    assert [t.context_omitted for t in stored] == [0, 0, 1]
+    assert "context_omitted" not in played.turns[0].to_dict()  # stored only when it happened

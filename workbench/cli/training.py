@@ -161,14 +161,19 @@ def cmd_runs_list(args) -> int:
 
 
 def cmd_runs_show(args) -> int:
+    from workbench.core.config import ConfigError
     from workbench.core.store import Store
 
     with Store.open(workspace(args)) as store:
         record = store.get_run(args.run)
         generations = store.generations(record.id)
+    try:  # every effective setting, keys the run predates included (as it ran)
+        config = record.config().to_dict()
+    except ConfigError:
+        config = record.config_data
     data = {
         **_run_dict(record),
-        "config": record.config_data,
+        "config": config,
         "result": record.result,
         "generations": generations,
     }

@@ -2,18 +2,21 @@
 
 ```toml
 [run]        name, seed
-[backbone]   model ("offline", a Hub id, a folder, a .gguf), device, precision
+[backbone]   model ("offline", a Hub id, a folder, a .gguf), device, precision, input
 [pool]       workers (registered ids, "local:smollm2", "sandbox", "sandbox:<name>")
 [tasks]      suite, train, validation, test (sizes; 0 = all of that split), split_seed
-[optimizer]  name, popsize, sigma0, rollouts, svf, svf_layer, validate_every,
-             cost_penalty, turn_penalty, learning_rate, search_basis, concurrency
+[optimizer]  name, popsize, sigma0, sigma0_scale, rollouts, svf, svf_layer,
+             validate_every, cost_penalty, turn_penalty, learning_rate, search_basis,
+             concurrency
 [budget]     generations, episodes, calls, dollars, minutes
 [protocol]   max_turns, temperature, max_tokens
 [cache]      policy
 ```
 
 Unknown keys and wrong types are errors that name the key. Every default is the
-paper's where it has one (docs/METHOD.md).
+paper's where it has one (README, "Relation to the paper"); our
+improvements are named options. A run stored before a key existed is read with the value
+it ran with (``STORED_BEFORE``), not today's default.
 """
 
 from __future__ import annotations
@@ -30,7 +33,9 @@ from workbench.core.models import PRECISIONS
 
 OPTIMIZERS = ("sep-cma-es", "random-search", "reinforce", "imitation")
 CACHE_POLICIES = ("auto", "off", "read-write", "replay-only")
-SEARCH_BASES = ("balanced", "identity")
+SEARCH_BASES = ("identity", "balanced")
+SIGMA0_SCALES = ("literal", "width")
+INPUTS = ("raw", "chat")
 DEVICES = ("auto", "cpu", "cuda", "mps")
 # the keys whose value is one of a known set (a form offers them as a list)
 CHOICES: dict[str, tuple[str, ...]] = {
@@ -39,6 +44,13 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "optimizer.search_basis": SEARCH_BASES,
     "backbone.device": DEVICES,
     "backbone.precision": PRECISIONS,
+    "backbone.input": INPUTS,
+    "optimizer.sigma0_scale": SIGMA0_SCALES,
+}
+# keys added after runs were stored, with the behaviour those runs had (absent = this)
+STORED_BEFORE: dict[tuple[str, str], Any] = {
+    ("backbone", "input"): "chat",
+    ("optimizer", "sigma0_scale"): "width",
 }
 
 
@@ -57,6 +69,9 @@ class BackboneSection:
     model: str = "offline"
     device: str = "auto"
     precision: str = "auto"
+    # what the coordinator reads: "raw" (the transcript's text, as the paper's released
+    # code) or "chat" (the transcript as one user message in the backbone's chat template)
+    input: str = "raw"
 
 
 @dataclass(frozen=True)
@@ -78,6 +93,9 @@ class OptimizerSection:
     name: str = "sep-cma-es"
     popsize: int = 0  # 0: pycma's default 4 + floor(3 ln n)
     sigma0: float = 0.03
+    # "literal": head weights move at sigma0 (the paper); "width": at sigma0 x
+    # sqrt(1024 / d), the paper's exploration in logit space on any backbone width
+    sigma0_scale: str = "literal"
     rollouts: int = 16  # m: tasks per candidate, shared by all candidates of a generation
     svf: bool = False
     svf_layer: int = -2
@@ -85,10 +103,11 @@ class OptimizerSection:
     cost_penalty: float = 0.0  # fitness -= weight x dollars per episode
     turn_penalty: float = 0.0  # fitness -= weight x turns per episode
     learning_rate: float = 0.01  # REINFORCE and imitation (Adam)
-    # the coordinates the optimizer searches in: "balanced" (the backbone's shared feature
-    # direction scaled down to the weight of the rest, see training.basis.SearchBasis) or
-    # "identity" (the head's weights themselves, as in the paper)
-    search_basis: str = "balanced"
+    # the coordinates the optimizer searches in: "identity" (the head's weights themselves,
+    # as in the paper) or "balanced" (the backbone's shared feature direction scaled down
+    # to the weight of the rest, fitted on a seeded random sample of training tasks, see
+    # training.basis.SearchBasis)
+    search_basis: str = "identity"
     concurrency: int = 64  # episodes in flight at once
 
 
@@ -160,6 +179,16 @@ class RunConfig:
             if given is None or isinstance(given, dict):  # anything else: from_dict says why
                 data[section] = {**values, **(given or {})}
         return cls.from_dict(data, str(path))
+
+    @classmethod
+    def from_stored(cls, data: dict[str, Any], source: str = "config") -> RunConfig:
+        """A stored run's config: keys it predates read as the run ran (``STORED_BEFORE``)."""
+        if isinstance(data, dict):
+            data = {k: dict(v) if isinstance(v, dict) else v for k, v in data.items()}
+            for (section, key), value in STORED_BEFORE.items():
+                if isinstance(data.get(section), dict):
+                    data[section].setdefault(key, value)
+        return cls.from_dict(data, source)
 
     def to_dict(self) -> dict[str, Any]:
         def plain(v):
@@ -260,6 +289,16 @@ def _check(cfg: RunConfig) -> None:
         cfg.backbone.precision in PRECISIONS,
         "backbone.precision",
         f"unknown precision '{cfg.backbone.precision}'; choose one of {', '.join(PRECISIONS)}",
+    )
+    need(
+        cfg.backbone.input in INPUTS,
+        "backbone.input",
+        f"unknown input '{cfg.backbone.input}'; choose one of {', '.join(INPUTS)}",
+    )
+    need(
+        o.sigma0_scale in SIGMA0_SCALES,
+        "optimizer.sigma0_scale",
+        f"unknown scale '{o.sigma0_scale}'; choose one of {', '.join(SIGMA0_SCALES)}",
     )
     need(
         cfg.cache.policy in CACHE_POLICIES,

@@ -27,12 +27,10 @@ from workbench.core.records import ROLES
 
 FORMAT = "trinity-workbench/coordinator"
 VERSION = 1
-FEATURE = {
-    "layer": "final",
-    "token": "penultimate",
-    "normalisation": "unit-rms",
-    "input": "transcript as one user message in the backbone's chat template",
-}
+FEATURE = {"layer": "final", "token": "penultimate", "normalisation": "unit-rms"}
+# "input" (the backbone's: "raw" or "chat"); files written before it was a choice describe
+# the chat template in words and are read as "chat"
+FEATURE_INPUTS = {"raw", "chat"}
 
 
 class CoordinatorFileError(ValueError):
@@ -81,7 +79,7 @@ def save_coordinator(
             "hidden_size": backbone.hidden_size,
             "revision": getattr(backbone.model.config, "_commit_hash", None),
         },
-        "feature": FEATURE,
+        "feature": {**FEATURE, "input": backbone.input},
         "pool": pool,
         "roles": [str(r) for r in ROLES],
         "max_turns": max_turns,
@@ -138,6 +136,12 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
     return manifest
 
 
+def feature_input(manifest: dict[str, Any]) -> str:
+    """What the coordinator of ``manifest`` reads: "raw" or "chat" (``Backbone.input``)."""
+    given = (manifest.get("feature") or {}).get("input")
+    return given if given in FEATURE_INPUTS else "chat"
+
+
 def load_coordinator(
     path: str | Path, backbone: Backbone | None = None, device: str = "auto"
 ) -> tuple[Coordinator, dict]:
@@ -150,6 +154,7 @@ def load_coordinator(
         backbone = Backbone(
             manifest["backbone"]["model"],
             device=device,
+            input=feature_input(manifest),
             svf_layer=(manifest.get("svf") or {}).get("layer", -2),
         )
     head_weights = tensors["head"]
@@ -161,6 +166,12 @@ def load_coordinator(
         raise CoordinatorFileError(
             f"{path} was trained on a backbone of hidden size {manifest['backbone']['hidden_size']} "
             f"({manifest['backbone']['model']}); the given backbone has {backbone.hidden_size}"
+        )
+    if backbone.input != feature_input(manifest):
+        raise CoordinatorFileError(
+            f"{path} was trained on {feature_input(manifest)} input; the given backbone reads "
+            f"{backbone.input} input: load it with Backbone(..., input="
+            f"'{feature_input(manifest)}') or without a backbone"
         )
     head = Head(HeadConfig(n_workers, backbone.hidden_size), head_weights)
     return Coordinator(backbone, head, tensors.get("svf")), manifest

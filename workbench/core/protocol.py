@@ -18,7 +18,7 @@ import string
 import time
 import tomllib
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,6 @@ from workbench.core.workspace import resources_dir
 log = logging.getLogger(__name__)
 
 ROLE_TITLES = {Role.THINKER: "Thinker", Role.WORKER: "Worker", Role.VERIFIER: "Verifier"}
-TRANSCRIPT_TURN_CHARS = 2000  # per turn, in the coordinator's view (head and tail kept)
 
 
 # --------------------------------------------------------------------------- prompts
@@ -76,22 +75,31 @@ class Prompts:
         )
 
 
-def _clip(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    half = limit // 2
-    return f"{text[:half]}\n[... {len(text) - 2 * half} characters omitted ...]\n{text[-half:]}"
-
-
-def render_transcript(task: Task, turns: Sequence[Turn]) -> str:
-    """The coordinator's view: the query, then each earlier turn as ``role/worker: content``."""
+def render_transcript(task: Task, turns: Sequence[Turn], omitted: int = 0) -> str:
+    """The coordinator's view: the query, then each earlier turn as ``role/worker: content``,
+    whole (the paper reads the transcript), the oldest ``omitted`` turns left out (a line
+    says how many: ``fit_transcript``)."""
     parts = [f"Query:\n{task.full_prompt()}"]
-    for turn in turns:
+    if omitted:
+        parts.append(f"[{omitted} earlier turns omitted]")
+    for turn in turns[omitted:]:
         body = turn.response if turn.error is None else f"[call failed: {turn.error}]"
-        parts.append(
-            f"{ROLE_TITLES[turn.role]}/{turn.worker}: {_clip(body, TRANSCRIPT_TURN_CHARS)}"
-        )
+        parts.append(f"{ROLE_TITLES[turn.role]}/{turn.worker}: {body}")
     return "\n\n".join(parts)
+
+
+def fit_transcript(
+    task: Task, turns: Sequence[Turn], fits: Callable[[str], bool] | None
+) -> tuple[str, int]:
+    """``render_transcript`` within the coordinator's context: while ``fits`` (the policy's
+    ``context_fits``) says the text is too long, the oldest turns are dropped first; returns
+    the text and how many turns were dropped (recorded on the turn decided from it)."""
+    omitted = 0
+    text = render_transcript(task, turns)
+    while fits is not None and omitted < len(turns) and not fits(text):
+        omitted += 1
+        text = render_transcript(task, turns, omitted)
+    return text, omitted
 
 
 def _history_for(role: Role, turns: Sequence[Turn]) -> str:
@@ -217,10 +225,14 @@ async def run_episode(
     thinkers: list[str] = []
     stop = StopReason.MAX_TURNS
     for index in range(max_turns):
-        action = await coordinator.adecide(render_transcript(task, turns), rng)
+        transcript, omitted = fit_transcript(
+            task, turns, getattr(coordinator, "context_fits", None)
+        )
+        action = await coordinator.adecide(transcript, rng)
         worker, role = pool[action.worker], ROLES[action.role]
         decision: dict[str, Any] = dict(
             index=index,
+            context_omitted=omitted,
             worker=worker.id,
             role=role,
             worker_probs=action.worker_probs,

@@ -48,6 +48,9 @@ class Turn:
     cost: float = 0.0
     usage_estimated: bool = False
     error: str | None = None
+    # the oldest earlier turns left out of what the coordinator read for this decision,
+    # because the transcript exceeded its backbone's context (protocol.fit_transcript)
+    context_omitted: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -55,6 +58,8 @@ class Turn:
         d["worker_probs"] = list(self.worker_probs)
         d["role_probs"] = list(self.role_probs)
         d["messages"] = [dict(m) for m in self.messages]
+        if not self.context_omitted:  # stored only when it happened
+            del d["context_omitted"]
         return d
 
     @classmethod

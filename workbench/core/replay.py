@@ -73,7 +73,9 @@ class Replay:
         """What the coordinator read before deciding this turn."""
         turns = self.episode.turns[: self.index]
         if self.task is not None:
-            return render_transcript(self.task, turns)
+            return render_transcript(
+                self.task, turns, self.episode.turns[self.index].context_omitted
+            )
         # the task is unknown (a suite that is no longer installed): the turns alone
         return "\n\n".join(f"{t.role}/{t.worker}: {t.response}" for t in turns)
 

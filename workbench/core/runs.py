@@ -38,16 +38,22 @@ from workbench.core.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
-_backbones: dict[tuple[str, str, int, str], Backbone] = {}
+_backbones: dict[tuple[str, str, int, str, str], Backbone] = {}
 
 
 def shared_backbone(
-    source: str, device: str = "auto", svf_layer: int = -2, precision: str = "auto"
+    source: str,
+    device: str = "auto",
+    svf_layer: int = -2,
+    precision: str = "auto",
+    input: str = "raw",
 ) -> Backbone:
-    """One loaded backbone per (source, device, SVF layer, precision) in this process."""
-    key = (source, device, svf_layer, precision)
+    """One loaded backbone per (source, device, SVF layer, precision, input) in this process."""
+    key = (source, device, svf_layer, precision, input)
     if key not in _backbones:
-        _backbones[key] = Backbone(source, device=device, precision=precision, svf_layer=svf_layer)
+        _backbones[key] = Backbone(
+            source, device=device, precision=precision, input=input, svf_layer=svf_layer
+        )
     return _backbones[key]
 
 
@@ -322,6 +328,7 @@ def train(
             config.backbone.device,
             config.optimizer.svf_layer,
             config.backbone.precision,
+            config.backbone.input,
         )
         session = open_pool(config, store)
         cache = session.cache
@@ -408,7 +415,7 @@ def _evaluation_source(
         return EvaluationSource(config, pool, config.backbone.model, run_id=record.id)
     if coordinator_file is not None:
         manifest = read_manifest(coordinator_file)
-        config = RunConfig.from_dict(manifest["training"]["config"], str(coordinator_file))
+        config = RunConfig.from_stored(manifest["training"]["config"], str(coordinator_file))
         pool = tuple(w["id"] for w in manifest["pool"])
         return EvaluationSource(
             config, pool, manifest["backbone"]["model"], coordinator_file=str(coordinator_file)
@@ -454,6 +461,7 @@ def evaluate_run(
             config.backbone.device,
             config.optimizer.svf_layer,
             config.backbone.precision,
+            config.backbone.input,
         )
         if source.run_id is not None:
             vector, _ = best_vector(store, source.run_id)
@@ -525,6 +533,7 @@ def export_run(
             config.backbone.device,
             config.optimizer.svf_layer,
             config.backbone.precision,
+            config.backbone.input,
         )
         pool = describe_pool(config.pool.workers)
         coordinator = coordinator_from_vector(backbone, len(pool), vector, config.optimizer.svf)
@@ -685,6 +694,7 @@ def study_optimizers(
         config.backbone.device,
         config.optimizer.svf_layer,
         config.backbone.precision,
+        config.backbone.input,
     )
     rows: list[Any] = []
     references: dict[str, list[Any]] = {name: [] for name in REFERENCES}

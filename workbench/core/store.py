@@ -125,7 +125,7 @@ class RunRecord:
 
     def config(self) -> RunConfig:
         """The run's config, parsed; ``ConfigError`` names the run if it is not valid."""
-        return RunConfig.from_dict(self.config_data, f"run {self.id}")
+        return RunConfig.from_stored(self.config_data, f"run {self.id}")
 
     def run_result(self) -> RunResult | None:
         """The typed result of a training run (None before it reports one, and for runs of

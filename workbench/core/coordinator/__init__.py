@@ -1,9 +1,10 @@
 """The coordinator: a frozen backbone's feature, a tiny linear head, and the policy.
 
 - Feature: the final layer's hidden state at the *penultimate* token of the transcript
-  (docs/METHOD.md), normalised to unit RMS; the trainer explores head weights at
-  sigma0 * sqrt(1024 / d) (``optimizers.sep_cma_es.head_step_scale``), so one sigma0 gives backbones of
-  any width the paper's exploration in logit space.
+  (docs/METHOD.md), normalised to unit RMS. The backbone reads the transcript's raw text
+  (``input="raw"``, the paper's released code) or the transcript as a chat message
+  (``input="chat"``); a transcript longer than its context loses its oldest turns first
+  (``protocol.fit_transcript``).
 - Head: one bias-free linear map ``W`` of shape ``(L + 3, d)``; the first ``L`` logits
   choose the worker, the last 3 the role, as two independent softmax distributions.
 - Acting: sample (seeded) while training, argmax when evaluating; every decision carries

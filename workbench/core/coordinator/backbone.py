@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from workbench.core.config import INPUTS
 from workbench.core.coordinator.prefix_cache import PrefixCache, PrefixEntry
 from workbench.core.coordinator.svf import SVF
 
@@ -51,6 +52,7 @@ class Backbone:
         device: str = "auto",
         precision: str = "auto",
         *,
+        input: str = "raw",
         svf_layer: int = -2,
         feature_cache_size: int = 50_000,
         prefix_cache_bytes: int = 2 << 30,
@@ -66,10 +68,14 @@ class Backbone:
             self.id = f"{resolved.kind}:{resolved.source}@{resolved.fingerprint}"
         else:  # an already loaded model (tests, or a caller that owns it)
             self.id = f"model:{source}"
+        if input not in INPUTS:
+            raise ValueError(f"unknown backbone input '{input}': choose one of {', '.join(INPUTS)}")
+        self.input = input
         self.source = source
         self.model = model
         self.tokenizer = tokenizer
         self.hidden_size = int(model.config.hidden_size)
+        self.context_tokens = int(getattr(model.config, "max_position_embeddings", 0) or 1 << 20)
         # what the features were computed in, for the run's record
         self.device = str(model.device)
         self.precision = {"torch.float32": "fp32", "torch.bfloat16": "bf16"}.get(
@@ -115,10 +121,11 @@ class Backbone:
     # -- features ----------------------------------------------------------
 
     def encode(self, transcript: str) -> list[int]:
-        """Token ids the coordinator reads: the transcript as one user message in the
-        backbone's chat template (plain text if it has none), generation cue included."""
+        """Token ids the coordinator reads: with input ``raw`` the transcript's text, as the
+        paper's released code feeds it; with ``chat`` the transcript as one user message in
+        the backbone's chat template (plain text if it has none), generation cue included."""
         tok = self.tokenizer
-        if tok.chat_template:
+        if self.input == "chat" and tok.chat_template:
             ids = tok.apply_chat_template(
                 [{"role": "user", "content": transcript}], add_generation_prompt=True, tokenize=True
             )
@@ -126,6 +133,14 @@ class Backbone:
                 ids = ids["input_ids"]
             return list(ids)
         return list(tok(transcript)["input_ids"])
+
+    def fits(self, transcript: str) -> bool:
+        """Whether ``transcript`` fits the backbone's context (its position embeddings):
+        a text shorter in characters than the context, less the template's tokens, fits
+        without being tokenized (a token covers at least one character)."""
+        if len(transcript) + CONTEXT_MARGIN <= self.context_tokens:
+            return True
+        return len(self.encode(transcript)) <= self.context_tokens
 
     def features(self, transcripts: Sequence[str], svf: np.ndarray | None = None) -> np.ndarray:
         """Unit-RMS features, one row per transcript, with SVF offsets ``svf`` applied;
@@ -296,6 +311,7 @@ class Backbone:
         self._executor.shutdown(wait=True)
 
 
+CONTEXT_MARGIN = 64  # tokens a chat template may add around a transcript
 DRAIN_ROUNDS = 16  # event-loop turns a batch waits at most for more requests to arrive
 CPU_BATCH_TOKENS = 8192  # padded positions per forward on a CPU: larger batches gain little
 

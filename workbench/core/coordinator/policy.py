@@ -36,6 +36,11 @@ class Coordinator:
         """One decision, synchronously (for scripts and tests)."""
         return self.head.decide(self.backbone.feature(transcript, self.svf_delta), rng)
 
+    def context_fits(self, transcript: str) -> bool:
+        """Whether the backbone reads ``transcript`` whole (run_episode drops the oldest
+        turns first when it does not: protocol.fit_transcript)."""
+        return self.backbone.fits(transcript)
+
     async def adecide(self, transcript: str, rng: np.random.Generator | None = None) -> Action:
         """One decision with the forward off the event loop (what run_episode uses)."""
         return self.head.decide(await self.backbone.afeature(transcript, self.svf_delta), rng)

@@ -130,7 +130,7 @@ class Reinforce(_HeadLearner):
             for i, turn in enumerate(e.turns):
                 steps.append(
                     (
-                        render_transcript(task, e.turns[:i]),
+                        render_transcript(task, e.turns[:i], turn.context_omitted),
                         turn,
                         e.pool.index(turn.worker),
                         advantage,

@@ -10,7 +10,7 @@ from workbench.core.config import RunConfig
 from workbench.core.coordinator import HeadConfig
 from workbench.core.optimizers.base import Optimizer, default_popsize
 from workbench.core.optimizers.baselines import Imitation, RandomSearch, Reinforce
-from workbench.core.optimizers.sep_cma_es import SepCMAES, head_step_scale
+from workbench.core.optimizers.sep_cma_es import SepCMAES, head_sigma_factor
 from workbench.core.tasks.model import Task
 
 
@@ -26,7 +26,8 @@ def make_optimizer(
     o = config.optimizer
     if o.name == "sep-cma-es":
         stds = np.ones(n)
-        stds[n - head.n_params :] = head_step_scale(head.hidden_size)  # [SVF offsets || head]
+        # [SVF offsets || head]: SVF offsets are relative and keep sigma0
+        stds[n - head.n_params :] = head_sigma_factor(o.sigma0_scale, head.hidden_size)
         return SepCMAES(
             n,
             sigma0=o.sigma0,

@@ -1,5 +1,6 @@
-"""The default optimizer: separable CMA-ES (pycma with a diagonal covariance), with head
-weights explored at sigma0 scaled to the backbone's width (docs/METHOD.md)."""
+"""The default optimizer: separable CMA-ES (pycma with a diagonal covariance); head weights
+explored at sigma0 (the paper) or, as a named option, at sigma0 scaled to the backbone's
+width (``head_step_scale``)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,12 @@ def head_step_scale(hidden_size: int) -> float:
     ``sqrt(1024 / d)`` gives every width the paper's exploration in logit space.
     """
     return float(np.sqrt(REFERENCE_WIDTH / hidden_size))
+
+
+def head_sigma_factor(sigma0_scale: str, hidden_size: int) -> float:
+    """The factor on sigma0 for head weights under ``optimizer.sigma0_scale``: 1 for
+    ``literal`` (the paper), ``head_step_scale`` for ``width``."""
+    return head_step_scale(hidden_size) if sigma0_scale == "width" else 1.0
 
 
 class SepCMAES:

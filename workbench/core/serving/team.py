@@ -361,6 +361,7 @@ def load_team(
         config.backbone.device,
         config.optimizer.svf_layer,
         config.backbone.precision,
+        config.backbone.input,
     )
     if source.run_id is not None:
         with Store.open(workspace) as store:

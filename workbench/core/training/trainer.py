@@ -32,7 +32,7 @@ from workbench.core.config import RunConfig
 from workbench.core.coordinator import Backbone, Coordinator, Head, HeadConfig
 from workbench.core.optimizers.base import Proposal
 from workbench.core.optimizers.make import make_optimizer
-from workbench.core.optimizers.sep_cma_es import head_step_scale
+from workbench.core.optimizers.sep_cma_es import head_sigma_factor
 from workbench.core.policies import FixedPolicy, Policy
 from workbench.core.protocol import (
     EpisodeSettings,
@@ -368,10 +368,14 @@ class Trainer:
         return self.state.basis or SearchBasis()
 
     async def _fit_basis(self) -> SearchBasis:
-        """The run's search basis, from the opening transcripts of its first training tasks."""
+        """The run's search basis, from the opening transcripts of a seeded random sample of
+        its training tasks."""
         if self.config.optimizer.search_basis == "identity":
             return SearchBasis()
-        texts = [render_transcript(t, ()) for t in self.splits["train"][:CALIBRATION_TASKS]]
+        train = self.splits["train"]
+        rng = np.random.default_rng(derived_seed(self.config.run.seed, "basis"))
+        sample = rng.choice(len(train), size=min(CALIBRATION_TASKS, len(train)), replace=False)
+        texts = [render_transcript(train[i], ()) for i in sorted(sample)]
         basis = SearchBasis.fit(await asyncio.to_thread(self.backbone.features, texts))
         log.info("run %s: balanced search basis, alpha %.2f", self.run_id, basis.alpha)
         return basis
@@ -457,7 +461,9 @@ class Trainer:
             search_basis_alpha=None if st.basis is None else st.basis.alpha,
             backbone_device=self.backbone.device,
             backbone_precision=self.backbone.precision,
-            sigma0_head_scale=head_step_scale(self.head_config.hidden_size)
+            sigma0_head_scale=head_sigma_factor(
+                self.config.optimizer.sigma0_scale, self.head_config.hidden_size
+            )
             if self.config.optimizer.name == "sep-cma-es"
             else None,
         )
