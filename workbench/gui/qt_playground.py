@@ -1,10 +1,13 @@
 """The Playground page: ask a trained team a question and watch the episode live, each turn
-as it happens (role, worker, both probabilities, reply, verdict, tokens, cost), then the
-answer and its cost; Stop; "Open in Replay". The same page starts and stops the
-OpenAI-compatible server for the chosen coordinator and shows its URL and a client snippet.
+as it happens (role, worker, the chosen worker's and role's probabilities as bars, then the
+worker's reply as it arrives, verdict, tokens, cost), then the answer and its cost; Stop;
+"Open in Replay". A turn's row, selected, shows both whole distributions as bar charts and
+the full reply. The same page starts and stops the OpenAI-compatible server for the chosen
+coordinator and shows its URL and a copyable client snippet.
 
 The page holds no domain logic: ``workbench.core.serving`` loads the team, runs and stores
-the episode and tells each turn; the page shows what it hears.
+the episode and tells each turn (from the episode's background job, by queued signal); the
+page shows what it hears.
 """
 
 from __future__ import annotations
@@ -13,8 +16,10 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from workbench.core.records import ROLES
 from workbench.core.runs import evaluable_runs
 from workbench.core.serving.team import TurnDecided, TurnReplied, load_team
+from workbench.core.spend import dollars, is_simulated, spend_kind
 from workbench.core.workspace import Workspace
 from workbench.gui import background
 from workbench.gui.qt import (
@@ -39,16 +44,41 @@ from workbench.gui.qt import (
     read_only_table,
     text_view,
 )
+from workbench.gui.qt_probabilities import ProbabilityBars, ProbabilityCell
+from workbench.gui.qt_replay import turn_cost, turn_verdict
 
 log = logging.getLogger(__name__)
 
-COLUMNS = ("Turn", "Role", "Worker", "p(worker)", "p(role)", "Verdict", "Tokens", "Cost", "Reply")
+COLUMNS = (
+    "Turn",
+    "Role",
+    "Worker",
+    "p(worker)",
+    "p(role)",
+    "Verdict",
+    "Tokens in/out",
+    "Latency",
+    "Cost",
+    "Reply",
+)
+P_WORKER, P_ROLE, VERDICT, TOKENS, LATENCY, COST, REPLY = range(3, 10)
+REPLY_CHARS = 300  # a reply in the table; the whole of it shows below when its turn is selected
+
+
+def waiting_text(worker: str) -> str:
+    """A turn's reply cell while its worker has not answered yet."""
+    return f"waiting for {worker}…"
 
 
 class _Events(QObject):
-    """Carries the episode's turn events from its thread into the GUI thread."""
+    """Carries the episode's events from its job thread into the GUI thread (queued)."""
 
-    turn = Signal(object)
+    team = Signal(object)  # the loaded team's description (Team.describe() and model id)
+    turn = Signal(object)  # TurnDecided / TurnReplied
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 def client_snippet(url: str, model: str, key_required: bool) -> str:
@@ -84,6 +114,9 @@ class QtPlayground(QWidget):
         self._job: background.Job | None = None
         self._events = _Events()
         self._events.turn.connect(self.show_event)
+        self._events.team.connect(self._on_team_loaded)
+        # per row: the decision and, once the worker answered, its reply
+        self.turn_events: list[list[Any]] = []
         self._build()
         self.refresh_runs()
 
@@ -126,9 +159,23 @@ class QtPlayground(QWidget):
         ask_layout.addWidget(self.status_label)
         ask_layout.addWidget(self.message_label)
 
+        self.pool_label = QLabel("")
+        self.pool_label.setWordWrap(True)
         self.turns = read_only_table(COLUMNS)
         self.turns.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.turns.horizontalHeader().setStretchLastSection(True)
+        self.turns.itemSelectionChanged.connect(self.show_selected_turn)
+        self.worker_bars, self.role_bars = ProbabilityBars("p(worker)"), ProbabilityBars("p(role)")
+        self.reply_view = text_view()
+        self.turn_label = QLabel("")
+        charts = QHBoxLayout()
+        charts.addWidget(self.worker_bars, 3)
+        charts.addWidget(self.role_bars, 2)
+        turn_box = QGroupBox("The selected turn (the latest while the episode runs)")
+        turn_layout = QVBoxLayout(turn_box)
+        turn_layout.addLayout(charts, 1)
+        turn_layout.addWidget(self.turn_label)
+        turn_layout.addWidget(self.reply_view, 1)
         self.answer_view = text_view()
         self.total_label = QLabel("")
         answer_box = QGroupBox("Answer")
@@ -137,8 +184,11 @@ class QtPlayground(QWidget):
         answer_layout.addWidget(self.total_label)
         episode = QSplitter(Qt.Orientation.Vertical)
         turns_box = QGroupBox("Turns, as they happen")
-        QVBoxLayout(turns_box).addWidget(self.turns)
+        turns_layout = QVBoxLayout(turns_box)
+        turns_layout.addWidget(self.pool_label)
+        turns_layout.addWidget(self.turns)
         episode.addWidget(turns_box)
+        episode.addWidget(turn_box)
         episode.addWidget(answer_box)
 
         self.serve_button = QPushButton("Start server")
@@ -241,15 +291,18 @@ class QtPlayground(QWidget):
             return
         self.message_label.clear()
         self.turns.setRowCount(0)
+        self.turn_events = []
+        self._clear_turn_detail()
         self.answer_view.clear()
         self.total_label.clear()
         self.episode = None
-        emit = self._events.turn.emit
+        emit, loaded = self._events.turn.emit, self._events.team.emit
 
         async def episode() -> Any:
             import asyncio
 
             team = await asyncio.to_thread(self._load_team)
+            loaded({**team.describe(), "model": team.model_id})
             try:  # aclose() also releases what a start() that failed halfway opened
                 await team.start()
                 return await team.answer([{"role": "user", "content": question}], listener=emit)
@@ -270,39 +323,100 @@ class QtPlayground(QWidget):
             self._job.cancel()
             self.status_label.setText("stopping…")
 
+    def _on_team_loaded(self, team: dict[str, Any]) -> None:
+        self.pool_label.setText(f"{team['model']} · pool: {', '.join(team['pool'])}")
+        if self.running:
+            self.status_label.setText("running: the coordinator reads the question…")
+
     def show_event(self, event: TurnDecided | TurnReplied) -> None:
-        """A turn as it happens: a new row when decided, filled in when the worker replied."""
+        """A turn as it happens: a new row with both probability bars when decided, its
+        verdict, tokens, cost and reply filled in when the worker replied."""
         if isinstance(event, TurnDecided):
             row = self.turns.rowCount()
             self.turns.insertRow(row)
-            # argmax acting: the chosen worker and role are the most probable ones
-            w, r = max(event.worker_probs), max(event.role_probs)
-            cells = (str(event.index), str(event.role), event.worker, f"{w:.2f}", f"{r:.2f}")
-            for column, text in enumerate(cells):
+            self.turn_events.append([event, None])
+            cells = {0: str(event.index + 1), 1: str(event.role), 2: event.worker}
+            cells[REPLY] = waiting_text(event.worker)
+            for column, text in cells.items():
                 self.turns.setItem(row, column, QTableWidgetItem(text))
-            self.turns.setItem(row, 8, QTableWidgetItem("…"))
-            self.status_label.setText(f"running: turn {event.index} ({event.role}, {event.worker})")
+            self.turns.setCellWidget(row, P_WORKER, ProbabilityCell(event.worker_prob))
+            self.turns.setCellWidget(row, P_ROLE, ProbabilityCell(event.role_prob))
+            self.turns.selectRow(row)  # follow the episode: the newest turn is shown below
+            self.status_label.setText(
+                f"running: turn {event.index + 1} ({event.role}, {event.worker}), "
+                "waiting for the reply…"
+            )
             return
         row = event.index
-        if row >= self.turns.rowCount():
+        if not 0 <= row < self.turns.rowCount():
             return
-        reply = f"error: {event.error}" if event.error else " ".join(event.text.split())
+        self.turn_events[row][1] = event
+        kind = "simulated" if is_simulated(event.worker) else ""
         cells = {
-            5: event.verdict or "",
-            6: f"{event.tokens_in}/{event.tokens_out}",
-            7: f"${event.cost:.6f}",
-            8: reply[:300],
+            VERDICT: f"error: {event.error}" if event.error else (event.verdict or ""),
+            TOKENS: f"{event.tokens_in}/{event.tokens_out}",
+            LATENCY: f"{event.latency_s:.2f} s",
+            COST: dollars(event.cost, kind, 6),
+            REPLY: _one_line(event.text)[:REPLY_CHARS],
         }
         for column, text in cells.items():
             self.turns.setItem(row, column, QTableWidgetItem(text))
+        if self.running:
+            self.status_label.setText(
+                f"running: turn {row + 1} answered; the coordinator chooses the next…"
+            )
+        if self._selected_row() == row:
+            self.show_selected_turn()
+
+    def _selected_row(self) -> int:
+        rows = self.turns.selectionModel().selectedRows()
+        return rows[0].row() if rows else -1
+
+    def show_selected_turn(self) -> None:
+        """The selected turn below the table: both distributions as bars, the whole reply."""
+        row = self._selected_row()
+        if not 0 <= row < len(self.turn_events):
+            self._clear_turn_detail()
+            return
+        decided, replied = self.turn_events[row]
+        roles = [str(r) for r in ROLES]
+        self.worker_bars.show_distribution(
+            decided.pool, decided.worker_probs, decided.pool.index(decided.worker)
+        )
+        self.role_bars.show_distribution(roles, decided.role_probs, roles.index(str(decided.role)))
+        head = (
+            f"turn {row + 1}: {decided.role} by {decided.worker} · p(worker) "
+            f"{decided.worker_prob:.2f} · p(role) {decided.role_prob:.2f}"
+        )
+        if replied is None:
+            self.turn_label.setText(head)
+            self.reply_view.setPlainText(self.turns.item(row, REPLY).text())
+            return
+        self.turn_label.setText(f"{head} · latency {replied.latency_s:.2f} s")
+        self.reply_view.setPlainText(f"error: {replied.error}" if replied.error else replied.text)
+
+    def _clear_turn_detail(self) -> None:
+        self.worker_bars.clear_distribution()
+        self.role_bars.clear_distribution()
+        self.turn_label.clear()
+        self.reply_view.clear()
 
     def _on_episode(self, _context: Any, episode: Any) -> None:
         self.episode = episode
+        # the stored turns are the record: what the live rows could not hear (a Verifier
+        # before any answer is never called) is filled in from them
+        for row, turn in enumerate(episode.turns[: self.turns.rowCount()]):
+            cells = {VERDICT: turn_verdict(turn), COST: turn_cost(turn)}
+            if not turn.messages and not turn.error:
+                cells[REPLY] = "(not called)"
+            for column, text in cells.items():
+                self.turns.setItem(row, column, QTableWidgetItem(text))
         self.answer_view.setPlainText(episode.answer or "(the team gave no answer)")
+        spend = spend_kind(t.worker for t in episode.turns)
         self.total_label.setText(
             f"{len(episode.turns)} turns · stop {episode.stop_reason} · tokens "
-            f"{episode.tokens_in}/{episode.tokens_out} · total cost ${episode.cost:.6f} · "
-            f"episode {episode.id[:12]}"
+            f"{episode.tokens_in}/{episode.tokens_out} · total cost "
+            f"{dollars(episode.cost, spend, 6)} · episode {episode.id[:12]}"
         )
         self.status_label.setText("done")
 
@@ -341,9 +455,12 @@ class QtPlayground(QWidget):
             return
 
         def start() -> Any:
-            from workbench.core.serving.server import Server
+            from workbench.core.serving.api import ServeSettings
+            from workbench.core.serving.server import Server, loopback_key
 
-            server = Server(self._load_team(), port=0)
+            # on loopback, as `serve` does: the stored server key is required when there is one
+            settings = ServeSettings(api_key=loopback_key())
+            server = Server(self._load_team(), settings, port=0)
             server.start()
             return server
 
@@ -361,6 +478,14 @@ class QtPlayground(QWidget):
     def _on_server_started(self, _context: Any, server: Any) -> None:
         self.server = server
         self.url_label.setText(server.url)
+        self.url_label.setToolTip(
+            "the stored server API key is required (Authorization: Bearer KEY)"
+            if server.settings.api_key
+            else "no API key needed on loopback"
+        )
+        self.pool_label.setText(
+            f"{server.team.model_id} · pool: {', '.join(server.team.source.pool)}"
+        )
         self.snippet.setPlainText(
             client_snippet(server.url, server.team.model_id, bool(server.settings.api_key))
         )
