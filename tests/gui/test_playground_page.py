@@ -23,6 +23,35 @@ from workbench.gui.qt_probabilities import ProbabilityCell
 TIMEOUT = 120_000
 
 
+# First in the file, as in tests/core/test_serve.py: the test Secret Service (a session
+# fixture) could not create its collection when first started after a slow-worker test.
+
+
+def test_the_page_server_requires_the_stored_server_key(
+    qtbot, make_main_window, tiny_backbone, tmp_path, keychain, monkeypatch
+):
+    """As `serve` on loopback: a stored server key is required, and the snippet reads it
+    from an environment variable instead of holding it."""
+    set_server_key("team-key-42")
+    path = steered_file(tmp_path / "team.safetensors", tiny_backbone, SANDBOX, max_turns=1)
+    page = make_main_window().pages["Playground"]
+    page.choose_coordinator_file(path)
+    page.serve_button.click()
+    qtbot.waitUntil(lambda: page.server is not None, timeout=TIMEOUT)
+    url, snippet = page.url_label.text(), page.snippet.toPlainText()
+    assert 'os.environ["TRINITY_SERVER_KEY"]' in snippet and "team-key-42" not in snippet
+    with pytest.raises(openai.AuthenticationError):
+        openai.OpenAI(base_url=url, api_key="wrong", max_retries=0).models.list()
+    client = openai.OpenAI(base_url=url, api_key="team-key-42", max_retries=0, timeout=60)
+    assert client.models.list().data[0].id == "trinity-team"
+    monkeypatch.setenv("TRINITY_SERVER_KEY", "team-key-42")
+    namespace: dict = {}
+    exec(compile(snippet.replace("print(", "answer = ("), "snippet", "exec"), namespace)
+    assert namespace["answer"]  # the snippet, with the key in its variable, gets the answer
+    page.serve_button.click()
+    qtbot.waitUntil(lambda: page.url_label.text() == "not serving", timeout=TIMEOUT)
+
+
 def test_a_question_shows_its_turns_live_then_the_answer_and_opens_in_replay(
     qtbot, make_main_window, gui_workspace, tiny_backbone, tmp_path
 ):
@@ -158,24 +187,3 @@ def test_the_page_serves_the_team_to_the_openai_client(
         raise AssertionError("the server still answers after Stop server")
     except openai.APIConnectionError:
         pass
-
-
-def test_the_page_server_requires_the_stored_server_key(
-    qtbot, make_main_window, tiny_backbone, tmp_path, keychain
-):
-    """As `serve` on loopback: a stored server key is required, and the snippet reads it
-    from an environment variable instead of holding it."""
-    set_server_key("team-key-42")
-    path = steered_file(tmp_path / "team.safetensors", tiny_backbone, SANDBOX, max_turns=1)
-    page = make_main_window().pages["Playground"]
-    page.choose_coordinator_file(path)
-    page.serve_button.click()
-    qtbot.waitUntil(lambda: page.server is not None, timeout=TIMEOUT)
-    url, snippet = page.url_label.text(), page.snippet.toPlainText()
-    assert 'os.environ["TRINITY_SERVER_KEY"]' in snippet and "team-key-42" not in snippet
-    with pytest.raises(openai.AuthenticationError):
-        openai.OpenAI(base_url=url, api_key="wrong", max_retries=0).models.list()
-    client = openai.OpenAI(base_url=url, api_key="team-key-42", max_retries=0, timeout=60)
-    assert client.models.list().data[0].id == "trinity-team"
-    page.serve_button.click()
-    qtbot.waitUntil(lambda: page.url_label.text() == "not serving", timeout=TIMEOUT)
