@@ -124,6 +124,7 @@ class QtPlayground(QWidget):
 
     def _build(self) -> None:
         self.source_combo = QComboBox()
+        self.source_combo.setMinimumContentsLength(24)
         self.refresh_button = QPushButton("Refresh")
         self.refresh_button.clicked.connect(self.refresh_runs)
         self.file_button = QPushButton("Coordinator file…")
@@ -168,6 +169,9 @@ class QtPlayground(QWidget):
         self.worker_bars, self.role_bars = ProbabilityBars("p(worker)"), ProbabilityBars("p(role)")
         self.reply_view = text_view()
         self.turn_label = QLabel("")
+        for bars in (self.worker_bars, self.role_bars):
+            bars.setMinimumHeight(140)
+            bars.setMaximumHeight(240)
         charts = QHBoxLayout()
         charts.addWidget(self.worker_bars, 3)
         charts.addWidget(self.role_bars, 2)
@@ -190,6 +194,8 @@ class QtPlayground(QWidget):
         episode.addWidget(turns_box)
         episode.addWidget(turn_box)
         episode.addWidget(answer_box)
+        for index, stretch in enumerate((3, 3, 2)):
+            episode.setStretchFactor(index, stretch)
 
         self.serve_button = QPushButton("Start server")
         self.serve_button.clicked.connect(self.toggle_server)
