@@ -203,6 +203,7 @@ def test_a_completion_is_one_stored_episode_with_summed_usage_and_cost(serve, sa
     assert completion.usage.prompt_tokens == sum(t.tokens_in for t in episode.turns) > 0
     assert completion.usage.completion_tokens == sum(t.tokens_out for t in episode.turns) > 0
     assert completion.trinity["cost"] == pytest.approx(episode.cost) and episode.cost > 0
+    assert completion.trinity["cost_kind"] == "simulated"  # sandbox dollars say so
     # stored as an episode of the server's `serve` run: Replay lists it there
     with Store.open(ws) as store:
         (run,) = store.list_runs(kind="serve")
@@ -428,6 +429,7 @@ def test_a_transformers_serve_worker_behind_the_server(
     assert episode.answer.strip() and episode.turns[0].error is None
     assert completion.usage.completion_tokens == episode.turns[0].tokens_out
     assert 0 < episode.turns[0].tokens_out <= 12  # the server's own count, capped by the run
+    assert completion.trinity["cost_kind"] == "real"
     chunks = list(served.chat(stream=True))
     streamed = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert streamed == stored(ws, chunks[0].trinity["episode_id"]).answer

@@ -31,6 +31,7 @@ from starlette.routing import Route
 
 from workbench.core.records import ROLES, Episode, StopReason, Turn
 from workbench.core.serving.team import CHAT_ROLES, Team, TurnDecided, TurnReplied
+from workbench.core.spend import spend_kind
 
 log = logging.getLogger(__name__)
 
@@ -344,6 +345,8 @@ def _extension(episode: Episode, trace: bool) -> dict[str, Any]:
     out: dict[str, Any] = {
         "episode_id": episode.id,
         "cost": episode.cost,
+        # sandbox dollars are a simulation's: say so wherever they show
+        "cost_kind": spend_kind(t.worker for t in episode.turns) or "real",
         "stop_reason": str(episode.stop_reason),
         "turns_used": len(episode.turns),
     }
