@@ -309,11 +309,17 @@ class QtPlayground(QWidget):
 
             team = await asyncio.to_thread(self._load_team)
             loaded({**team.describe(), "model": team.model_id})
+            reason = "failed"  # how the question's `serve` run ended, for the Runs page
             try:  # aclose() also releases what a start() that failed halfway opened
                 await team.start()
-                return await team.answer([{"role": "user", "content": question}], listener=emit)
+                answered = await team.answer([{"role": "user", "content": question}], listener=emit)
+                reason = "done"
+                return answered
+            except asyncio.CancelledError:
+                reason = "stopped"
+                raise
             finally:
-                await team.aclose()
+                await team.aclose(stop_reason=reason)
 
         self._job = background.start(
             self, "playground episode", episode, self._on_episode, self._on_failed, "ask"
