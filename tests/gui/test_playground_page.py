@@ -68,7 +68,7 @@ def test_a_question_shows_its_turns_live_then_the_answer_and_opens_in_replay(
     episode = page.episode
     assert [type(e).__name__ for e in heard] == ["TurnDecided", "TurnReplied"] * 2
     assert page.turns.rowCount() == 2
-    assert page.pool_label.text() == f"trinity-team · pool: {', '.join(SANDBOX)}"
+    assert f"pool: {', '.join(SANDBOX)}" in page.pool_label.text()
     for row, turn in enumerate(episode.turns):
         assert page.turns.item(row, 0).text() == str(row + 1)
         assert page.turns.item(row, 1).text() == "worker"
@@ -100,6 +100,23 @@ def test_a_question_shows_its_turns_live_then_the_answer_and_opens_in_replay(
     assert window.stack.currentWidget() is replay
     qtbot.waitUntil(lambda: replay.replay is not None, timeout=TIMEOUT)
     assert replay.replay.episode.id == episode.id
+
+
+def test_choosing_a_coordinator_shows_its_pool_or_why_it_cannot(
+    qtbot, make_main_window, tiny_backbone, tmp_path
+):
+    path = steered_file(tmp_path / "team.safetensors", tiny_backbone, SANDBOX, max_turns=2)
+    page = make_main_window().pages["Playground"]
+    page.choose_coordinator_file(path)
+    qtbot.waitUntil(lambda: page.pool_label.text().startswith("pool: "), timeout=TIMEOUT)
+    assert page.pool_label.text() == f"pool: {', '.join(SANDBOX)} · backbone tiny · up to 2 turns"
+    broken = tmp_path / "broken.safetensors"
+    broken.write_text("not a coordinator")
+    page.choose_coordinator_file(broken)
+    qtbot.waitUntil(lambda: page.message_label.text() != "", timeout=TIMEOUT)
+    assert page.message_label.text().startswith("Cannot read the coordinator: ")
+    assert "broken.safetensors" in page.message_label.text()
+    assert "Traceback" not in page.message_label.text() and page.pool_label.text() == ""
 
 
 def test_each_turn_shows_while_the_episode_runs(

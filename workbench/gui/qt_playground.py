@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.core.records import ROLES
-from workbench.core.runs import evaluable_runs
+from workbench.core.runs import evaluable_runs, evaluation_source
 from workbench.core.serving.team import TurnDecided, TurnReplied, load_team
 from workbench.core.spend import dollars, is_simulated, spend_kind
 from workbench.core.workspace import Workspace
@@ -125,6 +125,8 @@ class QtPlayground(QWidget):
     def _build(self) -> None:
         self.source_combo = QComboBox()
         self.source_combo.setMinimumContentsLength(24)
+        self.pool_label = QLabel("")  # the chosen coordinator's pool
+        self.pool_label.setWordWrap(True)
         self.refresh_button = QPushButton("Refresh")
         self.refresh_button.clicked.connect(self.refresh_runs)
         self.file_button = QPushButton("Coordinator file…")
@@ -152,6 +154,7 @@ class QtPlayground(QWidget):
         self.message_label.setStyleSheet(ERROR_STYLE)
         form = QFormLayout()
         form.addRow("Coordinator", source_row)
+        form.addRow("Team", self.pool_label)
         form.addRow("Question", self.question)
         ask_box = QGroupBox("Ask the team")
         ask_layout = QVBoxLayout(ask_box)
@@ -160,8 +163,6 @@ class QtPlayground(QWidget):
         ask_layout.addWidget(self.status_label)
         ask_layout.addWidget(self.message_label)
 
-        self.pool_label = QLabel("")
-        self.pool_label.setWordWrap(True)
         self.turns = read_only_table(COLUMNS)
         self.turns.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.turns.horizontalHeader().setStretchLastSection(True)
@@ -189,7 +190,6 @@ class QtPlayground(QWidget):
         episode = QSplitter(Qt.Orientation.Vertical)
         turns_box = QGroupBox("Turns, as they happen")
         turns_layout = QVBoxLayout(turns_box)
-        turns_layout.addWidget(self.pool_label)
         turns_layout.addWidget(self.turns)
         episode.addWidget(turns_box)
         episode.addWidget(turn_box)
@@ -227,6 +227,7 @@ class QtPlayground(QWidget):
         splitter.addWidget(episode)
         splitter.setStretchFactor(1, 2)
         QVBoxLayout(self).addWidget(splitter)
+        self.source_combo.currentIndexChanged.connect(self.describe_source)
         self._update_buttons()
 
     # ------------------------------------------------------------------ choosing
@@ -272,6 +273,36 @@ class QtPlayground(QWidget):
             self.source_combo.addItem(f"file {Path(path).name}", data)
         self.source_combo.setCurrentIndex(self.source_combo.findData(data))
         self._update_buttons()
+
+    def describe_source(self) -> None:
+        """Show the chosen coordinator's pool (read in the background, no backbone loaded);
+        a file that is no coordinator says so here, before anything is asked."""
+        if self.source_combo.currentData() is None:
+            self.pool_label.clear()
+            return
+        source = self._source()
+        self.message_label.clear()
+        self.pool_label.setText("reading the coordinator…")
+        background.start(
+            self,
+            "playground source",
+            lambda: evaluation_source(self.workspace, **source),
+            self._on_source,
+            self._on_source_failed,
+            context=str(self.source_combo.currentData()),
+        )
+
+    def _on_source(self, chosen: str, source: Any) -> None:
+        if chosen == str(self.source_combo.currentData()) and not self.running:
+            self.pool_label.setText(
+                f"pool: {', '.join(source.pool)} · backbone {source.backbone_model} · "
+                f"up to {source.config.protocol.max_turns} turns"
+            )
+
+    def _on_source_failed(self, chosen: str, exc: Exception) -> None:
+        if chosen == str(self.source_combo.currentData()):
+            self.pool_label.setText("")
+            self.message_label.setText(f"Cannot read the coordinator: {background.readable(exc)}")
 
     def _source(self) -> dict[str, str]:
         kind, _, value = str(self.source_combo.currentData()).partition(":")
