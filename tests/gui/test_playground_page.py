@@ -122,10 +122,10 @@ def test_choosing_a_coordinator_shows_its_pool_or_why_it_cannot(
 def test_each_turn_shows_while_the_episode_runs(
     qtbot, make_main_window, gui_workspace, tiny_backbone, tmp_path, fault_server
 ):
-    """A loopback worker that answers after 3 s: a turn's row (with its bars) appears as
+    """A loopback worker that answers after 4 s: a turn's row (with its bars) appears as
     soon as the coordinator decides, its reply when the worker answers, and the next turn
     before the episode ends; the answer comes last."""
-    fault_server.latency = 3.0
+    fault_server.latency = 4.0
     Registry().add(spec_from_options("slow", "transformers", MODEL, base_url=fault_server.base_url))
     path = steered_file(tmp_path / "slow.safetensors", tiny_backbone, ["slow"], max_turns=2)
     page = make_main_window().pages["Playground"]
