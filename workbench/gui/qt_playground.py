@@ -267,7 +267,7 @@ class QtPlayground(QWidget):
             self.choose_coordinator_file(path)
 
     def choose_coordinator_file(self, path: str | Path) -> None:
-        """Use the coordinator file at ``path`` (checked when the team loads)."""
+        """Use the coordinator file at ``path`` (read at once: its pool shows, or why not)."""
         data = f"file:{path}"
         if self.source_combo.findData(data) < 0:
             self.source_combo.addItem(f"file {Path(path).name}", data)
@@ -405,9 +405,7 @@ class QtPlayground(QWidget):
         for column, text in cells.items():
             self.turns.setItem(row, column, QTableWidgetItem(text))
         if self.running:
-            self.status_label.setText(
-                f"running: turn {row + 1} answered; the coordinator chooses the next…"
-            )
+            self.status_label.setText(f"running: turn {row + 1} answered")
         if self._selected_row() == row:
             self.show_selected_turn()
 
