@@ -25,6 +25,7 @@ import argparse
 import asyncio
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -117,6 +118,14 @@ def overhead(url: str, model: str, requests: int) -> tuple[list[float], list[flo
 
 
 def main() -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="bench-serve-"))
+    try:
+        measure(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def measure(tmp: Path) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=320)
     parser.add_argument("--clients", type=int, default=16)
@@ -124,7 +133,6 @@ def main() -> None:
     parser.add_argument("--overhead-requests", type=int, default=200)
     args = parser.parse_args()
 
-    tmp = Path(tempfile.mkdtemp(prefix="bench-serve-"))
     env = {
         **os.environ,
         "XDG_DATA_HOME": str(tmp / "data"),
