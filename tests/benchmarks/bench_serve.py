@@ -10,7 +10,8 @@ worker call), and this script as the client (httpx, ``--clients`` at once).
 
 Prints:
 - requests per second and p50/p99 latency at ``--clients`` concurrent clients (the
-  ceiling is clients / latency);
+  ceiling is clients / latency; the worker admits as many calls at once as there are
+  clients), and the episode's share of that latency;
 - the server's own overhead per request, measured one request at a time: the client's
   wall time minus the episode's time as the server reports it (``Server-Timing:
   episode``: coordinator, worker call and storing the episode), p50 and p99 in ms; the
@@ -24,6 +25,7 @@ import argparse
 import asyncio
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -66,8 +68,18 @@ def start(command: list[str], env: dict[str, str], prefix: str) -> tuple[subproc
     return process, line
 
 
-async def load(url: str, model: str, requests: int, clients: int) -> tuple[list[float], float]:
+def episode_ms(response: httpx.Response) -> float:
+    """The episode's own time as the server reports it (``Server-Timing: episode;dur=``)."""
+    return float(response.headers["server-timing"].split("dur=")[1])
+
+
+async def load(
+    url: str, model: str, requests: int, clients: int
+) -> tuple[list[float], list[float], float]:
+    """Latencies (s) and the server's episode times (ms) of ``requests`` sent by ``clients``
+    at once, and the wall time of it all."""
     latencies: list[float] = []
+    episodes: list[float] = []
     pending = iter(range(requests))
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
     async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as client:
@@ -80,10 +92,11 @@ async def load(url: str, model: str, requests: int, clients: int) -> tuple[list[
                 )
                 response.raise_for_status()
                 latencies.append(time.perf_counter() - started)
+                episodes.append(episode_ms(response))
 
         started = time.perf_counter()
         await asyncio.gather(*(one_client() for _ in range(clients)))
-        return latencies, time.perf_counter() - started
+        return latencies, episodes, time.perf_counter() - started
 
 
 def overhead(url: str, model: str, requests: int) -> tuple[list[float], list[float]]:
@@ -100,13 +113,19 @@ def overhead(url: str, model: str, requests: int) -> tuple[list[float], list[flo
             response = client.post("/chat/completions", json={"model": model, "messages": QUESTION})
             wall = time.perf_counter() - started
             response.raise_for_status()
-            timing = response.headers["server-timing"]
-            episode_ms = float(timing.split("dur=")[1])
-            out.append(wall * 1000 - episode_ms)
+            out.append(wall * 1000 - episode_ms(response))
     return out, bare
 
 
 def main() -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="bench-serve-"))
+    try:
+        measure(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def measure(tmp: Path) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=320)
     parser.add_argument("--clients", type=int, default=16)
@@ -114,7 +133,6 @@ def main() -> None:
     parser.add_argument("--overhead-requests", type=int, default=200)
     args = parser.parse_args()
 
-    tmp = Path(tempfile.mkdtemp(prefix="bench-serve-"))
     env = {
         **os.environ,
         "XDG_DATA_HOME": str(tmp / "data"),
@@ -138,8 +156,16 @@ def main() -> None:
         from workbench.core.workers.registry import Registry
         from workbench.core.workers.spec import spec_from_options
 
+        # as many calls in flight as clients (a worker's default is 8): the figure is the
+        # server's, not the worker's concurrency bound
         Registry().add(
-            spec_from_options("loop", "transformers", MODEL, base_url=f"http://127.0.0.1:{port}/v1")
+            spec_from_options(
+                "loop",
+                "transformers",
+                MODEL,
+                base_url=f"http://127.0.0.1:{port}/v1",
+                concurrency=args.clients,
+            )
         )
         path = steered_file(
             tmp / "team.safetensors", backbone, ["loop"], max_turns=1, source=str(tmp / "tiny")
@@ -164,7 +190,7 @@ def main() -> None:
         )
         team = "trinity-team"
         asyncio.run(load(url, team, args.clients, args.clients))  # warm-up
-        latencies, wall = asyncio.run(load(url, team, args.requests, args.clients))
+        latencies, episodes, wall = asyncio.run(load(url, team, args.requests, args.clients))
         extra, bare = overhead(url, team, args.overhead_requests)
     finally:
         for process in (server, worker):
@@ -173,14 +199,19 @@ def main() -> None:
                 process.wait(60)
 
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, {platform.python_version()}")
+    ceiling = f" (ceiling {args.clients / args.latency:.0f} req/s)" if args.latency > 0 else ""
     print(
         f"{args.clients} clients, {args.requests} requests, worker latency "
-        f"{args.latency * 1000:.0f} ms (ceiling {args.clients / args.latency:.0f} req/s):"
+        f"{args.latency * 1000:.0f} ms{ceiling}:"
     )
     print(f"  throughput      {args.requests / wall:.1f} req/s")
     print(
         f"  latency         p50 {quantile(latencies, 0.5) * 1000:.1f} ms, "
         f"p99 {quantile(latencies, 0.99) * 1000:.1f} ms"
+    )
+    print(
+        f"  of which the episode (coordinator, worker, storing): p50 "
+        f"{statistics.median(episodes):.1f} ms, p99 {quantile(episodes, 0.99):.1f} ms"
     )
     print(
         f"server overhead per request (one at a time, {args.overhead_requests} requests): "

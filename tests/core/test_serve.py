@@ -203,6 +203,7 @@ def test_a_completion_is_one_stored_episode_with_summed_usage_and_cost(serve, sa
     assert completion.usage.prompt_tokens == sum(t.tokens_in for t in episode.turns) > 0
     assert completion.usage.completion_tokens == sum(t.tokens_out for t in episode.turns) > 0
     assert completion.trinity["cost"] == pytest.approx(episode.cost) and episode.cost > 0
+    assert completion.trinity["cost_kind"] == "simulated"  # sandbox dollars say so
     # stored as an episode of the server's `serve` run: Replay lists it there
     with Store.open(ws) as store:
         (run,) = store.list_runs(kind="serve")
@@ -272,6 +273,29 @@ def test_streaming_sends_the_answer_in_openai_chunks_then_done(serve, sandbox_te
     for event in events[:-2]:
         assert event.startswith("data: ")
         assert json.loads(event[6:])["object"] == "chat.completion.chunk"
+
+
+def test_a_long_streamed_episode_keeps_the_connection_alive(
+    serve, ws, tiny_backbone, tmp_path, fault_server
+):
+    """While a slow worker answers, the silent stream gets SSE comments, which the
+    official client skips."""
+    fault_server.latency = 1.0
+    register("slow", fault_server.base_url)
+    path = steered_file(tmp_path / "slow.safetensors", tiny_backbone, ["slow"], max_turns=1)
+    team = load_team(ws, coordinator_file=path, backbone=tiny_backbone)
+    served = serve(team, ServeSettings(keepalive_s=0.1))
+    body = {"model": team.model_id, "messages": QUESTION, "stream": True}
+    with httpx.stream("POST", f"{served.url}/chat/completions", json=body, timeout=60) as response:
+        events = response.read().decode().split("\n\n")
+    pings = [i for i, e in enumerate(events) if e == ": keep-alive"]
+    content = [i for i, e in enumerate(events) if '"content":"' in e and '"content":""' not in e]
+    assert pings and content and max(pings) < min(content)  # the pings came while it ran
+    chunks = list(served.chat(stream=True))
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == stored(ws, chunks[0].trinity["episode_id"]).answer != ""
+    with pytest.raises(ValueError, match="keepalive_s"):
+        ServeSettings(keepalive_s=0)
 
 
 def test_a_streamed_trace_shows_each_turn_as_it_happens(serve, sandbox_team):
@@ -428,6 +452,7 @@ def test_a_transformers_serve_worker_behind_the_server(
     assert episode.answer.strip() and episode.turns[0].error is None
     assert completion.usage.completion_tokens == episode.turns[0].tokens_out
     assert 0 < episode.turns[0].tokens_out <= 12  # the server's own count, capped by the run
+    assert completion.trinity["cost_kind"] == "real"
     chunks = list(served.chat(stream=True))
     streamed = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert streamed == stored(ws, chunks[0].trinity["episode_id"]).answer

@@ -1,19 +1,55 @@
 """The Playground page with the tiny backbone: a question to a steered sandbox team shows its
-turns live and its answer, the episode opens in Replay, Stop ends a slow episode without
-storing it, and the page's server answers the official openai client."""
+turns (both probabilities as bars) and its answer, the episode opens in Replay; with a slow
+loopback worker each turn shows while the episode still runs, and Stop ends it without
+storing it; the page's server answers the official openai client, with the stored server
+key when there is one."""
 
 from __future__ import annotations
 
 import openai
+import pytest
 
 from tests.core.test_serve import SANDBOX, steered_file
 from tests.support.fault_server import MODEL
+from workbench.core.records import ROLES
+from workbench.core.serving.server import set_server_key
 from workbench.core.store import Store
 from workbench.core.workers.registry import Registry
 from workbench.core.workers.spec import spec_from_options
 from workbench.gui.qt import QApplication
+from workbench.gui.qt_playground import LATENCY, P_ROLE, P_WORKER, REPLY, waiting_text
+from workbench.gui.qt_probabilities import ProbabilityCell
 
 TIMEOUT = 120_000
+
+
+# First in the file, as in tests/core/test_serve.py: the test Secret Service (a session
+# fixture) could not create its collection when first started after a slow-worker test.
+
+
+def test_the_page_server_requires_the_stored_server_key(
+    qtbot, make_main_window, tiny_backbone, tmp_path, keychain, monkeypatch
+):
+    """As `serve` on loopback: a stored server key is required, and the snippet reads it
+    from an environment variable instead of holding it."""
+    set_server_key("team-key-42")
+    path = steered_file(tmp_path / "team.safetensors", tiny_backbone, SANDBOX, max_turns=1)
+    page = make_main_window().pages["Playground"]
+    page.choose_coordinator_file(path)
+    page.serve_button.click()
+    qtbot.waitUntil(lambda: page.server is not None, timeout=TIMEOUT)
+    url, snippet = page.url_label.text(), page.snippet.toPlainText()
+    assert 'os.environ["TRINITY_SERVER_KEY"]' in snippet and "team-key-42" not in snippet
+    with pytest.raises(openai.AuthenticationError):
+        openai.OpenAI(base_url=url, api_key="wrong", max_retries=0).models.list()
+    client = openai.OpenAI(base_url=url, api_key="team-key-42", max_retries=0, timeout=60)
+    assert client.models.list().data[0].id == "trinity-team"
+    monkeypatch.setenv("TRINITY_SERVER_KEY", "team-key-42")
+    namespace: dict = {}
+    exec(compile(snippet.replace("print(", "answer = ("), "snippet", "exec"), namespace)
+    assert namespace["answer"]  # the snippet, with the key in its variable, gets the answer
+    page.serve_button.click()
+    qtbot.waitUntil(lambda: page.url_label.text() == "not serving", timeout=TIMEOUT)
 
 
 def test_a_question_shows_its_turns_live_then_the_answer_and_opens_in_replay(
@@ -32,12 +68,31 @@ def test_a_question_shows_its_turns_live_then_the_answer_and_opens_in_replay(
     episode = page.episode
     assert [type(e).__name__ for e in heard] == ["TurnDecided", "TurnReplied"] * 2
     assert page.turns.rowCount() == 2
+    assert f"pool: {', '.join(SANDBOX)}" in page.pool_label.text()
     for row, turn in enumerate(episode.turns):
+        assert page.turns.item(row, 0).text() == str(row + 1)
         assert page.turns.item(row, 1).text() == "worker"
         assert page.turns.item(row, 2).text() == turn.worker == "sandbox:mathlete"
+        # both probabilities of the choice as bars, each with its value written on it
+        p_worker = turn.worker_probs[SANDBOX.index(turn.worker)]
+        p_role = turn.role_probs[ROLES.index(turn.role)]
+        for column, p in ((P_WORKER, p_worker), (P_ROLE, p_role)):
+            bar = page.turns.cellWidget(row, column)
+            assert isinstance(bar, ProbabilityCell)
+            assert bar.probability == pytest.approx(p) and bar.text() == f"{p:.2f}"
+            assert bar.value() == round(p * bar.maximum())
         assert page.turns.item(row, 6).text() == f"{turn.tokens_in}/{turn.tokens_out}"
+        assert page.turns.item(row, 8).text() == f"${turn.cost:.6f} (simulated)"
+        assert page.turns.item(row, REPLY).text() == " ".join(turn.response.split())[:300]
+    # selecting a turn shows both whole distributions and its whole reply
+    page.turns.selectRow(0)
+    first = episode.turns[0]
+    assert page.worker_bars.probs == pytest.approx(first.worker_probs)
+    assert page.worker_bars.chosen == 0 and page.role_bars.chosen == ROLES.index(first.role)
+    assert page.role_bars.probs == pytest.approx(first.role_probs)
+    assert page.reply_view.toPlainText() == first.response
     assert page.answer_view.toPlainText() == episode.answer
-    assert f"${episode.cost:.6f}" in page.total_label.text()
+    assert f"${episode.cost:.6f} (simulated)" in page.total_label.text()
     with Store.open(gui_workspace) as store:
         assert store.get_episode(episode.id).answer == episode.answer
     page.replay_button.click()
@@ -45,6 +100,61 @@ def test_a_question_shows_its_turns_live_then_the_answer_and_opens_in_replay(
     assert window.stack.currentWidget() is replay
     qtbot.waitUntil(lambda: replay.replay is not None, timeout=TIMEOUT)
     assert replay.replay.episode.id == episode.id
+
+
+def test_choosing_a_coordinator_shows_its_pool_or_why_it_cannot(
+    qtbot, make_main_window, tiny_backbone, tmp_path
+):
+    path = steered_file(tmp_path / "team.safetensors", tiny_backbone, SANDBOX, max_turns=2)
+    page = make_main_window().pages["Playground"]
+    page.choose_coordinator_file(path)
+    qtbot.waitUntil(lambda: page.pool_label.text().startswith("pool: "), timeout=TIMEOUT)
+    assert page.pool_label.text() == f"pool: {', '.join(SANDBOX)} · backbone tiny · up to 2 turns"
+    broken = tmp_path / "broken.safetensors"
+    broken.write_text("not a coordinator")
+    page.choose_coordinator_file(broken)
+    qtbot.waitUntil(lambda: page.message_label.text() != "", timeout=TIMEOUT)
+    assert page.message_label.text().startswith("Cannot read the coordinator: ")
+    assert "broken.safetensors" in page.message_label.text()
+    assert "Traceback" not in page.message_label.text() and page.pool_label.text() == ""
+
+
+def test_each_turn_shows_while_the_episode_runs(
+    qtbot, make_main_window, gui_workspace, tiny_backbone, tmp_path, fault_server
+):
+    """A loopback worker that answers after 4 s: a turn's row (with its bars) appears as
+    soon as the coordinator decides, its reply when the worker answers, and the next turn
+    before the episode ends; the answer comes last."""
+    fault_server.latency = 4.0
+    Registry().add(spec_from_options("slow", "transformers", MODEL, base_url=fault_server.base_url))
+    path = steered_file(tmp_path / "slow.safetensors", tiny_backbone, ["slow"], max_turns=2)
+    page = make_main_window().pages["Playground"]
+    page.choose_coordinator_file(path)
+    page.question.setPlainText("What is 12 + 30?")
+    page.ask()
+
+    def first_turn_waits() -> None:
+        assert page.running and page.turns.rowCount() == 1
+        assert page.turns.item(0, REPLY).text() == waiting_text("slow")
+        assert isinstance(page.turns.cellWidget(0, P_WORKER), ProbabilityCell)
+        assert page.worker_bars.probs and page.role_bars.probs  # the newest turn, shown below
+
+    qtbot.waitUntil(first_turn_waits, timeout=TIMEOUT)
+    assert "waiting for the reply" in page.status_label.text()
+
+    def second_turn_waits() -> None:
+        assert page.running and page.turns.rowCount() == 2
+        assert page.turns.item(0, REPLY).text() != waiting_text("slow")
+        assert page.turns.item(0, LATENCY).text().endswith(" s")
+        assert page.turns.item(1, REPLY).text() == waiting_text("slow")
+        assert page.episode is None and not page.answer_view.toPlainText()
+
+    qtbot.waitUntil(second_turn_waits, timeout=TIMEOUT)
+    qtbot.waitUntil(lambda: page.episode is not None and not page.running, timeout=TIMEOUT)
+    assert page.turns.item(1, REPLY).text() == " ".join(page.episode.turns[1].response.split())
+    assert page.answer_view.toPlainText() == page.episode.answer
+    # a real worker's spend is real: no "simulated" label
+    assert page.turns.item(0, 8).text() == f"${page.episode.turns[0].cost:.6f}"
 
 
 def test_stop_ends_a_slow_episode_without_storing_it(
@@ -64,6 +174,7 @@ def test_stop_ends_a_slow_episode_without_storing_it(
     with Store.open(gui_workspace) as store:
         (run,) = store.list_runs(kind="serve")
         assert store.list_episodes(run.id) == []
+        assert run.status == "finished" and run.stop_reason == "stopped"
     assert page.ask_button.isEnabled()
 
 

@@ -1,4 +1,5 @@
-"""``--screenshot``: every page rendered with a sample run, evaluation and episode."""
+"""``--screenshot``: every page rendered with a sample run, evaluation and episode, and a
+question answered in the Playground."""
 
 from __future__ import annotations
 
@@ -30,4 +31,7 @@ def test_every_page_is_rendered_with_sample_content(qtbot, tmp_path, tiny_backbo
         assert len(colours) > 8, f.name
     with Store.open(Workspace.open(ws)) as store:  # the sample was made in the given workspace
         kinds = sorted(r.kind for r in store.list_runs())
-    assert kinds == ["eval", "train"]
+        (serve,) = store.list_runs(kind="serve")
+        answered = store.list_episodes(serve.id)
+    assert kinds == ["eval", "serve", "train"]  # the Playground's question is a serve run
+    assert len(answered) == 1  # ... answered, so its page shows an episode

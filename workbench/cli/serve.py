@@ -18,10 +18,10 @@ def cmd_serve(args) -> int:
             "serve what? give a trained run (--run RUN) or a coordinator file (--coordinator FILE)"
         )
     from workbench.core.serving.api import ServeSettings
-    from workbench.core.serving.server import Server, is_loopback
+    from workbench.core.serving.server import Server, is_loopback, loopback_key
     from workbench.core.serving.team import load_team
 
-    key = _optional_key() if is_loopback(args.host) else _required_key(args.host)
+    key = loopback_key() if is_loopback(args.host) else _required_key(args.host)
     settings = ServeSettings(concurrency=args.concurrency, queue=args.queue, api_key=key)
     print("loading the coordinator ...", file=sys.stderr)
     team = load_team(
@@ -53,17 +53,6 @@ def cmd_serve(args) -> int:
 
 def _exit_quietly(signum, frame) -> None:
     raise KeyboardInterrupt
-
-
-def _optional_key() -> str | None:
-    """On loopback the stored key is used when there is one; no keychain is no key."""
-    from workbench.core.keychain import KeychainUnavailable
-    from workbench.core.serving.server import server_key
-
-    try:
-        return server_key()
-    except KeychainUnavailable:
-        return None
 
 
 def _required_key(host: str) -> str:

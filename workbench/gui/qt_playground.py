@@ -1,10 +1,13 @@
 """The Playground page: ask a trained team a question and watch the episode live, each turn
-as it happens (role, worker, both probabilities, reply, verdict, tokens, cost), then the
-answer and its cost; Stop; "Open in Replay". The same page starts and stops the
-OpenAI-compatible server for the chosen coordinator and shows its URL and a client snippet.
+as it happens (role, worker, the chosen worker's and role's probabilities as bars, then the
+worker's reply as it arrives, verdict, tokens, cost), then the answer and its cost; Stop;
+"Open in Replay". A turn's row, selected, shows both whole distributions as bar charts and
+the full reply. The same page starts and stops the OpenAI-compatible server for the chosen
+coordinator and shows its URL and a copyable client snippet.
 
 The page holds no domain logic: ``workbench.core.serving`` loads the team, runs and stores
-the episode and tells each turn; the page shows what it hears.
+the episode and tells each turn (from the episode's background job, by queued signal); the
+page shows what it hears.
 """
 
 from __future__ import annotations
@@ -13,8 +16,10 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from workbench.core.runs import evaluable_runs
+from workbench.core.records import ROLES
+from workbench.core.runs import evaluable_runs, evaluation_source
 from workbench.core.serving.team import TurnDecided, TurnReplied, load_team
+from workbench.core.spend import dollars, is_simulated, spend_kind
 from workbench.core.workspace import Workspace
 from workbench.gui import background
 from workbench.gui.qt import (
@@ -39,16 +44,41 @@ from workbench.gui.qt import (
     read_only_table,
     text_view,
 )
+from workbench.gui.qt_probabilities import ProbabilityBars, ProbabilityCell
+from workbench.gui.qt_replay import turn_cost, turn_verdict
 
 log = logging.getLogger(__name__)
 
-COLUMNS = ("Turn", "Role", "Worker", "p(worker)", "p(role)", "Verdict", "Tokens", "Cost", "Reply")
+COLUMNS = (
+    "Turn",
+    "Role",
+    "Worker",
+    "p(worker)",
+    "p(role)",
+    "Verdict",
+    "Tokens in/out",
+    "Latency",
+    "Cost",
+    "Reply",
+)
+P_WORKER, P_ROLE, VERDICT, TOKENS, LATENCY, COST, REPLY = range(3, 10)
+REPLY_CHARS = 300  # a reply in the table; the whole of it shows below when its turn is selected
+
+
+def waiting_text(worker: str) -> str:
+    """A turn's reply cell while its worker has not answered yet."""
+    return f"waiting for {worker}…"
 
 
 class _Events(QObject):
-    """Carries the episode's turn events from its thread into the GUI thread."""
+    """Carries the episode's events from its job thread into the GUI thread (queued)."""
 
-    turn = Signal(object)
+    team = Signal(object)  # the loaded team's description (Team.describe() and model id)
+    turn = Signal(object)  # TurnDecided / TurnReplied
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 def client_snippet(url: str, model: str, key_required: bool) -> str:
@@ -84,6 +114,9 @@ class QtPlayground(QWidget):
         self._job: background.Job | None = None
         self._events = _Events()
         self._events.turn.connect(self.show_event)
+        self._events.team.connect(self._on_team_loaded)
+        # per row: the decision and, once the worker answered, its reply
+        self.turn_events: list[list[Any]] = []
         self._build()
         self.refresh_runs()
 
@@ -91,6 +124,9 @@ class QtPlayground(QWidget):
 
     def _build(self) -> None:
         self.source_combo = QComboBox()
+        self.source_combo.setMinimumContentsLength(24)
+        self.pool_label = QLabel("")  # the chosen coordinator's pool
+        self.pool_label.setWordWrap(True)
         self.refresh_button = QPushButton("Refresh")
         self.refresh_button.clicked.connect(self.refresh_runs)
         self.file_button = QPushButton("Coordinator file…")
@@ -118,6 +154,7 @@ class QtPlayground(QWidget):
         self.message_label.setStyleSheet(ERROR_STYLE)
         form = QFormLayout()
         form.addRow("Coordinator", source_row)
+        form.addRow("Team", self.pool_label)
         form.addRow("Question", self.question)
         ask_box = QGroupBox("Ask the team")
         ask_layout = QVBoxLayout(ask_box)
@@ -129,6 +166,21 @@ class QtPlayground(QWidget):
         self.turns = read_only_table(COLUMNS)
         self.turns.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.turns.horizontalHeader().setStretchLastSection(True)
+        self.turns.itemSelectionChanged.connect(self.show_selected_turn)
+        self.worker_bars, self.role_bars = ProbabilityBars("p(worker)"), ProbabilityBars("p(role)")
+        self.reply_view = text_view()
+        self.turn_label = QLabel("")
+        for bars in (self.worker_bars, self.role_bars):
+            bars.setMinimumHeight(140)
+            bars.setMaximumHeight(240)
+        charts = QHBoxLayout()
+        charts.addWidget(self.worker_bars, 3)
+        charts.addWidget(self.role_bars, 2)
+        turn_box = QGroupBox("The selected turn (the latest while the episode runs)")
+        turn_layout = QVBoxLayout(turn_box)
+        turn_layout.addLayout(charts, 1)
+        turn_layout.addWidget(self.turn_label)
+        turn_layout.addWidget(self.reply_view, 1)
         self.answer_view = text_view()
         self.total_label = QLabel("")
         answer_box = QGroupBox("Answer")
@@ -137,9 +189,13 @@ class QtPlayground(QWidget):
         answer_layout.addWidget(self.total_label)
         episode = QSplitter(Qt.Orientation.Vertical)
         turns_box = QGroupBox("Turns, as they happen")
-        QVBoxLayout(turns_box).addWidget(self.turns)
+        turns_layout = QVBoxLayout(turns_box)
+        turns_layout.addWidget(self.turns)
         episode.addWidget(turns_box)
+        episode.addWidget(turn_box)
         episode.addWidget(answer_box)
+        for index, stretch in enumerate((3, 3, 2)):
+            episode.setStretchFactor(index, stretch)
 
         self.serve_button = QPushButton("Start server")
         self.serve_button.clicked.connect(self.toggle_server)
@@ -171,6 +227,7 @@ class QtPlayground(QWidget):
         splitter.addWidget(episode)
         splitter.setStretchFactor(1, 2)
         QVBoxLayout(self).addWidget(splitter)
+        self.source_combo.currentIndexChanged.connect(self.describe_source)
         self._update_buttons()
 
     # ------------------------------------------------------------------ choosing
@@ -210,12 +267,42 @@ class QtPlayground(QWidget):
             self.choose_coordinator_file(path)
 
     def choose_coordinator_file(self, path: str | Path) -> None:
-        """Use the coordinator file at ``path`` (checked when the team loads)."""
+        """Use the coordinator file at ``path`` (read at once: its pool shows, or why not)."""
         data = f"file:{path}"
         if self.source_combo.findData(data) < 0:
             self.source_combo.addItem(f"file {Path(path).name}", data)
         self.source_combo.setCurrentIndex(self.source_combo.findData(data))
         self._update_buttons()
+
+    def describe_source(self) -> None:
+        """Show the chosen coordinator's pool (read in the background, no backbone loaded);
+        a file that is no coordinator says so here, before anything is asked."""
+        if self.source_combo.currentData() is None:
+            self.pool_label.clear()
+            return
+        source = self._source()
+        self.message_label.clear()
+        self.pool_label.setText("reading the coordinator…")
+        background.start(
+            self,
+            "playground source",
+            lambda: evaluation_source(self.workspace, **source),
+            self._on_source,
+            self._on_source_failed,
+            context=str(self.source_combo.currentData()),
+        )
+
+    def _on_source(self, chosen: str, source: Any) -> None:
+        if chosen == str(self.source_combo.currentData()) and not self.running:
+            self.pool_label.setText(
+                f"pool: {', '.join(source.pool)} · backbone {source.backbone_model} · "
+                f"up to {source.config.protocol.max_turns} turns"
+            )
+
+    def _on_source_failed(self, chosen: str, exc: Exception) -> None:
+        if chosen == str(self.source_combo.currentData()):
+            self.pool_label.setText("")
+            self.message_label.setText(f"Cannot read the coordinator: {background.readable(exc)}")
 
     def _source(self) -> dict[str, str]:
         kind, _, value = str(self.source_combo.currentData()).partition(":")
@@ -241,20 +328,29 @@ class QtPlayground(QWidget):
             return
         self.message_label.clear()
         self.turns.setRowCount(0)
+        self.turn_events = []
+        self._clear_turn_detail()
         self.answer_view.clear()
         self.total_label.clear()
         self.episode = None
-        emit = self._events.turn.emit
+        emit, loaded = self._events.turn.emit, self._events.team.emit
 
         async def episode() -> Any:
             import asyncio
 
             team = await asyncio.to_thread(self._load_team)
+            loaded({**team.describe(), "model": team.model_id})
+            reason = "failed"  # how the question's `serve` run ended, for the Runs page
             try:  # aclose() also releases what a start() that failed halfway opened
                 await team.start()
-                return await team.answer([{"role": "user", "content": question}], listener=emit)
+                answered = await team.answer([{"role": "user", "content": question}], listener=emit)
+                reason = "done"
+                return answered
+            except asyncio.CancelledError:
+                reason = "stopped"
+                raise
             finally:
-                await team.aclose()
+                await team.aclose(stop_reason=reason)
 
         self._job = background.start(
             self, "playground episode", episode, self._on_episode, self._on_failed, "ask"
@@ -270,39 +366,98 @@ class QtPlayground(QWidget):
             self._job.cancel()
             self.status_label.setText("stopping…")
 
+    def _on_team_loaded(self, team: dict[str, Any]) -> None:
+        self.pool_label.setText(f"{team['model']} · pool: {', '.join(team['pool'])}")
+        if self.running:
+            self.status_label.setText("running: the coordinator reads the question…")
+
     def show_event(self, event: TurnDecided | TurnReplied) -> None:
-        """A turn as it happens: a new row when decided, filled in when the worker replied."""
+        """A turn as it happens: a new row with both probability bars when decided, its
+        verdict, tokens, cost and reply filled in when the worker replied."""
         if isinstance(event, TurnDecided):
             row = self.turns.rowCount()
             self.turns.insertRow(row)
-            # argmax acting: the chosen worker and role are the most probable ones
-            w, r = max(event.worker_probs), max(event.role_probs)
-            cells = (str(event.index), str(event.role), event.worker, f"{w:.2f}", f"{r:.2f}")
-            for column, text in enumerate(cells):
+            self.turn_events.append([event, None])
+            cells = {0: str(event.index + 1), 1: str(event.role), 2: event.worker}
+            cells[REPLY] = waiting_text(event.worker)
+            for column, text in cells.items():
                 self.turns.setItem(row, column, QTableWidgetItem(text))
-            self.turns.setItem(row, 8, QTableWidgetItem("…"))
-            self.status_label.setText(f"running: turn {event.index} ({event.role}, {event.worker})")
+            self.turns.setCellWidget(row, P_WORKER, ProbabilityCell(event.worker_prob))
+            self.turns.setCellWidget(row, P_ROLE, ProbabilityCell(event.role_prob))
+            self.turns.selectRow(row)  # follow the episode: the newest turn is shown below
+            self.status_label.setText(
+                f"running: turn {event.index + 1} ({event.role}, {event.worker}), "
+                "waiting for the reply…"
+            )
             return
         row = event.index
-        if row >= self.turns.rowCount():
+        if not 0 <= row < self.turns.rowCount():
             return
-        reply = f"error: {event.error}" if event.error else " ".join(event.text.split())
+        self.turn_events[row][1] = event
+        kind = "simulated" if is_simulated(event.worker) else ""
         cells = {
-            5: event.verdict or "",
-            6: f"{event.tokens_in}/{event.tokens_out}",
-            7: f"${event.cost:.6f}",
-            8: reply[:300],
+            VERDICT: f"error: {event.error}" if event.error else (event.verdict or ""),
+            TOKENS: f"{event.tokens_in}/{event.tokens_out}",
+            LATENCY: f"{event.latency_s:.2f} s",
+            COST: dollars(event.cost, kind, 6),
+            REPLY: _one_line(event.text)[:REPLY_CHARS],
         }
         for column, text in cells.items():
             self.turns.setItem(row, column, QTableWidgetItem(text))
+        if self.running:
+            self.status_label.setText(f"running: turn {row + 1} answered")
+        if self._selected_row() == row:
+            self.show_selected_turn()
+
+    def _selected_row(self) -> int:
+        rows = self.turns.selectionModel().selectedRows()
+        return rows[0].row() if rows else -1
+
+    def show_selected_turn(self) -> None:
+        """The selected turn below the table: both distributions as bars, the whole reply."""
+        row = self._selected_row()
+        if not 0 <= row < len(self.turn_events):
+            self._clear_turn_detail()
+            return
+        decided, replied = self.turn_events[row]
+        roles = [str(r) for r in ROLES]
+        self.worker_bars.show_distribution(
+            decided.pool, decided.worker_probs, decided.pool.index(decided.worker)
+        )
+        self.role_bars.show_distribution(roles, decided.role_probs, roles.index(str(decided.role)))
+        head = (
+            f"turn {row + 1}: {decided.role} by {decided.worker} · p(worker) "
+            f"{decided.worker_prob:.2f} · p(role) {decided.role_prob:.2f}"
+        )
+        if replied is None:
+            self.turn_label.setText(head)
+            self.reply_view.setPlainText(self.turns.item(row, REPLY).text())
+            return
+        self.turn_label.setText(f"{head} · latency {replied.latency_s:.2f} s")
+        self.reply_view.setPlainText(f"error: {replied.error}" if replied.error else replied.text)
+
+    def _clear_turn_detail(self) -> None:
+        self.worker_bars.clear_distribution()
+        self.role_bars.clear_distribution()
+        self.turn_label.clear()
+        self.reply_view.clear()
 
     def _on_episode(self, _context: Any, episode: Any) -> None:
         self.episode = episode
+        # the stored turns are the record: what the live rows could not hear (a Verifier
+        # before any answer is never called) is filled in from them
+        for row, turn in enumerate(episode.turns[: self.turns.rowCount()]):
+            cells = {VERDICT: turn_verdict(turn), COST: turn_cost(turn)}
+            if not turn.messages and not turn.error:
+                cells[REPLY] = "(not called)"
+            for column, text in cells.items():
+                self.turns.setItem(row, column, QTableWidgetItem(text))
         self.answer_view.setPlainText(episode.answer or "(the team gave no answer)")
+        spend = spend_kind(t.worker for t in episode.turns)
         self.total_label.setText(
             f"{len(episode.turns)} turns · stop {episode.stop_reason} · tokens "
-            f"{episode.tokens_in}/{episode.tokens_out} · total cost ${episode.cost:.6f} · "
-            f"episode {episode.id[:12]}"
+            f"{episode.tokens_in}/{episode.tokens_out} · total cost "
+            f"{dollars(episode.cost, spend, 6)} · episode {episode.id[:12]}"
         )
         self.status_label.setText("done")
 
@@ -341,9 +496,12 @@ class QtPlayground(QWidget):
             return
 
         def start() -> Any:
-            from workbench.core.serving.server import Server
+            from workbench.core.serving.api import ServeSettings
+            from workbench.core.serving.server import Server, loopback_key
 
-            server = Server(self._load_team(), port=0)
+            # on loopback, as `serve` does: the stored server key is required when there is one
+            settings = ServeSettings(api_key=loopback_key())
+            server = Server(self._load_team(), settings, port=0)
             server.start()
             return server
 
@@ -361,6 +519,14 @@ class QtPlayground(QWidget):
     def _on_server_started(self, _context: Any, server: Any) -> None:
         self.server = server
         self.url_label.setText(server.url)
+        self.url_label.setToolTip(
+            "the stored server API key is required (Authorization: Bearer KEY)"
+            if server.settings.api_key
+            else "no API key needed on loopback"
+        )
+        self.pool_label.setText(
+            f"{server.team.model_id} · pool: {', '.join(server.team.source.pool)}"
+        )
         self.snippet.setPlainText(
             client_snippet(server.url, server.team.model_id, bool(server.settings.api_key))
         )

@@ -37,15 +37,12 @@ from workbench.gui.qt import (
     QTableWidgetItem,
     QVBoxLayout,
     QWidget,
-    pg,
     read_only_table,
     text_view,
 )
+from workbench.gui.qt_probabilities import ProbabilityBars
 
 log = logging.getLogger(__name__)
-
-CHOSEN = (230, 120, 30)
-OTHER = (120, 140, 170)
 
 
 def turn_cost(turn: Any) -> str:
@@ -89,30 +86,6 @@ def timeline_rows(episode: Any) -> list[tuple[str, ...]]:
             )
         )
     return rows
-
-
-class _Bars(pg.PlotWidget):
-    """One probability distribution as bars, the chosen one highlighted."""
-
-    def __init__(self, title: str):
-        super().__init__()
-        self.setTitle(title)
-        self.setYRange(0, 1)
-        self.setMouseEnabled(x=False, y=False)
-        self.setMenuEnabled(False)
-        self.bars: pg.BarGraphItem | None = None
-
-    def show_distribution(self, labels, probs, chosen: int) -> None:
-        if self.bars is not None:
-            self.removeItem(self.bars)
-        brushes = [pg.mkBrush(*(CHOSEN if i == chosen else OTHER)) for i in range(len(probs))]
-        self.bars = pg.BarGraphItem(
-            x=list(range(len(probs))), height=list(probs), width=0.6, brushes=brushes
-        )
-        self.addItem(self.bars)
-        self.getAxis("bottom").setTicks([list(enumerate(labels))])
-        self.probs = tuple(probs)  # what is drawn, for tests and tooltips
-        self.chosen = chosen
 
 
 class QtReplay(QWidget):
@@ -177,7 +150,7 @@ class QtReplay(QWidget):
         )
         self.timeline.setMaximumHeight(170)
         self.timeline.itemSelectionChanged.connect(self._on_timeline_selected)
-        self.worker_bars, self.role_bars = _Bars("p(worker)"), _Bars("p(role)")
+        self.worker_bars, self.role_bars = ProbabilityBars("p(worker)"), ProbabilityBars("p(role)")
         charts = QHBoxLayout()
         charts.addWidget(self.worker_bars, 3)
         charts.addWidget(self.role_bars, 2)

@@ -6,7 +6,7 @@ evaluation of its coordinator against each single worker, random and the oracle.
 goes into a temporary workspace, or into ``--workspace W`` when one is given (it is
 kept there). Then the main window opens on that workspace, each page is brought to a
 representative state (the run's plots, an episode mid-way, the evaluation table, a
-task preview) and grabbed. Progress goes to stderr; the PNG paths to stdout.
+task preview, a question answered in the Playground) and grabbed. Progress goes to stderr; the PNG paths to stdout.
 """
 
 from __future__ import annotations
@@ -180,9 +180,21 @@ def _evaluate(page: Any, sample: Sample) -> None:
     page.show_result(sample.evaluation)
 
 
+def _playground(page: Any, sample: Sample) -> None:
+    run = f"run:{sample.run_id}"
+    wait_for(lambda: page.source_combo.findData(run) >= 0, "runs list")
+    page.source_combo.setCurrentIndex(page.source_combo.findData(run))
+    page.question.setPlainText("What is 12 + 30?")
+    page.ask()
+    wait_for(lambda: not page.running, "episode")
+    if page.turns.rowCount():
+        page.turns.selectRow(0)
+
+
 PREPARE: dict[str, Callable[[Any, Sample], None]] = {
     "Runs": _runs,
     "Replay": _replay,
     "Tasks": _tasks,
     "Evaluate": _evaluate,
+    "Playground": _playground,
 }

@@ -5,9 +5,11 @@ in OpenAI's chunk format, ending ``data: [DONE]``).
 Each request runs one episode (``Team.answer``) and is stored. What the OpenAI API does
 not carry travels in an extension object ``trinity`` (episode id, cost, stop reason and,
 when asked with ``"trace": true`` or the header ``X-Trinity-Trace: 1``, the turns) and in
-the header ``X-Trinity-Episode-Id``. At most ``concurrency`` episodes run at once; up to
-``queue`` more wait; beyond that a request gets 429 with ``Retry-After``. Errors have
-OpenAI's shape ``{"error": {"message", "type", "param", "code"}}`` and never hold a key.
+the header ``X-Trinity-Episode-Id``. A stream that would stay silent for ``keepalive_s``
+(a long episode) gets an SSE comment line, which clients skip. At most ``concurrency``
+episodes run at once; up to ``queue`` more wait; beyond that a request gets 429 with
+``Retry-After``. Errors have OpenAI's shape ``{"error": {"message", "type", "param",
+"code"}}`` and never hold a key.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from starlette.routing import Route
 
 from workbench.core.records import ROLES, Episode, StopReason, Turn
 from workbench.core.serving.team import CHAT_ROLES, Team, TurnDecided, TurnReplied
+from workbench.core.spend import spend_kind
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +41,7 @@ EPISODE_HEADER = "X-Trinity-Episode-Id"
 TRACE_HEADER = "X-Trinity-Trace"
 MAX_BODY_BYTES = 1 << 20  # 1 MiB: a chat request is text; anything larger is a mistake
 STREAM_PIECE_CHARS = 64  # the final answer is sent in pieces of this size
+KEEPALIVE_S = 15.0  # a stream silent this long gets an SSE comment, so proxies keep it open
 
 
 @dataclass(frozen=True)
@@ -48,12 +52,15 @@ class ServeSettings:
     queue: int = 16
     api_key: str | None = None
     max_body_bytes: int = MAX_BODY_BYTES
+    keepalive_s: float = KEEPALIVE_S
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
             raise ValueError("--concurrency must be at least 1")
         if self.queue < 0:
             raise ValueError("--queue must be 0 or more")
+        if not self.keepalive_s > 0:
+            raise ValueError("keepalive_s must be more than 0 seconds")
 
     def __repr__(self) -> str:  # the key never prints
         key = "****" if self.api_key else None
@@ -344,6 +351,8 @@ def _extension(episode: Episode, trace: bool) -> dict[str, Any]:
     out: dict[str, Any] = {
         "episode_id": episode.id,
         "cost": episode.cost,
+        # sandbox dollars are a simulation's: say so wherever they show
+        "cost_kind": spend_kind(t.worker for t in episode.turns) or "real",
         "stop_reason": str(episode.stop_reason),
         "turns_used": len(episode.turns),
     }
@@ -537,7 +546,14 @@ def create_app(team: Team, settings: ServeSettings | None = None) -> Starlette:
             )
             job.add_done_callback(lambda _: events.put_nowait(done))
             try:
-                while (event := await events.get()) is not done:
+                while True:
+                    try:
+                        event = await asyncio.wait_for(events.get(), settings.keepalive_s)
+                    except TimeoutError:  # a long episode: an SSE comment, which clients skip
+                        yield b": keep-alive\n\n"
+                        continue
+                    if event is done:
+                        break
                     yield chunk({}, trinity={"turn": _event_trace(event, team.source.pool)})
             finally:
                 if not job.done():  # the client hung up: stop the episode (not stored)

@@ -39,6 +39,17 @@ def server_key(keystore: Any = None) -> str | None:
     return (keystore or KeyStore()).get(KEY_ENTRY)
 
 
+def loopback_key(keystore: Any = None) -> str | None:
+    """The key a loopback server uses: the stored one when there is one, else none (a
+    machine without a keychain serves loopback without a key)."""
+    from workbench.core.keychain import KeychainUnavailable
+
+    try:
+        return server_key(keystore)
+    except KeychainUnavailable:
+        return None
+
+
 def set_server_key(key: str, keystore: Any = None) -> None:
     """Store (or replace) the server's API key in the keychain."""
     from workbench.core.keychain import KeyStore, clean_key

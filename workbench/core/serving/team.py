@@ -53,13 +53,25 @@ CHAT_ROLES = ("system", "developer", "user", "assistant", "tool")
 
 @dataclass(frozen=True)
 class TurnDecided:
-    """The coordinator chose ``worker`` in ``role`` for turn ``index``."""
+    """The coordinator chose ``worker`` in ``role`` for turn ``index``; ``worker_probs``
+    are over ``pool`` (in its order), ``role_probs`` over ``ROLES``."""
 
     index: int
     worker: str
     role: Role
     worker_probs: tuple[float, ...]
     role_probs: tuple[float, ...]
+    pool: tuple[str, ...]
+
+    @property
+    def worker_prob(self) -> float:
+        """The probability of the chosen worker."""
+        return self.worker_probs[self.pool.index(self.worker)]
+
+    @property
+    def role_prob(self) -> float:
+        """The probability of the chosen role."""
+        return self.role_probs[ROLES.index(self.role)]
 
 
 @dataclass(frozen=True)
@@ -105,6 +117,7 @@ class _WatchedCoordinator:
                 ROLES[action.role],
                 tuple(action.worker_probs),
                 tuple(action.role_probs),
+                self._pool_ids,
             )
         )
         return action
