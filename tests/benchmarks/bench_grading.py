@@ -54,7 +54,7 @@ def main() -> None:
             official.append(time.perf_counter() - start)
             disagreements += (result.reward == 1.0) != verdict["passed"]
             start = time.perf_counter()
-            humaneval_program(task, extract_program(answer, problem["entry_point"]), "marker")
+            humaneval_program(task, extract_program(answer, problem["entry_point"]))
             extraction.append(time.perf_counter() - start)
 
     ours_ms = statistics.median(ours) * 1000
