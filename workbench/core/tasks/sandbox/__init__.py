@@ -612,7 +612,10 @@ def _wait_for_exit(proc: subprocess.Popen, timeout_s: float) -> bool:
 
 def _count_tasks_of(uid: int) -> int:
     """Threads and processes of ``uid`` now (what RLIMIT_NPROC counts). One ``stat`` per
-    process (the owner of ``/proc/PID``), the thread count read only for ``uid``'s."""
+    process (the owner of ``/proc/PID``), the thread count read only for ``uid``'s.
+    Zombies count: the kernel counts a process until it is reaped, and the ended sandboxes'
+    processes are reaped by the system's init, a little later (leaving them out made the
+    limit too tight and failed right answers with EAGAIN while they were not reaped yet)."""
     if not os.path.isdir("/proc"):
         return 0
     count = 0
@@ -627,8 +630,6 @@ def _count_tasks_of(uid: int) -> int:
         except OSError:
             continue
         fields = raw[raw.rfind(b")") + 2 :].split()
-        if fields[:1] in ([b"Z"], [b"X"]):
-            continue  # ending (zombie or dead): left out, so the limit errs on the low side
         count += int(fields[17]) if len(fields) > 17 else 1  # num_threads
     return count
 
