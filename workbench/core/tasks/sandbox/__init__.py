@@ -15,8 +15,9 @@ side. Nothing the candidate prints, exits with, or returns can forge that verdic
 Speed: both sandboxes of a grade are started ahead of it, joined by their pipes, and wait
 (interpreter started, limits set, ``typing`` imported) for their task on a pipe; each
 grading thread keeps one such spare pair per set of limits, started right after its
-previous grade, so a grade that arrives while the machine was busy elsewhere (a worker's
-reply) pays only for running the code. A pair serves exactly one grade and is killed
+previous grade (replaced, not used, once older than ``_SPARE_MAX_AGE_S``), so a grade
+that arrives while the machine was busy elsewhere (a worker's reply) pays only for running
+the code. A pair serves exactly one grade and is killed
 after its verdict: nothing of one grade is alive when the next one's program runs.
 ``end_spare_sandboxes()`` ends the spares (also done at exit). The sandboxes start without
 Python code between fork and exec (no ``preexec_fn``: resource limits are set by the
@@ -70,6 +71,9 @@ _INSIDE = ("harness.py", "checker.py", "plaindata.py", "limits.py")
 _MAX_FILE_BYTES = 16 * 2**20
 _EXTRA_PROCESSES = 64
 _VERDICT_BYTES = 64 * 1024
+# a spare pair older than this is replaced rather than used: its process limit was counted
+# when it started, and the user's process count may have changed since
+_SPARE_MAX_AGE_S = 30.0
 
 
 class SandboxError(RuntimeError):
@@ -212,6 +216,7 @@ class _Pair:
     def __init__(self, isolation: Isolation, limits: _Limits, parent) -> None:
         self.limits = limits
         self.owner = (os.getpid(), threading.current_thread())
+        self.started = time.monotonic()
         self.candidate_box = _Box(isolation, {}, parent)
         self.checker_box = _Box(isolation, {}, parent)
         self.candidate: subprocess.Popen | None = None
@@ -252,11 +257,13 @@ class _Pair:
     def alive(self) -> bool:
         """True when both sandboxes still wait for their task in this process and thread
         (after a fork, or once the thread that started them has ended, they are not ours
-        to use: bwrap dies with the thread that started it)."""
+        to use: bwrap dies with the thread that started it), started less than
+        ``_SPARE_MAX_AGE_S`` ago."""
         pid, thread = self.owner
         return (
             pid == os.getpid()
             and thread.is_alive()
+            and time.monotonic() - self.started < _SPARE_MAX_AGE_S
             and not _has_exited(self.candidate)
             and not _has_exited(self.checker)
         )
