@@ -224,9 +224,12 @@ def fill(source: str, spec: dict) -> str:
 
 
 def grade_probes(names: list[str], spec: dict) -> dict:
-    """Grade each named probe as an answer to ``add``: {name: {reward, details}}."""
+    """Grade each named probe as an answer to ``add``: {name: {reward, details}}. Ends the
+    spare sandboxes the grades start for the next grade (``end_spare_sandboxes``), so that
+    whatever is still alive afterwards was left behind by a probe."""
     from workbench.core.tasks.graders import grade
     from workbench.core.tasks.model import Task
+    from workbench.core.tasks.sandbox import end_spare_sandboxes
 
     task = Task(
         id="add",
@@ -240,9 +243,12 @@ def grade_probes(names: list[str], spec: dict) -> dict:
         },
     )
     results = {}
-    for name in names:
-        result = grade(task, fill(PROBES[name], spec), timeout_s=5)
-        results[name] = {"reward": result.reward, "details": result.details}
+    try:
+        for name in names:
+            result = grade(task, fill(PROBES[name], spec), timeout_s=5)
+            results[name] = {"reward": result.reward, "details": result.details}
+    finally:
+        end_spare_sandboxes()
     return results
 
 

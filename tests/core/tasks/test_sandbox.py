@@ -3,13 +3,20 @@ real bubblewrap sandboxes, no mocks). Hostile programs: test_hostile.py."""
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from workbench.core.tasks.sandbox import check_function, detect_isolation, run_program
+from workbench.core.tasks.sandbox import (
+    check_function,
+    detect_isolation,
+    end_spare_sandboxes,
+    run_program,
+)
 from workbench.core.tasks.sandbox.macos import sandbox_profile
 from workbench.core.tasks.sandbox.plaindata import NotPlainData, decode, encode
 
@@ -230,3 +237,68 @@ def test_processes_are_capped_and_end_with_the_program() -> None:
     forks, errno = map(int, result.stdout.split())
     assert errno == 11 and 10 < forks <= 64  # EAGAIN at the process limit
     assert time.monotonic() - start < 5  # its sleeping children did not hold the grade
+
+
+def _children_alive() -> list[int]:
+    """Our direct child processes that have not ended (the spare pairs' bwraps)."""
+    found = []
+    for task in Path("/proc/self/task").iterdir():
+        for pid in (task / "children").read_text().split():
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            if state not in ("Z", "X"):
+                found.append(int(pid))
+    return found
+
+
+def test_a_grade_runs_in_sandboxes_started_ahead_and_used_once() -> None:
+    """The pair a grade uses was started before it (after the previous grade), serves that
+    one grade only, and applies every resource limit to itself before the program runs."""
+    program = (
+        "import os, resource\n"
+        "SEEN = os.path.exists('/tmp/mark')\n"
+        "open('/tmp/mark', 'w').write('x')\n"
+        "def probe():\n"
+        "    names = ('AS', 'CPU', 'FSIZE', 'NOFILE', 'CORE')\n"
+        "    return SEEN, [resource.getrlimit(getattr(resource, 'RLIMIT_' + n)) for n in names]\n"
+    )
+    test = (
+        "def check(candidate):\n"
+        "    seen, got = candidate()\n"
+        "    assert not seen, 'a file of an earlier grade is still there'\n"
+        "    mb = 2**20\n"
+        "    assert got == [(256*mb, 256*mb), (4, 5), (16*mb, 16*mb), (64, 64), (0, 0)], got\n"
+    )
+    end_spare_sandboxes()
+    others = set(_children_alive())  # children of other tests in this process, if any
+    for _ in range(3):  # the second and third grade use the pair the one before started
+        check = check_function(
+            program, prelude="", test=test, entry_point="probe", timeout_s=3, memory_mb=256
+        )
+        assert check.passed, check
+        assert len(set(_children_alive()) - others) == 2  # the next grade's spare pair
+    end_spare_sandboxes()
+    assert set(_children_alive()) - others == set()
+
+
+def test_a_forked_child_leaves_the_parents_spare_pair_usable() -> None:
+    """A child forked while a spare pair waits drops its copies of the pair's task pipes,
+    so the parent's next grade still sees the end of its task (else it would wait for the
+    child, past its timeout, and fail)."""
+    check_function("def f():\n    return 1\n", prelude="", test="", entry_point="f", timeout_s=5)
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(60)  # holds whatever it inherited while the parent grades
+        os._exit(0)
+    try:
+        check = check_function(
+            "def f():\n    return 1\n",
+            prelude="",
+            test="def check(candidate):\n    assert candidate() == 1\n",
+            entry_point="f",
+            timeout_s=5,
+        )
+        assert check.passed, check
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        end_spare_sandboxes()

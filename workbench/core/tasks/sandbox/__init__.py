@@ -12,13 +12,25 @@ in one, the task's test in the other (``checker.py``), which calls the candidate
 through a pipe with plain data only (``plaindata.py``) and decides the verdict on its own
 side. Nothing the candidate prints, exits with, or returns can forge that verdict.
 
-The files run inside the sandbox (``harness.py``, ``checker.py``, ``plaindata.py``) use
-only the stdlib: they start under ``python -I -S`` without this package.
+Speed: both sandboxes of a grade are started ahead of it, joined by their pipes, and wait
+(interpreter started, limits set, ``typing`` imported) for their task on a pipe; each
+grading thread keeps one such spare pair per set of limits, started right after its
+previous grade (replaced, not used, once older than ``_SPARE_MAX_AGE_S``), so a grade
+that arrives while the machine was busy elsewhere (a worker's reply) pays only for running
+the code. A pair serves exactly one grade and is killed
+after its verdict: nothing of one grade is alive when the next one's program runs.
+``end_spare_sandboxes()`` ends the spares (also done at exit). The sandboxes start without
+Python code between fork and exec (no ``preexec_fn``: resource limits are set by the
+interpreter inside, ``limits.py``; a root caller drops to nobody through ``setpriv``), so
+the interpreter starts them with ``vfork``.
+
+The files run inside the sandbox (``harness.py``, ``checker.py``, ``plaindata.py``,
+``limits.py``) use only the stdlib: they start under ``python -I -S`` without this package.
 """
 
 from __future__ import annotations
 
-import json
+import atexit
 import os
 import select
 import shutil
@@ -26,11 +38,13 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from workbench.core.tasks.sandbox import linux, macos
+from workbench.core.tasks.sandbox import limits as rlimits
+from workbench.core.tasks.sandbox import linux, macos, plaindata
 from workbench.core.tasks.sandbox.isolation import (
     NOBODY,
     UNISOLATED_ENV,
@@ -47,16 +61,19 @@ __all__ = [
     "SandboxResult",
     "check_function",
     "detect_isolation",
+    "end_spare_sandboxes",
     "run_program",
     "unisolated_allowed",
 ]
 
 _HERE = Path(__file__).resolve().parent
-_INSIDE = ("harness.py", "checker.py", "plaindata.py")
+_INSIDE = ("harness.py", "checker.py", "plaindata.py", "limits.py")
 _MAX_FILE_BYTES = 16 * 2**20
-_OPEN_FILES = 64
 _EXTRA_PROCESSES = 64
 _VERDICT_BYTES = 64 * 1024
+# a spare pair older than this is replaced rather than used: its process limit was counted
+# when it started, and the user's process count may have changed since
+_SPARE_MAX_AGE_S = 30.0
 
 
 class SandboxError(RuntimeError):
@@ -141,7 +158,9 @@ def run_program(
     with _Box(isolation, {"program.py": source}, workdir_parent) as box:
         stdin_r, stdin_w = os.pipe()
         try:
-            proc = box.start(["run", box.path("program.py")], limits, stdin=stdin_r)
+            proc = box.start(
+                ["run", box.path("program.py")], _rlimits(limits, box.isolation), stdin=stdin_r
+            )
         finally:
             os.close(stdin_r)
         _feed(stdin_w, stdin.encode("utf-8", errors="surrogatepass"))
@@ -164,64 +183,221 @@ def check_function(
     """Run a HumanEval-style test: ``program`` (the candidate, defining ``entry_point``)
     in one sandbox, ``prelude`` (the prompt's trusted code), ``test`` and
     ``check(entry_point)`` in another that calls the candidate's function through a pipe.
-    The test passes only if the checker process says so."""
+    The test passes only if the checker process says so.
+
+    Uses this thread's spare pair of sandboxes for these limits if there is one (else
+    starts a pair now), and starts the next spare after the verdict."""
     isolation = _usable_isolation()
     limits = _Limits(timeout_s, memory_mb, _MAX_FILE_BYTES, max_output_bytes)
-    task = json.dumps({"prelude": prelude, "test": test, "entry_point": entry_point})
-    with (
-        _Box(isolation, {"program.py": program}, workdir_parent) as candidate_box,
-        _Box(isolation, {"task.json": task}, workdir_parent) as checker_box,
-    ):
-        to_candidate_r, to_candidate_w = os.pipe()
-        from_candidate_r, from_candidate_w = os.pipe()
-        verdict_r, verdict_w = os.pipe()
-        start = time.monotonic()
+    key = (isolation, limits, str(workdir_parent) if workdir_parent is not None else None)
+    pair = _take_spare(key) or _Pair(isolation, limits, workdir_parent)
+    try:
+        check = pair.grade(program, prelude, test, entry_point)
+    finally:
+        pair.close()
+    _keep_spare(key, lambda: _Pair(isolation, limits, workdir_parent))
+    return check
+
+
+def end_spare_sandboxes() -> None:
+    """End every sandbox started ahead of a grade (each thread's spare pair). The next
+    grade starts its own again. Also run at exit."""
+    with _SPARES_LOCK:
+        pairs = list(_SPARES.values())
+        _SPARES.clear()
+    for pair in pairs:
+        pair.close()
+
+
+class _Pair:
+    """A candidate sandbox and a checker sandbox for one grade, started ahead of it: joined
+    by their call pipes, each waiting for its task on a pipe of its own."""
+
+    def __init__(self, isolation: Isolation, limits: _Limits, parent) -> None:
+        self.limits = limits
+        self.owner = (os.getpid(), threading.current_thread())
+        self.started = time.monotonic()
+        self.candidate_box = _Box(isolation, {}, parent)
+        self.checker_box = _Box(isolation, {}, parent)
+        self.candidate: subprocess.Popen | None = None
+        self.checker: subprocess.Popen | None = None
+        self.task_fds: list[int] = []
+        self.verdict_r = -1
+        spec = _rlimits(limits, isolation)
+        ends: list[int] = []
         try:
-            candidate = candidate_box.start(
-                [
-                    "serve",
-                    candidate_box.path("program.py"),
-                    entry_point,
-                    str(to_candidate_r),
-                    str(from_candidate_w),
-                ],
-                limits,
-                pass_fds=(to_candidate_r, from_candidate_w),
+            candidate_task_r, candidate_task_w = _pipe(ends)
+            checker_task_r, checker_task_w = _pipe(ends)
+            to_candidate_r, to_candidate_w = _pipe(ends)
+            from_candidate_r, from_candidate_w = _pipe(ends)
+            self.verdict_r, verdict_w = _pipe(ends)
+            self.task_fds = [candidate_task_w, checker_task_w]
+            self.candidate = self.candidate_box.start(
+                ["serve", *map(str, (candidate_task_r, to_candidate_r, from_candidate_w))],
+                spec,
+                pass_fds=(candidate_task_r, to_candidate_r, from_candidate_w),
             )
-            checker = checker_box.start(
-                [
-                    checker_box.path("task.json"),
-                    str(to_candidate_w),
-                    str(from_candidate_r),
-                    str(verdict_w),
-                ],
-                limits,
-                pass_fds=(to_candidate_w, from_candidate_r, verdict_w),
+            self.checker = self.checker_box.start(
+                [*map(str, (checker_task_r, to_candidate_w, from_candidate_r, verdict_w))],
+                spec,
+                pass_fds=(checker_task_r, to_candidate_w, from_candidate_r, verdict_w),
                 script="checker.py",
             )
-        finally:
-            for fd in (to_candidate_r, to_candidate_w, from_candidate_r, from_candidate_w):
+        except BaseException:
+            for fd in ends:
                 os.close(fd)
-            os.close(verdict_w)
-        try:
-            verdict, timed_out = _read_until_eof(verdict_r, start + timeout_s)
-        finally:
-            os.close(verdict_r)
+            self.task_fds, self.verdict_r = [], -1
+            self.close()
+            raise
+        # the parent keeps only the task pipes' write ends and the verdict's read end
+        for fd in ends:
+            if fd not in (*self.task_fds, self.verdict_r):
+                os.close(fd)
+
+    def alive(self) -> bool:
+        """True when both sandboxes still wait for their task in this process and thread
+        (after a fork, or once the thread that started them has ended, they are not ours
+        to use: bwrap dies with the thread that started it), started less than
+        ``_SPARE_MAX_AGE_S`` ago."""
+        pid, thread = self.owner
+        return (
+            pid == os.getpid()
+            and thread.is_alive()
+            and time.monotonic() - self.started < _SPARE_MAX_AGE_S
+            and not _has_exited(self.candidate)
+            and not _has_exited(self.checker)
+        )
+
+    def grade(self, program: str, prelude: str, test: str, entry_point: str) -> Check:
+        assert self.candidate is not None and self.checker is not None
+        limits = self.limits
+        timeout_s = limits.timeout_s
+        start = time.monotonic()
+        candidate_fd, checker_fd = self.task_fds
+        self.task_fds = []
+        _feed(candidate_fd, plaindata.encode([program, entry_point]).encode())
+        _feed(checker_fd, plaindata.encode([prelude, test, entry_point]).encode())
+        verdict, timed_out = _read_until_eof(self.verdict_r, start + timeout_s)
         if not timed_out:
-            timed_out = not _wait_for_exit(checker, max(0.0, start + timeout_s - time.monotonic()))
-            # the candidate's process reads the end of its requests and exits by itself
-            _wait_for_exit(candidate, 0.2)
-        checked = checker_box.finish(checker, limits, timed_out=timed_out, start=start)
-        ran = candidate_box.finish(candidate, limits, timed_out=timed_out, start=start)
-    status, _, why = verdict.decode("utf-8", errors="replace").partition("\n")
-    passed = status == "pass" and checked.ok
-    if timed_out:
-        why = f"timed out after {timeout_s:g} s and was killed"
-    elif not status:
-        why = f"the test process ended without a verdict: {checked.reason}"
-    elif not passed and not ran.ok and ran.returncode != 0 and status == "fail":
-        why = f"{why} ({ran.reason})"
-    return Check(passed, why, ran, checked.stderr, time.monotonic() - start)
+            timed_out = not _wait_for_exit(
+                self.checker, max(0.0, start + timeout_s - time.monotonic())
+            )
+        status, _, why = verdict.decode("utf-8", errors="replace").partition("\n")
+        if status != "pass" and not timed_out:
+            # a failure: let the candidate's process end by itself (it stops at the end of
+            # the checker's calls), so its own exit status can explain the failure
+            _wait_for_exit(self.candidate, 0.2)
+        checked = self.checker_box.finish(self.checker, limits, timed_out=timed_out, start=start)
+        ran = self.candidate_box.finish(self.candidate, limits, timed_out=timed_out, start=start)
+        self.candidate = self.checker = None
+        passed = status == "pass" and checked.ok
+        if timed_out:
+            why = f"timed out after {timeout_s:g} s and was killed"
+        elif not status:
+            why = f"the test process ended without a verdict: {checked.reason}"
+        elif not passed and not ran.ok and ran.returncode != 0 and status == "fail":
+            why = f"{why} ({ran.reason})"
+        return Check(passed, why, ran, checked.stderr, time.monotonic() - start)
+
+    def close(self) -> None:
+        """Kill both sandboxes (if still running) and release everything the pair holds."""
+        for box, proc in ((self.candidate_box, self.candidate), (self.checker_box, self.checker)):
+            if proc is not None:
+                box.kill(proc)
+        self.candidate = self.checker = None
+        for fd in (*self.task_fds, self.verdict_r):
+            if fd >= 0:
+                os.close(fd)
+        self.task_fds, self.verdict_r = [], -1
+        self.candidate_box.__exit__(None, None, None)
+        self.checker_box.__exit__(None, None, None)
+
+
+_SPARES: dict[tuple, _Pair] = {}
+_SPARES_LOCK = threading.Lock()
+_ATEXIT: list[bool] = []
+
+
+def _take_spare(key: tuple) -> _Pair | None:
+    """This thread's spare pair for ``key`` if it is still waiting; spares of ended threads
+    are ended on the way."""
+    with _SPARES_LOCK:
+        gone = [slot for slot, pair in _SPARES.items() if not pair.owner[1].is_alive()]
+        pairs = [_SPARES.pop(slot) for slot in gone]
+        found = _SPARES.pop((threading.get_ident(), key), None)
+    for pair in pairs:
+        pair.close()
+    if found is not None and not found.alive():
+        found.close()
+        return None
+    return found
+
+
+def _forget_spares_in_child() -> None:
+    """After a fork, the spares are the parent's: close the child's copies of their task
+    pipes (else the parent's sandboxes would never see the end of their task) and forget
+    them, killing nothing."""
+    global _SPARES_LOCK
+    _SPARES_LOCK = threading.Lock()
+    for pair in _SPARES.values():
+        for fd in (*pair.task_fds, pair.verdict_r):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+    _SPARES.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_spares_in_child)
+
+
+def _keep_spare(key: tuple, start) -> None:
+    """Start the next spare pair for this thread and ``key`` (after a grade)."""
+    slot = (threading.get_ident(), key)
+    with _SPARES_LOCK:
+        if slot in _SPARES:
+            return
+        if not _ATEXIT:
+            atexit.register(end_spare_sandboxes)
+            _ATEXIT.append(True)
+    try:
+        pair = start()
+    except SandboxError:
+        return  # the next grade starts its own and reports the error
+    with _SPARES_LOCK:
+        old = _SPARES.pop(slot, None)
+        _SPARES[slot] = pair
+    if old is not None:
+        old.close()
+
+
+def _pipe(opened: list[int]) -> tuple[int, int]:
+    r, w = os.pipe()
+    opened += (r, w)
+    return r, w
+
+
+def _has_exited(proc: subprocess.Popen | None) -> bool:
+    """True when ``proc`` has ended (without reaping it: its pid stays ours to kill by)."""
+    if proc is None or proc.returncode is not None:
+        return True
+    try:
+        return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+
+
+def _rlimits(limits: _Limits, isolation: Isolation) -> str:
+    """The limits spec a sandboxed interpreter applies to itself. The process limit counts
+    every process of the sandbox's user (nobody, for a root caller) now, plus room."""
+    user = NOBODY if os.geteuid() == 0 and isolation.kind == "bubblewrap" else os.getuid()
+    return rlimits.spec(
+        memory_bytes=limits.memory_mb * 2**20,
+        cpu_s=int(limits.timeout_s) + 1,
+        file_bytes=limits.file_bytes,
+        processes=_count_tasks_of(user) + _EXTRA_PROCESSES,
+    )
 
 
 def _usable_isolation() -> Isolation:
@@ -288,23 +464,34 @@ class _Box:
     def start(
         self,
         args: list[str],
-        limits: _Limits,
+        spec: str,
         *,
         stdin: int | None = None,
         pass_fds: tuple[int, ...] = (),
         script: str = "harness.py",
     ) -> subprocess.Popen:
-        as_root = os.geteuid() == 0
+        """Start ``script`` with the limits ``spec`` (which it applies to itself first) and
+        ``args``. No Python runs in the child before exec (no ``preexec_fn``): the
+        interpreter starts it with ``vfork``; on Linux ``prlimit`` caps the processes and a
+        root caller's sandbox starts as nobody through ``setpriv`` (``linux.launch_prefix``)."""
         kind = self.isolation.kind
         if kind == "bubblewrap":
             python = linux.sandbox_python()
-            argv = linux.bwrap_argv(shutil.which("bwrap") or "bwrap", python, files=self.memfds)
-            argv += [python.executable, "-I", "-S", self.path(script), *args]
+            try:
+                argv = linux.bwrap_argv(
+                    shutil.which("bwrap") or "bwrap",
+                    python,
+                    files=self.memfds,
+                    processes=rlimits.processes(spec),
+                )
+            except linux.NoUtilLinux as error:
+                raise SandboxError(str(error)) from error
+            argv += [python.executable, "-I", "-S", self.path(script), spec, *args]
             pass_fds = (*pass_fds, *self.memfds.values())
             cwd = "/"
         else:
             python = os.path.realpath(sys.executable)
-            argv = [python, "-I", "-S", self.path(script), *args]
+            argv = [python, "-I", "-S", self.path(script), spec, *args]
             if kind == "sandbox-exec":
                 profile = macos.sandbox_profile(
                     python_prefix=os.path.realpath(sys.base_prefix),
@@ -313,7 +500,6 @@ class _Box:
                 )
                 argv = ["sandbox-exec", "-p", profile, *argv]
             cwd = str(self.work)
-        nproc = _count_tasks_of(NOBODY if as_root else os.getuid()) + _EXTRA_PROCESSES
         env = {} if kind == "bubblewrap" else _plain_env(str(self.work))
         try:
             return subprocess.Popen(
@@ -325,20 +511,24 @@ class _Box:
                 stderr=self.err,
                 pass_fds=pass_fds,
                 start_new_session=True,
-                preexec_fn=_pre_exec(limits, nproc, drop_root=as_root and kind == "bubblewrap"),
             )
         except OSError as error:
             raise SandboxError(f"could not start the sandbox ({argv[0]}): {error}") from error
+
+    def kill(self, proc: subprocess.Popen) -> int:
+        """End every process of this box; the exit status of its first process."""
+        if proc.returncode is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        return proc.wait()
 
     def finish(
         self, proc: subprocess.Popen, limits: _Limits, *, timed_out: bool, start: float
     ) -> SandboxResult:
         """End every process of this box and report what the program did."""
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        returncode = proc.wait()
+        returncode = self.kill(proc)
         duration = time.monotonic() - start
         if self.isolation.kind == "bubblewrap" and returncode > 128:
             # bwrap reports a program killed by signal N as exit status 128 + N
@@ -359,27 +549,6 @@ class _Box:
 
 def _plain_env(work: str) -> dict[str, str]:
     return {**linux.ENV, "HOME": work, "TMPDIR": work}
-
-
-def _pre_exec(limits: _Limits, nproc: int, *, drop_root: bool):
-    """The child's pre-exec hook: resource limits, then (root) become nobody."""
-    import resource
-
-    memory = limits.memory_mb * 2**20
-    cpu = int(limits.timeout_s) + 1
-
-    def apply() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        resource.setrlimit(resource.RLIMIT_NOFILE, (_OPEN_FILES, _OPEN_FILES))
-        # counted per real user: root is exempt, which is one reason root drops to nobody
-        resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
-        if drop_root:
-            linux.drop_root()
-
-    return apply
 
 
 def _feed(fd: int, data: bytes) -> None:
@@ -450,7 +619,10 @@ def _wait_for_exit(proc: subprocess.Popen, timeout_s: float) -> bool:
 
 def _count_tasks_of(uid: int) -> int:
     """Threads and processes of ``uid`` now (what RLIMIT_NPROC counts). One ``stat`` per
-    process (the owner of ``/proc/PID``), the thread count read only for ``uid``'s."""
+    process (the owner of ``/proc/PID``), the thread count read only for ``uid``'s.
+    Zombies count: the kernel counts a process until it is reaped, and the ended sandboxes'
+    processes are reaped by the system's init, a little later (leaving them out made the
+    limit too tight and failed right answers with EAGAIN while they were not reaped yet)."""
     if not os.path.isdir("/proc"):
         return 0
     count = 0

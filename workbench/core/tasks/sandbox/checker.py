@@ -1,7 +1,9 @@
 """The trusted side of a HumanEval-style grade, run in its own sandboxed process.
 
-Started as ``python -I -S checker.py TASK_JSON TO_FD FROM_FD VERDICT_FD``. It runs the
-task's own code (the prompt's helpers, the test, ``check``) and hands ``check`` a stand-in
+Started as ``python -I -S checker.py LIMITS TASK_FD TO_FD FROM_FD VERDICT_FD``, ahead of
+its grade: it sets the resource limits ``LIMITS`` on itself (``limits.py``), imports
+``typing`` (most prompts do), and waits for its task on ``TASK_FD``: plain data
+``[prelude, test, entry_point]`` up to the end of that pipe. It then runs the task's own code (the prompt's helpers, the test, ``check``) and hands ``check`` a stand-in
 for the candidate function that forwards each call to the candidate's process (see
 ``harness.py``) as plain data and returns the plain value that comes back. Every
 comparison therefore happens here, on builtin values built here, and the verdict is
@@ -12,11 +14,13 @@ It imports only the stdlib.
 """
 
 import builtins
-import json
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import limits  # noqa: E402
+
+limits.apply(sys.argv[1])
 import plaindata  # noqa: E402
 
 del sys.path[0]
@@ -88,42 +92,57 @@ def _exception_named(name: str) -> type:
     return RuntimeError
 
 
-def _main() -> None:
-    task_path, to_fd, from_fd, verdict_fd = sys.argv[1], *map(int, sys.argv[2:5])
-    verdict = os.fdopen(verdict_fd, "w")
-    with open(task_path, encoding="utf-8") as f:
-        task = json.load(f)
+def _read_task(fd: int) -> list:
+    with os.fdopen(fd, "rb") as pipe:
+        task = plaindata.decode(pipe.read())
+    if type(task) is not list or len(task) != 3 or any(type(x) is not str for x in task):
+        sys.exit("checker: the task is not [prelude, test, entry_point]")
+    return task
+
+
+def _main() -> str:
+    """The verdict: ``pass`` or ``fail``, a newline, and why."""
+    task_fd, to_fd, from_fd = map(int, sys.argv[2:5])
+    import typing  # noqa: F401 - most HumanEval prompts import from it; load it while idle
+
+    prelude, test, entry_point = _read_task(task_fd)
     channel = _Channel(to_fd, from_fd)
 
     def candidate(*args: object) -> object:
         return channel.call(*args)
 
-    candidate.__name__ = task["entry_point"]
+    candidate.__name__ = entry_point
     namespace = {"__name__": "checker", "__builtins__": builtins}
     try:
-        exec(compile(task["prelude"], "prompt.py", "exec"), namespace)
+        exec(compile(prelude, "prompt.py", "exec"), namespace)
         # a test may call the function by its name (HumanEval/33): that is the candidate's
-        namespace[task["entry_point"]] = candidate
-        exec(compile(task["test"], "test.py", "exec"), namespace)
+        namespace[entry_point] = candidate
+        exec(compile(test, "test.py", "exec"), namespace)
         namespace["check"](candidate)
     except AssertionError as error:
         _traceback().print_exc()
-        verdict.write(
-            "fail\n"
-            + (f"a test assertion failed: {error}" if str(error) else "a test assertion failed")
+        return "fail\n" + (
+            f"a test assertion failed: {error}" if str(error) else "a test assertion failed"
         )
-        return
     except CandidateFailed as error:
-        verdict.write(f"fail\n{error}")
-        return
+        return f"fail\n{error}"
     except BaseException as error:
         _traceback().print_exc()
-        verdict.write(f"fail\n{type(error).__name__}: {error}"[:2000])
-        return
+        return f"fail\n{type(error).__name__}: {error}"[:2000]
     if channel.broken:
-        verdict.write(f"fail\n{channel.broken}")
-        return
-    verdict.write("pass\nall tests passed")
+        return f"fail\n{channel.broken}"
+    return "pass\nall tests passed"
 
 
-_main()
+def _finish() -> None:
+    """Run the test, write the verdict, then end at once: the interpreter's teardown
+    would only make the grade wait."""
+    verdict = _main()
+    with os.fdopen(int(sys.argv[5]), "w") as pipe:
+        pipe.write(verdict)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+_finish()

@@ -1,11 +1,14 @@
 """The first code to run inside the sandbox: start the untrusted program.
 
-Started as ``python -I -S harness.py MODE PROGRAM ...`` with this folder read-only.
+Started as ``python -I -S harness.py LIMITS MODE ...`` with this folder read-only. Its
+first act is to set the resource limits ``LIMITS`` on itself (``limits.py``).
 
 * ``run PROGRAM``: run the program as ``__main__`` (a stdin/stdout task, ``run_program``).
-* ``serve PROGRAM ENTRY IN_FD OUT_FD``: run the program as a module named ``candidate``
-  (like the official HumanEval harness, a ``__main__`` block does not run), then answer
-  calls of its function ``ENTRY``: each request on ``IN_FD`` is one line of plain data
+* ``serve TASK_FD IN_FD OUT_FD``: a sandbox started ahead of its grade. It imports what
+  candidates usually need (``typing``), then waits for its task on ``TASK_FD``: plain data
+  ``[program, entry]`` up to the end of that pipe. It runs the program as a module named
+  ``candidate`` (like the official HumanEval harness, a ``__main__`` block does not run),
+  then answers calls of its function ``entry``: each request on ``IN_FD`` is one line of plain data
   (``plaindata``) holding the argument list, each reply on ``OUT_FD`` one line holding
   ``["ok", value]`` or ``["raise", exception name, message]``. The checker, in another
   process, decides the grade; nothing this process writes can do more than answer a call.
@@ -18,6 +21,9 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import limits  # noqa: E402
+
+limits.apply(sys.argv[1])
 import plaindata  # noqa: E402
 
 del sys.path[0]
@@ -31,9 +37,7 @@ def _traceback():
     return traceback
 
 
-def _load(path: str, name: str) -> dict:
-    with open(path, "rb") as f:
-        source = f.read()
+def _load(source: bytes | str, name: str) -> dict:
     try:
         code = compile(source, "program.py", "exec")
     except SyntaxError:
@@ -70,14 +74,33 @@ def _serve(namespace: dict, entry: str, in_fd: int, out_fd: int) -> None:
             _traceback().print_exception(type(error), error, error.__traceback__)
         replies.write(reply.encode() + b"\n")
         replies.flush()
+    # the checker is done: keep what the program printed, skip the interpreter's teardown
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:  # noqa: BLE001 - the program may have replaced or closed it
+            pass
+    os._exit(0)
+
+
+def _read_task(fd: int) -> tuple[str, str]:
+    with os.fdopen(fd, "rb") as pipe:
+        task = plaindata.decode(pipe.read())
+    if type(task) is not list or len(task) != 2 or any(type(x) is not str for x in task):
+        sys.exit("harness: the task is not [program, entry]")
+    return task[0], task[1]
 
 
 def _main() -> None:
-    mode, program = sys.argv[1], sys.argv[2]
+    mode = sys.argv[2]
     if mode == "run":
-        _load(program, "__main__")
+        with open(sys.argv[3], "rb") as f:
+            _load(f.read(), "__main__")
     elif mode == "serve":
-        entry, in_fd, out_fd = sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+        task_fd, in_fd, out_fd = map(int, sys.argv[3:6])
+        import typing  # noqa: F401 - most HumanEval prompts import from it; load it while idle
+
+        program, entry = _read_task(task_fd)
         _serve(_load(program, "candidate"), entry, in_fd, out_fd)
     else:
         sys.exit(f"harness: unknown mode {mode!r}")

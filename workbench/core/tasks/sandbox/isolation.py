@@ -72,9 +72,10 @@ def _linux() -> Isolation:
         )
     try:
         python = linux.sandbox_python()
-    except linux.NoPython as error:
+        argv = linux.bwrap_argv(bwrap, python, files={})
+    except (linux.NoPython, linux.NoUtilLinux) as error:
         return Isolation("none", str(error))
-    argv = linux.bwrap_argv(bwrap, python, files={}) + [
+    argv += [
         python.executable,
         "-I",
         "-S",
@@ -82,12 +83,7 @@ def _linux() -> Isolation:
         "",
     ]
     try:
-        done = subprocess.run(
-            argv,
-            capture_output=True,
-            timeout=30,
-            preexec_fn=linux.drop_root if os.geteuid() == 0 else None,
-        )
+        done = subprocess.run(argv, capture_output=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as error:
         return Isolation("none", f"bubblewrap could not start a sandbox: {error}")
     if done.returncode != 0:

@@ -9,14 +9,21 @@ capabilities, an empty environment but for a few fixed variables, and no way to 
 user namespaces. ``--die-with-parent`` and the pid namespace end every process it started
 when the grade ends: when the namespace's first process dies the kernel kills the rest.
 
-A root caller drops to ``nobody`` before starting bwrap, so the sandbox's processes are
-``nobody`` on the host too (their own user in the namespace only maps to that) and
-``RLIMIT_NPROC`` counts them: the kernel does not apply that limit to root.
+A root caller drops to ``nobody`` before starting bwrap (``setpriv``, on the command line:
+no Python runs between fork and exec), so the sandbox's processes are ``nobody`` on the
+host too (their own user in the namespace only maps to that) and ``RLIMIT_NPROC`` counts
+them: the kernel does not apply that limit to root. That limit is set before bwrap too
+(``prlimit``): the kernel counts a user's processes per user namespace and holds a new
+namespace to the limit its creator had, so only a limit set before bwrap makes the user
+namespace caps the sandbox against the user's processes on the host. The interpreter
+inside sets every limit on itself as well, before it runs anything untrusted
+(``limits.py``).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import sys
 from dataclasses import dataclass
@@ -97,10 +104,46 @@ def _others_can_run(executable: str, prefix: str) -> bool:
     return True
 
 
-def bwrap_argv(bwrap: str, python: Python, *, files: dict[str, int]) -> list[str]:
-    """bwrap and its options, up to (not including) the command to run inside; ``files``
-    maps names to open file descriptors whose content appears read-only in ``/w``."""
+class NoUtilLinux(RuntimeError):
+    """``prlimit`` or (as root) ``setpriv``, both of util-linux, is not installed."""
+
+
+def _util_linux(name: str) -> str:
+    found = shutil.which(name) or shutil.which(name, path="/usr/bin:/bin:/usr/sbin:/sbin")
+    if found is None:
+        raise NoUtilLinux(
+            f"the sandbox starts through {name}, which is not installed: install util-linux "
+            "(Debian/Ubuntu: apt install util-linux)"
+        )
+    return found
+
+
+def launch_prefix(processes: int | None) -> list[str]:
+    """What runs before bwrap: ``prlimit`` capping the user's processes at ``processes``
+    (none when ``None``), then for a root caller ``setpriv`` becoming ``nobody`` (no groups;
+    setuid away from root clears every capability). Each execs the next: no fork."""
+    prefix = []
+    if processes is not None:
+        prefix += [_util_linux("prlimit"), f"--nproc={processes}:{processes}", "--"]
+    if os.geteuid() == 0:
+        prefix += [
+            _util_linux("setpriv"),
+            f"--reuid={NOBODY}",
+            f"--regid={NOBODY}",
+            "--clear-groups",
+            "--",
+        ]
+    return prefix
+
+
+def bwrap_argv(
+    bwrap: str, python: Python, *, files: dict[str, int], processes: int | None = None
+) -> list[str]:
+    """bwrap and its options (after ``launch_prefix``), up to (not including) the command to
+    run inside; ``files`` maps names to open file descriptors whose content appears
+    read-only in ``/w``; ``processes`` caps the user's processes (``RLIMIT_NPROC``)."""
     argv = [
+        *launch_prefix(processes),
         bwrap,
         "--unshare-all",
         "--unshare-user",
@@ -132,10 +175,3 @@ def bwrap_argv(bwrap: str, python: Python, *, files: dict[str, int]) -> list[str
     # read-only, so the capped /tmp is the only writable place
     argv += ["--remount-ro", "/", "--chdir", "/tmp"]
     return argv
-
-
-def drop_root() -> None:
-    """Pre-exec hook for a root caller: become ``nobody`` before bwrap starts."""
-    os.setgroups([])
-    os.setgid(NOBODY)
-    os.setuid(NOBODY)
