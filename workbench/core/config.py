@@ -337,7 +337,7 @@ def _check(cfg: RunConfig) -> None:
     need(
         o.name in OPTIMIZERS,
         "optimizer.name",
-        f"unknown optimizer '{_shown(o.name)}'; choose one of {', '.join(OPTIMIZERS)}",
+        f"unknown optimizer '{_key(o.name)}'; choose one of {', '.join(OPTIMIZERS)}",
     )
     need(
         o.popsize == 0 or o.popsize >= MIN_POPSIZE,
@@ -399,7 +399,7 @@ def _check(cfg: RunConfig) -> None:
     need(
         cfg.backbone.precision in PRECISIONS,
         "backbone.precision",
-        f"unknown precision '{_shown(cfg.backbone.precision)}'; "
+        f"unknown precision '{_key(cfg.backbone.precision)}'; "
         f"choose one of {', '.join(PRECISIONS)}",
     )
     need(
