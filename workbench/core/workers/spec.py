@@ -21,9 +21,37 @@ BUILTIN_PREFIXES = ("local", "sandbox")  # ids that name built-in workers
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _ENV = re.compile(r"^[A-Z_][A-Z0-9_]*$")
-# Extra request fields whose name says they carry a credential: they would land in the file.
-_SECRET_FIELD = re.compile(
-    r"(api[_-]?key|secret|password|passwd|authorization|bearer|credential)", re.I
+# Words that, as a part of an extra field's name, say the field carries a credential
+# ("token", "api_key", "accessToken", "X-Api-Key", "Authorization"): a text value there
+# would land in workers.toml. "tokens" (max_tokens, budget_tokens) is a count, not one.
+_SECRET_WORDS = {
+    "key",
+    "apikey",
+    "token",
+    "accesstoken",
+    "authtoken",
+    "secret",
+    "password",
+    "passwd",
+    "pwd",
+    "passphrase",
+    "authorization",
+    "auth",
+    "bearer",
+    "credential",
+    "credentials",
+    "cookie",
+    "signature",
+}
+# request fields whose name holds such a word but which carry no credential
+_NOT_SECRET_FIELDS = {"prompt_cache_key", "idempotency_key", "safety_identifier"}
+# text that is a credential whatever its field: an auth scheme, a known key format
+_SECRET_VALUE = re.compile(
+    r"^\s*(?:bearer\s+\S{8,}|basic\s+[A-Za-z0-9+/]{12,}=*\s*$"
+    r"|(?:sk|rk|pk)[-_][\w-]{8,}|sk-ant-[\w-]{8,}|AIza[\w-]{20,}|gh[pousr]_\w{20,}"
+    r"|github_pat_\w{20,}|hf_\w{20,}|xai-\w{20,}|gsk_\w{20,}|r8_\w{20,}|pplx-\w{20,}"
+    r"|nvapi-[\w-]{20,}|AKIA[0-9A-Z]{16}|eyJ[\w-]{10,}\.[\w-]{10,}\.)",
+    re.I,
 )
 # Extra fields the client itself sets from the spec; overriding them from `extra` is a mistake.
 _RESERVED_FIELDS = {"model", "messages", "stream", "contents", "system", "systemInstruction"}
@@ -155,6 +183,19 @@ class WorkerSpec:
                 f"{where} 'provider' is {self.provider!r}: use one of {', '.join(PROVIDERS)} "
                 f"(or, with workers add, a preset: {presets})"
             )
+        for name in ("model", "key_env", "base_url"):
+            value = getattr(self, name)
+            if isinstance(value, str) and _SECRET_VALUE.match(value):
+                raise SpecError(  # the value is not repeated: it may be the key itself
+                    f"{where} '{name}' looks like an API key, and workers.toml never holds one: "
+                    f"give the {name.replace('_', ' ')} there, and store the key with "
+                    f"trinity-workbench workers set-key {self.id} --key-stdin"
+                )
+        if isinstance(self.model, str) and not self.model.isprintable():
+            raise SpecError(
+                f"{where} 'model' holds a line break or another control character: "
+                "give the model name alone"
+            )
         if not isinstance(self.model, str) or not self.model.strip():
             raise SpecError(
                 f"{where} 'model' is empty: give the model name the provider expects "
@@ -220,9 +261,9 @@ class WorkerSpec:
         if self.key_env is not None and (
             not isinstance(self.key_env, str) or not _ENV.match(self.key_env)
         ):
-            raise SpecError(
+            raise SpecError(  # the value is not repeated: a pasted key lands here
                 f"{where} 'key_env' must name an environment variable such as OPENAI_API_KEY "
-                f"(got {self.key_env!r})"
+                "(capital letters, digits and '_'), not hold the key"
             )
         if not isinstance(self.extra, Mapping):
             raise SpecError(
@@ -231,11 +272,14 @@ class WorkerSpec:
         for name in self.extra:
             if not isinstance(name, str):
                 raise SpecError(f"{where} 'extra' has a non-text field name {name!r}")
-            if _SECRET_FIELD.search(name):
-                raise SpecError(
-                    f"{where} 'extra.{name}' looks like a credential, and workers.toml never holds "
-                    f"one: store the key with trinity-workbench workers set-key {self.id} --key-stdin"
-                )
+        credential = _credential_in(self.extra, "extra")
+        if credential is not None:
+            raise SpecError(
+                f"{where} '{credential}' looks like a credential, and workers.toml never holds "
+                f"one: store the key with trinity-workbench workers set-key {self.id} "
+                "--key-stdin (the key goes to the OS keychain and into the request's auth header)"
+            )
+        for name in self.extra:
             if name in _RESERVED_FIELDS:
                 raise SpecError(f"{where} 'extra.{name}' is set by the client itself: remove it")
         # Frozen means frozen: a read-only view of a private copy.
@@ -304,6 +348,11 @@ class WorkerSpec:
 def validate_worker_id(worker_id: Any) -> str:
     """A worker id: letters, digits, ``.``, ``_``, ``-`` (no ``:`` or ``,``, which pools
     use), and not a built-in prefix."""
+    if isinstance(worker_id, str) and _SECRET_VALUE.match(worker_id):
+        raise SpecError(  # not repeated: it may be the key
+            "the worker id looks like an API key: give the worker a name (e.g. gpt-4o) and "
+            "store the key with trinity-workbench workers set-key NAME --key-stdin"
+        )
     if not isinstance(worker_id, str) or not _ID.match(worker_id):
         raise SpecError(
             f"worker id {worker_id!r} is invalid: use 1 to 64 letters, digits, '.', '_' or '-', "
@@ -321,7 +370,14 @@ def _is_number(value: Any) -> bool:
 def _check_url(where: str, url: Any) -> str:
     if not isinstance(url, str):
         raise SpecError(f"{where} 'base_url' must be a URL (got {url!r})")
-    parts = urlsplit(url.strip())
+    url = url.strip(" ")
+    if not url.isprintable() or any(c.isspace() for c in url):
+        # urlsplit drops CR, LF and tabs silently; a header could ride on them
+        raise SpecError(
+            f"{where} 'base_url' holds a line break, tab, blank or another control character: "
+            "give the URL alone, e.g. http://127.0.0.1:8000/v1"
+        )
+    parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise SpecError(
             f"{where} 'base_url' must be an http:// or https:// URL with a host (got {url!r})"
@@ -336,7 +392,42 @@ def _check_url(where: str, url: Any) -> str:
             f"{where} 'base_url' must not have a query or fragment (a key in the URL would land "
             "in workers.toml): give the endpoint only, e.g. https://api.openai.com/v1"
         )
-    return url.strip().rstrip("/")
+    return url.rstrip("/")
+
+
+def _name_words(name: str) -> tuple[set[str], str]:
+    """The words of a field name (snake, kebab or camel case), lower-cased, and the
+    name with its separators taken out ("X-Api-Key" -> {"x", "api", "key"}, "xapikey")."""
+    words = re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", name)
+    return {w.lower() for w in words}, re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+def _credential_in(value: Any, path: str, depth: int = 0) -> str | None:
+    """The path of the first credential found in an ``extra`` value (None: none): a text
+    value under a name that says credential, or text shaped like a key or an auth header,
+    at any depth of tables and lists."""
+    if depth > 64:
+        return None  # deeper than any request body; TOML and JSON refuse far less already
+    if isinstance(value, str):
+        return path if _SECRET_VALUE.match(value) else None
+    if isinstance(value, Mapping):
+        for name, inner in value.items():
+            inner_path = f"{path}.{name}"
+            if isinstance(inner, str) and isinstance(name, str) and inner.strip():
+                words, joined = _name_words(name)
+                if name not in _NOT_SECRET_FIELDS and (
+                    words & _SECRET_WORDS or joined in _SECRET_WORDS or joined.endswith("apikey")
+                ):
+                    return inner_path
+            found = _credential_in(inner, inner_path, depth + 1)
+            if found is not None:
+                return found
+    elif isinstance(value, list | tuple):
+        for i, inner in enumerate(value):
+            found = _credential_in(inner, f"{path}[{i}]", depth + 1)
+            if found is not None:
+                return found
+    return None
 
 
 def _thaw(value: Any) -> Any:
