@@ -319,6 +319,7 @@ class WorkerSpec:
     @classmethod
     def from_toml(cls, worker_id: str, table: Mapping[str, Any]) -> WorkerSpec:
         """A spec from its ``[workers.ID]`` table; unknown fields are errors (typos)."""
+        validate_worker_id(worker_id)  # first: a key pasted as the id is not repeated below
         if not isinstance(table, Mapping):
             raise SpecError(f"worker '{worker_id}': [workers.{worker_id}] must be a table")
         known = {f.name for f in fields(cls)} - {"id"}
