@@ -156,6 +156,18 @@ class HTTPWorker(Worker):
         self._state: _LoopState | None = None
         self._stale_clients: list[httpx.AsyncClient] = []
 
+    def prepare(self) -> None:
+        """A cloud API (a host whose preset names a key variable) needs a key: without one
+        every call would be refused, so a job is refused before it stores anything."""
+        env = self.spec.effective_key_env
+        if self._key is None and env is not None:
+            note = f" ({self.key_status.note})" if self.key_status.note else ""
+            raise AuthError(
+                self.id,
+                f"no API key is set for {self.base_url}{note}: store one with "
+                f"{self._set_key_hint()}, or export {env}",
+            )
+
     # ------------------------------------------------------------- settings
 
     @property
