@@ -1,6 +1,7 @@
 """Run-config validation (issue 18): every bad value is refused before anything is stored,
 all problems of a file at once, each naming its key and the fix; whatever a config file
-or table holds, loading it answers with a ``ConfigError`` or a config, never a traceback.
+or table holds, loading it answers with a ``ConfigError`` or a config, never a traceback
+(fuzzed in tests/core/test_config_fuzz.py).
 """
 
 from __future__ import annotations
@@ -8,23 +9,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
 import tomli_w
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from workbench.core.config import ConfigError, RunConfig
 from workbench.core.store import Store
 from workbench.core.workspace import Workspace
-
-FUZZ = settings(
-    max_examples=200,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
 
 # the values the issue found accepted (or crashing later), one key each
 BAD = {
@@ -160,58 +152,3 @@ def test_a_pool_naming_a_missing_local_model_is_refused_before_the_run_is_stored
     with pytest.raises(ModelSourceError, match=r"worker 'local:.*no-such-model' cannot serve"):
         train(config, ws, backbone=tiny_backbone)
     assert _no_runs(ws.root)
-
-
-# ---- fuzzing the loader: no input may give a traceback
-
-
-text = st.text(st.characters(codec=None, min_codepoint=0, max_codepoint=0x10FFFF), max_size=40)
-scalars = (
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats()
-    | text
-    | st.sampled_from(["auto", "cpu", "cuda:0", "sep-cma-es", "sandbox", "offline", "off"])
-)
-values = st.recursive(
-    scalars,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(text, inner, max_size=4),
-    max_leaves=10,
-)
-_known = RunConfig().to_dict()
-keys = st.sampled_from([k for section in _known.values() for k in section]) | text
-sections = st.sampled_from(list(_known)) | text
-tables = st.dictionaries(sections, st.dictionaries(keys, values, max_size=6) | values, max_size=6)
-
-
-@FUZZ
-@given(tables)
-def test_fuzz_from_dict_answers_with_a_config_or_a_config_error(data):
-    try:
-        config = RunConfig.from_dict(data, "fuzz.toml")
-    except ConfigError as exc:
-        assert exc.problems and all(p.startswith("fuzz.toml") for p in exc.problems)
-        assert all(len(p) < 2000 for p in exc.problems)  # a huge value is not echoed whole
-        return
-    assert RunConfig.from_dict(config.to_dict()) == config  # what loads, round-trips
-
-
-def _toml_text(data) -> str:
-    try:
-        return tomli_w.dumps(data)
-    except (TypeError, ValueError):  # None or a surrogate: not TOML, write something near
-        return repr(data)
-
-
-@FUZZ
-@given(tables | st.binary(max_size=200).map(bytes.hex), st.binary(max_size=60))
-def test_fuzz_load_answers_with_a_config_or_a_config_error(data, tail):
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "fuzz.toml"
-        body = data if isinstance(data, str) else _toml_text(data)
-        path.write_bytes(body.encode("utf-8", "surrogatepass") + tail)
-        try:
-            RunConfig.load(path)
-        except ConfigError as exc:
-            assert str(path) in str(exc)

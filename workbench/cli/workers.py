@@ -88,6 +88,10 @@ def cmd_workers_add(args) -> int:
     if args.extra is not None:
         try:
             extra = json.loads(args.extra)
+        except RecursionError:
+            raise UserError(
+                "--extra nests lists or objects too deeply: a request field needs a few levels"
+            ) from None
         except ValueError as exc:
             raise UserError(
                 f"--extra is not valid JSON ({exc}): give an object, e.g. "

@@ -57,6 +57,9 @@ _SECRET_VALUE = re.compile(
 _RESERVED_FIELDS = {"model", "messages", "stream", "contents", "system", "systemInstruction"}
 
 
+MAX_TIMEOUT_S = 86_400  # a day: longer is a typo, and overflows the HTTP client's timers
+
+
 class RegistryError(ValueError):
     """A registry operation cannot be done as asked (bad spec, unknown id, bad file)."""
 
@@ -131,13 +134,10 @@ class Timeouts:
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, int | float)
-                or not (0 < value < math.inf)
-            ):
+            if not _is_number(value) or not (0 < value <= MAX_TIMEOUT_S):
                 raise SpecError(
-                    f"field 'timeouts.{f.name}' must be a positive number of seconds (got {value!r})"
+                    f"field 'timeouts.{f.name}' must be a positive number of seconds, at most "
+                    f"{MAX_TIMEOUT_S} (a day) (got {_got(value)})"
                 )
         if self.total < self.connect or self.total < self.read:
             raise SpecError(
@@ -225,7 +225,7 @@ class WorkerSpec:
             not _is_number(self.temperature) or not 0 <= self.temperature <= 2
         ):
             raise SpecError(
-                f"{where} 'temperature' must be a number from 0 to 2 (got {self.temperature!r})"
+                f"{where} 'temperature' must be a number from 0 to 2 (got {_got(self.temperature)})"
             )
         for name in ("max_tokens", "context_window"):
             value = getattr(self, name)
@@ -233,13 +233,13 @@ class WorkerSpec:
                 not isinstance(value, int) or isinstance(value, bool) or value < 1
             ):
                 raise SpecError(
-                    f"{where} '{name}' must be a whole number of tokens, at least 1 (got {value!r})"
+                    f"{where} '{name}' must be a whole number of tokens, at least 1 (got {_got(value)})"
                 )
         for name in ("price_in", "price_out"):
             value = getattr(self, name)
             if not _is_number(value) or value < 0 or math.isinf(value):
                 raise SpecError(
-                    f"{where} '{name}' must be dollars per million tokens, 0 or more (got {value!r})"
+                    f"{where} '{name}' must be dollars per million tokens, 0 or more (got {_got(value)})"
                 )
         if (
             not isinstance(self.concurrency, int)
@@ -247,14 +247,14 @@ class WorkerSpec:
             or not 1 <= self.concurrency <= 1024
         ):
             raise SpecError(
-                f"{where} 'concurrency' must be a whole number from 1 to 1024 (got {self.concurrency!r})"
+                f"{where} 'concurrency' must be a whole number from 1 to 1024 (got {_got(self.concurrency)})"
             )
         if self.rpm is not None and (
             not _is_number(self.rpm) or self.rpm <= 0 or math.isinf(self.rpm)
         ):
             raise SpecError(
                 f"{where} 'rpm' must be a positive number of requests per minute, or absent "
-                f"(got {self.rpm!r})"
+                f"(got {_got(self.rpm)})"
             )
         if not isinstance(self.timeouts, Timeouts):
             raise SpecError(f"{where} 'timeouts' must be a Timeouts (connect, read, total)")
@@ -271,7 +271,10 @@ class WorkerSpec:
             )
         for name in self.extra:
             if not isinstance(name, str):
-                raise SpecError(f"{where} 'extra' has a non-text field name {name!r}")
+                raise SpecError(f"{where} 'extra' has a non-text field name {_got(name)}")
+        unstorable = _unstorable_in(self.extra, "extra")
+        if unstorable is not None:
+            raise SpecError(f"{where} {unstorable}")
         credential = _credential_in(self.extra, "extra")
         if credential is not None:
             raise SpecError(
@@ -364,13 +367,29 @@ def validate_worker_id(worker_id: Any) -> str:
     return worker_id
 
 
+def _got(value: Any) -> str:
+    """A refused value as an error message may show it: numbers as they are; text only
+    if short and not shaped like a key (a key pasted into the wrong field is not echoed)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        return "a number too long to show"  # repr of a 5,000-digit int raises
+    if value is None or isinstance(value, bool | int | float):
+        return repr(value)
+    if isinstance(value, str):
+        if _SECRET_VALUE.match(value) or len(value) > 80:
+            return f"a text of {len(value)} characters"
+        return repr(value)
+    return f"a {type(value).__name__}"
+
+
 def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and not math.isnan(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value.bit_length() <= 64  # beyond: no price, rate or timeout; float() overflows
+    return isinstance(value, float) and not math.isnan(value)
 
 
 def _check_url(where: str, url: Any) -> str:
     if not isinstance(url, str):
-        raise SpecError(f"{where} 'base_url' must be a URL (got {url!r})")
+        raise SpecError(f"{where} 'base_url' must be a URL (got {_got(url)})")
     url = url.strip(" ")
     if not url.isprintable() or any(c.isspace() for c in url):
         # urlsplit drops CR, LF and tabs silently; a header could ride on them
@@ -381,7 +400,7 @@ def _check_url(where: str, url: Any) -> str:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise SpecError(
-            f"{where} 'base_url' must be an http:// or https:// URL with a host (got {url!r})"
+            f"{where} 'base_url' must be an http:// or https:// URL with a host (got {_got(url)})"
         )
     if parts.username or parts.password:
         raise SpecError(
@@ -401,6 +420,37 @@ def _name_words(name: str) -> tuple[set[str], str]:
     name with its separators taken out ("X-Api-Key" -> {"x", "api", "key"}, "xapikey")."""
     words = re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", name)
     return {w.lower() for w in words}, re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+def _unstorable_in(value: Any, path: str, depth: int = 0) -> str | None:
+    """Why an ``extra`` value cannot be written to workers.toml and sent as JSON (None: it
+    can): TOML has no null, JSON no NaN or infinity, and numbers past 64 bits overflow
+    both readers."""
+    if depth > 32:
+        return f"'{path}' nests tables or lists too deeply (at most 32 levels)"
+    if value is None:
+        return f"'{path}' is empty (null): TOML has no null; leave the field out"
+    if isinstance(value, bool | str):
+        return None
+    if isinstance(value, int):
+        return None if value.bit_length() <= 63 else f"'{path}' is a number too large to send"
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"'{path}' must be a finite number"
+    if isinstance(value, Mapping):
+        for name, inner in value.items():
+            if not isinstance(name, str):
+                return f"'{path}' has a non-text field name {_got(name)}"
+            found = _unstorable_in(inner, f"{path}.{name}", depth + 1)
+            if found is not None:
+                return found
+        return None
+    if isinstance(value, list | tuple):
+        for i, inner in enumerate(value):
+            found = _unstorable_in(inner, f"{path}[{i}]", depth + 1)
+            if found is not None:
+                return found
+        return None
+    return f"'{path}' holds a {type(value).__name__}: use text, numbers, true/false, lists, tables"
 
 
 def _credential_in(value: Any, path: str, depth: int = 0) -> str | None:
