@@ -281,8 +281,27 @@ def run_one_episode(
         finally:
             if model is not None:
                 model.close()
-        store.add_episode(episode)
+        try:
+            store.add_episode(episode)
+        except StoreError as exc:  # the database broke while it played: keep the episode
+            raise type(exc)(f"{exc}; {_rescue_episode(episode)}") from exc
     return episode
+
+
+def _rescue_episode(episode: Episode) -> str:
+    """Write an episode the database refused to a private file in the temporary folder;
+    returns what to tell the user (where it is, or that it could not be kept)."""
+    import json
+    import tempfile
+
+    from workbench.core.outputs import OutputError, write_text
+
+    path = Path(tempfile.gettempdir()) / f"trinity-workbench-episode-{episode.id}.json"
+    try:
+        write_text(path, json.dumps(episode.to_dict(), indent=2, ensure_ascii=False))
+    except OutputError as exc:
+        return f"the episode could not be kept either ({exc})"
+    return f"the episode that played was saved to {path} instead"
 
 
 def _check_resume_config(stored: RunConfig, given: RunConfig | None) -> RunConfig:
