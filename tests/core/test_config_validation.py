@@ -65,6 +65,8 @@ def test_every_bad_value_is_reported_at_once_with_its_key():
         ("budget", "dollars", float("nan"), "finite"),
         ("budget", "minutes", float("inf"), "finite"),
         ("budget", "generations", 10**4000, "out of range"),
+        ("protocol", "max_tokens", 2**31 - 1, "between 1 and 1,000,000"),
+        ("protocol", "max_tokens", 0, "between 1 and"),
         ("backbone", "device", "bogus", "unknown device"),
         ("backbone", "device", "cuda:x", "unknown device"),
         ("backbone", "device", "", "unknown device"),

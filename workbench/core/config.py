@@ -315,6 +315,7 @@ def _coerce(value: Any, hint: Any, where: str) -> Any:
 MIN_POPSIZE = 3
 MAX_TEMPERATURE = 2.0  # the largest temperature the OpenAI-compatible APIs accept
 MAX_RUN_NAME = 200
+MAX_TOKENS = 1_000_000
 
 
 def _check(cfg: RunConfig) -> None:
@@ -383,7 +384,11 @@ def _check(cfg: RunConfig) -> None:
         "protocol.temperature",
         f"{p.temperature} is out of range: use a number from 0 to {MAX_TEMPERATURE:g}",
     )
-    need(p.max_tokens >= 1, "protocol.max_tokens", "must be at least 1")
+    need(
+        1 <= p.max_tokens <= MAX_TOKENS,
+        "protocol.max_tokens",
+        f"must be between 1 and {MAX_TOKENS:,} (a reply longer than any model's context)",
+    )
     need(len(cfg.pool.workers) >= 1, "pool.workers", 'name at least one worker, e.g. ["sandbox"]')
     need(
         all(w.strip() for w in cfg.pool.workers),
