@@ -81,6 +81,15 @@ def test_one_bad_value_names_its_key_and_the_fix(section, key, value, says):
         RunConfig.from_dict({section: {key: value}})
 
 
+def test_popsize_2_is_refused_for_sep_cma_es_only():
+    """pycma fails in generation 2 with two candidates; the baselines run with two."""
+    for name in ("random-search", "reinforce", "imitation"):
+        config = RunConfig.from_dict({"optimizer": {"name": name, "popsize": 2}})
+        assert config.optimizer.popsize == 2
+    with pytest.raises(ConfigError, match="too small for sep-cma-es"):
+        RunConfig.from_dict({"optimizer": {"name": "sep-cma-es", "popsize": 2}})
+
+
 def test_good_devices_pass_validation():
     for device in ("auto", "cpu", "cuda", "cuda:1", "mps"):
         assert RunConfig.from_dict({"backbone": {"device": device}}).backbone.device == device

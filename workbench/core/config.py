@@ -311,7 +311,8 @@ def _coerce(value: Any, hint: Any, where: str) -> Any:
 
 
 # pycma's sep-CMA-ES fails with 2 candidates ("unused injected direction") on heads of a
-# few hundred parameters or more; 3 is the smallest population it runs with
+# few hundred parameters or more; 3 is the smallest population it runs with (the other
+# optimizers run with 2, as before, so runs stored with 2 still load)
 MIN_POPSIZE = 3
 MAX_TEMPERATURE = 2.0  # the largest temperature the OpenAI-compatible APIs accept
 MAX_RUN_NAME = 200
@@ -340,10 +341,12 @@ def _check(cfg: RunConfig) -> None:
         "optimizer.name",
         f"unknown optimizer '{_key(o.name)}'; choose one of {', '.join(OPTIMIZERS)}",
     )
+    least = MIN_POPSIZE if o.name == "sep-cma-es" else 2
     need(
-        o.popsize == 0 or o.popsize >= MIN_POPSIZE,
+        o.popsize == 0 or o.popsize >= least,
         "optimizer.popsize",
-        f"{o.popsize} is too small: use 0 (pycma's default, 4 + 3 ln n) or at least {MIN_POPSIZE}",
+        f"{o.popsize} is too small for {_key(o.name)}: use 0 (the default, 4 + 3 ln n) "
+        f"or at least {least}",
     )
     need(
         finite(o.sigma0) and o.sigma0 > 0,
