@@ -163,3 +163,10 @@ def test_a_pool_naming_a_missing_local_model_is_refused_before_the_run_is_stored
     with pytest.raises(ModelSourceError, match=r"worker 'local:.*no-such-model' cannot serve"):
         train(config, ws, backbone=tiny_backbone)
     assert _no_runs(ws.root)
+
+
+def test_a_config_saved_with_a_byte_order_mark_loads(tmp_path):
+    """Windows Notepad writes one; TOML readers call it an invalid statement."""
+    path = tmp_path / "bom.toml"
+    path.write_bytes(b'\xef\xbb\xbf[run]\nname = "bom"\n')
+    assert RunConfig.load(path).run.name == "bom"

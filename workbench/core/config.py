@@ -226,7 +226,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
             f"(at most {MAX_CONFIG_BYTES:,}): check that it is the right file"
         )
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = path.read_bytes().decode("utf-8-sig")  # a BOM (Windows Notepad) is no error
     except PermissionError:
         raise ConfigError(
             f"config file {path} is not readable by you: check its permissions"
