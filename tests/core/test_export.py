@@ -95,3 +95,14 @@ def test_a_long_file_name_is_written(coordinator, tmp_path: Path) -> None:
     name = "r" * (255 - len(".safetensors"))
     path = _save(coordinator, tmp_path / name)
     assert path.name == name + ".safetensors" and path.is_file()
+
+
+def test_reading_a_folder_or_a_device_as_a_coordinator_file_says_what_it_is(tmp_path: Path):
+    with pytest.raises(CoordinatorFileError, match="is a folder: give the .safetensors file"):
+        read_manifest(tmp_path)
+    fifo = tmp_path / "pipe.safetensors"
+    os.mkfifo(fifo)
+    with pytest.raises(CoordinatorFileError, match="not a regular file"):
+        read_manifest(fifo)  # would block if it were opened
+    with pytest.raises(CoordinatorFileError, match="not found: check the path"):
+        read_manifest(tmp_path / "missing.safetensors")

@@ -166,6 +166,12 @@ def test_the_default_file_is_in_the_user_config_directory(monkeypatch, tmp_path)
     assert Registry().path == default_file()
 
 
+def test_a_file_saved_with_a_byte_order_mark_reads(tmp_path):
+    path = tmp_path / "workers.toml"
+    path.write_bytes(b'\xef\xbb\xbf[workers.gpt]\nprovider = "openai"\nmodel = "m"\n')
+    assert [w.id for w in Registry(path).list()] == ["gpt"]
+
+
 @pytest.mark.parametrize(
     "text,words",
     [
@@ -178,6 +184,12 @@ def test_the_default_file_is_in_the_user_config_directory(monkeypatch, tmp_path)
         ("version = 7\n", "has version 7"),
         ('colour = "blue"\n', "unknown top-level key(s) colour"),
         ('[workers."a b"]\nprovider = "openai"\nmodel = "m"\n', "worker id 'a b' is invalid"),
+        ("x = " + "[" * 50_000 + "]" * 50_000 + "\n", "nests tables or arrays too deeply"),
+        (
+            '[workers.gpt]\nprovider = "openai"\nmodel = "m"\n[workers.gpt.extra]\n'
+            'token = "sk-abcdefghijklmnop"\n',
+            "field 'extra.token' looks like a credential",
+        ),
     ],
 )
 def test_a_bad_file_is_reported_with_its_path_and_the_problem(tmp_path, text, words):

@@ -4,10 +4,15 @@ share, on core's pool session: a sandbox pool, the tiny backbone, the episode st
 from __future__ import annotations
 
 import json
+import sqlite3
+import tempfile
+
+import pytest
 
 from tests.test_cli import GOOD
 from workbench.core import runs
-from workbench.core.store import Store
+from workbench.core.records import Episode
+from workbench.core.store import Store, StoreDamaged
 from workbench.core.workspace import Workspace
 
 
@@ -42,3 +47,38 @@ def test_one_episode_runs_on_the_sandbox_pool_and_is_stored(tmp_path, tiny_model
         device="cpu",
     )
     assert [(t.role, t.worker) for t in again.turns] == [(t.role, t.worker) for t in episode.turns]
+
+
+def test_an_episode_the_database_refuses_after_it_played_is_kept(
+    tmp_path, tiny_model_dir, monkeypatch
+):
+    """The database is damaged by another program while the episode plays (its turns
+    table dropped once the store is open): the error says so and where the episode went."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
+    suite = tmp_path / "tiny.jsonl"
+    suite.write_text("\n".join(json.dumps(t) for t in GOOD) + "\n")
+    ws = Workspace.open(tmp_path / "ws")
+
+    def damage(_message: str) -> None:  # heard after the store is open, before the play
+        with sqlite3.connect(ws.db_path) as conn:
+            conn.execute("DROP TABLE turns")
+        conn.close()
+
+    with pytest.raises(StoreDamaged, match="was saved to") as caught:
+        runs.run_one_episode(
+            ws,
+            suite=str(suite),
+            task="add",
+            pool=["sandbox"],
+            seed=3,
+            backbone=str(tiny_model_dir),
+            device="cpu",
+            progress=damage,
+        )
+    (saved,) = (tmp_path / "tmp").glob("trinity-workbench-episode-*.json")
+    assert str(saved) in str(caught.value) and "doctor" in str(caught.value)
+    episode = Episode.from_dict(json.loads(saved.read_text()))
+    assert episode.task_id == "add" and episode.turns
+    assert saved.stat().st_mode & 0o077 == 0  # private to the user

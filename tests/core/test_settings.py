@@ -91,3 +91,12 @@ def test_new_run_configs_take_the_device_and_cache_policy_they_leave_out(tmp_pat
     )
     config = load_run_config(explicit, settings)
     assert config.backbone.device == "auto" and config.cache.policy == "off"
+
+
+def test_a_byte_order_mark_reads_and_deep_nesting_is_a_settings_error(tmp_path):
+    path = tmp_path / "settings.toml"
+    path.write_bytes(b'\xef\xbb\xbfdevice = "cpu"\n')
+    assert load_settings(path).device == "cpu"
+    path.write_text("x = " + "[" * 50_000 + "]" * 50_000 + "\n")
+    with pytest.raises(SettingsError, match="nests tables or arrays too deeply"):
+        load_settings(path)

@@ -161,3 +161,18 @@ def test_a_workspace_that_cannot_be_made_is_a_clear_error(tmp_path: Path, capsys
         locked.chmod(0o700)
     assert done.returncode == 2 and "Permission denied" in done.stderr, done
     assert "pass --workspace with a folder you can write to" in done.stderr
+
+
+def test_a_read_only_journal_file_beside_the_database_is_named(filled: Workspace) -> None:
+    """A -shm left read-only by an earlier opening of a read-only database (or a copy):
+    once misdiagnosed as 'the disk or the file system is read-only'."""
+    shm = Path(f"{filled.db_path}-shm")
+    shm.write_bytes(b"\0" * 32768)
+    shm.chmod(0o444)
+    try:
+        opened = run_python(_OPEN, str(filled.root))
+    finally:
+        shm.chmod(0o600)
+    assert opened.stdout.startswith("StoreReadOnly"), opened
+    assert f"journal file {shm} is read-only" in opened.stdout
+    assert "file system is read-only" not in opened.stdout

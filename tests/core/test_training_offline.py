@@ -26,7 +26,7 @@ def test_backbone_precision_is_a_config_key_the_run_loads_with_and_records(tmp_p
         "backbone": {"model": "offline", "device": "cpu", "precision": "bf16"},
         "pool": {"workers": ["sandbox"]},
         "tasks": {"suite": "arithmetic", "train": 4, "validation": 2, "test": 2},
-        "optimizer": {"popsize": 2, "rollouts": 2, "validate_every": 1},
+        "optimizer": {"popsize": 3, "rollouts": 2, "validate_every": 1},
         "budget": {"generations": 1},
         "protocol": {"max_turns": 1, "temperature": 0.0},
         "cache": {"policy": "off"},
@@ -48,7 +48,7 @@ def test_short_offline_run_end_to_end(tmp_path, offline_backbone):
             "backbone": {"model": "offline", "device": "cpu"},
             "pool": {"workers": ["local:smollm2", "sandbox:mathlete"]},
             "tasks": {"suite": "arithmetic", "train": 8, "validation": 2, "test": 2},
-            "optimizer": {"popsize": 2, "rollouts": 2, "validate_every": 1},
+            "optimizer": {"popsize": 3, "rollouts": 2, "validate_every": 1},
             "budget": {"generations": 1},
             "protocol": {"max_turns": 2, "temperature": 0.0, "max_tokens": 24},
             "cache": {"policy": "read-write"},
@@ -60,12 +60,12 @@ def test_short_offline_run_end_to_end(tmp_path, offline_backbone):
         record = store.get_run(run_id)
         assert (str(record.status), record.stop_reason) == ("finished", "budget.generations")
         (generation,) = store.generations(run_id)
-        assert generation["evaluations"] == 4 and generation["validation"] is not None
+        assert generation["evaluations"] == 6 and generation["validation"] is not None
         # where the coordinator's time went: new tokens, forwards, transcripts per forward
         assert generation["tokens_forwarded"] > 0 and generation["batches"] >= 1
         assert generation["mean_batch"] >= 1
         episodes = [store.get_episode(e.id) for e in store.list_episodes(run_id)]
-    assert len(episodes) == 4 + 2
+    assert len(episodes) == 6 + 2
     workers = {t.worker for e in episodes for t in e.turns}
     assert workers <= {"local:smollm2", "sandbox:mathlete"} and workers
     local_turns = [

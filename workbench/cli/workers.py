@@ -82,12 +82,16 @@ def cmd_workers_list(args) -> int:
 
 
 def cmd_workers_add(args) -> int:
-    from workbench.core.workers.spec import Timeouts, spec_from_options
+    from workbench.core.workers.spec import SpecError, Timeouts, spec_from_options
 
     extra = None
     if args.extra is not None:
         try:
             extra = json.loads(args.extra)
+        except RecursionError:
+            raise UserError(
+                "--extra nests lists or objects too deeply: a request field needs a few levels"
+            ) from None
         except ValueError as exc:
             raise UserError(
                 f"--extra is not valid JSON ({exc}): give an object, e.g. "
@@ -100,11 +104,17 @@ def cmd_workers_add(args) -> int:
     timeouts = None
     if any(t is not None for t in (args.timeout_connect, args.timeout_read, args.timeout_total)):
         d = Timeouts()
-        timeouts = Timeouts(
-            args.timeout_connect or d.connect,
-            args.timeout_read or d.read,
-            args.timeout_total or d.total,
-        )
+        try:  # "is None", not "or": --timeout-connect 0 is an error, not 10 s
+            timeouts = Timeouts(
+                d.connect if args.timeout_connect is None else args.timeout_connect,
+                d.read if args.timeout_read is None else args.timeout_read,
+                d.total if args.timeout_total is None else args.timeout_total,
+            )
+        except SpecError as exc:
+            raise UserError(
+                f"{exc} (--timeout-connect, --timeout-read, --timeout-total: seconds, "
+                "more than 0; the total at least the others)"
+            ) from None
     spec = spec_from_options(
         args.id,
         args.provider,

@@ -22,14 +22,16 @@ it ran with (``STORED_BEFORE``), not today's default.
 from __future__ import annotations
 
 import dataclasses
+import math
 import tomllib
 import types
 import typing
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workbench.core.models import PRECISIONS
+from workbench.core.models import PRECISIONS, device_problem
 
 OPTIMIZERS = ("sep-cma-es", "random-search", "reinforce", "imitation")
 CACHE_POLICIES = ("auto", "off", "read-write", "replay-only")
@@ -55,7 +57,12 @@ STORED_BEFORE: dict[tuple[str, str], Any] = {
 
 
 class ConfigError(ValueError):
-    """A config that cannot be used; the message names the key and the fix."""
+    """A config that cannot be used. ``problems`` lists every problem found, each naming
+    its key (``section.key``) and the fix; the message is all of them, one a line."""
+
+    def __init__(self, message: str | Sequence[str]):
+        self.problems: tuple[str, ...] = (message,) if isinstance(message, str) else tuple(message)
+        super().__init__("\n".join(self.problems))
 
 
 @dataclass(frozen=True)
@@ -148,32 +155,40 @@ class RunConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str = "config") -> RunConfig:
+        """The config in ``data`` (section -> key -> value); raises one ``ConfigError``
+        listing every unknown section or key, wrong type and out-of-range value at once,
+        each prefixed with ``source``."""
         if not isinstance(data, dict):
             raise ConfigError(f"{source}: expected a table of sections")
+        problems: list[str] = []
         sections = {}
         hints = typing.get_type_hints(cls)
         for key, value in data.items():
             if key not in hints:
-                raise ConfigError(
-                    f"{source}: unknown section [{key}]; known sections: "
+                problems.append(
+                    f"{source}: unknown section [{_key(key)}]; known sections: "
                     f"{', '.join(f'[{k}]' for k in hints)}"
                 )
-            if not isinstance(value, dict):
-                raise ConfigError(f"{source}: [{key}] must be a table")
-            sections[key] = _section(hints[key], value, f"{source}: {key}")
-        return cls(**sections)
+            elif not isinstance(value, dict):
+                problems.append(f"{source}: [{key}] must be a table of keys, got {_shown(value)}")
+            else:
+                sections[key] = _section(hints[key], value, f"{source}: {key}", problems)
+        try:  # the range checks too, on the keys that had the right type
+            config = cls(**sections)
+        except ConfigError as exc:
+            problems.extend(f"{source}: {p}" for p in exc.problems)
+        if problems:
+            raise ConfigError(problems)
+        return config
 
     @classmethod
     def load(cls, path: str | Path, defaults: dict[str, dict[str, Any]] | None = None) -> RunConfig:
         """The config in TOML file ``path``. ``defaults`` (section -> key -> value) fill
-        what the file leaves out, before the built-in defaults (the user's settings)."""
+        what the file leaves out, before the built-in defaults (the user's settings).
+        Every way the file can be unusable (missing, a folder, a device, unreadable, not
+        UTF-8, not TOML, wrong keys or values) is a ``ConfigError`` naming it."""
         path = Path(path)
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ConfigError(f"config file {path} not found") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+        data = _read_toml(path)
         for section, values in (defaults or {}).items():
             given = data.get(section)
             if given is None or isinstance(given, dict):  # anything else: from_dict says why
@@ -212,60 +227,161 @@ class RunConfig:
         return RunConfig.from_dict(data)
 
 
-def _section(cls: type, values: dict[str, Any], where: str) -> Any:
+# a config file is a few hundred bytes; anything far larger is not one
+MAX_CONFIG_BYTES = 1_000_000
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    import stat
+
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} not found: check the path") from None
+    except OSError as exc:
+        raise ConfigError(
+            f"config file {path} cannot be read ({exc.strerror}): check the path"
+        ) from None
+    if stat.S_ISDIR(st.st_mode):
+        raise ConfigError(
+            f"config path {path} is a folder: give the .toml file inside it "
+            "(e.g. workbench/resources/examples/sandbox.toml)"
+        )
+    if not stat.S_ISREG(st.st_mode):  # a pipe or a device would block or never end
+        raise ConfigError(f"config path {path} is not a regular file: give a .toml file")
+    if st.st_size > MAX_CONFIG_BYTES:
+        raise ConfigError(
+            f"config file {path} is {st.st_size:,} bytes, too large for a run config "
+            f"(at most {MAX_CONFIG_BYTES:,}): check that it is the right file"
+        )
+    try:
+        text = path.read_bytes().decode("utf-8-sig")  # a BOM (Windows Notepad) is no error
+    except PermissionError:
+        raise ConfigError(
+            f"config file {path} is not readable by you: check its permissions"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"config file {path} cannot be read ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"config file {path} is not UTF-8 text (byte {exc.start}): save it as UTF-8"
+        ) from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses into nested arrays and inline tables
+        raise ConfigError(f"{path} nests arrays or tables too deeply to be a run config") from None
+
+
+def _shown(value: Any, limit: int = 60) -> str:
+    """``value`` as a short repr for a message (a huge value does not flood the terminal)."""
+    try:
+        text = repr(value)
+    except ValueError:  # an int too long for repr
+        return "a number too long to show"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _key(key: str) -> str:
+    """A key as written in a message: plain if it is a short printable word."""
+    return key if len(key) <= 60 and key.isprintable() and "'" not in key else _shown(key)
+
+
+def _section(cls: type, values: dict[str, Any], where: str, problems: list[str]) -> Any:
     hints = typing.get_type_hints(cls)
     kwargs = {}
     for key, value in values.items():
         if key not in hints:
-            raise ConfigError(f"{where}.{key}: unknown key; known keys: {', '.join(hints)}")
-        kwargs[key] = _coerce(value, hints[key], f"{where}.{key}")
-    return cls(**kwargs)
+            problems.append(f"{where}.{_key(key)}: unknown key; known keys: {', '.join(hints)}")
+            continue
+        try:
+            kwargs[key] = _coerce(value, hints[key], f"{where}.{key}")
+        except ConfigError as exc:
+            problems.extend(exc.problems)
+    return cls(**kwargs)  # the keys in error keep their defaults
+
+
+# an integer key beyond this is a typo (and would overflow numpy or pycma later)
+MAX_INT = 2**31 - 1
 
 
 def _coerce(value: Any, hint: Any, where: str) -> Any:
     origin = typing.get_origin(hint)
     if origin is tuple:
         if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
-            raise ConfigError(f"{where}: expected a list of strings, got {value!r}")
+            raise ConfigError(f"{where}: expected a list of strings, got {_shown(value)}")
         return tuple(value)
     if origin in (typing.Union, types.UnionType):
         hint = next(a for a in typing.get_args(hint) if a is not type(None))
     if hint is bool:
         if not isinstance(value, bool):
-            raise ConfigError(f"{where}: expected true or false, got {value!r}")
+            raise ConfigError(f"{where}: expected true or false, got {_shown(value)}")
         return value
     if hint is int:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{where}: expected an integer, got {value!r}")
+            raise ConfigError(f"{where}: expected an integer, got {_shown(value)}")
+        if abs(value) > MAX_INT:
+            raise ConfigError(f"{where}: {_shown(value)} is out of range (at most {MAX_INT})")
         return value
     if hint is float:
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ConfigError(f"{where}: expected a number, got {value!r}")
+            raise ConfigError(f"{where}: expected a number, got {_shown(value)}")
+        if isinstance(value, int) and abs(value) > MAX_INT:
+            raise ConfigError(f"{where}: {_shown(value)} is out of range")
+        if not math.isfinite(value):
+            raise ConfigError(f"{where}: expected a finite number, got {value!r}")
         return float(value)
     if hint is str:
         if not isinstance(value, str):
-            raise ConfigError(f"{where}: expected a string, got {value!r}")
+            raise ConfigError(f"{where}: expected a string, got {_shown(value)}")
         return value
     raise ConfigError(f"{where}: unsupported type {hint}")
 
 
+# pycma's sep-CMA-ES fails with 2 candidates ("unused injected direction") on heads of a
+# few hundred parameters or more; 3 is the smallest population it runs with (the other
+# optimizers run with 2, as before, so runs stored with 2 still load)
+MIN_POPSIZE = 3
+MAX_TEMPERATURE = 2.0  # the largest temperature the OpenAI-compatible APIs accept
+MAX_RUN_NAME = 200
+MAX_TOKENS = 1_000_000
+
+
 def _check(cfg: RunConfig) -> None:
+    """Every out-of-range value of ``cfg``, all at once (one ``ConfigError``)."""
+    problems: list[str] = []
+
     def need(ok: bool, where: str, message: str) -> None:
         if not ok:
-            raise ConfigError(f"{where}: {message}")
+            problems.append(f"{where}: {message}")
 
-    o, b, p, t = cfg.optimizer, cfg.budget, cfg.protocol, cfg.tasks
+    def finite(x: float) -> bool:
+        return isinstance(x, int | float) and math.isfinite(x)
+
+    r, o, b, p, t = cfg.run, cfg.optimizer, cfg.budget, cfg.protocol, cfg.tasks
+    need(
+        0 < len(r.name) <= MAX_RUN_NAME and r.name.isprintable(),
+        "run.name",
+        f"give a name of 1 to {MAX_RUN_NAME} printable characters",
+    )
     need(
         o.name in OPTIMIZERS,
         "optimizer.name",
-        f"unknown optimizer '{o.name}'; choose one of {', '.join(OPTIMIZERS)}",
+        f"unknown optimizer '{_key(o.name)}'; choose one of {', '.join(OPTIMIZERS)}",
+    )
+    least = MIN_POPSIZE if o.name == "sep-cma-es" else 2
+    need(
+        o.popsize == 0 or o.popsize >= least,
+        "optimizer.popsize",
+        f"{o.popsize} is too small for {_key(o.name)}: use 0 (the default, 4 + 3 ln n) "
+        f"or at least {least}",
     )
     need(
-        o.popsize == 0 or o.popsize >= 2,
-        "optimizer.popsize",
-        "must be 0 (pycma's default) or at least 2",
+        finite(o.sigma0) and o.sigma0 > 0,
+        "optimizer.sigma0",
+        f"{o.sigma0} is not a positive finite number: use e.g. 0.03",
     )
-    need(o.sigma0 > 0, "optimizer.sigma0", "must be positive")
     need(o.rollouts >= 1, "optimizer.rollouts", "must be at least 1")
     need(o.validate_every >= 1, "optimizer.validate_every", "must be at least 1")
     need(
@@ -274,21 +390,54 @@ def _check(cfg: RunConfig) -> None:
         f"choose one of {', '.join(SEARCH_BASES)}",
     )
     need(o.concurrency >= 1, "optimizer.concurrency", "must be at least 1")
-    need(o.learning_rate > 0, "optimizer.learning_rate", "must be positive")
-    need(o.cost_penalty >= 0 and o.turn_penalty >= 0, "optimizer", "penalties must not be negative")
+    need(
+        finite(o.learning_rate) and o.learning_rate > 0,
+        "optimizer.learning_rate",
+        f"{o.learning_rate} is not a positive finite number: use e.g. 0.01",
+    )
+    for key in ("cost_penalty", "turn_penalty"):
+        value = getattr(o, key)
+        need(
+            finite(value) and value >= 0,
+            f"optimizer.{key}",
+            "must be a finite number, 0 or more",
+        )
     need(b.generations >= 1, "budget.generations", "must be at least 1")
     for key in ("episodes", "calls", "dollars", "minutes"):
-        need(getattr(b, key) >= 0, f"budget.{key}", "must not be negative (0 means no limit)")
+        value = getattr(b, key)
+        need(
+            finite(value) and value >= 0,
+            f"budget.{key}",
+            "must be a finite number, 0 or more (0 means no limit)",
+        )
     need(1 <= p.max_turns <= 50, "protocol.max_turns", "must be between 1 and 50")
-    need(p.temperature >= 0, "protocol.temperature", "must not be negative")
-    need(p.max_tokens >= 1, "protocol.max_tokens", "must be at least 1")
+    need(
+        finite(p.temperature) and 0 <= p.temperature <= MAX_TEMPERATURE,
+        "protocol.temperature",
+        f"{p.temperature} is out of range: use a number from 0 to {MAX_TEMPERATURE:g}",
+    )
+    need(
+        1 <= p.max_tokens <= MAX_TOKENS,
+        "protocol.max_tokens",
+        f"must be between 1 and {MAX_TOKENS:,} (a reply longer than any model's context)",
+    )
     need(len(cfg.pool.workers) >= 1, "pool.workers", 'name at least one worker, e.g. ["sandbox"]')
+    need(
+        all(w.strip() for w in cfg.pool.workers),
+        "pool.workers",
+        "an empty worker id: remove it or name a worker",
+    )
     for key in ("train", "validation", "test"):
         need(getattr(t, key) >= 0, f"tasks.{key}", "must not be negative (0 means the whole split)")
+    need(bool(t.suite.strip()), "tasks.suite", "name a suite, e.g. mixed")
+    need(bool(cfg.backbone.model.strip()), "backbone.model", "name a model, e.g. offline")
+    device = device_problem(cfg.backbone.device)
+    need(device is None, "backbone.device", device or "")
     need(
         cfg.backbone.precision in PRECISIONS,
         "backbone.precision",
-        f"unknown precision '{cfg.backbone.precision}'; choose one of {', '.join(PRECISIONS)}",
+        f"unknown precision '{_key(cfg.backbone.precision)}'; "
+        f"choose one of {', '.join(PRECISIONS)}",
     )
     need(
         cfg.backbone.input in INPUTS,
@@ -305,3 +454,5 @@ def _check(cfg: RunConfig) -> None:
         "cache.policy",
         f"choose one of {', '.join(CACHE_POLICIES)}",
     )
+    if problems:
+        raise ConfigError(problems)

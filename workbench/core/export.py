@@ -108,8 +108,18 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
     from safetensors import safe_open
 
     path = Path(path)
+    if path.is_dir():
+        raise CoordinatorFileError(
+            f"coordinator file {path} is a folder: give the .safetensors file that "
+            "trinity-workbench export wrote (coordinator-RUNID.safetensors inside it?)"
+        )
+    if path.exists() and not path.is_file():
+        raise CoordinatorFileError(
+            f"coordinator file {path} is not a regular file (a device or a pipe): give the "
+            ".safetensors file that trinity-workbench export wrote"
+        )
     if not path.is_file():
-        raise CoordinatorFileError(f"coordinator file {path} not found")
+        raise CoordinatorFileError(f"coordinator file {path} not found: check the path")
     try:
         with safe_open(str(path), framework="numpy") as f:
             metadata = f.metadata() or {}

@@ -9,6 +9,8 @@ a plain-text file. ``Secret`` carries a key through the program without ever pri
 
 from __future__ import annotations
 
+import base64
+import re
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -32,19 +34,28 @@ class Secret:
     """An API key that does not print itself: ``repr``, ``str`` and f-strings show a mask.
     ``reveal()`` is the only way to the value (for the one request header that needs it)."""
 
-    __slots__ = ("_value",)
+    __slots__ = ("_value", "_echoes")
 
     def __init__(self, value: str):
         if not isinstance(value, str) or not value.strip():
             raise ValueError("an API key must be a non-empty string")
         self._value = value.strip()
+        self._echoes: re.Pattern[str] | None = None
 
     def reveal(self) -> str:
         return self._value
 
     def redact(self, text: str) -> str:
-        """``text`` with every occurrence of the key replaced by a mask."""
-        return text.replace(self._value, "****") if text else text
+        """``text`` with every echo of the key replaced by a mask: the key itself in any
+        letter case, split by blanks, quotes or escapes, JSON-, URL- or HTML-escaped, in
+        base64 (any alignment, standard or URL-safe) or hex, and any long piece of it (a
+        key echoed in halves). Used on everything a worker returns (replies, errors)
+        before it is stored or printed."""
+        if not text:
+            return text
+        if self._echoes is None:
+            self._echoes = echo_pattern(self._value)
+        return mask_pieces(self._echoes.sub("****", text), self._value)
 
     def __repr__(self) -> str:
         return "Secret('****')"
@@ -53,6 +64,82 @@ class Secret:
 
     def __reduce__(self):  # never pickled into a file or a process pool by accident
         raise TypeError("a Secret cannot be pickled")
+
+
+# what may sit between two characters of a key echoed "split": blanks, quotes, commas,
+# dots, zero-width characters and escaped line breaks
+_SPLIT = r"""(?:[\s"'`+,.|;:\\/*_-]|\\[nrt]|[\u200b-\u200f\u2060\ufeff]){0,6}"""
+# the shortest piece of a key masked on its own: long enough not to hit ordinary words
+_MIN_PIECE = 10
+
+
+def _char(c: str) -> str:
+    """A pattern for one key character as echoed: itself or an escape of it."""
+    code = ord(c)
+    forms = [re.escape(c)]
+    if code < 0x10000:
+        forms.append(rf"\\u{code:04x}")  # JSON (case-insensitive below)
+    forms += [rf"%{code:02x}", rf"&#{code};", rf"&#x{code:x};"]  # URL, HTML
+    return "(?:" + "|".join(forms) + ")"
+
+
+def _base64_cores(data: bytes) -> set[str]:
+    """Pieces of text present in any base64 encoding of a text that contains ``data``,
+    whatever its offset: one per alignment, trimmed of the characters the neighbours
+    change, in the standard and the URL-safe alphabet."""
+    cores = set()
+    for offset in range(3):
+        encoded = base64.b64encode(b"\0" * offset + data).decode().rstrip("=")
+        start = (offset * 4 + 2) // 3  # the characters the leading bytes reach into
+        end = len(encoded) - (1 if (offset + len(data)) % 3 else 0)
+        core = encoded[start:end]
+        if len(core) >= 8:
+            cores |= {core, core.replace("+", "-").replace("/", "_")}
+    return cores
+
+
+def echo_pattern(key: str) -> re.Pattern[str]:
+    """One case-insensitive pattern for the echoes of ``key`` that ``Secret.redact`` masks."""
+    alternatives = [_SPLIT.join(_char(c) for c in key)]  # whole, split, escaped, any case
+    raw = key.encode("utf-8")
+    alternatives.append(re.escape(raw.hex()))
+    pattern = "|".join(alternatives)
+    # base64 is case-sensitive: a separate, exact group
+    b64 = "|".join(re.escape(c) for c in sorted(_base64_cores(raw), key=len, reverse=True))
+    return re.compile(f"(?i:{pattern})" + (f"|{b64}" if b64 else ""))
+
+
+def mask_pieces(text: str, key: str) -> str:
+    """``text`` with every run of at least ``max(10, len(key) // 3)`` characters that also
+    occurs in ``key`` (any letter case) masked, each run as long as it goes: a key echoed
+    in halves or pieces leaves nothing of itself longer than that behind."""
+    piece = max(_MIN_PIECE, len(key) // 3)
+    if len(key) < piece or len(text) < piece:
+        return text
+    lowered, low_key = text.lower(), key.lower()
+    if len(lowered) != len(text):  # a character whose lower case is longer: compare as is
+        lowered, low_key = text, key
+    starts: dict[str, list[int]] = {}
+    for i in range(len(low_key) - piece + 1):
+        starts.setdefault(low_key[i : i + piece], []).append(i)
+    out, j, copied = [], 0, 0
+    while j <= len(lowered) - piece:
+        where = starts.get(lowered[j : j + piece])
+        if where is None:
+            j += 1
+            continue
+        longest = piece
+        for i in where:
+            n = piece
+            while (
+                i + n < len(low_key) and j + n < len(lowered) and low_key[i + n] == lowered[j + n]
+            ):
+                n += 1
+            longest = max(longest, n)
+        out += [text[copied:j], "****"]
+        j = copied = j + longest
+    out.append(text[copied:])
+    return "".join(out)
 
 
 def clean_key(worker_id: str, key: str) -> str:

@@ -22,6 +22,7 @@ import hashlib
 import importlib.util
 import logging
 import os
+import re
 import shutil
 import threading
 from dataclasses import dataclass
@@ -192,16 +193,41 @@ def _hub_reachable(timeout_s: float = 3.0) -> bool:
         return False
 
 
+_DEVICE = re.compile(r"auto|cpu|mps|cuda(:[0-9]{1,3})?")
+
+
+def device_problem(device: str) -> str | None:
+    """What is wrong with the device name ``device`` (None: a name ``pick_device`` takes);
+    whether that device is present is ``pick_device``'s question."""
+    if _DEVICE.fullmatch(device):
+        return None
+    shown = device if len(device) <= 40 else device[:37] + "..."
+    return f"unknown device {shown!r}: use auto, cpu, cuda, cuda:N (a GPU's number) or mps"
+
+
 def pick_device(device: str = "auto") -> str:
-    """``auto`` means CUDA when present, else CPU; anything else is checked."""
+    """``auto`` means CUDA when present, else CPU; anything else is checked, and a device
+    that is not there is a ``ModelSourceError`` saying what to use instead."""
     import torch
 
+    problem = device_problem(device)
+    if problem is not None:
+        raise ModelSourceError(problem)
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ModelSourceError(
-            f"device '{device}' asked for, but no CUDA GPU is visible: use --device cpu"
-        )
+    if device.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise ModelSourceError(
+                f"device '{device}' asked for, but no CUDA GPU is visible: use --device cpu"
+            )
+        index = int(device.partition(":")[2] or 0)
+        if index >= torch.cuda.device_count():
+            raise ModelSourceError(
+                f"device '{device}' asked for, but only {torch.cuda.device_count()} CUDA "
+                f"GPU(s) are visible (cuda:0 to cuda:{torch.cuda.device_count() - 1})"
+            )
+    if device == "mps" and not torch.backends.mps.is_available():
+        raise ModelSourceError("device 'mps' asked for, but Apple's MPS is not available: use cpu")
     return device
 
 

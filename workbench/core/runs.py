@@ -192,26 +192,32 @@ class PoolSession:
 
 def open_pool(config: RunConfig, store: Store) -> PoolSession:
     """The config's pool (registered and built-in workers) behind the config's cache policy."""
-    from workbench.core.workers.http import open_client
-
-    client = open_client()
-    pool = build_pool(config.pool.workers, client=client)
-    cache = None
+    session = open_worker_pool(config.pool.workers)
+    pool, cache = session.pool, None
     policy = cache_policy(config)
     if policy != "off":
         from workbench.core.workers.cache import cached_pool
 
         pool, cache = cached_pool(pool, store, policy)
-    return PoolSession(pool, cache, client)
+    return PoolSession(pool, cache, session.client)
 
 
 def open_worker_pool(worker_ids: Sequence[str]) -> PoolSession:
     """Workers by id (built-in and registered) over one shared HTTP client, uncached: a
-    single episode outside a run has no cache policy."""
+    single episode outside a run has no cache policy. Each worker is prepared first
+    (``Worker.prepare``: a local model is loaded), so a worker that cannot serve is an
+    error here, before a job stores anything."""
     from workbench.core.workers.http import open_client
 
     client = open_client()
-    return PoolSession(build_pool(worker_ids, client=client), None, client)
+    try:
+        pool = build_pool(worker_ids, client=client)
+        for worker in pool:
+            worker.prepare()
+    except BaseException:
+        asyncio.run(client.aclose())
+        raise
+    return PoolSession(pool, None, client)
 
 
 def run_one_episode(
@@ -281,8 +287,27 @@ def run_one_episode(
         finally:
             if model is not None:
                 model.close()
-        store.add_episode(episode)
+        try:
+            store.add_episode(episode)
+        except StoreError as exc:  # the database broke while it played: keep the episode
+            raise type(exc)(f"{exc}; {_rescue_episode(episode)}") from exc
     return episode
+
+
+def _rescue_episode(episode: Episode) -> str:
+    """Write an episode the database refused to a private file in the temporary folder;
+    returns what to tell the user (where it is, or that it could not be kept)."""
+    import json
+    import tempfile
+
+    from workbench.core.outputs import OutputError, write_text
+
+    path = Path(tempfile.gettempdir()) / f"trinity-workbench-episode-{episode.id}.json"
+    try:
+        write_text(path, json.dumps(episode.to_dict(), indent=2, ensure_ascii=False))
+    except OutputError as exc:
+        return f"the episode could not be kept either ({exc})"
+    return f"the episode that played was saved to {path} instead"
 
 
 def _check_resume_config(stored: RunConfig, given: RunConfig | None) -> RunConfig:
@@ -471,13 +496,13 @@ def evaluate_run(
         else:
             assert source.coordinator_file is not None  # a source is a run or a file
             coordinator, _ = load_coordinator(source.coordinator_file, backbone)
+        session = open_pool(config, store)  # a worker that cannot serve: nothing stored
         eval_id = store.create_run(
             f"eval of {source.reference}",
             "eval",
             {**config.to_dict(), "evaluation": {**source.reference, "split": split}},
         )
         try:
-            session = open_pool(config, store)
             p = config.protocol
             report, episodes = session.run(
                 evaluate(

@@ -107,7 +107,7 @@ def load_settings(path: str | Path | None = None) -> Settings:
     file. Raises ``SettingsError`` for a file that cannot be read or used."""
     path = Path(path) if path is not None else settings_path()
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a byte order mark is no error
     except FileNotFoundError:
         return Settings()
     except (OSError, UnicodeDecodeError) as exc:
@@ -117,6 +117,10 @@ def load_settings(path: str | Path | None = None) -> Settings:
     except tomllib.TOMLDecodeError as exc:
         raise SettingsError(
             f"the settings file {path} is not valid TOML ({exc}): fix it or remove it"
+        ) from None
+    except RecursionError:
+        raise SettingsError(
+            f"the settings file {path} nests tables or arrays too deeply: fix it or remove it"
         ) from None
     return Settings.from_dict(data, str(path))
 

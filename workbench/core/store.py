@@ -281,6 +281,11 @@ def doctor_hint(path: Path) -> str:
     )
 
 
+def _companions(path: Path) -> tuple[Path, ...]:
+    """The files SQLite keeps beside the database: write-ahead log, shared memory, journal."""
+    return tuple(Path(f"{path}{suffix}") for suffix in ("-wal", "-shm", "-journal"))
+
+
 def read_only_reason(path: Path) -> str:
     """Which of the database file or its folder cannot be written (SQLite needs both: it
     keeps its write-ahead log in files beside the database)."""
@@ -291,6 +296,13 @@ def read_only_reason(path: Path) -> str:
             f"the folder {path.parent} is read-only, and SQLite keeps its journal files "
             "beside the database: make the folder writable, or copy the workspace elsewhere"
         )
+    for companion in _companions(path):
+        if companion.exists() and not os.access(companion, os.W_OK):
+            return (
+                f"SQLite's journal file {companion} is read-only (left by a copy or an earlier "
+                "opening of a read-only database): make it writable (chmod u+w), or delete it "
+                "while no workbench program has the workspace open"
+            )
     return "the disk or the file system is read-only: copy the workspace to a writable place"
 
 
@@ -302,8 +314,10 @@ def translate_error(error: sqlite3.Error, path: Path) -> StoreError:
     if name.startswith("SQLITE_READONLY") or "readonly database" in text:
         return StoreReadOnly(f"cannot write workspace database {path}: {read_only_reason(path)}")
     if name.startswith("SQLITE_CANTOPEN") or name.startswith("SQLITE_PERM"):
-        if not os.access(path.parent, os.W_OK | os.X_OK) or (
-            path.exists() and not os.access(path, os.R_OK | os.W_OK)
+        if (
+            not os.access(path.parent, os.W_OK | os.X_OK)
+            or (path.exists() and not os.access(path, os.R_OK | os.W_OK))
+            or any(c.exists() and not os.access(c, os.R_OK | os.W_OK) for c in _companions(path))
         ):
             return StoreReadOnly(f"cannot open workspace database {path}: {read_only_reason(path)}")
         return StoreError(

@@ -282,6 +282,8 @@ class Team:
                 f"the pool built now ({', '.join(ids)}) differs from the one the coordinator "
                 f"was trained on ({', '.join(self.source.pool)}): re-register the workers"
             )
+        for worker in self.pool:  # a missing local model or key: refused before serving
+            await asyncio.to_thread(worker.prepare)
         self._store = Store.open(self.workspace)
         config = {
             **self.source.config.to_dict(),

@@ -160,6 +160,12 @@ class Worker(abc.ABC):
     async def aclose(self) -> None:  # noqa: B027 - optional hook, not abstract
         """Release connections or models; the default holds nothing."""
 
+    def prepare(self) -> None:  # noqa: B027 - optional hook, not abstract
+        """Make sure, before a job stores anything, that this worker can serve at all; raise
+        the error a call would meet otherwise (a local worker loads its model here, so a
+        missing model is refused up front instead of failing every episode). The default
+        checks nothing: a remote endpoint is only tested by calling it."""
+
     def request_identity(
         self, *, max_tokens: int, temperature: float, seed: int | None
     ) -> dict[str, Any]:

@@ -156,6 +156,18 @@ class HTTPWorker(Worker):
         self._state: _LoopState | None = None
         self._stale_clients: list[httpx.AsyncClient] = []
 
+    def prepare(self) -> None:
+        """A cloud API (a host whose preset names a key variable) needs a key: without one
+        every call would be refused, so a job is refused before it stores anything."""
+        env = self.spec.effective_key_env
+        if self._key is None and env is not None:
+            note = f" ({self.key_status.note})" if self.key_status.note else ""
+            raise AuthError(
+                self.id,
+                f"no API key is set for {self.base_url}{note}: store one with "
+                f"{self._set_key_hint()}, or export {env}",
+            )
+
     # ------------------------------------------------------------- settings
 
     @property
@@ -274,9 +286,11 @@ class HTTPWorker(Worker):
         return self._key.redact(text) if self._key is not None else text
 
     def _preview(self, raw: bytes) -> str:
-        head = raw[:PREVIEW_BYTES].decode("utf-8", errors="replace")
+        # masked before it is cut, so no piece of a key is left at the cut
+        head = self._redact(raw[: 2 * PREVIEW_BYTES].decode("utf-8", errors="replace"))
+        head = head[:PREVIEW_BYTES]
         more = f" ... ({len(raw)} bytes in all)" if len(raw) > PREVIEW_BYTES else ""
-        return f"{self._redact(head)!r}{more}"
+        return f"{head!r}{more}"
 
     def _set_key_hint(self) -> str:
         return f"trinity-workbench workers set-key {self.id} --key-stdin"
@@ -517,24 +531,25 @@ class HTTPWorker(Worker):
             err.attempts = tries
             raise err from None
         latency = time.perf_counter() - started
+        # a server that echoes the key (in any encoding) must not get it into an episode,
+        # the response cache or the terminal
+        text, model = self._redact(parsed.text), self._redact(parsed.model or self.model)
         estimated = parsed.tokens_in is None or parsed.tokens_out is None
         tokens_in = (
             parsed.tokens_in
             if parsed.tokens_in is not None
             else sum(estimate_tokens(m["content"]) + 4 for m in messages)
         )
-        tokens_out = (
-            parsed.tokens_out if parsed.tokens_out is not None else estimate_tokens(parsed.text)
-        )
+        tokens_out = parsed.tokens_out if parsed.tokens_out is not None else estimate_tokens(text)
         cost = cost_of(tokens_in, tokens_out, self.spec.price_in, self.spec.price_out)
         return Completion(
-            parsed.text,
+            text,
             tokens_in,
             tokens_out,
             latency,
             cost,
             estimated,
-            parsed.model or self.model,
+            model,
             attempts=tries,
         )
 

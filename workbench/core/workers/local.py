@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from workbench.core.models import OFFLINE, load_causal_lm
+from workbench.core.models import OFFLINE, ModelSourceError, load_causal_lm
 from workbench.core.workers.base import (
     Completion,
     EpisodeContext,
@@ -82,6 +82,17 @@ class LocalWorker(Worker):
             if self._loaded is None:
                 self._loaded = _shared_model(self.source, self.device)
             return self._loaded
+
+    def prepare(self) -> None:
+        """Load the model now (shared with other local workers of the same source): a
+        source that is missing or will not load raises ``ModelSourceError`` naming the
+        worker here."""
+        try:
+            self._ensure_loaded()
+        except ModelSourceError as exc:
+            raise ModelSourceError(
+                f"worker '{self.id}' cannot serve: {exc} (or take it out of the pool)"
+            ) from None
 
     def _encode(self, lm: _LoadedModel, messages: Sequence[Message]) -> Any:
         tok = lm.tokenizer

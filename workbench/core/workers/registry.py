@@ -59,9 +59,15 @@ class Registry:
         if not self.path.exists():
             return {}
         try:
-            doc = tomllib.loads(self.path.read_text(encoding="utf-8"))
+            # utf-8-sig: a file saved with a byte order mark (Windows Notepad) still reads
+            doc = tomllib.loads(self.path.read_text(encoding="utf-8-sig"))
         except (OSError, UnicodeDecodeError) as exc:
             raise RegistryError(f"cannot read worker registry {self.path}: {exc}") from None
+        except RecursionError:
+            raise RegistryError(
+                f"worker registry {self.path} nests tables or arrays too deeply: fix the file "
+                "or move it away and add the workers again"
+            ) from None
         except tomllib.TOMLDecodeError as exc:
             raise RegistryError(
                 f"worker registry {self.path} is not valid TOML ({exc}): fix the file or move "

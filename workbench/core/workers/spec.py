@@ -21,12 +21,43 @@ BUILTIN_PREFIXES = ("local", "sandbox")  # ids that name built-in workers
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _ENV = re.compile(r"^[A-Z_][A-Z0-9_]*$")
-# Extra request fields whose name says they carry a credential: they would land in the file.
-_SECRET_FIELD = re.compile(
-    r"(api[_-]?key|secret|password|passwd|authorization|bearer|credential)", re.I
+# Words that, as a part of an extra field's name, say the field carries a credential
+# ("token", "api_key", "accessToken", "X-Api-Key", "Authorization"): a text value there
+# would land in workers.toml. "tokens" (max_tokens, budget_tokens) is a count, not one.
+_SECRET_WORDS = {
+    "key",
+    "apikey",
+    "token",
+    "accesstoken",
+    "authtoken",
+    "secret",
+    "password",
+    "passwd",
+    "pwd",
+    "passphrase",
+    "authorization",
+    "auth",
+    "bearer",
+    "credential",
+    "credentials",
+    "cookie",
+    "signature",
+}
+# request fields whose name holds such a word but which carry no credential
+_NOT_SECRET_FIELDS = {"prompt_cache_key", "idempotency_key", "safety_identifier"}
+# text that is a credential whatever its field: an auth scheme, a known key format
+_SECRET_VALUE = re.compile(
+    r"^\s*(?:bearer\s+\S{8,}|basic\s+[A-Za-z0-9+/]{12,}=*\s*$"
+    r"|(?:sk|rk|pk)[-_][\w-]{8,}|sk-ant-[\w-]{8,}|AIza[\w-]{20,}|gh[pousr]_\w{20,}"
+    r"|github_pat_\w{20,}|hf_\w{20,}|xai-\w{20,}|gsk_\w{20,}|r8_\w{20,}|pplx-\w{20,}"
+    r"|nvapi-[\w-]{20,}|AKIA[0-9A-Z]{16}|eyJ[\w-]{10,}\.[\w-]{10,}\.)",
+    re.I,
 )
 # Extra fields the client itself sets from the spec; overriding them from `extra` is a mistake.
 _RESERVED_FIELDS = {"model", "messages", "stream", "contents", "system", "systemInstruction"}
+
+
+MAX_TIMEOUT_S = 86_400  # a day: longer is a typo, and overflows the HTTP client's timers
 
 
 class RegistryError(ValueError):
@@ -103,13 +134,10 @@ class Timeouts:
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, int | float)
-                or not (0 < value < math.inf)
-            ):
+            if not _is_number(value) or not (0 < value <= MAX_TIMEOUT_S):
                 raise SpecError(
-                    f"field 'timeouts.{f.name}' must be a positive number of seconds (got {value!r})"
+                    f"field 'timeouts.{f.name}' must be a positive number of seconds, at most "
+                    f"{MAX_TIMEOUT_S} (a day) (got {_got(value)})"
                 )
         if self.total < self.connect or self.total < self.read:
             raise SpecError(
@@ -155,6 +183,19 @@ class WorkerSpec:
                 f"{where} 'provider' is {self.provider!r}: use one of {', '.join(PROVIDERS)} "
                 f"(or, with workers add, a preset: {presets})"
             )
+        for name in ("model", "key_env", "base_url"):
+            value = getattr(self, name)
+            if isinstance(value, str) and _SECRET_VALUE.match(value):
+                raise SpecError(  # the value is not repeated: it may be the key itself
+                    f"{where} '{name}' looks like an API key, and workers.toml never holds one: "
+                    f"give the {name.replace('_', ' ')} there, and store the key with "
+                    f"trinity-workbench workers set-key {self.id} --key-stdin"
+                )
+        if isinstance(self.model, str) and not self.model.isprintable():
+            raise SpecError(
+                f"{where} 'model' holds a line break or another control character: "
+                "give the model name alone"
+            )
         if not isinstance(self.model, str) or not self.model.strip():
             raise SpecError(
                 f"{where} 'model' is empty: give the model name the provider expects "
@@ -184,7 +225,7 @@ class WorkerSpec:
             not _is_number(self.temperature) or not 0 <= self.temperature <= 2
         ):
             raise SpecError(
-                f"{where} 'temperature' must be a number from 0 to 2 (got {self.temperature!r})"
+                f"{where} 'temperature' must be a number from 0 to 2 (got {_got(self.temperature)})"
             )
         for name in ("max_tokens", "context_window"):
             value = getattr(self, name)
@@ -192,13 +233,13 @@ class WorkerSpec:
                 not isinstance(value, int) or isinstance(value, bool) or value < 1
             ):
                 raise SpecError(
-                    f"{where} '{name}' must be a whole number of tokens, at least 1 (got {value!r})"
+                    f"{where} '{name}' must be a whole number of tokens, at least 1 (got {_got(value)})"
                 )
         for name in ("price_in", "price_out"):
             value = getattr(self, name)
             if not _is_number(value) or value < 0 or math.isinf(value):
                 raise SpecError(
-                    f"{where} '{name}' must be dollars per million tokens, 0 or more (got {value!r})"
+                    f"{where} '{name}' must be dollars per million tokens, 0 or more (got {_got(value)})"
                 )
         if (
             not isinstance(self.concurrency, int)
@@ -206,23 +247,23 @@ class WorkerSpec:
             or not 1 <= self.concurrency <= 1024
         ):
             raise SpecError(
-                f"{where} 'concurrency' must be a whole number from 1 to 1024 (got {self.concurrency!r})"
+                f"{where} 'concurrency' must be a whole number from 1 to 1024 (got {_got(self.concurrency)})"
             )
         if self.rpm is not None and (
             not _is_number(self.rpm) or self.rpm <= 0 or math.isinf(self.rpm)
         ):
             raise SpecError(
                 f"{where} 'rpm' must be a positive number of requests per minute, or absent "
-                f"(got {self.rpm!r})"
+                f"(got {_got(self.rpm)})"
             )
         if not isinstance(self.timeouts, Timeouts):
             raise SpecError(f"{where} 'timeouts' must be a Timeouts (connect, read, total)")
         if self.key_env is not None and (
             not isinstance(self.key_env, str) or not _ENV.match(self.key_env)
         ):
-            raise SpecError(
+            raise SpecError(  # the value is not repeated: a pasted key lands here
                 f"{where} 'key_env' must name an environment variable such as OPENAI_API_KEY "
-                f"(got {self.key_env!r})"
+                "(capital letters, digits and '_'), not hold the key"
             )
         if not isinstance(self.extra, Mapping):
             raise SpecError(
@@ -230,12 +271,18 @@ class WorkerSpec:
             )
         for name in self.extra:
             if not isinstance(name, str):
-                raise SpecError(f"{where} 'extra' has a non-text field name {name!r}")
-            if _SECRET_FIELD.search(name):
-                raise SpecError(
-                    f"{where} 'extra.{name}' looks like a credential, and workers.toml never holds "
-                    f"one: store the key with trinity-workbench workers set-key {self.id} --key-stdin"
-                )
+                raise SpecError(f"{where} 'extra' has a non-text field name {_got(name)}")
+        unstorable = _unstorable_in(self.extra, "extra")
+        if unstorable is not None:
+            raise SpecError(f"{where} {unstorable}")
+        credential = _credential_in(self.extra, "extra")
+        if credential is not None:
+            raise SpecError(
+                f"{where} '{credential}' looks like a credential, and workers.toml never holds "
+                f"one: store the key with trinity-workbench workers set-key {self.id} "
+                "--key-stdin (the key goes to the OS keychain and into the request's auth header)"
+            )
+        for name in self.extra:
             if name in _RESERVED_FIELDS:
                 raise SpecError(f"{where} 'extra.{name}' is set by the client itself: remove it")
         # Frozen means frozen: a read-only view of a private copy.
@@ -275,6 +322,7 @@ class WorkerSpec:
     @classmethod
     def from_toml(cls, worker_id: str, table: Mapping[str, Any]) -> WorkerSpec:
         """A spec from its ``[workers.ID]`` table; unknown fields are errors (typos)."""
+        validate_worker_id(worker_id)  # first: a key pasted as the id is not repeated below
         if not isinstance(table, Mapping):
             raise SpecError(f"worker '{worker_id}': [workers.{worker_id}] must be a table")
         known = {f.name for f in fields(cls)} - {"id"}
@@ -304,6 +352,11 @@ class WorkerSpec:
 def validate_worker_id(worker_id: Any) -> str:
     """A worker id: letters, digits, ``.``, ``_``, ``-`` (no ``:`` or ``,``, which pools
     use), and not a built-in prefix."""
+    if isinstance(worker_id, str) and _SECRET_VALUE.match(worker_id):
+        raise SpecError(  # not repeated: it may be the key
+            "the worker id looks like an API key: give the worker a name (e.g. gpt-4o) and "
+            "store the key with trinity-workbench workers set-key NAME --key-stdin"
+        )
     if not isinstance(worker_id, str) or not _ID.match(worker_id):
         raise SpecError(
             f"worker id {worker_id!r} is invalid: use 1 to 64 letters, digits, '.', '_' or '-', "
@@ -314,17 +367,40 @@ def validate_worker_id(worker_id: Any) -> str:
     return worker_id
 
 
+def _got(value: Any) -> str:
+    """A refused value as an error message may show it: numbers as they are; text only
+    if short and not shaped like a key (a key pasted into the wrong field is not echoed)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        return "a number too long to show"  # repr of a 5,000-digit int raises
+    if value is None or isinstance(value, bool | int | float):
+        return repr(value)
+    if isinstance(value, str):
+        if _SECRET_VALUE.match(value) or len(value) > 80:
+            return f"a text of {len(value)} characters"
+        return repr(value)
+    return f"a {type(value).__name__}"
+
+
 def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and not math.isnan(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value.bit_length() <= 64  # beyond: no price, rate or timeout; float() overflows
+    return isinstance(value, float) and not math.isnan(value)
 
 
 def _check_url(where: str, url: Any) -> str:
     if not isinstance(url, str):
-        raise SpecError(f"{where} 'base_url' must be a URL (got {url!r})")
-    parts = urlsplit(url.strip())
+        raise SpecError(f"{where} 'base_url' must be a URL (got {_got(url)})")
+    url = url.strip(" ")
+    if not url.isprintable() or any(c.isspace() for c in url):
+        # urlsplit drops CR, LF and tabs silently; a header could ride on them
+        raise SpecError(
+            f"{where} 'base_url' holds a line break, tab, blank or another control character: "
+            "give the URL alone, e.g. http://127.0.0.1:8000/v1"
+        )
+    parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise SpecError(
-            f"{where} 'base_url' must be an http:// or https:// URL with a host (got {url!r})"
+            f"{where} 'base_url' must be an http:// or https:// URL with a host (got {_got(url)})"
         )
     if parts.username or parts.password:
         raise SpecError(
@@ -336,7 +412,73 @@ def _check_url(where: str, url: Any) -> str:
             f"{where} 'base_url' must not have a query or fragment (a key in the URL would land "
             "in workers.toml): give the endpoint only, e.g. https://api.openai.com/v1"
         )
-    return url.strip().rstrip("/")
+    return url.rstrip("/")
+
+
+def _name_words(name: str) -> tuple[set[str], str]:
+    """The words of a field name (snake, kebab or camel case), lower-cased, and the
+    name with its separators taken out ("X-Api-Key" -> {"x", "api", "key"}, "xapikey")."""
+    words = re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", name)
+    return {w.lower() for w in words}, re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+def _unstorable_in(value: Any, path: str, depth: int = 0) -> str | None:
+    """Why an ``extra`` value cannot be written to workers.toml and sent as JSON (None: it
+    can): TOML has no null, JSON no NaN or infinity, and numbers past 64 bits overflow
+    both readers."""
+    if depth > 32:
+        return f"'{path}' nests tables or lists too deeply (at most 32 levels)"
+    if value is None:
+        return f"'{path}' is empty (null): TOML has no null; leave the field out"
+    if isinstance(value, bool | str):
+        return None
+    if isinstance(value, int):
+        return None if value.bit_length() <= 63 else f"'{path}' is a number too large to send"
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"'{path}' must be a finite number"
+    if isinstance(value, Mapping):
+        for name, inner in value.items():
+            if not isinstance(name, str):
+                return f"'{path}' has a non-text field name {_got(name)}"
+            found = _unstorable_in(inner, f"{path}.{name}", depth + 1)
+            if found is not None:
+                return found
+        return None
+    if isinstance(value, list | tuple):
+        for i, inner in enumerate(value):
+            found = _unstorable_in(inner, f"{path}[{i}]", depth + 1)
+            if found is not None:
+                return found
+        return None
+    return f"'{path}' holds a {type(value).__name__}: use text, numbers, true/false, lists, tables"
+
+
+def _credential_in(value: Any, path: str, depth: int = 0) -> str | None:
+    """The path of the first credential found in an ``extra`` value (None: none): a text
+    value under a name that says credential, or text shaped like a key or an auth header,
+    at any depth of tables and lists."""
+    if depth > 64:
+        return None  # deeper than any request body; TOML and JSON refuse far less already
+    if isinstance(value, str):
+        return path if _SECRET_VALUE.match(value) else None
+    if isinstance(value, Mapping):
+        for name, inner in value.items():
+            inner_path = f"{path}.{name}"
+            if isinstance(inner, str) and isinstance(name, str) and inner.strip():
+                words, joined = _name_words(name)
+                if name not in _NOT_SECRET_FIELDS and (
+                    words & _SECRET_WORDS or joined in _SECRET_WORDS or joined.endswith("apikey")
+                ):
+                    return inner_path
+            found = _credential_in(inner, inner_path, depth + 1)
+            if found is not None:
+                return found
+    elif isinstance(value, list | tuple):
+        for i, inner in enumerate(value):
+            found = _credential_in(inner, f"{path}[{i}]", depth + 1)
+            if found is not None:
+                return found
+    return None
 
 
 def _thaw(value: Any) -> Any:

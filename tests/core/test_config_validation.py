@@ -1,0 +1,172 @@
+"""Run-config validation (issue 18): every bad value is refused before anything is stored,
+all problems of a file at once, each naming its key and the fix; whatever a config file
+or table holds, loading it answers with a ``ConfigError`` or a config, never a traceback
+(fuzzed in tests/core/test_config_fuzz.py).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import tomli_w
+
+from workbench.core.config import ConfigError, RunConfig
+from workbench.core.store import Store
+from workbench.core.workspace import Workspace
+
+# the values the issue found accepted (or crashing later), one key each
+BAD = {
+    "optimizer": {
+        "popsize": 2,  # pycma: "unused injected direction" in generation 2
+        "sigma0": float("inf"),
+        "learning_rate": float("nan"),
+    },
+    "protocol": {"temperature": float("inf")},
+    "backbone": {"device": "bogus"},  # was a torch traceback
+}
+
+
+def test_every_bad_value_is_reported_at_once_with_its_key():
+    with pytest.raises(ConfigError) as caught:
+        RunConfig.from_dict(BAD, "bad.toml")
+    keys = [p.split(":")[1].strip() for p in caught.value.problems]
+    assert sorted(keys) == sorted(
+        [
+            "optimizer.popsize",
+            "optimizer.sigma0",
+            "optimizer.learning_rate",
+            "protocol.temperature",
+            "backbone.device",
+        ]
+    )
+    assert all(p.startswith("bad.toml: ") for p in caught.value.problems)
+    message = str(caught.value)
+    assert "at least 3" in message and "finite" in message and "use auto, cpu" in message
+
+
+@pytest.mark.parametrize(
+    ("section", "key", "value", "says"),
+    [
+        ("optimizer", "popsize", 2, "at least 3"),
+        ("optimizer", "popsize", 1, "at least 3"),
+        ("optimizer", "sigma0", float("inf"), "finite"),
+        ("optimizer", "sigma0", float("nan"), "finite"),
+        ("optimizer", "sigma0", float("-inf"), "finite"),
+        ("optimizer", "learning_rate", float("inf"), "finite"),
+        ("optimizer", "learning_rate", float("nan"), "finite"),
+        ("optimizer", "cost_penalty", float("inf"), "finite"),
+        ("protocol", "temperature", float("inf"), "finite"),
+        ("protocol", "temperature", float("nan"), "finite"),
+        ("protocol", "temperature", 2.5, "from 0 to 2"),
+        ("budget", "dollars", float("nan"), "finite"),
+        ("budget", "minutes", float("inf"), "finite"),
+        ("budget", "generations", 10**4000, "out of range"),
+        ("protocol", "max_tokens", 2**31 - 1, "between 1 and 1,000,000"),
+        ("protocol", "max_tokens", 0, "between 1 and"),
+        ("backbone", "device", "bogus", "unknown device"),
+        ("backbone", "device", "cuda:x", "unknown device"),
+        ("backbone", "device", "", "unknown device"),
+        ("run", "name", "x" * 300, "1 to 200 printable"),
+        ("run", "name", "a\nb", "printable"),
+        ("pool", "workers", [""], "empty worker id"),
+        ("tasks", "suite", " ", "name a suite"),
+    ],
+)
+def test_one_bad_value_names_its_key_and_the_fix(section, key, value, says):
+    with pytest.raises(ConfigError, match=rf"{section}\.{key}: .*{says}"):
+        RunConfig.from_dict({section: {key: value}})
+
+
+def test_popsize_2_is_refused_for_sep_cma_es_only():
+    """pycma fails in generation 2 with two candidates; the baselines run with two."""
+    for name in ("random-search", "reinforce", "imitation"):
+        config = RunConfig.from_dict({"optimizer": {"name": name, "popsize": 2}})
+        assert config.optimizer.popsize == 2
+    with pytest.raises(ConfigError, match="too small for sep-cma-es"):
+        RunConfig.from_dict({"optimizer": {"name": "sep-cma-es", "popsize": 2}})
+
+
+def test_good_devices_pass_validation():
+    for device in ("auto", "cpu", "cuda", "cuda:1", "mps"):
+        assert RunConfig.from_dict({"backbone": {"device": device}}).backbone.device == device
+
+
+def test_config_paths_that_are_not_config_files(tmp_path):
+    with pytest.raises(ConfigError, match="is a folder: give the .toml file inside it"):
+        RunConfig.load(tmp_path)
+    with pytest.raises(ConfigError, match="not found"):
+        RunConfig.load(tmp_path / "missing.toml")
+    latin = tmp_path / "latin.toml"
+    latin.write_bytes(b'[run]\nname = "caf\xe9"\n')
+    with pytest.raises(ConfigError, match="not UTF-8 text"):
+        RunConfig.load(latin)
+    fifo = tmp_path / "pipe.toml"
+    os.mkfifo(fifo)
+    with pytest.raises(ConfigError, match="not a regular file"):
+        RunConfig.load(fifo)  # would block forever if it were opened
+    deep = tmp_path / "deep.toml"
+    deep.write_text("x = " + "[" * 50_000 + "]" * 50_000 + "\n")
+    with pytest.raises(ConfigError, match=str(deep)):
+        RunConfig.load(deep)
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "workbench", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_train_refuses_a_bad_config_before_anything_is_stored(tmp_path):
+    """The issue's case: popsize 2, infinite sigma0 ... once gave a failed run in the store."""
+    config = tmp_path / "bad.toml"
+    config.write_text(tomli_w.dumps(BAD))
+    ws = tmp_path / "ws"
+    out = _cli("train", str(config), "--workspace", str(ws))
+    assert out.returncode == 2, out.stderr
+    assert "Traceback" not in out.stderr
+    for key in ("optimizer.popsize", "optimizer.sigma0", "protocol.temperature", "backbone.device"):
+        assert key in out.stderr
+    assert not ws.exists() or not (ws / "workbench.db").exists() or _no_runs(ws)
+    folder = _cli("train", str(tmp_path), "--workspace", str(ws))
+    assert folder.returncode == 2 and "is a folder" in folder.stderr
+    assert "Traceback" not in folder.stderr
+
+
+def _no_runs(root: Path) -> bool:
+    with Store.open(Workspace.open(root)) as store:
+        return store.list_runs(kind=None) == []
+
+
+def test_a_pool_naming_a_missing_local_model_is_refused_before_the_run_is_stored(
+    tmp_path, tiny_backbone
+):
+    """Before: the run 'finished' with reward 0 and tracebacks on stderr."""
+    from workbench.core.models import ModelSourceError
+    from workbench.core.runs import train
+
+    config = RunConfig.from_dict(
+        {
+            "pool": {"workers": ["sandbox:mathlete", f"local:{tmp_path / 'no-such-model'}"]},
+            "tasks": {"suite": "arithmetic", "train": 4, "validation": 2, "test": 2},
+            "budget": {"generations": 1},
+            "cache": {"policy": "off"},
+        }
+    )
+    ws = Workspace.open(tmp_path / "ws")
+    with pytest.raises(ModelSourceError, match=r"worker 'local:.*no-such-model' cannot serve"):
+        train(config, ws, backbone=tiny_backbone)
+    assert _no_runs(ws.root)
+
+
+def test_a_config_saved_with_a_byte_order_mark_loads(tmp_path):
+    """Windows Notepad writes one; TOML readers call it an invalid statement."""
+    path = tmp_path / "bom.toml"
+    path.write_bytes(b'\xef\xbb\xbf[run]\nname = "bom"\n')
+    assert RunConfig.load(path).run.name == "bom"
