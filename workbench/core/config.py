@@ -29,6 +29,7 @@ from typing import Any
 from workbench.core.models import PRECISIONS
 
 OPTIMIZERS = ("sep-cma-es", "random-search", "reinforce", "imitation")
+SVF_OPTIMIZERS = ("sep-cma-es", "random-search")  # the optimizers that can search SVF offsets
 CACHE_POLICIES = ("auto", "off", "read-write", "replay-only")
 SEARCH_BASES = ("balanced", "identity")
 DEVICES = ("auto", "cpu", "cuda", "mps")
@@ -126,6 +127,7 @@ class RunConfig:
 
     def __post_init__(self) -> None:
         _check(self)
+        _check_paper_options(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str = "config") -> RunConfig:
@@ -266,3 +268,13 @@ def _check(cfg: RunConfig) -> None:
         "cache.policy",
         f"choose one of {', '.join(CACHE_POLICIES)}",
     )
+
+
+def _check_paper_options(cfg: RunConfig) -> None:
+    """The keys of the paper-faithful baselines and fitness shaping (issue 15)."""
+    o = cfg.optimizer
+    if o.svf and o.name not in SVF_OPTIMIZERS:
+        raise ConfigError(
+            f"optimizer.svf: {o.name} cannot search SVF offsets (only "
+            f"{' and '.join(SVF_OPTIMIZERS)} can): set svf = false or choose one of those"
+        )

@@ -607,14 +607,16 @@ class StudyRow:
 @dataclass(frozen=True)
 class Study:
     """Each optimizer's final validation and test reward over seeds, with the test reward of
-    the references a reader needs to judge them: the best single worker and, on the sandbox
-    pool, the oracle, measured on the same test tasks and seeds (``references``: name ->
-    mean, ci_low, ci_high)."""
+    the references a reader needs to judge them, measured on the same test tasks and seeds
+    (``references``: name -> mean, ci_low, ci_high): the best single worker, chosen per
+    seed on the VALIDATION split (``best_single``: the chosen worker of each seed) and
+    reported on test, and, on the sandbox pool, the oracle."""
 
     rows: tuple[StudyRow, ...]
     seeds: int
     budget: dict[str, Any]
     references: dict[str, tuple[float, float, float]] = field(default_factory=dict)
+    best_single: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         interval = ("mean", "ci_low", "ci_high")
@@ -635,6 +637,7 @@ class Study:
                 name: {"test": dict(zip(interval, ci, strict=True))}
                 for name, ci in self.references.items()
             },
+            "best_single_chosen_on_validation": list(self.best_single),
         }
 
     def table(self) -> str:
@@ -651,6 +654,9 @@ class Study:
             )
         for name, t in self.references.items():
             lines.append(f"{name:15s} {'':26s} {t[0]:.3f} [{t[1]:.3f}, {t[2]:.3f}]")
+        if self.best_single:
+            chosen = ", ".join(dict.fromkeys(self.best_single))
+            lines.append(f"(best single: chosen on validation, per seed: {chosen})")
         return "\n".join(lines)
 
 
@@ -667,10 +673,14 @@ def study_optimizers(
     backbone: Backbone | None = None,
 ) -> Study:
     """Train every optimizer under the same config and budget with ``seeds`` seeds, and
-    report the final validation and test reward of each with 95% intervals. The first
-    optimizer's evaluations also run every single worker (and the sandbox oracle): the
-    best single worker and the oracle of each seed become the study's references."""
-    from workbench.core.config import OPTIMIZERS
+    report the final validation and test reward of each with 95% intervals.
+
+    The first optimizer's runs also evaluate every single worker on the validation split
+    and on the test split (and the sandbox oracle on test): the worker best on validation
+    is each seed's "best single" reference, reported on test. With ``optimizer.svf``
+    every optimizer must be able to search SVF offsets (no optimizer is given a setting
+    the others lack)."""
+    from workbench.core.config import OPTIMIZERS, SVF_OPTIMIZERS
 
     optimizers = tuple(optimizers or OPTIMIZERS)
     unknown = [o for o in optimizers if o not in OPTIMIZERS]
@@ -680,6 +690,13 @@ def study_optimizers(
         )
     if seeds < 1:
         raise ValueError("--seeds must be at least 1")
+    no_svf = [o for o in optimizers if o not in SVF_OPTIMIZERS]
+    if config.optimizer.svf and no_svf:
+        raise ConfigError(
+            f"optimizer.svf = true, but {', '.join(no_svf)} cannot search SVF offsets: a "
+            "study gives every optimizer the same setting, so set svf = false, or compare "
+            f"only {','.join(SVF_OPTIMIZERS)} (--optimizers)"
+        )
     backbone = backbone or shared_backbone(
         config.backbone.model,
         config.backbone.device,
@@ -688,15 +705,13 @@ def study_optimizers(
     )
     rows: list[Any] = []
     references: dict[str, list[Any]] = {name: [] for name in REFERENCES}
+    best_single: list[str] = []
     for name in optimizers:
         vals, tests, run_ids, episodes = [], [], [], 0
         for s in range(seeds):
             cfg = config.replace(
                 run={"name": f"study {name} seed {s}", "seed": config.run.seed + s},
-                optimizer={
-                    "name": name,
-                    "svf": config.optimizer.svf and name in ("sep-cma-es", "random-search"),
-                },
+                optimizer={"name": name},
             )
             run_id = train(cfg, workspace, backbone=backbone)
             with Store.open(workspace) as store:
@@ -708,9 +723,9 @@ def study_optimizers(
             ).report.systems
             test = systems[0].accuracy
             if first:
-                references["best single"].append(
-                    max(x.accuracy for x in systems if x.name.startswith("single:"))
-                )
+                chosen = _best_single_on_validation(workspace, run_id, backbone)
+                best_single.append(chosen)
+                references["best single"] += [x.accuracy for x in systems if x.name == chosen]
                 references["oracle"] += [x.accuracy for x in systems if x.name == "oracle"]
             vals.append(val)
             tests.append(test)
@@ -726,4 +741,17 @@ def study_optimizers(
         seeds,
         dict(config.to_dict()["budget"]),
         {name: mean_ci(values) for name, values in references.items() if values},
+        tuple(best_single),
     )
+
+
+def _best_single_on_validation(workspace: Workspace, run_id: str, backbone: Backbone) -> str:
+    """The single worker (``single:<id>``) with the highest accuracy on the run's
+    validation split; a tie goes to the earlier worker in the pool."""
+    source = evaluation_source(workspace, run=run_id)
+    singles = [b for b in source.baselines if b.startswith("single:")]
+    report = evaluate_run(
+        workspace, run=run_id, split="validation", baselines=singles, backbone=backbone
+    ).report
+    scored = [x for x in report.systems if x.kind == "single"]
+    return max(scored, key=lambda x: (x.accuracy, -scored.index(x))).name

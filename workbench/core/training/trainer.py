@@ -217,9 +217,15 @@ class Trainer:
         )
         return self.state
 
-    def _budget_reason(self, before_generation: bool) -> str | None:
-        b, s = self.config.budget, self.state.spend
-        if self.state.generation + 1 >= b.generations:
+    def _budget_reason(
+        self, before_generation: bool, spend: Spend | None = None, done: int | None = None
+    ) -> str | None:
+        """Why the run stops now, or None. ``before_generation``: also stop when the next
+        generation's episodes would pass ``budget.episodes``. ``spend`` and ``done``
+        (generations completed) default to the run's own; a projection passes others."""
+        b, s = self.config.budget, spend or self.state.spend
+        done = self.state.generation + 1 if done is None else done
+        if done >= b.generations:
             return "budget.generations"
         per_generation = self.optimizer.popsize * self.optimizer.rollouts
         if b.episodes and s.episodes + (per_generation if before_generation else 0) > b.episodes:
@@ -230,7 +236,7 @@ class Trainer:
             return "budget.dollars"
         if b.minutes and s.seconds >= b.minutes * 60:
             return "budget.minutes"
-        if self.stop.stopped:
+        if self.stop.stopped and spend is None:
             return "stopped"
         return None
 
@@ -285,7 +291,7 @@ class Trainer:
         episodes = list(flat)
 
         validation = None
-        if (g + 1) % cfg.optimizer.validate_every == 0 or self._budget_ends_after(g):
+        if (g + 1) % cfg.optimizer.validate_every == 0 or self._last_generation(g, flat, started):
             validation, val_episodes = await self._validate(g)
             episodes += val_episodes
 
@@ -338,8 +344,19 @@ class Trainer:
         )
         self._emit(stats)
 
-    def _budget_ends_after(self, g: int) -> bool:
-        return g + 1 >= self.config.budget.generations
+    def _last_generation(self, g: int, flat: Sequence[Episode], started: float) -> bool:
+        """Whether any budget (generations, episodes, calls, dollars, minutes) ends the run
+        after generation ``g``, judged on its training episodes: the last generation is
+        always validated, whichever budget ends the run. (If only the validation's own
+        spend would reach a budget, this generation is validated anyway.)"""
+        s = self.state.spend
+        projected = Spend(
+            episodes=s.episodes + len(flat),
+            calls=s.calls + sum(len([t for t in e.turns if t.messages]) for e in flat),
+            dollars=s.dollars + sum(e.cost for e in flat),
+            seconds=s.seconds + time.perf_counter() - started,
+        )
+        return self._budget_reason(before_generation=True, spend=projected, done=g + 1) is not None
 
     def _score(self, episode: Episode) -> float:
         o = self.config.optimizer
@@ -368,8 +385,10 @@ class Trainer:
         return self.state.basis or SearchBasis()
 
     async def _fit_basis(self) -> SearchBasis:
-        """The run's search basis, from the opening transcripts of its first training tasks."""
-        if self.config.optimizer.search_basis == "identity":
+        """The run's search basis, from the opening transcripts of its first training tasks.
+        Random search always draws head weights themselves (the paper's U[-0.5, 0.5])."""
+        o = self.config.optimizer
+        if o.search_basis == "identity" or o.name == "random-search":
             return SearchBasis()
         texts = [render_transcript(t, ()) for t in self.splits["train"][:CALIBRATION_TASKS]]
         basis = SearchBasis.fit(await asyncio.to_thread(self.backbone.features, texts))
