@@ -243,6 +243,7 @@ async def evaluate(
     name: str = "coordinator",
     progress: Callable[[EvaluationProgress], None] | None = None,
     stop: StopToken | None = None,
+    thinker_suggests_role: bool = False,
 ) -> tuple[Report, list[Episode]]:
     """Run every system on ``tasks``; returns the report and all episodes (candidate =
     the system's index in the report, so Replay can show the evaluation).
@@ -250,6 +251,7 @@ async def evaluate(
     ``baselines``: all of them (True), none (False), or the names to run, from
     ``baseline_names``. ``progress`` hears of every finished episode; once ``stop`` is
     stopped, no further episode starts and ``EvaluationStopped`` is raised.
+    ``thinker_suggests_role``: the run's protocol option (``EpisodeSettings``).
     """
     prompts = prompts or Prompts.load()
     L = len(pool)
@@ -293,6 +295,7 @@ async def evaluate(
                     max_tokens=max_tokens,
                     temperature=temperature,
                     prompts=prompts,
+                    thinker_suggests_role=thinker_suggests_role,
                 ),
                 rng=np.random.default_rng(derived_seed(seed, "eval", index, j))
                 if isinstance(policy, RandomPolicy)

@@ -487,6 +487,7 @@ def evaluate_run(
                     run_id=eval_id,
                     progress=progress,
                     stop=stop,
+                    thinker_suggests_role=p.thinker_suggests_role,
                 )
             )
         except EvaluationStopped:

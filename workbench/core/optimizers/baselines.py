@@ -85,13 +85,17 @@ class _HeadLearner:
         return self.theta.copy()
 
     def _log_prob_grad(
-        self, feature: np.ndarray, worker_probs, role_probs, worker: int, role: int
+        self, feature: np.ndarray, worker_probs, role_probs, worker: int, role: int | None
     ) -> np.ndarray:
-        """d log pi(worker, role | feature) / d W for the linear softmax head."""
+        """d log pi(worker, role | feature) / d W for the linear softmax head (``role``
+        None: the worker's part only, for a turn whose role the policy did not choose)."""
         L = self.head.n_workers
         rows = np.concatenate([-np.asarray(worker_probs), -np.asarray(role_probs)])
         rows[worker] += 1.0
-        rows[L + role] += 1.0
+        if role is None:
+            rows[L:] = 0.0
+        else:
+            rows[L + role] += 1.0
         return np.outer(rows, feature).reshape(-1)
 
     def dumps(self) -> bytes:
@@ -134,6 +138,7 @@ class Reinforce(_HeadLearner):
             if advantage == 0:
                 continue
             task = self.tasks[e.task_id]
+            chosen_by_thinker = set(e.grade_details.get("thinker_role_turns", ()))
             for i, turn in enumerate(e.turns):
                 steps.append(
                     (
@@ -141,6 +146,7 @@ class Reinforce(_HeadLearner):
                         turn,
                         e.pool.index(turn.worker),
                         advantage,
+                        i in chosen_by_thinker,  # a Thinker chose this role, not the policy
                     )
                 )
         if not steps:
@@ -149,9 +155,10 @@ class Reinforce(_HeadLearner):
         # (feature-cache hits: these transcripts were read during the episodes)
         feats = self.features([s[0] for s in steps])
         grad = np.zeros_like(self.theta)
-        for (_, turn, worker, advantage), f in zip(steps, feats, strict=True):
+        for (_, turn, worker, advantage, suggested), f in zip(steps, feats, strict=True):
+            role = None if suggested else ROLES.index(turn.role)
             grad += advantage * self._log_prob_grad(
-                f, turn.worker_probs, turn.role_probs, worker, ROLES.index(turn.role)
+                f, turn.worker_probs, turn.role_probs, worker, role
             )
         self.theta = self.adam.step(self.theta, grad / len(flat))
 

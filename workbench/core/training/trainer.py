@@ -132,6 +132,7 @@ class Trainer:
             max_tokens=config.protocol.max_tokens,
             temperature=config.protocol.temperature,
             prompts=self.prompts,
+            thinker_suggests_role=config.protocol.thinker_suggests_role,
         )
         self.head_config = HeadConfig(len(self.pool), backbone.hidden_size)
         self.n_svf = backbone.svf().n_params if config.optimizer.svf else 0
@@ -359,8 +360,7 @@ class Trainer:
         return self._budget_reason(before_generation=True, spend=projected, done=g + 1) is not None
 
     def _score(self, episode: Episode) -> float:
-        o = self.config.optimizer
-        return episode.reward - o.cost_penalty * episode.cost - o.turn_penalty * len(episode.turns)
+        return fitness_score(self.config, episode)
 
     def _policy(self, proposal: Proposal) -> tuple[Policy, int]:
         if proposal.fixed_worker is not None:
@@ -487,6 +487,18 @@ class Trainer:
                 listener(event)
             except Exception:  # a broken listener must not end the run
                 log.exception("listener failed on %s", type(event).__name__)
+
+
+def fitness_score(config: RunConfig, episode: Episode) -> float:
+    """One episode's contribution to a candidate's fitness: the reward, minus the cost and
+    turn penalties, plus the released run's optional shaping (``diversity_bonus`` when the
+    episode called two or more distinct workers, ``turn_bonus`` per turn)."""
+    o = config.optimizer
+    turns = len(episode.turns)
+    score = episode.reward - o.cost_penalty * episode.cost - o.turn_penalty * turns
+    if o.diversity_bonus and len({t.worker for t in episode.turns if t.messages}) >= 2:
+        score += o.diversity_bonus
+    return score + o.turn_bonus * turns
 
 
 def coordinator_from_vector(
