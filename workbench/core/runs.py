@@ -603,6 +603,8 @@ class StudyRow:
     test: tuple[float, float, float]
     runs: tuple[str, ...]
     episodes: int  # training episodes per run (the shared budget)
+    # test reward per category (suite, benchmark) over seeds: name -> mean, ci_low, ci_high
+    test_by_group: dict[str, tuple[float, float, float]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -618,6 +620,24 @@ class Study:
     budget: dict[str, Any]
     references: dict[str, tuple[float, float, float]] = field(default_factory=dict)
     best_single: tuple[str, ...] = ()
+    # the references' test reward per category: reference -> category -> interval
+    reference_groups: dict[str, dict[str, tuple[float, float, float]]] = field(default_factory=dict)
+
+    def group_rows(self) -> list[tuple[str, str, tuple[float, float, float]]]:
+        """(optimizer or reference, category, test interval): one row per category and
+        the total ("all"); empty when the test tasks have a single category."""
+        named = [(r.optimizer, r.test_by_group, r.test) for r in self.rows]
+        named += [
+            (name, self.reference_groups.get(name, {}), ci) for name, ci in self.references.items()
+        ]
+        groups = sorted({g for _, by, _ in named for g in by})
+        if len(groups) < 2:
+            return []
+        rows = []
+        for name, by, total in named:
+            rows += [(name, g, by[g]) for g in groups if g in by]
+            rows.append((name, "all", total))
+        return rows
 
     def to_dict(self) -> dict[str, Any]:
         interval = ("mean", "ci_low", "ci_high")
@@ -631,11 +651,20 @@ class Study:
                     "test": dict(zip(interval, r.test, strict=True)),
                     "runs": list(r.runs),
                     "episodes": r.episodes,
+                    "test_by_group": {
+                        g: dict(zip(interval, ci, strict=True)) for g, ci in r.test_by_group.items()
+                    },
                 }
                 for r in self.rows
             ],
             "references": {
-                name: {"test": dict(zip(interval, ci, strict=True))}
+                name: {
+                    "test": dict(zip(interval, ci, strict=True)),
+                    "test_by_group": {
+                        g: dict(zip(interval, c, strict=True))
+                        for g, c in self.reference_groups.get(name, {}).items()
+                    },
+                }
                 for name, ci in self.references.items()
             },
             "best_single_chosen_on_validation": list(self.best_single),
@@ -658,6 +687,10 @@ class Study:
         if self.best_single:
             chosen = ", ".join(dict.fromkeys(self.best_single))
             lines.append(f"(best single: chosen on validation, per seed: {chosen})")
+        if self.group_rows():
+            lines += ["", f"{'test per category':15s} {'category':12s} test (95% CI)"]
+            for name, g, t in self.group_rows():
+                lines.append(f"{name:15s} {g:12s} {t[0]:.3f} [{t[1]:.3f}, {t[2]:.3f}]")
         return "\n".join(lines)
 
 
@@ -707,8 +740,10 @@ def study_optimizers(
     rows: list[Any] = []
     references: dict[str, list[Any]] = {name: [] for name in REFERENCES}
     best_single: list[str] = []
+    ref_groups: dict[str, dict[str, list[float]]] = {name: {} for name in REFERENCES}
     for name in optimizers:
         vals, tests, run_ids, episodes = [], [], [], 0
+        test_groups: dict[str, list[float]] = {}
         for s in range(seeds):
             cfg = config.replace(
                 run={"name": f"study {name} seed {s}", "seed": config.run.seed + s},
@@ -723,11 +758,15 @@ def study_optimizers(
                 workspace, run=run_id, baselines=first, backbone=backbone
             ).report.systems
             test = systems[0].accuracy
+            _add_groups(test_groups, systems[0].by_group)
             if first:
                 chosen = _best_single_on_validation(workspace, run_id, backbone)
                 best_single.append(chosen)
-                references["best single"] += [x.accuracy for x in systems if x.name == chosen]
-                references["oracle"] += [x.accuracy for x in systems if x.name == "oracle"]
+                for ref, system_name in (("best single", chosen), ("oracle", "oracle")):
+                    for x in systems:
+                        if x.name == system_name:
+                            references[ref].append(x.accuracy)
+                            _add_groups(ref_groups[ref], x.by_group)
             vals.append(val)
             tests.append(test)
             run_ids.append(run_id)
@@ -736,14 +775,34 @@ def study_optimizers(
                 progress(
                     f"{name} seed {s}: validation {val:.3f}, test {test:.3f} (run {run_id[:8]})"
                 )
-        rows.append(StudyRow(name, mean_ci(vals), mean_ci(tests), tuple(run_ids), episodes))
+        rows.append(
+            StudyRow(
+                name,
+                mean_ci(vals),
+                mean_ci(tests),
+                tuple(run_ids),
+                episodes,
+                {g: mean_ci(v) for g, v in test_groups.items()},
+            )
+        )
     return Study(
         tuple(rows),
         seeds,
         dict(config.to_dict()["budget"]),
         {name: mean_ci(values) for name, values in references.items() if values},
         tuple(best_single),
+        {
+            name: {g: mean_ci(v) for g, v in groups.items()}
+            for name, groups in ref_groups.items()
+            if groups
+        },
     )
+
+
+def _add_groups(into: dict[str, list[float]], by_group: dict[str, Any]) -> None:
+    """Append one evaluation's accuracy per category to ``into`` (category -> values)."""
+    for group, result in sorted(by_group.items()):
+        into.setdefault(group, []).append(result.accuracy)
 
 
 def _best_single_on_validation(workspace: Workspace, run_id: str, backbone: Backbone) -> str:
