@@ -25,6 +25,7 @@ from typing import Any
 
 from workbench.core.config import ConfigError, RunConfig
 from workbench.core.coordinator import Backbone
+from workbench.core.power import PowerEstimate
 from workbench.core.records import Episode
 from workbench.core.spend import spend_kind
 from workbench.core.store import RunRecord, Store, StoreError
@@ -605,6 +606,7 @@ class StudyRow:
     episodes: int  # training episodes per run (the shared budget)
     # test reward per category (suite, benchmark) over seeds: name -> mean, ci_low, ci_high
     test_by_group: dict[str, tuple[float, float, float]] = field(default_factory=dict)
+    tests: tuple[float, ...] = ()  # each seed's test reward
 
 
 @dataclass(frozen=True)
@@ -622,6 +624,7 @@ class Study:
     best_single: tuple[str, ...] = ()
     # the references' test reward per category: reference -> category -> interval
     reference_groups: dict[str, dict[str, tuple[float, float, float]]] = field(default_factory=dict)
+    power: PowerEstimate | None = None  # seeds and test tasks needed for a margin
 
     def group_rows(self) -> list[tuple[str, str, tuple[float, float, float]]]:
         """(optimizer or reference, category, test interval): one row per category and
@@ -668,6 +671,7 @@ class Study:
                 for name, ci in self.references.items()
             },
             "best_single_chosen_on_validation": list(self.best_single),
+            "power": None if self.power is None else self.power.to_dict(),
         }
 
     def table(self) -> str:
@@ -691,6 +695,8 @@ class Study:
             lines += ["", f"{'test per category':15s} {'category':12s} test (95% CI)"]
             for name, g, t in self.group_rows():
                 lines.append(f"{name:15s} {g:12s} {t[0]:.3f} [{t[1]:.3f}, {t[2]:.3f}]")
+        if self.power is not None:
+            lines += ["", self.power.text()]
         return "\n".join(lines)
 
 
@@ -705,6 +711,7 @@ def study_optimizers(
     optimizers: Sequence[str] | None = None,
     progress=None,
     backbone: Backbone | None = None,
+    margin: float = 0.05,
 ) -> Study:
     """Train every optimizer under the same config and budget with ``seeds`` seeds, and
     report the final validation and test reward of each with 95% intervals.
@@ -713,7 +720,8 @@ def study_optimizers(
     and on the test split (and the sandbox oracle on test): the worker best on validation
     is each seed's "best single" reference, reported on test. With ``optimizer.svf``
     every optimizer must be able to search SVF offsets (no optimizer is given a setting
-    the others lack)."""
+    the others lack). ``margin``: the difference of test reward the power estimate
+    (``power.PowerEstimate``) sizes seeds and test tasks for."""
     from workbench.core.config import OPTIMIZERS, SVF_OPTIMIZERS
 
     optimizers = tuple(optimizers or OPTIMIZERS)
@@ -724,6 +732,9 @@ def study_optimizers(
         )
     if seeds < 1:
         raise ValueError("--seeds must be at least 1")
+    if not 0 < margin <= 1:
+        raise ValueError(f"--margin must lie in (0, 1], got {margin}: e.g. 0.05")
+    test_tasks = 0
     no_svf = [o for o in optimizers if o not in SVF_OPTIMIZERS]
     if config.optimizer.svf and no_svf:
         raise ConfigError(
@@ -757,7 +768,7 @@ def study_optimizers(
             systems = evaluate_run(
                 workspace, run=run_id, baselines=first, backbone=backbone
             ).report.systems
-            test = systems[0].accuracy
+            test, test_tasks = systems[0].accuracy, systems[0].n
             _add_groups(test_groups, systems[0].by_group)
             if first:
                 chosen = _best_single_on_validation(workspace, run_id, backbone)
@@ -783,6 +794,7 @@ def study_optimizers(
                 tuple(run_ids),
                 episodes,
                 {g: mean_ci(v) for g, v in test_groups.items()},
+                tuple(tests),
             )
         )
     return Study(
@@ -796,6 +808,7 @@ def study_optimizers(
             for name, groups in ref_groups.items()
             if groups
         },
+        PowerEstimate.of([list(r.tests) for r in rows], test_tasks, margin),
     )
 
 
