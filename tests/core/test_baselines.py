@@ -188,3 +188,55 @@ def test_the_study_chooses_its_best_single_worker_on_validation_and_reports_it_o
 
     assert study.references["best single"] == mean_ci(tests)
     assert "chosen on validation" in study.table()
+
+
+def test_a_paper_faithful_study_gives_every_optimizer_the_same_settings_svf_and_episodes(
+    ws, tiny_backbone
+):
+    cfg = config(
+        optimizer={"search_basis": "balanced", "turn_penalty": 0.1, "svf": True},
+        budget={"generations": 2},
+    )
+    study = study_optimizers(
+        cfg,
+        ws,
+        seeds=1,
+        optimizers=("sep-cma-es", "reinforce", "imitation"),
+        backbone=tiny_backbone,
+        paper=True,
+    )
+    budget = 2 * 4 * 3  # generations x popsize x rollouts of sep-CMA-ES
+    assert study.paper_settings["budget.episodes"] == budget
+    assert study.paper_settings["optimizer.svf"] is False  # reinforce cannot: off for all
+    assert study.paper_settings["optimizer.search_basis"] == "identity"
+    assert "paper-faithful: for every optimizer" in study.table()
+    with Store.open(ws) as store:
+        for row in study.rows:
+            record = store.get_run(row.runs[0])
+            o = record.config().optimizer
+            assert (o.search_basis, o.svf, o.turn_penalty) == ("identity", False, 0.0)
+            assert record.config().budget.episodes == budget
+            assert record.stop_reason == "budget.episodes"
+            assert row.episodes == budget  # imitation's smaller generations run longer
+    # without --paper the same config is refused: SVF would be given to some optimizers only
+    from workbench.core.config import ConfigError
+
+    with pytest.raises(ConfigError, match="cannot search SVF offsets"):
+        study_optimizers(
+            cfg, ws, seeds=1, optimizers=("sep-cma-es", "reinforce"), backbone=tiny_backbone
+        )
+
+
+def test_a_paper_study_keeps_svf_when_every_optimizer_can_search_it(ws, tiny_backbone):
+    cfg = config(optimizer={"svf": True}, budget={"generations": 1, "episodes": 20})
+    study = study_optimizers(
+        cfg,
+        ws,
+        seeds=1,
+        optimizers=("sep-cma-es", "random-search"),
+        backbone=tiny_backbone,
+        paper=True,
+    )
+    assert study.paper_settings["optimizer.svf"] is True
+    assert study.paper_settings["budget.episodes"] == 20  # a given episode budget is kept
+    assert all(r.episodes == 12 for r in study.rows)  # 12 per generation: the next would pass 20

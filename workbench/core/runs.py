@@ -625,6 +625,8 @@ class Study:
     # the references' test reward per category: reference -> category -> interval
     reference_groups: dict[str, dict[str, tuple[float, float, float]]] = field(default_factory=dict)
     power: PowerEstimate | None = None  # seeds and test tasks needed for a margin
+    # what a paper-faithful study (``paper=True``) set for every optimizer: "section.key" -> value
+    paper_settings: dict[str, Any] = field(default_factory=dict)
 
     def group_rows(self) -> list[tuple[str, str, tuple[float, float, float]]]:
         """(optimizer or reference, category, test interval): one row per category and
@@ -672,11 +674,16 @@ class Study:
             },
             "best_single_chosen_on_validation": list(self.best_single),
             "power": None if self.power is None else self.power.to_dict(),
+            "paper": bool(self.paper_settings),
+            "paper_settings": dict(self.paper_settings),
         }
 
     def table(self) -> str:
-        lines = [
-            f"{self.seeds} seeds each; budget {self.budget}",
+        lines = [f"{self.seeds} seeds each; budget {self.budget}"]
+        if self.paper_settings:
+            same = ", ".join(f"{k} = {v}" for k, v in self.paper_settings.items())
+            lines.append(f"paper-faithful: for every optimizer {same}")
+        lines += [
             "",
             f"{'optimizer':15s} {'validation (95% CI)':26s} {'test (95% CI)':26s} episodes/run",
         ]
@@ -712,6 +719,7 @@ def study_optimizers(
     progress=None,
     backbone: Backbone | None = None,
     margin: float = 0.05,
+    paper: bool = False,
 ) -> Study:
     """Train every optimizer under the same config and budget with ``seeds`` seeds, and
     report the final validation and test reward of each with 95% intervals.
@@ -721,7 +729,10 @@ def study_optimizers(
     is each seed's "best single" reference, reported on test. With ``optimizer.svf``
     every optimizer must be able to search SVF offsets (no optimizer is given a setting
     the others lack). ``margin``: the difference of test reward the power estimate
-    (``power.PowerEstimate``) sizes seeds and test tasks for."""
+    (``power.PowerEstimate``) sizes seeds and test tasks for.
+
+    ``paper``: a paper-faithful study (``paper_config``): the paper's settings, one SVF
+    setting and one budget in episodes (and calls) for every optimizer."""
     from workbench.core.config import OPTIMIZERS, SVF_OPTIMIZERS
 
     optimizers = tuple(optimizers or OPTIMIZERS)
@@ -735,6 +746,15 @@ def study_optimizers(
     if not 0 < margin <= 1:
         raise ValueError(f"--margin must lie in (0, 1], got {margin}: e.g. 0.05")
     test_tasks = 0
+    backbone = backbone or shared_backbone(
+        config.backbone.model,
+        config.backbone.device,
+        config.optimizer.svf_layer,
+        config.backbone.precision,
+    )
+    forced: dict[str, Any] = {}
+    if paper:
+        config, forced = paper_config(config, optimizers, backbone)
     no_svf = [o for o in optimizers if o not in SVF_OPTIMIZERS]
     if config.optimizer.svf and no_svf:
         raise ConfigError(
@@ -742,12 +762,6 @@ def study_optimizers(
             "study gives every optimizer the same setting, so set svf = false, or compare "
             f"only {','.join(SVF_OPTIMIZERS)} (--optimizers)"
         )
-    backbone = backbone or shared_backbone(
-        config.backbone.model,
-        config.backbone.device,
-        config.optimizer.svf_layer,
-        config.backbone.precision,
-    )
     rows: list[Any] = []
     references: dict[str, list[Any]] = {name: [] for name in REFERENCES}
     best_single: list[str] = []
@@ -809,7 +823,67 @@ def study_optimizers(
             if groups
         },
         PowerEstimate.of([list(r.tests) for r in rows], test_tasks, margin),
+        forced,
     )
+
+
+# What a paper-faithful study sets for every optimizer (keys a config lacks are skipped):
+# the paper's parametrisation and fitness, none of the project's or the released run's
+# options (docs/METHOD.md).
+PAPER_SETTINGS: dict[str, dict[str, Any]] = {
+    "backbone": {"input": "raw"},
+    "optimizer": {
+        "search_basis": "identity",
+        "sigma0_scale": "literal",
+        "cost_penalty": 0.0,
+        "turn_penalty": 0.0,
+        "diversity_bonus": 0.0,
+        "turn_bonus": 0.0,
+    },
+    "protocol": {"thinker_suggests_role": False},
+}
+
+
+def paper_config(
+    config: RunConfig, optimizers: Sequence[str], backbone: Backbone
+) -> tuple[RunConfig, dict[str, Any]]:
+    """The config a paper-faithful study gives every optimizer, and what it set
+    ("section.key" -> value):
+
+    - ``PAPER_SETTINGS`` (identity search basis, plain mean reward as fitness, ...);
+    - SVF as the config says when every optimizer can search it, else off for all;
+    - one budget in episodes for all: ``budget.episodes`` if set, else ``generations`` x
+      sep-CMA-ES's episodes per generation (population x rollouts); ``budget.calls``
+      stays as given, the same for all; the generation limit is lifted (set to the
+      episode budget), so no optimizer stops early because its generations are smaller.
+    """
+    from workbench.core.config import SVF_OPTIMIZERS
+    from workbench.core.coordinator import HeadConfig
+    from workbench.core.optimizers.base import default_popsize
+
+    data = config.to_dict()
+    forced: dict[str, Any] = {}
+    for section, values in PAPER_SETTINGS.items():
+        for key, value in values.items():
+            if key in data[section]:
+                data[section][key] = value
+                forced[f"{section}.{key}"] = value
+    svf = config.optimizer.svf and all(o in SVF_OPTIMIZERS for o in optimizers)
+    data["optimizer"]["svf"] = svf
+    forced["optimizer.svf"] = svf
+    b = config.budget
+    episodes = b.episodes
+    if not episodes:
+        n = HeadConfig(len(describe_pool(config.pool.workers)), backbone.hidden_size).n_params
+        if svf:
+            n += backbone.svf().n_params
+        popsize = config.optimizer.popsize or default_popsize(n)
+        episodes = b.generations * popsize * config.optimizer.rollouts
+    data["budget"].update(episodes=episodes, generations=episodes)
+    forced["budget.episodes"] = episodes
+    if b.calls:
+        forced["budget.calls"] = b.calls
+    return RunConfig.from_dict(data), forced
 
 
 def _add_groups(into: dict[str, list[float]], by_group: dict[str, Any]) -> None:
