@@ -72,7 +72,7 @@ def train(
     train_ids, test_ids = order[:-150], order[-150:]
     basis = (
         SearchBasis.fit(features[train_ids[:CALIBRATION_TASKS]])
-        if basis_name == "balanced"
+        if basis_name == "balanced" and optimizer != "random-search"  # as the trainer does
         else SearchBasis()
     )
     seen = basis.features(features)  # what search coordinates act on
