@@ -97,3 +97,33 @@ def test_the_cli_refuses_a_margin_outside_0_1(tmp_path):
     )
     assert result.returncode == 2 and "--margin must lie in (0, 1]" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_the_cli_runs_a_paper_faithful_study_and_prints_its_power(tmp_path, tiny_model_dir):
+    import json
+
+    cfg = tmp_path / "study.toml"
+    cfg.write_text(
+        f'[backbone]\nmodel = "{tiny_model_dir}"\ndevice = "cpu"\n'
+        '[pool]\nworkers = ["sandbox"]\n'
+        '[tasks]\nsuite = "mixed"\ntrain = 24\nvalidation = 6\ntest = 9\n'
+        '[optimizer]\npopsize = 4\nrollouts = 3\nsearch_basis = "balanced"\n'
+        "[budget]\ngenerations = 1\n"
+        '[protocol]\nmax_turns = 1\ntemperature = 0.0\n[cache]\npolicy = "off"\n'
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "workbench", "study", "optimizers", str(cfg), "--paper"]
+        + ["--seeds", "2", "--optimizers", "sep-cma-es,imitation", "--margin", "0.1", "--json"]
+        + ["--workspace", str(tmp_path / "ws")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    study = json.loads(result.stdout)
+    assert study["paper"] is True and study["paper_settings"]["budget.episodes"] == 12
+    assert study["paper_settings"]["optimizer.search_basis"] == "identity"
+    assert [r["episodes"] for r in study["optimizers"]] == [12, 12]
+    assert study["power"]["margin"] == 0.1 and study["power"]["test_tasks"] == 9
+    assert study["power"]["seeds"] == 2 and study["power"]["tasks_needed"] >= 2
+    assert len(study["best_single_chosen_on_validation"]) == 2
