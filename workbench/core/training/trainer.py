@@ -297,7 +297,7 @@ class Trainer:
             episodes += val_episodes
 
         s = self.state.spend
-        calls = sum(len([t for t in e.turns if t.messages]) for e in episodes)
+        calls = worker_calls(episodes)
         dollars = sum(e.cost for e in episodes)
         wall = time.perf_counter() - started
         s.episodes += len(flat)
@@ -353,7 +353,7 @@ class Trainer:
         s = self.state.spend
         projected = Spend(
             episodes=s.episodes + len(flat),
-            calls=s.calls + sum(len([t for t in e.turns if t.messages]) for e in flat),
+            calls=s.calls + worker_calls(flat),
             dollars=s.dollars + sum(e.cost for e in flat),
             seconds=s.seconds + time.perf_counter() - started,
         )
@@ -487,6 +487,11 @@ class Trainer:
                 listener(event)
             except Exception:  # a broken listener must not end the run
                 log.exception("listener failed on %s", type(event).__name__)
+
+
+def worker_calls(episodes: Sequence[Episode]) -> int:
+    """The worker calls ``episodes`` made (a Verifier chosen before any answer makes none)."""
+    return sum(len([t for t in e.turns if t.messages]) for e in episodes)
 
 
 def fitness_score(config: RunConfig, episode: Episode) -> float:
