@@ -79,7 +79,7 @@ def train(
     train_ids, test_ids = order[:-150], order[-150:]
     basis = (
         SearchBasis.fit(features[rng.choice(train_ids, CALIBRATION_TASKS, replace=False)])
-        if basis_name == "balanced"
+        if basis_name == "balanced" and optimizer != "random-search"  # as the trainer does
         else SearchBasis()
     )
     seen = basis.features(features)  # what search coordinates act on

@@ -307,14 +307,15 @@ def test_study_compares_optimizers_under_one_budget(ws, tiny_backbone):
         assert row.validation[1] <= row.validation[0] <= row.validation[2]
         assert 0 <= row.test[0] <= 1
     assert len(lines) == 4 and "sep-cma-es" in study.table() and study.to_dict()["seeds"] == 2
-    # references on the same test tasks and seeds: the best single worker, the sandbox oracle
-    singles, oracles = [], []
+    # references on the same test tasks and seeds: the best single worker (chosen on
+    # validation: tests/core/test_baselines.py), the sandbox oracle
+    oracles = []
     for run_id in study.rows[0].runs:  # evaluation is deterministic: redo it for each seed
         systems = evaluate_run(ws, run=run_id, backbone=tiny_backbone).report.systems
-        singles.append(max(x.accuracy for x in systems if x.name.startswith("single:")))
         oracles += [x.accuracy for x in systems if x.name == "oracle"]
-    assert study.references == {"best single": mean_ci(singles), "oracle": mean_ci(oracles)}
-    assert "oracle" in study.table().splitlines()[-1]
+    assert set(study.references) == {"best single", "oracle"}
+    assert study.references["oracle"] == mean_ci(oracles)
+    assert "oracle" in study.table()
     assert (
         study.to_dict()["references"]["best single"]["test"]["ci_low"]
         == study.references["best single"][1]

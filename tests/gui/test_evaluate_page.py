@@ -94,6 +94,18 @@ def test_evaluating_a_run_shows_cores_figures_and_exports_them(
         cells = [int(page.usage_table.item(row, c).text()) for c in range(1, len(headers))]
         assert sum(cells) == sum(system.usage.values()) == round(system.avg_turns * system.n)
     assert page.usage_table.item(1, headers.index("sandbox:mathlete / worker")).text() == "9"
+    # per category (benchmark): each system's accuracy and task count, then the total
+    groups = expected.groups
+    assert len(groups) >= 2
+    category_headers = [
+        page.category_table.horizontalHeaderItem(c).text()
+        for c in range(page.category_table.columnCount())
+    ]
+    assert category_headers == ["System", *groups, "all"]
+    for row, system in enumerate(expected.systems):
+        cells = [page.category_table.item(row, c).text() for c in range(1, len(groups) + 2)]
+        per = [system.by_group[g] for g in groups] + [system]
+        assert cells == [f"{r.accuracy:.3f} ({r.n})" for r in per]
     with Store.open(gui_workspace) as store:
         assert len(store.list_episodes(page.result.run_id)) == 7 * 9
 

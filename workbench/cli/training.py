@@ -332,6 +332,8 @@ def cmd_study(args) -> int:
         seeds=args.seeds,
         optimizers=optimizers,
         progress=lambda line: print(line, file=sys.stderr),
+        margin=args.margin,
+        paper=args.paper,
     )
     if args.json:
         print_json(study.to_dict())
@@ -406,5 +408,17 @@ def register(sub, common) -> None:
     p.add_argument("config")
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--optimizers", help="comma-separated (default: all four)")
+    p.add_argument(
+        "--paper",
+        action="store_true",
+        help="paper-faithful: the paper's settings, one SVF setting and one episode budget "
+        "for every optimizer",
+    )
+    p.add_argument(
+        "--margin",
+        type=float,
+        default=0.05,
+        help="the difference of test reward the power estimate sizes seeds and tasks for",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_study)

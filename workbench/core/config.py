@@ -7,9 +7,9 @@
 [tasks]      suite, train, validation, test (sizes; 0 = all of that split), split_seed
 [optimizer]  name, popsize, sigma0, sigma0_scale, rollouts, svf, svf_layer,
              validate_every, cost_penalty, turn_penalty, learning_rate, search_basis,
-             concurrency
+             concurrency, diversity_bonus, turn_bonus
 [budget]     generations, episodes, calls, dollars, minutes
-[protocol]   max_turns, temperature, max_tokens
+[protocol]   max_turns, temperature, max_tokens, thinker_suggests_role
 [cache]      policy
 ```
 
@@ -34,6 +34,7 @@ from typing import Any
 from workbench.core.models import PRECISIONS, device_problem
 
 OPTIMIZERS = ("sep-cma-es", "random-search", "reinforce", "imitation")
+SVF_OPTIMIZERS = ("sep-cma-es", "random-search")  # the optimizers that can search SVF offsets
 CACHE_POLICIES = ("auto", "off", "read-write", "replay-only")
 SEARCH_BASES = ("identity", "balanced")
 SIGMA0_SCALES = ("literal", "width")
@@ -116,6 +117,10 @@ class OptimizerSection:
     # training.basis.SearchBasis)
     search_basis: str = "identity"
     concurrency: int = 64  # episodes in flight at once
+    # fitness shaping of the released run (off by default; issue 15): fitness += bonus if
+    # an episode called two or more distinct workers, and += turn_bonus x turns
+    diversity_bonus: float = 0.0  # released run: 0.15
+    turn_bonus: float = 0.0  # released run: 0.10; the only way to reward turns
 
 
 @dataclass(frozen=True)
@@ -132,6 +137,7 @@ class ProtocolSection:
     max_turns: int = 5
     temperature: float = 0.1
     max_tokens: int = 4096
+    thinker_suggests_role: bool = False  # a Thinker's "Next role: X" replaces the next role
 
 
 @dataclass(frozen=True)
@@ -151,6 +157,7 @@ class RunConfig:
     cache: CacheSection = field(default_factory=CacheSection)
 
     def __post_init__(self) -> None:
+        _check_paper_options(self)  # first: a negative turn penalty is pointed to turn_bonus
         _check(self)
 
     @classmethod
@@ -456,3 +463,25 @@ def _check(cfg: RunConfig) -> None:
     )
     if problems:
         raise ConfigError(problems)
+
+
+def _check_paper_options(cfg: RunConfig) -> None:
+    """The keys of the paper-faithful baselines and fitness shaping (issue 15)."""
+    o = cfg.optimizer
+    if o.turn_penalty < 0:
+        raise ConfigError(
+            "optimizer.turn_penalty: must not be negative; to reward turns (the released "
+            "run's shaping) set optimizer.turn_bonus instead"
+        )
+    for key in ("diversity_bonus", "turn_bonus"):
+        if not 0 <= getattr(o, key) <= 1:
+            raise ConfigError(f"optimizer.{key}: must be between 0 and 1 (0 = off)")
+    if o.turn_bonus and o.turn_penalty:
+        raise ConfigError(
+            "optimizer.turn_bonus and optimizer.turn_penalty: set at most one of them"
+        )
+    if o.svf and o.name not in SVF_OPTIMIZERS:
+        raise ConfigError(
+            f"optimizer.svf: {o.name} cannot search SVF offsets (only "
+            f"{' and '.join(SVF_OPTIMIZERS)} can): set svf = false or choose one of those"
+        )

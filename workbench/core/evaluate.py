@@ -4,7 +4,8 @@ simulated pool, the oracle (the known best worker per category) and, when K > 1,
 multi-turn oracle (the exact best plan per category, ``workbench.core.oracle``).
 
 Reports accuracy with 95% Wilson intervals, average turns, tokens and dollars per query
-and the model x role usage; writes JSON, CSV and Markdown.
+and the model x role usage, and the accuracy per category (``Task.group``: a suite's
+benchmark or category) beside the total; writes JSON, CSV and Markdown.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import io
 import json
 import math
 from collections import Counter
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,7 +42,8 @@ def wilson(successes: float, n: int, z: float = 1.96) -> tuple[float, float]:
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # the interval always holds p; min/max keep rounding (1 - 1e-16 at p = 1) from losing it
+    return max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half))
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,18 @@ class SystemResult:
     avg_tokens: float
     avg_cost: float
     usage: dict[str, int] = field(default_factory=dict)  # "worker/role" -> turns
+    # per suite or category (``Task.group``): the same figures on that group's tasks only
+    by_group: dict[str, GroupResult] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class GroupResult:
+    """One system's accuracy on the tasks of one category (or suite, kind)."""
+
+    accuracy: float
+    ci_low: float
+    ci_high: float
+    n: int
 
 
 @dataclass(frozen=True)
@@ -66,6 +80,25 @@ class Report:
     split: str
     systems: tuple[SystemResult, ...]
     spend: str = ""  # "simulated" (a sandbox pool), "partly simulated" or "" (real dollars)
+
+    @property
+    def groups(self) -> list[str]:
+        """The categories (or suites, kinds) of the evaluated tasks, sorted."""
+        return sorted({g for s in self.systems for g in s.by_group})
+
+    def group_rows(self) -> list[tuple[str, str, float, float, float, int]]:
+        """One row per system and category, then the system's total (category "all"):
+        (system, category, accuracy, ci_low, ci_high, n). Empty for a single category."""
+        if len(self.groups) < 2:
+            return []
+        rows = []
+        for s in self.systems:
+            for g in self.groups:
+                r = s.by_group.get(g)
+                if r is not None:
+                    rows.append((s.name, g, r.accuracy, r.ci_low, r.ci_high, r.n))
+            rows.append((s.name, "all", s.accuracy, s.ci_low, s.ci_high, s.n))
+        return rows
 
     @property
     def cost_header(self) -> str:
@@ -97,6 +130,8 @@ class Report:
                 "avg_turns",
                 "avg_tokens",
                 "avg_cost",
+                *(f"accuracy:{g}" for g in self.groups),
+                *(f"n:{g}" for g in self.groups),
                 "spend",
             ]
         )
@@ -112,6 +147,11 @@ class Report:
                     f"{s.avg_turns:.2f}",
                     f"{s.avg_tokens:.1f}",
                     f"{s.avg_cost:.6f}",
+                    *(
+                        f"{s.by_group[g].accuracy:.4f}" if g in s.by_group else ""
+                        for g in self.groups
+                    ),
+                    *(str(s.by_group[g].n) if g in s.by_group else "0" for g in self.groups),
                     self.spend or "real",
                 ]
             )
@@ -129,6 +169,11 @@ class Report:
                 f"| {s.name} | {s.accuracy:.3f} | [{s.ci_low:.3f}, {s.ci_high:.3f}] | {s.avg_turns:.2f} "
                 f"| {s.avg_tokens:.0f} | {s.avg_cost:.6f} |"
             )
+        if self.group_rows():
+            lines += ["", "Per category:", "", "| system | category | accuracy | 95% CI | n |"]
+            lines.append("|---|---|---|---|---|")
+            for name, g, acc, low, high, n in self.group_rows():
+                lines.append(f"| {name} | {g} | {acc:.3f} | [{low:.3f}, {high:.3f}] | {n} |")
         return "\n".join(lines) + "\n"
 
     def table(self) -> str:
@@ -144,10 +189,15 @@ class Report:
                     f"{s.avg_cost:.6f}",
                 )
             )
-        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-        return "\n".join(
-            "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows
-        )
+        text = _columns(rows)
+        if self.group_rows():
+            per = [("system", "category", "accuracy", "95% CI", "n")]
+            per += [
+                (name, g, f"{acc:.3f}", f"[{low:.3f}, {high:.3f}]", str(n))
+                for name, g, acc, low, high, n in self.group_rows()
+            ]
+            text += "\n\nper category:\n" + _columns(per)
+        return text
 
     def write(self, folder: str | Path, stem: str = "evaluation") -> list[Path]:
         folder = Path(folder)
@@ -162,6 +212,13 @@ class Report:
             path.write_text(text, encoding="utf-8")
             paths.append(path)
         return paths
+
+
+def _columns(rows: Sequence[Sequence[str]]) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows
+    )
 
 
 @dataclass(frozen=True)
@@ -206,11 +263,23 @@ def _chosen_baselines(
     return [b for b in available if b in baselines]
 
 
-def summarise(name: str, kind: str, episodes: Sequence[Episode]) -> SystemResult:
+def summarise(
+    name: str, kind: str, episodes: Sequence[Episode], groups: Mapping[str, str] | None = None
+) -> SystemResult:
+    """A system's figures over ``episodes``; ``groups`` (task id -> category) adds the
+    accuracy per category."""
     n = len(episodes)
     rewards = sum(e.reward for e in episodes)
     low, high = wilson(rewards, n)
     usage = Counter(f"{t.worker}/{t.role}" for e in episodes for t in e.turns)
+    by_group: dict[str, list[float]] = {}
+    for e in episodes:
+        if groups is not None and e.task_id in groups:
+            by_group.setdefault(groups[e.task_id], []).append(e.reward)
+    per = {
+        g: GroupResult(sum(r) / len(r), *wilson(sum(r), len(r)), len(r))
+        for g, r in sorted(by_group.items())
+    }
     return SystemResult(
         name,
         kind,
@@ -222,6 +291,7 @@ def summarise(name: str, kind: str, episodes: Sequence[Episode]) -> SystemResult
         float(np.mean([e.tokens_in + e.tokens_out for e in episodes])) if n else 0.0,
         float(np.mean([e.cost for e in episodes])) if n else 0.0,
         dict(usage),
+        per,
     )
 
 
@@ -243,6 +313,7 @@ async def evaluate(
     name: str = "coordinator",
     progress: Callable[[EvaluationProgress], None] | None = None,
     stop: StopToken | None = None,
+    thinker_suggests_role: bool = False,
 ) -> tuple[Report, list[Episode]]:
     """Run every system on ``tasks``; returns the report and all episodes (candidate =
     the system's index in the report, so Replay can show the evaluation).
@@ -250,6 +321,7 @@ async def evaluate(
     ``baselines``: all of them (True), none (False), or the names to run, from
     ``baseline_names``. ``progress`` hears of every finished episode; once ``stop`` is
     stopped, no further episode starts and ``EvaluationStopped`` is raised.
+    ``thinker_suggests_role``: the run's protocol option (``EpisodeSettings``).
     """
     prompts = prompts or Prompts.load()
     L = len(pool)
@@ -293,6 +365,7 @@ async def evaluate(
                     max_tokens=max_tokens,
                     temperature=temperature,
                     prompts=prompts,
+                    thinker_suggests_role=thinker_suggests_role,
                 ),
                 rng=np.random.default_rng(derived_seed(seed, "eval", index, j))
                 if isinstance(policy, RandomPolicy)
@@ -316,6 +389,6 @@ async def evaluate(
             # let the episodes in flight end (no call is abandoned mid-way), then report the stop
             await asyncio.gather(*running, return_exceptions=True)
             raise
-        results.append(summarise(sys_name, kind, eps))
+        results.append(summarise(sys_name, kind, eps, {t.id: t.group for t in tasks}))
         episodes += eps
     return Report(suite, split, tuple(results)), episodes

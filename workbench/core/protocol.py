@@ -35,6 +35,14 @@ from workbench.core.workspace import resources_dir
 log = logging.getLogger(__name__)
 
 ROLE_TITLES = {Role.THINKER: "Thinker", Role.WORKER: "Worker", Role.VERIFIER: "Verifier"}
+# [protocol] thinker_suggests_role: what the Thinker is asked, and how its reply is read
+SUGGEST_ROLE_INSTRUCTION = (
+    "\n\nEnd your reply with one line naming the role that should act next: "
+    "`Next role: Thinker`, `Next role: Worker` or `Next role: Verifier`."
+)
+_SUGGESTED = re.compile(
+    r"next\s+role\s*[:=\-]\s*[*_`\s]*(thinker|worker|verifier)\b", re.IGNORECASE
+)
 
 
 # --------------------------------------------------------------------------- prompts
@@ -155,6 +163,13 @@ def parse_verdict(text: str) -> tuple[str, bool]:
     return match.group(1).upper(), True
 
 
+def suggested_role(text: str) -> Role | None:
+    """The role a Thinker's reply names for the next turn (its last ``Next role: X``
+    line), or None when it names none."""
+    found = _SUGGESTED.findall(text or "")
+    return Role(found[-1].lower()) if found else None
+
+
 # --------------------------------------------------------------------------- episode
 
 
@@ -168,13 +183,17 @@ def _turn_seed(seed: int | None, index: int) -> int | None:
 class EpisodeSettings:
     """How episodes are played, the same for every episode of a run: the suite name they
     are recorded under, the turn limit K, the worker calls' output limit and temperature,
-    and the role prompts (None: the bundled ones)."""
+    and the role prompts (None: the bundled ones). ``thinker_suggests_role`` (off by
+    default; the released code's option): a Thinker is asked to name the next role, and
+    the role it names replaces the coordinator's role choice for the next turn (the
+    coordinator still picks the worker)."""
 
     suite: str = ""
     max_turns: int = 5
     max_tokens: int = 1024
     temperature: float = 0.1
     prompts: Prompts | None = None
+    thinker_suggests_role: bool = False
 
 
 @dataclass(frozen=True)
@@ -204,7 +223,9 @@ async def run_episode(
     (training); None takes the argmax (evaluation). ``seed`` seeds each worker call. Each
     call carries the turn's ``EpisodeContext`` (the task among it). A failed call is
     recorded on its turn and the episode goes on; an episode whose every call failed ends
-    with reward 0.
+    with reward 0. With ``settings.thinker_suggests_role`` the turns whose role a
+    Thinker's suggestion replaced are listed in ``grade_details["thinker_role_turns"]``
+    (their ``role_probs`` stay the coordinator's).
     """
     coordinator = policy
     max_turns, max_tokens, temperature = (
@@ -224,12 +245,18 @@ async def run_episode(
     answer: str | None = None
     thinkers: list[str] = []
     stop = StopReason.MAX_TURNS
+    suggested: Role | None = None  # the last Thinker's suggestion for this turn
+    overridden: list[int] = []
     for index in range(max_turns):
         transcript, omitted = fit_transcript(
             task, turns, getattr(coordinator, "context_fits", None)
         )
         action = await coordinator.adecide(transcript, rng)
         worker, role = pool[action.worker], ROLES[action.role]
+        if suggested is not None:
+            if suggested is not role:
+                overridden.append(index)
+            role, suggested = suggested, None
         decision: dict[str, Any] = dict(
             index=index,
             context_omitted=omitted,
@@ -243,6 +270,10 @@ async def run_episode(
             stop = StopReason.VERIFIER_WITHOUT_ANSWER
             break
         messages = build_messages(prompts, role, task, turns, answer)
+        if role is Role.THINKER and settings.thinker_suggests_role:
+            messages = tuple(
+                {**m, "content": m["content"] + SUGGEST_ROLE_INSTRUCTION} for m in messages
+            )
         context = EpisodeContext(task, str(role), answer, tuple(thinkers))
         started = time.perf_counter()
         try:
@@ -285,6 +316,8 @@ async def run_episode(
         )
         if role is Role.THINKER:
             thinkers.append(worker.id)
+            if settings.thinker_suggests_role:
+                suggested = suggested_role(reply.text)
         elif role is Role.WORKER:
             answer, thinkers = reply.text, []
         elif verdict == "ACCEPT":
@@ -293,11 +326,14 @@ async def run_episode(
     called = [t for t in turns if t.messages]
     if called and all(t.error is not None for t in called):
         stop = StopReason.WORKER_ERRORS
+    details: dict[str, Any]
     if stop in (StopReason.VERIFIER_WITHOUT_ANSWER, StopReason.WORKER_ERRORS) or answer is None:
         reward, details = 0.0, {"reason": _no_answer_reason(stop)}
     else:
         graded = await asyncio.to_thread(grade_cached, task, answer)
         reward, details = graded.reward, graded.details
+    if overridden:
+        details = {**details, "thinker_role_turns": overridden}
     return Episode(
         id=tag.episode_id or uuid.uuid4().hex,
         suite=settings.suite,

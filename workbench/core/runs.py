@@ -25,6 +25,7 @@ from typing import Any
 
 from workbench.core.config import ConfigError, RunConfig
 from workbench.core.coordinator import Backbone
+from workbench.core.power import PowerEstimate
 from workbench.core.records import Episode
 from workbench.core.spend import spend_kind
 from workbench.core.store import RunRecord, Store, StoreError
@@ -520,6 +521,7 @@ def evaluate_run(
                     run_id=eval_id,
                     progress=progress,
                     stop=stop,
+                    thinker_suggests_role=p.thinker_suggests_role,
                 )
             )
         except EvaluationStopped:
@@ -636,19 +638,45 @@ class StudyRow:
     test: tuple[float, float, float]
     runs: tuple[str, ...]
     episodes: int  # training episodes per run (the shared budget)
+    # test reward per category (suite, benchmark) over seeds: name -> mean, ci_low, ci_high
+    test_by_group: dict[str, tuple[float, float, float]] = field(default_factory=dict)
+    tests: tuple[float, ...] = ()  # each seed's test reward
 
 
 @dataclass(frozen=True)
 class Study:
     """Each optimizer's final validation and test reward over seeds, with the test reward of
-    the references a reader needs to judge them: the best single worker and, on the sandbox
-    pool, the oracle, measured on the same test tasks and seeds (``references``: name ->
-    mean, ci_low, ci_high)."""
+    the references a reader needs to judge them, measured on the same test tasks and seeds
+    (``references``: name -> mean, ci_low, ci_high): the best single worker, chosen per
+    seed on the VALIDATION split (``best_single``: the chosen worker of each seed) and
+    reported on test, and, on the sandbox pool, the oracle."""
 
     rows: tuple[StudyRow, ...]
     seeds: int
     budget: dict[str, Any]
     references: dict[str, tuple[float, float, float]] = field(default_factory=dict)
+    best_single: tuple[str, ...] = ()
+    # the references' test reward per category: reference -> category -> interval
+    reference_groups: dict[str, dict[str, tuple[float, float, float]]] = field(default_factory=dict)
+    power: PowerEstimate | None = None  # seeds and test tasks needed for a margin
+    # what a paper-faithful study (``paper=True``) set for every optimizer: "section.key" -> value
+    paper_settings: dict[str, Any] = field(default_factory=dict)
+
+    def group_rows(self) -> list[tuple[str, str, tuple[float, float, float]]]:
+        """(optimizer or reference, category, test interval): one row per category and
+        the total ("all"); empty when the test tasks have a single category."""
+        named = [(r.optimizer, r.test_by_group, r.test) for r in self.rows]
+        named += [
+            (name, self.reference_groups.get(name, {}), ci) for name, ci in self.references.items()
+        ]
+        groups = sorted({g for _, by, _ in named for g in by})
+        if len(groups) < 2:
+            return []
+        rows = []
+        for name, by, total in named:
+            rows += [(name, g, by[g]) for g in groups if g in by]
+            rows.append((name, "all", total))
+        return rows
 
     def to_dict(self) -> dict[str, Any]:
         interval = ("mean", "ci_low", "ci_high")
@@ -662,18 +690,34 @@ class Study:
                     "test": dict(zip(interval, r.test, strict=True)),
                     "runs": list(r.runs),
                     "episodes": r.episodes,
+                    "test_by_group": {
+                        g: dict(zip(interval, ci, strict=True)) for g, ci in r.test_by_group.items()
+                    },
                 }
                 for r in self.rows
             ],
             "references": {
-                name: {"test": dict(zip(interval, ci, strict=True))}
+                name: {
+                    "test": dict(zip(interval, ci, strict=True)),
+                    "test_by_group": {
+                        g: dict(zip(interval, c, strict=True))
+                        for g, c in self.reference_groups.get(name, {}).items()
+                    },
+                }
                 for name, ci in self.references.items()
             },
+            "best_single_chosen_on_validation": list(self.best_single),
+            "power": None if self.power is None else self.power.to_dict(),
+            "paper": bool(self.paper_settings),
+            "paper_settings": dict(self.paper_settings),
         }
 
     def table(self) -> str:
-        lines = [
-            f"{self.seeds} seeds each; budget {self.budget}",
+        lines = [f"{self.seeds} seeds each; budget {self.budget}"]
+        if self.paper_settings:
+            same = ", ".join(f"{k} = {v}" for k, v in self.paper_settings.items())
+            lines.append(f"paper-faithful: for every optimizer {same}")
+        lines += [
             "",
             f"{'optimizer':15s} {'validation (95% CI)':26s} {'test (95% CI)':26s} episodes/run",
         ]
@@ -685,6 +729,15 @@ class Study:
             )
         for name, t in self.references.items():
             lines.append(f"{name:15s} {'':26s} {t[0]:.3f} [{t[1]:.3f}, {t[2]:.3f}]")
+        if self.best_single:
+            chosen = ", ".join(dict.fromkeys(self.best_single))
+            lines.append(f"(best single: chosen on validation, per seed: {chosen})")
+        if self.group_rows():
+            lines += ["", f"{'test per category':15s} {'category':12s} test (95% CI)"]
+            for name, g, t in self.group_rows():
+                lines.append(f"{name:15s} {g:12s} {t[0]:.3f} [{t[1]:.3f}, {t[2]:.3f}]")
+        if self.power is not None:
+            lines += ["", self.power.text()]
         return "\n".join(lines)
 
 
@@ -699,12 +752,22 @@ def study_optimizers(
     optimizers: Sequence[str] | None = None,
     progress=None,
     backbone: Backbone | None = None,
+    margin: float = 0.05,
+    paper: bool = False,
 ) -> Study:
     """Train every optimizer under the same config and budget with ``seeds`` seeds, and
-    report the final validation and test reward of each with 95% intervals. The first
-    optimizer's evaluations also run every single worker (and the sandbox oracle): the
-    best single worker and the oracle of each seed become the study's references."""
-    from workbench.core.config import OPTIMIZERS
+    report the final validation and test reward of each with 95% intervals.
+
+    The first optimizer's runs also evaluate every single worker on the validation split
+    and on the test split (and the sandbox oracle on test): the worker best on validation
+    is each seed's "best single" reference, reported on test. With ``optimizer.svf``
+    every optimizer must be able to search SVF offsets (no optimizer is given a setting
+    the others lack). ``margin``: the difference of test reward the power estimate
+    (``power.PowerEstimate``) sizes seeds and test tasks for.
+
+    ``paper``: a paper-faithful study (``paper_config``): the paper's settings, one SVF
+    setting and one budget in episodes (and calls) for every optimizer."""
+    from workbench.core.config import OPTIMIZERS, SVF_OPTIMIZERS
 
     optimizers = tuple(optimizers or OPTIMIZERS)
     unknown = [o for o in optimizers if o not in OPTIMIZERS]
@@ -714,6 +777,9 @@ def study_optimizers(
         )
     if seeds < 1:
         raise ValueError("--seeds must be at least 1")
+    if not 0 < margin <= 1:
+        raise ValueError(f"--margin must lie in (0, 1], got {margin}: e.g. 0.05")
+    test_tasks = 0
     backbone = backbone or shared_backbone(
         config.backbone.model,
         config.backbone.device,
@@ -721,17 +787,27 @@ def study_optimizers(
         config.backbone.precision,
         config.backbone.input,
     )
+    forced: dict[str, Any] = {}
+    if paper:
+        config, forced = paper_config(config, optimizers, backbone)
+    no_svf = [o for o in optimizers if o not in SVF_OPTIMIZERS]
+    if config.optimizer.svf and no_svf:
+        raise ConfigError(
+            f"optimizer.svf = true, but {', '.join(no_svf)} cannot search SVF offsets: a "
+            "study gives every optimizer the same setting, so set svf = false, or compare "
+            f"only {','.join(SVF_OPTIMIZERS)} (--optimizers)"
+        )
     rows: list[Any] = []
     references: dict[str, list[Any]] = {name: [] for name in REFERENCES}
+    best_single: list[str] = []
+    ref_groups: dict[str, dict[str, list[float]]] = {name: {} for name in REFERENCES}
     for name in optimizers:
         vals, tests, run_ids, episodes = [], [], [], 0
+        test_groups: dict[str, list[float]] = {}
         for s in range(seeds):
             cfg = config.replace(
                 run={"name": f"study {name} seed {s}", "seed": config.run.seed + s},
-                optimizer={
-                    "name": name,
-                    "svf": config.optimizer.svf and name in ("sep-cma-es", "random-search"),
-                },
+                optimizer={"name": name},
             )
             run_id = train(cfg, workspace, backbone=backbone)
             with Store.open(workspace) as store:
@@ -741,12 +817,16 @@ def study_optimizers(
             systems = evaluate_run(
                 workspace, run=run_id, baselines=first, backbone=backbone
             ).report.systems
-            test = systems[0].accuracy
+            test, test_tasks = systems[0].accuracy, systems[0].n
+            _add_groups(test_groups, systems[0].by_group)
             if first:
-                references["best single"].append(
-                    max(x.accuracy for x in systems if x.name.startswith("single:"))
-                )
-                references["oracle"] += [x.accuracy for x in systems if x.name == "oracle"]
+                chosen = _best_single_on_validation(workspace, run_id, backbone)
+                best_single.append(chosen)
+                for ref, system_name in (("best single", chosen), ("oracle", "oracle")):
+                    for x in systems:
+                        if x.name == system_name:
+                            references[ref].append(x.accuracy)
+                            _add_groups(ref_groups[ref], x.by_group)
             vals.append(val)
             tests.append(test)
             run_ids.append(run_id)
@@ -755,10 +835,105 @@ def study_optimizers(
                 progress(
                     f"{name} seed {s}: validation {val:.3f}, test {test:.3f} (run {run_id[:8]})"
                 )
-        rows.append(StudyRow(name, mean_ci(vals), mean_ci(tests), tuple(run_ids), episodes))
+        rows.append(
+            StudyRow(
+                name,
+                mean_ci(vals),
+                mean_ci(tests),
+                tuple(run_ids),
+                episodes,
+                {g: mean_ci(v) for g, v in test_groups.items()},
+                tuple(tests),
+            )
+        )
     return Study(
         tuple(rows),
         seeds,
         dict(config.to_dict()["budget"]),
         {name: mean_ci(values) for name, values in references.items() if values},
+        tuple(best_single),
+        {
+            name: {g: mean_ci(v) for g, v in groups.items()}
+            for name, groups in ref_groups.items()
+            if groups
+        },
+        PowerEstimate.of([list(r.tests) for r in rows], test_tasks, margin),
+        forced,
     )
+
+
+# What a paper-faithful study sets for every optimizer (keys a config lacks are skipped):
+# the paper's parametrisation and fitness, none of the project's or the released run's
+# options (docs/METHOD.md).
+PAPER_SETTINGS: dict[str, dict[str, Any]] = {
+    "backbone": {"input": "raw"},
+    "optimizer": {
+        "search_basis": "identity",
+        "sigma0_scale": "literal",
+        "cost_penalty": 0.0,
+        "turn_penalty": 0.0,
+        "diversity_bonus": 0.0,
+        "turn_bonus": 0.0,
+    },
+    "protocol": {"thinker_suggests_role": False},
+}
+
+
+def paper_config(
+    config: RunConfig, optimizers: Sequence[str], backbone: Backbone
+) -> tuple[RunConfig, dict[str, Any]]:
+    """The config a paper-faithful study gives every optimizer, and what it set
+    ("section.key" -> value):
+
+    - ``PAPER_SETTINGS`` (identity search basis, plain mean reward as fitness, ...);
+    - SVF as the config says when every optimizer can search it, else off for all;
+    - one budget in episodes for all: ``budget.episodes`` if set, else ``generations`` x
+      sep-CMA-ES's episodes per generation (population x rollouts); ``budget.calls``
+      stays as given, the same for all; the generation limit is lifted (set to the
+      episode budget), so no optimizer stops early because its generations are smaller.
+    """
+    from workbench.core.config import SVF_OPTIMIZERS
+    from workbench.core.coordinator import HeadConfig
+    from workbench.core.optimizers.base import default_popsize
+
+    data = config.to_dict()
+    forced: dict[str, Any] = {}
+    for section, values in PAPER_SETTINGS.items():
+        for key, value in values.items():
+            if key in data[section]:
+                data[section][key] = value
+                forced[f"{section}.{key}"] = value
+    svf = config.optimizer.svf and all(o in SVF_OPTIMIZERS for o in optimizers)
+    data["optimizer"]["svf"] = svf
+    forced["optimizer.svf"] = svf
+    b = config.budget
+    episodes = b.episodes
+    if not episodes:
+        n = HeadConfig(len(describe_pool(config.pool.workers)), backbone.hidden_size).n_params
+        if svf:
+            n += backbone.svf().n_params
+        popsize = config.optimizer.popsize or default_popsize(n)
+        episodes = b.generations * popsize * config.optimizer.rollouts
+    data["budget"].update(episodes=episodes, generations=episodes)
+    forced["budget.episodes"] = episodes
+    if b.calls:
+        forced["budget.calls"] = b.calls
+    return RunConfig.from_dict(data), forced
+
+
+def _add_groups(into: dict[str, list[float]], by_group: dict[str, Any]) -> None:
+    """Append one evaluation's accuracy per category to ``into`` (category -> values)."""
+    for group, result in sorted(by_group.items()):
+        into.setdefault(group, []).append(result.accuracy)
+
+
+def _best_single_on_validation(workspace: Workspace, run_id: str, backbone: Backbone) -> str:
+    """The single worker (``single:<id>``) with the highest accuracy on the run's
+    validation split; a tie goes to the earlier worker in the pool."""
+    source = evaluation_source(workspace, run=run_id)
+    singles = [b for b in source.baselines if b.startswith("single:")]
+    report = evaluate_run(
+        workspace, run=run_id, split="validation", baselines=singles, backbone=backbone
+    ).report
+    scored = [x for x in report.systems if x.kind == "single"]
+    return max(scored, key=lambda x: (x.accuracy, -scored.index(x))).name

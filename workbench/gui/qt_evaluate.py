@@ -214,7 +214,8 @@ class QtEvaluate(QWidget):
 
         self.results_table = read_only_table(COLUMNS)
         self.usage_table = read_only_table(("System",))
-        for table in (self.results_table, self.usage_table):
+        self.category_table = read_only_table(("System",))  # accuracy per category (benchmark)
+        for table in (self.results_table, self.usage_table, self.category_table):
             table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.chart = pg.PlotWidget(title="Accuracy with 95% intervals")
         self.chart.setYRange(0, 1)
@@ -234,6 +235,7 @@ class QtEvaluate(QWidget):
         for title, widget in (
             ("Accuracy", self.results_table),
             ("Usage: turns per worker and role", self.usage_table),
+            ("Accuracy per category (n tasks)", self.category_table),
         ):
             box = QGroupBox(title)
             QVBoxLayout(box).addWidget(widget)
@@ -480,6 +482,8 @@ class QtEvaluate(QWidget):
         self.results_table.setRowCount(0)
         self.usage_table.setRowCount(0)
         self.usage_table.setColumnCount(1)
+        self.category_table.setRowCount(0)
+        self.category_table.setColumnCount(1)
         self.stored_label.clear()
         for item in (self.bars, self.error_bars):
             if item is not None:
@@ -529,7 +533,23 @@ class QtEvaluate(QWidget):
                 item = QTableWidgetItem(str(system.usage.get(key, 0)))
                 item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 self.usage_table.setItem(row, col, item)
+        self._show_categories(report)
         self._update_buttons()
+
+    def _show_categories(self, report: Report) -> None:
+        """Each system's accuracy per category of the tasks, and the total (``all``)."""
+        groups = report.groups
+        self.category_table.setColumnCount(2 + len(groups))
+        self.category_table.setHorizontalHeaderLabels(["System", *groups, "all"])
+        self.category_table.setRowCount(len(report.systems))
+        for row, system in enumerate(report.systems):
+            self.category_table.setItem(row, 0, QTableWidgetItem(system.name))
+            cells = [system.by_group.get(g) for g in groups] + [system]
+            for col, result in enumerate(cells, start=1):
+                text = "" if result is None else f"{result.accuracy:.3f} ({result.n})"
+                item = QTableWidgetItem(text)
+                item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                self.category_table.setItem(row, col, item)
 
     def _usage_columns(self, report: Report) -> list[str]:
         """Every used "worker/role", in pool order and role order."""

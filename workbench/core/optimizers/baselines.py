@@ -5,8 +5,11 @@ user can reproduce the paper's comparison (docs/METHOD.md) on their own pool:
 - REINFORCE: the same linear head as a stochastic policy, a batch of sampled episodes
   per step, reward minus the batch mean as advantage, Adam;
 - imitation: run every worker alone (one Worker turn) on the minibatch, label each task
-  with a worker that solved it, and fit the head by softmax regression (Adam) on the
-  query's feature, role Worker.
+  with its best worker (``Imitation`` states the rule and its tie-breaks), and fit the
+  head by softmax regression (Adam) on the query's feature, role Worker.
+
+Random search draws head weights themselves, never in the trainer's search basis
+(the trainer searches random search in the identity basis).
 """
 
 from __future__ import annotations
@@ -82,13 +85,17 @@ class _HeadLearner:
         return self.theta.copy()
 
     def _log_prob_grad(
-        self, feature: np.ndarray, worker_probs, role_probs, worker: int, role: int
+        self, feature: np.ndarray, worker_probs, role_probs, worker: int, role: int | None
     ) -> np.ndarray:
-        """d log pi(worker, role | feature) / d W for the linear softmax head."""
+        """d log pi(worker, role | feature) / d W for the linear softmax head (``role``
+        None: the worker's part only, for a turn whose role the policy did not choose)."""
         L = self.head.n_workers
         rows = np.concatenate([-np.asarray(worker_probs), -np.asarray(role_probs)])
         rows[worker] += 1.0
-        rows[L + role] += 1.0
+        if role is None:
+            rows[L:] = 0.0
+        else:
+            rows[L + role] += 1.0
         return np.outer(rows, feature).reshape(-1)
 
     def dumps(self) -> bytes:
@@ -99,8 +106,12 @@ class _HeadLearner:
 
 
 class Reinforce(_HeadLearner):
-    """REINFORCE on the head: every proposal is the current policy; one Adam step per
-    generation on the batch of its sampled episodes, advantage = reward - batch mean."""
+    """REINFORCE on the head: every proposal is the current policy, so a generation's
+    batch is all its ``popsize x rollouts`` sampled episodes (448 at 28 x 16). One Adam
+    step per generation (learning rate ``optimizer.learning_rate``, default 0.01; betas
+    0.9 and 0.999) along the batch's mean of ``advantage x sum over the episode's turns
+    of grad log pi(worker, role)``, advantage = the episode's reward minus the batch's
+    mean reward. Features are in the trainer's search basis."""
 
     def __init__(
         self,
@@ -127,6 +138,7 @@ class Reinforce(_HeadLearner):
             if advantage == 0:
                 continue
             task = self.tasks[e.task_id]
+            chosen_by_thinker = set(e.grade_details.get("thinker_role_turns", ()))
             for i, turn in enumerate(e.turns):
                 steps.append(
                     (
@@ -134,6 +146,7 @@ class Reinforce(_HeadLearner):
                         turn,
                         e.pool.index(turn.worker),
                         advantage,
+                        i in chosen_by_thinker,  # a Thinker chose this role, not the policy
                     )
                 )
         if not steps:
@@ -142,9 +155,10 @@ class Reinforce(_HeadLearner):
         # (feature-cache hits: these transcripts were read during the episodes)
         feats = self.features([s[0] for s in steps])
         grad = np.zeros_like(self.theta)
-        for (_, turn, worker, advantage), f in zip(steps, feats, strict=True):
+        for (_, turn, worker, advantage, suggested), f in zip(steps, feats, strict=True):
+            role = None if suggested else ROLES.index(turn.role)
             grad += advantage * self._log_prob_grad(
-                f, turn.worker_probs, turn.role_probs, worker, ROLES.index(turn.role)
+                f, turn.worker_probs, turn.role_probs, worker, role
             )
         self.theta = self.adam.step(self.theta, grad / len(flat))
 
@@ -154,7 +168,17 @@ class Reinforce(_HeadLearner):
 
 
 class Imitation(_HeadLearner):
-    """Imitation of the best single worker: label collection plus softmax regression."""
+    """Imitation of the best single worker per task: label collection plus softmax
+    regression.
+
+    Every generation each worker plays the same minibatch alone (one Worker turn). A
+    task's label is its best worker, by one stated rule (``label``): the highest solve
+    rate on that task over every play so far; a tie goes to the worker with the highest
+    training accuracy on the task's category (``Task.group``), then to the cheaper one
+    (mean dollars per episode), then to the earlier one in the pool. A task that no
+    worker has solved has no label. The head is then fitted (Adam, ``epochs`` passes) to
+    the labels on the query's feature, role Worker.
+    """
 
     def __init__(
         self,
@@ -172,19 +196,75 @@ class Imitation(_HeadLearner):
         self.popsize = L  # one proposal per worker
         self.rollouts = max(1, popsize * rollouts // L)  # the same episodes per generation
         self.epochs = epochs
-        self.labels: dict[str, int] = {}  # task id -> a worker that solved it alone
+        # what the labels are drawn from: (task id, worker) -> [solved, played];
+        # (category, worker) -> [solved, played]; worker -> [dollars, episodes]
+        self.solved: dict[tuple[str, int], list[float]] = {}
+        self.category: dict[tuple[str, int], list[float]] = {}
+        self.cost: dict[int, list[float]] = {}
 
     def ask(self) -> list[Proposal]:
         return [Proposal(fixed_worker=w) for w in range(self.head.n_workers)]
 
+    def _group(self, task_id: str) -> str:
+        task = self.tasks.get(task_id)
+        return task.group if task is not None else ""
+
+    def record(self, worker: int, episode: Episode) -> None:
+        """Count one play of ``worker`` alone on a task."""
+        reward = float(episode.reward >= 1.0)
+        for table, key in (
+            (self.solved, (episode.task_id, worker)),
+            (self.category, (self._group(episode.task_id), worker)),
+        ):
+            counts = table.setdefault(key, [0.0, 0.0])
+            counts[0] += reward
+            counts[1] += 1
+        spent = self.cost.setdefault(worker, [0.0, 0.0])
+        spent[0] += episode.cost
+        spent[1] += 1
+
+    def label(self, task_id: str) -> int | None:
+        """The task's best worker by the rule in the class docstring (None: unsolved)."""
+
+        def rate(table: dict, key: tuple) -> float:
+            solved, played = table.get(key, (0.0, 0.0))
+            return solved / played if played else 0.0
+
+        played = [w for w in range(self.head.n_workers) if (task_id, w) in self.solved]
+        if not any(self.solved[(task_id, w)][0] for w in played):
+            return None
+        group = self._group(task_id)
+
+        def key(w: int) -> tuple[float, float, float, int]:
+            dollars, episodes = self.cost.get(w, (0.0, 0.0))
+            mean_cost = dollars / episodes if episodes else 0.0
+            return (
+                -rate(self.solved, (task_id, w)),
+                -rate(self.category, (group, w)),
+                mean_cost,
+                w,
+            )
+
+        return min(played, key=key)
+
+    @property
+    def labels(self) -> dict[str, int]:
+        """Task id -> its best worker, for every task some worker has solved."""
+        out = {}
+        for task_id in sorted({t for t, _ in self.solved}):
+            best = self.label(task_id)
+            if best is not None:
+                out[task_id] = best
+        return out
+
     def tell(self, proposals, fitness, episodes: Sequence[Sequence[Episode]]) -> None:
         for proposal, eps in zip(proposals, episodes, strict=True):
             for e in eps:
-                if e.reward >= 1.0 and e.task_id not in self.labels:
-                    self.labels[e.task_id] = proposal.fixed_worker
-        if not self.labels:
+                self.record(proposal.fixed_worker, e)
+        labels = self.labels
+        if not labels:
             return
-        ids = sorted(self.labels)
+        ids = sorted(labels)
         feats = self.features([render_transcript(self.tasks[i], ()) for i in ids])
         L = self.head.n_workers
         role = ROLES.index(Role.WORKER)
@@ -194,7 +274,7 @@ class Imitation(_HeadLearner):
             for f, task_id in zip(feats, ids, strict=True):
                 logits = W @ f
                 grad += self._log_prob_grad(
-                    f, softmax(logits[:L]), softmax(logits[L:]), self.labels[task_id], role
+                    f, softmax(logits[:L]), softmax(logits[L:]), labels[task_id], role
                 ).reshape(W.shape)
             self.theta = self.adam.step(self.theta, grad.reshape(-1) / len(ids))
 
@@ -203,8 +283,13 @@ class Imitation(_HeadLearner):
         return float(np.sqrt(np.mean(self.theta**2)))
 
     def dumps(self) -> bytes:
-        return pickle.dumps((super().dumps(), self.labels))
+        return pickle.dumps((super().dumps(), (self.solved, self.category, self.cost)))
 
     def loads(self, state: bytes) -> None:
-        base, self.labels = pickle.loads(state)
+        base, tables = pickle.loads(state)
         super().loads(base)
+        if isinstance(tables, dict):  # a checkpoint from before best-worker labels: task -> worker
+            self.solved = {(t, w): [1.0, 1.0] for t, w in tables.items()}
+            self.category, self.cost = {}, {}
+        else:
+            self.solved, self.category, self.cost = tables

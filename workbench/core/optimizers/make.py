@@ -39,10 +39,6 @@ def make_optimizer(
     popsize = o.popsize or default_popsize(n)
     if o.name == "random-search":
         return RandomSearch(n, popsize=popsize, rollouts=o.rollouts, seed=config.run.seed)
-    if o.svf:
-        raise ValueError(
-            f"optimizer.svf is supported by sep-cma-es and random-search, not by {o.name}"
-        )
     if o.name == "reinforce":
         return Reinforce(
             head,

@@ -324,6 +324,7 @@ class Team:
                 max_tokens=protocol.max_tokens,
                 temperature=protocol.temperature,
                 prompts=self.prompts,
+                thinker_suggests_role=protocol.thinker_suggests_role,
             ),
             rng=None,  # argmax acting, as in evaluation
             seed=seed,

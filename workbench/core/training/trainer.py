@@ -132,6 +132,7 @@ class Trainer:
             max_tokens=config.protocol.max_tokens,
             temperature=config.protocol.temperature,
             prompts=self.prompts,
+            thinker_suggests_role=config.protocol.thinker_suggests_role,
         )
         self.head_config = HeadConfig(len(self.pool), backbone.hidden_size)
         self.n_svf = backbone.svf().n_params if config.optimizer.svf else 0
@@ -217,9 +218,15 @@ class Trainer:
         )
         return self.state
 
-    def _budget_reason(self, before_generation: bool) -> str | None:
-        b, s = self.config.budget, self.state.spend
-        if self.state.generation + 1 >= b.generations:
+    def _budget_reason(
+        self, before_generation: bool, spend: Spend | None = None, done: int | None = None
+    ) -> str | None:
+        """Why the run stops now, or None. ``before_generation``: also stop when the next
+        generation's episodes would pass ``budget.episodes``. ``spend`` and ``done``
+        (generations completed) default to the run's own; a projection passes others."""
+        b, s = self.config.budget, spend or self.state.spend
+        done = self.state.generation + 1 if done is None else done
+        if done >= b.generations:
             return "budget.generations"
         per_generation = self.optimizer.popsize * self.optimizer.rollouts
         if b.episodes and s.episodes + (per_generation if before_generation else 0) > b.episodes:
@@ -230,7 +237,7 @@ class Trainer:
             return "budget.dollars"
         if b.minutes and s.seconds >= b.minutes * 60:
             return "budget.minutes"
-        if self.stop.stopped:
+        if self.stop.stopped and spend is None:
             return "stopped"
         return None
 
@@ -285,12 +292,12 @@ class Trainer:
         episodes = list(flat)
 
         validation = None
-        if (g + 1) % cfg.optimizer.validate_every == 0 or self._budget_ends_after(g):
+        if (g + 1) % cfg.optimizer.validate_every == 0 or self._last_generation(g, flat, started):
             validation, val_episodes = await self._validate(g)
             episodes += val_episodes
 
         s = self.state.spend
-        calls = sum(len([t for t in e.turns if t.messages]) for e in episodes)
+        calls = worker_calls(episodes)
         dollars = sum(e.cost for e in episodes)
         wall = time.perf_counter() - started
         s.episodes += len(flat)
@@ -338,12 +345,22 @@ class Trainer:
         )
         self._emit(stats)
 
-    def _budget_ends_after(self, g: int) -> bool:
-        return g + 1 >= self.config.budget.generations
+    def _last_generation(self, g: int, flat: Sequence[Episode], started: float) -> bool:
+        """Whether any budget (generations, episodes, calls, dollars, minutes) ends the run
+        after generation ``g``, judged on its training episodes: the last generation is
+        always validated, whichever budget ends the run. (If only the validation's own
+        spend would reach a budget, this generation is validated anyway.)"""
+        s = self.state.spend
+        projected = Spend(
+            episodes=s.episodes + len(flat),
+            calls=s.calls + worker_calls(flat),
+            dollars=s.dollars + sum(e.cost for e in flat),
+            seconds=s.seconds + time.perf_counter() - started,
+        )
+        return self._budget_reason(before_generation=True, spend=projected, done=g + 1) is not None
 
     def _score(self, episode: Episode) -> float:
-        o = self.config.optimizer
-        return episode.reward - o.cost_penalty * episode.cost - o.turn_penalty * len(episode.turns)
+        return fitness_score(self.config, episode)
 
     def _policy(self, proposal: Proposal) -> tuple[Policy, int]:
         if proposal.fixed_worker is not None:
@@ -369,8 +386,10 @@ class Trainer:
 
     async def _fit_basis(self) -> SearchBasis:
         """The run's search basis, from the opening transcripts of a seeded random sample of
-        its training tasks."""
-        if self.config.optimizer.search_basis == "identity":
+        its training tasks. Random search always draws head weights themselves (the paper's
+        U[-0.5, 0.5])."""
+        o = self.config.optimizer
+        if o.search_basis == "identity" or o.name == "random-search":
             return SearchBasis()
         train = self.splits["train"]
         rng = np.random.default_rng(derived_seed(self.config.run.seed, "basis"))
@@ -474,6 +493,23 @@ class Trainer:
                 listener(event)
             except Exception:  # a broken listener must not end the run
                 log.exception("listener failed on %s", type(event).__name__)
+
+
+def worker_calls(episodes: Sequence[Episode]) -> int:
+    """The worker calls ``episodes`` made (a Verifier chosen before any answer makes none)."""
+    return sum(len([t for t in e.turns if t.messages]) for e in episodes)
+
+
+def fitness_score(config: RunConfig, episode: Episode) -> float:
+    """One episode's contribution to a candidate's fitness: the reward, minus the cost and
+    turn penalties, plus the released run's optional shaping (``diversity_bonus`` when the
+    episode called two or more distinct workers, ``turn_bonus`` per turn)."""
+    o = config.optimizer
+    turns = len(episode.turns)
+    score = episode.reward - o.cost_penalty * episode.cost - o.turn_penalty * turns
+    if o.diversity_bonus and len({t.worker for t in episode.turns if t.messages}) >= 2:
+        score += o.diversity_bonus
+    return score + o.turn_bonus * turns
 
 
 def coordinator_from_vector(
