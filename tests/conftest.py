@@ -19,6 +19,19 @@ CORPUS = [
 ] * 20
 
 
+@pytest.fixture()
+def tiny_chat_backbone(tiny_lm):
+    """The tiny backbone reading transcripts in its chat template (``input="chat"``): every
+    transcript ends in the same template tokens, so one feature direction steers a head on
+    any question (tests/core/test_serve.py's ``steered_file``)."""
+    from workbench.core.coordinator import Backbone
+
+    model, tokenizer = tiny_lm
+    backbone = Backbone("tiny", model=model, tokenizer=tokenizer, input="chat")
+    yield backbone
+    backbone.close()
+
+
 @pytest.fixture(autouse=True)
 def _isolated_user_dirs(tmp_path_factory, monkeypatch):
     """Every test gets its own user data/config dirs; the model cache is shared per session."""

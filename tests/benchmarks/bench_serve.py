@@ -143,7 +143,7 @@ def measure(tmp: Path) -> None:
     model, tokenizer = build_tiny_lm()
     model.save_pretrained(tmp / "tiny")
     tokenizer.save_pretrained(tmp / "tiny")
-    backbone = Backbone("tiny", model=model, tokenizer=tokenizer)
+    backbone = Backbone("tiny", model=model, tokenizer=tokenizer, input="chat")
 
     worker, line = start(
         [sys.executable, "-m", "tests.support.fault_server", "--latency", str(args.latency)],

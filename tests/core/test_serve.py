@@ -47,14 +47,15 @@ def ws(tmp_path):
 def steered_file(
     path, backbone, pool, *, worker=0, role=Role.WORKER, max_turns=2, source="tiny", **protocol
 ):
-    """A coordinator file whose argmax picks ``pool[worker]`` as ``role`` every turn."""
+    """A coordinator file whose argmax picks ``pool[worker]`` as ``role`` every turn (on a
+    chat-input backbone, whose transcripts all end in the template's tokens)."""
     probe = backbone.feature("Query:\nWhat is 2 + 2?")
     n, d = len(pool), backbone.hidden_size
     weights = np.zeros((n + 3, d))
     weights[worker] = 50 * probe
     weights[n + ROLES.index(role)] = 50 * probe
     cfg = config(
-        backbone={"model": source, "device": "cpu"},
+        backbone={"model": source, "device": "cpu", "input": backbone.input},
         pool={"workers": pool},
         protocol={"max_turns": max_turns, "temperature": 0.0, "max_tokens": 64, **protocol},
     )
@@ -105,9 +106,9 @@ def serve():
 
 
 @pytest.fixture()
-def sandbox_team(ws, tiny_backbone, tmp_path):
-    path = steered_file(tmp_path / "team.safetensors", tiny_backbone, SANDBOX, worker=0)
-    return load_team(ws, coordinator_file=path, backbone=tiny_backbone)
+def sandbox_team(ws, tiny_chat_backbone, tmp_path):
+    path = steered_file(tmp_path / "team.safetensors", tiny_chat_backbone, SANDBOX, worker=0)
+    return load_team(ws, coordinator_file=path, backbone=tiny_chat_backbone)
 
 
 def trinity(chunk):
@@ -132,14 +133,14 @@ def register(worker_id, base_url, model=MODEL, **options):
 
 
 def test_a_failing_worker_is_an_openai_error_naming_it_never_its_key(
-    serve, ws, tiny_backbone, tmp_path, fault_server, keychain
+    serve, ws, tiny_chat_backbone, tmp_path, fault_server, keychain
 ):
     key = "sk-test-serve-0123456789abcdef"
     Registry().add(
         spec_from_options("loop", "openai", MODEL, base_url=fault_server.base_url), key=key
     )
-    path = steered_file(tmp_path / "loop.safetensors", tiny_backbone, ["loop"], max_turns=1)
-    served = serve(load_team(ws, coordinator_file=path, backbone=tiny_backbone))
+    path = steered_file(tmp_path / "loop.safetensors", tiny_chat_backbone, ["loop"], max_turns=1)
+    served = serve(load_team(ws, coordinator_file=path, backbone=tiny_chat_backbone))
     fault_server.script(Fault.status_code(401, f"Incorrect API key provided: {key}"))
     with pytest.raises(openai.APIStatusError) as caught:
         served.chat(extra_body={"trace": True})
@@ -230,10 +231,10 @@ def test_the_trace_shows_each_turn_by_field_or_header(serve, sandbox_team, ws):
             assert shown["verdict"] is None and shown["error"] is None
 
 
-def test_no_answer_is_a_502_that_says_why_with_the_trace(serve, ws, tiny_backbone, tmp_path):
+def test_no_answer_is_a_502_that_says_why_with_the_trace(serve, ws, tiny_chat_backbone, tmp_path):
     # one steered Verifier with no answer to check: the episode ends without one
-    path = steered_file(tmp_path / "v.safetensors", tiny_backbone, SANDBOX, role=Role.VERIFIER)
-    served = serve(load_team(ws, coordinator_file=path, backbone=tiny_backbone))
+    path = steered_file(tmp_path / "v.safetensors", tiny_chat_backbone, SANDBOX, role=Role.VERIFIER)
+    served = serve(load_team(ws, coordinator_file=path, backbone=tiny_chat_backbone))
     with pytest.raises(openai.InternalServerError) as caught:
         served.chat(extra_body={"trace": True})
     body = caught.value.response.json()
@@ -276,14 +277,14 @@ def test_streaming_sends_the_answer_in_openai_chunks_then_done(serve, sandbox_te
 
 
 def test_a_long_streamed_episode_keeps_the_connection_alive(
-    serve, ws, tiny_backbone, tmp_path, fault_server
+    serve, ws, tiny_chat_backbone, tmp_path, fault_server
 ):
     """While a slow worker answers, the silent stream gets SSE comments, which the
     official client skips."""
     fault_server.latency = 1.0
     register("slow", fault_server.base_url)
-    path = steered_file(tmp_path / "slow.safetensors", tiny_backbone, ["slow"], max_turns=1)
-    team = load_team(ws, coordinator_file=path, backbone=tiny_backbone)
+    path = steered_file(tmp_path / "slow.safetensors", tiny_chat_backbone, ["slow"], max_turns=1)
+    team = load_team(ws, coordinator_file=path, backbone=tiny_chat_backbone)
     served = serve(team, ServeSettings(keepalive_s=0.1))
     body = {"model": team.model_id, "messages": QUESTION, "stream": True}
     with httpx.stream("POST", f"{served.url}/chat/completions", json=body, timeout=60) as response:
@@ -358,9 +359,9 @@ def test_bad_requests_get_400_in_openais_error_shape(serve, sandbox_team, ws):
         assert len(store.list_episodes(run.id)) == 1
 
 
-def test_a_trained_run_serves_its_pool_and_stores_what_it_did(serve, ws, tiny_backbone):
-    run_id = train(config(budget={"generations": 1}), ws, backbone=tiny_backbone)
-    team = load_team(ws, run=run_id[:8], backbone=tiny_backbone, max_turns=3)
+def test_a_trained_run_serves_its_pool_and_stores_what_it_did(serve, ws, tiny_chat_backbone):
+    run_id = train(config(budget={"generations": 1}), ws, backbone=tiny_chat_backbone)
+    team = load_team(ws, run=run_id[:8], backbone=tiny_chat_backbone, max_turns=3)
     served = serve(team)
     assert served.client.models.list().data[0].trinity["source"] == {"run": run_id}
     raw = served.post(
@@ -382,12 +383,12 @@ def test_a_trained_run_serves_its_pool_and_stores_what_it_did(serve, ws, tiny_ba
 
 
 def test_beyond_the_queue_requests_get_429_with_retry_after(
-    serve, ws, tiny_backbone, tmp_path, fault_server
+    serve, ws, tiny_chat_backbone, tmp_path, fault_server
 ):
     fault_server.latency = 0.6
     register("slow", fault_server.base_url)
-    path = steered_file(tmp_path / "slow.safetensors", tiny_backbone, ["slow"], max_turns=1)
-    team = load_team(ws, coordinator_file=path, backbone=tiny_backbone)
+    path = steered_file(tmp_path / "slow.safetensors", tiny_chat_backbone, ["slow"], max_turns=1)
+    team = load_team(ws, coordinator_file=path, backbone=tiny_chat_backbone)
     served = serve(team, ServeSettings(concurrency=1, queue=1))
     outcomes: list = []
 
@@ -413,12 +414,12 @@ def test_beyond_the_queue_requests_get_429_with_retry_after(
 
 
 def test_stopping_lets_in_flight_episodes_finish_and_closes_the_run(
-    serve, ws, tiny_backbone, tmp_path, fault_server
+    serve, ws, tiny_chat_backbone, tmp_path, fault_server
 ):
     fault_server.latency = 0.8
     register("slow", fault_server.base_url)
-    path = steered_file(tmp_path / "slow.safetensors", tiny_backbone, ["slow"], max_turns=1)
-    served = serve(load_team(ws, coordinator_file=path, backbone=tiny_backbone))
+    path = steered_file(tmp_path / "slow.safetensors", tiny_chat_backbone, ["slow"], max_turns=1)
+    served = serve(load_team(ws, coordinator_file=path, backbone=tiny_chat_backbone))
     answers = []
     asker = threading.Thread(target=lambda: answers.append(served.chat()))
     asker.start()
@@ -439,13 +440,13 @@ def test_stopping_lets_in_flight_episodes_finish_and_closes_the_run(
 
 
 def test_a_transformers_serve_worker_behind_the_server(
-    serve, ws, tiny_backbone, tmp_path, transformers_server
+    serve, ws, tiny_chat_backbone, tmp_path, transformers_server
 ):
     register("smol", transformers_server.base_url, transformers_server.model)
     path = steered_file(
-        tmp_path / "smol.safetensors", tiny_backbone, ["smol"], max_turns=1, max_tokens=12
+        tmp_path / "smol.safetensors", tiny_chat_backbone, ["smol"], max_turns=1, max_tokens=12
     )
-    served = serve(load_team(ws, coordinator_file=path, backbone=tiny_backbone))
+    served = serve(load_team(ws, coordinator_file=path, backbone=tiny_chat_backbone))
     completion = served.chat()
     episode = stored(ws, completion.trinity["episode_id"])
     assert completion.choices[0].message.content == episode.answer
@@ -461,9 +462,9 @@ def test_a_transformers_serve_worker_behind_the_server(
 # --------------------------------------------------------------------------- the command
 
 
-def test_the_serve_command_serves_until_interrupted(tmp_path, tiny_backbone, tiny_model_dir):
+def test_the_serve_command_serves_until_interrupted(tmp_path, tiny_chat_backbone, tiny_model_dir):
     path = steered_file(
-        tmp_path / "team.safetensors", tiny_backbone, SANDBOX, source=str(tiny_model_dir)
+        tmp_path / "team.safetensors", tiny_chat_backbone, SANDBOX, source=str(tiny_model_dir)
     )
     ws = tmp_path / "cli-ws"
     command = [sys.executable, "-m", "workbench", "serve", "--workspace", str(ws)]

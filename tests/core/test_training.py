@@ -359,7 +359,7 @@ def test_balanced_search_basis_evens_out_an_anisotropic_feature_and_maps_to_an_o
 
 
 @pytest.mark.parametrize("basis", ["balanced", "identity"])
-def test_the_stored_result_is_the_coordinator_that_was_validated(ws, tiny_backbone, basis):
+def test_the_stored_result_is_the_coordinator_that_was_validated(ws, tiny_chat_backbone, basis):
     """The recorded decisions of the best validation replay exactly from the stored vector
     (what export and evaluation use), whichever basis the optimizer searched in."""
     from workbench.core.coordinator import softmax
@@ -371,7 +371,9 @@ def test_the_stored_result_is_the_coordinator_that_was_validated(ws, tiny_backbo
         optimizer={"popsize": 4, "rollouts": 3, "validate_every": 1, "search_basis": basis},
         budget={"generations": 2},
     )
-    run_id = train(cfg, ws, backbone=tiny_backbone)
+    # chat input: the template's shared last tokens make the feature anisotropic, which
+    # the balanced basis evens out (alpha > 1)
+    run_id = train(cfg, ws, backbone=tiny_chat_backbone)
     tasks = {t.id: t for t in load_suite("mixed").tasks}
     with Store.open(ws) as store:
         vector, checkpoint = best_vector(store, run_id)
@@ -380,29 +382,30 @@ def test_the_stored_result_is_the_coordinator_that_was_validated(ws, tiny_backbo
         summaries = store.list_episodes(run_id, generation=generation)
         validation = [store.get_episode(e.id) for e in summaries if e.candidate is None]
     assert (alpha == 1.0) == (basis == "identity") and alpha >= 1.0
-    stored = coordinator_from_vector(tiny_backbone, 3, vector, svf=False)
+    stored = coordinator_from_vector(tiny_chat_backbone, 3, vector, svf=False)
     turns = [(e, i) for e in validation for i in range(len(e.turns))]
     assert len(validation) == 6 and turns
     for episode, i in turns:
-        logits = stored.head.weights @ tiny_backbone.feature(
+        logits = stored.head.weights @ tiny_chat_backbone.feature(
             render_transcript(tasks[episode.task_id], episode.turns[:i])
         )
         np.testing.assert_allclose(softmax(logits[:3]), episode.turns[i].worker_probs, atol=1e-6)
         np.testing.assert_allclose(softmax(logits[3:]), episode.turns[i].role_probs, atol=1e-6)
 
 
+@pytest.mark.parametrize("scale", ["literal", "width"])
 @pytest.mark.parametrize("svf", [False, True])
-def test_sigma0_gives_every_backbone_width_the_papers_exploration_in_logit_space(
-    tiny_backbone, svf
-):
-    """sigma0 is for the paper's d = 1024: on a d-wide unit-RMS feature the head weights are
-    explored at sigma0 sqrt(1024 / d), so a candidate's logits spread sigma0 sqrt(1024)
-    whatever the width; SVF offsets (relative changes) keep sigma0 itself."""
+def test_sigma0_is_literal_by_default_and_width_scaled_as_an_option(tiny_backbone, svf, scale):
+    """By default (the paper) head weights are explored at sigma0 itself, so a candidate's
+    logits on a d-wide unit-RMS feature spread sigma0 sqrt(d); with sigma0_scale = "width"
+    at sigma0 sqrt(1024 / d), so they spread sigma0 sqrt(1024) whatever the width. SVF
+    offsets (relative changes) keep sigma0 itself either way."""
     from workbench.core.coordinator import HeadConfig
     from workbench.core.optimizers.make import make_optimizer
     from workbench.core.optimizers.sep_cma_es import REFERENCE_WIDTH
 
-    cfg = config(optimizer={"popsize": 64, "sigma0": 0.03})
+    cfg = config(optimizer={"popsize": 64, "sigma0": 0.03, "sigma0_scale": scale})
+    assert RunConfig().optimizer.sigma0_scale == "literal"
     head = HeadConfig(3, tiny_backbone.hidden_size)
     n_svf = 50 if svf else 0
     es = make_optimizer(cfg, n_svf + head.n_params, head, tiny_backbone.features, {})
@@ -412,6 +415,7 @@ def test_sigma0_gives_every_backbone_width_the_papers_exploration_in_logit_space
     feature = rng.normal(size=head.hidden_size)
     feature /= np.sqrt((feature**2).mean())  # unit RMS, as the coordinator normalises it
     logits = heads @ feature
-    np.testing.assert_allclose(logits.std(), 0.03 * np.sqrt(REFERENCE_WIDTH), rtol=0.1)
+    width = REFERENCE_WIDTH if scale == "width" else head.hidden_size
+    np.testing.assert_allclose(logits.std(), 0.03 * np.sqrt(width), rtol=0.1)
     if svf:
         np.testing.assert_allclose(vectors[:, :n_svf].std(), 0.03, rtol=0.1)

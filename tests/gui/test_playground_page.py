@@ -28,12 +28,12 @@ TIMEOUT = 120_000
 
 
 def test_the_page_server_requires_the_stored_server_key(
-    qtbot, make_main_window, tiny_backbone, tmp_path, keychain, monkeypatch
+    qtbot, make_main_window, tiny_chat_backbone, tmp_path, keychain, monkeypatch
 ):
     """As `serve` on loopback: a stored server key is required, and the snippet reads it
     from an environment variable instead of holding it."""
     set_server_key("team-key-42")
-    path = steered_file(tmp_path / "team.safetensors", tiny_backbone, SANDBOX, max_turns=1)
+    path = steered_file(tmp_path / "team.safetensors", tiny_chat_backbone, SANDBOX, max_turns=1)
     page = make_main_window().pages["Playground"]
     page.choose_coordinator_file(path)
     page.serve_button.click()
@@ -53,9 +53,9 @@ def test_the_page_server_requires_the_stored_server_key(
 
 
 def test_a_question_shows_its_turns_live_then_the_answer_and_opens_in_replay(
-    qtbot, make_main_window, gui_workspace, tiny_backbone, tmp_path
+    qtbot, make_main_window, gui_workspace, tiny_chat_backbone, tmp_path
 ):
-    path = steered_file(tmp_path / "team.safetensors", tiny_backbone, SANDBOX, max_turns=2)
+    path = steered_file(tmp_path / "team.safetensors", tiny_chat_backbone, SANDBOX, max_turns=2)
     window = make_main_window()
     page = window.pages["Playground"]
     page.choose_coordinator_file(path)
@@ -103,9 +103,9 @@ def test_a_question_shows_its_turns_live_then_the_answer_and_opens_in_replay(
 
 
 def test_choosing_a_coordinator_shows_its_pool_or_why_it_cannot(
-    qtbot, make_main_window, tiny_backbone, tmp_path
+    qtbot, make_main_window, tiny_chat_backbone, tmp_path
 ):
-    path = steered_file(tmp_path / "team.safetensors", tiny_backbone, SANDBOX, max_turns=2)
+    path = steered_file(tmp_path / "team.safetensors", tiny_chat_backbone, SANDBOX, max_turns=2)
     page = make_main_window().pages["Playground"]
     page.choose_coordinator_file(path)
     qtbot.waitUntil(lambda: page.pool_label.text().startswith("pool: "), timeout=TIMEOUT)
@@ -120,14 +120,14 @@ def test_choosing_a_coordinator_shows_its_pool_or_why_it_cannot(
 
 
 def test_each_turn_shows_while_the_episode_runs(
-    qtbot, make_main_window, gui_workspace, tiny_backbone, tmp_path, fault_server
+    qtbot, make_main_window, gui_workspace, tiny_chat_backbone, tmp_path, fault_server
 ):
     """A loopback worker that answers after 4 s: a turn's row (with its bars) appears as
     soon as the coordinator decides, its reply when the worker answers, and the next turn
     before the episode ends; the answer comes last."""
     fault_server.latency = 4.0
     Registry().add(spec_from_options("slow", "transformers", MODEL, base_url=fault_server.base_url))
-    path = steered_file(tmp_path / "slow.safetensors", tiny_backbone, ["slow"], max_turns=2)
+    path = steered_file(tmp_path / "slow.safetensors", tiny_chat_backbone, ["slow"], max_turns=2)
     page = make_main_window().pages["Playground"]
     page.choose_coordinator_file(path)
     page.question.setPlainText("What is 12 + 30?")
@@ -158,11 +158,11 @@ def test_each_turn_shows_while_the_episode_runs(
 
 
 def test_stop_ends_a_slow_episode_without_storing_it(
-    qtbot, make_main_window, gui_workspace, tiny_backbone, tmp_path, fault_server
+    qtbot, make_main_window, gui_workspace, tiny_chat_backbone, tmp_path, fault_server
 ):
     fault_server.latency = 30.0
     Registry().add(spec_from_options("slow", "transformers", MODEL, base_url=fault_server.base_url))
-    path = steered_file(tmp_path / "slow.safetensors", tiny_backbone, ["slow"], max_turns=1)
+    path = steered_file(tmp_path / "slow.safetensors", tiny_chat_backbone, ["slow"], max_turns=1)
     page = make_main_window().pages["Playground"]
     page.choose_coordinator_file(path)
     page.question.setPlainText("What is 12 + 30?")
@@ -179,9 +179,9 @@ def test_stop_ends_a_slow_episode_without_storing_it(
 
 
 def test_the_page_serves_the_team_to_the_openai_client(
-    qtbot, make_main_window, gui_workspace, tiny_backbone, tmp_path
+    qtbot, make_main_window, gui_workspace, tiny_chat_backbone, tmp_path
 ):
-    path = steered_file(tmp_path / "team.safetensors", tiny_backbone, SANDBOX, max_turns=1)
+    path = steered_file(tmp_path / "team.safetensors", tiny_chat_backbone, SANDBOX, max_turns=1)
     page = make_main_window().pages["Playground"]
     page.choose_coordinator_file(path)
     page.serve_button.click()
