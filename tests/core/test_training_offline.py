@@ -123,7 +123,7 @@ def test_short_offline_run_end_to_end(tmp_path, offline_backbone):
     assert "mean batch" in table and f"{generation['tokens_forwarded']}" in table
 
 
-def test_sep_cma_es_learns_category_routing_on_the_sandbox_pool(tmp_path, offline_backbone):
+def test_sep_cma_es_learns_category_routing_on_the_sandbox_pool(tmp_path):
     """The method end to end on the real offline backbone: one turn on the sandbox pool,
     where the right worker depends on the task's category. After a short run the trained
     coordinator routes well above every single worker and about as well as the oracle."""
@@ -132,10 +132,8 @@ def test_sep_cma_es_learns_category_routing_on_the_sandbox_pool(tmp_path, offlin
     config = RunConfig.load(EXAMPLE).replace(budget={"generations": 30}, backbone={"device": "cpu"})
     assert config.protocol.max_turns == 1 and config.optimizer.name == "sep-cma-es"
     ws = Workspace.open(tmp_path / "ws")
-    run_id = train(config, ws, backbone=offline_backbone)
-    systems = {
-        s.name: s for s in evaluate_run(ws, run=run_id, backbone=offline_backbone).report.systems
-    }
+    run_id = train(config, ws)  # the backbone the example names (its input, its device)
+    systems = {s.name: s for s in evaluate_run(ws, run=run_id).report.systems}
     coordinator, oracle = systems.pop("coordinator"), systems.pop("oracle")
     best_single = max(s.accuracy for name, s in systems.items() if name.startswith("single:"))
     print(

@@ -19,7 +19,8 @@ def gui_workspace(tmp_path):
 
 @pytest.fixture()
 def make_main_window(qtbot, gui_workspace, tiny_backbone):
-    """Builds the main window over a temporary workspace with the tiny backbone; at teardown
+    """Builds the main window over a temporary workspace with the tiny backbone (or the
+    ``backbone`` given); at teardown
     stops any run (with a checkpoint), shuts down the pages' background jobs, closes the
     window and asserts no RunThread, Job or EvaluationThread runs."""
     from workbench.gui.app import MainWindow
@@ -31,7 +32,9 @@ def make_main_window(qtbot, gui_workspace, tiny_backbone):
 
     def make(**kwargs):
         window = MainWindow(
-            kwargs.pop("workspace", gui_workspace), backbone=tiny_backbone, **kwargs
+            kwargs.pop("workspace", gui_workspace),
+            backbone=kwargs.pop("backbone", tiny_backbone),
+            **kwargs,
         )
         qtbot.addWidget(window)
         window.show()

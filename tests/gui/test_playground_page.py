@@ -34,7 +34,7 @@ def test_the_page_server_requires_the_stored_server_key(
     from an environment variable instead of holding it."""
     set_server_key("team-key-42")
     path = steered_file(tmp_path / "team.safetensors", tiny_chat_backbone, SANDBOX, max_turns=1)
-    page = make_main_window().pages["Playground"]
+    page = make_main_window(backbone=tiny_chat_backbone).pages["Playground"]
     page.choose_coordinator_file(path)
     page.serve_button.click()
     qtbot.waitUntil(lambda: page.server is not None, timeout=TIMEOUT)
@@ -56,7 +56,7 @@ def test_a_question_shows_its_turns_live_then_the_answer_and_opens_in_replay(
     qtbot, make_main_window, gui_workspace, tiny_chat_backbone, tmp_path
 ):
     path = steered_file(tmp_path / "team.safetensors", tiny_chat_backbone, SANDBOX, max_turns=2)
-    window = make_main_window()
+    window = make_main_window(backbone=tiny_chat_backbone)
     page = window.pages["Playground"]
     page.choose_coordinator_file(path)
     page.question.setPlainText("What is 12 + 30?")
@@ -106,7 +106,7 @@ def test_choosing_a_coordinator_shows_its_pool_or_why_it_cannot(
     qtbot, make_main_window, tiny_chat_backbone, tmp_path
 ):
     path = steered_file(tmp_path / "team.safetensors", tiny_chat_backbone, SANDBOX, max_turns=2)
-    page = make_main_window().pages["Playground"]
+    page = make_main_window(backbone=tiny_chat_backbone).pages["Playground"]
     page.choose_coordinator_file(path)
     qtbot.waitUntil(lambda: page.pool_label.text().startswith("pool: "), timeout=TIMEOUT)
     assert page.pool_label.text() == f"pool: {', '.join(SANDBOX)} · backbone tiny · up to 2 turns"
@@ -128,7 +128,7 @@ def test_each_turn_shows_while_the_episode_runs(
     fault_server.latency = 4.0
     Registry().add(spec_from_options("slow", "transformers", MODEL, base_url=fault_server.base_url))
     path = steered_file(tmp_path / "slow.safetensors", tiny_chat_backbone, ["slow"], max_turns=2)
-    page = make_main_window().pages["Playground"]
+    page = make_main_window(backbone=tiny_chat_backbone).pages["Playground"]
     page.choose_coordinator_file(path)
     page.question.setPlainText("What is 12 + 30?")
     page.ask()
@@ -163,7 +163,7 @@ def test_stop_ends_a_slow_episode_without_storing_it(
     fault_server.latency = 30.0
     Registry().add(spec_from_options("slow", "transformers", MODEL, base_url=fault_server.base_url))
     path = steered_file(tmp_path / "slow.safetensors", tiny_chat_backbone, ["slow"], max_turns=1)
-    page = make_main_window().pages["Playground"]
+    page = make_main_window(backbone=tiny_chat_backbone).pages["Playground"]
     page.choose_coordinator_file(path)
     page.question.setPlainText("What is 12 + 30?")
     page.ask()
@@ -182,7 +182,7 @@ def test_the_page_serves_the_team_to_the_openai_client(
     qtbot, make_main_window, gui_workspace, tiny_chat_backbone, tmp_path
 ):
     path = steered_file(tmp_path / "team.safetensors", tiny_chat_backbone, SANDBOX, max_turns=1)
-    page = make_main_window().pages["Playground"]
+    page = make_main_window(backbone=tiny_chat_backbone).pages["Playground"]
     page.choose_coordinator_file(path)
     page.serve_button.click()
     qtbot.waitUntil(lambda: page.server is not None, timeout=TIMEOUT)
