@@ -11,32 +11,15 @@ import tempfile
 from pathlib import Path
 
 import tomli_w
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.support.fuzz import FUZZ, any_text, nested_values, scalar_values
 from workbench.core.config import ConfigError, RunConfig
 
-FUZZ = settings(
-    max_examples=200,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
-
-text = st.text(st.characters(codec=None, min_codepoint=0, max_codepoint=0x10FFFF), max_size=40)
-scalars = (
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.integers(min_value=2**63, max_value=10**5000)  # too long for float() and repr()
-    | st.floats()
-    | text
-    | st.sampled_from(["auto", "cpu", "cuda:0", "sep-cma-es", "sandbox", "offline", "off"])
-)
-values = st.recursive(
-    scalars,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(text, inner, max_size=4),
-    max_leaves=10,
-)
+text = any_text(40)
+scalars = scalar_values(text, ["auto", "cpu", "cuda:0", "sep-cma-es", "sandbox", "offline", "off"])
+values = nested_values(text, scalars)
 _known = RunConfig().to_dict()
 keys = st.sampled_from([k for section in _known.values() for k in section]) | text
 sections = st.sampled_from(list(_known)) | text

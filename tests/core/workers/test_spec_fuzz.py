@@ -8,34 +8,19 @@ from __future__ import annotations
 
 import json
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.support.fuzz import FUZZ, any_text, nested_values, scalar_values
 from workbench.core.keychain import Secret
 from workbench.core.workers.spec import RegistryError, WorkerSpec
 
 KEY = "sk-test-ECHO-0123456789abcdefXYZ"
-FUZZ = settings(
-    max_examples=200,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+text = any_text(30)
+scalars = scalar_values(
+    text, ["openai", "local", "vllm", "http://127.0.0.1:8000/v1", KEY, "Bearer x"]
 )
-
-text = st.text(st.characters(codec=None, min_codepoint=0, max_codepoint=0x10FFFF), max_size=30)
-scalars = (
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.integers(min_value=2**63, max_value=10**5000)  # too long for float() and repr()
-    | st.floats()
-    | text
-    | st.sampled_from(["openai", "local", "vllm", "http://127.0.0.1:8000/v1", KEY, "Bearer x"])
-)
-values = st.recursive(
-    scalars,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(text, inner, max_size=4),
-    max_leaves=10,
-)
+values = nested_values(text, scalars)
 spec_fields = st.sampled_from(
     [
         "provider",
