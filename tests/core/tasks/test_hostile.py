@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from tests.core.tasks import hostile_probes
-from workbench.core.tasks.sandbox import linux
+from workbench.core.tasks.sandbox import end_spare_sandboxes, linux
 
 USER_UID = 1000
 PROJECT = Path(__file__).resolve().parents[3]
@@ -228,6 +228,10 @@ def graded(request):
         results = _grade_as_user(world, base) if as_user else _grade_as_root(world)
         elapsed = time.monotonic() - start
         time.sleep(0.5)  # a daemon that escaped would write its file by now
+        # this process's own spare sandboxes (started ahead of a next grade, e.g. by a
+        # grading thread of an earlier test finishing late) are the workbench's, not
+        # anything a probe left: end them, so what remains was left behind
+        end_spare_sandboxes()
         after = _processes()
         # ours: anything in another pid namespace (the sandboxes' processes), any bwrap,
         # and for the uid 1000 run any process of that user. (Root's sandboxes run as
