@@ -331,3 +331,22 @@ def test_batched_features_of_the_offline_model_match_one_by_one(offline_backbone
         print(f"SmolLM2-135M fp32, {name}: max abs diff {diff:.2e}")
         assert diff < 1e-3
         assert decisions(got, heads=16) == decisions(want, heads=16)
+
+
+def test_closing_a_backbone_gives_the_model_back_without_its_svf_offsets():
+    """Backbones over one model (a process's shared model, the test fixtures) each assume
+    the original weights: one that applied SVF offsets undoes them when it closes, so the
+    next one's features are the model's own (a left-over offset once changed a later
+    run's decisions)."""
+    model, tokenizer = build_tiny_lm(seed=11)
+    original = {k: v.clone() for k, v in model.state_dict().items()}
+    first = Backbone("t", model=model, tokenizer=tokenizer)
+    want = first.feature(TEXT)
+    delta = np.random.default_rng(0).normal(0, 0.5, first.svf().n_params)
+    shifted = first.feature(TEXT, delta)
+    assert not np.allclose(shifted, want)
+    first.close()
+    assert all(torch.equal(v, original[k]) for k, v in model.state_dict().items())
+    second = Backbone("t", model=model, tokenizer=tokenizer)
+    np.testing.assert_array_equal(second.feature(TEXT), want)
+    second.close()

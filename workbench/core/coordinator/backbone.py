@@ -308,7 +308,13 @@ class Backbone:
         return features
 
     def close(self) -> None:
+        """Stop the forward thread and give the model back as it came: SVF offsets this
+        backbone applied are undone (another Backbone over the same model assumes the
+        original weights)."""
         self._executor.shutdown(wait=True)
+        with self._lock:
+            if self._svf_digest != "none":
+                self._use_svf(None)
 
 
 CONTEXT_MARGIN = 64  # tokens a chat template may add around a transcript
