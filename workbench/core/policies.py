@@ -20,7 +20,10 @@ from workbench.core.records import ROLES, Role
 class Policy(Protocol):
     """Chooses a turn's worker and role from the transcript so far. ``rng`` samples (a
     training rollout); ``None`` acts greedily (evaluation). ``n_workers`` is the size of
-    the pool it chooses from."""
+    the pool it chooses from. A policy that reads transcripts through a model of bounded
+    context may also offer ``context_fits(transcript) -> bool`` (the coordinator does):
+    ``run_episode`` then drops the oldest turns first from what it reads
+    (``protocol.fit_transcript``)."""
 
     @property
     def n_workers(self) -> int:

@@ -42,18 +42,15 @@ log = logging.getLogger(__name__)
 _backbones: dict[tuple[str, str, int, str, str], Backbone] = {}
 
 
-def shared_backbone(
-    source: str,
-    device: str = "auto",
-    svf_layer: int = -2,
-    precision: str = "auto",
-    input: str = "raw",
-) -> Backbone:
-    """One loaded backbone per (source, device, SVF layer, precision, input) in this process."""
-    key = (source, device, svf_layer, precision, input)
+def shared_backbone(config: RunConfig, model: str | None = None) -> Backbone:
+    """The backbone ``config`` names (``model`` instead of its model when given: a
+    coordinator file's), loaded once per (model, device, SVF layer, precision, input) in
+    this process."""
+    b = config.backbone
+    key = (model or b.model, b.device, config.optimizer.svf_layer, b.precision, b.input)
     if key not in _backbones:
         _backbones[key] = Backbone(
-            source, device=device, precision=precision, input=input, svf_layer=svf_layer
+            key[0], device=b.device, precision=b.precision, input=b.input, svf_layer=key[2]
         )
     return _backbones[key]
 
@@ -349,13 +346,7 @@ def train(
                 store.update_run_config(record.id, config.to_dict())
         assert config is not None
         suite = load_suite(config.tasks.suite, workspace)
-        backbone = backbone or shared_backbone(
-            config.backbone.model,
-            config.backbone.device,
-            config.optimizer.svf_layer,
-            config.backbone.precision,
-            config.backbone.input,
-        )
+        backbone = backbone or shared_backbone(config)
         session = open_pool(config, store)
         cache = session.cache
         trainer = Trainer(
@@ -482,13 +473,7 @@ def evaluate_run(
             config = config.replace(tasks={"suite": suite})
         task_suite = load_suite(config.tasks.suite, workspace)
         tasks = task_splits(config, task_suite)[split]
-        backbone = backbone or shared_backbone(
-            source.backbone_model,
-            config.backbone.device,
-            config.optimizer.svf_layer,
-            config.backbone.precision,
-            config.backbone.input,
-        )
+        backbone = backbone or shared_backbone(config, source.backbone_model)
         if source.run_id is not None:
             vector, _ = best_vector(store, source.run_id)
             coordinator = coordinator_from_vector(
@@ -555,13 +540,7 @@ def export_run(
         out = resolve_out(out, default_name)  # a bad place fails before the backbone loads
         config = record.config()
         vector, checkpoint = best_vector(store, record.id)
-        backbone = backbone or shared_backbone(
-            config.backbone.model,
-            config.backbone.device,
-            config.optimizer.svf_layer,
-            config.backbone.precision,
-            config.backbone.input,
-        )
+        backbone = backbone or shared_backbone(config)
         pool = describe_pool(config.pool.workers)
         coordinator = coordinator_from_vector(backbone, len(pool), vector, config.optimizer.svf)
         training = {
@@ -780,13 +759,7 @@ def study_optimizers(
     if not 0 < margin <= 1:
         raise ValueError(f"--margin must lie in (0, 1], got {margin}: e.g. 0.05")
     test_tasks = 0
-    backbone = backbone or shared_backbone(
-        config.backbone.model,
-        config.backbone.device,
-        config.optimizer.svf_layer,
-        config.backbone.precision,
-        config.backbone.input,
-    )
+    backbone = backbone or shared_backbone(config)
     forced: dict[str, Any] = {}
     if paper:
         config, forced = paper_config(config, optimizers, backbone)

@@ -372,13 +372,7 @@ def load_team(
 
     source = evaluation_source(workspace, run=run, coordinator_file=coordinator_file)
     config = source.config
-    backbone = backbone or shared_backbone(
-        source.backbone_model,
-        config.backbone.device,
-        config.optimizer.svf_layer,
-        config.backbone.precision,
-        config.backbone.input,
-    )
+    backbone = backbone or shared_backbone(config, source.backbone_model)
     if source.run_id is not None:
         with Store.open(workspace) as store:
             vector, _ = best_vector(store, source.run_id)
