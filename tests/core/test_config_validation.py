@@ -165,6 +165,26 @@ def test_a_pool_naming_a_missing_local_model_is_refused_before_the_run_is_stored
     assert _no_runs(ws.root)
 
 
+def test_train_with_a_missing_local_model_is_a_usage_error_and_stores_nothing(tmp_path):
+    """Exit 2 like every other mistake in a config (it was 1, the code of a failed run)."""
+    config = tmp_path / "missing.toml"
+    config.write_text(
+        tomli_w.dumps(
+            {
+                "pool": {"workers": ["sandbox:mathlete", f"local:{tmp_path / 'no-such-model'}"]},
+                "tasks": {"suite": "arithmetic", "train": 4, "validation": 2, "test": 2},
+                "budget": {"generations": 1},
+            }
+        )
+    )
+    ws = tmp_path / "ws"
+    out = _cli("train", str(config), "--workspace", str(ws))
+    assert out.returncode == 2, out.stderr
+    assert "Traceback" not in out.stderr
+    assert "no-such-model" in out.stderr and "take it out of the pool" in out.stderr
+    assert not ws.exists() or _no_runs(ws)
+
+
 def test_a_config_saved_with_a_byte_order_mark_loads(tmp_path):
     """Windows Notepad writes one; TOML readers call it an invalid statement."""
     path = tmp_path / "bom.toml"

@@ -95,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Errors that carry a sentence for the user: no traceback (unless --verbose).
         log.debug("details", exc_info=True)
         print(f"error: {exc}", file=sys.stderr)
-        return 1 if isinstance(exc, _work_failures()) else 2
+        return 1 if _work_failed(exc) else 2
     except BrokenPipeError:  # output piped into head, less, ...
         sys.stderr.close()
         return 0
@@ -142,8 +142,11 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     )
 
 
-def _work_failures() -> tuple[type[BaseException], ...]:
-    """Errors that mean the work failed (exit 1) rather than that the input was bad (2)."""
+def _work_failed(exc: BaseException) -> bool:
+    """Whether ``exc`` means the work failed (exit 1) rather than that the input was bad
+    (2). A model source that cannot be loaded (a missing path, an unknown precision, no
+    GPU for ``--device cuda``) is bad input, though it is raised as a RuntimeError."""
+    from workbench.core.models import ModelSourceError
     from workbench.core.workers.base import WorkerError
 
-    return (RuntimeError, WorkerError)
+    return isinstance(exc, RuntimeError | WorkerError) and not isinstance(exc, ModelSourceError)

@@ -294,17 +294,19 @@ async def run_episode(
                 Turn(
                     **decision,
                     messages=messages,
-                    error=_describe(exc),
+                    error=worker.redact(_describe(exc)),
                     latency_s=time.perf_counter() - started,
                 )
             )
             continue
-        verdict, parsed = parse_verdict(reply.text) if role is Role.VERIFIER else (None, True)
+        # every key of the pool masked (a worker masks its own; this catches the rest)
+        text = worker.redact(reply.text)
+        verdict, parsed = parse_verdict(text) if role is Role.VERIFIER else (None, True)
         turns.append(
             Turn(
                 **decision,
                 messages=messages,
-                response=reply.text,
+                response=text,
                 verdict=verdict,
                 verdict_parsed=parsed,
                 tokens_in=reply.tokens_in,
@@ -317,9 +319,9 @@ async def run_episode(
         if role is Role.THINKER:
             thinkers.append(worker.id)
             if settings.thinker_suggests_role:
-                suggested = suggested_role(reply.text)
+                suggested = suggested_role(text)
         elif role is Role.WORKER:
-            answer, thinkers = reply.text, []
+            answer, thinkers = text, []
         elif verdict == "ACCEPT":
             stop = StopReason.ACCEPTED
             break

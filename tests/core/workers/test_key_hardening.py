@@ -199,6 +199,37 @@ def test_a_key_pasted_into_another_field_is_refused_without_repeating_it(field):
 @pytest.mark.parametrize(
     "url",
     [
+        f"https://api.example.com/v1/{KEY}/",
+        f"https://api.example.com/{KEY}/v1",
+        f"https://api.example.com/v1/key={KEY}",
+        f"https://api.example.com/v1/{KEY.replace('-', '%2D')}",
+        f"ftp://api.example.com/{KEY}",
+        "https://api.example.com/v1/sk-abcdef0123456789",
+        "https://api.example.com/v1?api_key=abc",
+    ],
+)
+def test_a_key_in_the_base_url_is_refused_without_repeating_it(url):
+    with pytest.raises(SpecError) as caught:
+        spec_from_options("w", "openai", "m", base_url=url)
+    message = str(caught.value)
+    assert KEY not in message and "sk-abcdef" not in message and "'base_url'" in message
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://gateway.ai.cloudflare.com/v1/0123456789abcdef0123456789abcdef/gw/openai",
+        "https://myres.openai.azure.com/openai/deployments/gpt-4o",
+        "http://127.0.0.1:8000/v1",
+    ],
+)
+def test_ordinary_base_urls_with_ids_in_their_path_are_kept(url):
+    assert spec_from_options("w", "openai", "m", base_url=url).base_url == url
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
         "http://127.0.0.1:8000/v1\r\nX-Evil: 1",
         "http://127.0.0.1:8000/v1\n",
         "http://127.0.0.1:8000/\tv1",
@@ -258,3 +289,110 @@ def test_workers_add_refuses_keys_in_extra_crlf_urls_and_zero_timeouts(tmp_path)
     assert listed.returncode == 0 and KEY not in listed.stdout and '"w"' not in listed.stdout
     toml = list(Path(tmp_path / "config").rglob("workers.toml"))
     assert all(KEY not in p.read_text() for p in toml)
+
+
+# ---- every key of the pool, not only the worker's own
+
+
+OTHER_KEY = "sk-test-OTHER-9876543210fedcbaQRS"
+
+
+def test_another_workers_key_echoed_by_a_server_never_reaches_the_store(
+    tmp_path, keychain, tiny_backbone
+):
+    """Two workers registered with keys in a real Secret Service; worker b's server echoes
+    worker a's key in every form (a proxy that reflects what it saw, two endpoints of one
+    account). The pool is built as a run builds it; nothing of a's key is stored or
+    exported, and b's own key is still masked."""
+    from workbench.core.policies import FixedPolicy
+    from workbench.core.workers.pool import build_pool
+    from workbench.core.workers.registry import Registry
+
+    forms = [
+        OTHER_KEY,
+        OTHER_KEY.upper(),
+        _b64(OTHER_KEY),
+        _b64(f"Bearer {OTHER_KEY}"),
+        " ".join(OTHER_KEY),
+        "".join(f"\\u{ord(c):04x}" for c in OTHER_KEY),
+        OTHER_KEY.encode().hex(),
+        f"first {OTHER_KEY[:17]} and later {OTHER_KEY[17:]}",
+    ]
+    reply_text = f"a's key: {' | '.join(forms)} b's: {KEY}\n\\boxed{{5}}"
+    registry = Registry(tmp_path / "workers.toml")
+    task = Task(id="o1", kind="math", prompt="0 + 5?", answer="5", category="m")
+    ws = Workspace.open(tmp_path / "ws")
+    with FaultServer() as quiet, FaultServer(reply=lambda request: reply_text) as echoing:
+        registry.add(
+            WorkerSpec(id="a", provider="openai", model=MODEL, base_url=quiet.base_url),
+            key=OTHER_KEY,
+        )
+        registry.add(
+            WorkerSpec(id="b", provider="openai", model=MODEL, base_url=echoing.base_url),
+            key=KEY,
+        )
+        pool = build_pool(["a", "b"], registry=registry)
+
+        async def go():
+            try:
+                return await run_episode(
+                    FixedPolicy(2, 1),
+                    pool,
+                    task,
+                    EpisodeSettings(suite="echo", max_turns=1, temperature=0.0),
+                    rng=np.random.default_rng(0),
+                    seed=0,
+                )
+            finally:
+                for w in pool:
+                    await w.aclose()
+
+        episode = asyncio.run(go())
+        assert echoing.chat_requests()[0].headers["authorization"] == f"Bearer {KEY}"
+    (turn,) = episode.turns
+    assert turn.worker == "b" and "boxed{5}" in turn.response
+    markers = [OTHER_KEY[:16], OTHER_KEY[16:], _b64(OTHER_KEY)[:20], KEY[:16], KEY[16:]]
+    with Store.open(ws) as store:
+        store.add_episodes([episode])
+        exported = store.export_episode_json(episode.id)
+    for text in (turn.response, exported):
+        assert not [m for m in markers if m.lower() in text.lower()], text
+    for path in ws.root.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes().decode("latin-1").lower()
+            assert not [m for m in markers if m.lower() in data], path
+
+
+def test_a_cached_reply_recorded_before_masking_never_hands_out_a_key(tmp_path):
+    """An old response-cache row in a real SQLite file holds a worker's key in plain text
+    (recorded before masking existed); a cache hit returns it masked."""
+    from workbench.core.workers.cache import ResponseCache
+
+    worker = OpenAIWorker(
+        WorkerSpec(id="w", provider="openai", model=MODEL, base_url="http://127.0.0.1:9/v1"),
+        key=KEY,
+    )
+    messages = ({"role": "user", "content": "hi"},)
+    with Store(tmp_path / "workbench.sqlite3") as store:
+        cache = ResponseCache(store, "read-write")
+        key, request = cache.key_for(worker, messages, max_tokens=8, temperature=0.0, seed=1)
+        store.put_response(  # as an old version wrote it: no masking
+            key,
+            provider="openai",
+            model=MODEL,
+            request=request,
+            response={
+                "text": f"your key is {KEY} ({_b64(KEY)})",
+                "tokens_in": 1,
+                "tokens_out": 2,
+                "cost": 0.0,
+                "usage_estimated": False,
+                "model": f"{MODEL}-{KEY}",
+                "latency_s": 0.1,
+            },
+        )
+        reply = asyncio.run(
+            cache.complete(worker, messages, max_tokens=8, temperature=0.0, seed=1)
+        )
+    assert reply.cached and reply.text.startswith("your key is ****")
+    assert not _leaks(reply.text + (reply.model or ""))

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
+    from workbench.core.keychain import Secret
     from workbench.core.tasks.model import Task
 
 Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": str}
@@ -139,10 +140,20 @@ class Worker(abc.ABC):
 
     provider: ClassVar[str]
     base_url: str | None = None  # the endpoint, for workers that call one
+    # the keys whose echoes ``redact`` masks: a worker's own key, and once ``build_pool``
+    # has shared them, the keys of every worker of its pool
+    secrets: tuple[Secret, ...] = ()
 
     def __init__(self, worker_id: str, model: str):
         self.id = worker_id
         self.model = model
+
+    def redact(self, text: str) -> str:
+        """``text`` with every echo of every key in ``secrets`` masked (see
+        ``Secret.redact``); applied to all a worker returns before it is stored or shown."""
+        for secret in self.secrets:
+            text = secret.redact(text)
+        return text
 
     @abc.abstractmethod
     async def complete(

@@ -181,7 +181,14 @@ class ResponseCache:
             stored = await asyncio.to_thread(self.store.get_response, key)
             if stored is not None:
                 self.hits += 1
+                # masked on the way out: a row recorded before a key was known (or
+                # before masking existed) never hands the key back
                 result = _from_record(stored, time.perf_counter() - started)
+                result = dataclasses.replace(
+                    result,
+                    text=worker.redact(result.text),
+                    model=worker.redact(result.model) if result.model else result.model,
+                )
             elif self.policy is CachePolicy.REPLAY_ONLY:
                 self.misses += 1
                 raise CacheMiss(
@@ -279,6 +286,17 @@ class CachedWorker(Worker):
             seed=seed,
             context=context,
         )
+
+    @property  # type: ignore[override]
+    def secrets(self) -> tuple[Any, ...]:
+        return self.inner.secrets
+
+    @secrets.setter
+    def secrets(self, value: tuple[Any, ...]) -> None:
+        self.inner.secrets = value
+
+    def redact(self, text: str) -> str:
+        return self.inner.redact(text)
 
     def request_identity(
         self, *, max_tokens: int, temperature: float, seed: int | None

@@ -148,6 +148,7 @@ class HTTPWorker(Worker):
         self.spec = spec
         self.base_url = (spec.base_url or self.default_base_url).rstrip("/")
         self._key = key if isinstance(key, Secret) or key is None else Secret(key)
+        self.secrets = (self._key,) if self._key is not None else ()
         self.key_status = key_status or KeyStatus(
             "keychain" if key else "missing", spec.effective_key_env
         )
@@ -282,12 +283,9 @@ class HTTPWorker(Worker):
         t = self.timeouts
         return httpx.Timeout(connect=t.connect, read=t.read, write=t.read, pool=t.total)
 
-    def _redact(self, text: str) -> str:
-        return self._key.redact(text) if self._key is not None else text
-
     def _preview(self, raw: bytes) -> str:
         # masked before it is cut, so no piece of a key is left at the cut
-        head = self._redact(raw[: 2 * PREVIEW_BYTES].decode("utf-8", errors="replace"))
+        head = self.redact(raw[: 2 * PREVIEW_BYTES].decode("utf-8", errors="replace"))
         head = head[:PREVIEW_BYTES]
         more = f" ... ({len(raw)} bytes in all)" if len(raw) > PREVIEW_BYTES else ""
         return f"{head!r}{more}"
@@ -303,7 +301,7 @@ class HTTPWorker(Worker):
             data = None
         detail = self._error_detail(data)
         detail = (
-            self._redact(detail)[:300] if detail else self._preview(raw) if raw else "empty body"
+            self.redact(detail)[:300] if detail else self._preview(raw) if raw else "empty body"
         )
         reason = f"{status} {response.reason_phrase}".strip()
         if self._is_auth_failure(status, data):
@@ -375,7 +373,7 @@ class HTTPWorker(Worker):
 
     def _transport_error(self, exc: Exception) -> WorkerError:
         t = self.timeouts
-        text = self._redact(str(exc)) or type(exc).__name__
+        text = self.redact(str(exc)) or type(exc).__name__
         if isinstance(exc, httpx.ConnectTimeout):
             return WorkerTimeout(
                 self.id,
@@ -533,7 +531,7 @@ class HTTPWorker(Worker):
         latency = time.perf_counter() - started
         # a server that echoes the key (in any encoding) must not get it into an episode,
         # the response cache or the terminal
-        text, model = self._redact(parsed.text), self._redact(parsed.model or self.model)
+        text, model = self.redact(parsed.text), self.redact(parsed.model or self.model)
         estimated = parsed.tokens_in is None or parsed.tokens_out is None
         tokens_in = (
             parsed.tokens_in

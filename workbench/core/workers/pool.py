@@ -77,10 +77,24 @@ def build_pool(
     own on first use and close it in ``aclose()``.
     """
     registry = registry or _registry_if_needed(worker_ids)
-    return [
+    pool = [
         w if isinstance(w, Worker) else worker_for(registry, w, client=client)
         for w in _expand(worker_ids, registry)
     ]
+    share_secrets(pool)
+    return pool
+
+
+def share_secrets(pool: Sequence[Worker]) -> None:
+    """Give every worker of ``pool`` the keys of all of them to mask: a reply or error of
+    one worker that echoes another's key (two endpoints of one account, a proxy that
+    reflects headers) is masked like an echo of its own."""
+    keys: list[Secret] = []
+    for worker in pool:
+        keys += [s for s in worker.secrets if all(s is not k for k in keys)]
+    for worker in pool:
+        own = list(worker.secrets)
+        worker.secrets = (*own, *(k for k in keys if all(k is not o for o in own)))
 
 
 def describe_pool(

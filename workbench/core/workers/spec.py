@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 PROVIDERS = ("openai", "anthropic", "gemini", "local")
 BUILTIN_PREFIXES = ("local", "sandbox")  # ids that name built-in workers
@@ -53,6 +53,17 @@ _SECRET_VALUE = re.compile(
     r"|nvapi-[\w-]{20,}|AKIA[0-9A-Z]{16}|eyJ[\w-]{10,}\.[\w-]{10,}\.)",
     re.I,
 )
+# what separates the words of a text that may carry a key somewhere inside (a URL, a note)
+_WORD_BREAK = re.compile(r"[\s/?#&=:;,@'\"()<>]+")
+
+
+def _holds_secret(text: str) -> bool:
+    """Whether ``text`` is, or has among its words, a value shaped like a key."""
+    return bool(_SECRET_VALUE.match(text)) or any(
+        _SECRET_VALUE.match(word) for word in _WORD_BREAK.split(text) if word
+    )
+
+
 # Extra fields the client itself sets from the spec; overriding them from `extra` is a mistake.
 _RESERVED_FIELDS = {"model", "messages", "stream", "contents", "system", "systemInstruction"}
 
@@ -185,7 +196,7 @@ class WorkerSpec:
             )
         for name in ("model", "key_env", "base_url"):
             value = getattr(self, name)
-            if isinstance(value, str) and _SECRET_VALUE.match(value):
+            if isinstance(value, str) and _holds_secret(value):
                 raise SpecError(  # the value is not repeated: it may be the key itself
                     f"{where} '{name}' looks like an API key, and workers.toml never holds one: "
                     f"give the {name.replace('_', ' ')} there, and store the key with "
@@ -375,7 +386,7 @@ def _got(value: Any) -> str:
     if value is None or isinstance(value, bool | int | float):
         return repr(value)
     if isinstance(value, str):
-        if _SECRET_VALUE.match(value) or len(value) > 80:
+        if _holds_secret(value) or len(value) > 80:
             return f"a text of {len(value)} characters"
         return repr(value)
     return f"a {type(value).__name__}"
@@ -406,6 +417,13 @@ def _check_url(where: str, url: Any) -> str:
         raise SpecError(
             f"{where} 'base_url' must not carry credentials: store the key with "
             "trinity-workbench workers set-key ID --key-stdin"
+        )
+    if any(_holds_secret(unquote(segment)) for segment in parts.path.split("/")):
+        raise SpecError(  # the URL is not repeated: it holds the key
+            f"{where} 'base_url' has a path segment that looks like an API key, and "
+            "workers.toml never holds one: give the endpoint without it (e.g. "
+            "https://api.openai.com/v1) and store the key with trinity-workbench workers "
+            "set-key ID --key-stdin"
         )
     if parts.query or parts.fragment:
         raise SpecError(
@@ -460,7 +478,7 @@ def _credential_in(value: Any, path: str, depth: int = 0) -> str | None:
     if depth > 64:
         return None  # deeper than any request body; TOML and JSON refuse far less already
     if isinstance(value, str):
-        return path if _SECRET_VALUE.match(value) else None
+        return path if _holds_secret(value) else None
     if isinstance(value, Mapping):
         for name, inner in value.items():
             inner_path = f"{path}.{name}"
