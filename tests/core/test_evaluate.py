@@ -89,3 +89,24 @@ def test_stop_ends_the_evaluation_and_marks_its_record_stopped(ws, tiny_backbone
         (record,) = store.list_runs(kind="eval")
         assert record.status == "stopped" and record.stop_reason == "stopped"
         assert store.list_episodes(record.id) == []
+
+
+def test_a_backbone_that_reads_transcripts_otherwise_is_refused_before_anything_is_stored(
+    ws, tiny_backbone, tiny_chat_backbone, trained
+):
+    """A head trained on raw transcripts means nothing on chat-wrapped ones: train,
+    evaluate and study refuse a given backbone whose input mode differs from the config's
+    (issue 15), naming both modes and the fix."""
+    from workbench.core.runs import study_optimizers
+
+    with Store.open(ws) as store:
+        before = len(store.list_runs(kind=None))
+    chat_config = config(budget={"generations": 1}, backbone={"input": "chat"})
+    with pytest.raises(ValueError, match=r"reads transcripts as 'raw'.*backbone.input = 'chat'"):
+        train(chat_config, ws, backbone=tiny_backbone)
+    with pytest.raises(ValueError, match=r"reads transcripts as 'raw'.*backbone.input = 'chat'"):
+        study_optimizers(chat_config, ws, seeds=1, optimizers=["sep-cma-es"], backbone=tiny_backbone)
+    with pytest.raises(ValueError, match=r"reads transcripts as 'chat'.*backbone.input = 'raw'"):
+        evaluate_run(ws, run=trained, backbone=tiny_chat_backbone)
+    with Store.open(ws) as store:
+        assert len(store.list_runs(kind=None)) == before

@@ -55,6 +55,24 @@ def shared_backbone(config: RunConfig, model: str | None = None) -> Backbone:
     return _backbones[key]
 
 
+def backbone_for(
+    config: RunConfig, given: Backbone | None = None, model: str | None = None
+) -> Backbone:
+    """``given`` (a caller's own backbone) if it reads transcripts the way ``config``
+    says, else ``ValueError``; with none given, ``shared_backbone(config, model)``. A head
+    trained on raw transcripts is meaningless on chat-wrapped ones and the other way round,
+    so the two are never mixed silently."""
+    if given is None:
+        return shared_backbone(config, model)
+    if given.input != config.backbone.input:
+        raise ValueError(
+            f"the backbone reads transcripts as {given.input!r} but the run's config says "
+            f"backbone.input = {config.backbone.input!r}: use a backbone loaded with "
+            f"input={config.backbone.input!r} (or none: the run's own is loaded)"
+        )
+    return given
+
+
 def effective_status(record: RunRecord) -> str:
     """A run's status, except that a ``running`` run whose process is gone (killed, or the
     machine restarted) reads ``interrupted``: resume it with ``train --resume``."""
@@ -346,7 +364,7 @@ def train(
                 store.update_run_config(record.id, config.to_dict())
         assert config is not None
         suite = load_suite(config.tasks.suite, workspace)
-        backbone = backbone or shared_backbone(config)
+        backbone = backbone_for(config, backbone)
         session = open_pool(config, store)
         cache = session.cache
         trainer = Trainer(
@@ -473,7 +491,7 @@ def evaluate_run(
             config = config.replace(tasks={"suite": suite})
         task_suite = load_suite(config.tasks.suite, workspace)
         tasks = task_splits(config, task_suite)[split]
-        backbone = backbone or shared_backbone(config, source.backbone_model)
+        backbone = backbone_for(config, backbone, source.backbone_model)
         if source.run_id is not None:
             vector, _ = best_vector(store, source.run_id)
             coordinator = coordinator_from_vector(
@@ -540,7 +558,7 @@ def export_run(
         out = resolve_out(out, default_name)  # a bad place fails before the backbone loads
         config = record.config()
         vector, checkpoint = best_vector(store, record.id)
-        backbone = backbone or shared_backbone(config)
+        backbone = backbone_for(config, backbone)
         pool = describe_pool(config.pool.workers)
         coordinator = coordinator_from_vector(backbone, len(pool), vector, config.optimizer.svf)
         training = {
@@ -759,7 +777,7 @@ def study_optimizers(
     if not 0 < margin <= 1:
         raise ValueError(f"--margin must lie in (0, 1], got {margin}: e.g. 0.05")
     test_tasks = 0
-    backbone = backbone or shared_backbone(config)
+    backbone = backbone_for(config, backbone)
     forced: dict[str, Any] = {}
     if paper:
         config, forced = paper_config(config, optimizers, backbone)

@@ -29,7 +29,7 @@ from workbench.core.protocol import (
     run_episode,
 )
 from workbench.core.records import ROLES, Episode, Role
-from workbench.core.runs import EvaluationSource, evaluation_source, shared_backbone
+from workbench.core.runs import EvaluationSource, backbone_for, evaluation_source
 from workbench.core.store import Store
 from workbench.core.tasks.model import KINDS, Task
 from workbench.core.workers.base import (
@@ -372,7 +372,7 @@ def load_team(
 
     source = evaluation_source(workspace, run=run, coordinator_file=coordinator_file)
     config = source.config
-    backbone = backbone or shared_backbone(config, source.backbone_model)
+    backbone = backbone_for(config, backbone, source.backbone_model)
     if source.run_id is not None:
         with Store.open(workspace) as store:
             vector, _ = best_vector(store, source.run_id)
