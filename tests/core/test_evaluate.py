@@ -105,7 +105,9 @@ def test_a_backbone_that_reads_transcripts_otherwise_is_refused_before_anything_
     with pytest.raises(ValueError, match=r"reads transcripts as 'raw'.*backbone.input = 'chat'"):
         train(chat_config, ws, backbone=tiny_backbone)
     with pytest.raises(ValueError, match=r"reads transcripts as 'raw'.*backbone.input = 'chat'"):
-        study_optimizers(chat_config, ws, seeds=1, optimizers=["sep-cma-es"], backbone=tiny_backbone)
+        study_optimizers(
+            chat_config, ws, seeds=1, optimizers=["sep-cma-es"], backbone=tiny_backbone
+        )
     with pytest.raises(ValueError, match=r"reads transcripts as 'chat'.*backbone.input = 'raw'"):
         evaluate_run(ws, run=trained, backbone=tiny_chat_backbone)
     with Store.open(ws) as store:

@@ -78,8 +78,9 @@ def _thinker_names_worker(request):
     return default_reply(request)
 
 
-@pytest.mark.parametrize("option", [False, True])
-def test_the_thinkers_suggested_role_replaces_the_next_role_only_when_the_option_is_on(option):
+def thinker_override_episode(option: bool = True) -> Episode:
+    """A real episode on a loopback server whose Thinker names the next role: with the
+    option on, turn 1's role is the Thinker's pick."""
     from tests.core.workers.test_http_faults import make_worker
 
     task = Task("add", "math", "What is 12 + 30?", answer="42")
@@ -95,6 +96,32 @@ def test_the_thinkers_suggested_role_replaces_the_next_role_only_when_the_option
             )
         )
         asyncio.run(worker.aclose())
+    return episode
+
+
+def test_replays_mark_the_role_the_thinker_picked():
+    import io
+
+    from workbench.cli.episodes import print_episode
+    from workbench.core.replay import role_label
+
+    episode = thinker_override_episode()
+    assert [role_label(episode, i) for i in range(3)] == [
+        "thinker",
+        "worker (Thinker's pick)",
+        "thinker",
+    ]
+    out = io.StringIO()
+    print_episode(episode, file=out)
+    assert "worker (Thinker's pick)" in out.getvalue()
+    assert "the coordinator's choice overridden" in out.getvalue()
+    plain = thinker_override_episode(option=False)
+    assert "Thinker's pick" not in " ".join(role_label(plain, i) for i in range(3))
+
+
+@pytest.mark.parametrize("option", [False, True])
+def test_the_thinkers_suggested_role_replaces_the_next_role_only_when_the_option_is_on(option):
+    episode = thinker_override_episode(option)
     roles = [t.role for t in episode.turns]
     thinker_prompt = episode.turns[0].messages[0]["content"]
     if option:

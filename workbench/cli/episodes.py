@@ -10,11 +10,12 @@ from workbench.cli.common import UserError, one_line, print_json, table, workspa
 def print_episode(episode, file=None) -> None:
     """The turn table of an episode, then its outcome."""
     from workbench.core.records import ROLES
+    from workbench.core.replay import THINKER_CHOSE, role_label
     from workbench.core.spend import dollars, spend_kind
 
     out = file or sys.stdout
     rows = []
-    for t in episode.turns:
+    for i, t in enumerate(episode.turns):
         w = episode.pool.index(t.worker)
         r = ROLES.index(t.role)
         status = t.error and f"error: {one_line(t.error, 50)}" or (t.verdict or "")
@@ -23,7 +24,7 @@ def print_episode(episode, file=None) -> None:
         rows.append(
             (
                 t.index,
-                t.role,
+                role_label(episode, i),
                 t.worker,
                 f"{t.worker_probs[w]:.2f}",
                 f"{t.role_probs[r]:.2f}",
@@ -51,6 +52,8 @@ def print_episode(episode, file=None) -> None:
         file=out,
     )
     print(file=out)
+    if episode.grade_details.get("thinker_role_turns"):
+        print(f"(Thinker's pick): {THINKER_CHOSE}", file=out)
     print(
         f"stop: {episode.stop_reason}   reward: {episode.reward:g}   "
         f"cost: {dollars(episode.cost, spend_kind(episode.pool), 6)}",

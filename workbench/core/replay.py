@@ -29,6 +29,18 @@ class Decision:
     chosen_role: int
 
 
+THINKER_CHOSE = "role chosen by the Thinker before it (the coordinator's choice overridden)"
+
+
+def role_label(episode: Episode, index: int) -> str:
+    """Turn ``index``'s role as replays show it: marked "(Thinker's pick)" when the
+    previous Thinker's suggested role replaced the coordinator's (protocol option
+    ``thinker_suggests_role``; the turns are listed in ``grade_details``)."""
+    role = str(episode.turns[index].role)
+    chosen_by_thinker = index in episode.grade_details.get("thinker_role_turns", ())
+    return f"{role} (Thinker's pick)" if chosen_by_thinker else role
+
+
 class Replay:
     """One episode and the current turn index (0 .. n_turns - 1)."""
 

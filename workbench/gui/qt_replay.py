@@ -13,7 +13,7 @@ import logging
 from typing import Any
 
 from workbench.core.records import ROLES
-from workbench.core.replay import Replay
+from workbench.core.replay import THINKER_CHOSE, Replay, role_label
 from workbench.core.spend import dollars, is_simulated
 from workbench.core.store import Store
 from workbench.core.tasks.suites import load_suite
@@ -76,7 +76,7 @@ def timeline_rows(episode: Any) -> list[tuple[str, ...]]:
         rows.append(
             (
                 str(i + 1),
-                str(turn.role),
+                role_label(episode, i),
                 turn.worker,
                 f"{p_worker:.2f}",
                 f"{p_role:.2f}",
@@ -355,8 +355,11 @@ class QtReplay(QWidget):
             status = "not called (a Verifier before any answer ends the episode)"
         if turn.verdict and not turn.verdict_parsed:
             status += " (no readable verdict: counted as REVISE)"
+        role = role_label(replay.episode, replay.index)
+        if role != str(turn.role):
+            role = f"{turn.role} ({THINKER_CHOSE})"
         self.meta.setText(
-            f"{turn.role} by {turn.worker} · {status} · tokens {turn.tokens_in}/{turn.tokens_out} · "
+            f"{role} by {turn.worker} · {status} · tokens {turn.tokens_in}/{turn.tokens_out} · "
             f"latency {turn.latency_s:.2f} s · cost {turn_cost(turn)}"
         )
         self.transcript.setPlainText(replay.transcript_before())

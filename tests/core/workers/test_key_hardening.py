@@ -391,8 +391,6 @@ def test_a_cached_reply_recorded_before_masking_never_hands_out_a_key(tmp_path):
                 "latency_s": 0.1,
             },
         )
-        reply = asyncio.run(
-            cache.complete(worker, messages, max_tokens=8, temperature=0.0, seed=1)
-        )
+        reply = asyncio.run(cache.complete(worker, messages, max_tokens=8, temperature=0.0, seed=1))
     assert reply.cached and reply.text.startswith("your key is ****")
     assert not _leaks(reply.text + (reply.model or ""))
