@@ -370,6 +370,7 @@ def test_the_stored_result_is_the_coordinator_that_was_validated(ws, tiny_chat_b
     cfg = config(
         optimizer={"popsize": 4, "rollouts": 3, "validate_every": 1, "search_basis": basis},
         budget={"generations": 2},
+        backbone={"input": "chat"},
     )
     # chat input: the template's shared last tokens make the feature anisotropic, which
     # the balanced basis evens out (alpha > 1)
