@@ -224,4 +224,4 @@ def test_run_episode_bad_input_is_a_clear_error(tmp_path, suite_file):
         "add",
         workspace=tmp_path,
     )
-    assert bad_backbone.returncode == 1 and "none.gguf not found" in bad_backbone.stderr
+    assert bad_backbone.returncode == 2 and "none.gguf not found" in bad_backbone.stderr

@@ -360,7 +360,8 @@ def test_bad_requests_get_400_in_openais_error_shape(serve, sandbox_team, ws):
 
 
 def test_a_trained_run_serves_its_pool_and_stores_what_it_did(serve, ws, tiny_chat_backbone):
-    run_id = train(config(budget={"generations": 1}), ws, backbone=tiny_chat_backbone)
+    cfg = config(budget={"generations": 1}, backbone={"input": "chat"})
+    run_id = train(cfg, ws, backbone=tiny_chat_backbone)
     team = load_team(ws, run=run_id[:8], backbone=tiny_chat_backbone, max_turns=3)
     served = serve(team)
     assert served.client.models.list().data[0].trinity["source"] == {"run": run_id}
