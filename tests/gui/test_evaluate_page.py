@@ -108,6 +108,13 @@ def test_evaluating_a_run_shows_cores_figures_and_exports_them(
         assert cells == [f"{r.accuracy:.3f} ({r.n})" for r in per]
     with Store.open(gui_workspace) as store:
         assert len(store.list_episodes(page.result.run_id)) == 7 * 9
+    # what the coordinator played per category, beside the oracle's plan (issue 17)
+    from workbench.core.learned import describe_learned
+
+    assert expected.learned and page.report.learned == expected.learned
+    shown = page.learned_view.toPlainText()
+    assert all(line in shown for line in describe_learned(expected.learned))
+    assert "oracle: " in shown
 
     md = page.export_markdown(tmp_path / "out" / "eval.md")
     assert md is None  # the folder does not exist: a message, not a traceback

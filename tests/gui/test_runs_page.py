@@ -61,6 +61,8 @@ def test_a_short_run_fills_the_plots_and_ends_finished(
     assert "(simulated)" in page.spend_label.text()  # a sandbox pool's dollars
     run_id = finished.args[0].run_id
     qtbot.waitUntil(lambda: page.status_of(run_id) == "finished", timeout=10_000)
+    # right after the run: what it learned is shown without opening it
+    qtbot.waitUntil(lambda: run_id[:8] in page.learned_view.toPlainText(), timeout=10_000)
     assert not page.can_resume(run_id)
 
     # open it again from the store: the same plots
@@ -70,6 +72,13 @@ def test_a_short_run_fills_the_plots_and_ends_finished(
     qtbot.waitUntil(lambda: page.opened == run_id, timeout=10_000)
     assert list(page.curves["best"].getData()[0]) == [0, 1, 2]
     assert np.array_equal(page.heatmap.image, image)
+    # what it learned: the result head's sequences on validation, beside the oracle's plan
+    from workbench.core.learned import describe_learned
+    from workbench.core.runs import run_learned
+
+    learned = run_learned(page.workspace, run_id)
+    assert learned and "oracle: " in page.learned_view.toPlainText()
+    assert all(line in page.learned_view.toPlainText() for line in describe_learned(learned))
 
 
 def test_pause_resume_stop_then_resume_from_the_list(

@@ -162,7 +162,10 @@ def cmd_runs_list(args) -> int:
 
 def cmd_runs_show(args) -> int:
     from workbench.core.config import ConfigError
+    from workbench.core.learned import describe_learned
+    from workbench.core.runs import run_learned
     from workbench.core.store import Store
+    from workbench.core.tasks.suites import SuiteNotFound
 
     with Store.open(workspace(args)) as store:
         record = store.get_run(args.run)
@@ -171,11 +174,16 @@ def cmd_runs_show(args) -> int:
         config = record.config().to_dict()
     except ConfigError:
         config = record.config_data
+    try:  # what its result head played on validation, per category
+        learned = run_learned(workspace(args), record.id)
+    except (SuiteNotFound, ConfigError):  # a suite since removed, a config of long ago
+        learned = []
     data = {
         **_run_dict(record),
         "config": config,
         "result": record.result,
         "generations": generations,
+        "learned": [c.to_json() for c in learned],
     }
     if args.json:
         print_json(data)
@@ -223,6 +231,9 @@ def cmd_runs_show(args) -> int:
             ),
         )
     )
+    if learned:
+        print("\nwhat it learned (its result head on validation, per category):")
+        print("\n".join(describe_learned(learned)))
     if record.result:
         print(json.dumps(record.result, indent=2))
     return 0

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from workbench.core.learned import CategoryLearned, describe_learned, summarise_learned
 from workbench.core.oracle import PlanPolicy, oracle_plans
 from workbench.core.policies import FixedPolicy, Policy, RandomPolicy
 from workbench.core.protocol import EpisodeSettings, EpisodeTag, Prompts, run_episode
@@ -80,6 +81,8 @@ class Report:
     split: str
     systems: tuple[SystemResult, ...]
     spend: str = ""  # "simulated" (a sandbox pool), "partly simulated" or "" (real dollars)
+    # what the coordinator played per category, beside the oracle's plan (``learned``)
+    learned: tuple[CategoryLearned, ...] = ()
 
     @property
     def groups(self) -> list[str]:
@@ -112,6 +115,7 @@ class Report:
                 "split": self.split,
                 "spend": self.spend or "real",
                 "systems": [asdict(s) for s in self.systems],
+                "learned": [c.to_json() for c in self.learned],
             },
             indent=2,
         )
@@ -174,6 +178,9 @@ class Report:
             lines.append("|---|---|---|---|---|")
             for name, g, acc, low, high, n in self.group_rows():
                 lines.append(f"| {name} | {g} | {acc:.3f} | [{low:.3f}, {high:.3f}] | {n} |")
+        if self.learned:
+            lines += ["", "What the coordinator played, per category:", "", "```"]
+            lines += [*describe_learned(self.learned), "```"]
         return "\n".join(lines) + "\n"
 
     def table(self) -> str:
@@ -197,6 +204,9 @@ class Report:
                 for name, g, acc, low, high, n in self.group_rows()
             ]
             text += "\n\nper category:\n" + _columns(per)
+        if self.learned:
+            text += "\n\nwhat the coordinator played, per category:\n"
+            text += "\n".join(describe_learned(self.learned))
         return text
 
     def write(self, folder: str | Path, stem: str = "evaluation") -> list[Path]:
@@ -378,7 +388,9 @@ async def evaluate(
             progress(EvaluationProgress(done, total, systems[index][0]))
         return episode
 
-    results, episodes = [], []
+    results: list[SystemResult] = []
+    episodes: list[Episode] = []
+    learned: list[CategoryLearned] = []
     for index, (sys_name, kind, policy, turns) in enumerate(systems):
         running = [
             asyncio.ensure_future(one(index, policy, turns, j, t)) for j, t in enumerate(tasks)
@@ -390,5 +402,7 @@ async def evaluate(
             await asyncio.gather(*running, return_exceptions=True)
             raise
         results.append(summarise(sys_name, kind, eps, {t.id: t.group for t in tasks}))
+        if kind == "coordinator":
+            learned = summarise_learned(eps, {t.id: t for t in tasks}, ids, max_turns)
         episodes += eps
-    return Report(suite, split, tuple(results)), episodes
+    return Report(suite, split, tuple(results), learned=tuple(learned)), episodes

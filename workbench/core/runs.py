@@ -25,6 +25,7 @@ from typing import Any
 
 from workbench.core.config import ConfigError, RunConfig
 from workbench.core.coordinator import Backbone
+from workbench.core.learned import CategoryLearned, summarise_learned
 from workbench.core.power import PowerEstimate
 from workbench.core.records import Episode
 from workbench.core.spend import spend_kind
@@ -71,6 +72,32 @@ def backbone_for(
             f"input={config.backbone.input!r} (or none: the run's own is loaded)"
         )
     return given
+
+
+def run_learned(workspace: Workspace, run: str) -> list[CategoryLearned]:
+    """What training run ``run`` learned (``workbench.core.learned``): the sequences its
+    result head played on validation, in the generation that head was validated, per
+    category, beside the oracle's plan for simulated pools. Empty before any validation.
+    Raises ``SuiteNotFound`` when the run's suite is no longer installed."""
+    with Store.open(workspace) as store:
+        record = store.get_run(run)
+        config = record.config()
+        try:
+            _, checkpoint = best_vector(store, record.id)
+        except ValueError:  # no completed generation yet
+            return []
+        generation = checkpoint.best_validation_generation
+        if generation is None:
+            return []
+        episodes = [
+            store.get_episode(e.id)
+            for e in store.list_episodes(record.id, generation=generation)
+            if e.candidate is None
+        ]
+    if not episodes:
+        return []
+    tasks = {t.id: t for t in load_suite(config.tasks.suite, workspace).tasks}
+    return summarise_learned(episodes, tasks, episodes[0].pool, config.protocol.max_turns)
 
 
 def effective_status(record: RunRecord) -> str:

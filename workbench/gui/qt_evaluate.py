@@ -52,6 +52,7 @@ from workbench.gui.qt import (
     pg,
     read_only_table,
 )
+from workbench.gui.qt_learned import LearnedView
 
 log = logging.getLogger(__name__)
 
@@ -215,6 +216,8 @@ class QtEvaluate(QWidget):
         self.results_table = read_only_table(COLUMNS)
         self.usage_table = read_only_table(("System",))
         self.category_table = read_only_table(("System",))  # accuracy per category (benchmark)
+        # the coordinator's sequences beside the oracle's plan
+        self.learned_view = LearnedView("What the coordinator played: shown after an evaluation.")
         for table in (self.results_table, self.usage_table, self.category_table):
             table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.chart = pg.PlotWidget(title="Accuracy with 95% intervals")
@@ -236,6 +239,7 @@ class QtEvaluate(QWidget):
             ("Accuracy", self.results_table),
             ("Usage: turns per worker and role", self.usage_table),
             ("Accuracy per category (n tasks)", self.category_table),
+            ("What the coordinator played, per category", self.learned_view),
         ):
             box = QGroupBox(title)
             QVBoxLayout(box).addWidget(widget)
@@ -484,6 +488,7 @@ class QtEvaluate(QWidget):
         self.usage_table.setColumnCount(1)
         self.category_table.setRowCount(0)
         self.category_table.setColumnCount(1)
+        self.learned_view.show_learned((), "")
         self.stored_label.clear()
         for item in (self.bars, self.error_bars):
             if item is not None:
@@ -534,6 +539,9 @@ class QtEvaluate(QWidget):
                 item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 self.usage_table.setItem(row, col, item)
         self._show_categories(report)
+        self.learned_view.show_learned(
+            report.learned, f"On the {report.split} split (the oracle: the exact best plan):"
+        )
         self._update_buttons()
 
     def _show_categories(self, report: Report) -> None:

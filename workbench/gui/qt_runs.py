@@ -14,10 +14,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from workbench.core.config import RunConfig
-from workbench.core.runs import RunSummary, effective_status, list_runs
+from workbench.core.config import ConfigError, RunConfig
+from workbench.core.learned import CategoryLearned
+from workbench.core.runs import RunSummary, effective_status, list_runs, run_learned
 from workbench.core.spend import dollars, spend_kind
 from workbench.core.store import Store
+from workbench.core.tasks.suites import SuiteNotFound
 from workbench.core.training.events import GenerationStats, RunFailed, RunFinished, RunStarted
 from workbench.core.workspace import Workspace, resources_dir
 from workbench.gui import background
@@ -41,6 +43,7 @@ from workbench.gui.qt import (
     Signal,
     read_only_table,
 )
+from workbench.gui.qt_learned import LearnedView
 from workbench.gui.qt_run_form import RunForm
 from workbench.gui.qt_run_plots import RunPlots
 from workbench.gui.run_thread import RunThread
@@ -182,8 +185,11 @@ class QtRuns(QWidget):
         self.log_view.setReadOnly(True)
         self.log_view.setMaximumBlockCount(5000)
 
+        # what the opened (or just ended) run learned
+        self.learned_view = LearnedView("What it learned: shown once a run has been validated.")
+
         plots = QSplitter(Qt.Orientation.Vertical)
-        for w in (*self.plots.widgets, self.log_view):
+        for w in (*self.plots.widgets, self.learned_view, self.log_view):
             plots.addWidget(w)
         left = QWidget()
         left_layout = QVBoxLayout(left)
@@ -390,12 +396,25 @@ class QtRuns(QWidget):
         )
 
     def _on_thread_done(self) -> None:
-        self.run_thread = None
+        thread, self.run_thread = self.run_thread, None
         if self.state not in ("finished", "stopped", "failed"):
             self._set_state("idle")
         self.redraw()
         self.refresh_runs()
         self._update_buttons()
+        run_id = getattr(thread, "run_id", None)
+        if run_id is not None:  # what the run just ended learned, read in the background
+            background.start(
+                self,
+                "read what the run learned",
+                lambda: _read_learned(self.workspace, run_id),
+                self._on_learned,
+                lambda _run, exc: self.log(f"cannot read what run {run_id[:8]} learned: {exc}"),
+                context=run_id,
+            )
+
+    def _on_learned(self, run_id: str, learned: list[Any]) -> None:
+        self.learned_view.show_learned(learned, _LEARNED_HEADING.format(run=run_id[:8]))
 
     # ------------------------------------------------------------------ plots
 
@@ -500,7 +519,8 @@ class QtRuns(QWidget):
     def _on_opened(self, run_id: str, stored: tuple[Any, list[dict[str, Any]]]) -> None:
         if self.running:
             return
-        record, generations = stored
+        record, generations, learned = stored
+        self.learned_view.show_learned(learned, _LEARNED_HEADING.format(run=run_id[:8]))
         self.clear_plots()
         for s in generations:
             self._add_generation(
@@ -558,9 +578,23 @@ class QtRuns(QWidget):
         self.log_view.appendPlainText(time.strftime("%H:%M:%S ") + line)
 
 
-def _read_run(workspace: Workspace, run_id: str) -> tuple[Any, list[dict[str, Any]]]:
+_LEARNED_HEADING = "What run {run} learned (its result head on validation, per category):"
+
+
+def _read_run(
+    workspace: Workspace, run_id: str
+) -> tuple[Any, list[dict[str, Any]], list[CategoryLearned]]:
     with Store.open(workspace) as store:
-        return store.get_run(run_id), store.generations(run_id)
+        record, generations = store.get_run(run_id), store.generations(run_id)
+    return record, generations, _read_learned(workspace, run_id)
+
+
+def _read_learned(workspace: Workspace, run_id: str) -> list[CategoryLearned]:
+    """``run_learned``, or nothing for a run whose suite or config no longer loads."""
+    try:
+        return run_learned(workspace, run_id)
+    except (SuiteNotFound, ConfigError):
+        return []
 
 
 def _duration(seconds: float) -> str:

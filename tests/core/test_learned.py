@@ -1,0 +1,121 @@
+"""What a coordinator learned (issue 17): the sequences its result head played per category
+on validation, beside the oracle's plan, from a real short training run on the sandbox
+pool (real SQLite store, the tiny backbone), in `runs show` and in an evaluation's report."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.core.test_training import config
+from workbench.core.learned import describe_learned, summarise_learned
+from workbench.core.oracle import Step, best_plan
+from workbench.core.records import Episode, Role, StopReason, Turn
+from workbench.core.runs import evaluate_run, run_learned, train
+from workbench.core.store import Store
+from workbench.core.tasks.model import Task
+from workbench.core.tasks.suites import load_suite
+from workbench.core.training.checkpoint import best_vector
+from workbench.core.workspace import Workspace
+
+POOL = ("sandbox:mathlete", "sandbox:scholar", "sandbox:coder")
+
+
+def _episode(task_id: str, steps: list[tuple[str, Role]], reward: float) -> Episode:
+    turns = tuple(
+        Turn(i, w, role, (1 / 3,) * 3, (1 / 3,) * 3, ({"role": "user", "content": "q"},))
+        for i, (w, role) in enumerate(steps)
+    )
+    return Episode(task_id, "s", task_id, POOL, 3, turns, "x", reward, StopReason.MAX_TURNS)
+
+
+def test_sequences_are_counted_per_category_with_share_reward_and_the_oracles_plan():
+    tasks = {
+        "m1": Task("m1", "math", "1+1?", answer="2", category="arithmetic"),
+        "m2": Task("m2", "math", "2+2?", answer="4", category="arithmetic"),
+        "m3": Task("m3", "math", "3+3?", answer="6", category="arithmetic"),
+        "c1": Task("c1", "choice", "?", answer="A", choices=("a", "b"), category="trivia"),
+    }
+    solve = [("sandbox:mathlete", Role.WORKER)]
+    check = [("sandbox:scholar", Role.WORKER), ("sandbox:coder", Role.VERIFIER)]
+    episodes = [
+        _episode("m1", solve, 1.0),
+        _episode("m2", solve, 0.0),
+        _episode("m3", check, 1.0),
+        _episode("c1", check, 1.0),
+        _episode("gone", solve, 1.0),  # a task no longer in the suite: left out
+    ]
+    learned = summarise_learned(episodes, tasks, POOL, max_turns=3)
+    assert [c.category for c in learned] == ["arithmetic", "trivia"]
+    arithmetic = learned[0]
+    assert (arithmetic.episodes, arithmetic.mean_reward) == (3, pytest.approx(2 / 3))
+    top, second = arithmetic.sequences
+    assert top.steps == (Step("sandbox:mathlete", Role.WORKER),)
+    assert (top.count, top.share, top.mean_reward) == (2, pytest.approx(2 / 3), 0.5)
+    assert second.describe() == "Worker sandbox:scholar -> Verifier sandbox:coder"
+    assert arithmetic.oracle == best_plan(list(POOL), "arithmetic", "math", 3)
+    text = "\n".join(describe_learned(learned))
+    assert "arithmetic: 3 episodes, mean reward 0.667" in text
+    assert "66.7%  Worker sandbox:mathlete  (reward 0.50, 2x)" in text
+    assert "oracle: " in text
+    # a pool with a real worker has no oracle
+    real = summarise_learned(episodes[:1], tasks, (*POOL[:2], "gpt"), max_turns=3)
+    assert real[0].oracle is None and "oracle" not in "\n".join(describe_learned(real))
+
+
+@pytest.fixture()
+def trained(tmp_path, tiny_backbone):
+    ws = Workspace.open(tmp_path / "ws")
+    run_id = train(
+        config(budget={"generations": 2}, optimizer={"validate_every": 1}),
+        ws,
+        backbone=tiny_backbone,
+    )
+    return ws, run_id
+
+
+def test_a_run_shows_what_its_result_head_played_on_validation(trained):
+    ws, run_id = trained
+    learned = run_learned(ws, run_id)
+    with Store.open(ws) as store:
+        _, checkpoint = best_vector(store, run_id)
+        validation = [
+            store.get_episode(e.id)
+            for e in store.list_episodes(run_id, generation=checkpoint.best_validation_generation)
+            if e.candidate is None
+        ]
+    tasks = {t.id: t for t in load_suite("mixed").tasks}
+    assert sum(c.episodes for c in learned) == len(validation) == 6
+    played = {tuple(Step(t.worker, t.role) for t in e.turns) for e in validation}
+    for c in learned:
+        assert c.oracle is not None and c.oracle.max_turns == 3
+        assert all(q.steps in played for q in c.sequences)
+        groups = [e for e in validation if tasks[e.task_id].group == c.category]
+        assert c.episodes == len(groups)
+        assert sum(q.count for q in c.sequences) <= c.episodes
+
+    def cli(*args):
+        out = subprocess.run(
+            [sys.executable, "-m", "workbench", *args, "--workspace", str(ws.root)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert out.returncode == 0, out.stderr
+        return out.stdout
+
+    shown = cli("runs", "show", run_id)
+    assert "what it learned" in shown
+    assert all(line in shown for line in describe_learned(learned))
+    data = json.loads(cli("runs", "show", run_id, "--json"))
+    assert data["learned"] == [c.to_json() for c in learned]
+
+
+def test_an_evaluation_reports_what_the_coordinator_played(trained, tiny_backbone):
+    ws, run_id = trained
+    report = evaluate_run(ws, run=run_id, baselines=False, backbone=tiny_backbone).report
+    assert report.learned and sum(c.episodes for c in report.learned) == report.systems[0].n
+    assert json.loads(report.to_json())["learned"] == [c.to_json() for c in report.learned]
+    assert "What the coordinator played" in report.to_markdown()
+    assert describe_learned(report.learned)[0] in report.table()

@@ -1,0 +1,127 @@
+"""What a coordinator learned, in words: per task category, the role/worker sequences it
+actually plays most often, their share and mean reward, beside the exact oracle's plan
+for that category when the pool is simulated (``workbench.core.oracle``).
+
+Sources: a training run's validation episodes of the generation whose head is the run's
+result (``run_learned``), or any episodes of one coordinator (an evaluation's,
+``summarise_learned``). A sequence is the turns an episode took, in order, as
+``Step``s (worker and role): ``Worker team:mathlete -> Verifier team:checker``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from workbench.core.oracle import OraclePlan, Step, best_plan
+from workbench.core.records import Episode
+from workbench.core.tasks.model import Task
+from workbench.core.workers.simulated import PROFILES_BY_ID
+
+TOP = 3  # sequences shown per category
+
+
+@dataclass(frozen=True)
+class PlayedSequence:
+    """One sequence of turns and how the coordinator fared with it."""
+
+    steps: tuple[Step, ...]
+    count: int
+    share: float  # of the category's episodes
+    mean_reward: float
+
+    def describe(self) -> str:
+        return " -> ".join(str(s) for s in self.steps) or "(no turn)"
+
+
+@dataclass(frozen=True)
+class CategoryLearned:
+    """Per category: the episodes, their mean reward, the most frequent sequences, and the
+    oracle's plan (None for a pool with real workers)."""
+
+    category: str
+    episodes: int
+    mean_reward: float
+    sequences: tuple[PlayedSequence, ...]
+    oracle: OraclePlan | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "category": self.category,
+            "episodes": self.episodes,
+            "mean_reward": self.mean_reward,
+            "sequences": [
+                {
+                    "steps": [asdict(s) | {"role": str(s.role)} for s in q.steps],
+                    "text": q.describe(),
+                    "count": q.count,
+                    "share": q.share,
+                    "mean_reward": q.mean_reward,
+                }
+                for q in self.sequences
+            ],
+            "oracle": None
+            if self.oracle is None
+            else {
+                "plan": self.oracle.describe(),
+                "expected_reward": self.oracle.expected_reward,
+            },
+        }
+
+
+def summarise_learned(
+    episodes: Iterable[Episode],
+    tasks: Mapping[str, Task],
+    pool: Sequence[str],
+    max_turns: int,
+    top: int = TOP,
+) -> list[CategoryLearned]:
+    """Group ``episodes`` (one coordinator's) by their task's category (``Task.group``;
+    tasks missing from ``tasks`` are left out) and count the sequences each played."""
+    by_group: dict[str, list[Episode]] = defaultdict(list)
+    kinds: dict[str, Counter[str]] = defaultdict(Counter)
+    for episode in episodes:
+        task = tasks.get(episode.task_id)
+        if task is None:
+            continue
+        by_group[task.group].append(episode)
+        kinds[task.group][task.kind] += 1
+    simulated = all(w in PROFILES_BY_ID for w in pool)
+    out = []
+    for group in sorted(by_group):
+        eps = by_group[group]
+        played: dict[tuple[Step, ...], list[float]] = defaultdict(list)
+        for e in eps:
+            played[tuple(Step(t.worker, t.role) for t in e.turns)].append(e.reward)
+        ranked = sorted(played.items(), key=lambda kv: (-len(kv[1]), -sum(kv[1])))[:top]
+        sequences = tuple(
+            PlayedSequence(steps, len(r), len(r) / len(eps), sum(r) / len(r)) for steps, r in ranked
+        )
+        oracle = None
+        if simulated:
+            kind = kinds[group].most_common(1)[0][0]
+            category = next(tasks[e.task_id].category for e in eps)
+            oracle = best_plan(list(pool), category, kind, max_turns)
+        out.append(
+            CategoryLearned(
+                group, len(eps), sum(e.reward for e in eps) / len(eps), sequences, oracle
+            )
+        )
+    return out
+
+
+def describe_learned(learned: Sequence[CategoryLearned]) -> list[str]:
+    """``learned`` as lines of text (``runs show``, ``eval``, the GUI's panels)."""
+    lines = []
+    for c in learned:
+        lines.append(f"{c.category}: {c.episodes} episodes, mean reward {c.mean_reward:.3f}")
+        for q in c.sequences:
+            lines.append(
+                f"  {q.share:6.1%}  {q.describe()}  (reward {q.mean_reward:.2f}, {q.count}x)"
+            )
+        if c.oracle is not None:
+            plan = c.oracle.describe().split(": ", 1)[1]
+            lines.append(f"  oracle: {plan}")
+    return lines
