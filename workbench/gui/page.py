@@ -38,6 +38,7 @@ class Page(QWidget):
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
+        self._latest: dict[str, int] = {}  # per kind of read: the latest one asked for
 
     # ------------------------------------------------------------------ background jobs
 
@@ -53,6 +54,35 @@ class Page(QWidget):
         ``on_failure(context, exception)`` (methods of the page) run in the GUI thread.
         Nothing starts once the page is shutting down (returns None)."""
         return background.start(self, name, call, on_success, on_failure, context)
+
+    def latest_in_background(
+        self,
+        name: str,
+        call: Callable[[], Any],
+        on_success: Callable[[Any, Any], None],
+        on_failure: Callable[[Any, Exception], None],
+        context: Any = None,
+    ) -> background.Job | None:
+        """``in_background`` for a read asked for again and again (a listing): only the
+        outcome of the latest job called ``name`` reaches the page; older ones are dropped."""
+        number = self._latest[name] = self._latest.get(name, 0) + 1
+        return self.in_background(
+            name,
+            call,
+            self._latest_succeeded,
+            self._latest_failed,
+            (name, number, context, on_success, on_failure),
+        )
+
+    def _latest_succeeded(self, latest: tuple[str, int, Any, Any, Any], result: Any) -> None:
+        name, number, context, on_success, _ = latest
+        if number == self._latest[name]:
+            on_success(context, result)
+
+    def _latest_failed(self, latest: tuple[str, int, Any, Any, Any], exc: Exception) -> None:
+        name, number, context, _, on_failure = latest
+        if number == self._latest[name]:
+            on_failure(context, exc)
 
     @property
     def jobs_running(self) -> bool:

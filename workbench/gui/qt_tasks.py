@@ -132,7 +132,6 @@ class QtTasks(Page):
         self.workspace = workspace
         self.entries: list[SuiteEntry] = []
         self.suite: Suite | None = None  # the suite whose tasks are shown
-        self._listing = 0  # the latest listing asked for: older ones are dropped
         self._select_next: str | None = None
 
         self.status = self.message_label = message_label("Loading suites…", error=False)
@@ -200,20 +199,13 @@ class QtTasks(Page):
     def refresh(self, select: str | None = None) -> None:
         """List the suites again (in the background), then select ``select`` (default: the
         suite selected now)."""
-        self._listing += 1
         self._select_next = select or (self.suite.name if self.suite else None)
         workspace = self.workspace
-        self.in_background(
-            "list suites",
-            lambda: read_suites(workspace),
-            self._show_suites,
-            self._listing_failed,
-            context=self._listing,
+        self.latest_in_background(
+            "list suites", lambda: read_suites(workspace), self._show_suites, self._listing_failed
         )
 
-    def _show_suites(self, listing: int, entries: list[SuiteEntry]) -> None:
-        if listing != self._listing:
-            return  # a newer listing is on its way
+    def _show_suites(self, _context: object, entries: list[SuiteEntry]) -> None:
         self.entries = entries
         self.suites.blockSignals(True)
         self.suites.setRowCount(len(entries))
@@ -243,10 +235,9 @@ class QtTasks(Page):
             self.status.setText(f"{len(entries)} suites.")
         self.suites_loaded.emit()
 
-    def _listing_failed(self, listing: int, exc: Exception) -> None:
-        if listing == self._listing:
-            self.say(f"Cannot list the suites: {exc}", error=True)
-            self.suites_loaded.emit()
+    def _listing_failed(self, _context: object, exc: Exception) -> None:
+        self.say(f"Cannot list the suites: {exc}", error=True)
+        self.suites_loaded.emit()
 
     def suite_row(self, name: str) -> int | None:
         return next((i for i, e in enumerate(self.entries) if e.info.name == name), None)

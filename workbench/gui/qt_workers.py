@@ -89,7 +89,6 @@ class QtWorkers(Page):
         self.test_errors: dict[str, str] = {}  # tests that could not even be made
         self._testing: set[str] = set()
         self._select_next: str | None = None  # a worker just saved: selected once listed
-        self._listing = 0  # the latest listing asked for: older ones are dropped
 
         self.status = self.message_label = message_label(error=False)
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -130,19 +129,12 @@ class QtWorkers(Page):
 
     def refresh(self) -> None:
         """Read the registry and the key statuses again (in the background)."""
-        self._listing += 1
         registry = self.registry
-        self.in_background(
-            "read workers",
-            lambda: read_rows(registry),
-            self._show_rows,
-            self._refresh_failed,
-            context=self._listing,
+        self.latest_in_background(
+            "read workers", lambda: read_rows(registry), self._show_rows, self._refresh_failed
         )
 
-    def _show_rows(self, listing: int, rows: list[WorkerRow]) -> None:
-        if listing != self._listing:
-            return  # a newer listing is on its way
+    def _show_rows(self, _context: object, rows: list[WorkerRow]) -> None:
         selected, self._select_next = self._select_next or self.selected_id(), None
         self.rows = rows
         self.table.setRowCount(len(rows))
@@ -174,9 +166,7 @@ class QtWorkers(Page):
         self._update_buttons()
         self.refreshed.emit()
 
-    def _refresh_failed(self, listing: int, exc: Exception) -> None:
-        if listing != self._listing:
-            return
+    def _refresh_failed(self, _context: object, exc: Exception) -> None:
         self.say(f"Cannot read the registered workers: {background.readable(exc)}", error=True)
         self.refreshed.emit()
 
