@@ -49,30 +49,19 @@ class Page(QWidget):
         on_success: Callable[[Any, Any], None],
         on_failure: Callable[[Any, Exception], None],
         context: Any = None,
+        *,
+        latest: bool = False,
     ) -> background.Job | None:
         """Run ``call`` in a job owned by this page; ``on_success(context, result)`` or
         ``on_failure(context, exception)`` (methods of the page) run in the GUI thread.
-        Nothing starts once the page is shutting down (returns None)."""
+        ``latest``: a read asked for again and again (a listing): only the outcome of the
+        latest job called ``name`` reaches the page, older ones are dropped. Nothing starts
+        once the page is shutting down (returns None)."""
+        if latest:
+            number = self._latest[name] = self._latest.get(name, 0) + 1
+            context = (name, number, context, on_success, on_failure)
+            on_success, on_failure = self._latest_succeeded, self._latest_failed
         return background.start(self, name, call, on_success, on_failure, context)
-
-    def latest_in_background(
-        self,
-        name: str,
-        call: Callable[[], Any],
-        on_success: Callable[[Any, Any], None],
-        on_failure: Callable[[Any, Exception], None],
-        context: Any = None,
-    ) -> background.Job | None:
-        """``in_background`` for a read asked for again and again (a listing): only the
-        outcome of the latest job called ``name`` reaches the page; older ones are dropped."""
-        number = self._latest[name] = self._latest.get(name, 0) + 1
-        return self.in_background(
-            name,
-            call,
-            self._latest_succeeded,
-            self._latest_failed,
-            (name, number, context, on_success, on_failure),
-        )
 
     def _latest_succeeded(self, latest: tuple[str, int, Any, Any, Any], result: Any) -> None:
         name, number, context, on_success, _ = latest

@@ -201,8 +201,12 @@ class QtTasks(Page):
         suite selected now)."""
         self._select_next = select or (self.suite.name if self.suite else None)
         workspace = self.workspace
-        self.latest_in_background(
-            "list suites", lambda: read_suites(workspace), self._show_suites, self._listing_failed
+        self.in_background(
+            "list suites",
+            lambda: read_suites(workspace),
+            self._show_suites,
+            self._listing_failed,
+            latest=True,
         )
 
     def _show_suites(self, _context: object, entries: list[SuiteEntry]) -> None:

@@ -130,8 +130,12 @@ class QtWorkers(Page):
     def refresh(self) -> None:
         """Read the registry and the key statuses again (in the background)."""
         registry = self.registry
-        self.latest_in_background(
-            "read workers", lambda: read_rows(registry), self._show_rows, self._refresh_failed
+        self.in_background(
+            "read workers",
+            lambda: read_rows(registry),
+            self._show_rows,
+            self._refresh_failed,
+            latest=True,
         )
 
     def _show_rows(self, _context: object, rows: list[WorkerRow]) -> None:
