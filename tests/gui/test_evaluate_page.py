@@ -38,8 +38,16 @@ def trained_run(gui_workspace, tiny_backbone):
 def evaluate_page(make_main_window, qtbot):
     window = make_main_window()
     page = window.pages["Evaluate"]
-    qtbot.waitUntil(lambda: not page.listing)  # the runs are read in the background
+    # the runs, then the chosen coordinator and the suites, are read in the background
+    qtbot.waitUntil(lambda: not page.listing and not page.reading)
     return window, page
+
+
+def choose_file(qtbot, page, path) -> bool:
+    """Choose a coordinator file (read in the background); is it the source now?"""
+    page.choose_coordinator_file(path)
+    qtbot.waitUntil(lambda: not page.reading)
+    return page.source is not None and page.source.coordinator_file == str(path)
 
 
 def wait_done(qtbot, page):
@@ -140,7 +148,7 @@ def test_fewer_baselines_and_a_coordinator_file(
         gui_workspace, trained_run, tmp_path / "coordinator.safetensors", backbone=tiny_backbone
     )
     window, page = evaluate_page(make_main_window, qtbot)
-    assert page.choose_coordinator_file(path)
+    assert choose_file(qtbot, page, path)
     assert (
         page.source.coordinator_file == str(path)
         and page.source_combo.currentText() == "file coordinator.safetensors"
@@ -163,7 +171,7 @@ def test_fewer_baselines_and_a_coordinator_file(
     assert all(s.n == 6 for s in page.report.systems) and page.report.split == "validation"
     # the file stays a choice after a refresh
     page.refresh_runs()
-    qtbot.waitUntil(lambda: not page.listing)
+    qtbot.waitUntil(lambda: not page.listing and not page.reading)
     assert page.source_combo.findData(f"file:{path}") >= 0
 
 
@@ -173,12 +181,12 @@ def test_unusable_coordinator_files_read_as_messages(
     window, page = evaluate_page(make_main_window, qtbot)
     garbage = tmp_path / "garbage.safetensors"
     garbage.write_bytes(b"\x00" * 64)
-    assert not page.choose_coordinator_file(garbage)
+    assert not choose_file(qtbot, page, garbage)
     assert f"Cannot use {garbage}" in page.message_label.text()
     assert "is not a coordinator file" in page.message_label.text()
     assert "Traceback" not in page.message_label.text()
     assert page.source_combo.findData(f"file:{garbage}") < 0
-    assert not page.choose_coordinator_file(tmp_path / "missing.safetensors")
+    assert not choose_file(qtbot, page, tmp_path / "missing.safetensors")
     assert "not found" in page.message_label.text()
 
     # a file whose manifest reads well but whose head does not fit the backbone: the
@@ -192,7 +200,7 @@ def test_unusable_coordinator_files_read_as_messages(
     tensors["head"] = tensors["head"][:, :16].copy()
     bad = tmp_path / "bad-head.safetensors"
     save_file(tensors, str(bad), metadata=metadata)
-    assert page.choose_coordinator_file(bad)
+    assert choose_file(qtbot, page, bad)
     page.evaluate()
     wait_done(qtbot, page)
     assert page.state == "failed"
@@ -246,3 +254,35 @@ def test_no_run_yet_says_what_to_do(make_main_window, qtbot):
     window, page = evaluate_page(make_main_window, qtbot)
     assert page.source is None and not page.evaluate_button.isEnabled()
     assert "train one on the Runs page" in page.source_label.text()
+
+
+def test_sources_and_suites_are_read_off_the_gui_thread(
+    make_main_window, qtbot, trained_run, gui_workspace, tiny_backbone, tmp_path, monkeypatch
+):
+    """Choosing a run or a coordinator file reads them (and the suites) from disk: in a
+    background job, never on the GUI thread."""
+    import threading
+
+    import workbench.gui.qt_evaluate as qt_evaluate
+
+    threads: list[bool] = []  # per read: was it on the GUI (main) thread?
+
+    def recorded(read):
+        def wrapper(*args, **kwargs):
+            threads.append(threading.current_thread() is threading.main_thread())
+            return read(*args, **kwargs)
+
+        return wrapper
+
+    monkeypatch.setattr(qt_evaluate, "evaluation_source", recorded(qt_evaluate.evaluation_source))
+    monkeypatch.setattr(qt_evaluate, "list_suites", recorded(qt_evaluate.list_suites))
+    path = export_run(
+        gui_workspace, trained_run, tmp_path / "coordinator.safetensors", backbone=tiny_backbone
+    )
+    window, page = evaluate_page(make_main_window, qtbot)
+    assert page.source is not None and page.source_combo.currentData() == f"run:{trained_run}"
+    assert choose_file(qtbot, page, path)
+    page.source_combo.setCurrentIndex(page.source_combo.findData(f"run:{trained_run}"))
+    qtbot.waitUntil(lambda: not page.reading)
+    assert page.source is not None and page.source.coordinator_file is None
+    assert len(threads) >= 6 and not any(threads)  # source and suites, three times

@@ -30,8 +30,8 @@ from workbench.core.tasks.suites import list_suites
 from workbench.core.training.events import StopToken
 from workbench.core.workspace import Workspace
 from workbench.gui import background
+from workbench.gui.page import Page, message_label
 from workbench.gui.qt import (
-    ERROR_STYLE,
     QCheckBox,
     QComboBox,
     QFileDialog,
@@ -138,7 +138,15 @@ class EvaluationThread(QThread):
             self.finished_evaluation.emit(result)
 
 
-class QtEvaluate(QWidget):
+def read_source(workspace: Workspace, data: str) -> tuple[EvaluationSource, list[str]]:
+    """The evaluation source ``data`` names ("run:ID" or "file:PATH") and the workspace's
+    suite names: the disk reads of choosing a source, run in a background job."""
+    kind, _, value = data.partition(":")
+    source = evaluation_source(workspace, **{"run" if kind == "run" else "coordinator_file": value})
+    return source, [info.name for info in list_suites(workspace)]
+
+
+class QtEvaluate(Page):
     """The Evaluate page over a workspace. ``backbone``: an optional pre-built backbone for
     every evaluation started here (tests use the tiny one)."""
 
@@ -155,6 +163,8 @@ class QtEvaluate(QWidget):
         self.state = "idle"
         self.baseline_boxes: dict[str, QCheckBox] = {}
         self.listing = False  # the runs are being read
+        self.reading = False  # a coordinator (and the suites) is being read
+        self._reads = 0  # the latest source read asked for: older ones are dropped
         self._build()
         self.refresh_runs()
 
@@ -196,9 +206,7 @@ class QtEvaluate(QWidget):
         self.progress = QProgressBar()
         self.progress.setFormat("%v of %m episodes")
         self.progress.setValue(0)
-        self.message_label = QLabel("")
-        self.message_label.setWordWrap(True)
-        self.message_label.setStyleSheet(ERROR_STYLE)
+        self.message_label = message_label()
         self.stored_label = QLabel("")
         self.stored_label.setWordWrap(True)
 
@@ -264,8 +272,7 @@ class QtEvaluate(QWidget):
         """Reload the finished and stopped training runs in the background (a chosen
         coordinator file stays)."""
         self.listing = True
-        background.start(
-            self,
+        self.in_background(
             "evaluable runs",
             lambda: evaluable_runs(self.workspace),
             self._on_runs,
@@ -297,7 +304,9 @@ class QtEvaluate(QWidget):
         index = self.source_combo.findData(chosen) if chosen is not None else 0
         self.source_combo.setCurrentIndex(max(index, 0))
         self.source_combo.blockSignals(False)
-        if self.source is None or self.source_combo.currentData() != self._source_key:
+        if self.source_combo.currentData() != self._source_key or (
+            self.source is None and not self.reading
+        ):
             self._on_source_changed()  # the same source keeps the user's choices
 
     def showEvent(self, event) -> None:  # noqa: N802 (Qt's name)
@@ -319,42 +328,74 @@ class QtEvaluate(QWidget):
         if path:
             self.choose_coordinator_file(path)
 
-    def choose_coordinator_file(self, path: str | Path) -> bool:
-        """Evaluate the coordinator file at ``path``; an unusable file is reported on the page."""
-        try:
-            evaluation_source(self.workspace, coordinator_file=path)
-        except Exception as exc:
-            self.show_error(f"Cannot use {path}: {background.readable(exc)}")
-            log.info("coordinator file %s rejected: %s", path, exc)
-            return False
-        data = f"file:{path}"
-        index = self.source_combo.findData(data)
-        if index < 0:
-            self.source_combo.addItem(f"file {Path(path).name}", data)
-            index = self.source_combo.count() - 1
-        if index == self.source_combo.currentIndex():
-            self._on_source_changed()
-        else:
-            self.source_combo.setCurrentIndex(index)
-        return self.source is not None
+    def choose_coordinator_file(self, path: str | Path) -> None:
+        """Evaluate the coordinator file at ``path``: it is read in the background, then
+        offered and chosen; an unusable file is reported on the page (and not offered)."""
+        self._read_source(f"file:{path}", new_file=True)
 
     def _on_source_changed(self) -> None:
-        self.source = None
+        self._read_source(self.source_combo.currentData())
+
+    def _read_source(self, data: str | None, *, new_file: bool = False) -> None:
+        """Read the source ``data`` ("run:ID" or "file:PATH") and the workspace's suites in
+        the background (never on the GUI thread); the latest read asked for wins."""
         self.message_label.clear()
-        data = self._source_key = self.source_combo.currentData()
-        if data is not None:
-            kind, _, value = data.partition(":")  # items hold "run:ID" or "file:PATH"
-            try:
-                self.source = evaluation_source(
-                    self.workspace, **{"run" if kind == "run" else "coordinator_file": value}
-                )
-            except Exception as exc:
-                self.show_error(f"Cannot evaluate {value}: {background.readable(exc)}")
-                log.info("evaluation source %s rejected: %s", value, exc)
-        self._show_source()
+        self._reads += 1
+        self.reading = data is not None
+        if not new_file:  # a new file replaces the chosen source only once it reads well
+            self.source, self._source_key = None, data
+            self._show_source([])
+            if data is not None:
+                self.source_label.setText("reading the coordinator…")
+        self._update_buttons()
+        if data is None:
+            return
+        workspace = self.workspace
+        self.in_background(
+            "evaluation source",
+            lambda: read_source(workspace, data),
+            self._on_source_read,
+            self._on_source_failed,
+            context=(self._reads, data, new_file),
+        )
+
+    def _on_source_read(
+        self, context: tuple[int, str, bool], found: tuple[EvaluationSource, list[str]]
+    ) -> None:
+        read, data, new_file = context
+        if read != self._reads:
+            return  # a newer read is on its way
+        self.reading = False
+        if new_file:
+            index = self.source_combo.findData(data)
+            if index < 0:
+                self.source_combo.addItem(f"file {Path(data.partition(':')[2]).name}", data)
+                index = self.source_combo.count() - 1
+            self.source_combo.blockSignals(True)
+            self.source_combo.setCurrentIndex(index)
+            self.source_combo.blockSignals(False)
+            self._source_key = data
+        self.source, names = found
+        self._show_source(names)
         self._update_buttons()
 
-    def _show_source(self) -> None:
+    def _on_source_failed(self, context: tuple[int, str, bool], exc: Exception) -> None:
+        read, data, new_file = context
+        if read != self._reads:
+            return
+        self.reading = False
+        value = data.partition(":")[2]
+        if new_file:  # the source chosen before stays chosen
+            self.show_error(f"Cannot use {value}: {background.readable(exc)}")
+            log.info("coordinator file %s rejected: %s", value, exc)
+            self._update_buttons()
+            return
+        self.show_error(f"Cannot evaluate {value}: {background.readable(exc)}")
+        log.info("evaluation source %s rejected: %s", value, exc)
+        self._show_source([])
+        self._update_buttons()
+
+    def _show_source(self, suites: list[str]) -> None:
         source = self.source
         for box in self.baseline_boxes.values():
             self.baselines_layout.removeWidget(box)
@@ -373,7 +414,7 @@ class QtEvaluate(QWidget):
             f"pool {', '.join(source.pool)} · backbone {source.backbone_model} · "
             f"suite {c.tasks.suite} (test {c.tasks.test or 'all'}) · up to {c.protocol.max_turns} turns"
         )
-        names = [s.name for s in list_suites(self.workspace)]
+        names = list(suites)
         if c.tasks.suite not in names:
             names.insert(0, c.tasks.suite)
         self.suite_combo.addItems(names)
@@ -423,10 +464,6 @@ class QtEvaluate(QWidget):
         if self.eval_thread is not None and self.state in ("starting", "running"):
             self.eval_thread.cancel()
             self._set_state("cancelling", "cancelling: the episodes in flight end first…")
-
-    def shutdown(self) -> None:
-        """Wait for the runs listing in flight (the window is closing)."""
-        background.shutdown(self)
 
     def stop_and_wait(self, timeout_ms: int = 120_000) -> bool:
         """Cancel a running evaluation and wait for its thread; used on close."""
@@ -627,7 +664,3 @@ class QtEvaluate(QWidget):
         has_report = self.report is not None
         self.export_md_button.setEnabled(has_report)
         self.export_csv_button.setEnabled(has_report)
-
-    def show_error(self, message: str) -> None:
-        self.message_label.setText(message)
-        log.warning("%s", message)

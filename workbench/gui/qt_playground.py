@@ -22,8 +22,8 @@ from workbench.core.serving.team import TurnDecided, TurnReplied, load_team
 from workbench.core.spend import dollars, is_simulated, spend_kind
 from workbench.core.workspace import Workspace
 from workbench.gui import background
+from workbench.gui.page import Page, message_label
 from workbench.gui.qt import (
-    ERROR_STYLE,
     QApplication,
     QComboBox,
     QFileDialog,
@@ -96,7 +96,7 @@ def client_snippet(url: str, model: str, key_required: bool) -> str:
     )
 
 
-class QtPlayground(QWidget):
+class QtPlayground(Page):
     """The Playground over a workspace. ``backbone``: an optional pre-built backbone for the
     teams loaded here (tests use the tiny one). ``open_in_replay(episode_id)`` asks the
     window to show an episode on the Replay page."""
@@ -149,9 +149,7 @@ class QtPlayground(QWidget):
             buttons.addWidget(button)
         buttons.addStretch(1)
         self.status_label = QLabel("idle")
-        self.message_label = QLabel("")
-        self.message_label.setWordWrap(True)
-        self.message_label.setStyleSheet(ERROR_STYLE)
+        self.message_label = message_label()
         form = QFormLayout()
         form.addRow("Coordinator", source_row)
         form.addRow("Team", self.pool_label)
@@ -234,8 +232,7 @@ class QtPlayground(QWidget):
 
     def refresh_runs(self) -> None:
         """Reload the trained runs (finished or stopped) in the background."""
-        background.start(
-            self,
+        self.in_background(
             "playground runs",
             lambda: evaluable_runs(self.workspace),
             self._on_runs,
@@ -283,8 +280,7 @@ class QtPlayground(QWidget):
         source = self._source()
         self.message_label.clear()
         self.pool_label.setText("reading the coordinator…")
-        background.start(
-            self,
+        self.in_background(
             "playground source",
             lambda: evaluation_source(self.workspace, **source),
             self._on_source,
@@ -483,8 +479,7 @@ class QtPlayground(QWidget):
         if self.server is not None:
             server, self.server = self.server, None
             self.serve_button.setEnabled(False)
-            background.start(
-                self,
+            self.in_background(
                 "stop server",
                 lambda: server.stop(60),
                 self._on_server_stopped,
@@ -507,8 +502,7 @@ class QtPlayground(QWidget):
 
         self.serve_button.setEnabled(False)
         self.url_label.setText("starting…")
-        background.start(
-            self,
+        self.in_background(
             "start server",
             start,
             self._on_server_started,
@@ -555,7 +549,7 @@ class QtPlayground(QWidget):
 
     def shutdown(self) -> None:
         """Stop the episode and the server; wait for every background job."""
-        background.shutdown(self)
+        super().shutdown()
         if self.server is not None:
             self.server.stop(60)
             self.server = None

@@ -18,9 +18,8 @@ from workbench.core.spend import dollars, is_simulated
 from workbench.core.store import Store
 from workbench.core.tasks.suites import load_suite
 from workbench.core.workspace import Workspace
-from workbench.gui import background
+from workbench.gui.page import Page, message_label
 from workbench.gui.qt import (
-    ERROR_STYLE,
     QComboBox,
     QFileDialog,
     QFormLayout,
@@ -88,7 +87,7 @@ def timeline_rows(episode: Any) -> list[tuple[str, ...]]:
     return rows
 
 
-class QtReplay(QWidget):
+class QtReplay(Page):
     """Runs and episodes on the left; the current turn on the right."""
 
     def __init__(self, workspace: Workspace, parent: QWidget | None = None):
@@ -97,9 +96,7 @@ class QtReplay(QWidget):
         self.replay: Replay | None = None
         self._episodes_wanted = self._episodes_read = 0
         self.exported: str | None = None
-        self.error = QLabel()
-        self.error.setStyleSheet(ERROR_STYLE)
-        self.error.setWordWrap(True)
+        self.error = self.message_label = message_label()
 
         self.runs = QComboBox()
         self.task_filter = QLineEdit()
@@ -217,8 +214,7 @@ class QtReplay(QWidget):
 
     def refresh_runs(self) -> None:
         """Reload the runs that have episodes (training, evaluation, single episodes)."""
-        background.start(
-            self,
+        self.in_background(
             "replay runs",
             lambda: _read_runs(self.workspace),
             self._on_runs,
@@ -254,8 +250,7 @@ class QtReplay(QWidget):
             "worker": self.worker_filter.text().strip() or None,
         }
         self._episodes_wanted += 1
-        background.start(
-            self,
+        self.in_background(
             "replay episodes",
             lambda: _read_episodes(self.workspace, run_id, query),
             self._on_episodes,
@@ -286,13 +281,12 @@ class QtReplay(QWidget):
     @property
     def loading(self) -> bool:
         """A read of the store is in flight."""
-        return bool(background.running(self))
+        return self.jobs_running
 
     def open_episode(self, episode_id: str) -> None:
         """Read the episode (and its task) in the background, then show its first turn."""
         self.error.clear()
-        background.start(
-            self,
+        self.in_background(
             "replay episode",
             lambda: _read_episode(self.workspace, episode_id),
             self._on_episode,
@@ -399,8 +393,7 @@ class QtReplay(QWidget):
             )
         if not path:
             return
-        background.start(
-            self,
+        self.in_background(
             "export episode",
             lambda: _export(self.workspace, self.replay.episode.id, path),
             self._on_exported,
@@ -413,10 +406,6 @@ class QtReplay(QWidget):
 
     def _on_export_failed(self, path: str, exc: Exception) -> None:
         self.error.setText(f"Cannot write {path}: {getattr(exc, 'strerror', None) or exc}")
-
-    def shutdown(self) -> None:
-        """Wait for the page's background reads (the window is closing)."""
-        background.shutdown(self)
 
     def _set_enabled(self, enabled: bool) -> None:
         for w in (

@@ -22,9 +22,8 @@ from workbench.core.store import Store
 from workbench.core.tasks.suites import SuiteNotFound
 from workbench.core.training.events import GenerationStats, RunFailed, RunFinished, RunStarted
 from workbench.core.workspace import Workspace, resources_dir
-from workbench.gui import background
+from workbench.gui.page import Page, message_label
 from workbench.gui.qt import (
-    ERROR_STYLE,
     QFileDialog,
     QFormLayout,
     QGroupBox,
@@ -68,7 +67,7 @@ def _choices(workspace: Workspace) -> tuple[list[str], list[str]]:
     return workers, [info.name for info in list_suites(workspace)]
 
 
-class QtRuns(QWidget):
+class QtRuns(Page):
     """The Runs page over a workspace; runs train in a child process (``RunThread``)."""
 
     runs_listed = Signal(int)  # after each runs-list read: how many runs there are
@@ -94,8 +93,7 @@ class QtRuns(QWidget):
         self.timer.start()
         if SANDBOX_EXAMPLE.is_file():
             self.load_config(SANDBOX_EXAMPLE)
-        background.start(
-            self,
+        self.in_background(
             "run-form choices",
             lambda: _choices(workspace),
             self._on_choices,
@@ -153,9 +151,7 @@ class QtRuns(QWidget):
         for b in (self.start_button, self.pause_button, self.resume_button, self.stop_button):
             control_row.addWidget(b)
         self.status_label = QLabel("idle")
-        self.message_label = QLabel("")
-        self.message_label.setWordWrap(True)
-        self.message_label.setStyleSheet(ERROR_STYLE)
+        self.message_label = message_label()
         self.progress = QProgressBar()
         self.progress.setFormat("generation %v of %m")
         self.eta_label = QLabel("")
@@ -437,8 +433,7 @@ class QtRuns(QWidget):
             self._refresh_again = True
             return
         self._refreshing = True
-        background.start(
-            self,
+        self.in_background(
             "runs list",
             lambda: list_runs(self.workspace),
             self._on_runs,
@@ -504,8 +499,7 @@ class QtRuns(QWidget):
         run_id = self.selected_run_id()
         if run_id is None or self.running:
             return
-        background.start(
-            self,
+        self.in_background(
             "open run",
             lambda: _read_run(self.workspace, run_id),
             self._on_opened,
@@ -544,10 +538,6 @@ class QtRuns(QWidget):
         self.redraw()
         self.opened = run_id
 
-    def shutdown(self) -> None:
-        """Wait for the page's background reads (the window is closing)."""
-        background.shutdown(self)
-
     # ------------------------------------------------------------------ state
 
     def _set_state(self, state: str) -> None:
@@ -570,9 +560,8 @@ class QtRuns(QWidget):
         )
 
     def show_error(self, message: str) -> None:
-        self.message_label.setText(message)
+        super().show_error(message)
         self.log("error: " + message)
-        log.warning("%s", message)
 
     def log(self, line: str) -> None:
         self.log_view.appendPlainText(time.strftime("%H:%M:%S ") + line)

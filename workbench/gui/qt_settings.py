@@ -20,8 +20,8 @@ from workbench.core.settings import (
     settings_path,
 )
 from workbench.core.workspace import Workspace
+from workbench.gui.page import Page, message_label
 from workbench.gui.qt import (
-    ERROR_STYLE,
     QApplication,
     QColor,
     QComboBox,
@@ -122,7 +122,7 @@ def _palette(dark: bool) -> QPalette:
     return palette
 
 
-class QtSettings(QWidget):
+class QtSettings(Page):
     """The Settings page; ``workspace`` is the one open now."""
 
     def __init__(self, workspace: Workspace, parent: QWidget | None = None):
@@ -186,9 +186,7 @@ class QtSettings(QWidget):
 
         self.saved_label = QLabel()
         self.saved_label.setWordWrap(True)
-        self.message_label = QLabel()
-        self.message_label.setWordWrap(True)
-        self.message_label.setStyleSheet(ERROR_STYLE)
+        self.message_label = message_label()
         layout = QVBoxLayout(self)
         for w in (
             workspace_box,
@@ -269,10 +267,6 @@ class QtSettings(QWidget):
         if theme_changed:
             apply_theme(settings.theme)
         return True
-
-    def show_error(self, message: str) -> None:
-        self.message_label.setText(message)
-        log.warning("%s", message)
 
 
 def isolation_text() -> str:

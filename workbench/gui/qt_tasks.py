@@ -18,11 +18,10 @@ from workbench.core.tasks.jsonl import SuiteValidationError
 from workbench.core.tasks.model import SPLITS, Suite, Task
 from workbench.core.tasks.suites import SuiteInfo, import_suite, list_suites, load_suite
 from workbench.core.workspace import Workspace
-from workbench.gui import background
+from workbench.gui.page import Page, message_label
 from workbench.gui.qt import (
     ERROR_STYLE,
     QCheckBox,
-    QCloseEvent,
     QFileDialog,
     QHBoxLayout,
     QHeaderView,
@@ -122,7 +121,7 @@ def tests_text(task: Task) -> str:
     return json.dumps(tests, indent=2)
 
 
-class QtTasks(QWidget):
+class QtTasks(Page):
     """The Tasks page over a workspace (its imported suites live there)."""
 
     suites_loaded = Signal()  # the suites table shows the suites as just listed
@@ -133,11 +132,9 @@ class QtTasks(QWidget):
         self.workspace = workspace
         self.entries: list[SuiteEntry] = []
         self.suite: Suite | None = None  # the suite whose tasks are shown
-        self._listing = 0  # the latest listing asked for: older ones are dropped
         self._select_next: str | None = None
 
-        self.status = QLabel("Loading suites…")
-        self.status.setWordWrap(True)
+        self.status = self.message_label = message_label("Loading suites…", error=False)
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.import_name = QLineEdit()
         self.import_name.setPlaceholderText("suite name (default: the file's name)")
@@ -202,21 +199,17 @@ class QtTasks(QWidget):
     def refresh(self, select: str | None = None) -> None:
         """List the suites again (in the background), then select ``select`` (default: the
         suite selected now)."""
-        self._listing += 1
         self._select_next = select or (self.suite.name if self.suite else None)
         workspace = self.workspace
-        background.start(
-            self,
+        self.in_background(
             "list suites",
             lambda: read_suites(workspace),
             self._show_suites,
             self._listing_failed,
-            context=self._listing,
+            latest=True,
         )
 
-    def _show_suites(self, listing: int, entries: list[SuiteEntry]) -> None:
-        if listing != self._listing:
-            return  # a newer listing is on its way
+    def _show_suites(self, _context: object, entries: list[SuiteEntry]) -> None:
         self.entries = entries
         self.suites.blockSignals(True)
         self.suites.setRowCount(len(entries))
@@ -246,10 +239,9 @@ class QtTasks(QWidget):
             self.status.setText(f"{len(entries)} suites.")
         self.suites_loaded.emit()
 
-    def _listing_failed(self, listing: int, exc: Exception) -> None:
-        if listing == self._listing:
-            self._say(f"Cannot list the suites: {exc}", error=True)
-            self.suites_loaded.emit()
+    def _listing_failed(self, _context: object, exc: Exception) -> None:
+        self.say(f"Cannot list the suites: {exc}", error=True)
+        self.suites_loaded.emit()
 
     def suite_row(self, name: str) -> int | None:
         return next((i for i, e in enumerate(self.entries) if e.info.name == name), None)
@@ -288,7 +280,7 @@ class QtTasks(QWidget):
         self.tasks.blockSignals(False)
         self._show_task(None)
         if entry is not None and entry.suite is None:
-            self._say(
+            self.say(
                 f"Suite '{entry.info.name}' cannot be loaded: {entry.info.description}", error=True
             )
 
@@ -334,10 +326,9 @@ class QtTasks(QWidget):
         name = name or self.import_name.text().strip() or Path(path).stem
         workspace, replace = self.workspace, self.replace_box.isChecked()
         self._show_errors("", [])
-        self._say(f"Importing {path} as '{name}'…")
+        self.say(f"Importing {path} as '{name}'…")
         self.import_button.setEnabled(False)
-        background.start(
-            self,
+        self.in_background(
             f"import suite {name}",
             lambda: import_suite(path, name, workspace, replace=replace),
             self._imported,
@@ -348,7 +339,7 @@ class QtTasks(QWidget):
     def _imported(self, _path: str, suite: Suite) -> None:
         self.import_button.setEnabled(True)
         self.import_name.clear()
-        self._say(f"Imported {len(suite)} tasks as suite '{suite.name}'.")
+        self.say(f"Imported {len(suite)} tasks as suite '{suite.name}'.")
         self.refresh(select=suite.name)
         self.import_finished.emit(True)
 
@@ -364,9 +355,9 @@ class QtTasks(QWidget):
                 "import the file again.",
                 lines,
             )
-            self._say("Nothing was imported.", error=True)
+            self.say("Nothing was imported.", error=True)
         else:
-            self._say(f"Nothing was imported: {exc}", error=True)
+            self.say(f"Nothing was imported: {exc}", error=True)
         self.import_finished.emit(False)
 
     def _show_errors(self, title: str, lines: list[str]) -> None:
@@ -377,15 +368,3 @@ class QtTasks(QWidget):
         self.errors.setVisible(bool(lines))
 
     # -- lifetime ------------------------------------------------------------------
-
-    def _say(self, text: str, *, error: bool = False) -> None:
-        self.status.setStyleSheet(ERROR_STYLE if error else "")
-        self.status.setText(text)
-
-    def shutdown(self) -> None:
-        """Wait for the listing or import in flight to end."""
-        background.shutdown(self)
-
-    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt's name)
-        self.shutdown()
-        super().closeEvent(event)

@@ -19,9 +19,8 @@ from workbench.core.workers.pool import builtin_workers
 from workbench.core.workers.registry import Registry
 from workbench.core.workers.spec import WorkerSpec
 from workbench.gui import background
+from workbench.gui.page import Page, message_label
 from workbench.gui.qt import (
-    ERROR_STYLE,
-    QCloseEvent,
     QColor,
     QHBoxLayout,
     QHeaderView,
@@ -76,7 +75,7 @@ def read_rows(registry: Registry) -> list[WorkerRow]:
     return rows + [WorkerRow(w.id, w.provider, w.model) for w in builtin_workers()]
 
 
-class QtWorkers(QWidget):
+class QtWorkers(Page):
     """The Workers page over ``registry`` (default: the user's workers.toml and keychain)."""
 
     refreshed = Signal()  # the table shows the registry as just read
@@ -90,10 +89,8 @@ class QtWorkers(QWidget):
         self.test_errors: dict[str, str] = {}  # tests that could not even be made
         self._testing: set[str] = set()
         self._select_next: str | None = None  # a worker just saved: selected once listed
-        self._listing = 0  # the latest listing asked for: older ones are dropped
 
-        self.status = QLabel()
-        self.status.setWordWrap(True)
+        self.status = self.message_label = message_label(error=False)
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.table = read_only_table(COLUMNS)
         self.table.horizontalHeader().setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
@@ -132,20 +129,16 @@ class QtWorkers(QWidget):
 
     def refresh(self) -> None:
         """Read the registry and the key statuses again (in the background)."""
-        self._listing += 1
         registry = self.registry
-        background.start(
-            self,
+        self.in_background(
             "read workers",
             lambda: read_rows(registry),
             self._show_rows,
             self._refresh_failed,
-            context=self._listing,
+            latest=True,
         )
 
-    def _show_rows(self, listing: int, rows: list[WorkerRow]) -> None:
-        if listing != self._listing:
-            return  # a newer listing is on its way
+    def _show_rows(self, _context: object, rows: list[WorkerRow]) -> None:
         selected, self._select_next = self._select_next or self.selected_id(), None
         self.rows = rows
         self.table.setRowCount(len(rows))
@@ -177,10 +170,8 @@ class QtWorkers(QWidget):
         self._update_buttons()
         self.refreshed.emit()
 
-    def _refresh_failed(self, listing: int, exc: Exception) -> None:
-        if listing != self._listing:
-            return
-        self._say(f"Cannot read the registered workers: {background.readable(exc)}", error=True)
+    def _refresh_failed(self, _context: object, exc: Exception) -> None:
+        self.say(f"Cannot read the registered workers: {background.readable(exc)}", error=True)
         self.refreshed.emit()
 
     def _show_test(self, index: int) -> None:
@@ -254,7 +245,7 @@ class QtWorkers(QWidget):
         return self.open_dialog(row.id)
 
     def _saved(self, worker_id: str) -> None:
-        self._say(f"Saved worker '{worker_id}'.")
+        self.say(f"Saved worker '{worker_id}'.")
         self.reports.pop(worker_id, None)  # the last test was of the old settings
         self.test_errors.pop(worker_id, None)
         self._select_next = worker_id
@@ -277,8 +268,7 @@ class QtWorkers(QWidget):
         ):
             return
         registry = self.registry
-        background.start(
-            self,
+        self.in_background(
             f"remove worker {row.id}",
             lambda: registry.remove(row.id),
             self._removed,
@@ -289,11 +279,11 @@ class QtWorkers(QWidget):
     def _removed(self, worker_id: str, deleted_key: bool) -> None:
         self.reports.pop(worker_id, None)
         self.test_errors.pop(worker_id, None)
-        self._say(f"Removed worker '{worker_id}'" + (" and its key." if deleted_key else "."))
+        self.say(f"Removed worker '{worker_id}'" + (" and its key." if deleted_key else "."))
         self.refresh()
 
     def _remove_failed(self, worker_id: str, exc: Exception) -> None:
-        self._say(f"Cannot remove worker '{worker_id}': {background.readable(exc)}", error=True)
+        self.say(f"Cannot remove worker '{worker_id}': {background.readable(exc)}", error=True)
         self.refresh()
 
     # -- testing -------------------------------------------------------------------
@@ -314,15 +304,14 @@ class QtWorkers(QWidget):
         async def call() -> ConnectionReport:
             return await test_worker(worker_id, registry=registry)
 
-        background.start(
-            self,
+        self.in_background(
             f"test worker {worker_id}",
             call,
             self._tested,
             self._test_failed,
             context=worker_id,
         )
-        self._say(f"Testing worker '{worker_id}'…")
+        self.say(f"Testing worker '{worker_id}'…")
         self._after_test(worker_id)
 
     def _tested(self, worker_id: str, report: ConnectionReport) -> None:
@@ -330,11 +319,11 @@ class QtWorkers(QWidget):
         self.test_errors.pop(worker_id, None)
         self.reports[worker_id] = report
         if report.ok:
-            self._say(
+            self.say(
                 f"Worker '{worker_id}': OK in {report.latency_s * 1000:.0f} ms; model {report.model}."
             )
         else:
-            self._say(
+            self.say(
                 f"Test of worker '{worker_id}' failed after {report.latency_s * 1000:.0f} ms: {report.error}",
                 error=True,
             )
@@ -344,7 +333,7 @@ class QtWorkers(QWidget):
     def _test_failed(self, worker_id: str, exc: Exception) -> None:
         self._testing.discard(worker_id)
         self.test_errors[worker_id] = background.readable(exc)
-        self._say(f"Cannot test worker '{worker_id}': {background.readable(exc)}", error=True)
+        self.say(f"Cannot test worker '{worker_id}': {background.readable(exc)}", error=True)
         self._after_test(worker_id)
         self.tested.emit(worker_id)
 
@@ -355,15 +344,3 @@ class QtWorkers(QWidget):
         self._update_buttons()
 
     # -- lifetime ------------------------------------------------------------------
-
-    def _say(self, text: str, *, error: bool = False) -> None:
-        self.status.setStyleSheet(ERROR_STYLE if error else "")
-        self.status.setText(text)
-
-    def shutdown(self) -> None:
-        """Cancel tests and model listings in flight and wait for every job to end."""
-        background.shutdown(self)
-
-    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt's name)
-        self.shutdown()
-        super().closeEvent(event)
