@@ -400,8 +400,7 @@ class QtRuns(Page):
         self._update_buttons()
         run_id = getattr(thread, "run_id", None)
         if run_id is not None:  # what the run just ended learned, read in the background
-            background.start(
-                self,
+            self.in_background(
                 "read what the run learned",
                 lambda: _read_learned(self.workspace, run_id),
                 self._on_learned,
