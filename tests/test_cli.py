@@ -225,3 +225,16 @@ def test_run_episode_bad_input_is_a_clear_error(tmp_path, suite_file):
         workspace=tmp_path,
     )
     assert bad_backbone.returncode == 1 and "none.gguf not found" in bad_backbone.stderr
+
+
+def test_workspace_before_the_command_is_the_commands_workspace(tmp_path, suite_file):
+    """`--workspace DIR suites import ...` once imported into the default workspace without a
+    word (the subcommand's own --workspace default won over the top-level option)."""
+    ws = tmp_path / "ws"
+    out = cli("--workspace", str(ws), "suites", "import", str(suite_file), "--name", "tiny")
+    assert out.returncode == 0, out.stderr
+    listed = cli("suites", "list", workspace=ws, check=True)
+    assert "tiny" in listed.stdout
+    twice = cli("--workspace", str(ws), "suites", "list", workspace=tmp_path / "other")
+    assert twice.returncode == 2 and "--workspace is given twice" in twice.stderr
+    assert "Traceback" not in twice.stderr and not (tmp_path / "other").exists()
