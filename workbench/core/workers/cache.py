@@ -287,7 +287,7 @@ class CachedWorker(Worker):
             context=context,
         )
 
-    @property  # type: ignore[override]
+    @property
     def secrets(self) -> tuple[Any, ...]:
         return self.inner.secrets
 
