@@ -238,3 +238,13 @@ def test_workspace_before_the_command_is_the_commands_workspace(tmp_path, suite_
     twice = cli("--workspace", str(ws), "suites", "list", workspace=tmp_path / "other")
     assert twice.returncode == 2 and "--workspace is given twice" in twice.stderr
     assert "Traceback" not in twice.stderr and not (tmp_path / "other").exists()
+
+
+def test_run_episode_refuses_a_negative_seed_naming_the_option(tmp_path, suite_file):
+    """numpy refused --seed -5 with "expected non-negative integer", naming no option."""
+    out = cli(
+        "run-episode", "--pool", "sandbox", "--suite", str(suite_file), "--task", "add",
+        "--seed", "-5", workspace=tmp_path,
+    )  # fmt: skip
+    assert out.returncode == 2 and "argument --seed: -5 is out of range" in out.stderr
+    assert "Traceback" not in out.stderr
