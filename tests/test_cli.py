@@ -225,3 +225,26 @@ def test_run_episode_bad_input_is_a_clear_error(tmp_path, suite_file):
         workspace=tmp_path,
     )
     assert bad_backbone.returncode == 2 and "none.gguf not found" in bad_backbone.stderr
+
+
+def test_workspace_before_the_command_is_the_commands_workspace(tmp_path, suite_file):
+    """`--workspace DIR suites import ...` once imported into the default workspace without a
+    word (the subcommand's own --workspace default won over the top-level option)."""
+    ws = tmp_path / "ws"
+    out = cli("--workspace", str(ws), "suites", "import", str(suite_file), "--name", "tiny")
+    assert out.returncode == 0, out.stderr
+    listed = cli("suites", "list", workspace=ws, check=True)
+    assert "tiny" in listed.stdout
+    twice = cli("--workspace", str(ws), "suites", "list", workspace=tmp_path / "other")
+    assert twice.returncode == 2 and "--workspace is given twice" in twice.stderr
+    assert "Traceback" not in twice.stderr and not (tmp_path / "other").exists()
+
+
+def test_run_episode_refuses_a_negative_seed_naming_the_option(tmp_path, suite_file):
+    """numpy refused --seed -5 with "expected non-negative integer", naming no option."""
+    out = cli(
+        "run-episode", "--pool", "sandbox", "--suite", str(suite_file), "--task", "add",
+        "--seed", "-5", workspace=tmp_path,
+    )  # fmt: skip
+    assert out.returncode == 2 and "argument --seed: -5 is out of range" in out.stderr
+    assert "Traceback" not in out.stderr

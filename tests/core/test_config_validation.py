@@ -72,6 +72,10 @@ def test_every_bad_value_is_reported_at_once_with_its_key():
         ("backbone", "device", "", "unknown device"),
         ("run", "name", "x" * 300, "1 to 200 printable"),
         ("run", "name", "a\nb", "printable"),
+        # pycma seeds with run.seed + 1: -1 gave a clock-seeded (unrepeatable) run, -2 and
+        # below a ValueError traceback after the run was stored
+        ("run", "seed", -1, "negative"),
+        ("run", "seed", -2, "negative"),
         ("pool", "workers", [""], "empty worker id"),
         ("tasks", "suite", " ", "name a suite"),
     ],

@@ -35,7 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         dest="gui_workspace",
         default=None,
-        help="with no command: the GUI's workspace folder (default: the user data directory)",
+        help="workspace folder, for the GUI or for the command that follows (default: the user "
+        "data directory)",
     )
     parser.add_argument(
         "--screenshot",
@@ -79,6 +80,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
+    if args.command is not None and args.gui_workspace is not None:
+        # `--workspace DIR COMMAND` once trained, stored and listed in the default workspace
+        # without a word (the command's own --workspace default won): DIR counts for both
+        own = getattr(args, "workspace", None)
+        if own is not None and own != args.gui_workspace:
+            parser.error(
+                f"--workspace is given twice, {args.gui_workspace!r} before the command and "
+                f"{own!r} after it: give it once"
+            )
+        args.workspace = args.gui_workspace
     if args.command is None and args.self_test:
         from workbench.gui.selftest import run as self_test
 

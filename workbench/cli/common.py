@@ -31,3 +31,17 @@ def table(rows: Sequence[Sequence[object]], header: Sequence[str]) -> str:
 def one_line(text: str, width: int = 60) -> str:
     text = " ".join((text or "").split())
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def seed_arg(text: str) -> int:
+    """An argparse ``type`` for ``--seed``: a whole number from 0 to 2**31 - 1, as a run
+    config's ``run.seed`` (numpy refuses a negative seed with a message naming no option)."""
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 0 <= value <= 2**31 - 1:
+        raise argparse.ArgumentTypeError(f"{value} is out of range: use 0 to {2**31 - 1}")
+    return value

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from workbench.cli.common import UserError, one_line, print_json, table, workspace
+from workbench.cli.common import UserError, one_line, print_json, seed_arg, table, workspace
 
 
 def print_episode(episode, file=None) -> None:
@@ -193,7 +193,7 @@ def register(sub, common) -> None:
         "--max-turns", type=int, default=5, help="K, at most this many turns (default 5)"
     )
     p.add_argument(
-        "--seed", type=int, default=0, help="seeds the head, the sampling and the workers"
+        "--seed", type=seed_arg, default=0, help="seeds the head, the sampling and the workers"
     )
     p.add_argument(
         "--acting",

@@ -372,6 +372,11 @@ def _check(cfg: RunConfig) -> None:
         "run.name",
         f"give a name of 1 to {MAX_RUN_NAME} printable characters",
     )
+    need(  # pycma takes seed + 1: 0 there means "seed from the clock", below 0 a ValueError
+        r.seed >= 0,
+        "run.seed",
+        f"{r.seed} is negative: use a whole number from 0 to {MAX_INT}",
+    )
     need(
         o.name in OPTIMIZERS,
         "optimizer.name",

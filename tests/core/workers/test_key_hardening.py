@@ -394,3 +394,34 @@ def test_a_cached_reply_recorded_before_masking_never_hands_out_a_key(tmp_path):
         reply = asyncio.run(cache.complete(worker, messages, max_tokens=8, temperature=0.0, seed=1))
     assert reply.cached and reply.text.startswith("your key is ****")
     assert not _leaks(reply.text + (reply.model or ""))
+
+
+# ---- base URLs urllib cannot take apart (held-back inputs of issue 18)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://[::1/v1",  # urlsplit: "Invalid IPv6 URL"
+        "http://127.0.0.1:99999/v1",  # .port: "Port out of range 0-65535", at the first call
+        "http://127.0.0.1:0/v1",
+        "http://127.0.0.1:abc/v1",
+    ],
+)
+def test_a_base_url_with_a_broken_host_or_port_is_refused_naming_the_field(url, tmp_path):
+    with pytest.raises(SpecError, match="'base_url' must be an http:// or https:// URL"):
+        spec_from_options("w", "openai", "m", base_url=url)
+    # a hand-edited workers.toml gets the same sentence, not a ValueError at the first call
+    from workbench.core.workers.registry import Registry, RegistryError
+
+    path = tmp_path / "workers.toml"
+    path.write_text(
+        f'version = 1\n[workers.w]\nprovider = "openai"\nmodel = "m"\nbase_url = "{url}"\n'
+    )
+    with pytest.raises((SpecError, RegistryError), match="base_url"):
+        Registry(path).list()
+
+
+def test_a_bracketed_ipv6_base_url_with_a_port_is_kept():
+    spec = spec_from_options("w", "openai", "m", base_url="http://[::1]:8000/v1/")
+    assert spec.base_url == "http://[::1]:8000/v1"

@@ -408,10 +408,16 @@ def _check_url(where: str, url: Any) -> str:
             f"{where} 'base_url' holds a line break, tab, blank or another control character: "
             "give the URL alone, e.g. http://127.0.0.1:8000/v1"
         )
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    try:
+        parts = urlsplit(url)
+        if parts.port == 0:  # raises ValueError for a port out of 0..65535 or not a number
+            parts = None
+    except ValueError:  # "Invalid IPv6 URL", "Port out of range": name the field, not urllib
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
         raise SpecError(
-            f"{where} 'base_url' must be an http:// or https:// URL with a host (got {_got(url)})"
+            f"{where} 'base_url' must be an http:// or https:// URL with a host and, if any, "
+            f"a port from 1 to 65535 (got {_got(url)})"
         )
     if parts.username or parts.password:
         raise SpecError(
