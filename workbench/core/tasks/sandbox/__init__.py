@@ -35,6 +35,7 @@ import os
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -74,6 +75,10 @@ _VERDICT_BYTES = 64 * 1024
 # a spare pair older than this is replaced rather than used: its process limit was counted
 # when it started, and the user's process count may have changed since
 _SPARE_MAX_AGE_S = 30.0
+# candidate sandboxes kept started ahead per grading thread: grades that come back to back
+# (training) then find one whose interpreter has had a whole grade's time to start,
+# while the next one starts beside the grade on another core
+_SPARE_CANDIDATES = 2
 
 
 class SandboxError(RuntimeError):
@@ -190,12 +195,24 @@ def check_function(
     isolation = _usable_isolation()
     limits = _Limits(timeout_s, memory_mb, _MAX_FILE_BYTES, max_output_bytes)
     key = (isolation, limits, str(workdir_parent) if workdir_parent is not None else None)
-    pair = _take_spare(key) or _Pair(isolation, limits, workdir_parent)
+    pair = _take_spare(("candidate", key)) or _Pair(isolation, limits, workdir_parent)
+    zygote = _take_spare(("checker", key))
     try:
-        check = pair.grade(program, prelude, test, entry_point)
+        zygote = zygote or _Zygote(isolation, limits, workdir_parent)
+        check = pair.grade(zygote, program, prelude, test, entry_point)
+    except BaseException:
+        if zygote is not None:
+            zygote.close()
+        raise
     finally:
         pair.close()
-    _keep_spare(key, lambda: _Pair(isolation, limits, workdir_parent))
+    if zygote.socket is not None:
+        _put_spare(("checker", key), zygote)
+    else:
+        zygote.close()
+    _keep_spares(
+        ("candidate", key), lambda: _Pair(isolation, limits, workdir_parent), _SPARE_CANDIDATES
+    )
     return check
 
 
@@ -203,26 +220,25 @@ def end_spare_sandboxes() -> None:
     """End every sandbox started ahead of a grade (each thread's spare pair). The next
     grade starts its own again. Also run at exit."""
     with _SPARES_LOCK:
-        pairs = list(_SPARES.values())
+        spares = [spare for kept in _SPARES.values() for spare in kept]
         _SPARES.clear()
-    for pair in pairs:
-        pair.close()
+    for spare in spares:
+        spare.close()
 
 
 class _Pair:
-    """A candidate sandbox and a checker sandbox for one grade, started ahead of it: joined
-    by their call pipes, each waiting for its task on a pipe of its own."""
+    """A candidate sandbox for one grade, started ahead of it and waiting for its task on a
+    pipe, with the ends of its call pipes that the grade's checker process will hold."""
 
     def __init__(self, isolation: Isolation, limits: _Limits, parent) -> None:
         self.limits = limits
         self.owner = (os.getpid(), threading.current_thread())
         self.started = time.monotonic()
         self.candidate_box = _Box(isolation, {}, parent)
-        self.checker_box = _Box(isolation, {}, parent)
         self.candidate: subprocess.Popen | None = None
-        self.checker: subprocess.Popen | None = None
+        # for the grade's checker: the read end of its task pipe, its call pipes' ends
+        self.checker_fds: list[int] = []
         self.task_fds: list[int] = []
-        self.verdict_r = -1
         spec = _rlimits(limits, isolation)
         ends: list[int] = []
         try:
@@ -230,33 +246,26 @@ class _Pair:
             checker_task_r, checker_task_w = _pipe(ends)
             to_candidate_r, to_candidate_w = _pipe(ends)
             from_candidate_r, from_candidate_w = _pipe(ends)
-            self.verdict_r, verdict_w = _pipe(ends)
             self.task_fds = [candidate_task_w, checker_task_w]
+            self.checker_fds = [checker_task_r, to_candidate_w, from_candidate_r]
             self.candidate = self.candidate_box.start(
                 ["serve", *map(str, (candidate_task_r, to_candidate_r, from_candidate_w))],
                 spec,
                 pass_fds=(candidate_task_r, to_candidate_r, from_candidate_w),
             )
-            self.checker = self.checker_box.start(
-                [*map(str, (checker_task_r, to_candidate_w, from_candidate_r, verdict_w))],
-                spec,
-                pass_fds=(checker_task_r, to_candidate_w, from_candidate_r, verdict_w),
-                script="checker.py",
-            )
         except BaseException:
             for fd in ends:
                 os.close(fd)
-            self.task_fds, self.verdict_r = [], -1
+            self.task_fds, self.checker_fds = [], []
             self.close()
             raise
-        # the parent keeps only the task pipes' write ends and the verdict's read end
         for fd in ends:
-            if fd not in (*self.task_fds, self.verdict_r):
+            if fd not in (*self.task_fds, *self.checker_fds):
                 os.close(fd)
 
     def alive(self) -> bool:
-        """True when both sandboxes still wait for their task in this process and thread
-        (after a fork, or once the thread that started them has ended, they are not ours
+        """True when the candidate's sandbox still waits for its task in this process and
+        thread (after a fork, or once the thread that started it has ended, it is not ours
         to use: bwrap dies with the thread that started it), started less than
         ``_SPARE_MAX_AGE_S`` ago."""
         pid, thread = self.owner
@@ -265,86 +274,198 @@ class _Pair:
             and thread.is_alive()
             and time.monotonic() - self.started < _SPARE_MAX_AGE_S
             and not _has_exited(self.candidate)
-            and not _has_exited(self.checker)
         )
 
-    def grade(self, program: str, prelude: str, test: str, entry_point: str) -> Check:
-        assert self.candidate is not None and self.checker is not None
+    def grade(
+        self, zygote: _Zygote, program: str, prelude: str, test: str, entry_point: str
+    ) -> Check:
+        assert self.candidate is not None
         limits = self.limits
         timeout_s = limits.timeout_s
         start = time.monotonic()
         candidate_fd, checker_fd = self.task_fds
         self.task_fds = []
-        _feed(candidate_fd, plaindata.encode([program, entry_point]).encode())
-        _feed(checker_fd, plaindata.encode([prelude, test, entry_point]).encode())
-        verdict, timed_out = _read_until_eof(self.verdict_r, start + timeout_s)
-        if not timed_out:
-            timed_out = not _wait_for_exit(
-                self.checker, max(0.0, start + timeout_s - time.monotonic())
-            )
+        checker_fds, self.checker_fds = self.checker_fds, []
+        verdict_r, verdict_w = os.pipe()
+        try:
+            zygote.send(checker_fds + [verdict_w])
+        finally:
+            for fd in (*checker_fds, verdict_w):
+                os.close(fd)
+        try:
+            _feed(candidate_fd, plaindata.encode([program, entry_point]).encode())
+            _feed(checker_fd, plaindata.encode([prelude, test, entry_point]).encode())
+            verdict, timed_out = _read_until_eof(verdict_r, start + timeout_s)
+        finally:
+            os.close(verdict_r)
+        status_code = None if timed_out else zygote.exit_status(start + timeout_s)
+        checker_stderr, _ = _read_capped(zygote.output, limits.max_output_bytes)
+        if status_code is None:
+            # the grade's checker process may still run: end the whole checker sandbox
+            # (the next grade starts a fresh one)
+            zygote.close()
+            timed_out = True
         status, _, why = verdict.decode("utf-8", errors="replace").partition("\n")
         if status != "pass" and not timed_out:
             # a failure: let the candidate's process end by itself (it stops at the end of
             # the checker's calls), so its own exit status can explain the failure
             _wait_for_exit(self.candidate, 0.2)
-        checked = self.checker_box.finish(self.checker, limits, timed_out=timed_out, start=start)
         ran = self.candidate_box.finish(self.candidate, limits, timed_out=timed_out, start=start)
-        self.candidate = self.checker = None
-        passed = status == "pass" and checked.ok
+        self.candidate = None
+        passed = status == "pass" and status_code == 0 and not timed_out
         if timed_out:
             why = f"timed out after {timeout_s:g} s and was killed"
         elif not status:
-            why = f"the test process ended without a verdict: {checked.reason}"
+            why = "the test process ended without a verdict: " + _reason(
+                status_code, False, timeout_s, checker_stderr, limits.memory_mb
+            )
         elif not passed and not ran.ok and ran.returncode != 0 and status == "fail":
             why = f"{why} ({ran.reason})"
-        return Check(passed, why, ran, checked.stderr, time.monotonic() - start)
+        return Check(passed, why, ran, checker_stderr, time.monotonic() - start)
 
     def close(self) -> None:
-        """Kill both sandboxes (if still running) and release everything the pair holds."""
-        for box, proc in ((self.candidate_box, self.candidate), (self.checker_box, self.checker)):
-            if proc is not None:
-                box.kill(proc)
-        self.candidate = self.checker = None
-        for fd in (*self.task_fds, self.verdict_r):
+        """Kill the candidate's sandbox (if still running) and release what the pair holds."""
+        if self.candidate is not None:
+            self.candidate_box.kill(self.candidate)
+        self.candidate = None
+        for fd in (*self.task_fds, *self.checker_fds):
             if fd >= 0:
                 os.close(fd)
-        self.task_fds, self.verdict_r = [], -1
+        self.task_fds, self.checker_fds = [], []
         self.candidate_box.__exit__(None, None, None)
-        self.checker_box.__exit__(None, None, None)
 
 
-_SPARES: dict[tuple, _Pair] = {}
+class _Zygote:
+    """The checker's sandbox, started once for many grades: trusted code only (the
+    task's prompt and test, ``checker.py``), which forks a fresh process for each grade
+    and ends it after its verdict. Nothing of a candidate ever reaches it: the host hands
+    it the grade's pipes and it only passes them on to the grade's own process. Replaced
+    after a grade that timed out or went wrong, and once older than
+    ``_SPARE_MAX_AGE_S`` (its process limit was counted when it started)."""
+
+    def __init__(self, isolation: Isolation, limits: _Limits, parent) -> None:
+        self.limits = limits
+        self.owner = (os.getpid(), threading.current_thread())
+        self.started = time.monotonic()
+        self.box = _Box(isolation, {}, parent)
+        self.proc: subprocess.Popen | None = None
+        self.output = self.box.err
+        host, inside = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.socket: socket.socket | None = host
+        try:
+            self.proc = self.box.start(
+                [str(inside.fileno())],
+                _rlimits(limits, isolation),
+                pass_fds=(inside.fileno(),),
+                script="checker.py",
+            )
+        except BaseException:
+            self.close()
+            raise
+        finally:
+            inside.close()
+
+    def alive(self) -> bool:
+        """True when it still serves grades for this process and thread (see
+        ``_Pair.alive``), started less than ``_SPARE_MAX_AGE_S`` ago."""
+        pid, thread = self.owner
+        return (
+            self.socket is not None
+            and pid == os.getpid()
+            and thread.is_alive()
+            and time.monotonic() - self.started < _SPARE_MAX_AGE_S
+            and not _has_exited(self.proc)
+        )
+
+    def send(self, fds: list[int]) -> None:
+        """Start one grade: a fresh checker process gets ``fds`` (task, to and from the
+        candidate, verdict) and the grade's output file, emptied first."""
+        assert self.socket is not None
+        self.output.seek(0)
+        self.output.truncate()
+        try:
+            socket.send_fds(self.socket, [b"grade"], [*fds, self.output.fileno()])
+        except OSError as error:
+            raise SandboxError(f"the checker's sandbox stopped: {error}") from error
+
+    def exit_status(self, deadline: float) -> int | None:
+        """The exit status of the grade's checker process once it has ended (and its
+        process group been killed); ``None`` if that did not happen by ``deadline``."""
+        assert self.socket is not None
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            ready, _, _ = select.select([self.socket], [], [], remaining)
+            if ready:
+                break
+        try:
+            line = self.socket.recv(64)
+        except OSError:
+            return None
+        try:
+            return int(line)
+        except ValueError:
+            return None
+
+    def close(self) -> None:
+        """Kill the checker's sandbox and everything in it."""
+        if self.socket is not None:
+            self.socket.close()
+            self.socket = None
+        if self.proc is not None:
+            self.box.kill(self.proc)
+            self.proc = None
+        self.box.__exit__(None, None, None)
+
+
+_SPARES: dict[tuple, list] = {}  # (thread id, key) -> spares, oldest first
 _SPARES_LOCK = threading.Lock()
 _ATEXIT: list[bool] = []
 
 
-def _take_spare(key: tuple) -> _Pair | None:
-    """This thread's spare pair for ``key`` if it is still waiting; spares of ended threads
+def _take_spare(key: tuple):
+    """This thread's oldest spare for ``key`` (a ``_Pair`` or a ``_Zygote``) that is
+    still waiting; spares of ended threads, and this thread's that are too old or died,
     are ended on the way."""
+    ended = []
+    found = None
     with _SPARES_LOCK:
-        gone = [slot for slot, pair in _SPARES.items() if not pair.owner[1].is_alive()]
-        pairs = [_SPARES.pop(slot) for slot in gone]
-        found = _SPARES.pop((threading.get_ident(), key), None)
-    for pair in pairs:
-        pair.close()
-    if found is not None and not found.alive():
-        found.close()
-        return None
+        for slot in [slot for slot, spares in _SPARES.items() if not _owner_alive(spares)]:
+            ended += _SPARES.pop(slot)
+        spares = _SPARES.get((threading.get_ident(), key), [])
+        while spares and found is None:
+            spare = spares.pop(0)
+            if spare.alive():
+                found = spare
+            else:
+                ended.append(spare)
+    for spare in ended:
+        spare.close()
     return found
+
+
+def _owner_alive(spares: list) -> bool:
+    return all(spare.owner[1].is_alive() for spare in spares)
 
 
 def _forget_spares_in_child() -> None:
     """After a fork, the spares are the parent's: close the child's copies of their task
-    pipes (else the parent's sandboxes would never see the end of their task) and forget
-    them, killing nothing."""
+    pipes and sockets (else the parent's sandboxes would never see the end of their task)
+    and forget them, killing nothing."""
     global _SPARES_LOCK
     _SPARES_LOCK = threading.Lock()
-    for pair in _SPARES.values():
-        for fd in (*pair.task_fds, pair.verdict_r):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+    for spares in _SPARES.values():
+        for spare in spares:
+            if isinstance(spare, _Zygote):
+                if spare.socket is not None:
+                    spare.socket.close()
+                continue
+            for fd in (*spare.task_fds, *spare.checker_fds):
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
     _SPARES.clear()
 
 
@@ -352,23 +473,32 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_spares_in_child)
 
 
-def _keep_spare(key: tuple, start) -> None:
-    """Start the next spare pair for this thread and ``key`` (after a grade)."""
+def _keep_spares(key: tuple, start, count: int) -> None:
+    """Start spares for this thread and ``key`` (after a grade) until it has ``count``."""
+    while True:
+        with _SPARES_LOCK:
+            if len(_SPARES.get((threading.get_ident(), key), [])) >= count:
+                return
+        try:
+            spare = start()
+        except SandboxError:
+            return  # the next grade starts its own and reports the error
+        _put_spare(key, spare, count)
+
+
+def _put_spare(key: tuple, spare, count: int = 1) -> None:
+    """Keep ``spare`` as one of this thread's spares for ``key`` (ending the oldest beyond
+    ``count``)."""
     slot = (threading.get_ident(), key)
     with _SPARES_LOCK:
-        if slot in _SPARES:
-            return
         if not _ATEXIT:
             atexit.register(end_spare_sandboxes)
             _ATEXIT.append(True)
-    try:
-        pair = start()
-    except SandboxError:
-        return  # the next grade starts its own and reports the error
-    with _SPARES_LOCK:
-        old = _SPARES.pop(slot, None)
-        _SPARES[slot] = pair
-    if old is not None:
+        spares = _SPARES.setdefault(slot, [])
+        spares.append(spare)
+        extra = spares[: max(0, len(spares) - count)]
+        del spares[: len(extra)]
+    for old in extra:
         old.close()
 
 
@@ -455,6 +585,7 @@ class _Box:
         self.err.close()
         for fd in self.memfds.values():
             os.close(fd)
+        self.memfds = {}
         if self.host is not None:
             _remove_tree(self.host)
 
