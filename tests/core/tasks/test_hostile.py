@@ -285,6 +285,20 @@ def test_the_attacks_really_ran(graded) -> None:
     assert "No space left on device" in stderr["fill the disk"]
     assert "Connection refused" in stderr["connect to loopback"]
     assert "pass\nall tests passed" in stderr["print the verdict and exit 0"]
+    assert "checker seen: False" in stderr["look for the checker's sandbox"]
+    assert "forger started" in stderr["outlive the grade to forge the next verdict"]
+    hung = graded["results"]["hang the checker until the grade times out"]["details"]
+    assert "timed out" in hung["reason"], hung
+
+
+def test_the_checker_still_grades_right_after_the_probes(graded) -> None:
+    """The checker's sandbox outlives a grade (it forks a fresh checker for each): no
+    probe left it paying every answer, or none."""
+    results = graded["results"]
+    right = results["after the probes: a right answer"]
+    assert right["reward"] == 1.0, right["details"]
+    wrong = results["after the probes: a wrong answer"]
+    assert wrong["reward"] == 0.0, wrong["details"]
 
 
 def test_nothing_is_left_behind(graded) -> None:
