@@ -68,7 +68,9 @@ __all__ = [
 ]
 
 _HERE = Path(__file__).resolve().parent
-_INSIDE = ("harness.py", "checker.py", "plaindata.py", "limits.py")
+# what each sandbox gets of them: the candidate's never holds the checker, nor the reverse
+_CANDIDATE_FILES = ("harness.py", "plaindata.py", "limits.py")
+_CHECKER_FILES = ("checker.py", "plaindata.py", "limits.py")
 _MAX_FILE_BYTES = 16 * 2**20
 _EXTRA_PROCESSES = 64
 _VERDICT_BYTES = 64 * 1024
@@ -79,6 +81,9 @@ _SPARE_MAX_AGE_S = 30.0
 # (training) then find one whose interpreter has had a whole grade's time to start,
 # while the next one starts beside the grade on another core
 _SPARE_CANDIDATES = 2
+# the checker's sandbox is replaced after this many grades: it spends a little CPU time of
+# its own on each (a fork), and its CPU limit is the grade's
+_CHECKER_MAX_GRADES = 100
 
 
 class SandboxError(RuntimeError):
@@ -160,7 +165,7 @@ def run_program(
     """
     isolation = _usable_isolation()
     limits = _Limits(timeout_s, memory_mb, max(max_file_bytes, max_output_bytes), max_output_bytes)
-    with _Box(isolation, {"program.py": source}, workdir_parent) as box:
+    with _Box(isolation, {"program.py": source}, workdir_parent, _CANDIDATE_FILES) as box:
         stdin_r, stdin_w = os.pipe()
         try:
             proc = box.start(
@@ -198,8 +203,17 @@ def check_function(
     pair = _take_spare(("candidate", key)) or _Pair(isolation, limits, workdir_parent)
     zygote = _take_spare(("checker", key))
     try:
-        zygote = zygote or _Zygote(isolation, limits, workdir_parent)
-        check = pair.grade(zygote, program, prelude, test, entry_point)
+        for attempt in (1, 2):
+            if zygote is None:
+                zygote = _Zygote(isolation, limits, workdir_parent)
+            try:
+                check = pair.grade(zygote, program, prelude, test, entry_point)
+                break
+            except _CheckerGone:
+                zygote.close()
+                zygote = None
+                if attempt == 2:
+                    raise
     except BaseException:
         if zygote is not None:
             zygote.close()
@@ -234,7 +248,7 @@ class _Pair:
         self.limits = limits
         self.owner = (os.getpid(), threading.current_thread())
         self.started = time.monotonic()
-        self.candidate_box = _Box(isolation, {}, parent)
+        self.candidate_box = _Box(isolation, {}, parent, _CANDIDATE_FILES)
         self.candidate: subprocess.Popen | None = None
         # for the grade's checker: the read end of its task pipe, its call pipes' ends
         self.checker_fds: list[int] = []
@@ -283,21 +297,16 @@ class _Pair:
         limits = self.limits
         timeout_s = limits.timeout_s
         start = time.monotonic()
+        zygote.send(self.checker_fds)  # raises _CheckerGone, touching nothing, if it ended
+        for fd in self.checker_fds:
+            os.close(fd)
+        self.checker_fds = []
+        verdict_r = zygote.verdict_r
         candidate_fd, checker_fd = self.task_fds
         self.task_fds = []
-        checker_fds, self.checker_fds = self.checker_fds, []
-        verdict_r, verdict_w = os.pipe()
-        try:
-            zygote.send(checker_fds + [verdict_w])
-        finally:
-            for fd in (*checker_fds, verdict_w):
-                os.close(fd)
-        try:
-            _feed(candidate_fd, plaindata.encode([program, entry_point]).encode())
-            _feed(checker_fd, plaindata.encode([prelude, test, entry_point]).encode())
-            verdict, timed_out = _read_until_eof(verdict_r, start + timeout_s)
-        finally:
-            os.close(verdict_r)
+        _feed(candidate_fd, plaindata.encode([program, entry_point]).encode())
+        _feed(checker_fd, plaindata.encode([prelude, test, entry_point]).encode())
+        verdict, timed_out = _read_until_eof(verdict_r, start + timeout_s)
         status_code = None if timed_out else zygote.exit_status(start + timeout_s)
         checker_stderr, _ = _read_capped(zygote.output, limits.max_output_bytes)
         if status_code is None:
@@ -335,6 +344,11 @@ class _Pair:
         self.candidate_box.__exit__(None, None, None)
 
 
+class _CheckerGone(SandboxError):
+    """The checker's sandbox ended between grades (killed from outside, or out of its own
+    CPU time): the grade starts a fresh one."""
+
+
 class _Zygote:
     """The checker's sandbox, started once for many grades: trusted code only (the
     task's prompt and test, ``checker.py``), which forks a fresh process for each grade
@@ -347,10 +361,12 @@ class _Zygote:
         self.limits = limits
         self.owner = (os.getpid(), threading.current_thread())
         self.started = time.monotonic()
-        self.box = _Box(isolation, {}, parent)
+        self.box = _Box(isolation, {}, parent, _CHECKER_FILES)
         self.proc: subprocess.Popen | None = None
         self.output = self.box.err
-        host, inside = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.grades = 0
+        self.verdict_r = -1
+        host, inside = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.socket: socket.socket | None = host
         try:
             self.proc = self.box.start(
@@ -374,19 +390,33 @@ class _Zygote:
             and pid == os.getpid()
             and thread.is_alive()
             and time.monotonic() - self.started < _SPARE_MAX_AGE_S
+            and self.grades < _CHECKER_MAX_GRADES
             and not _has_exited(self.proc)
         )
 
     def send(self, fds: list[int]) -> None:
         """Start one grade: a fresh checker process gets ``fds`` (task, to and from the
-        candidate, verdict) and the grade's output file, emptied first."""
+        candidate), the write end of a new verdict pipe (its read end: ``verdict_r``) and
+        the grade's output file, emptied first. Raises ``_CheckerGone`` if this sandbox has
+        ended (nothing of ``fds`` is used then)."""
         assert self.socket is not None
+        self.grades += 1
         self.output.seek(0)
         self.output.truncate()
+        self.close_verdict()
+        self.verdict_r, verdict_w = os.pipe()
         try:
-            socket.send_fds(self.socket, [b"grade"], [*fds, self.output.fileno()])
+            socket.send_fds(self.socket, [b"grade"], [*fds, verdict_w, self.output.fileno()])
         except OSError as error:
-            raise SandboxError(f"the checker's sandbox stopped: {error}") from error
+            self.close_verdict()
+            raise _CheckerGone(f"the checker's sandbox ended: {error}") from error
+        finally:
+            os.close(verdict_w)
+
+    def close_verdict(self) -> None:
+        if self.verdict_r >= 0:
+            os.close(self.verdict_r)
+            self.verdict_r = -1
 
     def exit_status(self, deadline: float) -> int | None:
         """The exit status of the grade's checker process once it has ended (and its
@@ -410,6 +440,7 @@ class _Zygote:
 
     def close(self) -> None:
         """Kill the checker's sandbox and everything in it."""
+        self.close_verdict()
         if self.socket is not None:
             self.socket.close()
             self.socket = None
@@ -552,9 +583,11 @@ class _Box:
     """One sandboxed interpreter: the host folder with what it runs, its output files,
     how to start it and how to end it."""
 
-    def __init__(self, isolation: Isolation, files: dict[str, str], parent) -> None:
+    def __init__(
+        self, isolation: Isolation, files: dict[str, str], parent, inside: tuple[str, ...]
+    ) -> None:
         self.isolation = isolation
-        texts = {name: (_HERE / name).read_text(encoding="utf-8") for name in _INSIDE}
+        texts = {name: (_HERE / name).read_text(encoding="utf-8") for name in inside}
         texts.update(files)
         self.host: Path | None = None
         self.memfds: dict[str, int] = {}
