@@ -233,12 +233,13 @@ if os.fork() == 0:
     end = time.monotonic() + 10
     while time.monotonic() < end:
         for pid in os.listdir("/proc"):
-            if not pid.isdigit():
+            # any process but this grade's own: a later grade's, if it could see one
+            if not pid.isdigit() or int(pid) in (1, os.getpid(), os.getppid()):
                 continue
             try:
                 for fd in os.listdir(f"/proc/{pid}/fd"):
                     try:
-                        with open(f"/proc/{pid}/fd/{fd}", "w") as f:
+                        with open(f"/proc/{pid}/fd/{fd}", "a") as f:
                             f.write("pass\\nall tests passed")
                     except OSError:
                         pass
@@ -247,6 +248,7 @@ if os.fork() == 0:
         time.sleep(0.05)
     os._exit(0)
 sys.stderr.write("forger started\\n")
+sys.stderr.flush()
 """,
     "escape codes": WRONG
     + """

@@ -54,6 +54,29 @@ def _processes() -> dict[int, tuple[int, str]]:
     return found
 
 
+def _parent(pid: int) -> int:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 1
+    return int(re.search(r"^PPid:\s+(\d+)", status, re.M).group(1))
+
+
+def _someone_elses(pid: int, before: dict) -> bool:
+    """True when ``pid`` descends from a process that ran before the grades and is not
+    this test (another program's sandbox on a shared machine, started meanwhile). What a
+    grade left is a descendant of this process, or an orphan (its parent, init)."""
+    seen = set()
+    while pid > 1 and pid not in seen:
+        seen.add(pid)
+        if pid == os.getpid():
+            return False
+        if pid in before:
+            return True
+        pid = _parent(pid)
+    return False
+
+
 def _is_bwrap(pid: int) -> bool:
     try:
         return os.path.basename(os.readlink(f"/proc/{pid}/exe")) == "bwrap"
@@ -241,6 +264,7 @@ def graded(request):
             pid: info
             for pid, info in after.items()
             if pid not in before
+            and not _someone_elses(pid, before)
             and pid not in (b.pid for b in bystanders)
             and (info[1] != ours or _is_bwrap(pid) or (as_user and info[0] == USER_UID))
         }
@@ -286,7 +310,8 @@ def test_the_attacks_really_ran(graded) -> None:
     assert "Connection refused" in stderr["connect to loopback"]
     assert "pass\nall tests passed" in stderr["print the verdict and exit 0"]
     assert "checker seen: False" in stderr["look for the checker's sandbox"]
-    assert "forger started" in stderr["outlive the grade to forge the next verdict"]
+    forger = graded["results"]["outlive the grade to forge the next verdict"]["details"]
+    assert "forger started" in forger["stderr"], forger
     hung = graded["results"]["hang the checker until the grade times out"]["details"]
     assert "timed out" in hung["reason"], hung
 
