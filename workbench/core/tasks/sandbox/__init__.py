@@ -12,14 +12,21 @@ in one, the task's test in the other (``checker.py``), which calls the candidate
 through a pipe with plain data only (``plaindata.py``) and decides the verdict on its own
 side. Nothing the candidate prints, exits with, or returns can forge that verdict.
 
-Speed: both sandboxes of a grade are started ahead of it, joined by their pipes, and wait
-(interpreter started, limits set, ``typing`` imported) for their task on a pipe; each
-grading thread keeps one such spare pair per set of limits, started right after its
-previous grade (replaced, not used, once older than ``_SPARE_MAX_AGE_S``), so a grade
-that arrives while the machine was busy elsewhere (a worker's reply) pays only for running
-the code. A pair serves exactly one grade and is killed
-after its verdict: nothing of one grade is alive when the next one's program runs.
-``end_spare_sandboxes()`` ends the spares (also done at exit). The sandboxes start without
+Speed: grades come back to back in training, so neither sandbox is started on a grade's
+path. The checker runs trusted code only (``checker.py``, the task's prompt and test): one
+checker sandbox per grading thread and set of limits (a "zygote": interpreter started,
+limits set, ``typing`` imported) serves many grades, forking a fresh process for each
+that gets the grade's pipes from the host (passed over a socket), runs the test, and is
+killed with its whole process group after the verdict; it never reads anything a
+candidate sends and is replaced after a grade that timed out, after
+``_CHECKER_MAX_GRADES`` grades or once older than ``_SPARE_MAX_AGE_S``. The candidate
+gets a fresh sandbox for every grade, never reused: each grading thread keeps
+``_SPARE_CANDIDATES`` of them started ahead (replaced, not used, once older than
+``_SPARE_MAX_AGE_S``), so the next grade finds one whose interpreter has had a whole grade's
+time to start while another starts beside it. A candidate's sandbox serves exactly one
+grade and is killed after its verdict: nothing a candidate touched is alive when the next
+one's program runs. ``end_spare_sandboxes()`` ends the spares and the checker sandboxes
+(also done at exit). The sandboxes start without
 Python code between fork and exec (no ``preexec_fn``: resource limits are set by the
 interpreter inside, ``limits.py``; a root caller drops to nobody through ``setpriv``), so
 the interpreter starts them with ``vfork``.
@@ -195,8 +202,8 @@ def check_function(
     ``check(entry_point)`` in another that calls the candidate's function through a pipe.
     The test passes only if the checker process says so.
 
-    Uses this thread's spare pair of sandboxes for these limits if there is one (else
-    starts a pair now), and starts the next spare after the verdict."""
+    Uses this thread's spare candidate sandbox and checker sandbox for these limits if
+    there are (else starts them now), and tops up the spares after the verdict."""
     isolation = _usable_isolation()
     limits = _Limits(timeout_s, memory_mb, _MAX_FILE_BYTES, max_output_bytes)
     key = (isolation, limits, str(workdir_parent) if workdir_parent is not None else None)
@@ -220,6 +227,7 @@ def check_function(
         raise
     finally:
         pair.close()
+    assert zygote is not None
     if zygote.socket is not None:
         _put_spare(("checker", key), zygote)
     else:
@@ -231,8 +239,8 @@ def check_function(
 
 
 def end_spare_sandboxes() -> None:
-    """End every sandbox started ahead of a grade (each thread's spare pair). The next
-    grade starts its own again. Also run at exit."""
+    """End every sandbox started ahead of a grade (each thread's spare candidates and its
+    checker sandbox). The next grade starts its own again. Also run at exit."""
     with _SPARES_LOCK:
         spares = [spare for kept in _SPARES.values() for spare in kept]
         _SPARES.clear()

@@ -9,8 +9,9 @@ end of that pipe. That process then runs the task's own code (the prompt's helpe
 for the candidate function that forwards each call to the candidate's process (see
 ``harness.py``) as plain data and returns the plain value that comes back. Every
 comparison therefore happens here, on builtin values built here, and the verdict is
-written to ``VERDICT_FD``: a pipe only this process holds. The candidate runs elsewhere,
-never sees this process's memory, files or pipes, and cannot end it early.
+written to the grade's verdict pipe, which only that process holds. The candidate runs
+elsewhere, never sees these processes' memory, files or pipes, and cannot end them early;
+the zygote itself never reads a byte of what a candidate sends.
 
 It imports only the stdlib.
 """
