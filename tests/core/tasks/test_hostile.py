@@ -62,6 +62,18 @@ def _parent(pid: int) -> int:
     return int(re.search(r"^PPid:\s+(\d+)", status, re.M).group(1))
 
 
+def _describe(pids: dict) -> dict:
+    """pid -> (uid, pid namespace, parent, command line), for a failure message."""
+    described = {}
+    for pid, info in pids.items():
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")[:200]
+        except OSError:
+            cmdline = b"(gone)"
+        described[pid] = (*info, _parent(pid), cmdline.decode(errors="replace"))
+    return described
+
+
 def _someone_elses(pid: int, before: dict) -> bool:
     """True when ``pid`` descends from a process that ran before the grades and is not
     this test (another program's sandbox on a shared machine, started meanwhile). What a
@@ -327,7 +339,7 @@ def test_the_checker_still_grades_right_after_the_probes(graded) -> None:
 
 
 def test_nothing_is_left_behind(graded) -> None:
-    assert graded["left"] == {}, f"processes left after the grades: {graded['left']}"
+    assert graded["left"] == {}, f"processes left after the grades: {_describe(graded['left'])}"
     assert graded["files"] == [], f"files written outside the sandbox: {graded['files']}"
     assert graded["bashrc"], "~/.bashrc was changed"
     assert graded["connections"] == 0, "a program reached the listener on loopback"
