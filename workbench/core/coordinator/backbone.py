@@ -12,7 +12,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -169,7 +169,8 @@ class Backbone:
                         out[i] = feature
                 while len(self._feature_cache) > self._feature_cache_size:
                     self._feature_cache.popitem(last=False)
-        return np.stack(out) if out else np.zeros((0, self.hidden_size))
+        rows = cast(list[np.ndarray], out)  # every index was filled above
+        return np.stack(rows) if rows else np.zeros((0, self.hidden_size))
 
     def feature(self, transcript: str, svf: np.ndarray | None = None) -> np.ndarray:
         return self.features([transcript], svf)[0]
@@ -271,6 +272,7 @@ class Backbone:
                 values = torch.zeros_like(keys)
                 for i, r in enumerate(batch):
                     if r.reuse:
+                        assert r.entry is not None  # a reused prefix has its cache entry
                         k, v = r.entry.layers[layer]
                         keys[i, :, prefix - r.reuse :] = k[:, : r.reuse]
                         values[i, :, prefix - r.reuse :] = v[:, : r.reuse]

@@ -98,7 +98,9 @@ def _is_prose(text: str) -> bool:
 
 def _split_top_level(text: str, sep: str = ",") -> list[str]:
     """``text`` split at ``sep`` outside brackets and braces."""
-    parts, depth, current = [], 0, []
+    parts: list[str] = []
+    current: list[str] = []
+    depth = 0
     for ch in text:
         if ch in "([{":
             depth += 1
@@ -165,8 +167,8 @@ def _math_reading(text: str, order: tuple[str, ...] = ()) -> Reading:
         converted = [_as_tuples(part, order) for part in parts]
         names = next((n for _, n in converted if n), ())
         return Reading("math", ", ".join(t for t, _ in converted), names)
-    converted, names = _as_tuples(text, order)
-    return Reading("math", converted, names)
+    whole, names = _as_tuples(text, order)
+    return Reading("math", whole, names)
 
 
 def gold_readings(gold: str) -> list[Reading]:
@@ -478,6 +480,10 @@ class _Helper:
     """
 
     def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
+        """A fresh state: no helper yet, owned by this process."""
         self._lock = threading.Lock()
         self._process: subprocess.Popen[str] | None = None
         self._replies: queue.Queue[str] = queue.Queue()
@@ -487,7 +493,7 @@ class _Helper:
 
     def check(self, reference: str, answer: str) -> dict[str, Any]:
         if self._owner != os.getpid():  # forked: the helper belongs to the parent
-            self.__init__()
+            self._reset()
         with self._lock:
             if self._unusable or getattr(sys, "frozen", False) or not sys.executable:
                 return check_here(reference, answer)

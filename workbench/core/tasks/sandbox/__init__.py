@@ -662,8 +662,8 @@ class _Box:
             pass_fds = (*pass_fds, *self.memfds.values())
             cwd = "/"
         else:
-            python = os.path.realpath(sys.executable)
-            argv = [python, "-I", "-S", self.path(script), spec, *args]
+            host_python = os.path.realpath(sys.executable)
+            argv = [host_python, "-I", "-S", self.path(script), spec, *args]
             if kind == "sandbox-exec":
                 profile = macos.sandbox_profile(
                     python_prefix=os.path.realpath(sys.base_prefix),
@@ -841,20 +841,23 @@ _SIGNAL_WHY = {
     signal.SIGSEGV: "crashed (SIGSEGV)",
     signal.SIGABRT: "aborted (SIGABRT)",
 }
+_SIGNAL_NUMBERS = frozenset(int(s) for s in signal.Signals)
 if hasattr(signal, "SIGXCPU"):
     _SIGNAL_WHY[signal.SIGXCPU] = "used up its CPU time limit (SIGXCPU)"
 if hasattr(signal, "SIGXFSZ"):
     _SIGNAL_WHY[signal.SIGXFSZ] = "wrote past the file size limit (SIGXFSZ)"
 
 
-def _reason(returncode: int, timed_out: bool, timeout_s: float, stderr: str, memory_mb: int) -> str:
-    if timed_out:
+def _reason(
+    returncode: int | None, timed_out: bool, timeout_s: float, stderr: str, memory_mb: int
+) -> str:
+    if timed_out or returncode is None:  # None: it had not ended by the grade's deadline
         return f"timed out after {timeout_s:g} s and was killed"
     if returncode == 0:
         return "exited normally"
     if returncode < 0:
         sig = -returncode
-        why = _SIGNAL_WHY.get(sig)
+        why = _SIGNAL_WHY.get(signal.Signals(sig)) if sig in _SIGNAL_NUMBERS else None
         if why is None:
             try:
                 why = f"was killed by {signal.Signals(sig).name}"

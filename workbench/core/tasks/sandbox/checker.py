@@ -60,15 +60,16 @@ class _Channel:
             self.requests.flush()
             line = self.replies.readline(MAX_REPLY_BYTES + 1)
         except OSError as error:
-            self._fail(f"the program exited before it answered a call ({error.strerror})")
+            why = f"the program exited before it answered a call ({error.strerror})"
+            raise self._failure(why) from None
         if not line:
-            self._fail("the program exited before it answered a call")
+            raise self._failure("the program exited before it answered a call")
         if len(line) > MAX_REPLY_BYTES:
-            self._fail(f"the candidate answered with more than {MAX_REPLY_BYTES} bytes")
+            raise self._failure(f"the candidate answered with more than {MAX_REPLY_BYTES} bytes")
         try:
             reply = plaindata.decode(line)
         except (ValueError, TypeError, RecursionError) as error:
-            self._fail(f"the candidate did not answer with plain data: {error}")
+            raise self._failure(f"the candidate did not answer with plain data: {error}") from None
         if type(reply) is list and len(reply) == 2 and reply[0] == "ok":
             return reply[1]
         if (
@@ -79,11 +80,12 @@ class _Channel:
             and type(reply[2]) is str
         ):
             raise _exception_named(reply[1])(reply[2])
-        self._fail("the candidate answered with something that is not a reply")
+        raise self._failure("the candidate answered with something that is not a reply")
 
-    def _fail(self, why: str) -> None:
+    def _failure(self, why: str) -> CandidateFailed:
+        """The failure to raise; later calls fail with it too."""
         self.broken = why
-        raise CandidateFailed(why)
+        return CandidateFailed(why)
 
 
 def _exception_named(name: str) -> type:
@@ -112,7 +114,7 @@ def _main(task_fd: int, to_fd: int, from_fd: int) -> str:
         return channel.call(*args)
 
     candidate.__name__ = entry_point
-    namespace = {"__name__": "checker", "__builtins__": builtins}
+    namespace: dict = {"__name__": "checker", "__builtins__": builtins}
     try:
         exec(compile(prelude, "prompt.py", "exec"), namespace)
         # a test may call the function by its name (HumanEval/33): that is the candidate's

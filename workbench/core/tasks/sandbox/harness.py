@@ -51,7 +51,8 @@ def _load(source: bytes | str, name: str) -> dict:
         raise
     except BaseException as error:
         # drop the harness's own frames so the traceback starts in the program
-        _traceback().print_exception(type(error), error, error.__traceback__.tb_next)
+        tb = error.__traceback__
+        _traceback().print_exception(type(error), error, tb.tb_next if tb else None)
         sys.stderr.flush()
         sys.exit(1)
     return namespace

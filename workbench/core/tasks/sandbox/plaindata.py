@@ -38,7 +38,7 @@ class _Context:
     parse_constant = _CONSTANTS.__getitem__
 
 
-_scan = _make_scanner(_Context())
+_scan = _make_scanner(_Context())  # type: ignore[arg-type]  # duck-typed: what it reads
 
 
 def encode(value: object) -> str:
@@ -76,24 +76,29 @@ def _tag(value: object, depth: int, out: list[str]) -> None:
     if depth > MAX_DEPTH:
         raise NotPlainData(f"nested deeper than {MAX_DEPTH}")
     kind = type(value)
-    if kind is str:
+    if type(value) is str:  # exact types (no subclass); written so mypy narrows
         out.append(_quote(value))
     elif value is None:
         out.append("null")
-    elif kind is bool:
+    elif type(value) is bool:
         out.append("true" if value else "false")
-    elif kind is int:
+    elif type(value) is int:
         out.append(int.__repr__(value))
-    elif kind is float:
+    elif type(value) is float:
         out.append(_float(value))
-    elif kind is list or kind is tuple or kind is set or kind is frozenset:
+    elif (
+        type(value) is list
+        or type(value) is tuple
+        or type(value) is set
+        or type(value) is frozenset
+    ):
         out.append(f'{{"{kind.__name__}":[')
         for index, item in enumerate(value):
             if index:
                 out.append(",")
             _tag(item, depth + 1, out)
         out.append("]}")
-    elif kind is dict:
+    elif type(value) is dict:
         out.append('{"dict":[')
         for index, (key, item) in enumerate(value.items()):
             out.append(",[" if index else "[")
@@ -102,9 +107,9 @@ def _tag(value: object, depth: int, out: list[str]) -> None:
             _tag(item, depth + 1, out)
             out.append("]")
         out.append("]}")
-    elif kind is bytes:
+    elif type(value) is bytes:
         out.append(f'{{"bytes":"{value.hex()}"}}')
-    elif kind is complex:
+    elif type(value) is complex:
         out.append(f'{{"complex":[{_float(value.real)},{_float(value.imag)}]}}')
     else:
         raise NotPlainData(f"a value of type {kind.__qualname__} is not plain data")
@@ -113,10 +118,9 @@ def _tag(value: object, depth: int, out: list[str]) -> None:
 def _untag(node: object, depth: int) -> object:
     if depth > MAX_DEPTH:
         raise NotPlainData(f"nested deeper than {MAX_DEPTH}")
-    kind = type(node)
-    if kind in _SCALARS:
+    if type(node) in _SCALARS:
         return node
-    if kind is not dict or len(node) != 1:
+    if type(node) is not dict or len(node) != 1:
         raise NotPlainData("not a tagged plain value")
     ((tag, body),) = node.items()
     if tag not in _TAGS:
