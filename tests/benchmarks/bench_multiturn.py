@@ -33,7 +33,7 @@ import numpy as np
 import platformdirs
 
 from workbench.core.config import RunConfig
-from workbench.core.coordinator import Backbone, HeadConfig, _softmax
+from workbench.core.coordinator import Backbone, HeadConfig, softmax
 from workbench.core.optimizers.make import make_optimizer
 from workbench.core.oracle import best_plan, expected_reward, random_routing_value
 from workbench.core.protocol import render_transcript
@@ -69,14 +69,16 @@ class _Forced(random.Random):
 class Sandbox:
     """The pool's simulation, a transcript per history and the backbone's features."""
 
-    def __init__(self, pool: str, tasks: list, backbone: str):
+    def __init__(self, pool: str, tasks: list, backbone: str, input: str = "raw"):
         self.pool = tuple(p.id for p in POOLS[pool])
         self.tasks = tasks
         self.backbone_name = backbone
+        self.input = input
         self._backbone: Backbone | None = None
         cache_dir = Path(platformdirs.user_cache_dir("trinity-workbench")) / "bench"
         cache_dir.mkdir(parents=True, exist_ok=True)
-        self.cache_path = cache_dir / f"multiturn-features-{backbone}.pkl"
+        suffix = "" if input == "raw" else f"-{input}"
+        self.cache_path = cache_dir / f"multiturn-features-{backbone}{suffix}.pkl"
         self.features: dict[str, np.ndarray] = (
             pickle.loads(self.cache_path.read_bytes()) if self.cache_path.is_file() else {}
         )
@@ -84,7 +86,11 @@ class Sandbox:
         self.forwarded = 0
 
     def save(self) -> None:
-        self.cache_path.write_bytes(pickle.dumps(self.features))
+        """Write the feature cache (atomically: a run stopped by a time limit keeps what
+        it computed up to its last save)."""
+        partial = self.cache_path.with_suffix(".tmp")
+        partial.write_bytes(pickle.dumps(self.features))
+        partial.replace(self.cache_path)
 
     def reply(self, task_index: int, worker: str, role: int, outcome: bool, thinkers) -> str:
         """The simulation's text for a Worker answer right (``outcome``) or wrong, a
@@ -115,7 +121,7 @@ class Sandbox:
         missing = list(dict.fromkeys(t for t in texts if t not in self.features))
         if missing:
             if self._backbone is None:
-                self._backbone = _backbone(self.backbone_name)
+                self._backbone = _backbone(self.backbone_name, self.input)
             for start in range(0, len(missing), 64):
                 chunk = missing[start : start + 64]
                 for text, row in zip(chunk, self._backbone.features(chunk), strict=True):
@@ -140,14 +146,14 @@ class Sandbox:
         return [(1 - revise, True, True, float(correct)), (revise, True, False, 0.0)]
 
 
-def _backbone(name: str) -> Backbone:
+def _backbone(name: str, input: str = "raw") -> Backbone:
     if name == "tiny":  # the test suite's tiny random LM: for checking the harness only
         sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
         from tests.conftest import build_tiny_lm
 
         model, tokenizer = build_tiny_lm()
-        return Backbone("tiny", model=model, tokenizer=tokenizer)
-    return Backbone(name, "cpu")
+        return Backbone("tiny", model=model, tokenizer=tokenizer, input=input)
+    return Backbone(name, "cpu", input=input)
 
 
 def _state(history: tuple, pool: tuple) -> tuple[tuple, bool | None]:
@@ -173,7 +179,7 @@ def rollouts(sim: Sandbox, heads: list, seen, task_ids, turns: int, rng) -> list
         nxt = []
         for (h, j, t, hist), f in zip(live, rows, strict=True):
             logits = heads[h] @ f
-            pw, pr = _softmax(logits[:L]), _softmax(logits[L:])
+            pw, pr = softmax(logits[:L]), softmax(logits[L:])
             w, r = int(rng.choice(L, p=pw)), int(rng.choice(3, p=pr))
             decisions.setdefault((h, j), []).append((w, r, pw, pr))
             thinkers, correct = _state(hist, sim.pool)
@@ -279,6 +285,7 @@ def train(sim: Sandbox, args, seed: int, train_ids, test_ids, log) -> dict:
                 "popsize": args.popsize,
                 "rollouts": args.rollouts,
                 "sigma0": args.sigma0,
+                "sigma0_scale": args.sigma0_scale,
                 "search_basis": args.basis,
             },
         }
@@ -301,6 +308,12 @@ def train(sim: Sandbox, args, seed: int, train_ids, test_ids, log) -> dict:
         fitness = [float(np.mean([e.reward for e in eps])) for eps in episodes]
         opt.tell(proposals, fitness, episodes)
         curve.append(float(np.mean(fitness)))
+        if args.save_every and (g + 1) % args.save_every == 0:
+            sim.save()
+            log(
+                f"  seed {seed} gen {g + 1}: fitness {curve[-1]:.3f} "
+                f"({time.perf_counter() - started:.0f}s, {sim.forwarded} features computed)"
+            )
         if (g + 1) % args.report_every == 0 or g + 1 == args.generations:
             weights = basis.head(opt.center(), head.shape).reshape(head.shape)
             test = expected_test_reward(sim, weights, test_ids, args.turns)
@@ -328,15 +341,20 @@ def main() -> None:
     parser.add_argument("--popsize", type=int, default=16)
     parser.add_argument("--rollouts", type=int, default=8)
     parser.add_argument("--sigma0", type=float, default=0.03)
+    parser.add_argument("--sigma0-scale", default="width", help="literal | width")
+    parser.add_argument("--input", default="raw", help="raw | chat: the backbone's input")
     parser.add_argument("--optimizer", default="sep-cma-es")
     parser.add_argument("--basis", default="balanced")
     parser.add_argument("--seeds", type=int, default=1)
     parser.add_argument("--test", type=int, default=200)
     parser.add_argument("--report-every", type=int, default=5)
+    parser.add_argument(
+        "--save-every", type=int, default=1, help="save the feature cache every N generations"
+    )
     parser.add_argument("--backbone", default="offline", help="offline (SmolLM2) or tiny")
     args = parser.parse_args()
     tasks = list(load_suite(args.suite).tasks)
-    sim = Sandbox(args.pool, tasks, args.backbone)
+    sim = Sandbox(args.pool, tasks, args.backbone, args.input)
     order = np.random.default_rng(12345).permutation(len(tasks))
     test_ids, train_ids = order[: args.test], order[args.test :]
     test_tasks = [tasks[t] for t in test_ids]
@@ -350,8 +368,8 @@ def main() -> None:
     print(
         f"{args.pool} pool, {args.suite}: {len(train_ids)} train / {len(test_ids)} test tasks, "
         f"K = {args.turns}; {args.optimizer} ({args.basis} basis), population {args.popsize} x "
-        f"{args.rollouts} rollouts, sigma0 {args.sigma0}, {args.generations} generations, "
-        f"backbone {args.backbone}\nexpected test reward: best single worker {single:.3f}, "
+        f"{args.rollouts} rollouts, sigma0 {args.sigma0} ({args.sigma0_scale}), "
+        f"{args.generations} generations, backbone {args.backbone} ({args.input} input)\nexpected test reward: best single worker {single:.3f}, "
         f"random routing {rand:.3f}, one-turn oracle {one_turn:.3f}, multi-turn oracle {oracle:.3f}"
     )
     for c in ("math", "choice", "code"):

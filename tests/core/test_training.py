@@ -267,6 +267,18 @@ def test_baselines_share_the_loop_budget_and_checkpoints(ws, tiny_backbone, opti
         assert np.any(state["center"] != 0)  # the gradient baselines moved the head
 
 
+def test_the_bundled_examples_are_valid_configs_one_turn_and_multi_turn():
+    """Every example the CLI's README and the Runs page offer loads; the team example is
+    the multi-turn one (the team pool, several turns)."""
+    examples = {
+        p.name: RunConfig.load(p) for p in (ROOT / "workbench/resources/examples").glob("*.toml")
+    }
+    assert {"sandbox.toml", "team.toml"} <= set(examples)
+    assert examples["sandbox.toml"].protocol.max_turns == 1
+    team = examples["team.toml"]
+    assert team.pool.workers == ("team",) and team.protocol.max_turns > 1
+
+
 def test_config_errors_name_the_key(tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text('[budget]\ngenerations = "many"\n')

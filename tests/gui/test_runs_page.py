@@ -175,6 +175,7 @@ def test_the_new_run_form_round_trips_a_config_and_names_a_wrong_key(
     qtbot.waitUntil(lambda: page.form.pool.count() > 1, timeout=10_000)
     offered = [page.form.pool.item(i).text() for i in range(page.form.pool.count())]
     assert {"sandbox:coder", "sandbox:scholar", "local:smollm2"} <= set(offered)
+    assert {"sandbox", "team", "team:planner", "team:checker"} <= set(offered)  # whole pools too
     # choose a pool: uncheck "sandbox", check two workers, then drag the second above the first
     items = {
         page.form.pool.item(i).text(): page.form.pool.item(i) for i in range(page.form.pool.count())
@@ -214,6 +215,27 @@ def test_the_new_run_form_round_trips_a_config_and_names_a_wrong_key(
     page.start()
     assert page.run_thread is None and "optimizer.popsize" in page.message_label.text()
     assert not page.save_config(tmp_path / "bad.toml") and not (tmp_path / "bad.toml").exists()
+
+
+def test_the_example_buttons_load_the_bundled_one_turn_and_team_configs(
+    make_main_window, qtbot, tmp_path, tiny_model_dir
+):
+    from workbench.core.config import RunConfig
+    from workbench.core.workspace import resources_dir
+
+    window, page = runs_page(make_main_window, tmp_path, tiny_model_dir, generations=1)
+    qtbot.mouseClick(page.team_example_button, qtbot_button())
+    team = resources_dir() / "examples" / "team.toml"
+    assert page.source_label.text() == str(team)
+    config = page.form.config()
+    assert (
+        config.pool.workers == ("team",)
+        and config.protocol.max_turns == RunConfig.load(team).protocol.max_turns > 1
+    )
+    assert config.optimizer == RunConfig.load(team).optimizer
+    qtbot.mouseClick(page.example_button, qtbot_button())
+    assert page.form.config().pool.workers == ("sandbox",)
+    assert page.form.config().protocol.max_turns == 1
 
 
 def test_a_run_that_cannot_start_says_why_on_the_page(

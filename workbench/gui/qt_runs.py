@@ -50,6 +50,8 @@ from workbench.gui.run_thread import RunThread
 log = logging.getLogger(__name__)
 
 SANDBOX_EXAMPLE = resources_dir() / "examples" / "sandbox.toml"
+# the multi-turn example: Thinker / Worker / Verifier coordination on the team pool
+TEAM_EXAMPLE = resources_dir() / "examples" / "team.toml"
 REDRAW_MS = 200
 
 
@@ -58,8 +60,10 @@ def _choices(workspace: Workspace) -> tuple[list[str], list[str]]:
     from workbench.core.tasks.suites import list_suites
     from workbench.core.workers.pool import builtin_workers
     from workbench.core.workers.registry import Registry
+    from workbench.core.workers.simulated import POOLS
 
-    workers = ["sandbox", *(w.id for w in builtin_workers())]
+    # each built-in sandbox pool as a whole ("sandbox", "team"), then its single workers
+    workers = [*POOLS, *(w.id for w in builtin_workers())]
     try:
         workers += [spec.id for spec in Registry.open().list()]
     except Exception:  # a broken workers.toml is the Workers page's to report
@@ -133,10 +137,17 @@ class QtRuns(Page):
         self.load_button.clicked.connect(self._choose_config)
         self.save_button.clicked.connect(self._choose_save_path)
         self.example_button.clicked.connect(lambda: self.load_config(SANDBOX_EXAMPLE))
+        self.team_example_button = QPushButton("Team example (multi-turn)")
+        self.team_example_button.clicked.connect(lambda: self.load_config(TEAM_EXAMPLE))
         source_row = QFormLayout()
         source_row.addRow("Loaded from", self.source_label)
         load_row = QHBoxLayout()
-        for b in (self.load_button, self.save_button, self.example_button):
+        for b in (
+            self.load_button,
+            self.save_button,
+            self.example_button,
+            self.team_example_button,
+        ):
             load_row.addWidget(b)
         load_row.addStretch(1)
         self.start_button = QPushButton("Start")
@@ -549,6 +560,7 @@ class QtRuns(Page):
         self.start_button.setEnabled(not running)
         self.load_button.setEnabled(not running)
         self.example_button.setEnabled(not running)
+        self.team_example_button.setEnabled(not running)
         self.pause_button.setEnabled(running and self.state == "running")
         self.resume_button.setEnabled(running and self.state == "paused")
         self.stop_button.setEnabled(running and self.state in ("running", "paused", "starting"))

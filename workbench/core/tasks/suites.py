@@ -30,7 +30,7 @@ from workbench.core.workspace import Workspace, suite_cache_dir
 
 log = logging.getLogger(__name__)
 
-BUNDLED = ("humaneval", "champ", "arithmetic", "mixed")
+BUNDLED = ("humaneval", "champ", "arithmetic", "mixed", "mixed-large")
 _NAME = re.compile(r"[A-Za-z0-9_-]+")
 MAX_NAME_LENGTH = 64  # a file name on every platform, and short enough to show in a list
 # names Windows reserves for devices, whatever the extension: such a file cannot be made
@@ -236,6 +236,8 @@ def _bundled(name: str) -> Suite:
         return generated.arithmetic_suite()
     if name == "mixed":
         return generated.mixed_suite()
+    if name == "mixed-large":
+        return generated.mixed_suite(per_kind=generated.MIXED_LARGE_PER_KIND, name=name)
     raise SuiteNotFound(_unknown_message(name, None))
 
 

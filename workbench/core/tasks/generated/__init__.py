@@ -38,6 +38,7 @@ __all__ = [
     "ARITHMETIC_PER_CATEGORY",
     "GENERATOR_VERSION",
     "LETTERS",
+    "MIXED_LARGE_PER_KIND",
     "MIXED_PER_KIND",
     "arithmetic_suite",
     "choice_answer",
@@ -47,23 +48,28 @@ __all__ = [
 ]
 
 MIXED_PER_KIND = 100
+# mixed-large: 1,020 tasks, seeded splits of 612 / 204 / 204
+MIXED_LARGE_PER_KIND = 340
 
 
-def mixed_suite(seed: int = 0, per_kind: int = MIXED_PER_KIND) -> Suite:
+def mixed_suite(seed: int = 0, per_kind: int = MIXED_PER_KIND, name: str = "mixed") -> Suite:
     """The ``mixed`` suite: ``per_kind`` math, choice and code tasks each (categories
-    ``math``, ``choice``, ``code``)."""
+    ``math``, ``choice``, ``code``); task ids start with ``name``. ``mixed-large``
+    (``MIXED_LARGE_PER_KIND`` each) has a test split of 200+ tasks for measuring a
+    trained coordinator against a reference to a few points; its code tasks repeat the
+    generator's function families with other values, so some prompts recur."""
     rng = random.Random(f"mixed/{seed}/math")
     makers = list(MATH_CATEGORIES.values())
     maths = math_tasks(
-        [f"mixed-math-{i + 1:03d}" for i in range(per_kind)],
+        [f"{name}-math-{i + 1:03d}" for i in range(per_kind)],
         "math",
         rng,
         [level(i, per_kind) for i in range(per_kind)],
         [makers[i % len(makers)][1] for i in range(per_kind)],
     )
-    tasks = maths + choice_tasks(seed, per_kind) + code_tasks(seed, per_kind)
+    tasks = maths + choice_tasks(seed, per_kind, name) + code_tasks(seed, per_kind, name)
     return Suite(
-        name="mixed",
+        name=name,
         tasks=tuple(tasks),
         version=f"{GENERATOR_VERSION}.{seed}",
         source=f"generated (seed {seed})",

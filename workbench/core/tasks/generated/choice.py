@@ -159,7 +159,7 @@ _CHOICE_FAMILIES: tuple[Callable[[random.Random], tuple[str, list[str], str]], .
 )
 
 
-def choice_tasks(seed: int, count: int) -> list[Task]:
+def choice_tasks(seed: int, count: int, prefix: str = "mixed") -> list[Task]:
     rng = random.Random(f"mixed/{seed}/choice")
     tasks: list[Task] = []
     seen: set[tuple[str, tuple[str, ...]]] = set()
@@ -175,7 +175,7 @@ def choice_tasks(seed: int, count: int) -> list[Task]:
         right = choice_answer_for(prompt, options)
         tasks.append(
             Task(
-                id=f"mixed-choice-{len(tasks) + 1:03d}",
+                id=f"{prefix}-choice-{len(tasks) + 1:03d}",
                 kind="choice",
                 prompt=prompt,
                 answer=LETTERS[right],

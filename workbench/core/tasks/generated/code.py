@@ -254,7 +254,7 @@ def _code_task(spec: _CodeSpec, task_id: str, rng: random.Random, cases: int = 6
     )
 
 
-def code_tasks(seed: int, count: int) -> list[Task]:
+def code_tasks(seed: int, count: int, prefix: str = "mixed") -> list[Task]:
     specs = _code_specs()
     rng = random.Random(f"mixed/{seed}/code")
     order = list(range(len(specs)))
@@ -263,7 +263,7 @@ def code_tasks(seed: int, count: int) -> list[Task]:
     for n in range(count):
         spec = specs[order[n % len(specs)]]
         tasks.append(
-            _code_task(spec, f"mixed-code-{n + 1:03d}", random.Random(f"{seed}/{spec.name}/{n}"))
+            _code_task(spec, f"{prefix}-code-{n + 1:03d}", random.Random(f"{seed}/{spec.name}/{n}"))
         )
     return tasks
 
