@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from workbench.core.runs import export_run, train
 from workbench.core.store import Store
@@ -21,7 +22,7 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "workspace-written-by-main
 RUN = "77d3fd02759d4be19adb4ff169978914"
 
 
-def test_a_run_written_by_main_opens_resumes_and_exports(tmp_path, tiny_backbone):
+def test_a_run_written_by_main_opens_resumes_and_exports(tmp_path, tiny_backbone, tiny_chat_backbone):
     root = tmp_path / "ws"
     root.mkdir()
     shutil.copy(DATA, root / "workbench.sqlite3")
@@ -38,9 +39,13 @@ def test_a_run_written_by_main_opens_resumes_and_exports(tmp_path, tiny_backbone
         vector, _ = best_vector(store, RUN)
         assert vector.shape == (result.n_params,)
 
+    # a run stored before backbone.input existed read chat-wrapped transcripts, and resumes so
+    assert config.backbone.input == "chat"
+    with pytest.raises(ValueError, match="reads transcripts as 'raw'"):
+        train(config, ws, resume=RUN, backbone=tiny_backbone)
     # extend the budget by one generation and resume: generation 2 follows generation 1
     longer = config.replace(budget={"generations": 3})
-    assert train(longer, ws, resume=RUN, backbone=tiny_backbone) == RUN
+    assert train(longer, ws, resume=RUN, backbone=tiny_chat_backbone) == RUN
     with Store.open(ws) as store:
         assert [g["generation"] for g in store.generations(RUN)] == [0, 1, 2]
         stats = store.generation_stats(RUN)
@@ -50,6 +55,6 @@ def test_a_run_written_by_main_opens_resumes_and_exports(tmp_path, tiny_backbone
         resumed = latest_checkpoint(store, RUN)
         assert resumed.generation == 2 and resumed.spend.episodes > checkpoint.spend.episodes
 
-    out = export_run(ws, RUN, tmp_path / "coordinator", backbone=tiny_backbone)
+    out = export_run(ws, RUN, tmp_path / "coordinator", backbone=tiny_chat_backbone)
     assert out.exists()
     assert np.isfinite(vector).all()

@@ -179,7 +179,7 @@ class Report:
             for name, g, acc, low, high, n in self.group_rows():
                 lines.append(f"| {name} | {g} | {acc:.3f} | [{low:.3f}, {high:.3f}] | {n} |")
         if self.learned:
-            lines += ["", "What the coordinator played, per category:", "", "```"]
+            lines += ["", "What the coordinator played, by category:", "", "```"]
             lines += [*describe_learned(self.learned), "```"]
         return "\n".join(lines) + "\n"
 
@@ -205,7 +205,7 @@ class Report:
             ]
             text += "\n\nper category:\n" + _columns(per)
         if self.learned:
-            text += "\n\nwhat the coordinator played, per category:\n"
+            text += "\n\nwhat the coordinator played, by category:\n"
             text += "\n".join(describe_learned(self.learned))
         return text
 

@@ -247,7 +247,7 @@ class QtEvaluate(Page):
             ("Accuracy", self.results_table),
             ("Usage: turns per worker and role", self.usage_table),
             ("Accuracy per category (n tasks)", self.category_table),
-            ("What the coordinator played, per category", self.learned_view),
+            ("What the coordinator played, by category", self.learned_view),
         ):
             box = QGroupBox(title)
             QVBoxLayout(box).addWidget(widget)
