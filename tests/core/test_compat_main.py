@@ -22,7 +22,9 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "workspace-written-by-main
 RUN = "77d3fd02759d4be19adb4ff169978914"
 
 
-def test_a_run_written_by_main_opens_resumes_and_exports(tmp_path, tiny_backbone, tiny_chat_backbone):
+def test_a_run_written_by_main_opens_resumes_and_exports(
+    tmp_path, tiny_backbone, tiny_chat_backbone
+):
     root = tmp_path / "ws"
     root.mkdir()
     shutil.copy(DATA, root / "workbench.sqlite3")
