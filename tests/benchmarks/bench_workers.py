@@ -38,9 +38,9 @@ from workbench.core.protocol import EpisodeSettings, run_episode  # noqa: E402
 from workbench.core.store import Store  # noqa: E402
 from workbench.core.tasks.model import Task  # noqa: E402
 from workbench.core.workers.cache import cached_pool  # noqa: E402
-from workbench.core.workers.http import open_client  # noqa: E402
 from workbench.core.workers.openai import OpenAIWorker  # noqa: E402
 from workbench.core.workers.spec import Timeouts, WorkerSpec  # noqa: E402
+from workbench.core.workers.transport import open_client  # noqa: E402
 
 
 class Server:

@@ -250,7 +250,7 @@ def open_worker_pool(worker_ids: Sequence[str]) -> PoolSession:
     single episode outside a run has no cache policy. Each worker is prepared first
     (``Worker.prepare``: a local model is loaded), so a worker that cannot serve is an
     error here, before a job stores anything."""
-    from workbench.core.workers.http import open_client
+    from workbench.core.workers.transport import open_client
 
     client = open_client()
     try:

@@ -15,9 +15,9 @@ from workbench.core.workers.anthropic import ANTHROPIC_VERSION, AnthropicWorker
 from workbench.core.workers.base import AuthError, BadResponse, ProviderError, RateLimited
 from workbench.core.workers.checks import test_connection
 from workbench.core.workers.gemini import GeminiWorker
-from workbench.core.workers.http import open_client
 from workbench.core.workers.retry import RetryPolicy
 from workbench.core.workers.spec import WorkerSpec
+from workbench.core.workers.transport import open_client
 
 ANTHROPIC_KEY = "sk-ant-api03-TESTKEY-abcdefghijklmnop"
 GEMINI_KEY = "AIzaSy-TESTKEY-abcdefghijklmnopqrstu"

@@ -26,10 +26,10 @@ from workbench.core.workers.base import (
     WorkerTimeout,
     WorkerUnreachable,
 )
-from workbench.core.workers.http import open_client
 from workbench.core.workers.openai import OpenAIWorker
 from workbench.core.workers.retry import RetryPolicy, parse_retry_after
 from workbench.core.workers.spec import Timeouts, WorkerSpec
+from workbench.core.workers.transport import open_client
 
 KEY = "sk-test-FAULTS-0123456789abcdef"
 MESSAGES = [

@@ -11,9 +11,9 @@ from workbench.core.protocol import EpisodeSettings, render_transcript, run_epis
 from workbench.core.records import Role
 from workbench.core.tasks.model import Task
 from workbench.core.workers.checks import test_connection
-from workbench.core.workers.http import open_client
 from workbench.core.workers.openai import OpenAIWorker
 from workbench.core.workers.spec import Timeouts, WorkerSpec
+from workbench.core.workers.transport import open_client
 
 TASK = Task(id="add", kind="math", prompt="What is 2 + 2?", answer="4", category="math")
 

@@ -13,10 +13,10 @@ from workbench.core.coordinator import Backbone, Coordinator
 from workbench.core.protocol import EpisodeSettings, run_episode
 from workbench.core.store import Store
 from workbench.core.tasks.model import Task
-from workbench.core.workers.http import open_client
 from workbench.core.workers.openai import OpenAIWorker
 from workbench.core.workers.retry import RetryPolicy
 from workbench.core.workers.spec import Timeouts, WorkerSpec
+from workbench.core.workers.transport import open_client
 
 TASKS = [
     Task(id=f"q{i}", kind="math", prompt=f"What is {i} * 3?", answer=str(3 * i), category="math")

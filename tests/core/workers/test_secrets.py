@@ -18,10 +18,10 @@ from workbench.core.protocol import EpisodeSettings, run_episode
 from workbench.core.store import Store
 from workbench.core.tasks.model import Task
 from workbench.core.workers.cache import cached_pool
-from workbench.core.workers.http import open_client
 from workbench.core.workers.pool import build_pool
 from workbench.core.workers.registry import Registry
 from workbench.core.workers.spec import WorkerSpec
+from workbench.core.workers.transport import open_client
 from workbench.core.workspace import Workspace
 
 FAKE_KEY = "sk-test-NEVER-WRITE-ME-7f3a9c2e5b1d"

@@ -271,8 +271,8 @@ class Team:
 
     async def start(self, client: Any = None) -> None:
         """Build the pool, open the store and record the ``serve`` run."""
-        from workbench.core.workers.http import open_client
         from workbench.core.workers.pool import build_pool
+        from workbench.core.workers.transport import open_client
 
         self._client = client or open_client()
         self.pool = build_pool(self.source.config.pool.workers, client=self._client)

@@ -11,10 +11,11 @@ from typing import Any
 import httpx
 
 from workbench.core.workers.base import Worker, WorkerError
-from workbench.core.workers.http import HTTPWorker, open_client
+from workbench.core.workers.http import HTTPWorker
 from workbench.core.workers.pool import build_pool, worker_for
 from workbench.core.workers.registry import Registry
 from workbench.core.workers.spec import WorkerSpec
+from workbench.core.workers.transport import open_client
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,8 @@
-"""The transport every HTTP provider shares: the run's ``httpx.AsyncClient``, timeouts,
-the mapping of failures to ``WorkerError`` subclasses, concurrency and rate limits, cost
-accounting and model listing. Retries and pacing are ``workbench.core.workers.retry``;
-the connection test and model listing by worker id are ``workbench.core.workers.checks``.
-
-One client per run::
-
-    async with open_client() as client:
-        pool = build_pool(["gpt", "claude", "sandbox"], client=client)
-        ...  # run episodes; every worker shares the client's connection pool
+"""The worker behind an HTTP API: ``HTTPWorker`` turns a chat request into one exchange
+over the shared transport (``workbench.core.workers.transport``), maps HTTP statuses to
+``WorkerError`` subclasses with the fix for each (keys, rate limits, model names), and
+accounts tokens and cost. Retries and pacing are ``workbench.core.workers.retry``; the
+connection test and model listing by worker id are ``workbench.core.workers.checks``.
 
 A worker built without a client opens its own on first use and closes it in
 ``aclose()``. A provider module subclasses ``HTTPWorker`` and implements the request
@@ -29,7 +24,6 @@ from typing import Any, ClassVar
 import httpx
 from tenacity import RetryCallState
 
-from workbench import __version__
 from workbench.core.keychain import KeyStatus, Secret
 from workbench.core.workers.base import (
     AuthError,
@@ -42,48 +36,18 @@ from workbench.core.workers.base import (
     Worker,
     WorkerError,
     WorkerTimeout,
-    WorkerUnreachable,
 )
 from workbench.core.workers.retry import RateLimiter, RetryPolicy, parse_retry_after, retrying
 from workbench.core.workers.spec import Timeouts, WorkerSpec
+from workbench.core.workers.transport import (
+    LoopState,
+    httpx_timeout,
+    open_client,
+    preview,
+    transport_error,
+)
 
 log = logging.getLogger(__name__)
-
-PREVIEW_BYTES = 200  # how much of a bad body an error shows
-
-
-def open_client(
-    *,
-    max_connections: int = 128,
-    max_keepalive: int = 64,
-    transport: httpx.AsyncBaseTransport | None = None,
-) -> httpx.AsyncClient:
-    """The shared client of a run, with explicit connection limits. Use it with
-    ``async with`` and pass it to ``build_pool(..., client=client)``. Per-worker
-    timeouts are set on each request; ``transport`` is for tests (``httpx.MockTransport``)."""
-    return httpx.AsyncClient(
-        limits=httpx.Limits(
-            max_connections=max_connections,
-            max_keepalive_connections=max_keepalive,
-            keepalive_expiry=30.0,
-        ),
-        timeout=httpx.Timeout(120.0, connect=10.0),
-        headers={"user-agent": f"trinity-workbench/{__version__}"},
-        follow_redirects=False,  # a redirect would carry the key to another host
-        transport=transport,
-    )
-
-
-@dataclass
-class _LoopState:
-    """Asyncio primitives belong to one event loop; a worker used from a new loop (a new
-    ``asyncio.run``) gets fresh ones."""
-
-    loop: asyncio.AbstractEventLoop
-    semaphore: asyncio.Semaphore
-    limiter: RateLimiter | None
-    own_client: httpx.AsyncClient | None = None
-
 
 # --------------------------------------------------------------------------- cost
 
@@ -154,7 +118,7 @@ class HTTPWorker(Worker):
         )
         self._client = client
         self.retry = retry or RetryPolicy()
-        self._state: _LoopState | None = None
+        self._state: LoopState | None = None
         self._stale_clients: list[httpx.AsyncClient] = []
 
     def prepare(self) -> None:
@@ -239,20 +203,20 @@ class HTTPWorker(Worker):
 
     # ------------------------------------------------------------- plumbing
 
-    def _loop_state(self) -> _LoopState:
+    def _loop_state(self) -> LoopState:
         loop = asyncio.get_running_loop()
         if self._state is None or self._state.loop is not loop:
             if self._state is not None and self._state.own_client is not None:
                 # Its connections belong to a finished loop; keep it to close later.
                 self._stale_clients.append(self._state.own_client)
-            self._state = _LoopState(
+            self._state = LoopState(
                 loop,
                 asyncio.Semaphore(self.spec.concurrency),
                 RateLimiter(self.spec.rpm) if self.spec.rpm else None,
             )
         return self._state
 
-    def _http(self, state: _LoopState) -> httpx.AsyncClient:
+    def _http(self, state: LoopState) -> httpx.AsyncClient:
         if self._client is not None:
             if self._client.is_closed:
                 raise WorkerError(
@@ -280,15 +244,10 @@ class HTTPWorker(Worker):
                 pass
 
     def _httpx_timeout(self) -> httpx.Timeout:
-        t = self.timeouts
-        return httpx.Timeout(connect=t.connect, read=t.read, write=t.read, pool=t.total)
+        return httpx_timeout(self.timeouts)
 
     def _preview(self, raw: bytes) -> str:
-        # masked before it is cut, so no piece of a key is left at the cut
-        head = self.redact(raw[: 2 * PREVIEW_BYTES].decode("utf-8", errors="replace"))
-        head = head[:PREVIEW_BYTES]
-        more = f" ... ({len(raw)} bytes in all)" if len(raw) > PREVIEW_BYTES else ""
-        return f"{head!r}{more}"
+        return preview(raw, self.redact)
 
     def _set_key_hint(self) -> str:
         return f"trinity-workbench workers set-key {self.id} --key-stdin"
@@ -372,44 +331,11 @@ class HTTPWorker(Worker):
         )
 
     def _transport_error(self, exc: Exception) -> WorkerError:
-        t = self.timeouts
-        text = self.redact(str(exc)) or type(exc).__name__
-        if isinstance(exc, httpx.ConnectTimeout):
-            return WorkerTimeout(
-                self.id,
-                f"could not connect to {self.base_url} within {t.connect:g} s "
-                "(timeouts.connect): check the network and the base URL",
-            )
-        if isinstance(exc, httpx.ReadTimeout):
-            return WorkerTimeout(
-                self.id,
-                f"no data from {self.base_url} for {t.read:g} s (timeouts.read): the "
-                "server is slow or stuck; raise timeouts.read in workers.toml if the "
-                "model is just slow",
-            )
-        if isinstance(exc, httpx.TimeoutException):
-            return WorkerTimeout(
-                self.id, f"timed out talking to {self.base_url} ({type(exc).__name__}): {text}"
-            )
-        if isinstance(exc, httpx.ConnectError):
-            return WorkerUnreachable(
-                self.id,
-                f"cannot connect to {self.base_url} ({text}): check that the server "
-                "runs and the base URL is right",
-            )
-        if isinstance(exc, httpx.TransportError):
-            return WorkerUnreachable(
-                self.id,
-                f"the connection to {self.base_url} dropped before a full reply "
-                f"({type(exc).__name__}: {text})",
-            )
-        return ProviderError(
-            self.id, f"request to {self.base_url} failed ({type(exc).__name__}: {text})"
-        )
+        return transport_error(self.id, self.base_url, self.timeouts, exc, self.redact)
 
     async def _attempt(
         self,
-        state: _LoopState,
+        state: LoopState,
         method: str,
         path: str,
         body: dict[str, Any] | None,

@@ -73,7 +73,7 @@ def build_pool(
     ``sandbox`` expands to the whole built-in sandbox pool.
 
     ``client`` is the run's shared ``httpx.AsyncClient`` (see
-    ``workbench.core.workers.http.open_client``); workers built without one open their
+    ``workbench.core.workers.transport.open_client``); workers built without one open their
     own on first use and close it in ``aclose()``.
     """
     registry = registry or _registry_if_needed(worker_ids)
