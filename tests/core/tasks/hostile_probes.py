@@ -206,50 +206,6 @@ for pid in (-1, 1, os.getppid()):
         sys.stderr.write(repr(error))
 print(libc.kill(-1, 9))
 """,
-    "look for the checker's sandbox": WRONG
-    + """
-import os, sys
-seen = []
-for pid in os.listdir("/proc"):
-    if pid.isdigit():
-        try:
-            seen.append(open(f"/proc/{pid}/cmdline", "rb").read().split(b"\\0"))
-        except OSError:
-            pass
-# a process running the checker (bwrap's own command line, pid 1 here, names the files)
-found = any(not args[0].endswith(b"bwrap") and any(b"checker" in a for a in args) for args in seen)
-sys.stderr.write(f"processes seen: {len(seen)}; checker seen: {found}\\n")
-""",
-    "hang the checker until the grade times out": """
-def add(a, b):
-    import time
-    time.sleep(3600)
-""",
-    "outlive the grade to forge the next verdict": WRONG
-    + """
-import os, sys, time
-if os.fork() == 0:
-    os.setsid()
-    end = time.monotonic() + 10
-    while time.monotonic() < end:
-        for pid in os.listdir("/proc"):
-            # any process but this grade's own: a later grade's, if it could see one
-            if not pid.isdigit() or int(pid) in (1, os.getpid(), os.getppid()):
-                continue
-            try:
-                for fd in os.listdir(f"/proc/{pid}/fd"):
-                    try:
-                        with open(f"/proc/{pid}/fd/{fd}", "a") as f:
-                            f.write("pass\\nall tests passed")
-                    except OSError:
-                        pass
-            except OSError:
-                pass
-        time.sleep(0.05)
-    os._exit(0)
-sys.stderr.write("forger started\\n")
-sys.stderr.flush()
-""",
     "escape codes": WRONG
     + """
 import sys
@@ -257,13 +213,6 @@ sys.stderr.write("\\x1b]0;pwned\\x07\\x1b[2J\\x1b[31mred\\x9b1m\\u202eevil\\r\\x
 def add(a, b):
     raise ValueError("\\x1b[2Jcleared")
 """,
-}
-
-
-# graded after the probes, by the same thread: {name: answer}; rewards 1 and 0
-AFTER = {
-    "after the probes: a right answer": "def add(a, b):\n    return a + b\n",
-    "after the probes: a wrong answer": WRONG,
 }
 
 
@@ -297,11 +246,6 @@ def grade_probes(names: list[str], spec: dict) -> dict:
     try:
         for name in names:
             result = grade(task, fill(PROBES[name], spec), timeout_s=5)
-            results[name] = {"reward": result.reward, "details": result.details}
-        # the checker's sandbox serves many grades: after every probe it must still pay a
-        # right answer and only a right one
-        for name, answer in AFTER.items():
-            result = grade(task, answer, timeout_s=5)
             results[name] = {"reward": result.reward, "details": result.details}
     finally:
         end_spare_sandboxes()

@@ -54,41 +54,6 @@ def _processes() -> dict[int, tuple[int, str]]:
     return found
 
 
-def _parent(pid: int) -> int:
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return 1
-    return int(re.search(r"^PPid:\s+(\d+)", status, re.M).group(1))
-
-
-def _describe(pids: dict) -> dict:
-    """pid -> (uid, pid namespace, parent, command line), for a failure message."""
-    described = {}
-    for pid, info in pids.items():
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")[:200]
-        except OSError:
-            cmdline = b"(gone)"
-        described[pid] = (*info, _parent(pid), cmdline.decode(errors="replace"))
-    return described
-
-
-def _someone_elses(pid: int, before: dict) -> bool:
-    """True when ``pid`` descends from a process that ran before the grades and is not
-    this test (another program's sandbox on a shared machine, started meanwhile). What a
-    grade left is a descendant of this process, or an orphan (its parent, init)."""
-    seen = set()
-    while pid > 1 and pid not in seen:
-        seen.add(pid)
-        if pid == os.getpid():
-            return False
-        if pid in before:
-            return True
-        pid = _parent(pid)
-    return False
-
-
 def _is_bwrap(pid: int) -> bool:
     try:
         return os.path.basename(os.readlink(f"/proc/{pid}/exe")) == "bwrap"
@@ -276,7 +241,6 @@ def graded(request):
             pid: info
             for pid, info in after.items()
             if pid not in before
-            and not _someone_elses(pid, before)
             and pid not in (b.pid for b in bystanders)
             and (info[1] != ours or _is_bwrap(pid) or (as_user and info[0] == USER_UID))
         }
@@ -321,25 +285,10 @@ def test_the_attacks_really_ran(graded) -> None:
     assert "No space left on device" in stderr["fill the disk"]
     assert "Connection refused" in stderr["connect to loopback"]
     assert "pass\nall tests passed" in stderr["print the verdict and exit 0"]
-    assert "checker seen: False" in stderr["look for the checker's sandbox"]
-    forger = graded["results"]["outlive the grade to forge the next verdict"]["details"]
-    assert "forger started" in forger["stderr"], forger
-    hung = graded["results"]["hang the checker until the grade times out"]["details"]
-    assert "timed out" in hung["reason"], hung
-
-
-def test_the_checker_still_grades_right_after_the_probes(graded) -> None:
-    """The checker's sandbox outlives a grade (it forks a fresh checker for each): no
-    probe left it paying every answer, or none."""
-    results = graded["results"]
-    right = results["after the probes: a right answer"]
-    assert right["reward"] == 1.0, right["details"]
-    wrong = results["after the probes: a wrong answer"]
-    assert wrong["reward"] == 0.0, wrong["details"]
 
 
 def test_nothing_is_left_behind(graded) -> None:
-    assert graded["left"] == {}, f"processes left after the grades: {_describe(graded['left'])}"
+    assert graded["left"] == {}, f"processes left after the grades: {graded['left']}"
     assert graded["files"] == [], f"files written outside the sandbox: {graded['files']}"
     assert graded["bashrc"], "~/.bashrc was changed"
     assert graded["connections"] == 0, "a program reached the listener on loopback"

@@ -12,21 +12,14 @@ in one, the task's test in the other (``checker.py``), which calls the candidate
 through a pipe with plain data only (``plaindata.py``) and decides the verdict on its own
 side. Nothing the candidate prints, exits with, or returns can forge that verdict.
 
-Speed: grades come back to back in training, so neither sandbox is started on a grade's
-path. The checker runs trusted code only (``checker.py``, the task's prompt and test): one
-checker sandbox per grading thread and set of limits (a "zygote": interpreter started,
-limits set, ``typing`` imported) serves many grades, forking a fresh process for each
-that gets the grade's pipes from the host (passed over a socket), runs the test, and is
-killed with its whole process group after the verdict; it never reads anything a
-candidate sends and is replaced after a grade that timed out, after
-``_CHECKER_MAX_GRADES`` grades or once older than ``_SPARE_MAX_AGE_S``. The candidate
-gets a fresh sandbox for every grade, never reused: each grading thread keeps
-``_SPARE_CANDIDATES`` of them started ahead (replaced, not used, once older than
-``_SPARE_MAX_AGE_S``), so the next grade finds one whose interpreter has had a whole grade's
-time to start while another starts beside it. A candidate's sandbox serves exactly one
-grade and is killed after its verdict: nothing a candidate touched is alive when the next
-one's program runs. ``end_spare_sandboxes()`` ends the spares and the checker sandboxes
-(also done at exit). The sandboxes start without
+Speed: both sandboxes of a grade are started ahead of it, joined by their pipes, and wait
+(interpreter started, limits set, ``typing`` imported) for their task on a pipe; each
+grading thread keeps one such spare pair per set of limits, started right after its
+previous grade (replaced, not used, once older than ``_SPARE_MAX_AGE_S``), so a grade
+that arrives while the machine was busy elsewhere (a worker's reply) pays only for running
+the code. A pair serves exactly one grade and is killed
+after its verdict: nothing of one grade is alive when the next one's program runs.
+``end_spare_sandboxes()`` ends the spares (also done at exit). The sandboxes start without
 Python code between fork and exec (no ``preexec_fn``: resource limits are set by the
 interpreter inside, ``limits.py``; a root caller drops to nobody through ``setpriv``), so
 the interpreter starts them with ``vfork``.
@@ -42,7 +35,6 @@ import os
 import select
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -75,22 +67,13 @@ __all__ = [
 ]
 
 _HERE = Path(__file__).resolve().parent
-# what each sandbox gets of them: the candidate's never holds the checker, nor the reverse
-_CANDIDATE_FILES = ("harness.py", "plaindata.py", "limits.py")
-_CHECKER_FILES = ("checker.py", "plaindata.py", "limits.py")
+_INSIDE = ("harness.py", "checker.py", "plaindata.py", "limits.py")
 _MAX_FILE_BYTES = 16 * 2**20
 _EXTRA_PROCESSES = 64
 _VERDICT_BYTES = 64 * 1024
 # a spare pair older than this is replaced rather than used: its process limit was counted
 # when it started, and the user's process count may have changed since
 _SPARE_MAX_AGE_S = 30.0
-# candidate sandboxes kept started ahead per grading thread: grades that come back to back
-# (training) then find one whose interpreter has had a whole grade's time to start,
-# while the next one starts beside the grade on another core
-_SPARE_CANDIDATES = 2
-# the checker's sandbox is replaced after this many grades: it spends a little CPU time of
-# its own on each (a fork), and its CPU limit is the grade's
-_CHECKER_MAX_GRADES = 100
 
 
 class SandboxError(RuntimeError):
@@ -172,7 +155,7 @@ def run_program(
     """
     isolation = _usable_isolation()
     limits = _Limits(timeout_s, memory_mb, max(max_file_bytes, max_output_bytes), max_output_bytes)
-    with _Box(isolation, {"program.py": source}, workdir_parent, _CANDIDATE_FILES) as box:
+    with _Box(isolation, {"program.py": source}, workdir_parent) as box:
         stdin_r, stdin_w = os.pipe()
         try:
             proc = box.start(
@@ -202,65 +185,44 @@ def check_function(
     ``check(entry_point)`` in another that calls the candidate's function through a pipe.
     The test passes only if the checker process says so.
 
-    Uses this thread's spare candidate sandbox and checker sandbox for these limits if
-    there are (else starts them now), and tops up the spares after the verdict."""
+    Uses this thread's spare pair of sandboxes for these limits if there is one (else
+    starts a pair now), and starts the next spare after the verdict."""
     isolation = _usable_isolation()
     limits = _Limits(timeout_s, memory_mb, _MAX_FILE_BYTES, max_output_bytes)
     key = (isolation, limits, str(workdir_parent) if workdir_parent is not None else None)
-    pair = _take_spare(("candidate", key)) or _Pair(isolation, limits, workdir_parent)
-    zygote = _take_spare(("checker", key))
+    pair = _take_spare(key) or _Pair(isolation, limits, workdir_parent)
     try:
-        for attempt in (1, 2):
-            if zygote is None:
-                zygote = _Zygote(isolation, limits, workdir_parent)
-            try:
-                check = pair.grade(zygote, program, prelude, test, entry_point)
-                break
-            except _CheckerGone:
-                zygote.close()
-                zygote = None
-                if attempt == 2:
-                    raise
-    except BaseException:
-        if zygote is not None:
-            zygote.close()
-        raise
+        check = pair.grade(program, prelude, test, entry_point)
     finally:
         pair.close()
-    assert zygote is not None
-    if zygote.socket is not None:
-        _put_spare(("checker", key), zygote)
-    else:
-        zygote.close()
-    _keep_spares(
-        ("candidate", key), lambda: _Pair(isolation, limits, workdir_parent), _SPARE_CANDIDATES
-    )
+    _keep_spare(key, lambda: _Pair(isolation, limits, workdir_parent))
     return check
 
 
 def end_spare_sandboxes() -> None:
-    """End every sandbox started ahead of a grade (each thread's spare candidates and its
-    checker sandbox). The next grade starts its own again. Also run at exit."""
+    """End every sandbox started ahead of a grade (each thread's spare pair). The next
+    grade starts its own again. Also run at exit."""
     with _SPARES_LOCK:
-        spares = [spare for kept in _SPARES.values() for spare in kept]
+        pairs = list(_SPARES.values())
         _SPARES.clear()
-    for spare in spares:
-        spare.close()
+    for pair in pairs:
+        pair.close()
 
 
 class _Pair:
-    """A candidate sandbox for one grade, started ahead of it and waiting for its task on a
-    pipe, with the ends of its call pipes that the grade's checker process will hold."""
+    """A candidate sandbox and a checker sandbox for one grade, started ahead of it: joined
+    by their call pipes, each waiting for its task on a pipe of its own."""
 
     def __init__(self, isolation: Isolation, limits: _Limits, parent) -> None:
         self.limits = limits
         self.owner = (os.getpid(), threading.current_thread())
         self.started = time.monotonic()
-        self.candidate_box = _Box(isolation, {}, parent, _CANDIDATE_FILES)
+        self.candidate_box = _Box(isolation, {}, parent)
+        self.checker_box = _Box(isolation, {}, parent)
         self.candidate: subprocess.Popen | None = None
-        # for the grade's checker: the read end of its task pipe, its call pipes' ends
-        self.checker_fds: list[int] = []
+        self.checker: subprocess.Popen | None = None
         self.task_fds: list[int] = []
+        self.verdict_r = -1
         spec = _rlimits(limits, isolation)
         ends: list[int] = []
         try:
@@ -268,26 +230,33 @@ class _Pair:
             checker_task_r, checker_task_w = _pipe(ends)
             to_candidate_r, to_candidate_w = _pipe(ends)
             from_candidate_r, from_candidate_w = _pipe(ends)
+            self.verdict_r, verdict_w = _pipe(ends)
             self.task_fds = [candidate_task_w, checker_task_w]
-            self.checker_fds = [checker_task_r, to_candidate_w, from_candidate_r]
             self.candidate = self.candidate_box.start(
                 ["serve", *map(str, (candidate_task_r, to_candidate_r, from_candidate_w))],
                 spec,
                 pass_fds=(candidate_task_r, to_candidate_r, from_candidate_w),
             )
+            self.checker = self.checker_box.start(
+                [*map(str, (checker_task_r, to_candidate_w, from_candidate_r, verdict_w))],
+                spec,
+                pass_fds=(checker_task_r, to_candidate_w, from_candidate_r, verdict_w),
+                script="checker.py",
+            )
         except BaseException:
             for fd in ends:
                 os.close(fd)
-            self.task_fds, self.checker_fds = [], []
+            self.task_fds, self.verdict_r = [], -1
             self.close()
             raise
+        # the parent keeps only the task pipes' write ends and the verdict's read end
         for fd in ends:
-            if fd not in (*self.task_fds, *self.checker_fds):
+            if fd not in (*self.task_fds, self.verdict_r):
                 os.close(fd)
 
     def alive(self) -> bool:
-        """True when the candidate's sandbox still waits for its task in this process and
-        thread (after a fork, or once the thread that started it has ended, it is not ours
+        """True when both sandboxes still wait for their task in this process and thread
+        (after a fork, or once the thread that started them has ended, they are not ours
         to use: bwrap dies with the thread that started it), started less than
         ``_SPARE_MAX_AGE_S`` ago."""
         pid, thread = self.owner
@@ -296,215 +265,86 @@ class _Pair:
             and thread.is_alive()
             and time.monotonic() - self.started < _SPARE_MAX_AGE_S
             and not _has_exited(self.candidate)
+            and not _has_exited(self.checker)
         )
 
-    def grade(
-        self, zygote: _Zygote, program: str, prelude: str, test: str, entry_point: str
-    ) -> Check:
-        assert self.candidate is not None
+    def grade(self, program: str, prelude: str, test: str, entry_point: str) -> Check:
+        assert self.candidate is not None and self.checker is not None
         limits = self.limits
         timeout_s = limits.timeout_s
         start = time.monotonic()
-        zygote.send(self.checker_fds)  # raises _CheckerGone, touching nothing, if it ended
-        for fd in self.checker_fds:
-            os.close(fd)
-        self.checker_fds = []
-        verdict_r = zygote.verdict_r
         candidate_fd, checker_fd = self.task_fds
         self.task_fds = []
         _feed(candidate_fd, plaindata.encode([program, entry_point]).encode())
         _feed(checker_fd, plaindata.encode([prelude, test, entry_point]).encode())
-        verdict, timed_out = _read_until_eof(verdict_r, start + timeout_s)
-        status_code = None if timed_out else zygote.exit_status(start + timeout_s)
-        checker_stderr, _ = _read_capped(zygote.output, limits.max_output_bytes)
-        if status_code is None:
-            # the grade's checker process may still run: end the whole checker sandbox
-            # (the next grade starts a fresh one)
-            zygote.close()
-            timed_out = True
+        verdict, timed_out = _read_until_eof(self.verdict_r, start + timeout_s)
+        if not timed_out:
+            timed_out = not _wait_for_exit(
+                self.checker, max(0.0, start + timeout_s - time.monotonic())
+            )
         status, _, why = verdict.decode("utf-8", errors="replace").partition("\n")
         if status != "pass" and not timed_out:
             # a failure: let the candidate's process end by itself (it stops at the end of
             # the checker's calls), so its own exit status can explain the failure
             _wait_for_exit(self.candidate, 0.2)
+        checked = self.checker_box.finish(self.checker, limits, timed_out=timed_out, start=start)
         ran = self.candidate_box.finish(self.candidate, limits, timed_out=timed_out, start=start)
-        self.candidate = None
-        passed = status == "pass" and status_code == 0 and not timed_out
+        self.candidate = self.checker = None
+        passed = status == "pass" and checked.ok
         if timed_out:
             why = f"timed out after {timeout_s:g} s and was killed"
         elif not status:
-            why = "the test process ended without a verdict: " + _reason(
-                status_code, False, timeout_s, checker_stderr, limits.memory_mb
-            )
+            why = f"the test process ended without a verdict: {checked.reason}"
         elif not passed and not ran.ok and ran.returncode != 0 and status == "fail":
             why = f"{why} ({ran.reason})"
-        return Check(passed, why, ran, checker_stderr, time.monotonic() - start)
+        return Check(passed, why, ran, checked.stderr, time.monotonic() - start)
 
     def close(self) -> None:
-        """Kill the candidate's sandbox (if still running) and release what the pair holds."""
-        if self.candidate is not None:
-            self.candidate_box.kill(self.candidate)
-        self.candidate = None
-        for fd in (*self.task_fds, *self.checker_fds):
+        """Kill both sandboxes (if still running) and release everything the pair holds."""
+        for box, proc in ((self.candidate_box, self.candidate), (self.checker_box, self.checker)):
+            if proc is not None:
+                box.kill(proc)
+        self.candidate = self.checker = None
+        for fd in (*self.task_fds, self.verdict_r):
             if fd >= 0:
                 os.close(fd)
-        self.task_fds, self.checker_fds = [], []
+        self.task_fds, self.verdict_r = [], -1
         self.candidate_box.__exit__(None, None, None)
+        self.checker_box.__exit__(None, None, None)
 
 
-class _CheckerGone(SandboxError):
-    """The checker's sandbox ended between grades (killed from outside, or out of its own
-    CPU time): the grade starts a fresh one."""
-
-
-class _Zygote:
-    """The checker's sandbox, started once for many grades: trusted code only (the
-    task's prompt and test, ``checker.py``), which forks a fresh process for each grade
-    and ends it after its verdict. Nothing of a candidate ever reaches it: the host hands
-    it the grade's pipes and it only passes them on to the grade's own process. Replaced
-    after a grade that timed out or went wrong, and once older than
-    ``_SPARE_MAX_AGE_S`` (its process limit was counted when it started)."""
-
-    def __init__(self, isolation: Isolation, limits: _Limits, parent) -> None:
-        self.limits = limits
-        self.owner = (os.getpid(), threading.current_thread())
-        self.started = time.monotonic()
-        self.box = _Box(isolation, {}, parent, _CHECKER_FILES)
-        self.proc: subprocess.Popen | None = None
-        self.output = self.box.err
-        self.grades = 0
-        self.verdict_r = -1
-        host, inside = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.socket: socket.socket | None = host
-        try:
-            self.proc = self.box.start(
-                [str(inside.fileno())],
-                _rlimits(limits, isolation),
-                pass_fds=(inside.fileno(),),
-                script="checker.py",
-            )
-        except BaseException:
-            self.close()
-            raise
-        finally:
-            inside.close()
-
-    def alive(self) -> bool:
-        """True when it still serves grades for this process and thread (see
-        ``_Pair.alive``), started less than ``_SPARE_MAX_AGE_S`` ago."""
-        pid, thread = self.owner
-        return (
-            self.socket is not None
-            and pid == os.getpid()
-            and thread.is_alive()
-            and time.monotonic() - self.started < _SPARE_MAX_AGE_S
-            and self.grades < _CHECKER_MAX_GRADES
-            and not _has_exited(self.proc)
-        )
-
-    def send(self, fds: list[int]) -> None:
-        """Start one grade: a fresh checker process gets ``fds`` (task, to and from the
-        candidate), the write end of a new verdict pipe (its read end: ``verdict_r``) and
-        the grade's output file, emptied first. Raises ``_CheckerGone`` if this sandbox has
-        ended (nothing of ``fds`` is used then)."""
-        assert self.socket is not None
-        self.grades += 1
-        self.output.seek(0)
-        self.output.truncate()
-        self.close_verdict()
-        self.verdict_r, verdict_w = os.pipe()
-        try:
-            socket.send_fds(self.socket, [b"grade"], [*fds, verdict_w, self.output.fileno()])
-        except OSError as error:
-            self.close_verdict()
-            raise _CheckerGone(f"the checker's sandbox ended: {error}") from error
-        finally:
-            os.close(verdict_w)
-
-    def close_verdict(self) -> None:
-        if self.verdict_r >= 0:
-            os.close(self.verdict_r)
-            self.verdict_r = -1
-
-    def exit_status(self, deadline: float) -> int | None:
-        """The exit status of the grade's checker process once it has ended (and its
-        process group been killed); ``None`` if that did not happen by ``deadline``."""
-        assert self.socket is not None
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return None
-            ready, _, _ = select.select([self.socket], [], [], remaining)
-            if ready:
-                break
-        try:
-            line = self.socket.recv(64)
-        except OSError:
-            return None
-        try:
-            return int(line)
-        except ValueError:
-            return None
-
-    def close(self) -> None:
-        """Kill the checker's sandbox and everything in it."""
-        self.close_verdict()
-        if self.socket is not None:
-            self.socket.close()
-            self.socket = None
-        if self.proc is not None:
-            self.box.kill(self.proc)
-            self.proc = None
-        self.box.__exit__(None, None, None)
-
-
-_SPARES: dict[tuple, list] = {}  # (thread id, key) -> spares, oldest first
+_SPARES: dict[tuple, _Pair] = {}
 _SPARES_LOCK = threading.Lock()
 _ATEXIT: list[bool] = []
 
 
-def _take_spare(key: tuple):
-    """This thread's oldest spare for ``key`` (a ``_Pair`` or a ``_Zygote``) that is
-    still waiting; spares of ended threads, and this thread's that are too old or died,
+def _take_spare(key: tuple) -> _Pair | None:
+    """This thread's spare pair for ``key`` if it is still waiting; spares of ended threads
     are ended on the way."""
-    ended = []
-    found = None
     with _SPARES_LOCK:
-        for slot in [slot for slot, spares in _SPARES.items() if not _owner_alive(spares)]:
-            ended += _SPARES.pop(slot)
-        spares = _SPARES.get((threading.get_ident(), key), [])
-        while spares and found is None:
-            spare = spares.pop(0)
-            if spare.alive():
-                found = spare
-            else:
-                ended.append(spare)
-    for spare in ended:
-        spare.close()
+        gone = [slot for slot, pair in _SPARES.items() if not pair.owner[1].is_alive()]
+        pairs = [_SPARES.pop(slot) for slot in gone]
+        found = _SPARES.pop((threading.get_ident(), key), None)
+    for pair in pairs:
+        pair.close()
+    if found is not None and not found.alive():
+        found.close()
+        return None
     return found
-
-
-def _owner_alive(spares: list) -> bool:
-    return all(spare.owner[1].is_alive() for spare in spares)
 
 
 def _forget_spares_in_child() -> None:
     """After a fork, the spares are the parent's: close the child's copies of their task
-    pipes and sockets (else the parent's sandboxes would never see the end of their task)
-    and forget them, killing nothing."""
+    pipes (else the parent's sandboxes would never see the end of their task) and forget
+    them, killing nothing."""
     global _SPARES_LOCK
     _SPARES_LOCK = threading.Lock()
-    for spares in _SPARES.values():
-        for spare in spares:
-            if isinstance(spare, _Zygote):
-                if spare.socket is not None:
-                    spare.socket.close()
-                continue
-            for fd in (*spare.task_fds, *spare.checker_fds):
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
+    for pair in _SPARES.values():
+        for fd in (*pair.task_fds, pair.verdict_r):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
     _SPARES.clear()
 
 
@@ -512,32 +352,23 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_spares_in_child)
 
 
-def _keep_spares(key: tuple, start, count: int) -> None:
-    """Start spares for this thread and ``key`` (after a grade) until it has ``count``."""
-    while True:
-        with _SPARES_LOCK:
-            if len(_SPARES.get((threading.get_ident(), key), [])) >= count:
-                return
-        try:
-            spare = start()
-        except SandboxError:
-            return  # the next grade starts its own and reports the error
-        _put_spare(key, spare, count)
-
-
-def _put_spare(key: tuple, spare, count: int = 1) -> None:
-    """Keep ``spare`` as one of this thread's spares for ``key`` (ending the oldest beyond
-    ``count``)."""
+def _keep_spare(key: tuple, start) -> None:
+    """Start the next spare pair for this thread and ``key`` (after a grade)."""
     slot = (threading.get_ident(), key)
     with _SPARES_LOCK:
+        if slot in _SPARES:
+            return
         if not _ATEXIT:
             atexit.register(end_spare_sandboxes)
             _ATEXIT.append(True)
-        spares = _SPARES.setdefault(slot, [])
-        spares.append(spare)
-        extra = spares[: max(0, len(spares) - count)]
-        del spares[: len(extra)]
-    for old in extra:
+    try:
+        pair = start()
+    except SandboxError:
+        return  # the next grade starts its own and reports the error
+    with _SPARES_LOCK:
+        old = _SPARES.pop(slot, None)
+        _SPARES[slot] = pair
+    if old is not None:
         old.close()
 
 
@@ -591,11 +422,9 @@ class _Box:
     """One sandboxed interpreter: the host folder with what it runs, its output files,
     how to start it and how to end it."""
 
-    def __init__(
-        self, isolation: Isolation, files: dict[str, str], parent, inside: tuple[str, ...]
-    ) -> None:
+    def __init__(self, isolation: Isolation, files: dict[str, str], parent) -> None:
         self.isolation = isolation
-        texts = {name: (_HERE / name).read_text(encoding="utf-8") for name in inside}
+        texts = {name: (_HERE / name).read_text(encoding="utf-8") for name in _INSIDE}
         texts.update(files)
         self.host: Path | None = None
         self.memfds: dict[str, int] = {}
@@ -626,7 +455,6 @@ class _Box:
         self.err.close()
         for fd in self.memfds.values():
             os.close(fd)
-        self.memfds = {}
         if self.host is not None:
             _remove_tree(self.host)
 

@@ -1,17 +1,14 @@
 """The trusted side of a HumanEval-style grade, run in its own sandboxed process.
 
-Started as ``python -I -S checker.py LIMITS SOCKET_FD``, ahead of its grades: it sets the
-resource limits ``LIMITS`` on itself (``limits.py``), imports ``typing`` (most prompts
-do), and then serves as a zygote: for each grade the host sends it the grade's pipes over
-``SOCKET_FD`` and it forks a fresh process for that grade alone (``_zygote``), which
-reads its task on the task pipe: plain data ``[prelude, test, entry_point]`` up to the
-end of that pipe. That process then runs the task's own code (the prompt's helpers, the test, ``check``) and hands ``check`` a stand-in
+Started as ``python -I -S checker.py LIMITS TASK_FD TO_FD FROM_FD VERDICT_FD``, ahead of
+its grade: it sets the resource limits ``LIMITS`` on itself (``limits.py``), imports
+``typing`` (most prompts do), and waits for its task on ``TASK_FD``: plain data
+``[prelude, test, entry_point]`` up to the end of that pipe. It then runs the task's own code (the prompt's helpers, the test, ``check``) and hands ``check`` a stand-in
 for the candidate function that forwards each call to the candidate's process (see
 ``harness.py``) as plain data and returns the plain value that comes back. Every
 comparison therefore happens here, on builtin values built here, and the verdict is
-written to the grade's verdict pipe, which only that process holds. The candidate runs
-elsewhere, never sees these processes' memory, files or pipes, and cannot end them early;
-the zygote itself never reads a byte of what a candidate sends.
+written to ``VERDICT_FD``: a pipe only this process holds. The candidate runs elsewhere,
+never sees this process's memory, files or pipes, and cannot end it early.
 
 It imports only the stdlib.
 """
@@ -105,8 +102,11 @@ def _read_task(fd: int) -> list:
     return task
 
 
-def _main(task_fd: int, to_fd: int, from_fd: int) -> str:
+def _main() -> str:
     """The verdict: ``pass`` or ``fail``, a newline, and why."""
+    task_fd, to_fd, from_fd = map(int, sys.argv[2:5])
+    import typing  # noqa: F401 - most HumanEval prompts import from it; load it while idle
+
     prelude, test, entry_point = _read_task(task_fd)
     channel = _Channel(to_fd, from_fd)
 
@@ -136,67 +136,15 @@ def _main(task_fd: int, to_fd: int, from_fd: int) -> str:
     return "pass\nall tests passed"
 
 
-def _grade(fds: list) -> None:
-    """One grade, in a process forked for it: stdout and stderr to the grade's output
-    file, run the test, write the verdict, then end at once (the interpreter's teardown
-    would only make the grade wait)."""
-    task_fd, to_fd, from_fd, verdict_fd, output_fd = fds
-    os.setsid()  # its own process group: the zygote ends all of it after the grade
-    os.dup2(output_fd, 1)
-    os.dup2(output_fd, 2)
-    os.close(output_fd)
-    verdict = _main(task_fd, to_fd, from_fd)
-    with os.fdopen(verdict_fd, "w") as pipe:
+def _finish() -> None:
+    """Run the test, write the verdict, then end at once: the interpreter's teardown
+    would only make the grade wait."""
+    verdict = _main()
+    with os.fdopen(int(sys.argv[5]), "w") as pipe:
         pipe.write(verdict)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
 
 
-def _zygote(socket_fd: int) -> None:
-    """Serve grades until the host closes ``socket_fd``: each message from the host is
-    one grade, carrying its five pipes and files (task, to and from the candidate,
-    verdict, output) as passed descriptors. For each, fork a fresh process that runs it
-    (``_grade``), close this process's copies at once (it never reads or writes any of
-    them: nothing the candidate sends ever reaches this process), wait for the grade's
-    process to end, kill whatever is left of its process group, and tell the host its exit
-    status (one line). One grade at a time: the host waits for that line."""
-    import signal
-    import socket
-
-    host = socket.socket(fileno=socket_fd)
-    while True:
-        try:
-            message, fds, _, _ = socket.recv_fds(host, 16, 5)
-        except OSError:
-            os._exit(0)
-        if not message:
-            os._exit(0)
-        if message != b"grade" or len(fds) != 5:
-            for fd in fds:
-                os.close(fd)
-            os._exit(2)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:
-            host.close()
-            _grade(fds)
-        for fd in fds:
-            os.close(fd)
-        _, status = os.waitpid(pid, 0)
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except OSError:
-            pass
-        host.sendall(b"%d\n" % os.waitstatus_to_exitcode(status))
-
-
-def _start() -> None:
-    """Load what every grade needs while idle, then serve grades."""
-    import typing  # noqa: F401 - most HumanEval prompts import from it; load it while idle
-
-    _zygote(int(sys.argv[2]))
-
-
-_start()
+_finish()
