@@ -178,6 +178,9 @@ def cmd_runs_show(args) -> int:
         learned = run_learned(workspace(args), record.id)
     except (SuiteNotFound, ConfigError):  # a suite since removed, a config of long ago
         learned = []
+    except Exception as exc:  # a damaged checkpoint: the rest of the run still shows
+        print(f"note: what run {record.id[:8]} learned cannot be read: {exc}", file=sys.stderr)
+        learned = []
     data = {
         **_run_dict(record),
         "config": config,

@@ -410,14 +410,19 @@ class QtRuns(Page):
         self.refresh_runs()
         self._update_buttons()
         run_id = getattr(thread, "run_id", None)
-        if run_id is not None:  # what the run just ended learned, read in the background
-            self.in_background(
-                "read what the run learned",
-                lambda: _read_learned(self.workspace, run_id),
-                self._on_learned,
-                lambda _run, exc: self.log(f"cannot read what run {run_id[:8]} learned: {exc}"),
-                context=run_id,
-            )
+        if run_id is not None:
+            self.show_learned_of(run_id)
+
+    def show_learned_of(self, run_id: str) -> None:
+        """Show what run ``run_id`` learned, read in the background; a run whose result
+        cannot be read (no checkpoint yet, a damaged one) says why in the log."""
+        self.in_background(
+            "read what the run learned",
+            lambda: _read_learned(self.workspace, run_id),
+            self._on_learned,
+            lambda _run, exc: self.log(f"cannot read what run {run_id[:8]} learned: {exc}"),
+            context=run_id,
+        )
 
     def _on_learned(self, run_id: str, learned: list[Any]) -> None:
         self.learned_view.show_learned(learned, _LEARNED_HEADING.format(run=run_id[:8]))
@@ -523,8 +528,8 @@ class QtRuns(Page):
     def _on_opened(self, run_id: str, stored: tuple[Any, list[dict[str, Any]]]) -> None:
         if self.running:
             return
-        record, generations, learned = stored
-        self.learned_view.show_learned(learned, _LEARNED_HEADING.format(run=run_id[:8]))
+        record, generations = stored
+        self.show_learned_of(run_id)
         self.clear_plots()
         for s in generations:
             self._add_generation(
@@ -581,12 +586,9 @@ class QtRuns(Page):
 _LEARNED_HEADING = "What run {run} learned (its result head on validation, per category):"
 
 
-def _read_run(
-    workspace: Workspace, run_id: str
-) -> tuple[Any, list[dict[str, Any]], list[CategoryLearned]]:
+def _read_run(workspace: Workspace, run_id: str) -> tuple[Any, list[dict[str, Any]]]:
     with Store.open(workspace) as store:
-        record, generations = store.get_run(run_id), store.generations(run_id)
-    return record, generations, _read_learned(workspace, run_id)
+        return store.get_run(run_id), store.generations(run_id)
 
 
 def _read_learned(workspace: Workspace, run_id: str) -> list[CategoryLearned]:
