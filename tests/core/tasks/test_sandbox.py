@@ -302,3 +302,32 @@ def test_a_forked_child_leaves_the_parents_spare_pair_usable() -> None:
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
         end_spare_sandboxes()
+
+
+def test_right_programs_graded_back_to_back_from_many_threads_all_pass():
+    """Training grades code from many threads at once, back to back: every canonical
+    solution of the bundled mixed suite must still score 1 (a sandbox design that ran out
+    of processes under this load once scored 7-16 of 300 right programs 0, reported as
+    timeouts), and a broken one 0."""
+    import concurrent.futures
+
+    from workbench.core.tasks.graders import grade
+    from workbench.core.tasks.suites import load_suite
+
+    tasks = [t for t in load_suite("mixed").tasks if t.kind == "code"]
+    assert len(tasks) >= 50
+
+    def reward(task, program: str) -> tuple[str, float, str]:
+        g = grade(task, f"```python\n{program}\n```")
+        return task.id, g.reward, str(g.details.get("reason", ""))
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        right = list(pool.map(lambda t: reward(t, t.solution), tasks * 2))
+        broken = list(
+            pool.map(
+                lambda t: reward(t, f"def {t.tests['entry_point']}(*a):\n    return None"),
+                tasks[:16],
+            )
+        )
+    assert [r for r in right if r[1] != 1.0] == []
+    assert all(r[1] == 0.0 for r in broken)
