@@ -39,6 +39,7 @@ class Page(QWidget):
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self._latest: dict[str, int] = {}  # per kind of read: the latest one asked for
+        self._pending = 0  # jobs started whose outcome has not yet reached the page
 
     # ------------------------------------------------------------------ background jobs
 
@@ -61,7 +62,16 @@ class Page(QWidget):
             number = self._latest[name] = self._latest.get(name, 0) + 1
             context = (name, number, context, on_success, on_failure)
             on_success, on_failure = self._latest_succeeded, self._latest_failed
-        return background.start(self, name, call, on_success, on_failure, context)
+        job = background.start(self, name, call, on_success, on_failure, context)
+        if job is not None:
+            self._pending += 1
+            # queued after the job's outcome (both leave the job's thread in order): by
+            # the time it runs, on_success or on_failure has run in the GUI thread
+            job.finished.connect(self._job_ended)
+        return job
+
+    def _job_ended(self) -> None:
+        self._pending -= 1
 
     def _latest_succeeded(self, latest: tuple[str, int, Any, Any, Any], result: Any) -> None:
         name, number, context, on_success, _ = latest
@@ -75,8 +85,9 @@ class Page(QWidget):
 
     @property
     def jobs_running(self) -> bool:
-        """A background job of this page is in flight."""
-        return bool(background.running(self))
+        """A background job of this page is in flight, or its outcome has not yet reached
+        the page (a finished thread's result is still queued for the GUI thread)."""
+        return self._pending > 0
 
     def shutdown(self) -> None:
         """Cancel the page's network jobs and wait for all of its jobs (the window or the
