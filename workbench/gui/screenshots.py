@@ -133,9 +133,8 @@ def take(
 
 
 def _busy(page: Any) -> bool:
-    from workbench.gui import background
-
-    return bool(background.running(page)) or bool(getattr(page, "loading", False))
+    """Whether a page's background jobs, or their outcomes, are still on their way."""
+    return bool(page.jobs_running)
 
 
 # -- bringing each page to a representative state ---------------------------------
