@@ -104,7 +104,7 @@ def test_the_cli_runs_a_paper_faithful_study_and_prints_its_power(tmp_path, tiny
 
     cfg = tmp_path / "study.toml"
     cfg.write_text(
-        f'[backbone]\nmodel = "{tiny_model_dir}"\ndevice = "cpu"\n'
+        f'[backbone]\nmodel = "{tiny_model_dir}"\ndevice = "cpu"\ninput = "chat"\n'
         '[pool]\nworkers = ["sandbox"]\n'
         '[tasks]\nsuite = "mixed"\ntrain = 24\nvalidation = 6\ntest = 9\n'
         '[optimizer]\npopsize = 4\nrollouts = 3\nsearch_basis = "balanced"\n'
@@ -123,6 +123,8 @@ def test_the_cli_runs_a_paper_faithful_study_and_prints_its_power(tmp_path, tiny
     study = json.loads(result.stdout)
     assert study["paper"] is True and study["paper_settings"]["budget.episodes"] == 12
     assert study["paper_settings"]["optimizer.search_basis"] == "identity"
+    # a chat-input config is studied on raw text, with a backbone that reads it so
+    assert study["paper_settings"]["backbone.input"] == "raw"
     assert [r["episodes"] for r in study["optimizers"]] == [12, 12]
     assert study["power"]["margin"] == 0.1 and study["power"]["test_tasks"] == 9
     assert study["power"]["seeds"] == 2 and study["power"]["tasks_needed"] >= 2

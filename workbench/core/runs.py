@@ -808,6 +808,8 @@ def study_optimizers(
     forced: dict[str, Any] = {}
     if paper:
         config, forced = paper_config(config, optimizers, backbone)
+        if backbone.input != config.backbone.input:  # the paper reads raw text
+            backbone = backbone_for(config)
     no_svf = [o for o in optimizers if o not in SVF_OPTIMIZERS]
     if config.optimizer.svf and no_svf:
         raise ConfigError(
