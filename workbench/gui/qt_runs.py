@@ -17,11 +17,13 @@ from typing import Any
 from workbench.core.config import ConfigError, RunConfig
 from workbench.core.learned import CategoryLearned
 from workbench.core.runs import RunSummary, effective_status, list_runs, run_learned
+from workbench.core.settings import load_run_config, load_settings_or_defaults
 from workbench.core.spend import dollars, spend_kind
 from workbench.core.store import Store
 from workbench.core.tasks.suites import SuiteNotFound
 from workbench.core.training.events import GenerationStats, RunFailed, RunFinished, RunStarted
 from workbench.core.workspace import Workspace, resources_dir
+from workbench.gui import background
 from workbench.gui.page import Page, message_label
 from workbench.gui.qt import (
     QFileDialog,
@@ -75,11 +77,13 @@ class QtRuns(Page):
     """The Runs page over a workspace; runs train in a child process (``RunThread``)."""
 
     runs_listed = Signal(int)  # after each runs-list read: how many runs there are
+    config_done = Signal(bool)  # a config file was read or written (True) or not (False)
 
     def __init__(self, workspace: Workspace, *, parent: QWidget | None = None):
         super().__init__(parent)
         self.workspace = workspace
         self.run_thread: RunThread | None = None
+        self.config_file: str | None = None  # "reading" or "writing" a config file, or None
         self.state = "idle"
         self._budget_generations = 0
         self._first_generation = 0
@@ -95,8 +99,7 @@ class QtRuns(Page):
         self.timer.setInterval(REDRAW_MS)
         self.timer.timeout.connect(self.redraw)
         self.timer.start()
-        if SANDBOX_EXAMPLE.is_file():
-            self.load_config(SANDBOX_EXAMPLE)
+        self.load_config(SANDBOX_EXAMPLE, missing_ok=True)
         self.in_background(
             "run-form choices",
             lambda: _choices(workspace),
@@ -220,21 +223,37 @@ class QtRuns(Page):
         if path:
             self.load_config(path)
 
-    def load_config(self, path: str | Path) -> bool:
-        """Load a run config TOML into the form (the Settings page's device and cache
-        policy fill what it leaves out); a bad file is reported on the page."""
-        from workbench.core.settings import load_run_config, load_settings_or_defaults
-
-        try:  # the user's default device and cache policy fill what the file leaves out
-            config = load_run_config(path, load_settings_or_defaults()[0])
-        except Exception as exc:  # ConfigError, OSError, TOML errors: readable, on the page
-            self.show_error(f"Cannot load {path}: {exc}")
-            return False
-        self.form.set_config(config)
-        self.source_label.setText(str(path))
-        self.message_label.clear()
+    def load_config(self, path: str | Path, *, missing_ok: bool = False) -> None:
+        """Load a run config TOML into the form, read in the background (the Settings
+        page's device and cache policy fill what it leaves out); a bad file is reported on
+        the page and the form keeps what it had. The latest file asked for wins.
+        ``missing_ok``: a file that is not there leaves the form as it is, silently (the
+        bundled example, in a build without it)."""
+        self.config_file = "reading"
         self._update_buttons()
-        return True
+        self.in_background(
+            "config file",
+            lambda: read_config(path, missing_ok=missing_ok),
+            self._on_config_read,
+            self._on_config_failed,
+            context=str(path),
+            latest=True,
+        )
+
+    def _on_config_read(self, path: str, config: RunConfig | None) -> None:
+        self.config_file = None
+        if config is not None:
+            self.form.set_config(config)
+            self.source_label.setText(path)
+            self.message_label.clear()
+        self._update_buttons()
+        self.config_done.emit(config is not None)
+
+    def _on_config_failed(self, path: str, exc: Exception) -> None:
+        self.config_file = None
+        self._update_buttons()
+        self.show_error(f"Cannot load {path}: {background.readable(exc)}")
+        self.config_done.emit(False)
 
     def _choose_save_path(self) -> None:
         path, _ = QFileDialog.getSaveFileName(
@@ -244,18 +263,37 @@ class QtRuns(Page):
             self.save_config(path)
 
     def save_config(self, path: str | Path) -> bool:
-        """Write the form as a config TOML (what ``trinity-workbench train`` reads)."""
+        """Write the form as a config TOML (what ``trinity-workbench train`` reads), in the
+        background. False (the wrong key named on the page) when the form is no config;
+        a file that cannot be written is reported on the page once the write fails."""
         config = self.form_config()
         if config is None:
             return False
-        try:
-            Path(path).write_text(config.to_toml(), encoding="utf-8")
-        except OSError as exc:
-            self.show_error(f"Cannot write {path}: {exc}")
-            return False
-        self.source_label.setText(str(path))
-        self.log(f"saved the run config to {path}")
+        text = config.to_toml()
+        self.config_file = "writing"
+        self._update_buttons()
+        self.in_background(
+            "config file",
+            lambda: write_config(path, text),
+            self._on_config_written,
+            self._on_config_write_failed,
+            context=str(path),
+            latest=True,
+        )
         return True
+
+    def _on_config_written(self, path: str, _result: Any) -> None:
+        self.config_file = None
+        self.source_label.setText(path)
+        self.log(f"saved the run config to {path}")
+        self._update_buttons()
+        self.config_done.emit(True)
+
+    def _on_config_write_failed(self, path: str, exc: Exception) -> None:
+        self.config_file = None
+        self._update_buttons()
+        self.show_error(f"Cannot write {path}: {background.readable(exc)}")
+        self.config_done.emit(False)
 
     def form_config(self) -> RunConfig | None:
         """The form as a config, or None with the wrong key named on the page."""
@@ -281,6 +319,9 @@ class QtRuns(Page):
 
     def start(self) -> None:
         if self.running:
+            return
+        if self.config_file == "reading":  # Start would run the form, not the file coming in
+            self.say("A config file is being read into the form: start once it shows.")
             return
         config = self.form_config()
         if config is not None:
@@ -420,9 +461,12 @@ class QtRuns(Page):
             "read what the run learned",
             lambda: _read_learned(self.workspace, run_id),
             self._on_learned,
-            lambda _run, exc: self.log(f"cannot read what run {run_id[:8]} learned: {exc}"),
+            self._on_learned_failed,
             context=run_id,
         )
+
+    def _on_learned_failed(self, run_id: str, exc: Exception) -> None:
+        self.log(f"cannot read what run {run_id[:8]} learned: {background.readable(exc)}")
 
     def _on_learned(self, run_id: str, learned: list[Any]) -> None:
         self.learned_view.show_learned(learned, _LEARNED_HEADING.format(run=run_id[:8]))
@@ -562,10 +606,14 @@ class QtRuns(Page):
 
     def _update_buttons(self) -> None:
         running = self.running or self.state == "starting"
-        self.start_button.setEnabled(not running)
-        self.load_button.setEnabled(not running)
-        self.example_button.setEnabled(not running)
-        self.team_example_button.setEnabled(not running)
+        # while a config file is read into the form (or the form written), the form is not
+        # what Start would run nor what the file will hold: one thing at a time
+        file_busy = self.config_file is not None
+        self.start_button.setEnabled(not running and not file_busy)
+        self.load_button.setEnabled(not running and not file_busy)
+        self.save_button.setEnabled(not file_busy)
+        self.example_button.setEnabled(not running and not file_busy)
+        self.team_example_button.setEnabled(not running and not file_busy)
         self.pause_button.setEnabled(running and self.state == "running")
         self.resume_button.setEnabled(running and self.state == "paused")
         self.stop_button.setEnabled(running and self.state in ("running", "paused", "starting"))
@@ -584,6 +632,21 @@ class QtRuns(Page):
 
 
 _LEARNED_HEADING = "What run {run} learned (its result head on validation, per category):"
+
+
+def read_config(path: str | Path, *, missing_ok: bool = False) -> RunConfig | None:
+    """The run config at ``path`` with the user's defaults (the Settings page's device and
+    cache policy) for what it leaves out: the disk reads of loading a config, run in a
+    background job. None when ``missing_ok`` and there is no file at ``path``."""
+    if missing_ok and not Path(path).is_file():
+        return None
+    settings, _problem = load_settings_or_defaults()  # the Settings page shows the problem
+    return load_run_config(path, settings)
+
+
+def write_config(path: str | Path, text: str) -> None:
+    """Write a config TOML's ``text`` to ``path`` (a background job)."""
+    Path(path).write_text(text, encoding="utf-8")
 
 
 def _read_run(workspace: Workspace, run_id: str) -> tuple[Any, list[dict[str, Any]]]:
