@@ -107,9 +107,13 @@ def test_a_run_shows_what_its_result_head_played_on_validation(trained):
 
     shown = cli("runs", "show", run_id)
     assert "what it learned" in shown
+    # a sandbox run's dollars are simulated, and said to be
+    spent = next(line for line in shown.splitlines() if line.startswith("spent: "))
+    assert spent.count("$") == 1 and "(simulated)" in spent
     assert all(line in shown for line in describe_learned(learned))
     data = json.loads(cli("runs", "show", run_id, "--json"))
     assert data["learned"] == [c.to_json() for c in learned]
+    assert data["spend"] == "simulated"
 
 
 def test_an_evaluation_reports_what_the_coordinator_played(trained, tiny_backbone):

@@ -512,8 +512,7 @@ class QtRuns(Page):
         self.runs = {run.id: run for run in runs}
         self.runs_table.setRowCount(len(runs))
         for row, run in enumerate(runs):
-            generations = "" if run.generations is None else str(run.generations)
-            cells = (run.id[:8], run.name, run.status, run.stop_reason, generations)
+            cells = (run.id[:8], run.name, run.status, run.stop_reason, str(run.generations))
             for col, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 item.setData(Qt.ItemDataRole.UserRole, run.id)
@@ -569,24 +568,23 @@ class QtRuns(Page):
     def _on_open_failed(self, run_id: str, exc: Exception) -> None:
         self.show_error(f"Cannot open run {run_id[:8]}: {exc}")
 
-    def _on_opened(self, run_id: str, stored: tuple[Any, list[dict[str, Any]]]) -> None:
+    def _on_opened(self, run_id: str, stored: tuple[Any, list[GenerationStats], int]) -> None:
         if self.running:
             return
-        record, generations = stored
+        record, generations, budget = stored
         self.show_learned_of(run_id)
         self.clear_plots()
         for s in generations:
             self._add_generation(
-                s["generation"],
-                s["best"],
-                s["mean"],
-                s["median"],
-                s["worst"],
-                s["sigma"],
-                s.get("validation"),
-                s.get("usage") or {},
+                s.generation,
+                s.best,
+                s.mean,
+                s.median,
+                s.worst,
+                s.sigma,
+                s.validation,
+                s.usage,
             )
-        budget = int((record.config_data.get("budget") or {}).get("generations") or 0)
         self.progress.setRange(0, max(budget, 1))
         self.progress.setValue(len(generations))
         self.eta_label.setText("")
@@ -649,9 +647,16 @@ def write_config(path: str | Path, text: str) -> None:
     Path(path).write_text(text, encoding="utf-8")
 
 
-def _read_run(workspace: Workspace, run_id: str) -> tuple[Any, list[dict[str, Any]]]:
+def _read_run(workspace: Workspace, run_id: str) -> tuple[Any, list[GenerationStats], int]:
+    """A stored run, its generations' stats and its budget of generations (0: none
+    readable from its config) for the plots: read in a background job."""
     with Store.open(workspace) as store:
-        return store.get_run(run_id), store.generations(run_id)
+        record, generations = store.get_run(run_id), store.generation_stats(run_id)
+    try:
+        budget = record.config().budget.generations
+    except ConfigError:  # a config of long ago: the plots show, the progress bar has no end
+        budget = 0
+    return record, generations, budget
 
 
 def _read_learned(workspace: Workspace, run_id: str) -> list[CategoryLearned]:
