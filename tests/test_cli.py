@@ -279,3 +279,23 @@ def test_runs_list_shows_what_the_runs_page_shows(tmp_path):
     assert [line.split()[:2] for line in table[2:]] == [[done[:8], "done"], [young[:8], "young"]]
     every = json.loads(cli("runs", "list", "--all", "--json", workspace=ws.root, check=True).stdout)
     assert [(r["id"], r["kind"], r["generations"]) for r in every][-1] == (evaluation, "eval", 0)
+
+
+def test_replay_names_an_episode_of_the_run_by_a_prefix(tmp_path):
+    """`replay RUN --episode PREFIX` finds the run's episode by a unique prefix (the store
+    resolves it, as `episodes show` does); another run's episode or an unknown prefix is
+    a clear error (exit 2) that names the run."""
+    from tests.core.test_store import make_episode
+    from workbench.core.store import Store
+    from workbench.core.workspace import Workspace
+
+    ws = Workspace.open(tmp_path / "ws")
+    with Store.open(ws) as store:
+        run, other = store.create_run("r", "train", {}), store.create_run("o", "train", {})
+        store.add_episode(make_episode("abcd1111" + "0" * 24, run_id=run))
+        store.add_episode(make_episode("abcd2222" + "0" * 24, run_id=other))
+    shown = cli("replay", run[:8], "--episode", "abcd", workspace=ws.root, check=True).stdout
+    assert "== episode abcd11110000" in shown and "p(worker)" in shown
+    elsewhere = cli("replay", run[:8], "--episode", "abcd2", workspace=ws.root)
+    assert elsewhere.returncode == 2 and "Traceback" not in elsewhere.stderr
+    assert f"no episode 'abcd2' in run {run[:8]}" in elsewhere.stderr

@@ -261,6 +261,11 @@ def test_episode_ids_resolve_from_a_unique_prefix(store: Store) -> None:
         store.resolve_episode_id("abcd")
     with pytest.raises(EpisodeNotFound, match="trinity-workbench episodes list"):
         store.resolve_episode_id("0123")
+    run_id = store.create_run("r", "train", {})
+    store.add_episode(make_episode("abcd3333" + "0" * 24, run_id=run_id))
+    assert store.resolve_episode_id("abcd", run_id=run_id) == "abcd3333" + "0" * 24
+    with pytest.raises(EpisodeNotFound, match=f"no episode 'abcd1' in run {run_id[:8]}"):
+        store.resolve_episode_id("abcd1", run_id=run_id)
 
 
 def test_delete_run_cascades(store: Store, tmp_path: Path) -> None:

@@ -294,11 +294,7 @@ def cmd_replay(args) -> int:
     with Store.open(workspace(args)) as store:
         run_id = store.resolve_run_id(args.run)
         if args.episode:
-            ids = [e.id for e in store.list_episodes(run_id) if e.id.startswith(args.episode)]
-            if len(ids) != 1:
-                raise UserError(
-                    f"episode '{args.episode}' {'is ambiguous' if ids else 'is not in run ' + run_id[:8]}"
-                )
+            ids = [store.resolve_episode_id(args.episode, run_id=run_id)]
         else:
             summaries = store.list_episodes(
                 run_id, generation=args.generation, candidate=args.candidate, limit=args.limit

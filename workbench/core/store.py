@@ -785,21 +785,26 @@ class Store:
         self._write(insert)
 
     @_sqlite_errors
-    def resolve_episode_id(self, episode_id: str) -> str:
+    def resolve_episode_id(self, episode_id: str, run_id: str | None = None) -> str:
         """The full id of the episode whose id is ``episode_id`` or starts with it (ids are
-        printed shortened)."""
+        printed shortened); only among run ``run_id``'s episodes when given (a full id)."""
         conn = self._reader()
-        if conn.execute("SELECT 1 FROM episodes WHERE id = ?", (episode_id,)).fetchone():
+        in_run, args = ("", ()) if run_id is None else (" AND run_id = ?", (run_id,))
+        if conn.execute(
+            f"SELECT 1 FROM episodes WHERE id = ?{in_run}", (episode_id, *args)
+        ).fetchone():
             return episode_id
         # A range on the primary key, so the lookup uses the index (LIKE would not).
         rows = conn.execute(
-            "SELECT id FROM episodes WHERE id >= ? AND id < ? ORDER BY id LIMIT 6",
-            (episode_id, episode_id + "\U0010ffff"),
+            f"SELECT id FROM episodes WHERE id >= ? AND id < ?{in_run} ORDER BY id LIMIT 6",
+            (episode_id, episode_id + "\U0010ffff", *args),
         ).fetchall()
+        where = f"run {run_id[:8]} of workspace database" if run_id else "workspace database"
         if not rows:
             raise EpisodeNotFound(
-                f"no episode {episode_id!r} in workspace database {self.path}: "
+                f"no episode {episode_id!r} in {where} {self.path}: "
                 "`trinity-workbench episodes list` shows the episodes"
+                + (f" (`--run {run_id[:8]}`: this run's)" if run_id else "")
             )
         if len(rows) > 1:
             shown = ", ".join(r["id"] for r in rows[:5]) + (", ..." if len(rows) > 5 else "")
