@@ -147,7 +147,6 @@ def cmd_runs_show(args) -> int:
     from workbench.core.runs import run_learned, summarise_run
     from workbench.core.spend import dollars, spend_kind
     from workbench.core.store import Store
-    from workbench.core.tasks.suites import SuiteNotFound
 
     with Store.open(workspace(args)) as store:
         record = store.get_run(args.run)
@@ -159,9 +158,7 @@ def cmd_runs_show(args) -> int:
     except ConfigError:
         config = record.config_data
     try:  # what its result head played on validation, per category
-        learned = run_learned(workspace(args), record.id)
-    except (SuiteNotFound, ConfigError):  # a suite since removed, a config of long ago
-        learned = []
+        learned = run_learned(workspace(args), record.id, gone_ok=True)
     except Exception as exc:  # a damaged checkpoint: the rest of the run still shows
         print(f"note: what run {record.id[:8]} learned cannot be read: {exc}", file=sys.stderr)
         learned = []

@@ -30,7 +30,7 @@ from workbench.core.power import PowerEstimate
 from workbench.core.records import Episode
 from workbench.core.spend import spend_kind
 from workbench.core.store import RunRecord, Store, StoreError
-from workbench.core.tasks.suites import load_suite
+from workbench.core.tasks.suites import SuiteNotFound, load_suite
 from workbench.core.training.checkpoint import best_vector
 from workbench.core.training.events import Listener, StopToken
 from workbench.core.training.trainer import Trainer, coordinator_from_vector, task_splits
@@ -74,11 +74,18 @@ def backbone_for(
     return given
 
 
-def run_learned(workspace: Workspace, run: str) -> list[CategoryLearned]:
+def run_learned(workspace: Workspace, run: str, *, gone_ok: bool = False) -> list[CategoryLearned]:
     """What training run ``run`` learned (``workbench.core.learned``): the sequences its
     result head played on validation, in the generation that head was validated, per
     category, beside the oracle's plan for simulated pools. Empty before any validation.
-    Raises ``SuiteNotFound`` when the run's suite is no longer installed."""
+    Raises ``SuiteNotFound`` when the run's suite is no longer installed and
+    ``ConfigError`` when its stored config no longer loads; ``gone_ok``: empty then (a
+    runs list or ``runs show`` still shows the rest of the run)."""
+    if gone_ok:
+        try:
+            return run_learned(workspace, run)
+        except (SuiteNotFound, ConfigError):  # a suite since removed, a config of long ago
+            return []
     with Store.open(workspace) as store:
         record = store.get_run(run)
         config = record.config()

@@ -15,12 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from workbench.core.config import ConfigError, RunConfig
-from workbench.core.learned import CategoryLearned
 from workbench.core.runs import RunSummary, effective_status, list_runs, run_learned
 from workbench.core.settings import load_run_config, load_settings_or_defaults
 from workbench.core.spend import dollars, spend_kind
 from workbench.core.store import Store
-from workbench.core.tasks.suites import SuiteNotFound
 from workbench.core.training.events import GenerationStats, RunFailed, RunFinished, RunStarted
 from workbench.core.workspace import Workspace, resources_dir
 from workbench.gui import background
@@ -459,7 +457,7 @@ class QtRuns(Page):
         cannot be read (no checkpoint yet, a damaged one) says why in the log."""
         self.in_background(
             "read what the run learned",
-            lambda: _read_learned(self.workspace, run_id),
+            lambda: run_learned(self.workspace, run_id, gone_ok=True),
             self._on_learned,
             self._on_learned_failed,
             context=run_id,
@@ -657,14 +655,6 @@ def _read_run(workspace: Workspace, run_id: str) -> tuple[Any, list[GenerationSt
     except ConfigError:  # a config of long ago: the plots show, the progress bar has no end
         budget = 0
     return record, generations, budget
-
-
-def _read_learned(workspace: Workspace, run_id: str) -> list[CategoryLearned]:
-    """``run_learned``, or nothing for a run whose suite or config no longer loads."""
-    try:
-        return run_learned(workspace, run_id)
-    except (SuiteNotFound, ConfigError):
-        return []
 
 
 def _duration(seconds: float) -> str:
