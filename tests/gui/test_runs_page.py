@@ -276,10 +276,12 @@ def test_config_files_are_read_and_written_off_the_gui_thread(
         return wrapper
 
     monkeypatch.setattr(qt_runs, "load_run_config", recorded("read", qt_runs.load_run_config))
+    import workbench.core.settings as settings
+
     monkeypatch.setattr(
-        qt_runs,
+        settings,
         "load_settings_or_defaults",
-        recorded("settings", qt_runs.load_settings_or_defaults),
+        recorded("settings", settings.load_settings_or_defaults),
     )
     saved, unwritable = tmp_path / "saved.toml", tmp_path / "no-such-folder" / "run.toml"
     write_text = pathlib.Path.write_text

@@ -16,7 +16,7 @@ from typing import Any
 
 from workbench.core.config import ConfigError, RunConfig
 from workbench.core.runs import RunSummary, effective_status, list_runs, run_learned
-from workbench.core.settings import load_run_config, load_settings_or_defaults
+from workbench.core.settings import load_run_config
 from workbench.core.spend import dollars, spend_kind
 from workbench.core.store import Store
 from workbench.core.training.events import GenerationStats, RunFailed, RunFinished, RunStarted
@@ -636,8 +636,7 @@ def read_config(path: str | Path, *, missing_ok: bool = False) -> RunConfig | No
     background job. None when ``missing_ok`` and there is no file at ``path``."""
     if missing_ok and not Path(path).is_file():
         return None
-    settings, _problem = load_settings_or_defaults()  # the Settings page shows the problem
-    return load_run_config(path, settings)
+    return load_run_config(path)
 
 
 def write_config(path: str | Path, text: str) -> None:
