@@ -248,3 +248,54 @@ def test_run_episode_refuses_a_negative_seed_naming_the_option(tmp_path, suite_f
     )  # fmt: skip
     assert out.returncode == 2 and "argument --seed: -5 is out of range" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_runs_list_shows_what_the_runs_page_shows(tmp_path):
+    """`runs list` prints core's run summaries (``runs.list_runs``), as the Runs page lists
+    them: the effective status, and the generations committed so far (also of a run that
+    has not reported a result yet); oldest first; ``--all`` adds the other kinds."""
+    from tests.gui.test_start_page import stored_run
+    from workbench.core import runs
+    from workbench.core.store import Store
+    from workbench.core.workspace import Workspace
+
+    ws = Workspace.open(tmp_path / "ws")
+    done = stored_run(ws, "done", 3, "finished")
+    with Store.open(ws) as store:
+        young = store.create_run("young", "train", {})  # no result yet, one generation in
+        store.commit_generation(young, 0, {"best": 0.5}, b"state")
+        store.set_run_status(young, "stopped", stop_reason="stopped")
+        evaluation = store.create_run("an evaluation", "eval", {})
+    listed = json.loads(cli("runs", "list", "--json", workspace=ws.root, check=True).stdout)
+    assert [(r["id"], r["status"], r["generations"]) for r in listed] == [
+        (done, "finished", 3),
+        (young, "stopped", 1),
+    ]
+    assert listed == [
+        {**s.to_json(), "generations": s.generations} for s in runs.list_runs(ws)[::-1]
+    ]
+    assert listed[0]["stop_reason"] == "stopped" and listed[0]["error"] is None
+    table = cli("runs", "list", workspace=ws.root, check=True).stdout.splitlines()
+    assert [line.split()[:2] for line in table[2:]] == [[done[:8], "done"], [young[:8], "young"]]
+    every = json.loads(cli("runs", "list", "--all", "--json", workspace=ws.root, check=True).stdout)
+    assert [(r["id"], r["kind"], r["generations"]) for r in every][-1] == (evaluation, "eval", 0)
+
+
+def test_replay_names_an_episode_of_the_run_by_a_prefix(tmp_path):
+    """`replay RUN --episode PREFIX` finds the run's episode by a unique prefix (the store
+    resolves it, as `episodes show` does); another run's episode or an unknown prefix is
+    a clear error (exit 2) that names the run."""
+    from tests.core.test_store import make_episode
+    from workbench.core.store import Store
+    from workbench.core.workspace import Workspace
+
+    ws = Workspace.open(tmp_path / "ws")
+    with Store.open(ws) as store:
+        run, other = store.create_run("r", "train", {}), store.create_run("o", "train", {})
+        store.add_episode(make_episode("abcd1111" + "0" * 24, run_id=run))
+        store.add_episode(make_episode("abcd2222" + "0" * 24, run_id=other))
+    shown = cli("replay", run[:8], "--episode", "abcd", workspace=ws.root, check=True).stdout
+    assert "== episode abcd11110000" in shown and "p(worker)" in shown
+    elsewhere = cli("replay", run[:8], "--episode", "abcd2", workspace=ws.root)
+    assert elsewhere.returncode == 2 and "Traceback" not in elsewhere.stderr
+    assert f"no episode 'abcd2' in run {run[:8]}" in elsewhere.stderr

@@ -107,9 +107,13 @@ def test_a_run_shows_what_its_result_head_played_on_validation(trained):
 
     shown = cli("runs", "show", run_id)
     assert "what it learned" in shown
+    # a sandbox run's dollars are simulated, and said to be
+    spent = next(line for line in shown.splitlines() if line.startswith("spent: "))
+    assert spent.count("$") == 1 and "(simulated)" in spent
     assert all(line in shown for line in describe_learned(learned))
     data = json.loads(cli("runs", "show", run_id, "--json"))
     assert data["learned"] == [c.to_json() for c in learned]
+    assert data["spend"] == "simulated"
 
 
 def test_an_evaluation_reports_what_the_coordinator_played(trained, tiny_backbone):
@@ -119,3 +123,20 @@ def test_an_evaluation_reports_what_the_coordinator_played(trained, tiny_backbon
     assert json.loads(report.to_json())["learned"] == [c.to_json() for c in report.learned]
     assert "What the coordinator played" in report.to_markdown()
     assert describe_learned(report.learned)[0] in report.table()
+
+
+def test_a_run_whose_config_no_longer_loads_has_learned_nothing_when_gone_ok(tmp_path):
+    """The Runs page and `runs show` still show a run whose stored config no longer loads
+    (or whose suite is gone): ``gone_ok`` reads what it learned as nothing."""
+    import pytest
+
+    from workbench.core.config import ConfigError
+    from workbench.core.store import Store
+    from workbench.core.workspace import Workspace
+
+    ws = Workspace.open(tmp_path / "ws")
+    with Store.open(ws) as store:
+        run_id = store.create_run("old", "train", {"optimizer": {"popsize": 1}})
+    with pytest.raises(ConfigError, match="popsize"):
+        run_learned(ws, run_id)
+    assert run_learned(ws, run_id, gone_ok=True) == []

@@ -91,6 +91,10 @@ def test_new_run_configs_take_the_device_and_cache_policy_they_leave_out(tmp_pat
     )
     config = load_run_config(explicit, settings)
     assert config.backbone.device == "auto" and config.cache.policy == "off"
+    # without settings given: the user's settings file's (what the Runs page loads with)
+    save_settings(settings)
+    config = load_run_config(bare)
+    assert (config.backbone.device, config.cache.policy) == ("cpu", "read-write")
 
 
 def test_a_byte_order_mark_reads_and_deep_nesting_is_a_settings_error(tmp_path):

@@ -15,6 +15,21 @@ def test_sandbox_workers_are_simulated_and_registered_ones_real():
     assert spend_kind(["gpt-4o"]) == "" and spend_kind([]) == ""
 
 
+def test_every_simulated_pool_and_its_workers_read_simulated():
+    """The team pool's workers are priced like the sandbox's (the Team example's dollars):
+    simulated too, whichever built-in simulated pool is added."""
+    from workbench.core.spend import SIMULATED_POOLS
+    from workbench.core.workers.simulated import POOLS
+
+    assert set(SIMULATED_POOLS) == set(POOLS)
+    for pool, profiles in POOLS.items():
+        assert is_simulated(pool) and spend_kind([pool]) == "simulated"
+        assert all(is_simulated(p.id) for p in profiles) and any(p.price_out for p in profiles)
+    assert spend_kind(["team:planner", "team:checker"]) == "simulated"
+    assert spend_kind(["team", "gpt-4o"]) == "partly simulated"
+    assert not is_simulated("teammate") and not is_simulated("sandboxed")
+
+
 def test_dollars_say_when_they_are_simulated():
     assert dollars(0.012345, "simulated") == "$0.0123 (simulated)"
     assert dollars(0.5, "", 2) == "$0.50"

@@ -19,6 +19,7 @@ import pytest
 from workbench.core import store as store_module
 from workbench.core.records import Episode, Role, StopReason, Turn
 from workbench.core.store import (
+    AmbiguousEpisodeId,
     AmbiguousRunId,
     DuplicateEpisode,
     EpisodeNotFound,
@@ -247,6 +248,24 @@ def test_missing_short_and_ambiguous_run_ids(store: Store, monkeypatch) -> None:
     assert store.get_run("abcd1").id == a
     assert store.get_run("abcd2").id == b
     assert store.get_run(b).id == b
+
+
+def test_episode_ids_resolve_from_a_unique_prefix(store: Store) -> None:
+    """Episode ids are printed shortened (``episodes list``): a unique prefix names one."""
+    a, b = "abcd1111" + "0" * 24, "abcd2222" + "0" * 24
+    for episode_id in (a, b):
+        store.add_episode(make_episode(episode_id))
+    assert store.resolve_episode_id("abcd1") == a and store.resolve_episode_id(b) == b
+    assert store.get_episode(store.resolve_episode_id("abcd2")).id == b
+    with pytest.raises(AmbiguousEpisodeId, match="abcd1111.*abcd2222"):
+        store.resolve_episode_id("abcd")
+    with pytest.raises(EpisodeNotFound, match="trinity-workbench episodes list"):
+        store.resolve_episode_id("0123")
+    run_id = store.create_run("r", "train", {})
+    store.add_episode(make_episode("abcd3333" + "0" * 24, run_id=run_id))
+    assert store.resolve_episode_id("abcd", run_id=run_id) == "abcd3333" + "0" * 24
+    with pytest.raises(EpisodeNotFound, match=f"no episode 'abcd1' in run {run_id[:8]}"):
+        store.resolve_episode_id("abcd1", run_id=run_id)
 
 
 def test_delete_run_cascades(store: Store, tmp_path: Path) -> None:

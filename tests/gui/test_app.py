@@ -53,7 +53,9 @@ def test_closing_during_a_run_asks_then_stops_with_a_checkpoint(
     path.write_text(
         config(budget={"generations": 50}, backbone={"model": str(tiny_model_dir)}).to_toml()
     )
-    assert page.load_config(path)
+    from tests.gui.test_runs_page import load
+
+    assert load(qtbot, page, path)
     page.start()
     thread = page.run_thread
     with qtbot.waitSignal(thread.generation, timeout=120_000):

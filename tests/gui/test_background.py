@@ -48,3 +48,29 @@ def test_shutdown_cancels_a_network_job_still_waiting(qtbot):
     assert not job.isRunning()
     qtbot.wait(50)
     assert page.outcomes == []  # cancelled: neither success nor failure reaches the page
+
+
+def test_a_page_hears_the_end_of_every_job_even_an_instant_one(qtbot):
+    """``Page.jobs_running`` goes back to False once every job's outcome has reached the
+    page, also for jobs that end before ``in_background`` returns (a settings file that is
+    not there yet): their end was once lost, and the page read busy for ever."""
+    from workbench.gui.page import Page as GuiPage
+
+    class Counting(GuiPage):
+        def __init__(self):
+            super().__init__()
+            self.outcomes = 0
+
+        def done(self, _context, _result):
+            self.outcomes += 1
+
+    page = Counting()
+    qtbot.addWidget(page)
+    for i in range(60):
+        assert page.in_background(f"instant {i}", lambda: None, page.done, page.done) is not None
+    assert page.jobs_running
+    qtbot.waitUntil(lambda: not page.jobs_running, timeout=30_000)
+    assert page.outcomes == 60
+    page.shutdown()
+    assert page.in_background("after shutdown", lambda: None, page.done, page.done) is None
+    assert not page.jobs_running

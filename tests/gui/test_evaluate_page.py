@@ -58,7 +58,7 @@ def wait_done(qtbot, page):
 
 
 def test_evaluating_a_run_shows_cores_figures_and_exports_them(
-    make_main_window, qtbot, trained_run, gui_workspace, tiny_backbone, tmp_path
+    make_main_window, qtbot, trained_run, gui_workspace, tiny_backbone, tmp_path, monkeypatch
 ):
     window, page = evaluate_page(make_main_window, qtbot)
     assert page.source_combo.currentData() == f"run:{trained_run}"
@@ -124,11 +124,24 @@ def test_evaluating_a_run_shows_cores_figures_and_exports_them(
     assert all(line in shown for line in describe_learned(expected.learned))
     assert "oracle: " in shown
 
-    md = page.export_markdown(tmp_path / "out" / "eval.md")
+    import pathlib
+    import threading
+
+    writes_on_gui: list[bool] = []  # per export written: was it on the GUI thread?
+    write_text = pathlib.Path.write_text
+
+    def watched_write(self, *args, **kwargs):
+        if self.name.startswith("eval."):
+            writes_on_gui.append(threading.current_thread() is threading.main_thread())
+        return write_text(self, *args, **kwargs)
+
+    monkeypatch.setattr(pathlib.Path, "write_text", watched_write)
+    md = export(qtbot, page.export_markdown, tmp_path / "out" / "eval.md")
     assert md is None  # the folder does not exist: a message, not a traceback
     assert "Could not write" in page.message_label.text()
-    md = page.export_markdown(tmp_path / "eval.md")
-    csv_path = page.export_csv(tmp_path / "eval.csv")
+    md = export(qtbot, page.export_markdown, tmp_path / "eval.md")
+    csv_path = export(qtbot, page.export_csv, tmp_path / "eval.csv")
+    assert writes_on_gui == [False, False, False]  # exports are written off the GUI thread
     assert md.read_text() == expected.to_markdown()
     rows = list(csv.DictReader(io.StringIO(csv_path.read_text())))
     assert [r["system"] for r in rows] == SYSTEMS
@@ -254,6 +267,14 @@ def test_no_run_yet_says_what_to_do(make_main_window, qtbot):
     window, page = evaluate_page(make_main_window, qtbot)
     assert page.source is None and not page.evaluate_button.isEnabled()
     assert "train one on the Runs page" in page.source_label.text()
+
+
+def export(qtbot, method, path):
+    """Export with ``method`` (written in the background) and wait: the file, or None."""
+    page = method.__self__
+    with qtbot.waitSignal(page.exported, timeout=30_000) as done:
+        assert method(path)
+    return done.args[0]
 
 
 def test_sources_and_suites_are_read_off_the_gui_thread(

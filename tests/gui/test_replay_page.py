@@ -138,7 +138,7 @@ def test_the_timeline_lists_every_turn_and_a_click_jumps_to_it(qtbot, trained):
 
 def test_the_timeline_marks_a_role_the_thinker_picked():
     from tests.core.test_shaping import thinker_override_episode
-    from workbench.gui.qt_replay import TIMELINE, timeline_rows
+    from workbench.core.replay import TIMELINE, timeline_rows
 
     rows = timeline_rows(thinker_override_episode())
     roles = [row[TIMELINE.index("Role")] for row in rows]

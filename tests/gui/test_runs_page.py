@@ -17,21 +17,36 @@ from workbench.gui.qt import QModelIndex, Qt
 TIMEOUT = 120_000
 
 
-def runs_page(make_main_window, tmp_path, tiny_model_dir, **budget):
+def runs_page(make_main_window, qtbot, tmp_path, tiny_model_dir, **budget):
     window = make_main_window()
     page = window.pages["Runs"]
     path = tmp_path / "run.toml"
     path.write_text(
         config(budget=budget, backbone={"model": str(tiny_model_dir), "device": "cpu"}).to_toml()
     )
-    assert page.load_config(path)
+    assert load(qtbot, page, path)
     return window, page
+
+
+def load(qtbot, page, path) -> bool:
+    """Load the config at ``path`` into the Runs page's form (read in the background) and
+    wait for it: True when the form shows it."""
+    with qtbot.waitSignal(page.config_done, timeout=30_000) as done:
+        page.load_config(path)
+    return done.args[0]
+
+
+def save(qtbot, page, path) -> bool:
+    """Save the form to ``path`` (written in the background) and wait: True when written."""
+    with qtbot.waitSignal(page.config_done, timeout=30_000) as done:
+        assert page.save_config(path)
+    return done.args[0]
 
 
 def test_a_short_run_fills_the_plots_and_ends_finished(
     make_main_window, qtbot, tmp_path, tiny_model_dir
 ):
-    window, page = runs_page(make_main_window, tmp_path, tiny_model_dir, generations=3)
+    window, page = runs_page(make_main_window, qtbot, tmp_path, tiny_model_dir, generations=3)
     assert page.form.fields["run.name"].text() == "t" and page.form.pool_workers() == ["sandbox"]
     qtbot.mouseClick(page.start_button, qtbot_button())
     thread = page.run_thread
@@ -84,7 +99,7 @@ def test_a_short_run_fills_the_plots_and_ends_finished(
 def test_pause_resume_stop_then_resume_from_the_list(
     make_main_window, qtbot, tmp_path, tiny_model_dir
 ):
-    window, page = runs_page(make_main_window, tmp_path, tiny_model_dir, generations=50)
+    window, page = runs_page(make_main_window, qtbot, tmp_path, tiny_model_dir, generations=50)
     page.start()
     thread = page.run_thread
     with qtbot.waitSignal(thread.generation, timeout=TIMEOUT):
@@ -132,7 +147,7 @@ def test_the_gui_thread_does_not_stall_while_a_run_trains(
     through a whole run, plots redrawing; the trainer is another process."""
     from workbench.gui.qt import QTimer
 
-    window, page = runs_page(make_main_window, tmp_path, tiny_model_dir, generations=6)
+    window, page = runs_page(make_main_window, qtbot, tmp_path, tiny_model_dir, generations=6)
     ticks: list[float] = []
     beat = QTimer()
     beat.setInterval(10)
@@ -168,7 +183,7 @@ def test_the_new_run_form_round_trips_a_config_and_names_a_wrong_key(
 ):
     from workbench.core.config import RunConfig
 
-    window, page = runs_page(make_main_window, tmp_path, tiny_model_dir, generations=4)
+    window, page = runs_page(make_main_window, qtbot, tmp_path, tiny_model_dir, generations=4)
     loaded = RunConfig.load(tmp_path / "run.toml")
     assert page.form.config() == loaded  # every key of the file reached the form and back
     # the workers a pool may use arrive in the background: built-in and registered ones
@@ -194,7 +209,7 @@ def test_the_new_run_form_round_trips_a_config_and_names_a_wrong_key(
     page.form.fields["optimizer.name"].setCurrentText("random-search")
     page.form.fields["budget.dollars"].setValue(2.5)
     saved = tmp_path / "saved.toml"
-    assert page.save_config(saved)
+    assert save(qtbot, page, saved)
     again = RunConfig.load(saved)  # what `trinity-workbench train saved.toml` runs
     assert again.pool.workers == ("sandbox:coder", "sandbox:scholar")
     assert (again.optimizer.sigma0, again.optimizer.name, again.budget.dollars) == (
@@ -223,8 +238,9 @@ def test_the_example_buttons_load_the_bundled_one_turn_and_team_configs(
     from workbench.core.config import RunConfig
     from workbench.core.workspace import resources_dir
 
-    window, page = runs_page(make_main_window, tmp_path, tiny_model_dir, generations=1)
-    qtbot.mouseClick(page.team_example_button, qtbot_button())
+    window, page = runs_page(make_main_window, qtbot, tmp_path, tiny_model_dir, generations=1)
+    with qtbot.waitSignal(page.config_done, timeout=30_000):
+        qtbot.mouseClick(page.team_example_button, qtbot_button())
     team = resources_dir() / "examples" / "team.toml"
     assert page.source_label.text() == str(team)
     config = page.form.config()
@@ -233,15 +249,81 @@ def test_the_example_buttons_load_the_bundled_one_turn_and_team_configs(
         and config.protocol.max_turns == RunConfig.load(team).protocol.max_turns > 1
     )
     assert config.optimizer == RunConfig.load(team).optimizer
-    qtbot.mouseClick(page.example_button, qtbot_button())
+    with qtbot.waitSignal(page.config_done, timeout=30_000):
+        qtbot.mouseClick(page.example_button, qtbot_button())
     assert page.form.config().pool.workers == ("sandbox",)
     assert page.form.config().protocol.max_turns == 1
+
+
+def test_config_files_are_read_and_written_off_the_gui_thread(
+    make_main_window, qtbot, tmp_path, tiny_model_dir, monkeypatch
+):
+    """Loading a config (a file, or an example button) and saving the form read and write
+    the disk in a background job, never on the GUI thread; a file that cannot be read or
+    written is named on the page with the reason, and the form keeps what it had."""
+    import pathlib
+    import threading
+
+    import workbench.gui.qt_runs as qt_runs
+
+    on_gui: list[tuple[str, bool]] = []  # per disk call: (what, was it on the GUI thread?)
+
+    def recorded(what, call):
+        def wrapper(*args, **kwargs):
+            on_gui.append((what, threading.current_thread() is threading.main_thread()))
+            return call(*args, **kwargs)
+
+        return wrapper
+
+    monkeypatch.setattr(qt_runs, "load_run_config", recorded("read", qt_runs.load_run_config))
+    import workbench.core.settings as settings
+
+    monkeypatch.setattr(
+        settings,
+        "load_settings_or_defaults",
+        recorded("settings", settings.load_settings_or_defaults),
+    )
+    saved, unwritable = tmp_path / "saved.toml", tmp_path / "no-such-folder" / "run.toml"
+    write_text = pathlib.Path.write_text
+
+    def watched_write(self, *args, **kwargs):
+        if self in (saved, unwritable):  # the page's writes (not this test's own)
+            on_gui.append(("write", threading.current_thread() is threading.main_thread()))
+        return write_text(self, *args, **kwargs)
+
+    monkeypatch.setattr(pathlib.Path, "write_text", watched_write)
+    window, page = runs_page(make_main_window, qtbot, tmp_path, tiny_model_dir, generations=2)
+    with qtbot.waitSignal(page.config_done, timeout=30_000):
+        qtbot.mouseClick(page.team_example_button, qtbot_button())
+    assert page.form.pool_workers() == ["team"]
+    assert save(qtbot, page, saved)
+    assert saved.is_file() and page.source_label.text() == str(saved)
+    kinds = [what for what, _ in on_gui]
+    assert kinds.count("read") >= 2 and kinds.count("settings") >= 2 and "write" in kinds
+    assert not any(gui for _, gui in on_gui), on_gui
+
+    # a broken file: named with the reason; the form still holds the team config
+    broken = tmp_path / "broken.toml"
+    broken.write_text("[run\nname = 'x'\n")
+    assert not load(qtbot, page, broken)
+    text = page.message_label.text()
+    assert f"Cannot load {broken}" in text and "Traceback" not in text
+    assert page.form.pool_workers() == ["team"] and page.source_label.text() == str(saved)
+    assert not load(qtbot, page, tmp_path / "missing.toml")
+    assert f"Cannot load {tmp_path / 'missing.toml'}" in page.message_label.text()
+    # a file that cannot be written: named, nothing written, the form as it was
+    with qtbot.waitSignal(page.config_done, timeout=30_000) as done:
+        assert page.save_config(unwritable)
+    assert done.args == [False] and not unwritable.exists()
+    assert f"Cannot write {unwritable}" in page.message_label.text()
+    assert page.form.pool_workers() == ["team"] and page.start_button.isEnabled()
+    assert not any(gui for _, gui in on_gui), on_gui
 
 
 def test_a_run_that_cannot_start_says_why_on_the_page(
     make_main_window, qtbot, tmp_path, tiny_model_dir
 ):
-    window, page = runs_page(make_main_window, tmp_path, tiny_model_dir, generations=2)
+    window, page = runs_page(make_main_window, qtbot, tmp_path, tiny_model_dir, generations=2)
     page.form.offer_workers(["nobody-registered-this"])
     item = page.form.pool.findItems("nobody-registered-this", Qt.MatchFlag.MatchExactly)[0]
     item.setCheckState(Qt.CheckState.Checked)

@@ -5,6 +5,7 @@ Workers page when it has none. Run statuses and resumability come from core."""
 from __future__ import annotations
 
 from workbench.core import runs
+from workbench.core.records import GenerationStats
 from workbench.core.store import Store
 
 
@@ -13,14 +14,29 @@ def stored_run(workspace, name: str, generations: int, status: str) -> str:
     with Store.open(workspace) as store:
         run_id = store.create_run(name, "train", {"budget": {"generations": 5}})
         for g in range(generations):
-            stats = {
-                "best": 0.5 + g / 10,
-                "mean": 0.4,
-                "median": 0.4,
-                "worst": 0.1,
-                "sigma": 0.3,
-                "usage": {"sandbox/worker": 3},
-            }
+            stats = GenerationStats(
+                run_id=run_id,
+                generation=g,
+                best=0.5 + g / 10,
+                mean=0.4,
+                median=0.4,
+                worst=0.1,
+                sigma=0.3,
+                evaluations=3,
+                calls=3,
+                tokens=30,
+                dollars=0.0,
+                cache_hits=0,
+                wall_s=1.0,
+                coordinator_s=0.5,
+                worker_s=0.2,
+                features_requested=3,
+                features_computed=3,
+                usage={"sandbox/worker": 3},
+                validation=None,
+                best_validation=None,
+                totals={"episodes": 3.0 * (g + 1)},
+            ).to_stored()  # what the trainer stores
             store.commit_generation(run_id, g, stats, b"state")
         store.set_run_status(
             run_id, status, stop_reason="stopped", result={"generations": generations}

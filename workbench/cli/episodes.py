@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import sys
 
-from workbench.cli.common import UserError, one_line, print_json, seed_arg, table, workspace
+from workbench.cli.common import one_line, print_json, seed_arg, table, workspace
 
 
 def print_episode(episode, file=None) -> None:
     """The turn table of an episode, then its outcome."""
     from workbench.core.records import ROLES
-    from workbench.core.replay import THINKER_CHOSE, role_label
+    from workbench.core.replay import THINKER_CHOSE, role_label, turn_verdict
     from workbench.core.spend import dollars, spend_kind
 
     out = file or sys.stdout
@@ -18,9 +18,7 @@ def print_episode(episode, file=None) -> None:
     for i, t in enumerate(episode.turns):
         w = episode.pool.index(t.worker)
         r = ROLES.index(t.role)
-        status = t.error and f"error: {one_line(t.error, 50)}" or (t.verdict or "")
-        if not t.messages and not t.error:
-            status = "not called"
+        status = one_line(turn_verdict(t), 57)  # as the Replay page's timeline says it
         rows.append(
             (
                 t.index,
@@ -132,7 +130,7 @@ def cmd_episodes_show(args) -> int:
     from workbench.core.store import Store
 
     with Store.open(workspace(args)) as store:
-        episode = store.get_episode(_episode_id(store, args.episode))
+        episode = store.get_episode(store.resolve_episode_id(args.episode))
         if args.json:
             print(store.export_episode_json(episode.id))
         else:
@@ -145,7 +143,7 @@ def cmd_episodes_export(args) -> int:
     from workbench.core.store import Store
 
     with Store.open(workspace(args)) as store:
-        episode_id = _episode_id(store, args.episode)
+        episode_id = store.resolve_episode_id(args.episode)
         out = output_path(args.out, f"episode-{episode_id[:8]}.json") if args.out else None
         text = store.export_episode_json(episode_id)
     if out is not None:
@@ -153,20 +151,6 @@ def cmd_episodes_export(args) -> int:
     else:
         print(text)
     return 0
-
-
-def _episode_id(store, prefix: str) -> str:
-    """Full episode id from a unique prefix (ids are printed shortened)."""
-    matches = [e.id for e in store.list_episodes() if e.id.startswith(prefix)]
-    if len(matches) == 1:
-        return matches[0]
-    if not matches:
-        raise UserError(
-            f"no episode '{prefix}' in this workspace: list them with trinity-workbench episodes list"
-        )
-    raise UserError(
-        f"episode id '{prefix}' is ambiguous ({len(matches)} match): give more characters"
-    )
 
 
 def register(sub, common) -> None:

@@ -118,43 +118,24 @@ def _print_event(event) -> None:
     print(event_to_json(event), flush=True)
 
 
-def _run_dict(record) -> dict:
-    from workbench.core.runs import effective_status
-
-    return {
-        "id": record.id,
-        "name": record.name,
-        "kind": record.kind,
-        "status": effective_status(record),
-        "stop_reason": record.stop_reason,
-        "error": record.error,
-        "created_at": record.created_at,
-        "updated_at": record.updated_at,
-    }
-
-
 def cmd_runs_list(args) -> int:
-    from workbench.core.store import Store
+    from workbench.core.runs import list_runs
 
-    with Store.open(workspace(args)) as store:
-        records = store.list_runs(kind=None if args.all else "train")
-        generations = {r.id: len(store.generations(r.id)) for r in records}
+    runs = list_runs(workspace(args), kind=None if args.all else "train")[::-1]  # oldest first
     if args.json:
-        print_json([{**_run_dict(r), "generations": generations[r.id]} for r in records])
+        print_json([{**r.to_json(), "generations": r.generations} for r in runs])
         return 0
-    from workbench.core.runs import effective_status
-
     rows = [
         (
             r.id[:8],
             one_line(r.name, 30),
             r.kind,
-            effective_status(r),
-            r.stop_reason or "",
-            generations[r.id],
+            r.status,
+            r.stop_reason,
+            r.generations,
             time.strftime("%Y-%m-%d %H:%M", time.localtime(r.created_at)),
         )
-        for r in records
+        for r in runs
     ]
     print(table(rows, ("run", "name", "kind", "status", "stop reason", "generations", "created")))
     return 0
@@ -163,28 +144,31 @@ def cmd_runs_list(args) -> int:
 def cmd_runs_show(args) -> int:
     from workbench.core.config import ConfigError
     from workbench.core.learned import describe_learned
-    from workbench.core.runs import run_learned
+    from workbench.core.runs import run_learned, summarise_run
+    from workbench.core.spend import dollars, spend_kind
     from workbench.core.store import Store
-    from workbench.core.tasks.suites import SuiteNotFound
 
     with Store.open(workspace(args)) as store:
         record = store.get_run(args.run)
-        generations = store.generations(record.id)
+        generations = store.generations(record.id)  # as stored: what --json prints
+        stats = store.generation_stats(record.id)  # typed: what the table shows
+    summary = summarise_run(record, len(stats))
     try:  # every effective setting, keys the run predates included (as it ran)
         config = record.config().to_dict()
     except ConfigError:
         config = record.config_data
     try:  # what its result head played on validation, per category
-        learned = run_learned(workspace(args), record.id)
-    except (SuiteNotFound, ConfigError):  # a suite since removed, a config of long ago
-        learned = []
+        learned = run_learned(workspace(args), record.id, gone_ok=True)
     except Exception as exc:  # a damaged checkpoint: the rest of the run still shows
         print(f"note: what run {record.id[:8]} learned cannot be read: {exc}", file=sys.stderr)
         learned = []
+    pool = (config.get("pool") or {}).get("workers") or () if isinstance(config, dict) else ()
+    spend = spend_kind(pool)  # a simulated pool's dollars are no real spend: labelled
     data = {
-        **_run_dict(record),
+        **summary.to_json(),
         "config": config,
         "result": record.result,
+        "spend": spend or "real",
         "generations": generations,
         "learned": [c.to_json() for c in learned],
     }
@@ -196,23 +180,31 @@ def cmd_runs_show(args) -> int:
     )
     if record.error:
         print(f"error: {record.error}")
+    result = record.run_result()
+    if result is not None:
+        spent = result.spend
+        print(
+            f"spent: {int(spent.get('episodes', 0))} episodes, {int(spent.get('calls', 0))} "
+            f"calls, {dollars(spent.get('dollars', 0.0), spend)}, "
+            f"{spent.get('minutes', 0.0):.1f} min"
+        )
     rows = [
         (
-            g["generation"],
-            f"{g['best']:.3f}",
-            f"{g['mean']:.3f}",
-            f"{g['median']:.3f}",
-            f"{g['worst']:.3f}",
-            f"{g['sigma']:.4f}",
-            "" if g.get("validation") is None else f"{g['validation']:.3f}",
-            g["evaluations"],
-            f"{g['wall_s']:.1f}s",
-            f"{g.get('coordinator_s', 0.0):.1f}s",
-            g.get("tokens_forwarded", ""),
-            g.get("batches", ""),
-            "" if g.get("mean_batch") is None else f"{g['mean_batch']:.1f}",
+            g.generation,
+            f"{g.best:.3f}",
+            f"{g.mean:.3f}",
+            f"{g.median:.3f}",
+            f"{g.worst:.3f}",
+            f"{g.sigma:.4f}",
+            "" if g.validation is None else f"{g.validation:.3f}",
+            g.evaluations,
+            f"{g.wall_s:.1f}s",
+            f"{g.coordinator_s:.1f}s",
+            g.tokens_forwarded,
+            g.batches,
+            f"{g.mean_batch:.1f}",
         )
-        for g in generations
+        for g in stats
     ]
     print(
         table(
@@ -299,11 +291,7 @@ def cmd_replay(args) -> int:
     with Store.open(workspace(args)) as store:
         run_id = store.resolve_run_id(args.run)
         if args.episode:
-            ids = [e.id for e in store.list_episodes(run_id) if e.id.startswith(args.episode)]
-            if len(ids) != 1:
-                raise UserError(
-                    f"episode '{args.episode}' {'is ambiguous' if ids else 'is not in run ' + run_id[:8]}"
-                )
+            ids = [store.resolve_episode_id(args.episode, run_id=run_id)]
         else:
             summaries = store.list_episodes(
                 run_id, generation=args.generation, candidate=args.candidate, limit=args.limit

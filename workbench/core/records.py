@@ -204,3 +204,10 @@ class GenerationStats:
     tokens_forwarded: int = 0  # new tokens through the backbone
     batches: int = 0  # backbone forwards
     mean_batch: float = 0.0  # transcripts per backbone forward
+
+    def to_stored(self) -> dict[str, Any]:
+        """The stats as the store keeps them for the run's generation (the run id and the
+        generation number are the row's keys; ``Store.generation_stats`` reads them back)."""
+        data = asdict(self)
+        del data["run_id"], data["generation"]
+        return data

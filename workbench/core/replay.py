@@ -14,6 +14,7 @@ from typing import Any
 
 from workbench.core.protocol import render_transcript
 from workbench.core.records import ROLES, Episode, Turn
+from workbench.core.spend import dollars, is_simulated
 from workbench.core.tasks.model import Task
 
 
@@ -39,6 +40,50 @@ def role_label(episode: Episode, index: int) -> str:
     role = str(episode.turns[index].role)
     chosen_by_thinker = index in episode.grade_details.get("thinker_role_turns", ())
     return f"{role} (Thinker's pick)" if chosen_by_thinker else role
+
+
+def turn_cost(turn: Turn) -> str:
+    """A turn's dollars, labelled simulated when a sandbox worker answered it."""
+    return dollars(turn.cost, "simulated" if is_simulated(turn.worker) else "", 6)
+
+
+TIMELINE = ("Turn", "Role", "Worker", "p(worker)", "p(role)", "Verdict", "Tokens in/out", "Cost")
+
+
+def turn_verdict(turn: Turn) -> str:
+    """What became of a turn, in a word or two: the verifier's verdict, the error, or
+    that the worker was not called."""
+    if turn.error:
+        return f"error: {turn.error}"
+    if not turn.messages:
+        return "not called"
+    if turn.verdict and not turn.verdict_parsed:
+        return f"{turn.verdict} (unreadable: REVISE)"
+    return str(turn.verdict or "")
+
+
+def timeline_rows(episode: Episode) -> list[tuple[str, ...]]:
+    """Every turn of an episode as one timeline row (see ``TIMELINE``; the Replay page's
+    timeline and the Playground's turns): the probability columns are those of the
+    worker and the role that were chosen."""
+    roles = [str(r) for r in ROLES]
+    rows: list[tuple[str, ...]] = []
+    for i, turn in enumerate(episode.turns):
+        p_worker = turn.worker_probs[episode.pool.index(turn.worker)]
+        p_role = turn.role_probs[roles.index(str(turn.role))]
+        rows.append(
+            (
+                str(i + 1),
+                role_label(episode, i),
+                turn.worker,
+                f"{p_worker:.2f}",
+                f"{p_role:.2f}",
+                turn_verdict(turn),
+                f"{turn.tokens_in}/{turn.tokens_out}",
+                turn_cost(turn),
+            )
+        )
+    return rows
 
 
 class Replay:

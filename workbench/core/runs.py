@@ -30,7 +30,7 @@ from workbench.core.power import PowerEstimate
 from workbench.core.records import Episode
 from workbench.core.spend import spend_kind
 from workbench.core.store import RunRecord, Store, StoreError
-from workbench.core.tasks.suites import load_suite
+from workbench.core.tasks.suites import SuiteNotFound, load_suite
 from workbench.core.training.checkpoint import best_vector
 from workbench.core.training.events import Listener, StopToken
 from workbench.core.training.trainer import Trainer, coordinator_from_vector, task_splits
@@ -74,11 +74,18 @@ def backbone_for(
     return given
 
 
-def run_learned(workspace: Workspace, run: str) -> list[CategoryLearned]:
+def run_learned(workspace: Workspace, run: str, *, gone_ok: bool = False) -> list[CategoryLearned]:
     """What training run ``run`` learned (``workbench.core.learned``): the sequences its
     result head played on validation, in the generation that head was validated, per
     category, beside the oracle's plan for simulated pools. Empty before any validation.
-    Raises ``SuiteNotFound`` when the run's suite is no longer installed."""
+    Raises ``SuiteNotFound`` when the run's suite is no longer installed and
+    ``ConfigError`` when its stored config no longer loads; ``gone_ok``: empty then (a
+    runs list or ``runs show`` still shows the rest of the run)."""
+    if gone_ok:
+        try:
+            return run_learned(workspace, run)
+        except (SuiteNotFound, ConfigError):  # a suite since removed, a config of long ago
+            return []
     with Store.open(workspace) as store:
         record = store.get_run(run)
         config = record.config()
@@ -169,36 +176,60 @@ def can_resume(status: str) -> bool:
 
 @dataclass(frozen=True)
 class RunSummary:
-    """One training run as a runs list shows it: the status is the effective one."""
+    """One run as a runs list shows it (the GUI's and the CLI's): the status is the
+    effective one, ``generations`` the generations committed so far."""
 
     id: str
     name: str
     status: str
     stop_reason: str
-    generations: int | None
+    generations: int
+    kind: str = "train"
+    error: str | None = None
+    created_at: float = 0.0
+    updated_at: float = 0.0
 
     @property
     def resumable(self) -> bool:
         return can_resume(self.status)
 
+    def to_json(self) -> dict[str, Any]:
+        """The run as ``runs list --json`` and ``runs show --json`` print it (without its
+        generations, which each adds in its own shape)."""
+        return {
+            "id": self.id,
+            "name": self.name,
+            "kind": self.kind,
+            "status": self.status,
+            "stop_reason": self.stop_reason or None,
+            "error": self.error,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+        }
 
-def list_runs(workspace: Workspace) -> list[RunSummary]:
-    """The workspace's training runs, newest first, with their effective status."""
+
+def summarise_run(record: RunRecord, generations: int) -> RunSummary:
+    """``record`` as a runs list shows it, with ``generations`` committed."""
+    return RunSummary(
+        record.id,
+        record.name,
+        effective_status(record),
+        record.stop_reason or "",
+        generations,
+        record.kind,
+        record.error,
+        record.created_at,
+        record.updated_at,
+    )
+
+
+def list_runs(workspace: Workspace, kind: str | None = "train") -> list[RunSummary]:
+    """The workspace's runs of ``kind`` (training runs by default; None: every kind),
+    newest first, with their effective status and the generations they have committed."""
     with Store.open(workspace) as store:
-        runs = store.list_runs(kind="train")
-    summaries = []
-    for r in reversed(runs):
-        generations = (r.result or {}).get("generations")
-        summaries.append(
-            RunSummary(
-                r.id,
-                r.name,
-                effective_status(r),
-                r.stop_reason or "",
-                None if generations is None else int(generations),
-            )
-        )
-    return summaries
+        runs = store.list_runs(kind=kind)
+        counts = store.generation_counts()
+    return [summarise_run(r, counts.get(r.id, 0)) for r in reversed(runs)]
 
 
 def cache_policy(config: RunConfig) -> str:

@@ -146,9 +146,13 @@ def save_settings(settings: Settings, path: str | Path | None = None) -> Path:
     return path
 
 
-def load_run_config(path: str | Path, settings: Settings) -> RunConfig:
+def load_run_config(path: str | Path, settings: Settings | None = None) -> RunConfig:
     """A run config TOML with the user's defaults for what the file leaves out: the
-    backbone device (``[backbone] device``) and the cache policy (``[cache] policy``)."""
+    backbone device (``[backbone] device``) and the cache policy (``[cache] policy``).
+    ``settings``: the user's settings file when None (its defaults if it cannot be used:
+    the Settings page says why)."""
+    if settings is None:
+        settings = load_settings_or_defaults()[0]
     return RunConfig.load(
         path,
         defaults={

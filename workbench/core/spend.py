@@ -1,17 +1,19 @@
-"""How spend is shown: dollars a sandbox worker "costs" are simulated (its profile's price
-times simulated tokens), so every place that shows them says so, and a reader never takes
-a sandbox run's dollars for real spend."""
+"""How spend is shown: dollars a simulated worker (of the built-in ``sandbox`` or ``team``
+pool) "costs" are simulated (its profile's price times simulated tokens), so every place
+that shows them says so, and a reader never takes a sandbox run's dollars for real spend."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-SIMULATED_PREFIX = "sandbox"  # ids sandbox and sandbox:<name> name simulated workers
+# The built-in simulated pools (``workbench.core.workers.simulated.POOLS``): the ids
+# <pool> and <pool>:<name> name simulated workers (no registered worker may take them).
+SIMULATED_POOLS = ("sandbox", "team")
 
 
 def is_simulated(worker_id: str) -> bool:
-    """Whether a worker id names a simulated (sandbox) worker."""
-    return worker_id.strip().split(":", 1)[0] == SIMULATED_PREFIX
+    """Whether a worker id names a simulated worker (of the sandbox or the team pool)."""
+    return worker_id.strip().split(":", 1)[0] in SIMULATED_POOLS
 
 
 def spend_kind(worker_ids: Iterable[str]) -> str:

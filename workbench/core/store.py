@@ -86,6 +86,10 @@ class EpisodeNotFound(StoreError, LookupError):
     """No episode has this id."""
 
 
+class AmbiguousEpisodeId(StoreError, LookupError):
+    """An episode id prefix matches more than one episode."""
+
+
 class DuplicateEpisode(StoreError):
     """An episode with this id is already stored."""
 
@@ -781,6 +785,36 @@ class Store:
         self._write(insert)
 
     @_sqlite_errors
+    def resolve_episode_id(self, episode_id: str, run_id: str | None = None) -> str:
+        """The full id of the episode whose id is ``episode_id`` or starts with it (ids are
+        printed shortened); only among run ``run_id``'s episodes when given (a full id)."""
+        conn = self._reader()
+        in_run, args = ("", ()) if run_id is None else (" AND run_id = ?", (run_id,))
+        if conn.execute(
+            f"SELECT 1 FROM episodes WHERE id = ?{in_run}", (episode_id, *args)
+        ).fetchone():
+            return episode_id
+        # A range on the primary key, so the lookup uses the index (LIKE would not).
+        rows = conn.execute(
+            f"SELECT id FROM episodes WHERE id >= ? AND id < ?{in_run} ORDER BY id LIMIT 6",
+            (episode_id, episode_id + "\U0010ffff", *args),
+        ).fetchall()
+        where = f"run {run_id[:8]} of workspace database" if run_id else "workspace database"
+        if not rows:
+            raise EpisodeNotFound(
+                f"no episode {episode_id!r} in {where} {self.path}: "
+                "`trinity-workbench episodes list` shows the episodes"
+                + (f" (`--run {run_id[:8]}`: this run's)" if run_id else "")
+            )
+        if len(rows) > 1:
+            shown = ", ".join(r["id"] for r in rows[:5]) + (", ..." if len(rows) > 5 else "")
+            raise AmbiguousEpisodeId(
+                f"episode id prefix {episode_id!r} matches more than one episode ({shown}): "
+                "give more characters of the id"
+            )
+        return str(rows[0]["id"])
+
+    @_sqlite_errors
     def get_episode(self, episode_id: str) -> Episode:
         """The episode with this id, with its turns, exactly as it was stored."""
         with self._snapshot() as conn:
@@ -935,6 +969,16 @@ class Store:
             .fetchall()
         )
         return [{**json.loads(r["stats"]), "generation": r["generation"]} for r in rows]
+
+    @_sqlite_errors
+    def generation_counts(self) -> dict[str, int]:
+        """How many generations each run has committed (runs with none are left out)."""
+        rows = (
+            self._reader()
+            .execute("SELECT run_id, COUNT(*) AS n FROM generations GROUP BY run_id")
+            .fetchall()
+        )
+        return {r["run_id"]: int(r["n"]) for r in rows}
 
     def generation_stats(self, run_id: str) -> list[GenerationStats]:
         """The stats of every committed generation of a run, in order, typed: the same

@@ -99,16 +99,22 @@ def start(
     on_success: Callable[[Any, Any], None],
     on_failure: Callable[[Any, Exception], None],
     context: Any = None,
+    on_finished: Callable[[], None] | None = None,
 ) -> Job | None:
     """Start ``call`` in a new ``Job`` owned by ``parent``. ``on_success(context, result)``
     and ``on_failure(context, exception)`` must be methods of ``parent``: Qt then queues
-    them into the GUI thread."""
+    them into the GUI thread. ``on_finished()`` (a method of ``parent`` too) runs after the
+    outcome, once the job's thread has ended. Every slot is connected before the job
+    starts: a quick job cannot end unheard."""
     if parent.property(CLOSED):  # the page is shutting down: start nothing that could outlive it
         log.info("%s: not started, the page is closing", name)
         return None
     job = Job(name, call, parent, context)
     job.succeeded.connect(on_success)
     job.failed.connect(on_failure)
+    if on_finished is not None:
+        # queued after the job's outcome (both leave the job's thread in order)
+        job.finished.connect(on_finished)
     job.start()
     return job
 

@@ -62,12 +62,14 @@ class Page(QWidget):
             number = self._latest[name] = self._latest.get(name, 0) + 1
             context = (name, number, context, on_success, on_failure)
             on_success, on_failure = self._latest_succeeded, self._latest_failed
-        job = background.start(self, name, call, on_success, on_failure, context)
-        if job is not None:
-            self._pending += 1
-            # queued after the job's outcome (both leave the job's thread in order): by
-            # the time it runs, on_success or on_failure has run in the GUI thread
-            job.finished.connect(self._job_ended)
+        # counted before the job starts, and its end heard from the start: by the time
+        # _job_ended runs, on_success or on_failure has run in the GUI thread
+        self._pending += 1
+        job = background.start(
+            self, name, call, on_success, on_failure, context, on_finished=self._job_ended
+        )
+        if job is None:
+            self._pending -= 1
         return job
 
     def _job_ended(self) -> None:

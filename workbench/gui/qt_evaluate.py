@@ -150,6 +150,8 @@ class QtEvaluate(Page):
     """The Evaluate page over a workspace. ``backbone``: an optional pre-built backbone for
     every evaluation started here (tests use the tiny one)."""
 
+    exported = Signal(object)  # an export ended: the file written, or None (said on the page)
+
     def __init__(
         self, workspace: Workspace, *, backbone: Any = None, parent: QWidget | None = None
     ):
@@ -613,16 +615,18 @@ class QtEvaluate(Page):
             for r in range(self.results_table.rowCount())
         ]
 
-    def export_markdown(self, path: str | Path | None = None) -> Path | None:
+    def export_markdown(self, path: str | Path | None = None) -> bool:
         return self._export("Markdown", "md", "Markdown (*.md)", path)
 
-    def export_csv(self, path: str | Path | None = None) -> Path | None:
+    def export_csv(self, path: str | Path | None = None) -> bool:
         return self._export("CSV", "csv", "CSV (*.csv)", path)
 
-    def _export(self, kind: str, ext: str, pattern: str, path: str | Path | None) -> Path | None:
+    def _export(self, kind: str, ext: str, pattern: str, path: str | Path | None) -> bool:
+        """Write the report as Markdown or CSV to ``path`` (asked for when None) in the
+        background; ``exported`` says how it ended. False when nothing was started."""
         report = self.report
         if report is None:
-            return None
+            return False
         if not path:
             path, _ = QFileDialog.getSaveFileName(
                 self,
@@ -631,15 +635,30 @@ class QtEvaluate(Page):
                 pattern,
             )
         if not path:
-            return None
+            return False
         text = report.to_markdown() if ext == "md" else report.to_csv()
-        try:
-            Path(path).write_text(text, encoding="utf-8")
-        except OSError as exc:
-            self.show_error(f"Could not write {path}: {exc.strerror or exc}")
-            return None
+        target = Path(path)
+        self.status_label.setText(f"writing {target}…")
+        return (
+            self.in_background(
+                f"export the evaluation as {kind}",
+                lambda: target.write_text(text, encoding="utf-8"),
+                self._on_exported,
+                self._on_export_failed,
+                context=target,
+            )
+            is not None
+        )
+
+    def _on_exported(self, path: Path, _written: Any) -> None:
         self.status_label.setText(f"wrote {path}")
-        return Path(path)
+        self.exported.emit(path)
+
+    def _on_export_failed(self, path: Path, exc: Exception) -> None:
+        self.status_label.setText(self.state)
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        self.show_error(f"Could not write {path}: {reason}")
+        self.exported.emit(None)
 
     # ------------------------------------------------------------------ state
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.core.records import ROLES
+from workbench.core.replay import turn_cost, turn_verdict
 from workbench.core.runs import evaluable_runs, evaluation_source
 from workbench.core.serving.team import TurnDecided, TurnReplied, load_team
 from workbench.core.spend import dollars, is_simulated, spend_kind
@@ -45,7 +46,6 @@ from workbench.gui.qt import (
     text_view,
 )
 from workbench.gui.qt_probabilities import ProbabilityBars, ProbabilityCell
-from workbench.gui.qt_replay import turn_cost, turn_verdict
 
 log = logging.getLogger(__name__)
 

@@ -12,9 +12,14 @@ import json
 import logging
 from typing import Any
 
-from workbench.core.records import ROLES
-from workbench.core.replay import THINKER_CHOSE, Replay, role_label
-from workbench.core.spend import dollars, is_simulated
+from workbench.core.replay import (
+    THINKER_CHOSE,
+    TIMELINE,
+    Replay,
+    role_label,
+    timeline_rows,
+    turn_cost,
+)
 from workbench.core.store import Store
 from workbench.core.tasks.suites import load_suite
 from workbench.core.workspace import Workspace
@@ -42,49 +47,6 @@ from workbench.gui.qt import (
 from workbench.gui.qt_probabilities import ProbabilityBars
 
 log = logging.getLogger(__name__)
-
-
-def turn_cost(turn: Any) -> str:
-    """A turn's dollars, labelled simulated when a sandbox worker answered it."""
-    return dollars(turn.cost, "simulated" if is_simulated(turn.worker) else "", 6)
-
-
-TIMELINE = ("Turn", "Role", "Worker", "p(worker)", "p(role)", "Verdict", "Tokens in/out", "Cost")
-
-
-def turn_verdict(turn: Any) -> str:
-    """What became of a turn, in a word or two: the verifier's verdict, the error, or
-    that the worker was not called."""
-    if turn.error:
-        return f"error: {turn.error}"
-    if not turn.messages:
-        return "not called"
-    if turn.verdict and not turn.verdict_parsed:
-        return f"{turn.verdict} (unreadable: REVISE)"
-    return str(turn.verdict or "")
-
-
-def timeline_rows(episode: Any) -> list[tuple[str, ...]]:
-    """Every turn of an episode as one timeline row (see ``TIMELINE``): the probability
-    columns are those of the worker and the role that were chosen."""
-    roles = [str(r) for r in ROLES]
-    rows = []
-    for i, turn in enumerate(episode.turns):
-        p_worker = turn.worker_probs[episode.pool.index(turn.worker)]
-        p_role = turn.role_probs[roles.index(str(turn.role))]
-        rows.append(
-            (
-                str(i + 1),
-                role_label(episode, i),
-                turn.worker,
-                f"{p_worker:.2f}",
-                f"{p_role:.2f}",
-                turn_verdict(turn),
-                f"{turn.tokens_in}/{turn.tokens_out}",
-                turn_cost(turn),
-            )
-        )
-    return rows
 
 
 class QtReplay(Page):

@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from workbench.core.config import ConfigError, RunConfig
-from workbench.core.learned import CategoryLearned
 from workbench.core.runs import RunSummary, effective_status, list_runs, run_learned
+from workbench.core.settings import load_run_config
 from workbench.core.spend import dollars, spend_kind
 from workbench.core.store import Store
-from workbench.core.tasks.suites import SuiteNotFound
 from workbench.core.training.events import GenerationStats, RunFailed, RunFinished, RunStarted
 from workbench.core.workspace import Workspace, resources_dir
+from workbench.gui import background
 from workbench.gui.page import Page, message_label
 from workbench.gui.qt import (
     QFileDialog,
@@ -75,11 +75,13 @@ class QtRuns(Page):
     """The Runs page over a workspace; runs train in a child process (``RunThread``)."""
 
     runs_listed = Signal(int)  # after each runs-list read: how many runs there are
+    config_done = Signal(bool)  # a config file was read or written (True) or not (False)
 
     def __init__(self, workspace: Workspace, *, parent: QWidget | None = None):
         super().__init__(parent)
         self.workspace = workspace
         self.run_thread: RunThread | None = None
+        self.config_file: str | None = None  # "reading" or "writing" a config file, or None
         self.state = "idle"
         self._budget_generations = 0
         self._first_generation = 0
@@ -95,8 +97,7 @@ class QtRuns(Page):
         self.timer.setInterval(REDRAW_MS)
         self.timer.timeout.connect(self.redraw)
         self.timer.start()
-        if SANDBOX_EXAMPLE.is_file():
-            self.load_config(SANDBOX_EXAMPLE)
+        self.load_config(SANDBOX_EXAMPLE, missing_ok=True)
         self.in_background(
             "run-form choices",
             lambda: _choices(workspace),
@@ -220,21 +221,37 @@ class QtRuns(Page):
         if path:
             self.load_config(path)
 
-    def load_config(self, path: str | Path) -> bool:
-        """Load a run config TOML into the form (the Settings page's device and cache
-        policy fill what it leaves out); a bad file is reported on the page."""
-        from workbench.core.settings import load_run_config, load_settings_or_defaults
-
-        try:  # the user's default device and cache policy fill what the file leaves out
-            config = load_run_config(path, load_settings_or_defaults()[0])
-        except Exception as exc:  # ConfigError, OSError, TOML errors: readable, on the page
-            self.show_error(f"Cannot load {path}: {exc}")
-            return False
-        self.form.set_config(config)
-        self.source_label.setText(str(path))
-        self.message_label.clear()
+    def load_config(self, path: str | Path, *, missing_ok: bool = False) -> None:
+        """Load a run config TOML into the form, read in the background (the Settings
+        page's device and cache policy fill what it leaves out); a bad file is reported on
+        the page and the form keeps what it had. The latest file asked for wins.
+        ``missing_ok``: a file that is not there leaves the form as it is, silently (the
+        bundled example, in a build without it)."""
+        self.config_file = "reading"
         self._update_buttons()
-        return True
+        self.in_background(
+            "config file",
+            lambda: read_config(path, missing_ok=missing_ok),
+            self._on_config_read,
+            self._on_config_failed,
+            context=str(path),
+            latest=True,
+        )
+
+    def _on_config_read(self, path: str, config: RunConfig | None) -> None:
+        self.config_file = None
+        if config is not None:
+            self.form.set_config(config)
+            self.source_label.setText(path)
+            self.message_label.clear()
+        self._update_buttons()
+        self.config_done.emit(config is not None)
+
+    def _on_config_failed(self, path: str, exc: Exception) -> None:
+        self.config_file = None
+        self._update_buttons()
+        self.show_error(f"Cannot load {path}: {background.readable(exc)}")
+        self.config_done.emit(False)
 
     def _choose_save_path(self) -> None:
         path, _ = QFileDialog.getSaveFileName(
@@ -244,18 +261,37 @@ class QtRuns(Page):
             self.save_config(path)
 
     def save_config(self, path: str | Path) -> bool:
-        """Write the form as a config TOML (what ``trinity-workbench train`` reads)."""
+        """Write the form as a config TOML (what ``trinity-workbench train`` reads), in the
+        background. False (the wrong key named on the page) when the form is no config;
+        a file that cannot be written is reported on the page once the write fails."""
         config = self.form_config()
         if config is None:
             return False
-        try:
-            Path(path).write_text(config.to_toml(), encoding="utf-8")
-        except OSError as exc:
-            self.show_error(f"Cannot write {path}: {exc}")
-            return False
-        self.source_label.setText(str(path))
-        self.log(f"saved the run config to {path}")
+        text = config.to_toml()
+        self.config_file = "writing"
+        self._update_buttons()
+        self.in_background(
+            "config file",
+            lambda: write_config(path, text),
+            self._on_config_written,
+            self._on_config_write_failed,
+            context=str(path),
+            latest=True,
+        )
         return True
+
+    def _on_config_written(self, path: str, _result: Any) -> None:
+        self.config_file = None
+        self.source_label.setText(path)
+        self.log(f"saved the run config to {path}")
+        self._update_buttons()
+        self.config_done.emit(True)
+
+    def _on_config_write_failed(self, path: str, exc: Exception) -> None:
+        self.config_file = None
+        self._update_buttons()
+        self.show_error(f"Cannot write {path}: {background.readable(exc)}")
+        self.config_done.emit(False)
 
     def form_config(self) -> RunConfig | None:
         """The form as a config, or None with the wrong key named on the page."""
@@ -281,6 +317,9 @@ class QtRuns(Page):
 
     def start(self) -> None:
         if self.running:
+            return
+        if self.config_file == "reading":  # Start would run the form, not the file coming in
+            self.say("A config file is being read into the form: start once it shows.")
             return
         config = self.form_config()
         if config is not None:
@@ -418,11 +457,14 @@ class QtRuns(Page):
         cannot be read (no checkpoint yet, a damaged one) says why in the log."""
         self.in_background(
             "read what the run learned",
-            lambda: _read_learned(self.workspace, run_id),
+            lambda: run_learned(self.workspace, run_id, gone_ok=True),
             self._on_learned,
-            lambda _run, exc: self.log(f"cannot read what run {run_id[:8]} learned: {exc}"),
+            self._on_learned_failed,
             context=run_id,
         )
+
+    def _on_learned_failed(self, run_id: str, exc: Exception) -> None:
+        self.log(f"cannot read what run {run_id[:8]} learned: {background.readable(exc)}")
 
     def _on_learned(self, run_id: str, learned: list[Any]) -> None:
         self.learned_view.show_learned(learned, _LEARNED_HEADING.format(run=run_id[:8]))
@@ -468,8 +510,7 @@ class QtRuns(Page):
         self.runs = {run.id: run for run in runs}
         self.runs_table.setRowCount(len(runs))
         for row, run in enumerate(runs):
-            generations = "" if run.generations is None else str(run.generations)
-            cells = (run.id[:8], run.name, run.status, run.stop_reason, generations)
+            cells = (run.id[:8], run.name, run.status, run.stop_reason, str(run.generations))
             for col, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 item.setData(Qt.ItemDataRole.UserRole, run.id)
@@ -525,24 +566,23 @@ class QtRuns(Page):
     def _on_open_failed(self, run_id: str, exc: Exception) -> None:
         self.show_error(f"Cannot open run {run_id[:8]}: {exc}")
 
-    def _on_opened(self, run_id: str, stored: tuple[Any, list[dict[str, Any]]]) -> None:
+    def _on_opened(self, run_id: str, stored: tuple[Any, list[GenerationStats], int]) -> None:
         if self.running:
             return
-        record, generations = stored
+        record, generations, budget = stored
         self.show_learned_of(run_id)
         self.clear_plots()
         for s in generations:
             self._add_generation(
-                s["generation"],
-                s["best"],
-                s["mean"],
-                s["median"],
-                s["worst"],
-                s["sigma"],
-                s.get("validation"),
-                s.get("usage") or {},
+                s.generation,
+                s.best,
+                s.mean,
+                s.median,
+                s.worst,
+                s.sigma,
+                s.validation,
+                s.usage,
             )
-        budget = int((record.config_data.get("budget") or {}).get("generations") or 0)
         self.progress.setRange(0, max(budget, 1))
         self.progress.setValue(len(generations))
         self.eta_label.setText("")
@@ -562,10 +602,14 @@ class QtRuns(Page):
 
     def _update_buttons(self) -> None:
         running = self.running or self.state == "starting"
-        self.start_button.setEnabled(not running)
-        self.load_button.setEnabled(not running)
-        self.example_button.setEnabled(not running)
-        self.team_example_button.setEnabled(not running)
+        # while a config file is read into the form (or the form written), the form is not
+        # what Start would run nor what the file will hold: one thing at a time
+        file_busy = self.config_file is not None
+        self.start_button.setEnabled(not running and not file_busy)
+        self.load_button.setEnabled(not running and not file_busy)
+        self.save_button.setEnabled(not file_busy)
+        self.example_button.setEnabled(not running and not file_busy)
+        self.team_example_button.setEnabled(not running and not file_busy)
         self.pause_button.setEnabled(running and self.state == "running")
         self.resume_button.setEnabled(running and self.state == "paused")
         self.stop_button.setEnabled(running and self.state in ("running", "paused", "starting"))
@@ -586,17 +630,30 @@ class QtRuns(Page):
 _LEARNED_HEADING = "What run {run} learned (its result head on validation, per category):"
 
 
-def _read_run(workspace: Workspace, run_id: str) -> tuple[Any, list[dict[str, Any]]]:
+def read_config(path: str | Path, *, missing_ok: bool = False) -> RunConfig | None:
+    """The run config at ``path`` with the user's defaults (the Settings page's device and
+    cache policy) for what it leaves out: the disk reads of loading a config, run in a
+    background job. None when ``missing_ok`` and there is no file at ``path``."""
+    if missing_ok and not Path(path).is_file():
+        return None
+    return load_run_config(path)
+
+
+def write_config(path: str | Path, text: str) -> None:
+    """Write a config TOML's ``text`` to ``path`` (a background job)."""
+    Path(path).write_text(text, encoding="utf-8")
+
+
+def _read_run(workspace: Workspace, run_id: str) -> tuple[Any, list[GenerationStats], int]:
+    """A stored run, its generations' stats and its budget of generations (0: none
+    readable from its config) for the plots: read in a background job."""
     with Store.open(workspace) as store:
-        return store.get_run(run_id), store.generations(run_id)
-
-
-def _read_learned(workspace: Workspace, run_id: str) -> list[CategoryLearned]:
-    """``run_learned``, or nothing for a run whose suite or config no longer loads."""
+        record, generations = store.get_run(run_id), store.generation_stats(run_id)
     try:
-        return run_learned(workspace, run_id)
-    except (SuiteNotFound, ConfigError):
-        return []
+        budget = record.config().budget.generations
+    except ConfigError:  # a config of long ago: the plots show, the progress bar has no end
+        budget = 0
+    return record, generations, budget
 
 
 def _duration(seconds: float) -> str:

@@ -2,24 +2,29 @@
 policy new runs default to, and the theme (applied at once).
 
 The page shows and edits a core ``Settings`` (``workbench.core.settings``), which owns
-loading, validation and saving; each change is saved at once.
+loading, validation and saving; each change is validated at once and saved at once, in a
+background job (the file is read, and the code sandbox probed, in background jobs too:
+never on the GUI thread).
 """
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 from workbench.core.config import CACHE_POLICIES
 from workbench.core.settings import (
     DEVICES,
     THEMES,
+    Settings,
     SettingsError,
     load_settings_or_defaults,
     save_settings,
     settings_path,
 )
 from workbench.core.workspace import Workspace
+from workbench.gui import background
 from workbench.gui.page import Page, message_label
 from workbench.gui.qt import (
     QApplication,
@@ -35,6 +40,7 @@ from workbench.gui.qt import (
     Qt,
     QVBoxLayout,
     QWidget,
+    Signal,
 )
 
 log = logging.getLogger(__name__)
@@ -123,17 +129,66 @@ def _palette(dark: bool) -> QPalette:
 
 
 class QtSettings(Page):
-    """The Settings page; ``workspace`` is the one open now."""
+    """The Settings page; ``workspace`` is the one open now. The settings file is read in
+    the background: until it is, the page shows the defaults and nothing can be changed."""
+
+    settings_read = Signal()  # the settings file was read (or found unreadable: the defaults)
+    settings_saved = Signal(bool)  # a save ended: True when the file holds what is shown
 
     def __init__(self, workspace: Workspace, parent: QWidget | None = None):
         super().__init__(parent)
         self.workspace = workspace
         self.path = settings_path()
-        self.settings, problem = load_settings_or_defaults(self.path)
+        self.settings = Settings()  # what the page shows (and saves)
+        self.saved: Settings | None = None  # what the file holds, once read
+        self._saving = False  # a save is in flight (one at a time, in order)
+        self._save_again = False  # changed while saving: save once more when it ends
+        self._probing = False
         self._build()
         self._show()
-        if problem:
+        self._set_editable(False)
+        self.saved_label.setText(f"Reading the settings file {self.path}…")
+        path = self.path
+        self.in_background(
+            "read settings",
+            lambda: load_settings_or_defaults(path),
+            self._on_read,
+            self._on_read_failed,
+        )
+
+    @property
+    def loaded(self) -> bool:
+        """The settings file has been read: the page shows it and takes changes."""
+        return self.saved is not None
+
+    def _on_read(self, _context: Any, read: tuple[Settings, str | None]) -> None:
+        settings, problem = read
+        self.settings = self.saved = settings
+        self._set_editable(True)
+        self._show()
+        if problem:  # a file that cannot be used: the defaults, and the file is kept
             self.show_error(problem)
+        self.settings_read.emit()
+
+    def _on_read_failed(self, _context: Any, exc: Exception) -> None:
+        self.saved = Settings()
+        self._set_editable(True)
+        self._show()
+        self.show_error(
+            f"Cannot read the settings file {self.path}: {background.readable(exc)}. "
+            "Using the default settings; the file was left as it is."
+        )
+        self.settings_read.emit()
+
+    def _set_editable(self, editable: bool) -> None:
+        for w in (
+            self.open_button,
+            self.default_button,
+            self.device_combo,
+            self.cache_combo,
+            self.theme_combo,
+        ):
+            w.setEnabled(editable)
 
     def _build(self) -> None:
         self.workspace_label = QLabel(str(self.workspace.root))
@@ -200,10 +255,25 @@ class QtSettings(Page):
         layout.addStretch(1)
 
     def showEvent(self, event) -> None:  # noqa: N802 (Qt's name)
-        """Probe the code sandbox when the page is first shown (it starts a process)."""
+        """Probe the code sandbox when the page is first shown (it starts a process: in
+        the background)."""
         super().showEvent(event)
-        if self.isolation_label.text() == "checking…":
-            self.isolation_label.setText(isolation_text())
+        if self.isolation_label.text() == "checking…" and not self._probing:
+            self._probing = True
+            self.in_background(
+                "probe the code sandbox",
+                isolation_text,
+                self._on_probed,
+                self._on_probe_failed,
+            )
+
+    def _on_probed(self, _context: Any, text: str) -> None:
+        self.isolation_label.setText(text)
+
+    def _on_probe_failed(self, _context: Any, exc: Exception) -> None:
+        self.isolation_label.setText(
+            f"Cannot tell whether generated programs run isolated: {background.readable(exc)}"
+        )
 
     def _show(self) -> None:
         s = self.settings
@@ -251,22 +321,67 @@ class QtSettings(Page):
         return self._change(theme=theme)
 
     def _change(self, **changes: str | None) -> bool:
-        """Validate, save and show; the theme applies at once."""
+        """Validate and show at once (the theme applies at once), then save in the
+        background. False, with the key named on the page, for a value that is refused
+        (or while the file is still being read): nothing is saved then."""
+        if not self.loaded:
+            self.show_error("The settings file is still being read: change it once it shows.")
+            self._show()
+            return False
         try:
             settings = self.settings.replace(**changes)
-            save_settings(settings, self.path)
-        except (SettingsError, OSError) as exc:
+        except SettingsError as exc:
             self.show_error(f"Settings not saved: {exc}")
-            self._show()  # back to what is saved
+            self._show()  # back to what is shown
             return False
         self.message_label.clear()
         theme_changed = settings.theme != self.settings.theme
         self.settings = settings
         self._show()
-        self.saved_label.setText(f"Saved to {self.path}")
         if theme_changed:
             apply_theme(settings.theme)
+        self._save()
         return True
+
+    def _save(self) -> None:
+        """Save what the page shows; saves run one at a time, in the order of the changes
+        (a change made while one is saved is saved after it)."""
+        if self._saving:
+            self._save_again = True
+            return
+        self._saving = True
+        settings, path = self.settings, self.path
+        self.saved_label.setText(f"Saving to {path}…")
+        self.in_background(
+            "save settings",
+            lambda: save_settings(settings, path),
+            self._on_saved,
+            self._on_save_failed,
+            context=settings,
+        )
+
+    def _on_saved(self, settings: Settings, _path: Any) -> None:
+        self._saving = False
+        self.saved = settings
+        if self._save_again:
+            self._save_again = False
+            self._save()
+            return
+        self.saved_label.setText(f"Saved to {self.path}")
+        self.settings_saved.emit(True)
+
+    def _on_save_failed(self, settings: Settings, exc: Exception) -> None:
+        """Nothing of this change is lost silently: the page says it was not saved and goes
+        back to what the file holds."""
+        self._saving = self._save_again = False
+        self.show_error(f"Settings not saved: cannot write {self.path}: {background.readable(exc)}")
+        theme_changed = self.saved is not None and self.saved.theme != self.settings.theme
+        self.settings = self.saved if self.saved is not None else Settings()
+        self._show()
+        self.saved_label.setText(f"Settings file: {self.path}")
+        if theme_changed:
+            apply_theme(self.settings.theme)
+        self.settings_saved.emit(False)
 
 
 def isolation_text() -> str:

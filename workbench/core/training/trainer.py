@@ -332,14 +332,11 @@ class Trainer:
             batches=bs.batches - batches0,
             mean_batch=(bs.forwards - fwd0) / max(1, bs.batches - batches0),
         )
-        record = asdict(stats)
-        record.pop("run_id")
-        record.pop("generation")
         await asyncio.to_thread(
             self.store.commit_generation,
             self.current_run_id,
             g,
-            record,
+            stats.to_stored(),
             self._checkpoint(),
             episodes,
         )
