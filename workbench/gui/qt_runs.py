@@ -230,7 +230,7 @@ class QtRuns(Page):
         self.config_file = "reading"
         self._update_buttons()
         self.in_background(
-            "config file",
+            "read config file",
             lambda: read_config(path, missing_ok=missing_ok),
             self._on_config_read,
             self._on_config_failed,
@@ -270,13 +270,12 @@ class QtRuns(Page):
         text = config.to_toml()
         self.config_file = "writing"
         self._update_buttons()
-        self.in_background(
-            "config file",
+        self.in_background(  # every write's outcome is reported (a failure is never dropped)
+            "write config file",
             lambda: write_config(path, text),
             self._on_config_written,
             self._on_config_write_failed,
             context=str(path),
-            latest=True,
         )
         return True
 
