@@ -240,7 +240,7 @@ def test_processes_are_capped_and_end_with_the_program() -> None:
 
 
 def _children_alive() -> list[int]:
-    """Our direct child processes that have not ended (the spare pairs' bwraps)."""
+    """Our direct child processes that have not ended (the spare sandboxes' bwraps)."""
     found = []
     for task in Path("/proc/self/task").iterdir():
         for pid in (task / "children").read_text().split():
@@ -251,8 +251,9 @@ def _children_alive() -> list[int]:
 
 
 def test_a_grade_runs_in_sandboxes_started_ahead_and_used_once() -> None:
-    """The pair a grade uses was started before it (after the previous grade), serves that
-    one grade only, and applies every resource limit to itself before the program runs."""
+    """The sandbox a grade uses was started before it (after the previous grade), serves
+    that one grade only, and applies every resource limit to itself before the program
+    runs."""
     program = (
         "import os, resource\n"
         "SEEN = os.path.exists('/tmp/mark')\n"
@@ -275,7 +276,7 @@ def test_a_grade_runs_in_sandboxes_started_ahead_and_used_once() -> None:
             program, prelude="", test=test, entry_point="probe", timeout_s=3, memory_mb=256
         )
         assert check.passed, check
-        assert len(set(_children_alive()) - others) == 2  # the next grade's spare pair
+        assert len(set(_children_alive()) - others) == 1  # the next grade's spare sandbox
     end_spare_sandboxes()
     assert set(_children_alive()) - others == set()
 

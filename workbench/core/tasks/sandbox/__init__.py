@@ -210,37 +210,37 @@ def end_spare_sandboxes() -> None:
 
 
 class _Pair:
-    """A candidate sandbox and a checker sandbox for one grade, started ahead of it: joined
-    by their call pipes, each waiting for its task on a pipe of its own."""
+    """One sandbox for one grade, started ahead of it: the checker's interpreter, which has
+    already forked the candidate's process (``checker.py``); each waits for its task on a
+    pipe of its own. The candidate's stdout and stderr go to files of their own."""
 
     def __init__(self, isolation: Isolation, limits: _Limits, parent) -> None:
         self.limits = limits
         self.owner = (os.getpid(), threading.current_thread())
         self.started = time.monotonic()
-        self.candidate_box = _Box(isolation, {}, parent)
-        self.checker_box = _Box(isolation, {}, parent)
-        self.candidate: subprocess.Popen | None = None
+        self.box = _Box(isolation, {}, parent)
+        self.candidate_out = tempfile.TemporaryFile(dir=parent)
+        self.candidate_err = tempfile.TemporaryFile(dir=parent)
         self.checker: subprocess.Popen | None = None
         self.task_fds: list[int] = []
         self.verdict_r = -1
-        spec = _rlimits(limits, isolation)
         ends: list[int] = []
         try:
-            candidate_task_r, candidate_task_w = _pipe(ends)
             checker_task_r, checker_task_w = _pipe(ends)
-            to_candidate_r, to_candidate_w = _pipe(ends)
-            from_candidate_r, from_candidate_w = _pipe(ends)
+            candidate_task_r, candidate_task_w = _pipe(ends)
             self.verdict_r, verdict_w = _pipe(ends)
             self.task_fds = [candidate_task_w, checker_task_w]
-            self.candidate = self.candidate_box.start(
-                ["serve", *map(str, (candidate_task_r, to_candidate_r, from_candidate_w))],
-                spec,
-                pass_fds=(candidate_task_r, to_candidate_r, from_candidate_w),
+            fds = (
+                checker_task_r,
+                candidate_task_r,
+                verdict_w,
+                self.candidate_out.fileno(),
+                self.candidate_err.fileno(),
             )
-            self.checker = self.checker_box.start(
-                [*map(str, (checker_task_r, to_candidate_w, from_candidate_r, verdict_w))],
-                spec,
-                pass_fds=(checker_task_r, to_candidate_w, from_candidate_r, verdict_w),
+            self.checker = self.box.start(
+                list(map(str, fds)),
+                _rlimits(limits, isolation),
+                pass_fds=fds,
                 script="checker.py",
             )
         except BaseException:
@@ -255,21 +255,20 @@ class _Pair:
                 os.close(fd)
 
     def alive(self) -> bool:
-        """True when both sandboxes still wait for their task in this process and thread
-        (after a fork, or once the thread that started them has ended, they are not ours
-        to use: bwrap dies with the thread that started it), started less than
+        """True when the sandbox still waits for its task in this process and thread
+        (after a fork, or once the thread that started it has ended, it is not ours to
+        use: bwrap dies with the thread that started it), started less than
         ``_SPARE_MAX_AGE_S`` ago."""
         pid, thread = self.owner
         return (
             pid == os.getpid()
             and thread.is_alive()
             and time.monotonic() - self.started < _SPARE_MAX_AGE_S
-            and not _has_exited(self.candidate)
             and not _has_exited(self.checker)
         )
 
     def grade(self, program: str, prelude: str, test: str, entry_point: str) -> Check:
-        assert self.candidate is not None and self.checker is not None
+        assert self.checker is not None
         limits = self.limits
         timeout_s = limits.timeout_s
         start = time.monotonic()
@@ -282,14 +281,11 @@ class _Pair:
             timed_out = not _wait_for_exit(
                 self.checker, max(0.0, start + timeout_s - time.monotonic())
             )
-        status, _, why = verdict.decode("utf-8", errors="replace").partition("\n")
-        if status != "pass" and not timed_out:
-            # a failure: let the candidate's process end by itself (it stops at the end of
-            # the checker's calls), so its own exit status can explain the failure
-            _wait_for_exit(self.candidate, 0.2)
-        checked = self.checker_box.finish(self.checker, limits, timed_out=timed_out, start=start)
-        ran = self.candidate_box.finish(self.candidate, limits, timed_out=timed_out, start=start)
-        self.candidate = self.checker = None
+        status, _, rest = verdict.decode("utf-8", errors="replace").partition("\n")
+        exit_code, _, why = rest.partition("\n")
+        checked = self.box.finish(self.checker, limits, timed_out=timed_out, start=start)
+        self.checker = None
+        ran = self._candidate(exit_code, checked, timed_out)
         passed = status == "pass" and checked.ok
         if timed_out:
             why = f"timed out after {timeout_s:g} s and was killed"
@@ -299,18 +295,41 @@ class _Pair:
             why = f"{why} ({ran.reason})"
         return Check(passed, why, ran, checked.stderr, time.monotonic() - start)
 
+    def _candidate(self, exit_code: str, checked: SandboxResult, timed_out: bool) -> SandboxResult:
+        """What the candidate's process did: its exit status as the checker saw it (else
+        that of the sandbox, which ended it) and its own output."""
+        limits = self.limits
+        try:
+            returncode = int(exit_code)
+        except ValueError:
+            # not ended when the checker gave its verdict, or the checker did not get that
+            # far: it ended with the sandbox
+            returncode = checked.returncode if checked.returncode < 0 else -signal.SIGKILL
+        stdout, out_cut = _read_capped(self.candidate_out, limits.max_output_bytes)
+        stderr, err_cut = _read_capped(self.candidate_err, limits.max_output_bytes)
+        return SandboxResult(
+            returncode=returncode,
+            stdout=stdout,
+            stderr=stderr,
+            timed_out=timed_out,
+            duration_s=checked.duration_s,
+            reason=_reason(returncode, timed_out, limits.timeout_s, stderr, limits.memory_mb),
+            truncated=out_cut or err_cut,
+            isolation=checked.isolation,
+        )
+
     def close(self) -> None:
-        """Kill both sandboxes (if still running) and release everything the pair holds."""
-        for box, proc in ((self.candidate_box, self.candidate), (self.checker_box, self.checker)):
-            if proc is not None:
-                box.kill(proc)
-        self.candidate = self.checker = None
+        """Kill the sandbox (if still running) and release everything it holds."""
+        if self.checker is not None:
+            self.box.kill(self.checker)
+        self.checker = None
         for fd in (*self.task_fds, self.verdict_r):
             if fd >= 0:
                 os.close(fd)
         self.task_fds, self.verdict_r = [], -1
-        self.candidate_box.__exit__(None, None, None)
-        self.checker_box.__exit__(None, None, None)
+        self.box.__exit__(None, None, None)
+        self.candidate_out.close()
+        self.candidate_err.close()
 
 
 _SPARES: dict[tuple, _Pair] = {}
