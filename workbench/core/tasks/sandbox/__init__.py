@@ -192,11 +192,12 @@ def check_function(
     key = (isolation, limits, str(workdir_parent) if workdir_parent is not None else None)
     pair = _take_spare(key) or _Pair(isolation, limits, workdir_parent)
     try:
-        check = pair.grade(program, prelude, test, entry_point)
+        pair.give(program, prelude, test, entry_point)
+        # the next grade's sandbox starts while this one runs (on another core, if any)
+        _keep_spare(key, lambda: _Pair(isolation, limits, workdir_parent))
+        return pair.verdict()
     finally:
         pair.close()
-    _keep_spare(key, lambda: _Pair(isolation, limits, workdir_parent))
-    return check
 
 
 def end_spare_sandboxes() -> None:
@@ -224,6 +225,7 @@ class _Pair:
         self.checker: subprocess.Popen | None = None
         self.task_fds: list[int] = []
         self.verdict_r = -1
+        self.given = 0.0
         ends: list[int] = []
         try:
             checker_task_r, checker_task_w = _pipe(ends)
@@ -267,15 +269,21 @@ class _Pair:
             and not _has_exited(self.checker)
         )
 
-    def grade(self, program: str, prelude: str, test: str, entry_point: str) -> Check:
+    def give(self, program: str, prelude: str, test: str, entry_point: str) -> None:
+        """Hand the candidate and the checker their tasks; the grade's time starts."""
         assert self.checker is not None
-        limits = self.limits
-        timeout_s = limits.timeout_s
-        start = time.monotonic()
+        self.given = time.monotonic()
         candidate_fd, checker_fd = self.task_fds
         self.task_fds = []
         _feed(candidate_fd, plaindata.encode([program, entry_point]).encode())
         _feed(checker_fd, plaindata.encode([prelude, test, entry_point]).encode())
+
+    def verdict(self) -> Check:
+        """Wait for the checker's verdict (at most the timeout after ``give``)."""
+        assert self.checker is not None
+        limits = self.limits
+        timeout_s = limits.timeout_s
+        start = self.given
         verdict, timed_out = _read_until_eof(self.verdict_r, start + timeout_s)
         if not timed_out:
             timed_out = not _wait_for_exit(
@@ -571,14 +579,26 @@ def _plain_env(work: str) -> dict[str, str]:
 
 
 def _feed(fd: int, data: bytes) -> None:
-    """Write the program's stdin from a thread (a pipe holds 64 KiB; the program may read
-    late or never) and close it."""
-    import threading
+    """Write ``data`` to a pipe and close it: at once what the pipe holds (a task usually
+    fits), the rest from a thread (the program may read late or never)."""
+    try:
+        os.set_blocking(fd, False)
+        written = os.write(fd, data) if data else 0
+    except BlockingIOError:
+        written = 0
+    except OSError:
+        os.close(fd)  # the program ended without reading it
+        return
+    if written == len(data):
+        os.close(fd)
+        return
+    os.set_blocking(fd, True)
+    rest = data[written:]
 
     def write() -> None:
         try:
             with os.fdopen(fd, "wb") as pipe:
-                pipe.write(data)
+                pipe.write(rest)
         except OSError:
             pass  # the program ended without reading all of it
 
