@@ -77,6 +77,8 @@ _VERDICT_BYTES = 64 * 1024
 # a spare pair older than this is replaced rather than used: its process limit was counted
 # when it started, and the user's process count may have changed since
 _SPARE_MAX_AGE_S = 30.0
+# a grade whose spare was started less than this before it came back to back with the last
+_BACK_TO_BACK_S = 0.25
 
 
 class SandboxError(RuntimeError):
@@ -193,11 +195,13 @@ def check_function(
     isolation = _usable_isolation()
     limits = _Limits(timeout_s, memory_mb, _MAX_FILE_BYTES, max_output_bytes)
     key = (isolation, limits, str(workdir_parent) if workdir_parent is not None else None)
-    pair = _take_spare(key) or _Pair(isolation, limits, workdir_parent)
+    pair, wanted = _take_spare(key)
+    if pair is None:
+        pair = _Pair(isolation, limits, workdir_parent)
     try:
         pair.give(program, prelude, test, entry_point)
-        # the next grade's sandbox starts while this one runs (on another core, if any)
-        _keep_spare(key, lambda: _Pair(isolation, limits, workdir_parent))
+        # the next grades' sandboxes start while this one runs (on another core, if any)
+        _keep_spares(key, lambda: _Pair(isolation, limits, workdir_parent), wanted)
         return pair.verdict()
     finally:
         pair.close()
@@ -207,7 +211,7 @@ def end_spare_sandboxes() -> None:
     """End every sandbox started ahead of a grade (each thread's spare pair). The next
     grade starts its own again. Also run at exit."""
     with _SPARES_LOCK:
-        pairs = list(_SPARES.values())
+        pairs = [pair for waiting in _SPARES.values() for pair in waiting]
         _SPARES.clear()
     for pair in pairs:
         pair.close()
@@ -340,24 +344,30 @@ class _Pair:
         self.candidate_err.close()
 
 
-_SPARES: dict[tuple, _Pair] = {}
+_SPARES: dict[tuple, list[_Pair]] = {}  # (thread, key) -> spares, the oldest first
 _SPARES_LOCK = threading.Lock()
 _ATEXIT: list[bool] = []
 
 
-def _take_spare(key: tuple) -> _Pair | None:
-    """This thread's spare pair for ``key`` if it is still waiting; spares of ended threads
-    are ended on the way."""
+def _take_spare(key: tuple) -> tuple[_Pair | None, int]:
+    """This thread's oldest spare for ``key`` that is still waiting, and how many spares
+    this thread should keep for its next grades: two while grades come back to back (the
+    one taken was started less than ``_BACK_TO_BACK_S`` ago, so a sandbox's start is what
+    they wait for), else one. Spares of ended threads are ended on the way."""
     with _SPARES_LOCK:
-        gone = [slot for slot, pair in _SPARES.items() if not pair.owner[1].is_alive()]
-        pairs = [_SPARES.pop(slot) for slot in gone]
-        found = _SPARES.pop((threading.get_ident(), key), None)
-    for pair in pairs:
+        gone = [s for s, pairs in _SPARES.items() if not pairs or not pairs[0].owner[1].is_alive()]
+        ended = [pair for slot in gone for pair in _SPARES.pop(slot)]
+        waiting = _SPARES.get((threading.get_ident(), key), [])
+        found = waiting.pop(0) if waiting else None
+    for pair in ended:
         pair.close()
-    if found is not None and not found.alive():
+    if found is None:
+        return None, 1
+    if not found.alive():
         found.close()
-        return None
-    return found
+        return _take_spare(key)[0], 1
+    back_to_back = time.monotonic() - found.started < _BACK_TO_BACK_S
+    return found, 2 if back_to_back else 1
 
 
 def _forget_spares_in_child() -> None:
@@ -366,12 +376,13 @@ def _forget_spares_in_child() -> None:
     them, killing nothing."""
     global _SPARES_LOCK
     _SPARES_LOCK = threading.Lock()
-    for pair in _SPARES.values():
-        for fd in (*pair.task_fds, pair.verdict_r):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+    for pairs in _SPARES.values():
+        for pair in pairs:
+            for fd in (*pair.task_fds, pair.verdict_r):
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
     _SPARES.clear()
 
 
@@ -379,24 +390,26 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_spares_in_child)
 
 
-def _keep_spare(key: tuple, start) -> None:
-    """Start the next spare pair for this thread and ``key`` (after a grade)."""
+def _keep_spares(key: tuple, start, wanted: int) -> None:
+    """Start spares for this thread and ``key`` until it has ``wanted`` (ending any more,
+    the oldest first)."""
     slot = (threading.get_ident(), key)
     with _SPARES_LOCK:
-        if slot in _SPARES:
-            return
         if not _ATEXIT:
             atexit.register(end_spare_sandboxes)
             _ATEXIT.append(True)
-    try:
-        pair = start()
-    except SandboxError:
-        return  # the next grade starts its own and reports the error
-    with _SPARES_LOCK:
-        old = _SPARES.pop(slot, None)
-        _SPARES[slot] = pair
-    if old is not None:
-        old.close()
+        pairs = _SPARES.setdefault(slot, [])
+        surplus = [pairs.pop(0) for _ in range(max(0, len(pairs) - wanted))]
+        missing = wanted - len(pairs)
+    for pair in surplus:
+        pair.close()
+    for _ in range(missing):
+        try:
+            pair = start()
+        except SandboxError:
+            return  # the next grade starts its own and reports the error
+        with _SPARES_LOCK:
+            _SPARES.setdefault(slot, []).append(pair)
 
 
 def _pipe(opened: list[int]) -> tuple[int, int]:
