@@ -341,3 +341,37 @@ def test_right_programs_graded_back_to_back_from_many_threads_all_pass():
         )
     assert [r for r in right if r[1] != 1.0] == []
     assert all(r[1] == 0.0 for r in broken)
+
+
+def test_a_sandbox_that_could_not_start_is_replaced_once(monkeypatch) -> None:
+    """A sandbox that ends before it is ready (as when its fork of the candidate's
+    process meets the user's process limit, raised meanwhile by others) ran nothing of
+    the grade: a fresh one grades it. A second failure is a failure, not a loop."""
+    from workbench.core.tasks import sandbox
+
+    real_give = sandbox._Pair.give
+    given: list[object] = []
+
+    def give_then_end_it(self, *args) -> None:
+        real_give(self, *args)
+        given.append(self)
+        if len(given) <= kills:
+            os.killpg(self.checker.pid, signal.SIGKILL)  # still starting: not ready yet
+
+    monkeypatch.setattr(sandbox._Pair, "give", give_then_end_it)
+    program, test = (
+        "def f():\n    return 1\n",
+        "def check(candidate):\n    assert candidate() == 1\n",
+    )
+    end_spare_sandboxes()
+    kills = 1
+    check = check_function(program, prelude="", test=test, entry_point="f", timeout_s=5)
+    assert check.passed, check
+    assert len(given) == 2
+    end_spare_sandboxes()
+    given.clear()
+    kills = 2
+    check = check_function(program, prelude="", test=test, entry_point="f", timeout_s=5)
+    assert not check.passed and "the sandbox could not start" in check.reason, check
+    assert len(given) == 2
+    end_spare_sandboxes()

@@ -74,6 +74,7 @@ _INSIDE = ("harness.py", "checker.py", "plaindata.py", "limits.py")
 _MAX_FILE_BYTES = 16 * 2**20
 _EXTRA_PROCESSES = 64
 _VERDICT_BYTES = 64 * 1024
+_READY = b"ready\n"  # what the checker writes on its verdict pipe once it has started
 # a spare pair older than this is replaced rather than used: its process limit was counted
 # when it started, and the user's process count may have changed since
 _SPARE_MAX_AGE_S = 30.0
@@ -186,12 +187,15 @@ def check_function(
     workdir_parent: str | Path | None = None,
 ) -> Check:
     """Run a HumanEval-style test: ``program`` (the candidate, defining ``entry_point``)
-    in one sandbox, ``prelude`` (the prompt's trusted code), ``test`` and
-    ``check(entry_point)`` in another that calls the candidate's function through a pipe.
-    The test passes only if the checker process says so.
+    in one process, ``prelude`` (the prompt's trusted code), ``test`` and
+    ``check(entry_point)`` in another (the checker, in the same sandbox, out of the
+    candidate's reach) that calls the candidate's function through a pipe. The test
+    passes only if the checker process says so.
 
-    Uses this thread's spare pair of sandboxes for these limits if there is one (else
-    starts a pair now), and starts the next spare after the verdict."""
+    Uses this thread's oldest sandbox started ahead for these limits if there is one
+    (else starts one now), and starts the next ones while this grade runs. A sandbox that
+    could not start (before it took its task: e.g. the user's process limit reached by
+    others meanwhile) is replaced once by a fresh one."""
     isolation = _usable_isolation()
     limits = _Limits(timeout_s, memory_mb, _MAX_FILE_BYTES, max_output_bytes)
     key = (isolation, limits, str(workdir_parent) if workdir_parent is not None else None)
@@ -202,6 +206,14 @@ def check_function(
         pair.give(program, prelude, test, entry_point)
         # the next grades' sandboxes start while this one runs (on another core, if any)
         _keep_spares(key, lambda: _Pair(isolation, limits, workdir_parent), wanted)
+        check = pair.verdict()
+    finally:
+        pair.close()
+    if pair.started:
+        return check
+    pair = _Pair(isolation, limits, workdir_parent)
+    try:
+        pair.give(program, prelude, test, entry_point)
         return pair.verdict()
     finally:
         pair.close()
@@ -233,6 +245,7 @@ class _Pair:
         self.task_fds: list[int] = []
         self.verdict_r = -1
         self.given = 0.0
+        self.started = True
         ends: list[int] = []
         try:
             checker_task_r, checker_task_w = _pipe(ends)
@@ -289,18 +302,32 @@ class _Pair:
         timeout_s = limits.timeout_s
         start = self.given
         verdict, timed_out = _read_until_eof(self.verdict_r, start + timeout_s)
-        if not timed_out:
+        # the checker says "ready" once the candidate's process is forked, before it reads
+        # its task: without it (and before the timeout), the sandbox failed to start and
+        # the grade did not run
+        ready = verdict.startswith(_READY)
+        self.started = ready or timed_out
+        verdict = verdict[len(_READY) :] if ready else b""
+        status, _, rest = verdict.decode("utf-8", errors="replace").partition("\n")
+        exit_code, _, why = rest.partition("\n")
+        if status not in ("pass", "fail"):
+            status = ""
+        if not timed_out and not status:
+            # no verdict: wait for the checker's end, which says why
             timed_out = not _wait_for_exit(
                 self.checker, max(0.0, start + timeout_s - time.monotonic())
             )
-        status, _, rest = verdict.decode("utf-8", errors="replace").partition("\n")
-        exit_code, _, why = rest.partition("\n")
+        # with a verdict, the sandbox is ended at once: the checker only exits after it (its
+        # output flushed first), and waiting for its namespaces to be torn down would only
+        # make the grade wait
         checked = self.box.finish(self.checker, limits, timed_out=timed_out, start=start)
         self.checker = None
         ran = self._candidate(exit_code, checked, timed_out)
-        passed = status == "pass" and checked.ok
+        passed = status == "pass" and not timed_out
         if timed_out:
             why = f"timed out after {timeout_s:g} s and was killed"
+        elif not ready:
+            why = f"the sandbox could not start: {checked.reason}: {checked.stderr[-300:]}"
         elif not status:
             why = f"the test process ended without a verdict: {checked.reason}"
         elif not passed and not ran.ok and ran.returncode != 0 and status == "fail":

@@ -24,7 +24,9 @@ source lines come from nowhere the candidate can write), and waits for its task 
 prompt's helpers, the test, ``check``) and hands ``check`` a stand-in for the candidate
 function that forwards each call to the candidate's process as plain data and returns the
 plain value that comes back. Every comparison happens here, on builtin values built here,
-and the verdict is written to ``VERDICT_FD``, which only this process holds:
+and the verdict is written to ``VERDICT_FD``, which only this process holds (after
+``ready`` and a newline, written once the candidate's process is forked: a sandbox that
+did not get that far is replaced by the host, as no grade ran in it):
 ``pass`` or ``fail``, a newline, the candidate's exit status (empty if it had not ended
 0.2 s after the last call), a newline, and why.
 
@@ -218,17 +220,19 @@ def _start() -> None:
         os._exit(70)  # not reached: serve ends the process
     for fd in (candidate_task_fd, out_fd, err_fd, to_candidate_r, from_candidate_w):
         os.close(fd)
+    os.write(verdict_fd, b"ready\n")  # started: the grade can run here
     os.chdir("/")
     channel = _Channel(to_candidate_w, from_candidate_r)
     verdict = _run_test(task_fd, channel)
     channel.close()
     status, _, why = verdict.partition("\n")
-    with os.fdopen(verdict_fd, "w") as pipe:
-        pipe.write(f"{status}\n{_candidate_status(pid)}\n{why}")
-    # end at once: the interpreter's teardown would only make the grade wait
+    exit_code = _candidate_status(pid)
+    # the output first: the sandbox is ended as soon as the verdict is in
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(0)
+    with os.fdopen(verdict_fd, "w") as pipe:
+        pipe.write(f"{status}\n{exit_code}\n{why}")
+    os._exit(0)  # at once: the interpreter's teardown would only make the grade wait
 
 
 _start()
