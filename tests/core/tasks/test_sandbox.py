@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from workbench.core.tasks import sandbox
 from workbench.core.tasks.sandbox import (
-    _BACK_TO_BACK_S,
     check_function,
     detect_isolation,
     end_spare_sandboxes,
@@ -280,12 +280,15 @@ def test_a_grade_runs_in_sandboxes_started_ahead_and_used_once() -> None:
         assert check.passed, check
         return len(set(_children_alive()) - others)
 
-    # the second and third grade use a sandbox an earlier grade started; back to back, a
-    # thread keeps two started ahead
+    # the second and third grade use a sandbox an earlier grade started; back to back (a
+    # grade had to wait for its sandbox to be ready), a thread keeps two started ahead
     assert [grade_and_count_spares() for _ in range(3)][0] == 1
     assert 1 <= grade_and_count_spares() <= 2
-    time.sleep(_BACK_TO_BACK_S + 0.1)  # a pause: the next grade leaves one spare only
-    assert grade_and_count_spares() == 1
+    deadline = time.monotonic() + 30
+    while not all(p.ready() for ps in sandbox._SPARES.values() for p in ps):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert grade_and_count_spares() == 1  # its sandbox was ready: one is kept, not two
     end_spare_sandboxes()
     assert set(_children_alive()) - others == set()
 
@@ -347,8 +350,6 @@ def test_a_sandbox_that_could_not_start_is_replaced_once(monkeypatch) -> None:
     """A sandbox that ends before it is ready (as when its fork of the candidate's
     process meets the user's process limit, raised meanwhile by others) ran nothing of
     the grade: a fresh one grades it. A second failure is a failure, not a loop."""
-    from workbench.core.tasks import sandbox
-
     real_give = sandbox._Pair.give
     given: list[object] = []
 

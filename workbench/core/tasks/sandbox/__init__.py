@@ -78,8 +78,6 @@ _READY = b"ready\n"  # what the checker writes on its verdict pipe once it has s
 # a spare pair older than this is replaced rather than used: its process limit was counted
 # when it started, and the user's process count may have changed since
 _SPARE_MAX_AGE_S = 30.0
-# a grade whose spare was started less than this before it came back to back with the last
-_BACK_TO_BACK_S = 0.25
 
 
 class SandboxError(RuntimeError):
@@ -286,6 +284,15 @@ class _Pair:
             and not _has_exited(self.checker)
         )
 
+    def ready(self) -> bool:
+        """True once the checker has started (said ``ready`` on its verdict pipe, which
+        stays unread until the verdict)."""
+        try:
+            readable, _, _ = select.select([self.verdict_r], [], [], 0)
+        except (OSError, ValueError):
+            return False
+        return bool(readable)
+
     def give(self, program: str, prelude: str, test: str, entry_point: str) -> None:
         """Hand the candidate and the checker their tasks; the grade's time starts."""
         assert self.checker is not None
@@ -378,9 +385,9 @@ _ATEXIT: list[bool] = []
 
 def _take_spare(key: tuple) -> tuple[_Pair | None, int]:
     """This thread's oldest spare for ``key`` that is still waiting, and how many spares
-    this thread should keep for its next grades: two while grades come back to back (the
-    one taken was started less than ``_BACK_TO_BACK_S`` ago, so a sandbox's start is what
-    they wait for), else one. Spares of ended threads are ended on the way."""
+    this thread should have started ahead for its next grades: two while grades come back
+    to back (the one taken was not ready yet: its start is what this grade waits for),
+    else one. Spares of ended threads are ended on the way."""
     with _SPARES_LOCK:
         gone = [s for s, pairs in _SPARES.items() if not pairs or not pairs[0].owner[1].is_alive()]
         ended = [pair for slot in gone for pair in _SPARES.pop(slot)]
@@ -393,8 +400,7 @@ def _take_spare(key: tuple) -> tuple[_Pair | None, int]:
     if not found.alive():
         found.close()
         return _take_spare(key)[0], 1
-    back_to_back = time.monotonic() - found.started < _BACK_TO_BACK_S
-    return found, 2 if back_to_back else 1
+    return found, 1 if found.ready() else 2
 
 
 def _forget_spares_in_child() -> None:
@@ -418,18 +424,14 @@ if hasattr(os, "register_at_fork"):
 
 
 def _keep_spares(key: tuple, start, wanted: int) -> None:
-    """Start spares for this thread and ``key`` until it has ``wanted`` (ending any more,
-    the oldest first)."""
+    """Start spares for this thread and ``key`` until it has ``wanted`` (at most two, so a
+    thread that graded back to back keeps two until they are used or too old)."""
     slot = (threading.get_ident(), key)
     with _SPARES_LOCK:
         if not _ATEXIT:
             atexit.register(end_spare_sandboxes)
             _ATEXIT.append(True)
-        pairs = _SPARES.setdefault(slot, [])
-        surplus = [pairs.pop(0) for _ in range(max(0, len(pairs) - wanted))]
-        missing = wanted - len(pairs)
-    for pair in surplus:
-        pair.close()
+        missing = wanted - len(_SPARES.setdefault(slot, []))
     for _ in range(missing):
         try:
             pair = start()
