@@ -261,21 +261,29 @@ def test_a_grade_runs_in_sandboxes_started_ahead_and_used_once() -> None:
         "open('/tmp/mark', 'w').write('x')\n"
         "def probe():\n"
         "    names = ('AS', 'CPU', 'FSIZE', 'NOFILE', 'CORE')\n"
-        "    return SEEN, [resource.getrlimit(getattr(resource, 'RLIMIT_' + n)) for n in names]\n"
+        "    limits = [resource.getrlimit(getattr(resource, 'RLIMIT_' + n)) for n in names]\n"
+        "    stat = open('/proc/self/stat').read().rsplit(')', 1)[1].split()\n"
+        "    return SEEN, limits, int(stat[19]) / os.sysconf('SC_CLK_TCK')  # start, since boot\n"
     )
     test = (
         "def check(candidate):\n"
-        "    seen, got = candidate()\n"
+        "    seen, got, started = candidate()\n"
         "    assert not seen, 'a file of an earlier grade is still there'\n"
         "    mb = 2**20\n"
         "    assert got == [(256*mb, 256*mb), (4, 5), (16*mb, 16*mb), (64, 64), (0, 0)], got\n"
+        "    assert started < GRADED, (started, GRADED)\n"
     )
     end_spare_sandboxes()
     others = set(_children_alive())  # children of other tests in this process, if any
 
-    def grade_and_count_spares() -> int:
+    def grade_and_count_spares(started_before: float = float("inf")) -> int:
         check = check_function(
-            program, prelude="", test=test, entry_point="probe", timeout_s=3, memory_mb=256
+            program,
+            prelude=f"GRADED = {started_before!r}\n".replace("inf", "float('inf')"),
+            test=test,
+            entry_point="probe",
+            timeout_s=3,
+            memory_mb=256,
         )
         assert check.passed, check
         return len(set(_children_alive()) - others)
@@ -288,7 +296,11 @@ def test_a_grade_runs_in_sandboxes_started_ahead_and_used_once() -> None:
     while not all(p.ready() for ps in sandbox._SPARES.values() for p in ps):
         assert time.monotonic() < deadline
         time.sleep(0.05)
-    assert grade_and_count_spares() == 1  # its sandbox was ready: one is kept, not two
+    time.sleep(0.2)
+    # its sandbox was ready (its processes started before this grade: in the clock of
+    # process start times, seconds since boot, 10 ms steps), so one is kept, not two
+    now = float(Path("/proc/uptime").read_text().split()[0])
+    assert grade_and_count_spares(started_before=now - 0.1) == 1
     end_spare_sandboxes()
     assert set(_children_alive()) - others == set()
 

@@ -207,7 +207,7 @@ def check_function(
         check = pair.verdict()
     finally:
         pair.close()
-    if pair.started:
+    if not pair.failed_to_start:
         return check
     pair = _Pair(isolation, limits, workdir_parent)
     try:
@@ -243,7 +243,7 @@ class _Pair:
         self.task_fds: list[int] = []
         self.verdict_r = -1
         self.given = 0.0
-        self.started = True
+        self.failed_to_start = False
         ends: list[int] = []
         try:
             checker_task_r, checker_task_w = _pipe(ends)
@@ -313,7 +313,7 @@ class _Pair:
         # its task: without it (and before the timeout), the sandbox failed to start and
         # the grade did not run
         ready = verdict.startswith(_READY)
-        self.started = ready or timed_out
+        self.failed_to_start = not ready and not timed_out
         verdict = verdict[len(_READY) :] if ready else b""
         status, _, rest = verdict.decode("utf-8", errors="replace").partition("\n")
         exit_code, _, why = rest.partition("\n")
