@@ -319,18 +319,17 @@ class _Pair:
         exit_code, _, why = rest.partition("\n")
         if status not in ("pass", "fail"):
             status = ""
-        if not timed_out and not status:
-            # no verdict: wait for the checker's end, which says why
+        if not timed_out:
+            # the checker exits right after its verdict; when bwrap has exited too, every
+            # process of the sandbox has ended (its pid namespace is empty): nothing of
+            # this grade is alive once it returns
             timed_out = not _wait_for_exit(
                 self.checker, max(0.0, start + timeout_s - time.monotonic())
             )
-        # with a verdict, the sandbox is ended at once: the checker only exits after it (its
-        # output flushed first), and waiting for its namespaces to be torn down would only
-        # make the grade wait
         checked = self.box.finish(self.checker, limits, timed_out=timed_out, start=start)
         self.checker = None
         ran = self._candidate(exit_code, checked, timed_out)
-        passed = status == "pass" and not timed_out
+        passed = status == "pass" and checked.ok
         if timed_out:
             why = f"timed out after {timeout_s:g} s and was killed"
         elif not ready:
