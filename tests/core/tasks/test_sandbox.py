@@ -362,7 +362,7 @@ def test_a_sandbox_that_could_not_start_is_replaced_once(monkeypatch) -> None:
     """A sandbox that ends before it is ready (as when its fork of the candidate's
     process meets the user's process limit, raised meanwhile by others) ran nothing of
     the grade: a fresh one grades it. A second failure is a failure, not a loop."""
-    real_give = sandbox._Pair.give
+    real_give = sandbox._GradeBox.give
     given: list[object] = []
 
     def give_then_end_it(self, *args) -> None:
@@ -371,7 +371,7 @@ def test_a_sandbox_that_could_not_start_is_replaced_once(monkeypatch) -> None:
         if len(given) <= kills:
             os.killpg(self.checker.pid, signal.SIGKILL)  # still starting: not ready yet
 
-    monkeypatch.setattr(sandbox._Pair, "give", give_then_end_it)
+    monkeypatch.setattr(sandbox._GradeBox, "give", give_then_end_it)
     program, test = (
         "def f():\n    return 1\n",
         "def check(candidate):\n    assert candidate() == 1\n",

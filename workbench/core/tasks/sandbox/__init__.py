@@ -7,22 +7,32 @@ with the grade. Resource limits (memory, CPU seconds, file size, open files, pro
 apply on top. On macOS a sandbox-exec profile (``macos.py``); elsewhere there is no
 isolation and code runs only if the user opts in (``isolation.py``).
 
-A HumanEval-style grade (``check_function``) runs two sandboxes: the candidate's program
-in one, the task's test in the other (``checker.py``), which calls the candidate's function
-through a pipe with plain data only (``plaindata.py``) and decides the verdict on its own
-side. Nothing the candidate prints, exits with, or returns can forge that verdict.
+A HumanEval-style grade (``check_function``) runs in one sandbox, in two processes: the
+checker (``checker.py``), which runs the task's test, and the candidate's process, which
+the checker forks before any of the grade arrives and which runs the program
+(``harness.py``). The test calls the candidate's function through a pipe with plain data
+only (``plaindata.py``) and the checker decides the verdict on its own side. The checker
+is out of the candidate's reach although both run as the same user: it is not dumpable
+(the kernel refuses the candidate ``ptrace``, its memory and its ``/proc`` files, fds
+included: the sandbox has no capability), it blocks every signal it can (a ``kill`` can
+end it or stop it: no verdict, a failure), it never reads the writable ``/tmp``, and its
+verdict pipe, task and output are its own. Nothing the candidate prints, exits with, or
+returns can forge that verdict. (Until issue 13's speed work the two ran in two
+sandboxes; one sandbox costs half the start-up, and ``tests/core/tasks/test_hostile.py``
+has probes that trace, read and signal the checker.)
 
-Speed: both sandboxes of a grade are started ahead of it, joined by their pipes, and wait
-(interpreter started, limits set, ``typing`` imported) for their task on a pipe; each
-grading thread keeps one such spare pair per set of limits, started right after its
-previous grade (replaced, not used, once older than ``_SPARE_MAX_AGE_S``), so a grade
-that arrives while the machine was busy elsewhere (a worker's reply) pays only for running
-the code. A pair serves exactly one grade and is killed
-after its verdict: nothing of one grade is alive when the next one's program runs.
-``end_spare_sandboxes()`` ends the spares (also done at exit). The sandboxes start without
-Python code between fork and exec (no ``preexec_fn``: resource limits are set by the
-interpreter inside, ``limits.py``; a root caller drops to nobody through ``setpriv``), so
-the interpreter starts them with ``vfork``.
+Speed: a grade's sandbox is started ahead of it and waits (interpreter started, limits
+set, candidate's process forked) for its task on a pipe; each grading thread keeps one
+such spare per set of limits, two while its grades come back to back (a grade found its
+sandbox not ready yet), started while the previous grade runs (replaced, not used, once
+older than ``_SPARE_MAX_AGE_S``), so a grade pays only for running the code. A sandbox
+serves exactly one grade and the grade waits for it to end: nothing of one grade is alive
+when the next one's program runs. ``end_spare_sandboxes()`` ends the spares (also done at
+exit). The sandboxes start without Python code between fork and exec (no ``preexec_fn``:
+resource limits are set by the interpreter inside, ``limits.py``; a root caller drops to
+nobody through ``setpriv``), so the interpreter starts them with ``vfork``. What runs
+inside goes in as bytecode (no compiling per sandbox) and imports as little as it can
+(no ``typing``, ``signal`` or ``ctypes`` packages: a grade that needs them imports them).
 
 The files run inside the sandbox (``harness.py``, ``checker.py``, ``plaindata.py``,
 ``limits.py``) use only the stdlib: they start under ``python -I -S`` without this package.
@@ -75,7 +85,7 @@ _MAX_FILE_BYTES = 16 * 2**20
 _EXTRA_PROCESSES = 64
 _VERDICT_BYTES = 64 * 1024
 _READY = b"ready\n"  # what the checker writes on its verdict pipe once it has started
-# a spare pair older than this is replaced rather than used: its process limit was counted
+# a spare older than this is replaced rather than used: its process limit was counted
 # when it started, and the user's process count may have changed since
 _SPARE_MAX_AGE_S = 30.0
 
@@ -197,37 +207,37 @@ def check_function(
     isolation = _usable_isolation()
     limits = _Limits(timeout_s, memory_mb, _MAX_FILE_BYTES, max_output_bytes)
     key = (isolation, limits, str(workdir_parent) if workdir_parent is not None else None)
-    pair, wanted = _take_spare(key)
-    if pair is None:
-        pair = _Pair(isolation, limits, workdir_parent)
+    box, wanted = _take_spare(key)
+    if box is None:
+        box = _GradeBox(isolation, limits, workdir_parent)
     try:
-        pair.give(program, prelude, test, entry_point)
+        box.give(program, prelude, test, entry_point)
         # the next grades' sandboxes start while this one runs (on another core, if any)
-        _keep_spares(key, lambda: _Pair(isolation, limits, workdir_parent), wanted)
-        check = pair.verdict()
+        _keep_spares(key, lambda: _GradeBox(isolation, limits, workdir_parent), wanted)
+        check = box.verdict()
     finally:
-        pair.close()
-    if not pair.failed_to_start:
+        box.close()
+    if not box.failed_to_start:
         return check
-    pair = _Pair(isolation, limits, workdir_parent)
+    box = _GradeBox(isolation, limits, workdir_parent)
     try:
-        pair.give(program, prelude, test, entry_point)
-        return pair.verdict()
+        box.give(program, prelude, test, entry_point)
+        return box.verdict()
     finally:
-        pair.close()
+        box.close()
 
 
 def end_spare_sandboxes() -> None:
-    """End every sandbox started ahead of a grade (each thread's spare pair). The next
+    """End every sandbox started ahead of a grade (each thread's spares). The next
     grade starts its own again. Also run at exit."""
     with _SPARES_LOCK:
-        pairs = [pair for waiting in _SPARES.values() for pair in waiting]
+        boxes = [box for waiting in _SPARES.values() for box in waiting]
         _SPARES.clear()
-    for pair in pairs:
-        pair.close()
+    for box in boxes:
+        box.close()
 
 
-class _Pair:
+class _GradeBox:
     """One sandbox for one grade, started ahead of it: the checker's interpreter, which has
     already forked the candidate's process (``checker.py``); each waits for its task on a
     pipe of its own. The candidate's stdout and stderr go to files of their own."""
@@ -377,23 +387,23 @@ class _Pair:
         self.candidate_err.close()
 
 
-_SPARES: dict[tuple, list[_Pair]] = {}  # (thread, key) -> spares, the oldest first
+_SPARES: dict[tuple, list[_GradeBox]] = {}  # (thread, key) -> spares, the oldest first
 _SPARES_LOCK = threading.Lock()
 _ATEXIT: list[bool] = []
 
 
-def _take_spare(key: tuple) -> tuple[_Pair | None, int]:
+def _take_spare(key: tuple) -> tuple[_GradeBox | None, int]:
     """This thread's oldest spare for ``key`` that is still waiting, and how many spares
     this thread should have started ahead for its next grades: two while grades come back
     to back (the one taken was not ready yet: its start is what this grade waits for),
     else one. Spares of ended threads are ended on the way."""
     with _SPARES_LOCK:
-        gone = [s for s, pairs in _SPARES.items() if not pairs or not pairs[0].owner[1].is_alive()]
-        ended = [pair for slot in gone for pair in _SPARES.pop(slot)]
+        gone = [s for s, boxes in _SPARES.items() if not boxes or not boxes[0].owner[1].is_alive()]
+        ended = [box for slot in gone for box in _SPARES.pop(slot)]
         waiting = _SPARES.get((threading.get_ident(), key), [])
         found = waiting.pop(0) if waiting else None
-    for pair in ended:
-        pair.close()
+    for box in ended:
+        box.close()
     if found is None:
         return None, 1
     if not found.alive():
@@ -408,9 +418,9 @@ def _forget_spares_in_child() -> None:
     them, killing nothing."""
     global _SPARES_LOCK
     _SPARES_LOCK = threading.Lock()
-    for pairs in _SPARES.values():
-        for pair in pairs:
-            for fd in (*pair.task_fds, pair.verdict_r):
+    for boxes in _SPARES.values():
+        for box in boxes:
+            for fd in (*box.task_fds, box.verdict_r):
                 try:
                     os.close(fd)
                 except OSError:
@@ -433,11 +443,11 @@ def _keep_spares(key: tuple, start, wanted: int) -> None:
         missing = wanted - len(_SPARES.setdefault(slot, []))
     for _ in range(missing):
         try:
-            pair = start()
+            box = start()
         except SandboxError:
             return  # the next grade starts its own and reports the error
         with _SPARES_LOCK:
-            _SPARES.setdefault(slot, []).append(pair)
+            _SPARES.setdefault(slot, []).append(box)
 
 
 def _pipe(opened: list[int]) -> tuple[int, int]:

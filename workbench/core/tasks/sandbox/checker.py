@@ -144,7 +144,9 @@ def _set_dumpable(value: int) -> None:
         _flags_ = _ctypes.FUNCFLAG_CDECL | _ctypes.FUNCFLAG_USE_ERRNO
         _restype_ = Int
 
-    prctl = Function(_ctypes.dlsym(_ctypes.dlopen(None, os.RTLD_NOW), "prctl"))
+    # None: this program and its libraries (libc), as ctypes.CDLL(None) does
+    program = _ctypes.dlopen(None, os.RTLD_NOW)  # type: ignore[arg-type]
+    prctl = Function(_ctypes.dlsym(program, "prctl"))
     if prctl(_PR_SET_DUMPABLE, value, 0, 0, 0) != 0:
         raise OSError(_ctypes.get_errno(), "prctl(PR_SET_DUMPABLE) failed")
 
