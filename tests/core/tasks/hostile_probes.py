@@ -238,6 +238,21 @@ def add(a, b):
     time.sleep(0.05)
     return 0
 """,
+    "write into the checker's output": WRONG
+    + """
+import os, sys
+wrote = 0
+for pid in os.listdir("/proc"):
+    if pid.isdigit() and int(pid) != os.getpid():
+        for fd in ("1", "2"):
+            try:
+                with open(f"/proc/{pid}/fd/{fd}", "a") as out:
+                    out.write("FORGED-CHECKER-OUTPUT")
+                wrote += 1
+            except OSError:
+                pass
+sys.stderr.write(f"wrote into {wrote} files of other processes\\n")
+""",
     "escape codes": WRONG
     + """
 import sys

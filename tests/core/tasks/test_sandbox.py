@@ -388,3 +388,31 @@ def test_a_sandbox_that_could_not_start_is_replaced_once(monkeypatch) -> None:
     assert not check.passed and "the sandbox could not start" in check.reason, check
     assert len(given) == 2
     end_spare_sandboxes()
+
+
+def test_the_candidate_cannot_write_into_the_checkers_output() -> None:
+    """The candidate shares its sandbox with the checker and with bwrap's process in it
+    (pid 1, which holds bwrap's stdout and stderr): whatever it writes through /proc into
+    any process's files, the test's output (``checker_stderr``) stays the checker's own."""
+    program = (
+        "import os\n"
+        "def f():\n"
+        "    wrote = []\n"
+        "    for pid in os.listdir('/proc'):\n"
+        "        if pid.isdigit() and int(pid) != os.getpid():\n"
+        "            for fd in ('1', '2'):\n"
+        "                try:\n"
+        "                    with open(f'/proc/{pid}/fd/{fd}', 'a') as out:\n"
+        "                        out.write('FORGED by the candidate')\n"
+        "                    wrote.append(pid)\n"
+        "                except OSError:\n"
+        "                    pass\n"
+        "    return wrote\n"
+    )
+    test = "def check(candidate):\n    assert candidate() == 'right', 'wrong'\n"
+    check = check_function(program, prelude="", test=test, entry_point="f", timeout_s=5)
+    assert not check.passed
+    assert "a test assertion failed: wrong" in check.reason
+    assert "FORGED" not in check.checker_stderr, check.checker_stderr
+    assert "AssertionError: wrong" in check.checker_stderr  # the checker's own traceback
+    end_spare_sandboxes()

@@ -240,7 +240,9 @@ def end_spare_sandboxes() -> None:
 class _GradeBox:
     """One sandbox for one grade, started ahead of it: the checker's interpreter, which has
     already forked the candidate's process (``checker.py``); each waits for its task on a
-    pipe of its own. The candidate's stdout and stderr go to files of their own."""
+    pipe of its own. The candidate's stdout and stderr go to files of their own, and so do
+    the checker's: not bwrap's, whose process in the sandbox (its pid 1, which the candidate
+    could reach) holds them."""
 
     def __init__(self, isolation: Isolation, limits: _Limits, parent) -> None:
         self.limits = limits
@@ -249,6 +251,8 @@ class _GradeBox:
         self.box = _Box(isolation, {}, parent, script="checker.py")
         self.candidate_out = tempfile.TemporaryFile(dir=parent)
         self.candidate_err = tempfile.TemporaryFile(dir=parent)
+        self.checker_out = tempfile.TemporaryFile(dir=parent)
+        self.checker_err = tempfile.TemporaryFile(dir=parent)
         self.checker: subprocess.Popen | None = None
         self.task_fds: list[int] = []
         self.verdict_r = -1
@@ -266,6 +270,8 @@ class _GradeBox:
                 verdict_w,
                 self.candidate_out.fileno(),
                 self.candidate_err.fileno(),
+                self.checker_out.fileno(),
+                self.checker_err.fileno(),
             )
             self.checker = self.box.start(
                 list(map(str, fds)), _rlimits(limits, isolation), pass_fds=fds
@@ -340,15 +346,18 @@ class _GradeBox:
         self.checker = None
         ran = self._candidate(exit_code, checked, timed_out)
         passed = status == "pass" and checked.ok
+        stderr, _ = _read_capped(self.checker_err, limits.max_output_bytes)
         if timed_out:
             why = f"timed out after {timeout_s:g} s and was killed"
         elif not ready:
+            # bwrap's own messages (nothing of the grade ran yet to write there)
             why = f"the sandbox could not start: {checked.reason}: {checked.stderr[-300:]}"
         elif not status:
-            why = f"the test process ended without a verdict: {checked.reason}"
+            why = _reason(checked.returncode, False, timeout_s, stderr, limits.memory_mb)
+            why = f"the test process ended without a verdict: {why}"
         elif not passed and not ran.ok and ran.returncode != 0 and status == "fail":
             why = f"{why} ({ran.reason})"
-        return Check(passed, why, ran, checked.stderr, time.monotonic() - start)
+        return Check(passed, why, ran, stderr, time.monotonic() - start)
 
     def _candidate(self, exit_code: str, checked: SandboxResult, timed_out: bool) -> SandboxResult:
         """What the candidate's process did: its exit status as the checker saw it (else
@@ -383,8 +392,8 @@ class _GradeBox:
                 os.close(fd)
         self.task_fds, self.verdict_r = [], -1
         self.box.__exit__(None, None, None)
-        self.candidate_out.close()
-        self.candidate_err.close()
+        for file in (self.candidate_out, self.candidate_err, self.checker_out, self.checker_err):
+            file.close()
 
 
 _SPARES: dict[tuple, list[_GradeBox]] = {}  # (thread, key) -> spares, the oldest first

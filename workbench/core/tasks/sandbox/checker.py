@@ -1,7 +1,8 @@
 """The trusted side of a HumanEval-style grade, and the process the candidate's forks from.
 
 Started inside one sandbox per grade, ahead of its grade, as
-``python -I -S checker.py LIMITS TASK_FD CANDIDATE_TASK_FD VERDICT_FD OUT_FD ERR_FD``.
+``python -I -S checker.py LIMITS TASK_FD CANDIDATE_TASK_FD VERDICT_FD OUT_FD ERR_FD
+CHECKER_OUT_FD CHECKER_ERR_FD`` (the last two become its own stdout and stderr).
 Before anything of the grade arrives it
 
 1. sets the resource limits ``LIMITS`` on itself (``limits.py``), inherited by all below;
@@ -201,6 +202,11 @@ def _candidate_status(pid: int) -> str:
 
 def _start() -> None:
     task_fd, candidate_task_fd, verdict_fd, out_fd, err_fd = map(int, sys.argv[2:7])
+    # its own output files, not bwrap's (the sandbox's pid 1 holds those, within the
+    # candidate's reach)
+    for own, standard in zip(map(int, sys.argv[7:9]), (1, 2), strict=True):
+        os.dup2(own, standard)
+        os.close(own)
     import _signal  # not signal: its enums would cost each grade 4 ms of start-up
 
     # before the fork, so that the checker is never traceable by the candidate nor ended
