@@ -136,8 +136,9 @@ def _read_task(fd: int) -> list:
 def _set_dumpable(value: int) -> None:
     """``prctl(PR_SET_DUMPABLE, value)``; raises ``OSError`` if the kernel refuses. Through
     ``_ctypes`` itself: the ``ctypes`` package would cost each grade 2 ms of start-up.
-    Linux only: macOS has no ``prctl`` (nor ``/proc``), and lets no unprivileged process
-    attach to another (``task_for_pid`` needs root or an entitlement)."""
+    Linux only: macOS has no ``prctl`` (nor ``/proc``); there the sandbox-exec profile,
+    which denies by default, allows no process another's task port (``macos.py``, untested
+    here like all of macOS)."""
     if not sys.platform.startswith("linux"):
         return
     import _ctypes
