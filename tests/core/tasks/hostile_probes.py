@@ -206,6 +206,53 @@ for pid in (-1, 1, os.getppid()):
         sys.stderr.write(repr(error))
 print(libc.kill(-1, 9))
 """,
+    "trace the checker and read its memory": REIMPORT_CTYPES
+    + WRONG
+    + """
+import os, sys
+checker = os.getppid()  # the checker forked this process; it shares the sandbox
+cmdline = open(f"/proc/{checker}/cmdline", "rb").read().replace(b"\\0", b" ").decode()
+sys.stderr.write(f"target {cmdline}\\n")
+for request, name in ((16, "attach"), (0x4206, "seize")):
+    result = libc.ptrace(request, checker, None, None)
+    sys.stderr.write(f"ptrace {name}: {result} errno {ctypes.get_errno()}\\n")
+for name, mode in (("mem", "r+b"), ("environ", "rb"), ("fd/0", "rb"), ("fd", None)):
+    try:
+        path = f"/proc/{checker}/{name}"
+        os.listdir(path) if mode is None else open(path, mode).read(1)
+        sys.stderr.write(f"{name}: opened\\n")
+    except OSError as error:
+        sys.stderr.write(f"{name}: errno {error.errno}\\n")
+""",
+    "signal the checker": WRONG
+    + """
+import os, signal, sys, time
+sent = 0
+for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGALRM,
+            signal.SIGXCPU, signal.SIGPIPE, signal.SIGCHLD):
+    os.kill(os.getppid(), sig)
+    sent += 1
+sys.stderr.write(f"signalled the checker {sent} times\\n")
+def add(a, b):
+    os.kill(os.getppid(), signal.SIGINT)  # also while the test runs
+    time.sleep(0.05)
+    return 0
+""",
+    "write into the checker's output": WRONG
+    + """
+import os, sys
+wrote = 0
+for pid in os.listdir("/proc"):
+    if pid.isdigit() and int(pid) != os.getpid():
+        for fd in ("1", "2"):
+            try:
+                with open(f"/proc/{pid}/fd/{fd}", "a") as out:
+                    out.write("FORGED-CHECKER-OUTPUT")
+                wrote += 1
+            except OSError:
+                pass
+sys.stderr.write(f"wrote into {wrote} files of other processes\\n")
+""",
     "escape codes": WRONG
     + """
 import sys

@@ -285,6 +285,21 @@ def test_the_attacks_really_ran(graded) -> None:
     assert "No space left on device" in stderr["fill the disk"]
     assert "Connection refused" in stderr["connect to loopback"]
     assert "pass\nall tests passed" in stderr["print the verdict and exit 0"]
+    # the candidate shares its sandbox with the checker, which the kernel keeps out of its
+    # reach (not dumpable: EPERM, EACCES) and which blocks the signals it can
+    traced = stderr["trace the checker and read its memory"]
+    assert "checker.py" in traced
+    assert "ptrace attach: -1 errno 1" in traced and "ptrace seize: -1 errno 1" in traced
+    for name in ("mem", "environ", "fd/0", "fd"):
+        assert f"{name}: errno 13" in traced, traced
+    assert "signalled the checker 8 times" in stderr["signal the checker"]
+    # bwrap's process in the sandbox holds bwrap's output files, which its user may reopen
+    # (as uid 1000: their owner); the checker's output is its own, and the test's
+    # traceback in the details is the checker's alone
+    forged = stderr["write into the checker's output"]
+    assert "wrote into" in forged and "FORGED-CHECKER-OUTPUT" not in forged, forged
+    signalled = graded["results"]["signal the checker"]["details"]["reason"]
+    assert "a test assertion failed" in signalled, signalled
 
 
 def test_nothing_is_left_behind(graded) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from workbench.core.tasks import sandbox
 from workbench.core.tasks.sandbox import (
     check_function,
     detect_isolation,
@@ -240,7 +241,7 @@ def test_processes_are_capped_and_end_with_the_program() -> None:
 
 
 def _children_alive() -> list[int]:
-    """Our direct child processes that have not ended (the spare pairs' bwraps)."""
+    """Our direct child processes that have not ended (the spare sandboxes' bwraps)."""
     found = []
     for task in Path("/proc/self/task").iterdir():
         for pid in (task / "children").read_text().split():
@@ -251,31 +252,55 @@ def _children_alive() -> list[int]:
 
 
 def test_a_grade_runs_in_sandboxes_started_ahead_and_used_once() -> None:
-    """The pair a grade uses was started before it (after the previous grade), serves that
-    one grade only, and applies every resource limit to itself before the program runs."""
+    """The sandbox a grade uses was started before it (after the previous grade), serves
+    that one grade only, and applies every resource limit to itself before the program
+    runs."""
     program = (
         "import os, resource\n"
         "SEEN = os.path.exists('/tmp/mark')\n"
         "open('/tmp/mark', 'w').write('x')\n"
         "def probe():\n"
         "    names = ('AS', 'CPU', 'FSIZE', 'NOFILE', 'CORE')\n"
-        "    return SEEN, [resource.getrlimit(getattr(resource, 'RLIMIT_' + n)) for n in names]\n"
+        "    limits = [resource.getrlimit(getattr(resource, 'RLIMIT_' + n)) for n in names]\n"
+        "    stat = open('/proc/self/stat').read().rsplit(')', 1)[1].split()\n"
+        "    return SEEN, limits, int(stat[19]) / os.sysconf('SC_CLK_TCK')  # start, since boot\n"
     )
     test = (
         "def check(candidate):\n"
-        "    seen, got = candidate()\n"
+        "    seen, got, started = candidate()\n"
         "    assert not seen, 'a file of an earlier grade is still there'\n"
         "    mb = 2**20\n"
         "    assert got == [(256*mb, 256*mb), (4, 5), (16*mb, 16*mb), (64, 64), (0, 0)], got\n"
+        "    assert started < GRADED, (started, GRADED)\n"
     )
     end_spare_sandboxes()
     others = set(_children_alive())  # children of other tests in this process, if any
-    for _ in range(3):  # the second and third grade use the pair the one before started
+
+    def grade_and_count_spares(started_before: float = float("inf")) -> int:
         check = check_function(
-            program, prelude="", test=test, entry_point="probe", timeout_s=3, memory_mb=256
+            program,
+            prelude=f"GRADED = {started_before!r}\n".replace("inf", "float('inf')"),
+            test=test,
+            entry_point="probe",
+            timeout_s=3,
+            memory_mb=256,
         )
         assert check.passed, check
-        assert len(set(_children_alive()) - others) == 2  # the next grade's spare pair
+        return len(set(_children_alive()) - others)
+
+    # the second and third grade use a sandbox an earlier grade started; back to back (a
+    # grade had to wait for its sandbox to be ready), a thread keeps two started ahead
+    assert [grade_and_count_spares() for _ in range(3)][0] == 1
+    assert 1 <= grade_and_count_spares() <= 2
+    deadline = time.monotonic() + 30
+    while not all(p.ready() for ps in sandbox._SPARES.values() for p in ps):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    time.sleep(0.2)
+    # its sandbox was ready (its processes started before this grade: in the clock of
+    # process start times, seconds since boot, 10 ms steps), so one is kept, not two
+    now = float(Path("/proc/uptime").read_text().split()[0])
+    assert grade_and_count_spares(started_before=now - 0.1) == 1
     end_spare_sandboxes()
     assert set(_children_alive()) - others == set()
 
@@ -331,3 +356,63 @@ def test_right_programs_graded_back_to_back_from_many_threads_all_pass():
         )
     assert [r for r in right if r[1] != 1.0] == []
     assert all(r[1] == 0.0 for r in broken)
+
+
+def test_a_sandbox_that_could_not_start_is_replaced_once(monkeypatch) -> None:
+    """A sandbox that ends before it is ready (as when its fork of the candidate's
+    process meets the user's process limit, raised meanwhile by others) ran nothing of
+    the grade: a fresh one grades it. A second failure is a failure, not a loop."""
+    real_give = sandbox._GradeBox.give
+    given: list[object] = []
+
+    def give_then_end_it(self, *args) -> None:
+        real_give(self, *args)
+        given.append(self)
+        if len(given) <= kills:
+            os.killpg(self.checker.pid, signal.SIGKILL)  # still starting: not ready yet
+
+    monkeypatch.setattr(sandbox._GradeBox, "give", give_then_end_it)
+    program, test = (
+        "def f():\n    return 1\n",
+        "def check(candidate):\n    assert candidate() == 1\n",
+    )
+    end_spare_sandboxes()
+    kills = 1
+    check = check_function(program, prelude="", test=test, entry_point="f", timeout_s=5)
+    assert check.passed, check
+    assert len(given) == 2
+    end_spare_sandboxes()
+    given.clear()
+    kills = 2
+    check = check_function(program, prelude="", test=test, entry_point="f", timeout_s=5)
+    assert not check.passed and "the sandbox could not start" in check.reason, check
+    assert len(given) == 2
+    end_spare_sandboxes()
+
+
+def test_the_candidate_cannot_write_into_the_checkers_output() -> None:
+    """The candidate shares its sandbox with the checker and with bwrap's process in it
+    (pid 1, which holds bwrap's stdout and stderr): whatever it writes through /proc into
+    any process's files, the test's output (``checker_stderr``) stays the checker's own."""
+    program = (
+        "import os\n"
+        "def f():\n"
+        "    wrote = []\n"
+        "    for pid in os.listdir('/proc'):\n"
+        "        if pid.isdigit() and int(pid) != os.getpid():\n"
+        "            for fd in ('1', '2'):\n"
+        "                try:\n"
+        "                    with open(f'/proc/{pid}/fd/{fd}', 'a') as out:\n"
+        "                        out.write('FORGED by the candidate')\n"
+        "                    wrote.append(pid)\n"
+        "                except OSError:\n"
+        "                    pass\n"
+        "    return wrote\n"
+    )
+    test = "def check(candidate):\n    assert candidate() == 'right', 'wrong'\n"
+    check = check_function(program, prelude="", test=test, entry_point="f", timeout_s=5)
+    assert not check.passed
+    assert "a test assertion failed: wrong" in check.reason
+    assert "FORGED" not in check.checker_stderr, check.checker_stderr
+    assert "AssertionError: wrong" in check.checker_stderr  # the checker's own traceback
+    end_spare_sandboxes()

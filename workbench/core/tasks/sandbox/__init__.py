@@ -7,22 +7,32 @@ with the grade. Resource limits (memory, CPU seconds, file size, open files, pro
 apply on top. On macOS a sandbox-exec profile (``macos.py``); elsewhere there is no
 isolation and code runs only if the user opts in (``isolation.py``).
 
-A HumanEval-style grade (``check_function``) runs two sandboxes: the candidate's program
-in one, the task's test in the other (``checker.py``), which calls the candidate's function
-through a pipe with plain data only (``plaindata.py``) and decides the verdict on its own
-side. Nothing the candidate prints, exits with, or returns can forge that verdict.
+A HumanEval-style grade (``check_function``) runs in one sandbox, in two processes: the
+checker (``checker.py``), which runs the task's test, and the candidate's process, which
+the checker forks before any of the grade arrives and which runs the program
+(``harness.py``). The test calls the candidate's function through a pipe with plain data
+only (``plaindata.py``) and the checker decides the verdict on its own side. The checker
+is out of the candidate's reach although both run as the same user: it is not dumpable
+(the kernel refuses the candidate ``ptrace``, its memory and its ``/proc`` files, fds
+included: the sandbox has no capability), it blocks every signal it can (a ``kill`` can
+end it or stop it: no verdict, a failure), it never reads the writable ``/tmp``, and its
+verdict pipe, task and output are its own. Nothing the candidate prints, exits with, or
+returns can forge that verdict. (Until issue 13's speed work the two ran in two
+sandboxes; one sandbox costs half the start-up, and ``tests/core/tasks/test_hostile.py``
+has probes that trace, read and signal the checker.)
 
-Speed: both sandboxes of a grade are started ahead of it, joined by their pipes, and wait
-(interpreter started, limits set, ``typing`` imported) for their task on a pipe; each
-grading thread keeps one such spare pair per set of limits, started right after its
-previous grade (replaced, not used, once older than ``_SPARE_MAX_AGE_S``), so a grade
-that arrives while the machine was busy elsewhere (a worker's reply) pays only for running
-the code. A pair serves exactly one grade and is killed
-after its verdict: nothing of one grade is alive when the next one's program runs.
-``end_spare_sandboxes()`` ends the spares (also done at exit). The sandboxes start without
-Python code between fork and exec (no ``preexec_fn``: resource limits are set by the
-interpreter inside, ``limits.py``; a root caller drops to nobody through ``setpriv``), so
-the interpreter starts them with ``vfork``.
+Speed: a grade's sandbox is started ahead of it and waits (interpreter started, limits
+set, candidate's process forked) for its task on a pipe; each grading thread keeps one
+such spare per set of limits, two while its grades come back to back (a grade found its
+sandbox not ready yet), started while the previous grade runs (replaced, not used, once
+older than ``_SPARE_MAX_AGE_S``), so a grade pays only for running the code. A sandbox
+serves exactly one grade and the grade waits for it to end: nothing of one grade is alive
+when the next one's program runs. ``end_spare_sandboxes()`` ends the spares (also done at
+exit). The sandboxes start without Python code between fork and exec (no ``preexec_fn``:
+resource limits are set by the interpreter inside, ``limits.py``; a root caller drops to
+nobody through ``setpriv``), so the interpreter starts them with ``vfork``. What runs
+inside goes in as bytecode (no compiling per sandbox) and imports as little as it can
+(no ``typing``, ``signal`` or ``ctypes`` packages: a grade that needs them imports them).
 
 The files run inside the sandbox (``harness.py``, ``checker.py``, ``plaindata.py``,
 ``limits.py``) use only the stdlib: they start under ``python -I -S`` without this package.
@@ -31,6 +41,9 @@ The files run inside the sandbox (``harness.py``, ``checker.py``, ``plaindata.py
 from __future__ import annotations
 
 import atexit
+import functools
+import importlib.util
+import marshal
 import os
 import select
 import shutil
@@ -71,7 +84,8 @@ _INSIDE = ("harness.py", "checker.py", "plaindata.py", "limits.py")
 _MAX_FILE_BYTES = 16 * 2**20
 _EXTRA_PROCESSES = 64
 _VERDICT_BYTES = 64 * 1024
-# a spare pair older than this is replaced rather than used: its process limit was counted
+_READY = b"ready\n"  # what the checker writes on its verdict pipe once it has started
+# a spare older than this is replaced rather than used: its process limit was counted
 # when it started, and the user's process count may have changed since
 _SPARE_MAX_AGE_S = 30.0
 
@@ -181,67 +195,86 @@ def check_function(
     workdir_parent: str | Path | None = None,
 ) -> Check:
     """Run a HumanEval-style test: ``program`` (the candidate, defining ``entry_point``)
-    in one sandbox, ``prelude`` (the prompt's trusted code), ``test`` and
-    ``check(entry_point)`` in another that calls the candidate's function through a pipe.
-    The test passes only if the checker process says so.
+    in one process, ``prelude`` (the prompt's trusted code), ``test`` and
+    ``check(entry_point)`` in another (the checker, in the same sandbox, out of the
+    candidate's reach) that calls the candidate's function through a pipe. The test
+    passes only if the checker process says so.
 
-    Uses this thread's spare pair of sandboxes for these limits if there is one (else
-    starts a pair now), and starts the next spare after the verdict."""
+    Uses this thread's oldest sandbox started ahead for these limits if there is one
+    (else starts one now), and starts the next ones while this grade runs. A sandbox that
+    could not start (before it took its task: e.g. the user's process limit reached by
+    others meanwhile) is replaced once by a fresh one."""
     isolation = _usable_isolation()
     limits = _Limits(timeout_s, memory_mb, _MAX_FILE_BYTES, max_output_bytes)
     key = (isolation, limits, str(workdir_parent) if workdir_parent is not None else None)
-    pair = _take_spare(key) or _Pair(isolation, limits, workdir_parent)
+    box, wanted = _take_spare(key)
+    if box is None:
+        box = _GradeBox(isolation, limits, workdir_parent)
     try:
-        check = pair.grade(program, prelude, test, entry_point)
+        box.give(program, prelude, test, entry_point)
+        # the next grades' sandboxes start while this one runs (on another core, if any)
+        _keep_spares(key, lambda: _GradeBox(isolation, limits, workdir_parent), wanted)
+        check = box.verdict()
     finally:
-        pair.close()
-    _keep_spare(key, lambda: _Pair(isolation, limits, workdir_parent))
-    return check
+        box.close()
+    if not box.failed_to_start:
+        return check
+    box = _GradeBox(isolation, limits, workdir_parent)
+    try:
+        box.give(program, prelude, test, entry_point)
+        return box.verdict()
+    finally:
+        box.close()
 
 
 def end_spare_sandboxes() -> None:
-    """End every sandbox started ahead of a grade (each thread's spare pair). The next
+    """End every sandbox started ahead of a grade (each thread's spares). The next
     grade starts its own again. Also run at exit."""
     with _SPARES_LOCK:
-        pairs = list(_SPARES.values())
+        boxes = [box for waiting in _SPARES.values() for box in waiting]
         _SPARES.clear()
-    for pair in pairs:
-        pair.close()
+    for box in boxes:
+        box.close()
 
 
-class _Pair:
-    """A candidate sandbox and a checker sandbox for one grade, started ahead of it: joined
-    by their call pipes, each waiting for its task on a pipe of its own."""
+class _GradeBox:
+    """One sandbox for one grade, started ahead of it: the checker's interpreter, which has
+    already forked the candidate's process (``checker.py``); each waits for its task on a
+    pipe of its own. The candidate's stdout and stderr go to files of their own, and so do
+    the checker's: not bwrap's, whose process in the sandbox (its pid 1, which the candidate
+    could reach) holds them."""
 
     def __init__(self, isolation: Isolation, limits: _Limits, parent) -> None:
         self.limits = limits
         self.owner = (os.getpid(), threading.current_thread())
         self.started = time.monotonic()
-        self.candidate_box = _Box(isolation, {}, parent)
-        self.checker_box = _Box(isolation, {}, parent)
-        self.candidate: subprocess.Popen | None = None
+        self.box = _Box(isolation, {}, parent, script="checker.py")
+        self.candidate_out = tempfile.TemporaryFile(dir=parent)
+        self.candidate_err = tempfile.TemporaryFile(dir=parent)
+        self.checker_out = tempfile.TemporaryFile(dir=parent)
+        self.checker_err = tempfile.TemporaryFile(dir=parent)
         self.checker: subprocess.Popen | None = None
         self.task_fds: list[int] = []
         self.verdict_r = -1
-        spec = _rlimits(limits, isolation)
+        self.given = 0.0
+        self.failed_to_start = False
         ends: list[int] = []
         try:
-            candidate_task_r, candidate_task_w = _pipe(ends)
             checker_task_r, checker_task_w = _pipe(ends)
-            to_candidate_r, to_candidate_w = _pipe(ends)
-            from_candidate_r, from_candidate_w = _pipe(ends)
+            candidate_task_r, candidate_task_w = _pipe(ends)
             self.verdict_r, verdict_w = _pipe(ends)
             self.task_fds = [candidate_task_w, checker_task_w]
-            self.candidate = self.candidate_box.start(
-                ["serve", *map(str, (candidate_task_r, to_candidate_r, from_candidate_w))],
-                spec,
-                pass_fds=(candidate_task_r, to_candidate_r, from_candidate_w),
+            fds = (
+                checker_task_r,
+                candidate_task_r,
+                verdict_w,
+                self.candidate_out.fileno(),
+                self.candidate_err.fileno(),
+                self.checker_out.fileno(),
+                self.checker_err.fileno(),
             )
-            self.checker = self.checker_box.start(
-                [*map(str, (checker_task_r, to_candidate_w, from_candidate_r, verdict_w))],
-                spec,
-                pass_fds=(checker_task_r, to_candidate_w, from_candidate_r, verdict_w),
-                script="checker.py",
+            self.checker = self.box.start(
+                list(map(str, fds)), _rlimits(limits, isolation), pass_fds=fds
             )
         except BaseException:
             for fd in ends:
@@ -255,82 +288,137 @@ class _Pair:
                 os.close(fd)
 
     def alive(self) -> bool:
-        """True when both sandboxes still wait for their task in this process and thread
-        (after a fork, or once the thread that started them has ended, they are not ours
-        to use: bwrap dies with the thread that started it), started less than
+        """True when the sandbox still waits for its task in this process and thread
+        (after a fork, or once the thread that started it has ended, it is not ours to
+        use: bwrap dies with the thread that started it), started less than
         ``_SPARE_MAX_AGE_S`` ago."""
         pid, thread = self.owner
         return (
             pid == os.getpid()
             and thread.is_alive()
             and time.monotonic() - self.started < _SPARE_MAX_AGE_S
-            and not _has_exited(self.candidate)
             and not _has_exited(self.checker)
         )
 
-    def grade(self, program: str, prelude: str, test: str, entry_point: str) -> Check:
-        assert self.candidate is not None and self.checker is not None
-        limits = self.limits
-        timeout_s = limits.timeout_s
-        start = time.monotonic()
+    def ready(self) -> bool:
+        """True once the checker has started (said ``ready`` on its verdict pipe, which
+        stays unread until the verdict)."""
+        try:
+            readable, _, _ = select.select([self.verdict_r], [], [], 0)
+        except (OSError, ValueError):
+            return False
+        return bool(readable)
+
+    def give(self, program: str, prelude: str, test: str, entry_point: str) -> None:
+        """Hand the candidate and the checker their tasks; the grade's time starts."""
+        assert self.checker is not None
+        self.given = time.monotonic()
         candidate_fd, checker_fd = self.task_fds
         self.task_fds = []
         _feed(candidate_fd, plaindata.encode([program, entry_point]).encode())
         _feed(checker_fd, plaindata.encode([prelude, test, entry_point]).encode())
+
+    def verdict(self) -> Check:
+        """Wait for the checker's verdict (at most the timeout after ``give``)."""
+        assert self.checker is not None
+        limits = self.limits
+        timeout_s = limits.timeout_s
+        start = self.given
         verdict, timed_out = _read_until_eof(self.verdict_r, start + timeout_s)
+        # the checker says "ready" once the candidate's process is forked, before it reads
+        # its task: without it (and before the timeout), the sandbox failed to start and
+        # the grade did not run
+        ready = verdict.startswith(_READY)
+        self.failed_to_start = not ready and not timed_out
+        verdict = verdict[len(_READY) :] if ready else b""
+        status, _, rest = verdict.decode("utf-8", errors="replace").partition("\n")
+        exit_code, _, why = rest.partition("\n")
+        if status not in ("pass", "fail"):
+            status = ""
         if not timed_out:
+            # the checker exits right after its verdict; when bwrap has exited too, every
+            # process of the sandbox has ended (its pid namespace is empty): nothing of
+            # this grade is alive once it returns
             timed_out = not _wait_for_exit(
                 self.checker, max(0.0, start + timeout_s - time.monotonic())
             )
-        status, _, why = verdict.decode("utf-8", errors="replace").partition("\n")
-        if status != "pass" and not timed_out:
-            # a failure: let the candidate's process end by itself (it stops at the end of
-            # the checker's calls), so its own exit status can explain the failure
-            _wait_for_exit(self.candidate, 0.2)
-        checked = self.checker_box.finish(self.checker, limits, timed_out=timed_out, start=start)
-        ran = self.candidate_box.finish(self.candidate, limits, timed_out=timed_out, start=start)
-        self.candidate = self.checker = None
+        checked = self.box.finish(self.checker, limits, timed_out=timed_out, start=start)
+        self.checker = None
+        ran = self._candidate(exit_code, checked, timed_out)
         passed = status == "pass" and checked.ok
+        stderr, _ = _read_capped(self.checker_err, limits.max_output_bytes)
         if timed_out:
             why = f"timed out after {timeout_s:g} s and was killed"
+        elif not ready:
+            # bwrap's own messages (nothing of the grade ran yet to write there)
+            why = f"the sandbox could not start: {checked.reason}: {checked.stderr[-300:]}"
         elif not status:
-            why = f"the test process ended without a verdict: {checked.reason}"
+            why = _reason(checked.returncode, False, timeout_s, stderr, limits.memory_mb)
+            why = f"the test process ended without a verdict: {why}"
         elif not passed and not ran.ok and ran.returncode != 0 and status == "fail":
             why = f"{why} ({ran.reason})"
-        return Check(passed, why, ran, checked.stderr, time.monotonic() - start)
+        return Check(passed, why, ran, stderr, time.monotonic() - start)
+
+    def _candidate(self, exit_code: str, checked: SandboxResult, timed_out: bool) -> SandboxResult:
+        """What the candidate's process did: its exit status as the checker saw it (else
+        that of the sandbox, which ended it) and its own output."""
+        limits = self.limits
+        try:
+            returncode = int(exit_code)
+        except ValueError:
+            # not ended when the checker gave its verdict, or the checker did not get that
+            # far: it ended with the sandbox
+            returncode = checked.returncode if checked.returncode < 0 else -signal.SIGKILL
+        stdout, out_cut = _read_capped(self.candidate_out, limits.max_output_bytes)
+        stderr, err_cut = _read_capped(self.candidate_err, limits.max_output_bytes)
+        return SandboxResult(
+            returncode=returncode,
+            stdout=stdout,
+            stderr=stderr,
+            timed_out=timed_out,
+            duration_s=checked.duration_s,
+            reason=_reason(returncode, timed_out, limits.timeout_s, stderr, limits.memory_mb),
+            truncated=out_cut or err_cut,
+            isolation=checked.isolation,
+        )
 
     def close(self) -> None:
-        """Kill both sandboxes (if still running) and release everything the pair holds."""
-        for box, proc in ((self.candidate_box, self.candidate), (self.checker_box, self.checker)):
-            if proc is not None:
-                box.kill(proc)
-        self.candidate = self.checker = None
+        """Kill the sandbox (if still running) and release everything it holds."""
+        if self.checker is not None:
+            self.box.kill(self.checker)
+        self.checker = None
         for fd in (*self.task_fds, self.verdict_r):
             if fd >= 0:
                 os.close(fd)
         self.task_fds, self.verdict_r = [], -1
-        self.candidate_box.__exit__(None, None, None)
-        self.checker_box.__exit__(None, None, None)
+        self.box.__exit__(None, None, None)
+        for file in (self.candidate_out, self.candidate_err, self.checker_out, self.checker_err):
+            file.close()
 
 
-_SPARES: dict[tuple, _Pair] = {}
+_SPARES: dict[tuple, list[_GradeBox]] = {}  # (thread, key) -> spares, the oldest first
 _SPARES_LOCK = threading.Lock()
 _ATEXIT: list[bool] = []
 
 
-def _take_spare(key: tuple) -> _Pair | None:
-    """This thread's spare pair for ``key`` if it is still waiting; spares of ended threads
-    are ended on the way."""
+def _take_spare(key: tuple) -> tuple[_GradeBox | None, int]:
+    """This thread's oldest spare for ``key`` that is still waiting, and how many spares
+    this thread should have started ahead for its next grades: two while grades come back
+    to back (the one taken was not ready yet: its start is what this grade waits for),
+    else one. Spares of ended threads are ended on the way."""
     with _SPARES_LOCK:
-        gone = [slot for slot, pair in _SPARES.items() if not pair.owner[1].is_alive()]
-        pairs = [_SPARES.pop(slot) for slot in gone]
-        found = _SPARES.pop((threading.get_ident(), key), None)
-    for pair in pairs:
-        pair.close()
-    if found is not None and not found.alive():
+        gone = [s for s, boxes in _SPARES.items() if not boxes or not boxes[0].owner[1].is_alive()]
+        ended = [box for slot in gone for box in _SPARES.pop(slot)]
+        waiting = _SPARES.get((threading.get_ident(), key), [])
+        found = waiting.pop(0) if waiting else None
+    for box in ended:
+        box.close()
+    if found is None:
+        return None, 1
+    if not found.alive():
         found.close()
-        return None
-    return found
+        return _take_spare(key)[0], 1
+    return found, 1 if found.ready() else 2
 
 
 def _forget_spares_in_child() -> None:
@@ -339,12 +427,13 @@ def _forget_spares_in_child() -> None:
     them, killing nothing."""
     global _SPARES_LOCK
     _SPARES_LOCK = threading.Lock()
-    for pair in _SPARES.values():
-        for fd in (*pair.task_fds, pair.verdict_r):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+    for boxes in _SPARES.values():
+        for box in boxes:
+            for fd in (*box.task_fds, box.verdict_r):
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
     _SPARES.clear()
 
 
@@ -352,24 +441,22 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_spares_in_child)
 
 
-def _keep_spare(key: tuple, start) -> None:
-    """Start the next spare pair for this thread and ``key`` (after a grade)."""
+def _keep_spares(key: tuple, start, wanted: int) -> None:
+    """Start spares for this thread and ``key`` until it has ``wanted`` (at most two, so a
+    thread that graded back to back keeps two until they are used or too old)."""
     slot = (threading.get_ident(), key)
     with _SPARES_LOCK:
-        if slot in _SPARES:
-            return
         if not _ATEXIT:
             atexit.register(end_spare_sandboxes)
             _ATEXIT.append(True)
-    try:
-        pair = start()
-    except SandboxError:
-        return  # the next grade starts its own and reports the error
-    with _SPARES_LOCK:
-        old = _SPARES.pop(slot, None)
-        _SPARES[slot] = pair
-    if old is not None:
-        old.close()
+        missing = wanted - len(_SPARES.setdefault(slot, []))
+    for _ in range(missing):
+        try:
+            box = start()
+        except SandboxError:
+            return  # the next grade starts its own and reports the error
+        with _SPARES_LOCK:
+            _SPARES.setdefault(slot, []).append(box)
 
 
 def _pipe(opened: list[int]) -> tuple[int, int]:
@@ -418,30 +505,95 @@ def _usable_isolation() -> Isolation:
     return isolation
 
 
+def _inside_files(executable: str, script: str) -> dict[str, bytes]:
+    """The files a sandbox running ``script`` needs (``checker.py`` imports the others, and
+    ``harness.py`` does not need the checker), as bytecode the interpreter ``executable``
+    loads without compiling them (it would pay ~6 ms of CPU per sandbox for that): sourceless
+    ``.pyc`` files, when that interpreter reads this one's bytecode. Else the sources."""
+    compiled = _same_bytecode(executable)
+    names = _INSIDE if script == "checker.py" else tuple(n for n in _INSIDE if n != "checker.py")
+    return {_inside_name(name, compiled): _inside_file(name, compiled) for name in names}
+
+
+def _inside_name(name: str, compiled: bool) -> str:
+    return name[: -len(".py")] + ".pyc" if compiled else name
+
+
+@functools.lru_cache(maxsize=16)
+def _inside_file(name: str, compiled: bool) -> bytes:
+    source = (_HERE / name).read_bytes()
+    if not compiled:
+        return source
+    code = compile(source, name, "exec", dont_inherit=True, optimize=0)
+    # a .pyc header (magic, flags, 8 unused bytes: nothing to check a sourceless file against)
+    return importlib.util.MAGIC_NUMBER + bytes(12) + marshal.dumps(code)
+
+
+@functools.lru_cache(maxsize=4)
+def _same_bytecode(executable: str) -> bool:
+    """True when ``executable`` loads this interpreter's bytecode (the same one, or the
+    system's interpreter of the same version: asked once)."""
+    if executable == os.path.realpath(sys.executable):
+        return True
+    try:
+        done = subprocess.run(
+            [
+                executable,
+                "-I",
+                "-S",
+                "-c",
+                "import sys; sys.stdout.buffer.write("
+                "sys.modules['_frozen_importlib_external'].MAGIC_NUMBER)",
+            ],
+            capture_output=True,
+            timeout=30,
+            env={},
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0 and done.stdout == importlib.util.MAGIC_NUMBER
+
+
 class _Box:
     """One sandboxed interpreter: the host folder with what it runs, its output files,
     how to start it and how to end it."""
 
-    def __init__(self, isolation: Isolation, files: dict[str, str], parent) -> None:
+    def __init__(
+        self,
+        isolation: Isolation,
+        files: dict[str, str],
+        parent,
+        script: str = "harness.py",
+    ) -> None:
         self.isolation = isolation
-        texts = {name: (_HERE / name).read_text(encoding="utf-8") for name in _INSIDE}
-        texts.update(files)
+        self.python: linux.Python | None = None
+        if isolation.kind == "bubblewrap":
+            self.python = linux.sandbox_python()
+            executable = self.python.executable
+        else:
+            executable = os.path.realpath(sys.executable)
+        inside = _inside_files(executable, script)
+        self.script = _inside_name(script, _inside_name(script, True) in inside)
+        data = {
+            **inside,
+            **{n: t.encode("utf-8", errors="surrogatepass") for n, t in files.items()},
+        }
         self.host: Path | None = None
         self.memfds: dict[str, int] = {}
         if isolation.kind == "bubblewrap":
             # handed to bwrap as in-memory files: nothing on disk, and nothing a root
             # caller's sandbox (running as nobody) would need permission to read
             self.inside = linux.WORK_DIR
-            for name, text in texts.items():
+            for name, content in data.items():
                 fd = os.memfd_create(f"wb-{name}", 0)
-                os.write(fd, text.encode("utf-8", errors="surrogatepass"))
+                os.write(fd, content)
                 os.lseek(fd, 0, os.SEEK_SET)
                 self.memfds[name] = fd
         else:
             self.host = Path(tempfile.mkdtemp(prefix="wb-sandbox-", dir=parent))
             self.inside = str(self.host)
-            for name, text in texts.items():
-                (self.host / name).write_text(text, encoding="utf-8", errors="surrogatepass")
+            for name, content in data.items():
+                (self.host / name).write_bytes(content)
             self.work = self.host / "work"  # the program's writable folder
             self.work.mkdir()
         self.out = tempfile.TemporaryFile(dir=parent)
@@ -468,30 +620,30 @@ class _Box:
         *,
         stdin: int | None = None,
         pass_fds: tuple[int, ...] = (),
-        script: str = "harness.py",
     ) -> subprocess.Popen:
-        """Start ``script`` with the limits ``spec`` (which it applies to itself first) and
-        ``args``. No Python runs in the child before exec (no ``preexec_fn``): the
+        """Start this box's script (``harness.py`` or ``checker.py``) with the limits
+        ``spec`` (which it applies to itself first) and ``args``. No Python runs in the child before exec (no ``preexec_fn``): the
         interpreter starts it with ``vfork``; on Linux ``prlimit`` caps the processes and a
         root caller's sandbox starts as nobody through ``setpriv`` (``linux.launch_prefix``)."""
         kind = self.isolation.kind
         if kind == "bubblewrap":
-            python = linux.sandbox_python()
+            python = self.python
+            assert python is not None
             try:
                 argv = linux.bwrap_argv(
-                    shutil.which("bwrap") or "bwrap",
+                    linux.which("bwrap") or "bwrap",
                     python,
                     files=self.memfds,
                     processes=rlimits.processes(spec),
                 )
             except linux.NoUtilLinux as error:
                 raise SandboxError(str(error)) from error
-            argv += [python.executable, "-I", "-S", self.path(script), spec, *args]
+            argv += [python.executable, "-I", "-S", self.path(self.script), spec, *args]
             pass_fds = (*pass_fds, *self.memfds.values())
             cwd = "/"
         else:
             host_python = os.path.realpath(sys.executable)
-            argv = [host_python, "-I", "-S", self.path(script), spec, *args]
+            argv = [host_python, "-I", "-S", self.path(self.script), spec, *args]
             if kind == "sandbox-exec":
                 profile = macos.sandbox_profile(
                     python_prefix=os.path.realpath(sys.base_prefix),
@@ -552,14 +704,26 @@ def _plain_env(work: str) -> dict[str, str]:
 
 
 def _feed(fd: int, data: bytes) -> None:
-    """Write the program's stdin from a thread (a pipe holds 64 KiB; the program may read
-    late or never) and close it."""
-    import threading
+    """Write ``data`` to a pipe and close it: at once what the pipe holds (a task usually
+    fits), the rest from a thread (the program may read late or never)."""
+    try:
+        os.set_blocking(fd, False)
+        written = os.write(fd, data) if data else 0
+    except BlockingIOError:
+        written = 0
+    except OSError:
+        os.close(fd)  # the program ended without reading it
+        return
+    if written == len(data):
+        os.close(fd)
+        return
+    os.set_blocking(fd, True)
+    rest = data[written:]
 
     def write() -> None:
         try:
             with os.fdopen(fd, "wb") as pipe:
-                pipe.write(data)
+                pipe.write(rest)
         except OSError:
             pass  # the program ended without reading all of it
 

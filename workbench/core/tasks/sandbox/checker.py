@@ -1,14 +1,35 @@
-"""The trusted side of a HumanEval-style grade, run in its own sandboxed process.
+"""The trusted side of a HumanEval-style grade, and the process the candidate's forks from.
 
-Started as ``python -I -S checker.py LIMITS TASK_FD TO_FD FROM_FD VERDICT_FD``, ahead of
-its grade: it sets the resource limits ``LIMITS`` on itself (``limits.py``), imports
-``typing`` (most prompts do), and waits for its task on ``TASK_FD``: plain data
-``[prelude, test, entry_point]`` up to the end of that pipe. It then runs the task's own code (the prompt's helpers, the test, ``check``) and hands ``check`` a stand-in
-for the candidate function that forwards each call to the candidate's process (see
-``harness.py``) as plain data and returns the plain value that comes back. Every
-comparison therefore happens here, on builtin values built here, and the verdict is
-written to ``VERDICT_FD``: a pipe only this process holds. The candidate runs elsewhere,
-never sees this process's memory, files or pipes, and cannot end it early.
+Started inside one sandbox per grade, ahead of its grade, as
+``python -I -S checker.py LIMITS TASK_FD CANDIDATE_TASK_FD VERDICT_FD OUT_FD ERR_FD
+CHECKER_OUT_FD CHECKER_ERR_FD`` (the last two become its own stdout and stderr).
+Before anything of the grade arrives it
+
+1. sets the resource limits ``LIMITS`` on itself (``limits.py``), inherited by all below;
+2. imports the candidate's side (``harness.py``): nothing more, not even ``typing``
+   (21 of HumanEval's 164 prompts import it, and each import costs both processes
+   about 8 ms of CPU, which a grade that does not need it would pay for nothing);
+3. makes itself non-dumpable (``prctl(PR_SET_DUMPABLE, 0)``): the kernel then refuses a
+   process without ``CAP_SYS_PTRACE`` (the sandbox has no capability) to trace it, read
+   or write its memory, or open its ``/proc/PID/fd``, ``mem``, ``environ``, even though
+   the candidate runs as the same user;
+4. forks the candidate's process (``harness.serve``). That child keeps only its task pipe
+   ``CANDIDATE_TASK_FD``, its ends of the two call pipes and its own output files
+   ``OUT_FD``/``ERR_FD`` as stdout and stderr, and makes itself dumpable again (its own
+   ``/proc/self`` stays readable to it). Nothing of the test is in memory yet.
+
+The checker then blocks every signal it can (so a candidate's ``kill`` can only end or
+stop it: no verdict, a failure), leaves the writable ``/tmp`` for ``/`` (so a traceback's
+source lines come from nowhere the candidate can write), and waits for its task on
+``TASK_FD``: plain data ``[prelude, test, entry_point]``. It runs the task's own code (the
+prompt's helpers, the test, ``check``) and hands ``check`` a stand-in for the candidate
+function that forwards each call to the candidate's process as plain data and returns the
+plain value that comes back. Every comparison happens here, on builtin values built here,
+and the verdict is written to ``VERDICT_FD``, which only this process holds (after
+``ready`` and a newline, written once the candidate's process is forked: a sandbox that
+did not get that far is replaced by the host, as no grade ran in it):
+``pass`` or ``fail``, a newline, the candidate's exit status (empty if it had not ended
+0.2 s after the last call), a newline, and why.
 
 It imports only the stdlib.
 """
@@ -21,9 +42,14 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import limits  # noqa: E402
 
 limits.apply(sys.argv[1])
+import harness  # noqa: E402
 import plaindata  # noqa: E402
 
 del sys.path[0]
+
+MAX_REPLY_BYTES = 16 * 2**20
+_PR_SET_DUMPABLE = 4
+_CANDIDATE_EXIT_WAIT_S = 0.2
 
 
 def _traceback():
@@ -32,9 +58,6 @@ def _traceback():
     import traceback
 
     return traceback
-
-
-MAX_REPLY_BYTES = 16 * 2**20
 
 
 class CandidateFailed(BaseException):
@@ -79,6 +102,14 @@ class _Channel:
             raise _exception_named(reply[1])(reply[2])
         raise self._failure("the candidate answered with something that is not a reply")
 
+    def close(self) -> None:
+        """No more calls: the candidate's process ends when it sees the end of its
+        requests."""
+        try:
+            self.requests.close()
+        except OSError:
+            pass
+
     def _failure(self, why: str) -> CandidateFailed:
         """The failure to raise; later calls fail with it too."""
         self.broken = why
@@ -102,13 +133,33 @@ def _read_task(fd: int) -> list:
     return task
 
 
-def _main() -> str:
-    """The verdict: ``pass`` or ``fail``, a newline, and why."""
-    task_fd, to_fd, from_fd = map(int, sys.argv[2:5])
-    import typing  # noqa: F401 - most HumanEval prompts import from it; load it while idle
+def _set_dumpable(value: int) -> None:
+    """``prctl(PR_SET_DUMPABLE, value)``; raises ``OSError`` if the kernel refuses. Through
+    ``_ctypes`` itself: the ``ctypes`` package would cost each grade 2 ms of start-up.
+    Linux only: macOS has no ``prctl`` (nor ``/proc``); there the sandbox-exec profile,
+    which denies by default, allows no process another's task port (``macos.py``, untested
+    here like all of macOS)."""
+    if not sys.platform.startswith("linux"):
+        return
+    import _ctypes
 
+    class Int(_ctypes._SimpleCData):
+        _type_ = "i"
+
+    class Function(_ctypes.CFuncPtr):
+        _flags_ = _ctypes.FUNCFLAG_CDECL | _ctypes.FUNCFLAG_USE_ERRNO
+        _restype_ = Int
+
+    # None: this program and its libraries (libc), as ctypes.CDLL(None) does
+    program = _ctypes.dlopen(None, os.RTLD_NOW)  # type: ignore[arg-type]
+    prctl = Function(_ctypes.dlsym(program, "prctl"))
+    if prctl(_PR_SET_DUMPABLE, value, 0, 0, 0) != 0:
+        raise OSError(_ctypes.get_errno(), "prctl(PR_SET_DUMPABLE) failed")
+
+
+def _run_test(task_fd: int, channel: _Channel) -> str:
+    """The verdict: ``pass`` or ``fail``, a newline, and why."""
     prelude, test, entry_point = _read_task(task_fd)
-    channel = _Channel(to_fd, from_fd)
 
     def candidate(*args: object) -> object:
         return channel.call(*args)
@@ -136,15 +187,65 @@ def _main() -> str:
     return "pass\nall tests passed"
 
 
-def _finish() -> None:
-    """Run the test, write the verdict, then end at once: the interpreter's teardown
-    would only make the grade wait."""
-    verdict = _main()
-    with os.fdopen(int(sys.argv[5]), "w") as pipe:
-        pipe.write(verdict)
+def _candidate_status(pid: int) -> str:
+    """The candidate's exit code (negative: the signal that ended it) once it has ended,
+    waiting at most ``_CANDIDATE_EXIT_WAIT_S``; empty if it has not."""
+    import time
+
+    deadline = time.monotonic() + _CANDIDATE_EXIT_WAIT_S
+    while True:
+        try:
+            done, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return ""
+        if done:
+            return str(os.waitstatus_to_exitcode(status))
+        if time.monotonic() >= deadline:
+            return ""
+        time.sleep(0.0005)
+
+
+def _start() -> None:
+    task_fd, candidate_task_fd, verdict_fd, out_fd, err_fd = map(int, sys.argv[2:7])
+    # its own output files, not bwrap's (the sandbox's pid 1 holds those, within the
+    # candidate's reach)
+    for own, standard in zip(map(int, sys.argv[7:9]), (1, 2), strict=True):
+        os.dup2(own, standard)
+        os.close(own)
+    import _signal  # not signal: its enums would cost each grade 4 ms of start-up
+
+    # before the fork, so that the checker is never traceable by the candidate nor ended
+    # by a signal it could catch; the candidate's process takes back its signals
+    _set_dumpable(0)
+    unblocked = _signal.pthread_sigmask(_signal.SIG_BLOCK, _signal.valid_signals())
+    to_candidate_r, to_candidate_w = os.pipe()
+    from_candidate_r, from_candidate_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        _signal.pthread_sigmask(_signal.SIG_SETMASK, unblocked)
+        for fd in (task_fd, verdict_fd, to_candidate_w, from_candidate_r):
+            os.close(fd)
+        os.dup2(out_fd, 1)
+        os.dup2(err_fd, 2)
+        os.close(out_fd)
+        os.close(err_fd)
+        harness.serve(candidate_task_fd, to_candidate_r, from_candidate_w, _set_dumpable)
+        os._exit(70)  # not reached: serve ends the process
+    for fd in (candidate_task_fd, out_fd, err_fd, to_candidate_r, from_candidate_w):
+        os.close(fd)
+    os.write(verdict_fd, b"ready\n")  # started: the grade can run here
+    os.chdir("/")
+    channel = _Channel(to_candidate_w, from_candidate_r)
+    verdict = _run_test(task_fd, channel)
+    channel.close()
+    status, _, why = verdict.partition("\n")
+    exit_code = _candidate_status(pid)
+    # the output first: the sandbox is ended as soon as the verdict is in
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(0)
+    with os.fdopen(verdict_fd, "w") as pipe:
+        pipe.write(f"{status}\n{exit_code}\n{why}")
+    os._exit(0)  # at once: the interpreter's teardown would only make the grade wait
 
 
-_finish()
+_start()

@@ -1,17 +1,17 @@
-"""The first code to run inside the sandbox: start the untrusted program.
+"""The candidate's side of the sandbox: start the untrusted program.
 
-Started as ``python -I -S harness.py LIMITS MODE ...`` with this folder read-only. Its
-first act is to set the resource limits ``LIMITS`` on itself (``limits.py``).
-
-* ``run PROGRAM``: run the program as ``__main__`` (a stdin/stdout task, ``run_program``).
-* ``serve TASK_FD IN_FD OUT_FD``: a sandbox started ahead of its grade. It imports what
-  candidates usually need (``typing``), then waits for its task on ``TASK_FD``: plain data
-  ``[program, entry]`` up to the end of that pipe. It runs the program as a module named
-  ``candidate`` (like the official HumanEval harness, a ``__main__`` block does not run),
-  then answers calls of its function ``entry``: each request on ``IN_FD`` is one line of plain data
-  (``plaindata``) holding the argument list, each reply on ``OUT_FD`` one line holding
-  ``["ok", value]`` or ``["raise", exception name, message]``. The checker, in another
-  process, decides the grade; nothing this process writes can do more than answer a call.
+* ``python -I -S harness.py LIMITS run PROGRAM``: run the program as ``__main__`` (a
+  stdin/stdout task, ``run_program``). Its first act is to set the resource limits
+  ``LIMITS`` on itself (``limits.py``).
+* ``serve(...)``: the candidate's process of a HumanEval-style grade, forked by the
+  checker (``checker.py``, which set the limits) before the grade arrives. It reads its
+  task from a pipe: plain data ``[program, entry]`` up to the end of that pipe. It runs
+  the program as a module named ``candidate`` (like the official HumanEval harness, a
+  ``__main__`` block does not run), then answers calls of its function ``entry``: each
+  request on ``IN_FD`` is one line of plain data (``plaindata``) holding the argument
+  list, each reply on ``OUT_FD`` one line holding ``["ok", value]`` or
+  ``["raise", exception name, message]``. The checker decides the grade; nothing this
+  process writes can do more than answer a call.
 
 This process is as untrusted as the program it runs: it holds no secret and decides
 nothing. It imports only the stdlib.
@@ -23,7 +23,8 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import limits  # noqa: E402
 
-limits.apply(sys.argv[1])
+if __name__ == "__main__":
+    limits.apply(sys.argv[1])
 import plaindata  # noqa: E402
 
 del sys.path[0]
@@ -92,19 +93,51 @@ def _read_task(fd: int) -> tuple[str, str]:
     return task[0], task[1]
 
 
+def _exit_code(exit: SystemExit) -> int:
+    """The exit status the interpreter would give ``exit`` (its message goes to stderr)."""
+    code = exit.code
+    if code is None:
+        return 0
+    if type(code) is int:
+        return code & 0xFF
+    try:
+        sys.stderr.write(f"{code}\n")
+    except BaseException:  # noqa: BLE001 - the program may have replaced stderr
+        pass
+    return 1
+
+
+def serve(task_fd: int, in_fd: int, out_fd: int, set_dumpable) -> None:
+    """The candidate's process (forked by the checker): wait for the task, run the
+    program, answer the checker's calls; never returns (the process ends here)."""
+    code = 1
+    try:
+        set_dumpable(1)  # its own /proc/self stays readable to it, as in a fresh process
+        program, entry = _read_task(task_fd)
+        _serve(_load(program, "candidate"), entry, in_fd, out_fd)
+    except SystemExit as exit:
+        code = _exit_code(exit)
+    except BaseException:  # noqa: BLE001 - anything else ends it as the interpreter would
+        try:
+            _traceback().print_exc()
+        except BaseException:  # noqa: BLE001
+            pass
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:  # noqa: BLE001 - the program may have replaced or closed it
+            pass
+    os._exit(code)
+
+
 def _main() -> None:
     mode = sys.argv[2]
     if mode == "run":
         with open(sys.argv[3], "rb") as f:
             _load(f.read(), "__main__")
-    elif mode == "serve":
-        task_fd, in_fd, out_fd = map(int, sys.argv[3:6])
-        import typing  # noqa: F401 - most HumanEval prompts import from it; load it while idle
-
-        program, entry = _read_task(task_fd)
-        _serve(_load(program, "candidate"), entry, in_fd, out_fd)
     else:
         sys.exit(f"harness: unknown mode {mode!r}")
 
 
-_main()
+if __name__ == "__main__":
+    _main()

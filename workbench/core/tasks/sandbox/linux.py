@@ -22,6 +22,7 @@ inside sets every limit on itself as well, before it runs anything untrusted
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import stat
@@ -63,14 +64,20 @@ class Python:
 def sandbox_python() -> Python:
     """This process's own interpreter (its base installation: never a virtualenv's
     site-packages), or, when we run as root and ``nobody`` cannot reach it (pyenv under
-    ``/root``), the system's interpreter of the same version."""
-    executable = os.path.realpath(sys.executable)
+    ``/root``), the system's interpreter of the same version. Looked up once per user and
+    interpreter (every sandbox start asks)."""
+    return _sandbox_python(os.geteuid(), sys.executable)
+
+
+@functools.lru_cache(maxsize=4)
+def _sandbox_python(euid: int, this_executable: str) -> Python:
+    executable = os.path.realpath(this_executable)
     prefix = os.path.realpath(sys.base_prefix)
     if getattr(sys, "frozen", False):
         # a packaged app: its own binary is the interpreter (packaging/launcher.py), and
         # its folder holds the bundled stdlib
         prefix = os.path.dirname(executable)
-    if os.geteuid() != 0 or _others_can_run(executable, prefix):
+    if euid != 0 or _others_can_run(executable, prefix):
         return Python(executable, _outside_usr(prefix))
     version = f"python{sys.version_info.major}.{sys.version_info.minor}"
     for folder in ("/usr/bin", "/usr/local/bin", "/opt/bin"):
@@ -108,8 +115,19 @@ class NoUtilLinux(RuntimeError):
     """``prlimit`` or (as root) ``setpriv``, both of util-linux, is not installed."""
 
 
+def which(name: str, path: str | None = None) -> str | None:
+    """``shutil.which``, remembered per ``PATH`` (every sandbox start looks up bwrap and
+    util-linux; a changed ``PATH`` looks again)."""
+    return _which(name, path if path is not None else os.environ.get("PATH"))
+
+
+@functools.lru_cache(maxsize=32)
+def _which(name: str, path: str | None) -> str | None:
+    return shutil.which(name, path=path)
+
+
 def _util_linux(name: str) -> str:
-    found = shutil.which(name) or shutil.which(name, path="/usr/bin:/bin:/usr/sbin:/sbin")
+    found = which(name) or which(name, path="/usr/bin:/bin:/usr/sbin:/sbin")
     if found is None:
         raise NoUtilLinux(
             f"the sandbox starts through {name}, which is not installed: install util-linux "
