@@ -1,11 +1,13 @@
 """Coordinator throughput (issue 16): one multi-turn sandbox generation, old vs new code.
 
     python tests/benchmarks/bench_coordinator.py [--device cpu|cuda|auto] [--baseline a6b8df6]
-        [--popsize 16] [--rollouts 8] [--turns 5] [--bf16] [--latency 0.2]
+        [--popsize 16] [--rollouts 8] [--turns 5] [--bf16] [--latency 0.2] [--repeat 1]
 
 Each generation runs in a child process (same interpreter, same threads) against either
 this tree or a checkout of the baseline commit (``git archive`` into a temporary folder),
-so both are measured side by side in one run. Printed:
+so both are measured side by side in one run; ``--repeat N`` alternates them N times
+(new, old, new, old, ...) and prints each pair's ratio, for a machine whose load changes
+(each child's load average before and after is printed). Printed:
 
 - generation wall time (sep-CMA-ES, sandbox pool, K turns, lambda x m episodes, offline
   backbone), coordinator (backbone) time, new tokens, forwards, and the ratio old / new;
@@ -255,6 +257,7 @@ def run_child(args, mode: str, tree: Path, *extra: str) -> dict:
     command += ["--rollouts", str(args.rollouts), "--turns", str(args.turns)]
     command += ["--latency", str(args.latency), "--fidelity", str(args.fidelity)]
     env = {**os.environ, "PYTHONPATH": str(tree)}
+    load = os.getloadavg()[0]
     started = time.perf_counter()
     done = subprocess.run(command, env=env, cwd=tree, capture_output=True, text=True)
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
@@ -262,6 +265,7 @@ def run_child(args, mode: str, tree: Path, *extra: str) -> dict:
         sys.exit(f"{mode} on {tree} failed ({done.returncode}):\n{done.stderr[-4000:]}")
     result = json.loads(lines[-1][len("RESULT ") :])
     result["process_s"] = time.perf_counter() - started
+    result["load"] = [round(load, 2), round(os.getloadavg()[0], 2)]
     print(f"{mode} on {tree}: {json.dumps(result)}", flush=True)  # kept if a later step dies
     return result
 
@@ -296,6 +300,7 @@ def main() -> None:
     parser.add_argument("--bf16", action="store_true", help="also check bf16 (CPU opt-in)")
     parser.add_argument("--latency", type=float, default=0.0, help="worker latency section, s")
     parser.add_argument("--fidelity", type=int, default=96, help="decision transcripts checked")
+    parser.add_argument("--repeat", type=int, default=1, help="new / old pairs, alternated")
     parser.add_argument("--child", default="", help=argparse.SUPPRESS)
     parser.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--precision", default="", help=argparse.SUPPRESS)
@@ -317,10 +322,17 @@ def main() -> None:
         rows.append(
             ("new, bf16 (opt-in)", run_child(args, "generation", ROOT, "--precision", "bf16"))
         )
+    pairs = []
     if args.baseline:
         with tempfile.TemporaryDirectory() as folder:
             old_tree = baseline_tree(args.baseline, Path(folder))
-            rows.append((f"old ({args.baseline})", run_child(args, "generation", old_tree)))
+            for i in range(args.repeat):
+                again = new if i == 0 else run_child(args, "generation", ROOT)
+                old = run_child(args, "generation", old_tree)
+                pairs.append((again, old))
+                if i:
+                    rows.append((f"new, pair {i + 1}", again))
+                rows.append((f"old ({args.baseline})" + (f", pair {i + 1}" if i else ""), old))
     limit = new["limit_tokens_per_s"]
     print(f"\nfresh transcripts, largest batches (the limit): {limit:.0f} tokens/s")
     print(
@@ -335,9 +347,12 @@ def main() -> None:
             f"{name:20s}  {r['wall_s']:6.1f}  {r['coordinator_s']:13.1f}  {r['tokens']:10d}  "
             f"{r['transcripts']:11d}  {batches:>8s}  {mean:>10s}  {rate:8.0f}  {rate / limit:10.2f}"
         )
-    old = dict(rows).get(f"old ({args.baseline})")
-    if old:
-        print(f"\ngeneration wall time, old / new: {old['wall_s'] / new['wall_s']:.2f}x")
+    for i, (n, o) in enumerate(pairs):
+        print(
+            f"\npair {i + 1}: generation wall time, old / new: {o['wall_s'] / n['wall_s']:.2f}x "
+            f"(coordinator {o['coordinator_s'] / n['coordinator_s']:.2f}x; load average "
+            f"{n['load'][0]:.1f}-{n['load'][1]:.1f} new, {o['load'][0]:.1f}-{o['load'][1]:.1f} old)"
+        )
     print("\nfidelity vs fp32 one by one (no cache), decision transcripts of the generation:")
     for name, f in new["fidelity"].items():
         speed = f" ({f['tokens_per_s']:.0f} tokens/s)" if "tokens_per_s" in f else ""

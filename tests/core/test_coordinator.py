@@ -15,7 +15,13 @@ from workbench.core.coordinator import (
     act,
     apply_heads,
 )
-from workbench.core.coordinator.backbone import MAX_PAD_WASTE, PREFIX_FACTOR, _batches, _Row
+from workbench.core.coordinator.backbone import (
+    CPU_FORWARD_COST,
+    PREFIX_COST,
+    PREFIX_FACTOR,
+    _batches,
+    _Row,
+)
 
 TEXT = "Query:\nwhat is 12 + 30?\n\nThinker/sandbox:mathlete: add the tens, then the units."
 
@@ -255,9 +261,9 @@ def decisions(features, n_workers=4, heads=8):
 
 @pytest.mark.parametrize("input", ["chat", "raw"])
 def test_batched_continuations_match_one_by_one_features(input, monkeypatch):
-    # padding of any amount allowed here, so that each turn is one forward (mixed rows);
-    # how rows are grouped to pad little is test_batches_group_rows_of_like_length...
-    monkeypatch.setattr("workbench.core.coordinator.backbone.MAX_PAD_WASTE", 1.0)
+    # a forward costs more than any padding here, so that each turn is one forward (mixed
+    # rows); how rows are grouped to pad little is test_batches_group_rows_of_like_length...
+    monkeypatch.setattr("workbench.core.coordinator.backbone.CPU_FORWARD_COST", 1e9)
     model, tokenizer = build_tiny_lm(seed=7)
     steps = episode_transcripts(seed=1)
     # a fresh transcript in the same forward as continuations of the third turn
@@ -284,15 +290,13 @@ def test_batch_token_budget_splits_forwards_without_changing_features():
             [(40, 0), (90, 0), (120, 60), (130, 100), (400, 0), (30, 20), (70, 0)]
         )
     ]
-    batches = _batches(rows, 300)
+    batches = _batches(rows, 300, CPU_FORWARD_COST)
     assert sorted(r.index for b in batches for r in b) == list(range(len(rows)))
     for b in batches:  # a row longer than the budget goes alone
         width = max(len(r.ids) - r.reuse for r in b)
         assert len(b) * width <= 300 or len(b) == 1
         prefix = max(r.reuse for r in b)
         assert len(b) * (prefix + width) <= PREFIX_FACTOR * 300 or len(b) == 1
-        padding = len(b) * width - sum(len(r.ids) - r.reuse for r in b)
-        assert padding <= MAX_PAD_WASTE * len(b) * width
 
 
 def test_batches_group_rows_of_like_length_and_stay_large():
@@ -300,9 +304,56 @@ def test_batches_group_rows_of_like_length_and_stay_large():
     two new lengths make two forwards, not 64, and never one padded to the longer."""
     lengths = [20] * 32 + [200] * 32
     rows = [_Row(i, list(range(n + 50)), 50, None) for i, n in enumerate(lengths)]
-    batches = _batches(rows, 8192)
+    batches = _batches(rows, 8192, CPU_FORWARD_COST)
     assert [sorted({len(r.ids) - r.reuse for r in b}) for b in batches] == [[20], [200]]
     assert [len(b) for b in batches] == [32, 32]
+
+
+def _cost(batches, forward_cost):
+    return sum(
+        forward_cost
+        + len(b) * max(len(r.ids) - r.reuse for r in b)
+        + PREFIX_COST * len(b) * max(r.reuse for r in b)
+        for b in batches
+    )
+
+
+def test_batches_are_the_cheapest_grouping_of_the_sorted_rows():
+    """A few short rows join longer ones when their padding costs less than a forward of
+    their own (a later turn's rows: 12 to 20 new tokens over their prefixes make one
+    forward, not three); and on random rows the grouping costs no more than the best of
+    every way to cut the sorted rows (checked by brute force)."""
+    rows = [
+        _Row(i, list(range(reuse + n)), reuse, None)
+        for i, (n, reuse) in enumerate([(12, 150)] * 3 + [(14, 180)] * 3 + [(20, 120)] * 2)
+    ]
+    assert [len(b) for b in _batches(rows, 8192, CPU_FORWARD_COST)] == [8]
+    rng = np.random.default_rng(0)
+    for trial in range(30):
+        n = int(rng.integers(1, 9))
+        rows = [
+            _Row(i, list(range(int(rng.integers(2, 120)) + reuse)), reuse, None)
+            for i, reuse in enumerate(int(x) for x in rng.integers(0, 200, n))
+        ]
+        forward_cost = float(rng.choice([1, 16, 64, 1000]))
+        got = _batches(rows, 400, forward_cost)
+        assert sorted(r.index for b in got for r in b) == list(range(n))
+        ordered = sorted(rows, key=lambda r: (len(r.ids) - r.reuse, r.reuse))
+        best = float("inf")
+        for mask in range(2 ** (n - 1)):  # every way to cut the sorted rows
+            cuts = [0] + [i + 1 for i in range(n - 1) if mask >> i & 1] + [n]
+            groups = [ordered[a:b] for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+            if all(
+                len(g) == 1
+                or (
+                    len(g) * max(len(r.ids) - r.reuse for r in g) <= 400
+                    and len(g) * (max(r.reuse for r in g) + max(len(r.ids) - r.reuse for r in g))
+                    <= PREFIX_FACTOR * 400
+                )
+                for g in groups
+            ):
+                best = min(best, _cost(groups, forward_cost))
+        assert _cost(got, forward_cost) <= best + 1e-9, trial
 
 
 def test_prefix_cache_keeps_its_byte_budget_and_drops_extended_entries():
