@@ -288,11 +288,12 @@ def crn_rollouts(sim: Sandbox, heads: list, seen, task_ids, turns: int, rng, key
             r = min(int(np.searchsorted(np.cumsum(pr), u_act[j, d, 1])), 2)
             thinkers, correct = _state(hist, sim.pool)
             branches = sim.step(t, hist, w, r, thinkers, correct)
-            u, acc = outcome_u(j, hist, w, r), 0.0
-            for p, outcome, ended, rew in branches:  # the branch whose share holds u
-                acc += p
-                if u < acc:
-                    break
+            # the branch whose share of [0, 1) holds the uniform
+            cut = np.cumsum([b[0] for b in branches])
+            pick = min(
+                int(np.searchsorted(cut, outcome_u(j, hist, w, r), side="right")), len(cut) - 1
+            )
+            _, outcome, ended, rew = branches[pick]
             hist = (*hist, (w, r, outcome))
             if ended:
                 reward[h, j] = rew
