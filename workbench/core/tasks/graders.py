@@ -428,7 +428,7 @@ def _describe_tests(tests: dict[str, Any]) -> str:
     return f"unknown test style {style!r}"
 
 
-def _prelude(task: Task) -> str:
+def prompt_code(task: Task) -> str:
     """The code a HumanEval-style prompt gives (imports, helpers, the head of the function):
     the prompt itself if it is Python, else its last fenced block that is. Run before the
     answer, so an answer that leaves out the prompt's imports or helpers still works."""
@@ -446,7 +446,7 @@ def humaneval_program(task: Task, program: str) -> str:
     """The candidate's side of a HumanEval-style test: the prompt's code and the answer
     (appended directly when it is an indented completion of the prompt's function). The
     test itself runs in another process (``check_function``), never next to this."""
-    prelude = _prelude(task)
+    prelude = prompt_code(task)
     first = next((line for line in program.splitlines() if line.strip()), "")
     completion = first[:1] in (" ", "\t")
     return prelude + program if completion else f"{prelude}\n\n{program}"
@@ -483,7 +483,7 @@ def grade_code(task: Task, answer: str, *, timeout_s: float = 10.0) -> Grade:
         entry = tests.get("entry_point", "")
         check = check_function(
             humaneval_program(task, program),
-            prelude=_prelude(task),
+            prelude=prompt_code(task),
             test=tests.get("test", ""),
             entry_point=entry,
             timeout_s=timeout_s,

@@ -7,7 +7,13 @@ planner and a checker: delegation across roles and turns pays; see ``TEAM_PROFIL
 Each simulated worker declares, per task category, its solve skill, its catch rate as a
 Verifier and its guidance gain as a Thinker, plus a false-reject rate. Outcomes are drawn
 from those probabilities with a generator seeded by (seed, worker, task id, transcript),
-so episodes are reproducible, and the text is synthetic (marked as a simulation). The
+so episodes are reproducible. The text is synthetic and a function of (task, worker,
+role, outcome) only: candidates that make the same choices with the same outcomes read
+the same transcript, so the backbone forwards it once (its feature and prefix caches are
+keyed by the text). The coordinator reads every reply whole, so the sandbox's are as
+short as that reading allows: a bare answer (``\\boxed{}`` for math, the letter for a
+choice, the function's body for code), ``ACCEPT`` / ``REVISE``, ``Plan (category).``;
+the turn's header names the simulated worker. The team's keep their labelled words. The
 coordinator's backbone still reads the real task text. Role effects:
 
 - Worker: correct with probability ``1 - (1 - skill) * prod(1 - gain_t)`` over the Thinker
@@ -213,7 +219,11 @@ def _is_correct(task, answer: str) -> bool:
     return grade_cached(task, answer).reward >= 1.0
 
 
-def _wrong_answer(task, rng: random.Random) -> str:
+def _wrong_answer(task, worker_id: str) -> str:
+    """A wrong answer of ``worker_id`` to ``task``: always the same one (a function of the
+    task and the worker, not of the episode), so that a transcript is a function of the
+    choices and outcomes that made it."""
+    rng = random.Random(f"{task.id}|{worker_id}")
     if task.kind == "choice" and task.choices:
         letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[: len(task.choices)]
         return rng.choice([c for c in letters if c != (task.answer or "").upper()] or ["A"])
@@ -231,9 +241,20 @@ def _right_answer(task) -> str | None:
     return task.answer
 
 
-def _render_answer(task, answer: str) -> str:
+def _answer_text(task, right: bool, worker_id: str, short: bool) -> str:
+    """A right or wrong answer, in the same words either way (only a Verifier or a grader
+    can tell them apart). ``short`` (the sandbox): the bare answer, which the graders read
+    as they read a worded one; otherwise (the team) worded: ``\\boxed{}``, ``Answer:``, a
+    fenced program."""
     if task.kind == "code":
-        return f"```python\n{answer}\n```"
+        completion = _completion(task, right) if short else None
+        if completion is not None:
+            return completion
+        program = task.solution if right else _broken_program(task)
+        return program if short else f"```python\n{program}\n```"
+    answer = task.answer if right else _wrong_answer(task, worker_id)
+    if short:
+        return answer if task.kind != "math" else f"\\boxed{{{answer}}}"
     if task.kind == "math":
         return f"The answer is \\boxed{{{answer}}}."
     return f"Answer: {answer}"
@@ -252,41 +273,40 @@ class TurnContext:
 
 def simulate_turn(profile: SandboxProfile, ctx: TurnContext, rng: random.Random) -> str:
     """The synthetic reply of ``profile`` in ``ctx``: a right or wrong answer (Worker), a
-    verdict (Verifier) or guidance (Thinker), drawn with ``rng``. A pure function: the same
-    profile, context and generator state give the same text."""
+    verdict (Verifier) or guidance (Thinker). The outcome (right or wrong, ACCEPT or
+    REVISE) is drawn with ``rng``, one ``rng.random()`` per turn; the text is a function of
+    (task, worker, role, outcome) only, so candidates that make the same choices with the
+    same outcomes read the same transcript, and the backbone forwards it once."""
     task = ctx.task
-    team = profile.prefix != "sandbox"
-    # the team's texts are as short as the labels allow (the coordinator reads them all);
-    # the sandbox's keep their original words, so its episodes replay unchanged
-    name = f"[simulated {profile.id}]" if team else f"[sandbox:{profile.name}]"
+    if profile.prefix == "sandbox":
+        # the coordinator reads every reply whole: the sandbox's say what a reply is and
+        # nothing more (the turn's header already names the simulated worker)
+        if ctx.role == "worker":
+            p = solve_probability(profile, task.category, task.kind, ctx.thinkers)
+            right = _right_answer(task) is not None and rng.random() < p
+            return _answer_text(task, right, profile.id, short=True)
+        if ctx.role == "verifier":
+            return _verdict(profile, ctx, rng)
+        return f"Plan ({task.group})."
+    # the team's keep their labels and words, so its measured example replays as measured
+    name = f"[simulated {profile.id}]"
     if ctx.role == "worker":
         p = solve_probability(profile, task.category, task.kind, ctx.thinkers)
-        right = _right_answer(task)
-        if right is not None and rng.random() < p:
-            answer = _render_answer(task, right)
-        else:  # the same words as a right answer: only a Verifier (or a grader) can tell
-            answer = (
-                _broken_program(task)
-                if task.kind == "code"
-                else _render_answer(task, _wrong_answer(task, rng))
-            )
-        return f"{name}\n{answer}" if team else f"{name} Answer.\n{answer}"
+        right = _right_answer(task) is not None and rng.random() < p
+        return f"{name}\n{_answer_text(task, right, profile.id, short=False)}"
     if ctx.role == "verifier":
-        if ctx.answer is None:
-            verdict, why = "REVISE", "there is no answer to check yet"
-        else:
-            correct = _is_correct(task, ctx.answer)
-            revise = rng.random() < revise_probability(profile, task.category, task.kind, correct)
-            verdict, why = (
-                ("REVISE", "a step looks wrong") if revise else ("ACCEPT", "the answer holds up")
-            )
-        return f"{verdict}\n{name}" if team else f"{verdict}\n{name} {why}."
-    if team:
-        return f"{name} plan"
-    return (
-        f"{name} Plan: identify the {task.group} problem type, solve the "
-        "smallest case first, then check the result against the question."
-    )
+        return f"{_verdict(profile, ctx, rng)}\n{name}"
+    return f"{name} plan"
+
+
+def _verdict(profile: SandboxProfile, ctx: TurnContext, rng: random.Random) -> str:
+    """ACCEPT or REVISE on the latest answer (REVISE when there is none yet)."""
+    if ctx.answer is None:
+        return "REVISE"
+    task = ctx.task
+    correct = _is_correct(task, ctx.answer)
+    revise = rng.random() < revise_probability(profile, task.category, task.kind, correct)
+    return "REVISE" if revise else "ACCEPT"
 
 
 @register_provider("sandbox")
@@ -328,9 +348,29 @@ class SimulatedWorker(Worker):
         )
 
 
+def _completion(task, right: bool) -> str | None:
+    """A code answer as a completion of the prompt's function (its body, which the grader
+    appends to the prompt's code, as HumanEval's completions are): the solution's body, or
+    ``return None`` in its indentation; None when the solution does not continue the
+    prompt's code."""
+    from workbench.core.tasks.graders import prompt_code
+
+    head, solution = prompt_code(task), task.solution or ""
+    if not head or not solution.startswith(head):
+        return None
+    body = solution[len(head) :].rstrip()
+    first = next((line for line in body.splitlines() if line.strip()), "")
+    indent = first[: len(first) - len(first.lstrip())]
+    if not indent:  # not a completion: the grader would read it as a whole program
+        return None
+    if right:
+        return body
+    return f"{body[: len(body) - len(body.lstrip(chr(10)))]}{indent}return None"
+
+
 def _broken_program(task) -> str:
     entry = (task.tests or {}).get("entry_point", "solve")
-    return f"```python\ndef {entry}(*args, **kwargs):\n    return None\n```"
+    return f"def {entry}(*args, **kwargs):\n    return None"
 
 
 def _resolve(worker_id: str) -> list[Worker]:
