@@ -220,6 +220,91 @@ def rollouts(sim: Sandbox, heads: list, seen, task_ids, turns: int, rng) -> list
     return out
 
 
+def expected_fitness(sim: Sandbox, heads: list, seen, task_ids, turns: int) -> np.ndarray:
+    """Exact expected reward of each SAMPLING head (``heads[h] @ seen(feature)``) on each
+    task of ``task_ids``: every (worker, role) choice weighted by the head's softmaxes and
+    every outcome branch by its probability. Shape (heads, tasks). The noise-free fitness:
+    what a candidate's fitness estimates with infinitely many rollouts on these tasks."""
+    L, H = len(sim.pool), len(heads)
+    W = np.stack(heads)  # (H, L + 3, d)
+    value = np.zeros((H, len(task_ids)))
+    frontier = [(j, t, (), np.ones(H)) for j, t in enumerate(task_ids)]
+    for _ in range(turns):
+        if not frontier:
+            break
+        rows = seen(sim.feature_rows([sim.transcript(t, h) for _, t, h, _ in frontier]))
+        logits = np.einsum("hkd,nd->nhk", W, rows)  # (N, H, L + 3)
+        nxt = []
+        for (j, t, hist, mass), lg in zip(frontier, logits, strict=True):
+            pw = np.exp(lg[:, :L] - lg[:, :L].max(1, keepdims=True))
+            pw /= pw.sum(1, keepdims=True)
+            pr = np.exp(lg[:, L:] - lg[:, L:].max(1, keepdims=True))
+            pr /= pr.sum(1, keepdims=True)
+            thinkers, correct = _state(hist, sim.pool)
+            for w in range(L):
+                for r in range(3):
+                    q = mass * pw[:, w] * pr[:, r]
+                    for p, outcome, ended, reward in sim.step(t, hist, w, r, thinkers, correct):
+                        if p == 0:
+                            continue
+                        if ended:
+                            value[:, j] += q * p * reward
+                        else:
+                            nxt.append((j, t, (*hist, (w, r, outcome)), q * p))
+        frontier = nxt
+    for j, _t, hist, mass in frontier:
+        value[:, j] += mass * float(bool(_state(hist, sim.pool)[1]))
+    return value
+
+
+def crn_rollouts(sim: Sandbox, heads: list, seen, task_ids, turns: int, rng, key: str):
+    """``rollouts`` with common random numbers: every head draws its (worker, role) by
+    inverse CDF from the same uniforms per (task, turn), and an outcome from the same
+    uniform per (task, turn, worker, role) (``key`` "turn") or per (task, history, worker,
+    role) (``key`` "path": only identical transcripts share it, as a real pool's reply
+    cache would). Each episode's distribution is unchanged; candidates differ by policy,
+    not by luck. Returns the rewards, shape (heads, tasks)."""
+    L, H = len(sim.pool), len(heads)
+    u_act = rng.random((len(task_ids), turns, 2))
+    u_out: dict = {}
+
+    def outcome_u(j, hist, w, r):
+        k = (j, len(hist), w, r) if key == "turn" else (j, hist, w, r)
+        if k not in u_out:
+            u_out[k] = rng.random()
+        return u_out[k]
+
+    reward = np.zeros((H, len(task_ids)))
+    live = [(h, j, t, ()) for h in range(H) for j, t in enumerate(task_ids)]
+    for d in range(turns):
+        if not live:
+            break
+        rows = seen(sim.feature_rows([sim.transcript(t, hist) for _, _, t, hist in live]))
+        nxt = []
+        for (h, j, t, hist), f in zip(live, rows, strict=True):
+            logits = heads[h] @ f
+            pw, pr = softmax(logits[:L]), softmax(logits[L:])
+            w = min(int(np.searchsorted(np.cumsum(pw), u_act[j, d, 0])), L - 1)
+            r = min(int(np.searchsorted(np.cumsum(pr), u_act[j, d, 1])), 2)
+            thinkers, correct = _state(hist, sim.pool)
+            branches = sim.step(t, hist, w, r, thinkers, correct)
+            # the branch whose share of [0, 1) holds the uniform
+            cut = np.cumsum([b[0] for b in branches])
+            pick = min(
+                int(np.searchsorted(cut, outcome_u(j, hist, w, r), side="right")), len(cut) - 1
+            )
+            _, outcome, ended, rew = branches[pick]
+            hist = (*hist, (w, r, outcome))
+            if ended:
+                reward[h, j] = rew
+            else:
+                nxt.append((h, j, t, hist))
+        live = nxt
+    for h, j, _t, hist in live:
+        reward[h, j] = float(bool(_state(hist, sim.pool)[1]))
+    return reward
+
+
 def expected_test_reward(sim: Sandbox, weights: np.ndarray | None, task_ids, turns: int):
     """Exact expected reward per task of the argmax policy (``weights`` on the raw
     feature) or, with None, of uniform random (worker, role) choices."""
@@ -304,8 +389,17 @@ def train(sim: Sandbox, args, seed: int, train_ids, test_ids, log) -> dict:
         proposals = opt.ask()
         batch = rng.choice(train_ids, opt.rollouts)
         heads = [p.vector.reshape(head.shape) for p in proposals]
-        episodes = rollouts(sim, heads, basis.features, batch, args.turns, rng)
-        fitness = [float(np.mean([e.reward for e in eps])) for eps in episodes]
+        if args.fitness == "exact":
+            episodes = None  # the ES optimizers do not read episodes
+            fitness = list(expected_fitness(sim, heads, basis.features, batch, args.turns).mean(1))
+        elif args.fitness in ("crn-turn", "crn-path"):
+            episodes = None
+            key = args.fitness.split("-")[1]
+            rewards = crn_rollouts(sim, heads, basis.features, batch, args.turns, rng, key)
+            fitness = list(rewards.mean(1))
+        else:
+            episodes = rollouts(sim, heads, basis.features, batch, args.turns, rng)
+            fitness = [float(np.mean([e.reward for e in eps])) for eps in episodes]
         opt.tell(proposals, fitness, episodes)
         curve.append(float(np.mean(fitness)))
         if args.save_every and (g + 1) % args.save_every == 0:
@@ -346,7 +440,22 @@ def main() -> None:
     parser.add_argument("--optimizer", default="sep-cma-es")
     parser.add_argument("--basis", default="balanced")
     parser.add_argument("--seeds", type=int, default=1)
+    parser.add_argument(
+        "--fitness",
+        default="sampled",
+        help="sampled (the trainer's: independent draws per candidate) | crn-path | crn-turn "
+        "(common random numbers, see crn_rollouts) | exact (expected reward of each sampling "
+        "candidate on the minibatch: no outcome or action noise; K <= 3)",
+    )
     parser.add_argument("--test", type=int, default=200)
+    parser.add_argument(
+        "--train-tasks", type=int, default=0, help="train on the first N training tasks only"
+    )
+    parser.add_argument(
+        "--test-on-train",
+        action="store_true",
+        help="report the expected reward on the training tasks (what the search found)",
+    )
     parser.add_argument("--report-every", type=int, default=5)
     parser.add_argument(
         "--save-every", type=int, default=1, help="save the feature cache every N generations"
@@ -357,6 +466,10 @@ def main() -> None:
     sim = Sandbox(args.pool, tasks, args.backbone, args.input)
     order = np.random.default_rng(12345).permutation(len(tasks))
     test_ids, train_ids = order[: args.test], order[args.test :]
+    if args.train_tasks:
+        train_ids = train_ids[: args.train_tasks]
+    if args.test_on_train:  # the optimizer's own problem: no generalisation in the figure
+        test_ids = train_ids
     test_tasks = [tasks[t] for t in test_ids]
     pool = sim.pool
     single = max(

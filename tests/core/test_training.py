@@ -267,6 +267,40 @@ def test_baselines_share_the_loop_budget_and_checkpoints(ws, tiny_backbone, opti
         assert np.any(state["center"] != 0)  # the gradient baselines moved the head
 
 
+@pytest.mark.parametrize(
+    "optimizer, common", [("sep-cma-es", True), ("random-search", True), ("reinforce", False)]
+)
+def test_candidates_that_are_ranked_share_their_random_numbers_per_task(
+    ws, tiny_backbone, optimizer, common
+):
+    """sep-CMA-ES and random search rank different candidates: on each task of a generation
+    every candidate gets the same seeds (common random numbers), so candidates that make
+    the same first choice meet the same worker outcome and differ only by policy.
+    REINFORCE's candidates are copies of one policy: their episodes must be independent."""
+    run_id = train(
+        config(optimizer={"name": optimizer, "popsize": 6}, budget={"generations": 2}),
+        ws,
+        backbone=tiny_backbone,
+    )
+    with Store.open(ws) as store:
+        summaries = [e for e in store.list_episodes(run_id) if e.candidate is not None]
+        episodes = [store.get_episode(e.id) for e in summaries]
+    by_task: dict = {}
+    for e in episodes:
+        by_task.setdefault((e.generation, e.task_id), []).append(e)
+    assert len(by_task) == 2 * 3 and all(len(v) == 6 for v in by_task.values())
+    for group in by_task.values():
+        seeds = {e.seed for e in group}
+        assert len(seeds) == (1 if common else len(group))
+        if common:  # the same first (worker, role) gets the same reply
+            first: dict = {}
+            for e in group:
+                t = e.turns[0]
+                if t.response is not None:
+                    first.setdefault((t.worker, t.role), set()).add(t.response)
+            assert first and all(len(replies) == 1 for replies in first.values())
+
+
 def test_the_bundled_examples_are_valid_configs_one_turn_and_multi_turn():
     """Every example the CLI's README and the Runs page offer loads; the team example is
     the multi-turn one (the team pool, several turns)."""

@@ -28,6 +28,8 @@ from workbench.core.records import ROLES, Episode, Role
 class RandomSearch:
     """Each candidate drawn U[-0.5, 0.5]^n; the best by training fitness is kept."""
 
+    common_random_numbers = True  # it ranks different candidates
+
     def __init__(self, n: int, *, popsize: int, rollouts: int, seed: int):
         self.n, self.popsize, self.rollouts = n, popsize, rollouts
         self._rng = np.random.default_rng(seed)
@@ -113,6 +115,8 @@ class Reinforce(_HeadLearner):
     of grad log pi(worker, role)``, advantage = the episode's reward minus the batch's
     mean reward. Features are in the trainer's search basis."""
 
+    common_random_numbers = False  # its proposals are copies of one policy: episodes must differ
+
     def __init__(
         self,
         head: HeadConfig,
@@ -179,6 +183,8 @@ class Imitation(_HeadLearner):
     worker has solved has no label. The head is then fitted (Adam, ``epochs`` passes) to
     the labels on the query's feature, role Worker.
     """
+
+    common_random_numbers = False  # a worker's repeated plays of a task must differ
 
     def __init__(
         self,

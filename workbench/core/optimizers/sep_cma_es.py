@@ -36,6 +36,8 @@ class SepCMAES:
     """Separable CMA-ES (pycma with a diagonal covariance). ``stds`` (optional, one per
     coordinate) multiplies sigma0 coordinate-wise: the head's width scale, 1 for SVF."""
 
+    common_random_numbers = True  # candidates are ranked against each other
+
     def __init__(
         self,
         n: int,

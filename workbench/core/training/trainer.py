@@ -67,6 +67,27 @@ def derived_seed(*parts: object) -> int:
     return int.from_bytes(hashlib.sha256(":".join(map(str, parts)).encode()).digest()[:8], "big")
 
 
+def episode_seeds(run_seed: int, g: int, k: int, j: int, common: bool) -> tuple[int, int]:
+    """The seeds of candidate ``k``'s episode on minibatch task ``j`` in generation ``g``:
+    one for the coordinator's sampled choices, one for the worker calls.
+
+    ``common`` (common random numbers, for optimizers that rank different candidates:
+    sep-CMA-ES, random search): every candidate of a generation gets the same seeds on the
+    same task, so candidates that make the same choice draw it from the same uniform
+    (inverse-CDF sampling) and workers asked the same thing with the same seed answer
+    alike (as a real pool's seeded or cached calls do). Each episode's distribution is
+    unchanged; what changes is that two candidates' fitness differ by their policies, not
+    by independent luck. Without it (REINFORCE, imitation: their candidates are copies of
+    one policy, whose episodes must differ) each episode has its own seeds.
+    """
+    if common:
+        return (
+            derived_seed(run_seed, "crn", g, j),
+            derived_seed(run_seed, "crn-w", g, j) % 2**31,
+        )
+    return derived_seed(run_seed, g, k, j), derived_seed(run_seed, "w", g, k, j) % 2**31
+
+
 @dataclass
 class TrainState:
     generation: int = -1  # last completed generation
@@ -256,18 +277,20 @@ class Trainer:
         minibatch = [train[int(i)] for i in picks]
 
         gate = asyncio.Semaphore(cfg.optimizer.concurrency)
+        crn = self.optimizer.common_random_numbers
 
         async def one(k: int, j: int, task: Task) -> Episode:
             async with gate:
                 await self.stop.checkpoint()
                 coordinator, turns = self._policy(proposals[k])
+                rng_seed, worker_seed = episode_seeds(cfg.run.seed, g, k, j, crn)
                 episode = await run_episode(
                     coordinator,
                     self.pool,
                     task,
                     replace(self.settings, max_turns=turns),
-                    rng=np.random.default_rng(derived_seed(cfg.run.seed, g, k, j)),
-                    seed=derived_seed(cfg.run.seed, "w", g, k, j) % 2**31,
+                    rng=np.random.default_rng(rng_seed),
+                    seed=worker_seed,
                     tag=EpisodeTag(run_id=self.run_id, generation=g, candidate=k),
                 )
             self._emit(
