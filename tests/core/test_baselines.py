@@ -240,3 +240,21 @@ def test_a_paper_study_keeps_svf_when_every_optimizer_can_search_it(ws, tiny_bac
     assert study.paper_settings["optimizer.svf"] is True
     assert study.paper_settings["budget.episodes"] == 20  # a given episode budget is kept
     assert all(r.episodes == 12 for r in study.rows)  # 12 per generation: the next would pass 20
+
+
+def test_a_multi_turn_study_on_a_simulated_pool_reports_both_oracles(ws, tiny_backbone):
+    """Over more than one turn the study's references are the best single worker, the
+    one-turn oracle and the multi-turn oracle (the exact best plan), on the same test tasks."""
+    cfg = config(
+        pool={"workers": ["team"]},
+        protocol={"max_turns": 2},
+        budget={"generations": 1},
+    )
+    study = study_optimizers(cfg, ws, seeds=1, optimizers=("sep-cma-es",), backbone=tiny_backbone)
+    assert set(study.references) == {"best single", "oracle", "multi-turn oracle"}
+    report = evaluate_run(ws, run=study.rows[0].runs[0], backbone=tiny_backbone).report
+    exact = {s.name: s.accuracy for s in report.systems}
+    assert study.references["multi-turn oracle"][0] == exact["multi-turn oracle"]
+    assert study.references["oracle"][0] == exact["oracle"]
+    assert "multi-turn oracle" in study.table()
+    assert "multi-turn oracle" in study.to_dict()["references"]

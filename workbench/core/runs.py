@@ -25,6 +25,7 @@ from typing import Any
 
 from workbench.core.config import ConfigError, RunConfig
 from workbench.core.coordinator import Backbone
+from workbench.core.evaluate import MULTI_TURN_ORACLE
 from workbench.core.learned import CategoryLearned, summarise_learned
 from workbench.core.power import PowerEstimate
 from workbench.core.records import Episode
@@ -704,7 +705,8 @@ class Study:
     the references a reader needs to judge them, measured on the same test tasks and seeds
     (``references``: name -> mean, ci_low, ci_high): the best single worker, chosen per
     seed on the VALIDATION split (``best_single``: the chosen worker of each seed) and
-    reported on test, and, on the sandbox pool, the oracle."""
+    reported on test, and, on a simulated pool, the one-turn oracle ("oracle") and, over
+    more than one turn, the multi-turn oracle."""
 
     rows: tuple[StudyRow, ...]
     seeds: int
@@ -774,29 +776,31 @@ class Study:
             lines.append(f"paper-faithful: for every optimizer {same}")
         lines += [
             "",
-            f"{'optimizer':15s} {'validation (95% CI)':26s} {'test (95% CI)':26s} episodes/run",
+            f"{'optimizer':17s} {'validation (95% CI)':26s} {'test (95% CI)':26s} episodes/run",
         ]
         for r in self.rows:
             v, t = r.validation, r.test
             lines.append(
-                f"{r.optimizer:15s} {v[0]:.3f} [{v[1]:.3f}, {v[2]:.3f}]      "
+                f"{r.optimizer:17s} {v[0]:.3f} [{v[1]:.3f}, {v[2]:.3f}]      "
                 f"{t[0]:.3f} [{t[1]:.3f}, {t[2]:.3f}]      {r.episodes}"
             )
         for name, t in self.references.items():
-            lines.append(f"{name:15s} {'':26s} {t[0]:.3f} [{t[1]:.3f}, {t[2]:.3f}]")
+            lines.append(f"{name:17s} {'':26s} {t[0]:.3f} [{t[1]:.3f}, {t[2]:.3f}]")
         if self.best_single:
             chosen = ", ".join(dict.fromkeys(self.best_single))
             lines.append(f"(best single: chosen on validation, per seed: {chosen})")
         if self.group_rows():
-            lines += ["", f"{'test per category':15s} {'category':12s} test (95% CI)"]
+            lines += ["", f"{'test per category':17s} {'category':12s} test (95% CI)"]
             for name, g, t in self.group_rows():
-                lines.append(f"{name:15s} {g:12s} {t[0]:.3f} [{t[1]:.3f}, {t[2]:.3f}]")
+                lines.append(f"{name:17s} {g:12s} {t[0]:.3f} [{t[1]:.3f}, {t[2]:.3f}]")
         if self.power is not None:
             lines += ["", self.power.text()]
         return "\n".join(lines)
 
 
-REFERENCES = ("best single", "oracle")  # study rows that are not optimizers
+# study rows that are not optimizers: on a simulated pool "oracle" is the one-turn oracle
+# (the best worker per category) and, at max_turns > 1, MULTI_TURN_ORACLE the exact best plan
+REFERENCES = ("best single", "oracle", MULTI_TURN_ORACLE)
 
 
 def study_optimizers(
@@ -873,7 +877,11 @@ def study_optimizers(
             if first:
                 chosen = _best_single_on_validation(workspace, run_id, backbone)
                 best_single.append(chosen)
-                for ref, system_name in (("best single", chosen), ("oracle", "oracle")):
+                for ref, system_name in (
+                    ("best single", chosen),
+                    ("oracle", "oracle"),
+                    (MULTI_TURN_ORACLE, MULTI_TURN_ORACLE),
+                ):
                     for x in systems:
                         if x.name == system_name:
                             references[ref].append(x.accuracy)
