@@ -177,6 +177,29 @@ def test_a_correct_function_passes_and_exceptions_reach_the_test() -> None:
     assert check.reason == "all tests passed"
 
 
+def test_stop_iteration_from_the_candidate_cannot_end_the_tests_loop() -> None:
+    """A wrong answer that raises StopIteration: had it reached the test as such, the
+    ``zip(map(candidate, ...))`` loop would end at once and the test pass (as it does in the
+    official, in-process harness); the checker raises RuntimeError instead."""
+    test = (
+        "def check(candidate):\n"
+        "    for got, want in zip(map(candidate, [1, 2, 3]), [2, 4, 6]):\n"
+        "        assert got == want\n"
+    )
+    for name in ("StopIteration", "StopAsyncIteration"):
+        check = check_function(
+            f"def double(x):\n    raise {name}('done')\n",
+            prelude="",
+            test=test,
+            entry_point="double",
+            timeout_s=5,
+        )
+        assert not check.passed, check
+        assert "RuntimeError: done" in check.reason, check.reason
+    right = "def double(x):\n    return 2 * x\n"
+    assert check_function(right, prelude="", test=test, entry_point="double", timeout_s=5).passed
+
+
 def test_macos_profile_denies_by_default_and_allows_only_the_run_folder() -> None:
     profile = sandbox_profile(python_prefix="/opt/py", harness_dir="/tmp/h", work_dir='/tmp/w "x"')
     lines = profile.splitlines()
