@@ -296,6 +296,14 @@ with open("/tmp/test.py", "w") as source:  # what a traceback would print
     source.write("PLANTED-SOURCE-LINE\\n" * 10)
 sys.stderr.write("planted\\n")
 """,
+    "memory shared with the checker since the fork": WRONG
+    + """
+import sys
+# a MAP_SHARED writable mapping made before the fork (a ctypes callback's code, say) would
+# be the checker's memory too
+writable = [line for line in open("/proc/self/maps") if line.split()[1][1:4:2] == "ws"]
+sys.stderr.write(f"writable shared mappings: {writable}\\n")
+""",
     "escape codes": WRONG
     + """
 import sys

@@ -310,6 +310,8 @@ def test_the_attacks_really_ran(graded) -> None:
         assert mark not in planted["stderr"] + planted["reason"], planted
     assert 'File "test.py"' in planted["stderr"], planted  # the checker's traceback ran
     assert "a test assertion failed" in planted["reason"], planted
+    shared = stderr["memory shared with the checker since the fork"]
+    assert "writable shared mappings: []" in shared, shared
     signalled = graded["results"]["signal the checker"]["details"]["reason"]
     assert "a test assertion failed" in signalled, signalled
 
