@@ -253,6 +253,57 @@ for pid in os.listdir("/proc"):
                 pass
 sys.stderr.write(f"wrote into {wrote} files of other processes\\n")
 """,
+    "lower the checker's resource limits": REIMPORT_CTYPES
+    + WRONG
+    + """
+import os, sys
+# the kernel lets a process of the same user set another's limits (prlimit checks the
+# uids, not dumpability): the checker can be made to fail, never to pass
+class Limit(ctypes.Structure):
+    _fields_ = [("soft", ctypes.c_ulong), ("hard", ctypes.c_ulong)]
+for resource, soft in ((1, 0), (7, 3), (9, 1 << 20)):  # FSIZE, NOFILE, AS
+    done = libc.prlimit(os.getppid(), resource, ctypes.byref(Limit(soft, soft)), None)
+    sys.stderr.write(f"prlimit {resource} on the checker: {done}\\n")
+""",
+    "take bwrap's eventfd and forge its exit status": REIMPORT_CTYPES
+    + WRONG
+    + """
+import os, struct, sys
+# bwrap's process in the sandbox (pid 1) is no checker: it is dumpable, and its eventfd
+# tells the bwrap outside the sandbox the exit status to exit with (here 0)
+pidfd = libc.syscall(434, 1, 0)  # pidfd_open
+took = []
+for fd in range(3, 16):
+    got = libc.syscall(438, pidfd, fd, 0)  # pidfd_getfd
+    if got >= 0:
+        took.append(os.readlink(f"/proc/self/fd/{got}"))
+        if "eventfd" in took[-1]:
+            os.write(got, struct.pack("Q", 1))
+sys.stderr.write(f"took from bwrap: {took}\\n")
+""",
+    "plant modules the checker imports in /tmp": WRONG
+    + """
+import os, sys
+# the checker imports traceback (a test failed), its test's modules, and time after the
+# candidate starts: none of them from /tmp, its working folder when it forked this one
+forged = "import os\\nos.write(2, b'PLANTED-MODULE-RAN')\\nraise SystemExit(0)\\n"
+for name in ("traceback", "linecache", "tokenize", "time", "typing", "math", "re"):
+    for folder in ("/tmp", "/tmp/__pycache__"):
+        os.makedirs(folder, exist_ok=True)
+        with open(f"{folder}/{name}.py", "w") as module:
+            module.write(forged)
+with open("/tmp/test.py", "w") as source:  # what a traceback would print
+    source.write("PLANTED-SOURCE-LINE\\n" * 10)
+sys.stderr.write("planted\\n")
+""",
+    "memory shared with the checker since the fork": WRONG
+    + """
+import sys
+# a MAP_SHARED writable mapping made before the fork (a ctypes callback's code, say) would
+# be the checker's memory too
+writable = [line for line in open("/proc/self/maps") if line.split()[1][1:4:2] == "ws"]
+sys.stderr.write(f"writable shared mappings: {writable}\\n")
+""",
     "escape codes": WRONG
     + """
 import sys

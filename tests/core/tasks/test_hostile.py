@@ -298,6 +298,20 @@ def test_the_attacks_really_ran(graded) -> None:
     # traceback in the details is the checker's alone
     forged = stderr["write into the checker's output"]
     assert "wrote into" in forged and "FORGED-CHECKER-OUTPUT" not in forged, forged
+    # the candidate can lower the checker's limits and forge bwrap's exit status (both
+    # only end the grade without a verdict: a failure) and plant files in /tmp, which the
+    # checker never imports from nor reads
+    limited = stderr["lower the checker's resource limits"]
+    assert limited.count("on the checker: 0") == 3, limited
+    assert "took from bwrap" in stderr["take bwrap's eventfd and forge its exit status"]
+    planted = graded["results"]["plant modules the checker imports in /tmp"]["details"]
+    assert "planted" in planted["stderr"]
+    for mark in ("PLANTED-MODULE-RAN", "PLANTED-SOURCE-LINE"):
+        assert mark not in planted["stderr"] + planted["reason"], planted
+    assert 'File "test.py"' in planted["stderr"], planted  # the checker's traceback ran
+    assert "a test assertion failed" in planted["reason"], planted
+    shared = stderr["memory shared with the checker since the fork"]
+    assert "writable shared mappings: []" in shared, shared
     signalled = graded["results"]["signal the checker"]["details"]["reason"]
     assert "a test assertion failed" in signalled, signalled
 

@@ -177,6 +177,29 @@ def test_a_correct_function_passes_and_exceptions_reach_the_test() -> None:
     assert check.reason == "all tests passed"
 
 
+def test_stop_iteration_from_the_candidate_cannot_end_the_tests_loop() -> None:
+    """A wrong answer that raises StopIteration: had it reached the test as such, the
+    ``zip(map(candidate, ...))`` loop would end at once and the test pass (as it does in the
+    official, in-process harness); the checker raises RuntimeError instead."""
+    test = (
+        "def check(candidate):\n"
+        "    for got, want in zip(map(candidate, [1, 2, 3]), [2, 4, 6]):\n"
+        "        assert got == want\n"
+    )
+    for name in ("StopIteration", "StopAsyncIteration"):
+        check = check_function(
+            f"def double(x):\n    raise {name}('done')\n",
+            prelude="",
+            test=test,
+            entry_point="double",
+            timeout_s=5,
+        )
+        assert not check.passed, check
+        assert "RuntimeError: done" in check.reason, check.reason
+    right = "def double(x):\n    return 2 * x\n"
+    assert check_function(right, prelude="", test=test, entry_point="double", timeout_s=5).passed
+
+
 def test_macos_profile_denies_by_default_and_allows_only_the_run_folder() -> None:
     profile = sandbox_profile(python_prefix="/opt/py", harness_dir="/tmp/h", work_dir='/tmp/w "x"')
     lines = profile.splitlines()
@@ -416,3 +439,64 @@ def test_the_candidate_cannot_write_into_the_checkers_output() -> None:
     assert "FORGED" not in check.checker_stderr, check.checker_stderr
     assert "AssertionError: wrong" in check.checker_stderr  # the checker's own traceback
     end_spare_sandboxes()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known hole (red team, issue 13): every sandbox runs as the same user, whose "
+    "process count RLIMIT_NPROC caps, so one grade's fork bomb takes the processes another "
+    "grade's sandbox, started before it, counted on: that grade's right answer fails",
+)
+def test_a_fork_bomb_does_not_fail_another_grade_running_at_the_same_time() -> None:
+    """Deterministic in order: the right answer's sandbox (a spare) starts first; the bomb
+    is graded on another thread and holds its processes until its timeout; only once they
+    are held does the right answer's grade run (and fork)."""
+    import threading
+
+    if detect_isolation().kind != "bubblewrap":
+        pytest.skip("bubblewrap only")
+    user = sandbox.NOBODY if os.geteuid() == 0 else os.getuid()
+    bomb = (
+        "import os, time\n"
+        "while True:\n"
+        "    try:\n"
+        "        if os.fork() == 0:\n"
+        "            time.sleep(60)\n"
+        "            os._exit(0)\n"
+        "    except OSError:\n"
+        "        break\n"
+        "def f(x):\n"
+        "    time.sleep(60)\n"
+    )
+    forker = (
+        "import os\n"
+        "def f(x):\n"
+        "    pids = []\n"
+        "    for _ in range(8):\n"
+        "        pid = os.fork()\n"
+        "        if pid == 0:\n"
+        "            os._exit(0)\n"
+        "        pids.append(pid)\n"
+        "    for pid in pids:\n"
+        "        os.waitpid(pid, 0)\n"
+        "    return x\n"
+    )
+    test = "def check(candidate):\n    assert candidate(3) == 3\n"
+    # this thread's spare for the right answer's limits, started before the bomb
+    check_function("def f(x):\n    return x\n", prelude="", test=test, entry_point="f")
+    before = sandbox._count_tasks_of(user)
+    bombed = threading.Thread(
+        target=check_function,
+        args=(bomb,),
+        kwargs={"prelude": "", "test": test, "entry_point": "f", "timeout_s": 10},
+    )
+    bombed.start()
+    try:
+        while sandbox._count_tasks_of(user) < before + 40 and bombed.is_alive():
+            time.sleep(0.05)
+        assert bombed.is_alive()
+        check = check_function(forker, prelude="", test=test, entry_point="f")
+    finally:
+        bombed.join()
+        end_spare_sandboxes()
+    assert check.passed, check

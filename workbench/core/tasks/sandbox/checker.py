@@ -118,9 +118,17 @@ class _Channel:
 
 def _exception_named(name: str) -> type:
     """The builtin exception class called ``name`` (a test may expect ``ValueError``),
-    else ``RuntimeError``: a name from the candidate never picks anything else."""
+    else ``RuntimeError``: a name from the candidate never picks anything else. Nor
+    ``StopIteration`` (or ``StopAsyncIteration``): raised in the checker's stand-in it would
+    end the test's ``map``/``zip`` loop over the candidate's answers early and silently,
+    passing a wrong answer; PEP 479 turns it into ``RuntimeError`` at a generator's edge,
+    and this is one too."""
     found = getattr(builtins, name, None)
-    if isinstance(found, type) and issubclass(found, Exception):
+    if (
+        isinstance(found, type)
+        and issubclass(found, Exception)
+        and not issubclass(found, (StopIteration, StopAsyncIteration))
+    ):
         return found
     return RuntimeError
 
