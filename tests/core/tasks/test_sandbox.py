@@ -389,10 +389,16 @@ def test_a_sandbox_that_could_not_start_is_replaced_once(monkeypatch) -> None:
     given: list[object] = []
 
     def give_then_end_it(self, *args) -> None:
-        real_give(self, *args)
         given.append(self)
         if len(given) <= kills:
-            os.killpg(self.checker.pid, signal.SIGKILL)  # still starting: not ready yet
+            # end it as one that never started: killed, and its "ready" line (if it got
+            # that far on a busy machine) taken off the verdict pipe, so the host sees a
+            # sandbox that ended before it was ready, whatever the timing
+            os.killpg(self.checker.pid, signal.SIGKILL)
+            os.waitid(os.P_PID, self.checker.pid, os.WEXITED | os.WNOWAIT)  # ended, not reaped
+            if self.ready():  # "ready", or the end of the pipe
+                assert os.read(self.verdict_r, len(sandbox._READY)) in (b"", sandbox._READY)
+        real_give(self, *args)
 
     monkeypatch.setattr(sandbox._GradeBox, "give", give_then_end_it)
     program, test = (
