@@ -354,13 +354,16 @@ def test_study_compares_optimizers_under_one_budget(ws, tiny_backbone):
         assert 0 <= row.test[0] <= 1
     assert len(lines) == 4 and "sep-cma-es" in study.table() and study.to_dict()["seeds"] == 2
     # references on the same test tasks and seeds: the best single worker (chosen on
-    # validation: tests/core/test_baselines.py), the sandbox oracle
-    oracles = []
+    # validation: tests/core/test_baselines.py), the sandbox's one-turn oracle and (three
+    # turns here) its multi-turn oracle
+    oracles: dict[str, list[float]] = {"oracle": [], "multi-turn oracle": []}
     for run_id in study.rows[0].runs:  # evaluation is deterministic: redo it for each seed
         systems = evaluate_run(ws, run=run_id, backbone=tiny_backbone).report.systems
-        oracles += [x.accuracy for x in systems if x.name == "oracle"]
-    assert set(study.references) == {"best single", "oracle"}
-    assert study.references["oracle"] == mean_ci(oracles)
+        for name, values in oracles.items():
+            values += [x.accuracy for x in systems if x.name == name]
+    assert set(study.references) == {"best single", "oracle", "multi-turn oracle"}
+    for name, values in oracles.items():
+        assert len(values) == 2 and study.references[name] == mean_ci(values)
     assert "oracle" in study.table()
     assert (
         study.to_dict()["references"]["best single"]["test"]["ci_low"]

@@ -272,14 +272,17 @@ import os, struct, sys
 # bwrap's process in the sandbox (pid 1) is no checker: it is dumpable, and its eventfd
 # tells the bwrap outside the sandbox the exit status to exit with (here 0)
 pidfd = libc.syscall(434, 1, 0)  # pidfd_open
-took = []
+took = {}
 for fd in range(3, 16):
     got = libc.syscall(438, pidfd, fd, 0)  # pidfd_getfd
     if got >= 0:
-        took.append(os.readlink(f"/proc/self/fd/{got}"))
-        if "eventfd" in took[-1]:
-            os.write(got, struct.pack("Q", 1))
-sys.stderr.write(f"took from bwrap: {took}\\n")
+        took[got] = os.readlink(f"/proc/self/fd/{got}")
+# said first: the forged status ends the sandbox at once, perhaps before a later write
+sys.stderr.write(f"took from bwrap: {list(took.values())}\\n")
+sys.stderr.flush()
+for got, what in took.items():
+    if "eventfd" in what:
+        os.write(got, struct.pack("Q", 1))
 """,
     "plant modules the checker imports in /tmp": WRONG
     + """
