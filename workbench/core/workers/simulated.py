@@ -365,7 +365,8 @@ def _completion(task, right: bool) -> str | None:
         return None
     if right:
         return body
-    return f"{body[: len(body) - len(body.lstrip(chr(10)))]}{indent}return None"
+    blank_lines = body[: len(body) - len(body.lstrip("\n"))]  # those the body starts with
+    return f"{blank_lines}{indent}return None"
 
 
 def _broken_program(task) -> str:
