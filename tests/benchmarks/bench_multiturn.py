@@ -69,15 +69,20 @@ class _Forced(random.Random):
 class Sandbox:
     """The pool's simulation, a transcript per history and the backbone's features."""
 
-    def __init__(self, pool: str, tasks: list, backbone: str, input: str = "raw"):
+    def __init__(
+        self, pool: str, tasks: list, backbone: str, input: str = "raw", precision: str = "fp32"
+    ):
         self.pool = tuple(p.id for p in POOLS[pool])
         self.tasks = tasks
         self.backbone_name = backbone
         self.input = input
+        self.precision = precision
         self._backbone: Backbone | None = None
         cache_dir = Path(platformdirs.user_cache_dir("trinity-workbench")) / "bench"
         cache_dir.mkdir(parents=True, exist_ok=True)
-        suffix = "" if input == "raw" else f"-{input}"
+        suffix = ("" if input == "raw" else f"-{input}") + (
+            "" if precision == "fp32" else f"-{precision}"
+        )
         self.cache_path = cache_dir / f"multiturn-features-{backbone}{suffix}.pkl"
         self.features: dict[str, np.ndarray] = (
             pickle.loads(self.cache_path.read_bytes()) if self.cache_path.is_file() else {}
@@ -121,7 +126,7 @@ class Sandbox:
         missing = list(dict.fromkeys(t for t in texts if t not in self.features))
         if missing:
             if self._backbone is None:
-                self._backbone = _backbone(self.backbone_name, self.input)
+                self._backbone = _backbone(self.backbone_name, self.input, self.precision)
             for start in range(0, len(missing), 64):
                 chunk = missing[start : start + 64]
                 for text, row in zip(chunk, self._backbone.features(chunk), strict=True):
@@ -146,14 +151,14 @@ class Sandbox:
         return [(1 - revise, True, True, float(correct)), (revise, True, False, 0.0)]
 
 
-def _backbone(name: str, input: str = "raw") -> Backbone:
+def _backbone(name: str, input: str = "raw", precision: str = "fp32") -> Backbone:
     if name == "tiny":  # the test suite's tiny random LM: for checking the harness only
         sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
         from tests.conftest import build_tiny_lm
 
         model, tokenizer = build_tiny_lm()
         return Backbone("tiny", model=model, tokenizer=tokenizer, input=input)
-    return Backbone(name, "cpu", input=input)
+    return Backbone(name, "cpu", precision, input=input)
 
 
 def _state(history: tuple, pool: tuple) -> tuple[tuple, bool | None]:
@@ -305,6 +310,46 @@ def crn_rollouts(sim: Sandbox, heads: list, seen, task_ids, turns: int, rng, key
     return reward
 
 
+def tree_transcripts(sim: Sandbox, task_ids, turns: int) -> list[str]:
+    """Every transcript the coordinator can read on ``task_ids`` within ``turns`` turns
+    (every worker, role and outcome)."""
+    L, texts = len(sim.pool), []
+    frontier = [(t, ()) for t in task_ids]
+    for _ in range(turns):
+        texts += [sim.transcript(t, h) for t, h in frontier]
+        nxt = []
+        for t, hist in frontier:
+            thinkers, correct = _state(hist, sim.pool)
+            for w in range(L):
+                for r in range(3):
+                    for p, outcome, ended, _ in sim.step(t, hist, w, r, thinkers, correct):
+                        if p > 0 and not ended:
+                            nxt.append((t, (*hist, (w, r, outcome))))
+        frontier = list(dict.fromkeys(nxt))
+    return texts
+
+
+def uniform_transcripts(sim: Sandbox, task_ids, turns: int, per_task: int, rng) -> list[str]:
+    """The transcripts the coordinator reads in ``per_task`` episodes per task of the
+    uniform policy (the zero head): what the trainer's whitened basis calibrates on."""
+    L, texts = len(sim.pool), []
+    for t in task_ids:
+        for _ in range(per_task):
+            hist: tuple = ()
+            for _ in range(turns):
+                texts.append(sim.transcript(t, hist))
+                w, r = int(rng.integers(L)), int(rng.integers(3))
+                thinkers, correct = _state(hist, sim.pool)
+                branches = sim.step(t, hist, w, r, thinkers, correct)
+                _, outcome, ended, _ = branches[
+                    rng.choice(len(branches), p=[b[0] for b in branches])
+                ]
+                if ended:
+                    break
+                hist = (*hist, (w, r, outcome))
+    return texts
+
+
 def expected_test_reward(sim: Sandbox, weights: np.ndarray | None, task_ids, turns: int):
     """Exact expected reward per task of the argmax policy (``weights`` on the raw
     feature) or, with None, of uniform random (worker, role) choices."""
@@ -359,8 +404,22 @@ def policy_summary(sim: Sandbox, weights: np.ndarray, task_ids, turns: int) -> d
 
 def train(sim: Sandbox, args, seed: int, train_ids, test_ids, log) -> dict:
     rng = np.random.default_rng(seed)
-    opening = sim.feature_rows([sim.transcript(t, ()) for t in train_ids[:CALIBRATION_TASKS]])
-    basis = SearchBasis.fit(opening) if args.basis == "balanced" else SearchBasis()
+    calibration_ids = train_ids[:CALIBRATION_TASKS]
+    opening = sim.feature_rows([sim.transcript(t, ()) for t in calibration_ids])
+    if args.calibrate == "tree":  # every transcript of the calibration tasks' K-turn tree
+        calibration = sim.feature_rows(tree_transcripts(sim, calibration_ids, args.turns))
+    elif args.calibrate.startswith("uniform"):  # uniform-N: N uniform-policy episodes a task
+        per_task = int(args.calibrate.split("-")[1]) if "-" in args.calibrate else 4
+        texts = uniform_transcripts(sim, calibration_ids, args.turns, per_task, rng)
+        calibration = sim.feature_rows(texts)
+    else:
+        calibration = opening
+    if args.basis == "balanced":
+        basis = SearchBasis.fit(calibration)
+    elif args.basis == "whitened":
+        basis = SearchBasis.fit_whitened(calibration, args.rank)
+    else:
+        basis = SearchBasis()
     head = HeadConfig(len(sim.pool), opening.shape[1])
     config = RunConfig.from_dict(
         {
@@ -371,7 +430,7 @@ def train(sim: Sandbox, args, seed: int, train_ids, test_ids, log) -> dict:
                 "rollouts": args.rollouts,
                 "sigma0": args.sigma0,
                 "sigma0_scale": args.sigma0_scale,
-                "search_basis": args.basis,
+                "search_basis": "identity" if args.basis == "identity" else "balanced",
             },
         }
     )
@@ -440,6 +499,15 @@ def main() -> None:
     parser.add_argument("--optimizer", default="sep-cma-es")
     parser.add_argument("--basis", default="balanced")
     parser.add_argument("--seeds", type=int, default=1)
+    parser.add_argument("--seed0", type=int, default=0, help="the first seed")
+    parser.add_argument(
+        "--calibrate",
+        default="opening",
+        help="opening: the basis is fitted on the calibration tasks' opening transcripts (the "
+        "trainer's) | tree: on every transcript of their K-turn trees | uniform-N: on the "
+        "transcripts of N episodes a task of the uniform policy",
+    )
+    parser.add_argument("--rank", type=int, default=32, help="the whitened basis's rank")
     parser.add_argument(
         "--fitness",
         default="sampled",
@@ -461,9 +529,18 @@ def main() -> None:
         "--save-every", type=int, default=1, help="save the feature cache every N generations"
     )
     parser.add_argument("--backbone", default="offline", help="offline (SmolLM2) or tiny")
+    parser.add_argument(
+        "--precision", default="fp32", help="fp32 | bf16: the backbone's (its own feature cache)"
+    )
+    parser.add_argument(
+        "--warm",
+        action="store_true",
+        help="first compute the feature of every transcript of the training tasks' K-turn "
+        "trees (timed), so the runs that follow only read the cache",
+    )
     args = parser.parse_args()
     tasks = list(load_suite(args.suite).tasks)
-    sim = Sandbox(args.pool, tasks, args.backbone, args.input)
+    sim = Sandbox(args.pool, tasks, args.backbone, args.input, args.precision)
     order = np.random.default_rng(12345).permutation(len(tasks))
     test_ids, train_ids = order[: args.test], order[args.test :]
     if args.train_tasks:
@@ -487,8 +564,21 @@ def main() -> None:
     )
     for c in ("math", "choice", "code"):
         print("  oracle " + best_plan(pool, c, c, args.turns).describe())
+    if args.warm:
+        started = time.perf_counter()
+        uniform = np.zeros(
+            (len(pool) + len(ROLES), sim.feature_rows([sim.transcript(train_ids[0], ())]).shape[1])
+        )
+        for start in range(0, len(train_ids), 8):
+            expected_fitness(sim, [uniform], lambda f: f, train_ids[start : start + 8], args.turns)
+            sim.save()
+        print(
+            f"warm: {sim.forwarded} features computed in {time.perf_counter() - started:.0f}s "
+            f"({args.precision})",
+            flush=True,
+        )
     results = []
-    for seed in range(args.seeds):
+    for seed in range(args.seed0, args.seed0 + args.seeds):
         result = train(sim, args, seed, train_ids, test_ids, lambda s: print(s, flush=True))
         results.append(result)
         mean, low, high = mean_ci(list(result["test"]))

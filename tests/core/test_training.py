@@ -407,7 +407,58 @@ def test_balanced_search_basis_evens_out_an_anisotropic_feature_and_maps_to_an_o
     assert SearchBasis.from_dict(basis.to_dict()).alpha == basis.alpha
 
 
-@pytest.mark.parametrize("basis", ["balanced", "identity"])
+def test_whitened_search_basis_evens_out_every_leading_direction_and_maps_to_an_ordinary_head():
+    """The whitened basis gives each of the calibration features' top-rank directions the
+    same second moment (a weak direction, e.g. what a later turn adds to a transcript,
+    moves a logit as much per unit step as the shared one), and any search vector still
+    maps to a plain head on the raw feature."""
+    from workbench.core.training.basis import SearchBasis
+
+    rng = np.random.default_rng(1)
+    d, rank = 64, 4
+    q, _ = np.linalg.qr(rng.normal(size=(d, d)))
+    # one dominant shared direction, three weaker varying ones (1/10 .. 1/70), then noise
+    coef = np.column_stack(
+        [
+            np.full(200, 8.0),
+            rng.normal(size=(200, 3)) * [0.8, 0.3, 0.12],
+            rng.normal(size=(200, d - 4)) * 0.005,
+        ]
+    )
+    raw = coef @ q.T
+    raw /= np.sqrt((raw**2).mean(axis=1, keepdims=True))
+    basis = SearchBasis.fit_whitened(raw, rank)
+    assert basis.kind == "whitened" and basis.components.shape == (rank, d)
+    np.testing.assert_allclose(basis.components @ basis.components.T, np.eye(rank), atol=1e-10)
+    # the leading directions are the planted ones (up to sign and order)
+    overlap = np.abs(basis.components @ q[:, :rank])
+    np.testing.assert_allclose(overlap.max(axis=1), 1.0, atol=1e-2)
+    seen = basis.features(raw)
+    moments = ((seen @ basis.components.T) ** 2).mean(axis=0)
+    np.testing.assert_allclose(moments / moments[0], 1.0, rtol=1e-6)  # evened out
+    np.testing.assert_allclose(np.sqrt((seen**2).mean(axis=1)).mean(), 1.0, rtol=1e-6)
+    # a direction outside the leading ones moves like the weakest of them, not more
+    assert basis.alpha == pytest.approx(basis.gains[-1])
+    vector = rng.normal(size=(5, d))
+    head = basis.head(vector.reshape(-1), (5, d)).reshape(5, d)
+    np.testing.assert_allclose(head @ raw.T, vector @ seen.T, atol=1e-9)
+    again = SearchBasis.from_dict(basis.to_dict())
+    np.testing.assert_allclose(again.head(vector.reshape(-1), (5, d)), head.reshape(-1))
+    # a checkpoint stored before the whitened basis (balanced: one direction) still loads
+    balanced = SearchBasis.fit(raw)
+    old = {
+        "direction": balanced.direction.tolist(),
+        "alpha": balanced.alpha,
+        "scale": balanced.scale,
+    }
+    np.testing.assert_allclose(
+        SearchBasis.from_dict(old).head(vector.reshape(-1), (5, d)),
+        balanced.head(vector.reshape(-1), (5, d)),
+    )
+    assert SearchBasis.from_dict({"direction": None, "alpha": 1.0, "scale": 1.0}).kind == "identity"
+
+
+@pytest.mark.parametrize("basis", ["balanced", "whitened", "identity"])
 def test_the_stored_result_is_the_coordinator_that_was_validated(ws, tiny_chat_backbone, basis):
     """The recorded decisions of the best validation replay exactly from the stored vector
     (what export and evaluation use), whichever basis the optimizer searched in."""

@@ -7,7 +7,7 @@
 [tasks]      suite, train, validation, test (sizes; 0 = all of that split), split_seed
 [optimizer]  name, popsize, sigma0, sigma0_scale, rollouts, svf, svf_layer,
              validate_every, cost_penalty, turn_penalty, learning_rate, search_basis,
-             concurrency, diversity_bonus, turn_bonus
+             search_rank, concurrency, diversity_bonus, turn_bonus
 [budget]     generations, episodes, calls, dollars, minutes
 [protocol]   max_turns, temperature, max_tokens, thinker_suggests_role
 [cache]      policy
@@ -36,7 +36,7 @@ from workbench.core.models import PRECISIONS, device_problem
 OPTIMIZERS = ("sep-cma-es", "random-search", "reinforce", "imitation")
 SVF_OPTIMIZERS = ("sep-cma-es", "random-search")  # the optimizers that can search SVF offsets
 CACHE_POLICIES = ("auto", "off", "read-write", "replay-only")
-SEARCH_BASES = ("identity", "balanced")
+SEARCH_BASES = ("identity", "balanced", "whitened")
 SIGMA0_SCALES = ("literal", "width")
 INPUTS = ("raw", "chat")
 DEVICES = ("auto", "cpu", "cuda", "mps")
@@ -112,10 +112,12 @@ class OptimizerSection:
     turn_penalty: float = 0.0  # fitness -= weight x turns per episode
     learning_rate: float = 0.01  # REINFORCE and imitation (Adam)
     # the coordinates the optimizer searches in: "identity" (the head's weights themselves,
-    # as in the paper) or "balanced" (the backbone's shared feature direction scaled down
-    # to the weight of the rest, fitted on a seeded random sample of training tasks, see
-    # training.basis.SearchBasis)
+    # as in the paper), "balanced" (the backbone's shared feature direction scaled down
+    # to the weight of the rest) or "whitened" (the calibration features' top
+    # search_rank directions evened out), fitted on a seeded random sample of training
+    # tasks, see training.basis.SearchBasis
     search_basis: str = "identity"
+    search_rank: int = 8  # the whitened basis's rank
     concurrency: int = 64  # episodes in flight at once
     # fitness shaping of the released run (off by default; issue 15): fitness += bonus if
     # an episode called two or more distinct workers, and += turn_bonus x turns
@@ -401,6 +403,7 @@ def _check(cfg: RunConfig) -> None:
         "optimizer.search_basis",
         f"choose one of {', '.join(SEARCH_BASES)}",
     )
+    need(o.search_rank >= 2, "optimizer.search_rank", "must be at least 2")
     need(o.concurrency >= 1, "optimizer.concurrency", "must be at least 1")
     need(
         finite(o.learning_rate) and o.learning_rate > 0,

@@ -7,6 +7,9 @@ from typing import Any
 
 import numpy as np
 
+WHITENED_RANK = 32  # directions the whitened basis evens out (the rest move like the last)
+MAX_GAIN = 100.0  # no direction is scaled up more than this against the strongest
+
 
 @dataclass(frozen=True)
 class SearchBasis:
@@ -16,18 +19,42 @@ class SearchBasis:
     feature's norm lies along one direction ``u`` shared by every input, so a head drawn
     around zero changes its choice between inputs ~4x less than its input-independent
     preference, and separable CMA-ES, which adapts axis-aligned scales only, cannot learn
-    that rotation. ``M = (u u^T + alpha (I - u u^T)) / scale`` scales the rest up to the
-    weight of ``u`` (``alpha`` = mean |f . u| / mean |f - (f . u) u| over calibration
-    features) and ``scale`` brings the transformed feature back to unit RMS. ``u`` is
-    kept, not removed: it acts as the bias-free head's implicit bias (the turn-0 role
-    prior). Every vector maps to an ordinary head on the unit-RMS feature, so stored
-    results, exports and evaluation never see the basis. ``identity`` is the paper's
+    that rotation. ``M`` is symmetric: ``M = (sum_i g_i c_i c_i^T + alpha (I - C^T C)) /
+    scale`` for orthonormal ``components`` ``c_i`` (the rows of ``C``) with ``gains``
+    ``g_i``; ``scale`` brings the transformed feature back to unit RMS.
+
+    - ``balanced`` (``fit``): one component, ``u`` (the mean feature's direction), gain 1;
+      ``alpha`` = mean |f . u| / mean |f - (f . u) u| scales the rest up to the weight of
+      ``u``. ``u`` is kept, not removed: it acts as the bias-free head's implicit bias (the
+      turn-0 role prior).
+    - ``whitened`` (``fit_whitened``): the top ``rank`` right singular vectors of the
+      (uncentered) calibration features, each scaled to the same second moment (gain
+      ``sqrt(lambda_1 / lambda_i)``, at most ``MAX_GAIN``); the rest of the space moves
+      like the last of them. Every direction the calibration features vary along, not
+      only the shared one, then moves a logit as much per unit step; fitted on the
+      transcripts of every turn, it evens out what a later turn adds (a Thinker's
+      guidance) against what the opening already says.
+
+    Every vector maps to an ordinary head on the unit-RMS feature, so stored results,
+    exports and evaluation never see the basis. ``identity`` is the paper's
     parametrisation.
     """
 
-    direction: np.ndarray | None = None  # u, unit norm; None: the identity
-    alpha: float = 1.0
+    components: np.ndarray | None = None  # (k, d) orthonormal rows; None: the identity
+    gains: np.ndarray | None = None  # (k,)
+    alpha: float = 1.0  # the gain of the rest of the space
     scale: float = 1.0
+
+    @property
+    def direction(self) -> np.ndarray | None:
+        """The first component (the balanced basis's shared direction ``u``)."""
+        return None if self.components is None else self.components[0]
+
+    @property
+    def kind(self) -> str:
+        if self.components is None:
+            return "identity"
+        return "balanced" if len(self.components) == 1 else "whitened"
 
     @classmethod
     def fit(cls, features: np.ndarray) -> SearchBasis:
@@ -41,43 +68,81 @@ class SearchBasis:
         rest = features - np.outer(along, u)
         alpha = float(
             np.clip(
-                np.abs(along).mean() / max(np.linalg.norm(rest, axis=1).mean(), 1e-12), 1.0, 100.0
+                np.abs(along).mean() / max(np.linalg.norm(rest, axis=1).mean(), 1e-12),
+                1.0,
+                MAX_GAIN,
             )
         )
-        mapped = np.outer(along, u) + alpha * rest
+        return cls(u[None, :], np.ones(1), alpha, 1.0)._rescaled(features)
+
+    @classmethod
+    def fit_whitened(cls, features: np.ndarray, rank: int = WHITENED_RANK) -> SearchBasis:
+        """The whitened basis of calibration ``features`` (rows: unit-RMS features): their
+        top ``rank`` directions by second moment, evened out."""
+        features = np.asarray(features, dtype=np.float64)
+        if len(features) < 2 or not np.any(features):
+            return cls()
+        _, s, vt = np.linalg.svd(features, full_matrices=False)
+        k = int(min(rank, int(np.sum(s > s[0] * 1e-6)), features.shape[1] - 1))
+        if k < 2:
+            return cls.fit(features)
+        gains = np.minimum(s[0] / s[:k], MAX_GAIN)
+        rest = float(min(s[0] / s[k], MAX_GAIN)) if k < len(s) and s[k] > 0 else gains[-1]
+        return cls(vt[:k].copy(), gains, float(min(rest, gains[-1])), 1.0)._rescaled(features)
+
+    def _rescaled(self, features: np.ndarray) -> SearchBasis:
+        """This basis with ``scale`` set so the mapped calibration features have unit RMS."""
+        mapped = replace_scale(self, 1.0).features(features)
         scale = float(np.sqrt((mapped**2).mean(axis=1)).mean())
-        return cls(u, alpha, scale)
+        return replace_scale(self, scale if scale > 0 else 1.0)
 
     def features(self, features: np.ndarray) -> np.ndarray:
         """Features as the search coordinates see them: ``f M`` (M is symmetric)."""
-        if self.direction is None:
+        if self.components is None:
             return features
-        along = features @ self.direction
+        assert self.gains is not None
+        along = features @ self.components.T  # (..., k)
         return (
-            self.alpha * features + (1 - self.alpha) * np.multiply.outer(along, self.direction)
+            self.alpha * features + (along * (self.gains - self.alpha)) @ self.components
         ) / self.scale
 
     def head(self, vector: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
         """Head weights (flat) of a search vector's head part (flat): ``V M``."""
-        if self.direction is None:
+        if self.components is None:
             return vector
         return self.features(np.asarray(vector).reshape(shape)).reshape(-1)
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "direction": None if self.direction is None else self.direction.tolist(),
+            "components": None if self.components is None else self.components.tolist(),
+            "gains": None if self.gains is None else self.gains.tolist(),
             "alpha": self.alpha,
             "scale": self.scale,
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SearchBasis:
-        direction = data.get("direction")
+        if "direction" in data:  # a checkpoint from before the whitened basis: balanced
+            direction = data["direction"]
+            if direction is None:
+                return cls(None, None, float(data["alpha"]), float(data["scale"]))
+            return cls(
+                np.asarray(direction, dtype=np.float64)[None, :],
+                np.ones(1),
+                float(data["alpha"]),
+                float(data["scale"]),
+            )
+        components = data.get("components")
         return cls(
-            None if direction is None else np.asarray(direction, dtype=np.float64),
+            None if components is None else np.asarray(components, dtype=np.float64),
+            None if data.get("gains") is None else np.asarray(data["gains"], dtype=np.float64),
             float(data["alpha"]),
             float(data["scale"]),
         )
+
+
+def replace_scale(basis: SearchBasis, scale: float) -> SearchBasis:
+    return SearchBasis(basis.components, basis.gains, basis.alpha, scale)
 
 
 CALIBRATION_TASKS = 32  # training tasks whose opening transcripts fit the balanced basis

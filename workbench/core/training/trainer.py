@@ -415,8 +415,18 @@ class Trainer:
         rng = np.random.default_rng(derived_seed(self.config.run.seed, "basis"))
         sample = rng.choice(len(train), size=min(CALIBRATION_TASKS, len(train)), replace=False)
         texts = [render_transcript(train[i], ()) for i in sorted(sample)]
-        basis = SearchBasis.fit(await asyncio.to_thread(self.backbone.features, texts))
-        log.info("run %s: balanced search basis, alpha %.2f", self.run_id, basis.alpha)
+        features = await asyncio.to_thread(self.backbone.features, texts)
+        if o.search_basis == "whitened":
+            basis = SearchBasis.fit_whitened(features, o.search_rank)
+        else:
+            basis = SearchBasis.fit(features)
+        log.info(
+            "run %s: %s search basis, rank %d, alpha %.2f",
+            self.run_id,
+            basis.kind,
+            0 if basis.components is None else len(basis.components),
+            basis.alpha,
+        )
         return basis
 
     async def _validate(self, g: int) -> tuple[float, list[Episode]]:
