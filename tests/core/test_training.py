@@ -482,7 +482,17 @@ def test_the_stored_result_is_the_coordinator_that_was_validated(ws, tiny_chat_b
         generation = checkpoint.best_validation_generation
         summaries = store.list_episodes(run_id, generation=generation)
         validation = [store.get_episode(e.id) for e in summaries if e.candidate is None]
+        record = store.get_run(run_id)
+        stored_episodes = len(store.list_episodes(run_id))
     assert (alpha == 1.0) == (basis == "identity") and alpha >= 1.0
+    assert checkpoint.basis.kind == basis
+    # the whitened basis (three turns) also calibrates on 4 uniform-policy episodes per
+    # calibration task (all 24 training tasks): counted in the spend, not stored
+    calibration = 24 * 4 if basis == "whitened" else 0
+    assert record.result["spend"]["episodes"] == 2 * 4 * 3 + calibration
+    assert stored_episodes == 2 * (4 * 3 + 6)
+    if basis == "whitened":
+        assert len(checkpoint.basis.components) == 8  # search_rank's default
     stored = coordinator_from_vector(tiny_chat_backbone, 3, vector, svf=False)
     turns = [(e, i) for e in validation for i in range(len(e.turns))]
     assert len(validation) == 6 and turns

@@ -145,4 +145,7 @@ def replace_scale(basis: SearchBasis, scale: float) -> SearchBasis:
     return SearchBasis(basis.components, basis.gains, basis.alpha, scale)
 
 
-CALIBRATION_TASKS = 32  # training tasks whose opening transcripts fit the balanced basis
+CALIBRATION_TASKS = 32  # training tasks whose opening transcripts fit the search basis
+# uniform-policy episodes per calibration task whose later-turn transcripts the whitened
+# basis is also fitted on (when the run has two or more turns)
+CALIBRATION_EPISODES = 4

@@ -44,7 +44,7 @@ from workbench.core.protocol import (
 from workbench.core.records import Episode, RunResult
 from workbench.core.store import RunStatus, Store
 from workbench.core.tasks.model import Suite, Task
-from workbench.core.training.basis import CALIBRATION_TASKS, SearchBasis
+from workbench.core.training.basis import CALIBRATION_EPISODES, CALIBRATION_TASKS, SearchBasis
 from workbench.core.training.checkpoint import Checkpoint, CheckpointError, Spend, latest_checkpoint
 from workbench.core.training.events import (
     EpisodeDone,
@@ -414,7 +414,10 @@ class Trainer:
         train = self.splits["train"]
         rng = np.random.default_rng(derived_seed(self.config.run.seed, "basis"))
         sample = rng.choice(len(train), size=min(CALIBRATION_TASKS, len(train)), replace=False)
-        texts = [render_transcript(train[i], ()) for i in sorted(sample)]
+        tasks = [train[int(i)] for i in sorted(sample)]
+        texts = [render_transcript(task, ()) for task in tasks]
+        if o.search_basis == "whitened" and self.config.protocol.max_turns > 1:
+            texts += await self._calibration_transcripts(tasks)
         features = await asyncio.to_thread(self.backbone.features, texts)
         if o.search_basis == "whitened":
             basis = SearchBasis.fit_whitened(features, o.search_rank)
@@ -428,6 +431,46 @@ class Trainer:
             basis.alpha,
         )
         return basis
+
+    async def _calibration_transcripts(self, tasks: list[Task]) -> list[str]:
+        """The later-turn transcripts of ``CALIBRATION_EPISODES`` episodes per task of the
+        uniform policy (the zero head: every worker and role equally likely), for the
+        whitened basis: what a Thinker's guidance or a first answer adds to a transcript is
+        then one of the directions it evens out. Their worker calls, dollars and time
+        count in the run's spend; the episodes themselves are not stored (they train
+        nothing)."""
+        cfg = self.config
+        started = time.perf_counter()
+        uniform = self.coordinator(np.zeros(self.n_params))
+        gate = asyncio.Semaphore(cfg.optimizer.concurrency)
+
+        async def one(j: int, r: int, task: Task) -> Episode:
+            async with gate:
+                await self.stop.checkpoint()
+                return await run_episode(
+                    uniform,
+                    self.pool,
+                    task,
+                    self.settings,
+                    rng=np.random.default_rng(derived_seed(cfg.run.seed, "basis", j, r)),
+                    seed=derived_seed(cfg.run.seed, "basis-workers", j, r) % 2**31,
+                    tag=EpisodeTag(run_id=self.run_id, generation=-1, candidate=None),
+                )
+
+        episodes = await asyncio.gather(
+            *(one(j, r, t) for j, t in enumerate(tasks) for r in range(CALIBRATION_EPISODES))
+        )
+        s = self.state.spend
+        s.episodes += len(episodes)
+        s.calls += worker_calls(episodes)
+        s.dollars += sum(e.cost for e in episodes)
+        s.seconds += time.perf_counter() - started
+        by_id = {t.id: t for t in tasks}
+        return [
+            render_transcript(by_id[e.task_id], e.turns[:i])
+            for e in episodes
+            for i in range(1, len(e.turns))
+        ]
 
     async def _validate(self, g: int) -> tuple[float, list[Episode]]:
         """The distribution mean, argmax acting, on the validation split."""
