@@ -350,6 +350,20 @@ def uniform_transcripts(sim: Sandbox, task_ids, turns: int, per_task: int, rng) 
     return texts
 
 
+def one_turn_transcripts(sim: Sandbox, task_ids, rng) -> list[str]:
+    """The opening of each task and its transcript after each worker's one Thinker turn
+    and one Worker turn (its outcome drawn): what the trainer's whitened basis calibrates
+    on (``Trainer._calibration_transcripts``)."""
+    L, texts = len(sim.pool), []
+    for t in task_ids:
+        texts.append(sim.transcript(t, ()))
+        for w in range(L):
+            texts.append(sim.transcript(t, ((w, THINKER, True),)))
+            p = sim.step(t, (), w, WORKER, (), None)[0][0]
+            texts.append(sim.transcript(t, ((w, WORKER, bool(rng.random() < p)),)))
+    return texts
+
+
 def expected_test_reward(sim: Sandbox, weights: np.ndarray | None, task_ids, turns: int):
     """Exact expected reward per task of the argmax policy (``weights`` on the raw
     feature) or, with None, of uniform random (worker, role) choices."""
@@ -408,6 +422,8 @@ def train(sim: Sandbox, args, seed: int, train_ids, test_ids, log) -> dict:
     opening = sim.feature_rows([sim.transcript(t, ()) for t in calibration_ids])
     if args.calibrate == "tree":  # every transcript of the calibration tasks' K-turn tree
         calibration = sim.feature_rows(tree_transcripts(sim, calibration_ids, args.turns))
+    elif args.calibrate == "one-turn":
+        calibration = sim.feature_rows(one_turn_transcripts(sim, calibration_ids, rng))
     elif args.calibrate.startswith("uniform"):  # uniform-N: N uniform-policy episodes a task
         per_task = int(args.calibrate.split("-")[1]) if "-" in args.calibrate else 4
         texts = uniform_transcripts(sim, calibration_ids, args.turns, per_task, rng)
@@ -505,7 +521,8 @@ def main() -> None:
         default="opening",
         help="opening: the basis is fitted on the calibration tasks' opening transcripts (the "
         "trainer's) | tree: on every transcript of their K-turn trees | uniform-N: on the "
-        "transcripts of N episodes a task of the uniform policy",
+        "transcripts of N episodes a task of the uniform policy | one-turn: the openings "
+        "and each worker's one Thinker and one Worker turn on them (the trainer's)",
     )
     parser.add_argument("--rank", type=int, default=32, help="the whitened basis's rank")
     parser.add_argument(

@@ -486,9 +486,10 @@ def test_the_stored_result_is_the_coordinator_that_was_validated(ws, tiny_chat_b
         stored_episodes = len(store.list_episodes(run_id))
     assert (alpha == 1.0) == (basis == "identity") and alpha >= 1.0
     assert checkpoint.basis.kind == basis
-    # the whitened basis (three turns) also calibrates on 4 uniform-policy episodes per
-    # calibration task (all 24 training tasks): counted in the spend, not stored
-    calibration = 24 * 4 if basis == "whitened" else 0
+    # the whitened basis (three turns) also calibrates on one turn of each of the 3 workers
+    # as Thinker and as Worker on each calibration task (all 24 training tasks): counted
+    # in the spend, not stored
+    calibration = 24 * 3 * 2 if basis == "whitened" else 0
     assert record.result["spend"]["episodes"] == 2 * 4 * 3 + calibration
     assert stored_episodes == 2 * (4 * 3 + 6)
     if basis == "whitened":

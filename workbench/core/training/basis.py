@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from workbench.core.records import Role
+
 WHITENED_RANK = 32  # directions the whitened basis evens out (the rest move like the last)
 MAX_GAIN = 100.0  # no direction is scaled up more than this against the strongest
 
@@ -146,6 +148,6 @@ def replace_scale(basis: SearchBasis, scale: float) -> SearchBasis:
 
 
 CALIBRATION_TASKS = 32  # training tasks whose opening transcripts fit the search basis
-# uniform-policy episodes per calibration task whose later-turn transcripts the whitened
-# basis is also fitted on (when the run has two or more turns)
-CALIBRATION_EPISODES = 4
+# with two or more turns the whitened basis is also fitted on the transcripts after one
+# turn of each worker in each of these roles on each calibration task
+CALIBRATION_ROLES = (Role.THINKER, Role.WORKER)

@@ -41,10 +41,10 @@ from workbench.core.protocol import (
     render_transcript,
     run_episode,
 )
-from workbench.core.records import Episode, RunResult
+from workbench.core.records import Episode, Role, RunResult
 from workbench.core.store import RunStatus, Store
 from workbench.core.tasks.model import Suite, Task
-from workbench.core.training.basis import CALIBRATION_EPISODES, CALIBRATION_TASKS, SearchBasis
+from workbench.core.training.basis import CALIBRATION_ROLES, CALIBRATION_TASKS, SearchBasis
 from workbench.core.training.checkpoint import Checkpoint, CheckpointError, Spend, latest_checkpoint
 from workbench.core.training.events import (
     EpisodeDone,
@@ -433,32 +433,35 @@ class Trainer:
         return basis
 
     async def _calibration_transcripts(self, tasks: list[Task]) -> list[str]:
-        """The later-turn transcripts of ``CALIBRATION_EPISODES`` episodes per task of the
-        uniform policy (the zero head: every worker and role equally likely), for the
-        whitened basis: what a Thinker's guidance or a first answer adds to a transcript is
-        then one of the directions it evens out. Their worker calls, dollars and time
-        count in the run's spend; the episodes themselves are not stored (they train
-        nothing)."""
+        """The transcripts after one turn of each worker as Thinker and as Worker on each
+        calibration task, for the whitened basis: what a Thinker's guidance or a first
+        answer adds to a transcript is then among the directions it evens out. Their
+        worker calls, dollars and time count in the run's spend; the episodes are not
+        stored (they train nothing)."""
         cfg = self.config
         started = time.perf_counter()
-        uniform = self.coordinator(np.zeros(self.n_params))
         gate = asyncio.Semaphore(cfg.optimizer.concurrency)
+        one_turn = replace(self.settings, max_turns=1)
 
-        async def one(j: int, r: int, task: Task) -> Episode:
+        async def one(j: int, w: int, role: Role, task: Task) -> Episode:
             async with gate:
                 await self.stop.checkpoint()
                 return await run_episode(
-                    uniform,
+                    FixedPolicy(len(self.pool), w, role),
                     self.pool,
                     task,
-                    self.settings,
-                    rng=np.random.default_rng(derived_seed(cfg.run.seed, "basis", j, r)),
-                    seed=derived_seed(cfg.run.seed, "basis-workers", j, r) % 2**31,
+                    one_turn,
+                    seed=derived_seed(cfg.run.seed, "basis", j, w, str(role)) % 2**31,
                     tag=EpisodeTag(run_id=self.run_id, generation=-1, candidate=None),
                 )
 
         episodes = await asyncio.gather(
-            *(one(j, r, t) for j, t in enumerate(tasks) for r in range(CALIBRATION_EPISODES))
+            *(
+                one(j, w, role, task)
+                for j, task in enumerate(tasks)
+                for w in range(len(self.pool))
+                for role in CALIBRATION_ROLES
+            )
         )
         s = self.state.spend
         s.episodes += len(episodes)
@@ -466,11 +469,7 @@ class Trainer:
         s.dollars += sum(e.cost for e in episodes)
         s.seconds += time.perf_counter() - started
         by_id = {t.id: t for t in tasks}
-        return [
-            render_transcript(by_id[e.task_id], e.turns[:i])
-            for e in episodes
-            for i in range(1, len(e.turns))
-        ]
+        return [render_transcript(by_id[e.task_id], e.turns) for e in episodes if e.turns]
 
     async def _validate(self, g: int) -> tuple[float, list[Episode]]:
         """The distribution mean, argmax acting, on the validation split."""
