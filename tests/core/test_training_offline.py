@@ -181,10 +181,10 @@ def test_a_short_multi_turn_run_on_the_team_beats_random_routing(tmp_path):
         [p.id for p in POOLS["team"]], "math", "math", config.protocol.max_turns
     )
     assert coordinator.n == 40
-    # measured (seed 0, 2-core CPU, the example's 32 x 4 with common random numbers, 12
-    # generations, issue 16's reply texts): 0.575 [0.422, 0.715] against random 0.150
-    # sampled, 0.137 exact; the one-turn oracle 0.650 and the two-turn oracle 0.800 on these
-    # 40 tasks; 154 s (before issue 16's texts 0.425 [0.285, 0.578]; with the earlier
-    # 16 x 8, 0.700: twelve generations of 4 tasks see fewer tasks)
+    # measured (seed 0, 2-core CPU, the example's 128 x 16 with the whitened basis and a
+    # bf16 backbone, 12 generations): 0.575 [0.422, 0.715] against random 0.150 sampled,
+    # 0.137 exact; the one-turn oracle 0.650 and the two-turn oracle 0.800 on these 40
+    # tasks; 169 s while a training run shared the CPU (the example's earlier 32 x 4 with
+    # the balanced basis in fp32: the same 0.575, 154 s)
     assert coordinator.accuracy >= max(exact_random, rand.accuracy) + 0.15
     assert coordinator.ci_low > max(exact_random, rand.accuracy)
