@@ -44,7 +44,15 @@ def _digest(vector: np.ndarray | None) -> str:
 
 
 class Backbone:
-    """A frozen causal LM that turns transcripts into unit-RMS feature vectors."""
+    """A frozen causal LM that turns transcripts into unit-RMS feature vectors.
+
+    ``precision`` (``models.pick_precision``): ``fp32``, ``bf16-mixed`` (fp32 weights,
+    matrix products in bf16 under ``torch.autocast``), ``bf16`` (bf16 weights) or ``auto``
+    (bf16 on a GPU, bf16-mixed on a CPU with native bf16, else fp32). With an already
+    loaded ``model``, ``auto`` is the model's own dtype (fp32 or bf16), so tests that hand
+    in a model compute exactly; ``bf16-mixed`` over an fp32 model turns the autocast on.
+    ``self.precision`` is what the features were computed in, recorded in the run.
+    """
 
     def __init__(
         self,
@@ -61,13 +69,31 @@ class Backbone:
         model: Any = None,
         tokenizer: Any = None,
     ):
-        if model is None:
-            from workbench.core.models import load_causal_lm
+        from workbench.core.models import (
+            PRECISIONS,
+            load_causal_lm,
+            pick_device,
+            pick_precision,
+        )
 
+        if model is None:
+            precision = pick_precision(pick_device(device), precision)
             model, tokenizer, resolved = load_causal_lm(source, device, precision)
             self.id = f"{resolved.kind}:{resolved.source}@{resolved.fingerprint}"
         else:  # an already loaded model (tests, or a caller that owns it)
             self.id = f"model:{source}"
+            if precision not in PRECISIONS:
+                raise ValueError(
+                    f"unknown precision '{precision}': choose one of {', '.join(PRECISIONS)}"
+                )
+            own = {"torch.float32": "fp32", "torch.bfloat16": "bf16"}.get(str(model.dtype))
+            if precision == "auto":
+                precision = own or str(model.dtype)
+            elif precision != own and not (precision == "bf16-mixed" and own == "fp32"):
+                raise ValueError(
+                    f"precision '{precision}' asked for a model whose weights are "
+                    f"{model.dtype}: load it in that precision, or pass precision='auto'"
+                )
         if input not in INPUTS:
             raise ValueError(f"unknown backbone input '{input}': choose one of {', '.join(INPUTS)}")
         self.input = input
@@ -78,11 +104,11 @@ class Backbone:
         self.context_tokens = int(getattr(model.config, "max_position_embeddings", 0) or 1 << 20)
         # what the features were computed in, for the run's record
         self.device = str(model.device)
-        self.precision = {"torch.float32": "fp32", "torch.bfloat16": "bf16"}.get(
-            str(model.dtype), str(model.dtype)
-        )
+        self.precision: str = precision
         self.stats = FeatureStats()
-        self._feature_cache: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        # keyed by (precision, SVF digest, text), the prefix cache by (precision-qualified
+        # SVF digest, token ids): features of one precision never answer for another
+        self._feature_cache: OrderedDict[tuple[str, str, str], np.ndarray] = OrderedDict()
         self._feature_cache_size = feature_cache_size
         # KV caches of earlier transcripts, keyed by (SVF digest, token ids), LRU within a
         # memory budget: a later turn of the same episode forwards its new tokens only.
@@ -152,9 +178,9 @@ class Backbone:
             digest = _digest(svf)
             for i, text in enumerate(transcripts):
                 self.stats.requests += 1
-                hit = self._feature_cache.get((digest, text))
+                hit = self._feature_cache.get((self.precision, digest, text))
                 if hit is not None:
-                    self._feature_cache.move_to_end((digest, text))
+                    self._feature_cache.move_to_end((self.precision, digest, text))
                     self.stats.cache_hits += 1
                     out[i] = hit
                 else:
@@ -165,7 +191,7 @@ class Backbone:
                 computed = self._compute(list(todo))
                 self.stats.busy_s += time.perf_counter() - started
                 for text, feature in zip(todo, computed, strict=True):
-                    self._feature_cache[(digest, text)] = feature
+                    self._feature_cache[(self.precision, digest, text)] = feature
                     for i in todo[text]:
                         out[i] = feature
                 while len(self._feature_cache) > self._feature_cache_size:
@@ -218,6 +244,10 @@ class Backbone:
         finally:
             self._draining = False
 
+    def _prefix_key(self) -> str:
+        """What a cached KV prefix was computed under: the precision and the SVF vector."""
+        return f"{self.precision}/{self._svf_digest}"
+
     def _compute(self, texts: list[str]) -> list[np.ndarray]:
         """Features of ``texts`` (none in the feature cache) in as few forwards as the
         token budget allows: each row forwards only what its longest cached prefix lacks."""
@@ -230,7 +260,7 @@ class Backbone:
         rows = []
         for i, ids in enumerate(encoded):
             # keep >= 2 new tokens: the penultimate token's state is the feature
-            reuse, entry = self._prefixes.lookup(self._svf_digest, ids, len(ids) - 2)
+            reuse, entry = self._prefixes.lookup(self._prefix_key(), ids, len(ids) - 2)
             rows.append(_Row(i, ids, reuse, entry))
         features: list[np.ndarray | None] = [None] * len(texts)
         with torch.inference_mode():
@@ -279,13 +309,17 @@ class Backbone:
                         values[i, :, prefix - r.reuse :] = v[:, : r.reuse]
                 layers.append((keys.to(device), values.to(device)))
             kwargs[_cache_arg()] = DynamicCache(layers)
-        out = self.model.base_model(
-            input_ids=input_ids.to(device),
-            attention_mask=mask.to(device),
-            position_ids=positions.to(device),
-            use_cache=True,
-            **kwargs,
-        )
+        # bf16-mixed: the matrix products (linear layers, attention) in bf16, the rest fp32
+        with torch.autocast(
+            device.type, dtype=torch.bfloat16, enabled=self.precision == "bf16-mixed"
+        ):
+            out = self.model.base_model(
+                input_ids=input_ids.to(device),
+                attention_mask=mask.to(device),
+                position_ids=positions.to(device),
+                use_cache=True,
+                **kwargs,
+            )
         self.stats.forwards += n_rows
         self.stats.batches += 1
         self.stats.tokens_forwarded += sum(len(r.ids) - r.reuse for r in batch)
@@ -306,7 +340,7 @@ class Backbone:
                     for layer in cache.layers
                 ]
                 nbytes = sum(k.nbytes + v.nbytes for k, v in kept)
-                entry = PrefixEntry(self._svf_digest, tuple(r.ids), kept, nbytes)
+                entry = PrefixEntry(self._prefix_key(), tuple(r.ids), kept, nbytes)
                 self._prefixes.put(entry, replaces=r.entry)
         return features
 
