@@ -126,6 +126,7 @@ def measure(args, backbone, ws, run_id, suite, tokens: int) -> dict:
     import torch
 
     from workbench.core.coordinator import Backbone, Head, HeadConfig, act, apply_heads
+    from workbench.core.coordinator.head import near_tie
     from workbench.core.protocol import render_transcript
     from workbench.core.store import Store
     from workbench.core.training.checkpoint import best_vector
@@ -215,6 +216,16 @@ def measure(args, backbone, ws, run_id, suite, tokens: int) -> dict:
         }
         if bb is not backbone:  # its rate on these transcripts, turn by turn, batched
             fidelity[name]["tokens_per_s"] = bb.stats.tokens_forwarded / bb.stats.busy_s
+        error = getattr(bb, "feature_error", 0.0)
+        if error:  # argmax decisions as the coordinator takes them: near ties in fp32
+            exact = bb.features(texts, exact=True)
+            near = np.array([[near_tie(h, f, n_workers, error) for h in heads] for f in got])
+            # each head's decision: in fp32 where that head was near a tie
+            per_head = np.where(near[:, :, None], decide(exact), decide(got))
+            same = (per_head == want).all(axis=2)
+            fidelity[name]["rechecked_share"] = float(near.mean())
+            fidelity[name]["rechecked_centre_agreement"] = float(same[:, 0].mean())
+            fidelity[name]["rechecked_random_agreement"] = float(same[:, 1:].mean())
     return {"limit_tokens_per_s": limit, "fidelity": fidelity}
 
 
@@ -375,6 +386,12 @@ def main() -> None:
     print("\nfidelity vs fp32 one by one (no cache), decision transcripts of the generation:")
     for name, f in new["fidelity"].items():
         speed = f" ({f['tokens_per_s']:.0f} tokens/s)" if "tokens_per_s" in f else ""
+        if "rechecked_share" in f:
+            speed += (
+                f"; near ties rechecked in fp32 ({f['rechecked_share']:.1%} of head x "
+                f"transcript decisions): centre head {f['rechecked_centre_agreement']:.1%}, "
+                f"random heads {f['rechecked_random_agreement']:.1%}"
+            )
         print(
             f"  {name}: max abs diff {f['max_abs_diff']:.2e}, min cosine {f['min_cosine']:.6f}, "
             f"argmax agreement: centre head {f['centre_head_agreement']:.1%}, 16 random heads "
