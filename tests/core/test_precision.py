@@ -7,7 +7,12 @@ the team example on the offline SmolLM2 backbone in fp32 (80 generations of 32 x
 raw input; best validation 0.667). Here it plays tasks of the suite's test split (never
 trained or validated on) over up to five turns, argmax and sampled, with an fp32 backbone;
 every transcript it decided on is then read again in bf16-mixed, turn by turn and batched
-as a generation asks for features.
+as a generation asks for features, and decided on by the coordinator over that backbone.
+
+bf16-mixed features alone flip about 1% of the head's argmax decisions, every one a near
+tie (margins below 0.11 logits, against a median of 4.3); the coordinator therefore
+recomputes in fp32 any argmax decision within the precision's error bound of a tie
+(``Head.near_tie``, ``BF16_MIXED_FEATURE_ERROR``), and its decisions must equal fp32's.
 """
 
 from pathlib import Path
@@ -84,22 +89,34 @@ def test_bf16_mixed_keeps_a_trained_heads_decisions_on_held_out_transcripts(offl
             fast.features(by_turn[k])
         got = fast.features(texts)  # feature-cache hits: what the fast path computed
         assert fast.stats.tokens_reused > 0 and fast.stats.batches < len(texts)
+        # the coordinator's argmax decisions: near ties recomputed in fp32
+        mixed = Coordinator(fast, coordinator.head)
+        decided = [mixed.decide(t) for t in texts]
+        rechecked = fast.stats.exact
     finally:
         fast.close()
 
-    cosine = np.sum(got * reference, 1) / np.linalg.norm(got, axis=1) / np.linalg.norm(
-        reference, axis=1
+    cosine = (
+        np.sum(got * reference, 1) / np.linalg.norm(got, axis=1) / np.linalg.norm(reference, axis=1)
     )
-    weights, n = coordinator.head.weights, coordinator.n_workers
-    want, have = reference @ weights.T, got @ weights.T
-    worker_ok = np.argmax(have[:, :n], 1) == np.argmax(want[:, :n], 1)
-    role_ok = np.argmax(have[:, n:], 1) == np.argmax(want[:, n:], 1)
+    head = coordinator.head
+    want = [head.decide(f) for f in reference]
+    raw = [head.decide(f) for f in got]
+    flipped = [
+        i
+        for i, (a, b) in enumerate(zip(raw, want, strict=True))
+        if (a.worker, a.role) != (b.worker, b.role)
+    ]
     print(
         f"bf16-mixed vs fp32 on {len(texts)} held-out transcripts ({len(by_turn)} turns): "
-        f"min cosine {cosine.min():.6f}, max abs diff {np.abs(got - reference).max():.3f}, "
-        f"decisions identical: worker {worker_ok.mean():.1%}, role {role_ok.mean():.1%}"
+        f"min cosine {cosine.min():.6f}, max abs diff {np.abs(got - reference).max():.3f}; "
+        f"argmax decisions of the trained head: {len(flipped)} differ on the bf16-mixed "
+        f"feature alone, {rechecked} near ties recomputed in fp32, then all identical"
     )
     assert cosine.min() >= MIN_COSINE
-    assert worker_ok.all() and role_ok.all()
+    # the coordinator's decisions are fp32's, and every raw flip was a near tie in fp32
+    assert [(a.worker, a.role) for a in decided] == [(b.worker, b.role) for b in want]
+    assert all(head.near_tie(reference[i], fast.feature_error) for i in flipped)
+    assert rechecked < len(texts) / 3  # the recheck is the exception
     # the check is not vacuous: the head's decisions vary over these transcripts
-    assert len(set(np.argmax(want[:, :n], 1))) > 1
+    assert len({a.worker for a in want}) > 1

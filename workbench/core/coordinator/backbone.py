@@ -394,11 +394,14 @@ class Backbone:
                 self._use_svf(None)
 
 
-# bf16-mixed against fp32 on the offline SmolLM2-135M (tests/core/test_precision.py):
-# the error of a unit-RMS feature projected on a unit direction (w_i - w_j of a head's two
-# rows) was at most MEASURED on 537 held-out team transcripts, for the trained head and 16
-# random ones; the bound keeps a margin of SAFETY over it.
-BF16_MIXED_FEATURE_ERROR = 0.02
+# bf16-mixed against fp32 on the offline SmolLM2-135M (README, "Precision"): on 537
+# held-out decision transcripts of a trained team head (tests/core/test_precision.py), the
+# error of a unit-RMS feature is 0.008 RMS per coordinate, and projected on the unit
+# directions w_i - w_j of that head and of 16 random heads at most 0.056 (median 0.005).
+# The bound keeps a third over that maximum: argmax decisions within it of a tie (15% of
+# the trained head's, 18% of the random heads') are recomputed in fp32, and all 9,129
+# decisions then equal fp32's (66 flipped without the recheck, every one a near tie).
+BF16_MIXED_FEATURE_ERROR = 0.075
 CONTEXT_MARGIN = 64  # tokens a chat template may add around a transcript
 DRAIN_ROUNDS = 16  # event-loop turns a batch waits at most for more requests to arrive
 CPU_BATCH_TOKENS = 8192  # padded positions per forward on a CPU: larger batches gain little
