@@ -373,9 +373,12 @@ def main() -> None:
         rate = r["tokens"] / r["coordinator_s"] if r["coordinator_s"] else float("nan")
         batches = "-" if r.get("batches") is None else str(r["batches"])
         mean = "-" if r.get("mean_batch") is None else f"{r['mean_batch']:.1f}"
+        # against a limit of the same precision only (the baseline's fp32 is not measured)
+        same = r.get("precision", "fp32") == new["precision"]
+        efficiency = f"{rate / limit:.2f}" if same else "-"
         print(
             f"{name:20s}  {r.get('precision', '?'):10s}  {r['wall_s']:6.1f}  {r['coordinator_s']:13.1f}  {r['tokens']:10d}  "
-            f"{r['transcripts']:11d}  {batches:>8s}  {mean:>10s}  {rate:8.0f}  {rate / limit:10.2f}"
+            f"{r['transcripts']:11d}  {batches:>8s}  {mean:>10s}  {rate:8.0f}  {efficiency:>10s}"
         )
     for i, (n, o) in enumerate(pairs):
         print(
