@@ -415,13 +415,11 @@ def test_bf16_mixed_backbone_recomputes_near_tie_argmax_decisions_in_fp32(monkey
     np.testing.assert_allclose(exact, want, atol=1e-5)  # the autocast off: fp32
     assert np.abs(fast - want).max() > 1e-4  # and on: another arithmetic
     assert np.corrcoef(fast, want)[0, 1] > 0.99
-    # the linear weights cast to bf16 once give autocast's own numbers, bit for bit
+    # the batched path gives autocast's own numbers, bit for bit
     with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
         h = model(torch.tensor([mixed.encode(TEXT)]), output_hidden_states=True).hidden_states
     h = h[-1][0, -2].double().numpy()
     np.testing.assert_array_equal(fast, h / np.sqrt(np.mean(h * h)))
-    assert mixed._bf16 and all(w.dtype == torch.bfloat16 for w in mixed._bf16.values())
-    assert model.model.layers[0].self_attn.q_proj.weight.dtype == torch.float32  # untouched
     assert mixed.stats.exact == 1 and mixed.stats.batches == 2
     mixed.feature(TEXT, exact=True)  # cached apart from the bf16-mixed feature
     assert mixed.stats.batches == 2

@@ -122,7 +122,6 @@ class Backbone:
         self.svf_layer = svf_layer
         self._svf: SVF | None = None
         self._svf_digest = "none"  # the SVF vector the weights hold now
-        self._bf16: dict[str, Any] | None = None  # bf16-mixed: cast linear weights
         self._lock = threading.Lock()  # one forward at a time on this model
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="backbone")
         self._pending: list[_Request] = []
@@ -287,29 +286,6 @@ class Backbone:
             "load it with precision 'bf16-mixed' or 'fp32'"
         )
 
-    def _bf16_linears(self) -> dict[str, Any]:
-        """bf16 copies of the decoder's linear weights, by parameter name, made once:
-        what autocast casts them to on every forward. The SVF layer's are left out (SVF
-        changes them in place; autocast casts them per forward), and so is everything
-        that is not a linear layer's weight. The model itself keeps its fp32 weights."""
-        if self._bf16 is None:
-            import torch
-
-            base = self.model.base_model
-            skip = set()
-            layers = getattr(base, "layers", None)
-            if layers is not None and len(layers):
-                block = layers[self.svf_layer]
-                skip = {id(p) for p in block.parameters()}
-            self._bf16 = {
-                f"{name}.weight": module.weight.detach().to(torch.bfloat16)
-                for name, module in base.named_modules()
-                if isinstance(module, torch.nn.Linear)
-                and module.weight.dtype == torch.float32
-                and id(module.weight) not in skip
-            }
-        return self._bf16
-
     def _prefix_key(self, precision: str) -> str:
         """What a cached KV prefix was computed under: the precision and the SVF vector."""
         return f"{precision}/{self._svf_digest}"
@@ -376,22 +352,14 @@ class Backbone:
                 layers.append((keys.to(device), values.to(device)))
             kwargs[_cache_arg()] = DynamicCache(layers)
         # bf16-mixed: the matrix products (linear layers, attention) in bf16, the rest fp32
-        inputs = {
-            "input_ids": input_ids.to(device),
-            "attention_mask": mask.to(device),
-            "position_ids": positions.to(device),
-            "use_cache": True,
-            **kwargs,
-        }
-        if precision == "bf16-mixed":
-            # the linear layers' weights as autocast would cast them, cast once: the same
-            # numbers without casting every weight on every forward
-            with torch.autocast(device.type, dtype=torch.bfloat16):
-                out = torch.func.functional_call(
-                    self.model.base_model, self._bf16_linears(), (), inputs, strict=False
-                )
-        else:
-            out = self.model.base_model(**inputs)
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bf16-mixed"):
+            out = self.model.base_model(
+                input_ids=input_ids.to(device),
+                attention_mask=mask.to(device),
+                position_ids=positions.to(device),
+                use_cache=True,
+                **kwargs,
+            )
         self.stats.forwards += n_rows
         self.stats.batches += 1
         self.stats.tokens_forwarded += sum(len(r.ids) - r.reuse for r in batch)
