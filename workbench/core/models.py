@@ -243,12 +243,13 @@ def describe_device() -> str:
 # How the backbone computes (README, "Precision"):
 # - fp32: fp32 weights and arithmetic, the bit-faithful reference;
 # - bf16-mixed: fp32 weights, matrix products in bf16 under torch.autocast (activations
-#   and the KV cache stay fp32 between them);
-# - bf16: the weights themselves in bf16.
+#   and the KV cache stay fp32 between them); argmax decisions near a tie are recomputed
+#   in fp32 on the same weights, so they are fp32's (coordinator.policy);
+# - bf16: the weights themselves in bf16 (no fp32 to recompute with).
 # "auto" is bf16 on a GPU; on a CPU with native bf16 instructions (AVX512-BF16 or AMX)
-# bf16-mixed, the fastest choice whose features pass the fidelity check (a trained head's
-# decisions on held-out transcripts, tests/core/test_precision.py); fp32 on other CPUs,
-# where bf16 is emulated and slower than fp32.
+# bf16-mixed, the fastest choice that passes the fidelity check (a trained head's argmax
+# decisions on held-out transcripts equal fp32's: tests/core/test_precision.py); fp32 on
+# other CPUs, where bf16 is emulated and slower than fp32.
 PRECISIONS = ("auto", "fp32", "bf16-mixed", "bf16")
 CPU_FAST_PRECISION = "bf16-mixed"
 
@@ -272,10 +273,13 @@ def pick_precision(device: str, precision: str = "auto", *, native_bf16: bool | 
     ``auto`` is bf16 on a GPU; on a CPU it is ``CPU_FAST_PRECISION`` (bf16-mixed) where the
     CPU has native bf16 instructions (``native_bf16``, default: ``native_bf16_cpu()``),
     else fp32. bf16-mixed keeps fp32 weights and runs the matrix products in bf16: on
-    SmolLM2-135M it is about 3x faster than fp32 on a CPU with AMX, its features stay
-    within cosine 0.9999 of fp32 and a trained head's decisions on held-out transcripts
-    are those of fp32 (README, "Precision"). Full bf16 weights are a little faster still
-    but drift further; they are opt-in on a CPU. ``fp32`` is the bit-faithful choice.
+    SmolLM2-135M, on a CPU with AMX, a K = 5 training generation's coordinator is about 2x
+    faster than in fp32 and its features stay within cosine 0.9998 of fp32; alone they
+    flip about 1% of a trained head's argmax decisions, all near ties, which the
+    coordinator therefore recomputes in fp32 (``Head.near_tie``), so that its argmax
+    decisions are fp32's (README, "Precision"). Full bf16 weights are faster still but
+    drift further and have no fp32 to recompute with; they are opt-in on a CPU. ``fp32``
+    is the bit-faithful choice.
     """
     if precision not in PRECISIONS:
         raise ModelSourceError(
