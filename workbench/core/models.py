@@ -232,12 +232,15 @@ def pick_device(device: str = "auto") -> str:
 
 
 def describe_device() -> str:
-    """What ``auto`` picks here, in words (Help > About): the GPU's name, or the CPU."""
+    """What ``auto`` picks here, in words (Help > About): the GPU's name, or the CPU and
+    the precision ``auto`` computes in on it."""
     import torch
 
     if torch.cuda.is_available():
-        return f"CUDA ({torch.cuda.get_device_name(0)})"
-    return f"CPU ({torch.get_num_threads()} threads; no CUDA GPU visible)"
+        return f"CUDA ({torch.cuda.get_device_name(0)}), bf16"
+    precision = pick_precision("cpu")
+    why = "native bf16" if precision != "fp32" else "no native bf16"
+    return f"CPU ({torch.get_num_threads()} threads; no CUDA GPU visible), {precision} ({why})"
 
 
 # How the backbone computes (README, "Precision"):
