@@ -128,10 +128,12 @@ def tiny_backbone(tiny_lm):
 
 @pytest.fixture(scope="session")
 def offline_backbone():
-    """The real offline SmolLM2-135M-Instruct backbone (converted once per machine)."""
+    """The real offline SmolLM2-135M-Instruct backbone (converted once per machine), in
+    fp32: tests compare its features with others to 1e-5 and more (the faster default on a
+    CPU with native bf16, bf16-mixed, has its own fidelity test: test_precision.py)."""
     from workbench.core.coordinator import Backbone
 
-    backbone = Backbone("offline", device="cpu")
+    backbone = Backbone("offline", device="cpu", precision="fp32")
     yield backbone
     backbone.close()
 

@@ -1,7 +1,8 @@
 """Coordinator throughput (issue 16): one multi-turn sandbox generation, old vs new code.
 
     python tests/benchmarks/bench_coordinator.py [--device cpu|cuda|auto] [--baseline a6b8df6]
-        [--popsize 16] [--rollouts 8] [--turns 5] [--bf16] [--latency 0.2] [--repeat 1]
+        [--popsize 16] [--rollouts 8] [--turns 5] [--precision auto] [--compare fp32,bf16]
+        [--latency 0.2] [--repeat 1]
 
 Each generation runs in a child process (same interpreter, same threads) against either
 this tree or a checkout of the baseline commit (``git archive`` into a temporary folder),
@@ -9,15 +10,19 @@ so both are measured side by side in one run; ``--repeat N`` alternates them N t
 (new, old, new, old, ...) and prints each pair's ratio, for a machine whose load changes
 (each child's load average before and after is printed). Printed:
 
+- the precision each side computed in (this tree: ``--precision``, default ``auto``, which
+  is bf16-mixed on a CPU with native bf16; the baseline: its own default, fp32 on a CPU);
 - generation wall time (sep-CMA-ES, sandbox pool, K turns, lambda x m episodes, offline
   backbone), coordinator (backbone) time, new tokens, forwards, and the ratio old / new;
 - coordinator efficiency: new tokens per second of the coordinator during the generation,
   divided by the tokens per second of fresh transcripts (the generation's own final
-  transcripts, no prefix cache) forwarded in the backbone's largest batches: the
-  machine's practical limit;
-- fidelity of each faster path vs fp32 one by one (no cache, one transcript per forward)
-  on the generation's decision transcripts: max abs difference, min cosine, and argmax
-  agreement of the generation's centre head and of 16 random heads;
+  transcripts, no prefix cache) forwarded in the backbone's largest batches, in the SAME
+  precision as the coordinator: the machine's practical limit;
+- fidelity of the generation's own features and of each ``--compare`` precision (batched,
+  turn by turn) vs fp32 one by one (no cache, one transcript per forward) on the
+  generation's decision transcripts: max abs difference, min cosine, and argmax agreement
+  of the generation's centre head and of 16 random heads (a trained head's agreement on
+  held-out transcripts is tests/core/test_precision.py's check);
 - with ``--latency`` (meant for ``--device cuda``): decisions per second and the
   coordinator's share of a generation's wall time with sandbox workers answering after a
   fixed latency.
@@ -79,7 +84,8 @@ def child_generation(args) -> dict:
         )
 
     config = RunConfig.from_dict(config_dict(args))
-    kwargs = {"precision": "bf16"} if args.precision == "bf16" else {}
+    # the baseline knows only its own default (fp32 on a CPU): nothing is passed to it
+    kwargs = {"precision": args.precision} if args.precision else {}
     backbone = Backbone("offline", device=args.device, **kwargs)
     with tempfile.TemporaryDirectory() as folder:
         ws = Workspace.open(folder)
@@ -97,6 +103,7 @@ def child_generation(args) -> dict:
         )
         (g,) = stats
         out = {
+            "precision": getattr(backbone, "precision", "fp32"),
             "wall_s": g.wall_s,
             "coordinator_s": g.coordinator_s,
             "tokens": backbone.stats.tokens_forwarded - before[0],
@@ -119,6 +126,7 @@ def measure(args, backbone, ws, run_id, suite, tokens: int) -> dict:
     import torch
 
     from workbench.core.coordinator import Backbone, Head, HeadConfig, act, apply_heads
+    from workbench.core.coordinator.head import near_tie
     from workbench.core.protocol import render_transcript
     from workbench.core.store import Store
     from workbench.core.training.checkpoint import best_vector
@@ -136,7 +144,13 @@ def measure(args, backbone, ws, run_id, suite, tokens: int) -> dict:
     model, tokenizer = backbone.model, backbone.tokenizer
 
     # the practical limit: fresh transcripts of the generation's length, largest batches
-    fresh = Backbone("fresh", model=model, tokenizer=tokenizer, prefix_cache_bytes=0)
+    fresh = Backbone(
+        "fresh",
+        model=model,
+        tokenizer=tokenizer,
+        prefix_cache_bytes=0,
+        precision=backbone.precision,
+    )
     chosen, total = [], 0
     for text in finals * 4:
         if total >= tokens:
@@ -153,20 +167,21 @@ def measure(args, backbone, ws, run_id, suite, tokens: int) -> dict:
         for k, v in by_turn.items()
     }
     texts = [t for k in sorted(sample) for t in sample[k]]
-    if backbone.precision == "fp32":
+    if model.dtype == torch.float32:  # fp32 or bf16-mixed: fp32 weights
         fp32 = model
     else:  # a bf16 backbone: the fp32 reference is a fresh load
         from workbench.core.models import load_causal_lm
 
         fp32 = load_causal_lm("offline", args.device, "fp32")[0]
-    one = Backbone("one", model=fp32, tokenizer=tokenizer, prefix_cache_bytes=0)
+    one = Backbone("one", model=fp32, tokenizer=tokenizer, prefix_cache_bytes=0, precision="fp32")
     reference = np.stack([one.feature(t) for t in texts])
     paths = {f"batched {backbone.precision} (the generation's own features)": backbone}
-    if args.bf16 and backbone.precision == "fp32":
-        bf16 = Backbone("bf16", model=copy.deepcopy(model).to(torch.bfloat16), tokenizer=tokenizer)
+    for precision in [p for p in args.compare.split(",") if p and p != backbone.precision]:
+        weights = copy.deepcopy(fp32).to(torch.bfloat16) if precision == "bf16" else fp32
+        other = Backbone(precision, model=weights, tokenizer=tokenizer, precision=precision)
         for k in sorted(sample):  # turn by turn, as a generation asks
-            bf16.features(sample[k])
-        paths["batched bf16 (CPU opt-in)"] = bf16
+            other.features(sample[k])
+        paths[f"batched {precision}"] = other
     n_workers = 3
     d = backbone.hidden_size
     heads = np.stack(
@@ -199,11 +214,18 @@ def measure(args, backbone, ws, run_id, suite, tokens: int) -> dict:
             "random_heads_agreement": float(same[:, 1:].mean()),
             "transcripts": len(texts),
         }
-    if "batched bf16 (CPU opt-in)" in paths:
-        bb = paths["batched bf16 (CPU opt-in)"]
-        fidelity["batched bf16 (CPU opt-in)"]["tokens_per_s"] = (
-            bb.stats.tokens_forwarded / bb.stats.busy_s
-        )
+        if bb is not backbone:  # its rate on these transcripts, turn by turn, batched
+            fidelity[name]["tokens_per_s"] = bb.stats.tokens_forwarded / bb.stats.busy_s
+        error = getattr(bb, "feature_error", 0.0)
+        if error:  # argmax decisions as the coordinator takes them: near ties in fp32
+            exact = bb.features(texts, exact=True)
+            near = np.array([[near_tie(h, f, n_workers, error) for h in heads] for f in got])
+            # each head's decision: in fp32 where that head was near a tie
+            per_head = np.where(near[:, :, None], decide(exact), decide(got))
+            same = (per_head == want).all(axis=2)
+            fidelity[name]["rechecked_share"] = float(near.mean())
+            fidelity[name]["rechecked_centre_agreement"] = float(same[:, 0].mean())
+            fidelity[name]["rechecked_random_agreement"] = float(same[:, 1:].mean())
     return {"limit_tokens_per_s": limit, "fidelity": fidelity}
 
 
@@ -256,6 +278,7 @@ def run_child(args, mode: str, tree: Path, *extra: str) -> dict:
     command += ["--device", args.device, "--popsize", str(args.popsize)]
     command += ["--rollouts", str(args.rollouts), "--turns", str(args.turns)]
     command += ["--latency", str(args.latency), "--fidelity", str(args.fidelity)]
+    command += ["--compare", args.compare]
     env = {**os.environ, "PYTHONPATH": str(tree)}
     load = os.getloadavg()[0]
     started = time.perf_counter()
@@ -297,13 +320,21 @@ def main() -> None:
     parser.add_argument("--popsize", type=int, default=16)
     parser.add_argument("--rollouts", type=int, default=8)
     parser.add_argument("--turns", type=int, default=5)
-    parser.add_argument("--bf16", action="store_true", help="also check bf16 (CPU opt-in)")
+    parser.add_argument(
+        "--precision",
+        default="",
+        help="this tree's precision: auto (default), fp32, bf16-mixed, bf16",
+    )
+    parser.add_argument(
+        "--compare",
+        default="fp32,bf16-mixed,bf16",
+        help="other precisions whose fidelity is measured too (comma-separated)",
+    )
     parser.add_argument("--latency", type=float, default=0.0, help="worker latency section, s")
     parser.add_argument("--fidelity", type=int, default=96, help="decision transcripts checked")
     parser.add_argument("--repeat", type=int, default=1, help="new / old pairs, alternated")
     parser.add_argument("--child", default="", help=argparse.SUPPRESS)
     parser.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--precision", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child == "generation":
         return child_generation(args) and None
@@ -315,37 +346,39 @@ def main() -> None:
         f"one generation: sep-CMA-ES, sandbox pool, K = {args.turns}, "
         f"{args.popsize} x {args.rollouts} episodes, offline backbone (SmolLM2-135M)"
     )
-    extra = ["--bf16"] if args.bf16 else []
-    new = run_child(args, "generation", ROOT, "--measure", *extra)
+    mine = ["--precision", args.precision or "auto"]  # the baseline's child gets none
+    new = run_child(args, "generation", ROOT, "--measure", *mine)
     rows = [("new (this tree)", new)]
-    if args.bf16 and args.device == "cpu":
-        rows.append(
-            ("new, bf16 (opt-in)", run_child(args, "generation", ROOT, "--precision", "bf16"))
-        )
     pairs = []
     if args.baseline:
         with tempfile.TemporaryDirectory() as folder:
             old_tree = baseline_tree(args.baseline, Path(folder))
             for i in range(args.repeat):
-                again = new if i == 0 else run_child(args, "generation", ROOT)
+                again = new if i == 0 else run_child(args, "generation", ROOT, *mine)
                 old = run_child(args, "generation", old_tree)
                 pairs.append((again, old))
                 if i:
                     rows.append((f"new, pair {i + 1}", again))
                 rows.append((f"old ({args.baseline})" + (f", pair {i + 1}" if i else ""), old))
     limit = new["limit_tokens_per_s"]
-    print(f"\nfresh transcripts, largest batches (the limit): {limit:.0f} tokens/s")
     print(
-        "path                  wall s  coordinator s  new tokens  transcripts  forwards  "
-        "mean batch  tokens/s  efficiency"
+        f"\nfresh transcripts, largest batches (the limit), in {new['precision']} as this "
+        f"tree's coordinator: {limit:.0f} tokens/s"
+    )
+    print(
+        "path                  precision   wall s  coordinator s  new tokens  transcripts  "
+        "forwards  mean batch  tokens/s  efficiency"
     )
     for name, r in rows:
         rate = r["tokens"] / r["coordinator_s"] if r["coordinator_s"] else float("nan")
         batches = "-" if r.get("batches") is None else str(r["batches"])
         mean = "-" if r.get("mean_batch") is None else f"{r['mean_batch']:.1f}"
+        # against a limit of the same precision only (the baseline's fp32 is not measured)
+        same = r.get("precision", "fp32") == new["precision"]
+        efficiency = f"{rate / limit:.2f}" if same else "-"
         print(
-            f"{name:20s}  {r['wall_s']:6.1f}  {r['coordinator_s']:13.1f}  {r['tokens']:10d}  "
-            f"{r['transcripts']:11d}  {batches:>8s}  {mean:>10s}  {rate:8.0f}  {rate / limit:10.2f}"
+            f"{name:20s}  {r.get('precision', '?'):10s}  {r['wall_s']:6.1f}  {r['coordinator_s']:13.1f}  {r['tokens']:10d}  "
+            f"{r['transcripts']:11d}  {batches:>8s}  {mean:>10s}  {rate:8.0f}  {efficiency:>10s}"
         )
     for i, (n, o) in enumerate(pairs):
         print(
@@ -356,6 +389,12 @@ def main() -> None:
     print("\nfidelity vs fp32 one by one (no cache), decision transcripts of the generation:")
     for name, f in new["fidelity"].items():
         speed = f" ({f['tokens_per_s']:.0f} tokens/s)" if "tokens_per_s" in f else ""
+        if "rechecked_share" in f:
+            speed += (
+                f"; near ties rechecked in fp32 ({f['rechecked_share']:.1%} of head x "
+                f"transcript decisions): centre head {f['rechecked_centre_agreement']:.1%}, "
+                f"random heads {f['rechecked_random_agreement']:.1%}"
+            )
         print(
             f"  {name}: max abs diff {f['max_abs_diff']:.2e}, min cosine {f['min_cosine']:.6f}, "
             f"argmax agreement: centre head {f['centre_head_agreement']:.1%}, 16 random heads "

@@ -401,3 +401,56 @@ def test_closing_a_backbone_gives_the_model_back_without_its_svf_offsets():
     second = Backbone("t", model=model, tokenizer=tokenizer)
     np.testing.assert_array_equal(second.feature(TEXT), want)
     second.close()
+
+
+def test_bf16_mixed_backbone_recomputes_near_tie_argmax_decisions_in_fp32(monkeypatch):
+    """bf16-mixed features are fast and close to fp32; an argmax decision near a tie is
+    taken on the fp32 feature of the same weights (``exact=True``), cached on its own."""
+    model, tokenizer = build_tiny_lm(seed=9)
+    fp32 = Backbone("t", model=model, tokenizer=tokenizer)
+    mixed = Backbone("t", model=model, tokenizer=tokenizer, precision="bf16-mixed")
+    assert (fp32.precision, mixed.precision) == ("fp32", "bf16-mixed")
+    assert fp32.feature_error == 0 and mixed.feature_error > 0
+    fast, exact, want = mixed.feature(TEXT), mixed.feature(TEXT, exact=True), fp32.feature(TEXT)
+    np.testing.assert_allclose(exact, want, atol=1e-5)  # the autocast off: fp32
+    assert np.abs(fast - want).max() > 1e-4  # and on: another arithmetic
+    assert np.corrcoef(fast, want)[0, 1] > 0.99
+    # the batched path gives autocast's own numbers, bit for bit
+    with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
+        h = model(torch.tensor([mixed.encode(TEXT)]), output_hidden_states=True).hidden_states
+    h = h[-1][0, -2].double().numpy()
+    np.testing.assert_array_equal(fast, h / np.sqrt(np.mean(h * h)))
+    assert mixed.stats.exact == 1 and mixed.stats.batches == 2
+    mixed.feature(TEXT, exact=True)  # cached apart from the bf16-mixed feature
+    assert mixed.stats.batches == 2
+
+    # a head whose workers 0 and 1 nearly tie: fp32 prefers 1 by 1e-3, the bf16-mixed
+    # feature 0 by about 2e-3 (their rows differ along the bf16 error, across the feature)
+    unit = want / np.linalg.norm(want)
+    error = fast - want
+    across = error - (error @ unit) * unit
+    v = -3e-3 * across / (across @ fast) + 1e-3 * want / (want @ want)
+    head = Head.random(HeadConfig(3, 32), seed=0, scale=1.0)
+    head.weights[0], head.weights[2] = 0.1 * want, -0.1 * want
+    head.weights[1] = head.weights[0] + v
+    assert (head.decide(want).worker, head.decide(fast).worker) == (1, 0)
+    # within the error bound of bf16-mixed on SmolLM2 (this tiny random LM errs more)
+    monkeypatch.setattr("workbench.core.coordinator.backbone.BF16_MIXED_FEATURE_ERROR", 1.0)
+    assert head.near_tie(fast, mixed.feature_error)
+    coordinator = Coordinator(mixed, head)
+    assert asyncio.run(coordinator.adecide(TEXT)).worker == 1  # fp32's decision
+    assert coordinator.decide(TEXT) == Coordinator(fp32, head).decide(TEXT)
+    other = Backbone("t2", model=model, tokenizer=tokenizer, precision="bf16-mixed")
+    calm = Coordinator(other, head)
+    # a sampled decision (training) takes the fast feature
+    asyncio.run(calm.adecide(TEXT, np.random.default_rng(0)))
+    assert other.stats.exact == 0
+    # bf16 weights have no fp32 to recompute with
+    bf16 = Backbone("t", model=build_tiny_lm(seed=9)[0].to(torch.bfloat16), tokenizer=tokenizer)
+    assert bf16.feature_error == 0
+    with pytest.raises(ValueError, match="exact \\(fp32\\) feature.*bf16"):
+        bf16.feature(TEXT, exact=True)
+    with pytest.raises(ValueError, match="precision 'bf16-mixed' asked for a model whose"):
+        Backbone("t", model=bf16.model, tokenizer=tokenizer, precision="bf16-mixed")
+    for b in (fp32, mixed, other, bf16):
+        b.close()

@@ -3,6 +3,7 @@
 import importlib.util
 
 import pytest
+import torch
 
 from tests.conftest import build_tiny_lm
 from workbench.core import models
@@ -82,10 +83,22 @@ def test_cuda_without_a_gpu_is_a_clear_error():
             models.pick_device("cuda")
 
 
-def test_precision_is_bf16_on_gpu_fp32_on_cpu_unless_asked_and_checked():
-    from workbench.core.models import pick_precision
+def test_precision_auto_is_bf16_on_gpu_bf16_mixed_on_a_native_bf16_cpu_else_fp32():
+    from workbench.core.models import native_bf16_cpu, pick_precision, weights_dtype
 
     assert pick_precision("cuda") == "bf16" and pick_precision("cuda:1") == "bf16"
-    assert pick_precision("cpu") == "fp32" and pick_precision("cpu", "bf16") == "bf16"
-    with pytest.raises(ModelSourceError, match="unknown precision 'int4'.*auto, fp32, bf16"):
+    assert pick_precision("cpu", native_bf16=True) == "bf16-mixed"
+    assert pick_precision("cpu", native_bf16=False) == "fp32"  # emulated bf16 is slower
+    assert pick_precision("mps") == "fp32"
+    # this machine's answer follows torch's own CPU capability check
+    capability = torch._C._cpu._get_cpu_capability()
+    native = bool(capability["avx512_bf16"] or capability["amx_bf16"])
+    assert native_bf16_cpu() is native
+    assert pick_precision("cpu") == ("bf16-mixed" if native else "fp32")
+    for asked in ("fp32", "bf16-mixed", "bf16"):  # an explicit choice is kept everywhere
+        assert pick_precision("cpu", asked) == asked == pick_precision("cuda", asked)
+    # bf16-mixed keeps fp32 weights (the autocast is the backbone's)
+    assert weights_dtype("bf16-mixed") == torch.float32 == weights_dtype("fp32")
+    assert weights_dtype("bf16") == torch.bfloat16
+    with pytest.raises(ModelSourceError, match="unknown precision 'int4'.*auto, fp32, bf16-mixed"):
         pick_precision("cpu", "int4")

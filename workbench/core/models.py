@@ -232,49 +232,91 @@ def pick_device(device: str = "auto") -> str:
 
 
 def describe_device() -> str:
-    """What ``auto`` picks here, in words (Help > About): the GPU's name, or the CPU."""
+    """What ``auto`` picks here, in words (Help > About): the GPU's name, or the CPU and
+    the precision ``auto`` computes in on it."""
     import torch
 
     if torch.cuda.is_available():
-        return f"CUDA ({torch.cuda.get_device_name(0)})"
-    return f"CPU ({torch.get_num_threads()} threads; no CUDA GPU visible)"
+        return f"CUDA ({torch.cuda.get_device_name(0)}), bf16"
+    precision = pick_precision("cpu")
+    why = "native bf16" if precision != "fp32" else "no native bf16"
+    return f"CPU ({torch.get_num_threads()} threads; no CUDA GPU visible), {precision} ({why})"
 
 
-# the backbone's weights: "auto" is bf16 on a GPU, fp32 on a CPU (bf16 on a CPU is faster
-# but its features drift past the fidelity check: README, "Figures")
-PRECISIONS = ("auto", "fp32", "bf16")
+# How the backbone computes (README, "Precision"):
+# - fp32: fp32 weights and arithmetic, the bit-faithful reference;
+# - bf16-mixed: fp32 weights, matrix products in bf16 under torch.autocast (activations
+#   and the KV cache stay fp32 between them); argmax decisions near a tie are recomputed
+#   in fp32 on the same weights, so they are fp32's (coordinator.policy);
+# - bf16: the weights themselves in bf16 (no fp32 to recompute with).
+# "auto" is bf16 on a GPU; on a CPU with native bf16 instructions (AVX512-BF16 or AMX)
+# bf16-mixed, the fastest choice that passes the fidelity check (a trained head's argmax
+# decisions on held-out transcripts equal fp32's: tests/core/test_precision.py); fp32 on
+# other CPUs, where bf16 is emulated and slower than fp32.
+PRECISIONS = ("auto", "fp32", "bf16-mixed", "bf16")
+CPU_FAST_PRECISION = "bf16-mixed"
 
 
-def pick_precision(device: str, precision: str = "auto") -> str:
-    """The weights' precision on ``device``: ``auto`` is bf16 on a GPU and fp32 on a CPU.
+def native_bf16_cpu() -> bool:
+    """Whether this CPU computes bf16 natively (AVX512-BF16 or AMX-BF16 tiles), as torch's
+    own CPU capability check reports it; a torch without that check answers False."""
+    import torch
 
-    bf16 on a CPU is opt-in: on SmolLM2-135M its features stay within cosine 0.9998 of
-    fp32, but whether a head's argmax decisions stay the same is measured per backbone
-    (``tests/benchmarks/bench_coordinator.py``), and CPUs without native bf16 instructions
-    run it slower than fp32.
+    try:
+        capability = torch._C._cpu._get_cpu_capability()
+    except AttributeError:  # an older torch: no reliable check, stay on fp32
+        return False
+    return bool(capability.get("avx512_bf16") or capability.get("amx_bf16"))
+
+
+def pick_precision(device: str, precision: str = "auto", *, native_bf16: bool | None = None) -> str:
+    """The precision the backbone computes in on ``device`` (one of ``fp32``,
+    ``bf16-mixed``, ``bf16``).
+
+    ``auto`` is bf16 on a GPU; on a CPU it is ``CPU_FAST_PRECISION`` (bf16-mixed) where the
+    CPU has native bf16 instructions (``native_bf16``, default: ``native_bf16_cpu()``),
+    else fp32. bf16-mixed keeps fp32 weights and runs the matrix products in bf16: on
+    SmolLM2-135M, on a CPU with AMX, a K = 5 training generation's coordinator is about 2x
+    faster than in fp32 and its features stay within cosine 0.9998 of fp32; alone they
+    flip about 1% of a trained head's argmax decisions, all near ties, which the
+    coordinator therefore recomputes in fp32 (``Head.near_tie``), so that its argmax
+    decisions are fp32's (README, "Precision"). Full bf16 weights are faster still but
+    drift further and have no fp32 to recompute with; they are opt-in on a CPU. ``fp32``
+    is the bit-faithful choice.
     """
     if precision not in PRECISIONS:
         raise ModelSourceError(
             f"unknown precision '{precision}': choose one of {', '.join(PRECISIONS)}"
         )
-    if precision == "auto":
-        return "bf16" if device.startswith("cuda") else "fp32"
-    return precision
+    if precision != "auto":
+        return precision
+    if device.startswith("cuda"):
+        return "bf16"
+    if device == "cpu" and (native_bf16_cpu() if native_bf16 is None else native_bf16):
+        return CPU_FAST_PRECISION
+    return "fp32"
+
+
+def weights_dtype(precision: str) -> Any:
+    """The torch dtype of the weights for a resolved precision (bf16-mixed keeps fp32)."""
+    import torch
+
+    return torch.bfloat16 if precision == "bf16" else torch.float32
 
 
 def load_causal_lm(
     source: str, device: str = "auto", precision: str = "auto"
 ) -> tuple[Any, Any, ResolvedSource]:
-    """Load (model, tokenizer, resolved source) in eval mode, in ``precision``
-    (``pick_precision``: by default bf16 on GPU, fp32 on CPU)."""
-    import torch
+    """Load (model, tokenizer, resolved source) in eval mode, its weights in the dtype of
+    ``precision`` (``pick_precision``; bf16-mixed loads fp32 weights: the autocast is the
+    caller's, ``Backbone``'s)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # our own commands report progress
     resolved = resolve_source(source)
     device = pick_device(device)
-    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[pick_precision(device, precision)]
+    dtype = weights_dtype(pick_precision(device, precision))
     location = str(_convert_gguf(resolved)) if resolved.gguf_file else resolved.location
     # A Hub model already in the local cache loads without the network; otherwise check
     # quickly that the Hub answers, rather than letting the client retry for a minute.

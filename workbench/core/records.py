@@ -149,7 +149,7 @@ class RunResult:
     search_basis_alpha: float | None = None
     sigma0_head_scale: float | None = None
     backbone_device: str | None = None  # what the coordinator's features were computed on
-    backbone_precision: str | None = None  # and in (fp32, bf16)
+    backbone_precision: str | None = None  # and in (fp32, bf16-mixed, bf16)
     pid: int | None = None
     host: str | None = None
 

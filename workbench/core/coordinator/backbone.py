@@ -35,6 +35,10 @@ class FeatureStats:
     tokens_padded: int = 0  # positions the forwards computed, padding included
     tokens_reused: int = 0  # prefix tokens whose KV cache was reused
     busy_s: float = 0.0  # time spent computing features
+    exact: int = 0  # features recomputed in fp32 on request (near-tie decisions, bf16-mixed)
+
+
+_Request = tuple[str, "np.ndarray | None", bool, "asyncio.Future[np.ndarray]"]
 
 
 def _digest(vector: np.ndarray | None) -> str:
@@ -44,7 +48,15 @@ def _digest(vector: np.ndarray | None) -> str:
 
 
 class Backbone:
-    """A frozen causal LM that turns transcripts into unit-RMS feature vectors."""
+    """A frozen causal LM that turns transcripts into unit-RMS feature vectors.
+
+    ``precision`` (``models.pick_precision``): ``fp32``, ``bf16-mixed`` (fp32 weights,
+    matrix products in bf16 under ``torch.autocast``), ``bf16`` (bf16 weights) or ``auto``
+    (bf16 on a GPU, bf16-mixed on a CPU with native bf16, else fp32). With an already
+    loaded ``model``, ``auto`` is the model's own dtype (fp32 or bf16), so tests that hand
+    in a model compute exactly; ``bf16-mixed`` over an fp32 model turns the autocast on.
+    ``self.precision`` is what the features were computed in, recorded in the run.
+    """
 
     def __init__(
         self,
@@ -61,13 +73,31 @@ class Backbone:
         model: Any = None,
         tokenizer: Any = None,
     ):
-        if model is None:
-            from workbench.core.models import load_causal_lm
+        from workbench.core.models import (
+            PRECISIONS,
+            load_causal_lm,
+            pick_device,
+            pick_precision,
+        )
 
+        if model is None:
+            precision = pick_precision(pick_device(device), precision)
             model, tokenizer, resolved = load_causal_lm(source, device, precision)
             self.id = f"{resolved.kind}:{resolved.source}@{resolved.fingerprint}"
         else:  # an already loaded model (tests, or a caller that owns it)
             self.id = f"model:{source}"
+            if precision not in PRECISIONS:
+                raise ValueError(
+                    f"unknown precision '{precision}': choose one of {', '.join(PRECISIONS)}"
+                )
+            own = {"torch.float32": "fp32", "torch.bfloat16": "bf16"}.get(str(model.dtype))
+            if precision == "auto":
+                precision = own or str(model.dtype)
+            elif precision != own and not (precision == "bf16-mixed" and own == "fp32"):
+                raise ValueError(
+                    f"precision '{precision}' asked for a model whose weights are "
+                    f"{model.dtype}: load it in that precision, or pass precision='auto'"
+                )
         if input not in INPUTS:
             raise ValueError(f"unknown backbone input '{input}': choose one of {', '.join(INPUTS)}")
         self.input = input
@@ -78,11 +108,11 @@ class Backbone:
         self.context_tokens = int(getattr(model.config, "max_position_embeddings", 0) or 1 << 20)
         # what the features were computed in, for the run's record
         self.device = str(model.device)
-        self.precision = {"torch.float32": "fp32", "torch.bfloat16": "bf16"}.get(
-            str(model.dtype), str(model.dtype)
-        )
+        self.precision: str = precision
         self.stats = FeatureStats()
-        self._feature_cache: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        # keyed by (precision, SVF digest, text), the prefix cache by (precision-qualified
+        # SVF digest, token ids): features of one precision never answer for another
+        self._feature_cache: OrderedDict[tuple[str, str, str], np.ndarray] = OrderedDict()
         self._feature_cache_size = feature_cache_size
         # KV caches of earlier transcripts, keyed by (SVF digest, token ids), LRU within a
         # memory budget: a later turn of the same episode forwards its new tokens only.
@@ -94,7 +124,7 @@ class Backbone:
         self._svf_digest = "none"  # the SVF vector the weights hold now
         self._lock = threading.Lock()  # one forward at a time on this model
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="backbone")
-        self._pending: list[tuple[str, np.ndarray | None, asyncio.Future]] = []
+        self._pending: list[_Request] = []
         self._draining = False
 
     # -- SVF ---------------------------------------------------------------
@@ -143,18 +173,38 @@ class Backbone:
             return True
         return len(self.encode(transcript)) <= self.context_tokens
 
-    def features(self, transcripts: Sequence[str], svf: np.ndarray | None = None) -> np.ndarray:
+    @property
+    def approximate(self) -> bool:
+        """Whether features are computed in a lower precision than fp32 with the fp32
+        weights at hand (bf16-mixed), so that ``exact=True`` can recompute one in fp32."""
+        return self.precision == "bf16-mixed"
+
+    @property
+    def feature_error(self) -> float:
+        """A bound on the projection, on any unit direction, of the error of a feature
+        computed in this backbone's precision against fp32, where an fp32 recomputation is
+        at hand (bf16-mixed: ``BF16_MIXED_FEATURE_ERROR``); else 0. The coordinator
+        recomputes an argmax decision in fp32 when a logit lies within this error of the
+        best one (``Head.near_tie``)."""
+        return BF16_MIXED_FEATURE_ERROR if self.approximate else 0.0
+
+    def features(
+        self, transcripts: Sequence[str], svf: np.ndarray | None = None, *, exact: bool = False
+    ) -> np.ndarray:
         """Unit-RMS features, one row per transcript, with SVF offsets ``svf`` applied;
-        transcripts already seen (under the same SVF vector) cost nothing."""
+        transcripts already seen (under the same SVF vector) cost nothing. ``exact``: in
+        fp32 whatever the backbone's precision (bf16-mixed turns its autocast off; a
+        backbone with bf16 weights has no fp32 and refuses)."""
+        precision = self._precision_for(exact)
         out: list[np.ndarray | None] = [None] * len(transcripts)
         todo: dict[str, list[int]] = {}
         with self._lock:
             digest = _digest(svf)
             for i, text in enumerate(transcripts):
                 self.stats.requests += 1
-                hit = self._feature_cache.get((digest, text))
+                hit = self._feature_cache.get((precision, digest, text))
                 if hit is not None:
-                    self._feature_cache.move_to_end((digest, text))
+                    self._feature_cache.move_to_end((precision, digest, text))
                     self.stats.cache_hits += 1
                     out[i] = hit
                 else:
@@ -162,10 +212,12 @@ class Backbone:
             if todo:
                 started = time.perf_counter()
                 self._use_svf(svf)
-                computed = self._compute(list(todo))
+                computed = self._compute(list(todo), precision)
+                if exact and precision != self.precision:
+                    self.stats.exact += len(todo)
                 self.stats.busy_s += time.perf_counter() - started
                 for text, feature in zip(todo, computed, strict=True):
-                    self._feature_cache[(digest, text)] = feature
+                    self._feature_cache[(precision, digest, text)] = feature
                     for i in todo[text]:
                         out[i] = feature
                 while len(self._feature_cache) > self._feature_cache_size:
@@ -173,15 +225,20 @@ class Backbone:
         rows = cast(list[np.ndarray], out)  # every index was filled above
         return np.stack(rows) if rows else np.zeros((0, self.hidden_size))
 
-    def feature(self, transcript: str, svf: np.ndarray | None = None) -> np.ndarray:
-        return self.features([transcript], svf)[0]
+    def feature(
+        self, transcript: str, svf: np.ndarray | None = None, *, exact: bool = False
+    ) -> np.ndarray:
+        return self.features([transcript], svf, exact=exact)[0]
 
-    async def afeature(self, transcript: str, svf: np.ndarray | None = None) -> np.ndarray:
+    async def afeature(
+        self, transcript: str, svf: np.ndarray | None = None, *, exact: bool = False
+    ) -> np.ndarray:
         """The feature, computed off the event loop. Requests that arrive while a forward
-        is running are batched into the next one (grouped by SVF vector)."""
+        is running are batched into the next one (grouped by SVF vector and precision)."""
+        self._precision_for(exact)  # refuse before queueing
         loop = asyncio.get_running_loop()
         future: asyncio.Future = loop.create_future()
-        self._pending.append((transcript, svf, future))
+        self._pending.append((transcript, svf, exact, future))
         if not self._draining:
             self._draining = True
             loop.create_task(self._drain())
@@ -199,26 +256,41 @@ class Backbone:
                     if len(self._pending) == waiting:
                         break
                 pending, self._pending = self._pending, []
-                groups: dict[str, list[tuple[str, np.ndarray | None, asyncio.Future]]] = {}
+                groups: dict[tuple[str, bool], list[_Request]] = {}
                 for item in pending:
-                    groups.setdefault(_digest(item[1]), []).append(item)
-                for batch in groups.values():
+                    groups.setdefault((_digest(item[1]), item[2]), []).append(item)
+                for (_, exact), batch in groups.items():
+                    compute = functools.partial(self.features, exact=exact)
                     try:
                         rows = await loop.run_in_executor(
-                            self._executor, self.features, [t for t, _, _ in batch], batch[0][1]
+                            self._executor, compute, [t for t, *_ in batch], batch[0][1]
                         )
                     except Exception as exc:  # hand the failure to every waiter
-                        for _, _, fut in batch:
+                        for *_, fut in batch:
                             if not fut.done():
                                 fut.set_exception(exc)
                         continue
-                    for (_, _, fut), row in zip(batch, rows, strict=True):
+                    for (*_, fut), row in zip(batch, rows, strict=True):
                         if not fut.done():
                             fut.set_result(row)
         finally:
             self._draining = False
 
-    def _compute(self, texts: list[str]) -> list[np.ndarray]:
+    def _precision_for(self, exact: bool) -> str:
+        if not exact or self.precision == "fp32":
+            return self.precision
+        if self.approximate:
+            return "fp32"
+        raise ValueError(
+            f"an exact (fp32) feature asked of a backbone whose weights are {self.precision}: "
+            "load it with precision 'bf16-mixed' or 'fp32'"
+        )
+
+    def _prefix_key(self, precision: str) -> str:
+        """What a cached KV prefix was computed under: the precision and the SVF vector."""
+        return f"{precision}/{self._svf_digest}"
+
+    def _compute(self, texts: list[str], precision: str) -> list[np.ndarray]:
         """Features of ``texts`` (none in the feature cache) in as few forwards as the
         token budget allows: each row forwards only what its longest cached prefix lacks."""
         import torch
@@ -230,16 +302,16 @@ class Backbone:
         rows = []
         for i, ids in enumerate(encoded):
             # keep >= 2 new tokens: the penultimate token's state is the feature
-            reuse, entry = self._prefixes.lookup(self._svf_digest, ids, len(ids) - 2)
+            reuse, entry = self._prefixes.lookup(self._prefix_key(precision), ids, len(ids) - 2)
             rows.append(_Row(i, ids, reuse, entry))
         features: list[np.ndarray | None] = [None] * len(texts)
         with torch.inference_mode():
             for batch in _batches(rows, self.max_batch_tokens, self.forward_cost):
-                for row, feature in zip(batch, self._forward_rows(batch), strict=True):
+                for row, feature in zip(batch, self._forward_rows(batch, precision), strict=True):
                     features[row.index] = feature
         return features  # type: ignore[return-value]
 
-    def _forward_rows(self, batch: list[_Row]) -> list[np.ndarray]:
+    def _forward_rows(self, batch: list[_Row], precision: str) -> list[np.ndarray]:
         """One forward of rows, each its new tokens over its own cached prefix.
 
         The prefixes are left-padded into one KV cache of the longest prefix's length P
@@ -279,13 +351,15 @@ class Backbone:
                         values[i, :, prefix - r.reuse :] = v[:, : r.reuse]
                 layers.append((keys.to(device), values.to(device)))
             kwargs[_cache_arg()] = DynamicCache(layers)
-        out = self.model.base_model(
-            input_ids=input_ids.to(device),
-            attention_mask=mask.to(device),
-            position_ids=positions.to(device),
-            use_cache=True,
-            **kwargs,
-        )
+        # bf16-mixed: the matrix products (linear layers, attention) in bf16, the rest fp32
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bf16-mixed"):
+            out = self.model.base_model(
+                input_ids=input_ids.to(device),
+                attention_mask=mask.to(device),
+                position_ids=positions.to(device),
+                use_cache=True,
+                **kwargs,
+            )
         self.stats.forwards += n_rows
         self.stats.batches += 1
         self.stats.tokens_forwarded += sum(len(r.ids) - r.reuse for r in batch)
@@ -306,7 +380,7 @@ class Backbone:
                     for layer in cache.layers
                 ]
                 nbytes = sum(k.nbytes + v.nbytes for k, v in kept)
-                entry = PrefixEntry(self._svf_digest, tuple(r.ids), kept, nbytes)
+                entry = PrefixEntry(self._prefix_key(precision), tuple(r.ids), kept, nbytes)
                 self._prefixes.put(entry, replaces=r.entry)
         return features
 
@@ -320,6 +394,14 @@ class Backbone:
                 self._use_svf(None)
 
 
+# bf16-mixed against fp32 on the offline SmolLM2-135M (README, "Precision"): on 537
+# held-out decision transcripts of a trained team head (tests/core/test_precision.py), the
+# error of a unit-RMS feature is 0.008 RMS per coordinate, and projected on the unit
+# directions w_i - w_j of that head and of 16 random heads at most 0.056 (median 0.005).
+# The bound keeps a third over that maximum: argmax decisions within it of a tie (15% of
+# the trained head's, 18% of the random heads') are recomputed in fp32, and all 9,129
+# decisions then equal fp32's (66 flipped without the recheck, every one a near tie).
+BF16_MIXED_FEATURE_ERROR = 0.075
 CONTEXT_MARGIN = 64  # tokens a chat template may add around a transcript
 DRAIN_ROUNDS = 16  # event-loop turns a batch waits at most for more requests to arrive
 CPU_BATCH_TOKENS = 8192  # padded positions per forward on a CPU: larger batches gain little

@@ -67,6 +67,22 @@ def act(logits: np.ndarray, n_workers: int, rng: np.random.Generator | None = No
     return Action(w, r, tuple(float(p) for p in worker_p), tuple(float(p) for p in role_p))
 
 
+def near_tie(weights: np.ndarray, feature: np.ndarray, n_workers: int, error: float) -> bool:
+    """Whether an argmax decision of head ``weights`` on ``feature`` could change if the
+    feature moved by an error whose projection on any unit direction is at most ``error``:
+    in either softmax, some logit within ``error * ||w_best - w_j||`` of the best one (the
+    most that error moves the difference of the two logits)."""
+    logits = weights @ feature
+    for block in (slice(0, n_workers), slice(n_workers, None)):
+        rows, values = weights[block], logits[block]
+        best = int(np.argmax(values))
+        gaps = values[best] - values
+        gaps[best] = np.inf
+        if np.any(gaps <= error * np.linalg.norm(rows - rows[best], axis=1)):
+            return True
+    return False
+
+
 class Head:
     """The bias-free linear head, with its parameters as one flat vector for the optimizer."""
 
@@ -104,3 +120,7 @@ class Head:
 
     def decide(self, feature: np.ndarray, rng: np.random.Generator | None = None) -> Action:
         return act(self.weights @ feature, self.config.n_workers, rng)
+
+    def near_tie(self, feature: np.ndarray, error: float) -> bool:
+        """``near_tie`` of this head's argmax decision on ``feature``."""
+        return near_tie(self.weights, feature, self.config.n_workers, error)

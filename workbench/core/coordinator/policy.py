@@ -34,7 +34,19 @@ class Coordinator:
 
     def decide(self, transcript: str, rng: np.random.Generator | None = None) -> Action:
         """One decision, synchronously (for scripts and tests)."""
-        return self.head.decide(self.backbone.feature(transcript, self.svf_delta), rng)
+        feature = self.backbone.feature(transcript, self.svf_delta)
+        if self._recheck(feature, rng):
+            feature = self.backbone.feature(transcript, self.svf_delta, exact=True)
+        return self.head.decide(feature, rng)
+
+    def _recheck(self, feature: np.ndarray, rng: np.random.Generator | None) -> bool:
+        """Whether an argmax decision on a lower-precision feature is close enough to a
+        tie that the precision's error could flip it: then the feature is recomputed in
+        fp32, so argmax decisions are fp32's (README, "Precision"). Sampled decisions
+        (training) take the fast feature: their probabilities move by at most a few
+        hundredths of a logit."""
+        error = self.backbone.feature_error
+        return rng is None and error > 0 and self.head.near_tie(feature, error)
 
     def context_fits(self, transcript: str) -> bool:
         """Whether the backbone reads ``transcript`` whole (run_episode drops the oldest
@@ -43,4 +55,7 @@ class Coordinator:
 
     async def adecide(self, transcript: str, rng: np.random.Generator | None = None) -> Action:
         """One decision with the forward off the event loop (what run_episode uses)."""
-        return self.head.decide(await self.backbone.afeature(transcript, self.svf_delta), rng)
+        feature = await self.backbone.afeature(transcript, self.svf_delta)
+        if self._recheck(feature, rng):
+            feature = await self.backbone.afeature(transcript, self.svf_delta, exact=True)
+        return self.head.decide(feature, rng)
