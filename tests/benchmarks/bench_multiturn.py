@@ -547,7 +547,9 @@ def main() -> None:
     )
     parser.add_argument("--backbone", default="offline", help="offline (SmolLM2) or tiny")
     parser.add_argument(
-        "--precision", default="fp32", help="fp32 | bf16: the backbone's (its own feature cache)"
+        "--precision",
+        default="fp32",
+        help="fp32 | bf16-mixed | bf16 | auto: the backbone's (each its own feature cache)",
     )
     parser.add_argument(
         "--warm",
