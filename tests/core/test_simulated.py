@@ -124,14 +124,46 @@ def test_sandbox_words_are_a_function_of_task_worker_role_and_outcome():
 
 def test_sandbox_code_answers_complete_the_prompts_function():
     """A code task whose solution continues the prompt's code (HumanEval's form) is
-    answered with the function's body, right or ``return None``; the grader runs either."""
+    answered with the function's body, right or with one token changed; the grader runs
+    either."""
     from workbench.core.tasks.suites import load_suite
 
     task = next(t for t in load_suite("mixed").tasks if t.kind == "code")
     texts = {call("sandbox:coder", task, "worker", seed=s).text for s in range(12)}
-    assert all(t.startswith("    ") for t in texts) and "    return None" in texts
+    assert all(t.startswith("    ") for t in texts) and len(texts) == 2
     assert sorted(grade(task, t).reward for t in texts) == [0.0, 1.0]
     assert all(len(t) < len(task.solution) for t in texts)
+
+
+def _differing_lines(a: str, b: str) -> int:
+    la, lb = a.splitlines(), b.splitlines()
+    return abs(len(la) - len(lb)) + sum(x != y for x, y in zip(la, lb, strict=False))
+
+
+@pytest.mark.parametrize("worker, short", [("sandbox:coder", True), ("team:mathlete", False)])
+def test_wrong_answers_are_written_like_right_ones(worker, short):
+    """The coordinator reads every reply, and the oracle assumes it cannot tell a wrong
+    answer by its words: on every task of the bundled `mixed` suite the wrong answer grades
+    0 (code in the sandbox), the right one 1, and the two differ as a wrong number, letter
+    or a program with one changed line would; a stub stands in only where no one-token
+    change of the program fails the task's tests (2 of the 100 code tasks)."""
+    from workbench.core.tasks.suites import load_suite
+    from workbench.core.workers.simulated import _answer_text
+
+    stubs = []
+    for task in load_suite("mixed").tasks:
+        right = _answer_text(task, True, worker, short)
+        wrong = _answer_text(task, False, worker, short)
+        assert grade(task, right).reward == 1.0, task.id
+        assert grade(task, wrong).reward == 0.0, task.id
+        if "return None" in wrong:
+            stubs.append(task.id)
+            continue
+        assert "unsure" not in wrong and "not sure" not in wrong, task.id
+        assert _differing_lines(right, wrong) == 1, (task.id, right, wrong)
+        if task.kind == "math":
+            assert wrong.count("/") == right.count("/"), (task.id, wrong)
+    assert len(stubs) <= 2, stubs
 
 
 def test_oracle_is_the_best_worker_per_category():

@@ -3,7 +3,9 @@ computed from the simulation's known probabilities (``workbench.core.workers.sim
 
 What the oracle may condition on: what the coordinator's transcript shows, i.e. the roles
 and workers of earlier turns and the Verifiers' verdicts, never whether an answer is in
-fact right (the simulation writes right and wrong answers in the same words). In the
+fact right (the simulation writes right and wrong answers in the same words: another
+number or letter, a program with one token changed; only where no one-token change fails
+a code task's tests, about 1% of the bundled ones, does a stub stand in). In the
 protocol (``workbench.core.protocol``) an ACCEPT ends the episode and a Thinker or Worker
 turn reveals nothing about correctness, so at every turn there is exactly one reachable
 history per plan: its earlier turns with every Verifier saying REVISE. The best policy is

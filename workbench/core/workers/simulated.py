@@ -33,8 +33,10 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import io
 import random
 import re
+import tokenize
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -220,19 +222,86 @@ def _is_correct(task, answer: str) -> bool:
 
 
 def _wrong_answer(task, worker_id: str) -> str:
-    """A wrong answer of ``worker_id`` to ``task``: always the same one (a function of the
-    task and the worker, not of the episode), so that a transcript is a function of the
-    choices and outcomes that made it."""
+    """A wrong answer of ``worker_id`` to ``task``, written like the right one (another
+    letter; the number, or a fraction's first number, moved by 1-9): always the same one
+    (a function of the task and the worker, not of the episode), so that a transcript is
+    a function of the choices and outcomes that made it."""
     rng = random.Random(f"{task.id}|{worker_id}")
     if task.kind == "choice" and task.choices:
         letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[: len(task.choices)]
         return rng.choice([c for c in letters if c != (task.answer or "").upper()] or ["A"])
     if task.kind == "math":
         answer = (task.answer or "").strip()
-        if re.fullmatch(r"-?\d+", answer):
-            return str(int(answer) + rng.randint(1, 9))
+        number = re.search(r"-?\d+", answer)
+        if number is not None:
+            first = rng.randint(1, 9)  # the first try is the wrong number it always was
+            for step in [first, *(s for s in range(1, 10) if s != first)]:
+                value = int(number.group()) + step
+                moved = f"{answer[: number.start()]}{value}{answer[number.end() :]}"
+                if not _is_correct(task, f"\\boxed{{{moved}}}"):
+                    return moved
         return "\\text{unsure}"
     return "I am not sure."
+
+
+# One token of a program changed: an operator into its neighbour, True/False/and/or into
+# the other, a whole number into the next or the one before. A wrong program written like a right one.
+_SWAPS = {
+    "<": "<=", "<=": "<", ">": ">=", ">=": ">", "==": "!=", "!=": "==", "+": "-",
+    "-": "+", "*": "+", "//": "*", "%": "//", "and": "or", "or": "and",
+    "True": "False", "False": "True",
+}  # fmt: skip
+_MUTANT_TRIES = 8  # mutants graded before a wrong code answer falls back to a stub
+_wrong_programs: dict[tuple[str, str, str], str | None] = {}
+
+
+def _mutants(code: str, seed: str) -> list[str]:
+    """Every program one token away from ``code`` (``_SWAPS``), in an order seeded by
+    ``seed``; none when ``code`` does not tokenize."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return []
+    starts = [0]
+    for line in code.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+    out: list[str] = []
+    for token in tokens:
+        if token.type in (tokenize.OP, tokenize.NAME) and token.string in _SWAPS:
+            news = [_SWAPS[token.string]]
+        elif token.type == tokenize.NUMBER and token.string.isdigit():
+            news = [str(int(token.string) + 1), str(int(token.string) - 1)]
+        else:
+            news = []
+        begin = starts[token.start[0] - 1] + token.start[1]
+        end = starts[token.end[0] - 1] + token.end[1]
+        out.extend(code[:begin] + new + code[end:] for new in news)
+    random.Random(seed).shuffle(out)
+    return out
+
+
+def _wrong_program(task, worker_id: str, head: str, body: str, as_text) -> str | None:
+    """``body`` (the solution after ``head``) with one token changed so that the program
+    still compiles and fails the task's tests (graded in the sandbox, as the reward will
+    be), the same one for every call with this task and worker; None when none of the
+    first ``_MUTANT_TRIES`` does. ``as_text`` turns a body into the reply to grade."""
+    key = (task.id, worker_id, head + body)
+    if key not in _wrong_programs:
+        found = None
+        tries = 0
+        for mutant in _mutants(body, f"{task.id}|{worker_id}"):
+            try:
+                compile(head + mutant, "<answer>", "exec")
+            except (SyntaxError, ValueError):
+                continue
+            tries += 1
+            if not _is_correct(task, as_text(mutant)):
+                found = mutant
+                break
+            if tries >= _MUTANT_TRIES:
+                break
+        _wrong_programs[key] = found
+    return _wrong_programs[key]
 
 
 def _right_answer(task) -> str | None:
@@ -243,14 +312,20 @@ def _right_answer(task) -> str | None:
 
 def _answer_text(task, right: bool, worker_id: str, short: bool) -> str:
     """A right or wrong answer, in the same words either way (only a Verifier or a grader
-    can tell them apart). ``short`` (the sandbox): the bare answer, which the graders read
-    as they read a worded one; otherwise (the team) worded: ``\\boxed{}``, ``Answer:``, a
-    fenced program."""
+    can tell them apart: a wrong program is the solution with one token changed, a wrong
+    number the right one moved). ``short`` (the sandbox): the bare answer, which the
+    graders read as they read a worded one; otherwise (the team) worded: ``\\boxed{}``,
+    ``Answer:``, a fenced program."""
     if task.kind == "code":
-        completion = _completion(task, right) if short else None
+        completion = _completion(task, right, worker_id) if short else None
         if completion is not None:
             return completion
-        program = task.solution if right else _broken_program(task)
+        if right:
+            program = task.solution
+        else:
+            fence = (lambda p: p) if short else (lambda p: f"```python\n{p}\n```")
+            program = _wrong_program(task, worker_id, "", task.solution or "", fence)
+            program = program if program is not None else _broken_program(task)
         return program if short else f"```python\n{program}\n```"
     answer = task.answer if right else _wrong_answer(task, worker_id)
     if short:
@@ -348,11 +423,12 @@ class SimulatedWorker(Worker):
         )
 
 
-def _completion(task, right: bool) -> str | None:
+def _completion(task, right: bool, worker_id: str) -> str | None:
     """A code answer as a completion of the prompt's function (its body, which the grader
-    appends to the prompt's code, as HumanEval's completions are): the solution's body, or
-    ``return None`` in its indentation; None when the solution does not continue the
-    prompt's code."""
+    appends to the prompt's code, as HumanEval's completions are): the solution's body,
+    or, wrong, that body with one token changed (``_wrong_program``; ``return None`` in
+    its indentation when no change fails the tests); None when the solution does not
+    continue the prompt's code."""
     from workbench.core.tasks.graders import prompt_code
 
     head, solution = prompt_code(task), task.solution or ""
@@ -365,6 +441,9 @@ def _completion(task, right: bool) -> str | None:
         return None
     if right:
         return body
+    wrong = _wrong_program(task, worker_id, head, body, lambda b: b)
+    if wrong is not None:
+        return wrong
     blank_lines = body[: len(body) - len(body.lstrip("\n"))]  # those the body starts with
     return f"{blank_lines}{indent}return None"
 
