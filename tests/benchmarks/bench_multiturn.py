@@ -520,7 +520,7 @@ def main() -> None:
         "--calibrate",
         default="opening",
         help="opening: the basis is fitted on the calibration tasks' opening transcripts (the "
-        "trainer's) | tree: on every transcript of their K-turn trees | uniform-N: on the "
+        "trainer's at one turn and for the balanced basis) | tree: on every transcript of their K-turn trees | uniform-N: on the "
         "transcripts of N episodes a task of the uniform policy | one-turn: the openings "
         "and each worker's one Thinker and one Worker turn on them (the trainer's)",
     )
