@@ -458,6 +458,31 @@ def test_whitened_search_basis_evens_out_every_leading_direction_and_maps_to_an_
     assert SearchBasis.from_dict({"direction": None, "alpha": 1.0, "scale": 1.0}).kind == "identity"
 
 
+def test_subspace_search_basis_reads_the_feature_only_through_its_leading_directions():
+    """``fit_whitened(rest=False)`` (the bench's ``subspace`` basis): the same evened-out
+    leading directions, the rest of the space removed, so a head's logits ignore every
+    feature direction outside them; it round-trips through a checkpoint's dict."""
+    from workbench.core.training.basis import SearchBasis
+
+    rng = np.random.default_rng(2)
+    d, rank = 32, 3
+    raw = rng.normal(size=(120, d)) * np.linspace(3.0, 0.1, d)
+    raw /= np.sqrt((raw**2).mean(axis=1, keepdims=True))
+    basis = SearchBasis.fit_whitened(raw, rank, rest=False)
+    whitened = SearchBasis.fit_whitened(raw, rank)
+    assert basis.kind == "subspace" and basis.alpha == 0.0
+    np.testing.assert_allclose(basis.components, whitened.components)
+    seen = basis.features(raw)
+    np.testing.assert_allclose(np.sqrt((seen**2).mean(axis=1)).mean(), 1.0, rtol=1e-6)
+    moments = ((seen @ basis.components.T) ** 2).mean(axis=0)
+    np.testing.assert_allclose(moments / moments[0], 1.0, rtol=1e-6)
+    head = basis.head(rng.normal(size=5 * d), (5, d)).reshape(5, d)
+    outside = rng.normal(size=d)
+    outside -= basis.components.T @ (basis.components @ outside)
+    np.testing.assert_allclose(head @ outside, 0.0, atol=1e-9)  # the rest moves nothing
+    assert SearchBasis.from_dict(basis.to_dict()).kind == "subspace"
+
+
 @pytest.mark.parametrize("basis", ["balanced", "whitened", "identity"])
 def test_the_stored_result_is_the_coordinator_that_was_validated(ws, tiny_chat_backbone, basis):
     """The recorded decisions of the best validation replay exactly from the stored vector
