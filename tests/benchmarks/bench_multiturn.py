@@ -3,6 +3,8 @@ harness with the trainer's own optimizers and search basis.
 
     python tests/benchmarks/bench_multiturn.py [--pool team] [--turns 5] [--generations 20]
         [--popsize 16] [--rollouts 8] [--sigma0 0.03] [--seeds 1] [--backbone offline]
+        [--basis balanced|whitened|subspace|identity] [--fitness sampled|crn-path|crn-greedy|exact]
+        [--explore 0.1]
 
 Episodes follow the protocol (``workbench.core.protocol``: stop at the first ACCEPT, a
 Verifier before any answer ends with reward 0, K turns) with the simulation's own
