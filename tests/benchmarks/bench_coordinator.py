@@ -279,7 +279,8 @@ def run_child(args, mode: str, tree: Path, *extra: str) -> dict:
     command += ["--rollouts", str(args.rollouts), "--turns", str(args.turns)]
     command += ["--latency", str(args.latency), "--fidelity", str(args.fidelity)]
     command += ["--compare", args.compare]
-    env = {**os.environ, "PYTHONPATH": str(tree)}
+    path = [str(tree), *filter(None, [os.environ.get("PYTHONPATH")])]  # tree first
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
     load = os.getloadavg()[0]
     started = time.perf_counter()
     done = subprocess.run(command, env=env, cwd=tree, capture_output=True, text=True)
@@ -294,6 +295,10 @@ def run_child(args, mode: str, tree: Path, *extra: str) -> dict:
 
 
 def baseline_tree(commit: str, folder: Path) -> Path:
+    """The old code: ``commit`` checked out into ``folder``, or ``commit`` itself when it
+    names a folder holding such a checkout (a machine without this repository's history)."""
+    if Path(commit).is_dir():
+        return Path(commit).resolve()
     archive = subprocess.run(
         ["git", "-C", str(ROOT), "archive", commit], capture_output=True, check=True
     ).stdout
@@ -316,7 +321,11 @@ def machine() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--device", default="cpu", help="cpu, cuda or auto")
-    parser.add_argument("--baseline", default="a6b8df6", help="commit of the old path ('' skips)")
+    parser.add_argument(
+        "--baseline",
+        default="a6b8df6",
+        help="commit of the old path, or a folder holding its files ('' skips)",
+    )
     parser.add_argument("--popsize", type=int, default=16)
     parser.add_argument("--rollouts", type=int, default=8)
     parser.add_argument("--turns", type=int, default=5)
