@@ -243,7 +243,7 @@ def child_latency(args) -> None:
     from workbench.core.workspace import Workspace
 
     config = RunConfig.from_dict(config_dict(args))
-    backbone = Backbone("offline", device=args.device)
+    backbone = Backbone("offline", device=args.device, precision=args.precision or "auto")
     pool = [
         SimulatedWorker(f"sandbox:{p.name}", dataclasses.replace(p, latency_s=args.latency))
         for p in SANDBOX_PROFILES
@@ -266,6 +266,7 @@ def child_latency(args) -> None:
         "wall_s": g.wall_s,
         "coordinator_s": g.coordinator_s,
         "decisions": g.features_requested,
+        "precision": backbone.precision,
     }
     print("RESULT " + json.dumps(out), flush=True)
 
@@ -410,9 +411,10 @@ def main() -> None:
             f"{f['random_heads_agreement']:.1%} ({f['transcripts']} transcripts){speed}"
         )
     if args.latency:
-        r = run_child(args, "latency", ROOT)
+        r = run_child(args, "latency", ROOT, *mine)
         print(
-            f"\nworkers with {args.latency:.2f} s latency: {r['decisions'] / r['wall_s']:.0f} "
+            f"\nworkers with {args.latency:.2f} s latency, {r['precision']}: "
+            f"{r['decisions'] / r['wall_s']:.0f} "
             f"decisions/s, coordinator {r['coordinator_s']:.1f} s of {r['wall_s']:.1f} s wall "
             f"({r['coordinator_s'] / r['wall_s']:.1%})"
         )
