@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import hashlib
 import logging
@@ -100,9 +101,13 @@ class Backbone:
                 )
         if input not in INPUTS:
             raise ValueError(f"unknown backbone input '{input}': choose one of {', '.join(INPUTS)}")
+        from workbench.core.coordinator.rows import Bf16Weights, use_gqa_attention
+
         self.input = input
         self.source = source
+        use_gqa_attention(model)  # the same attention, without repeating key/value heads
         self.model = model
+        self._bf16_weights = Bf16Weights(model)  # cast once for bf16-mixed, not per forward
         self.tokenizer = tokenizer
         self.hidden_size = int(model.config.hidden_size)
         self.context_tokens = int(getattr(model.config, "max_position_embeddings", 0) or 1 << 20)
@@ -319,10 +324,14 @@ class Backbone:
         tokens begin; the attention mask hides both paddings, and explicit position ids
         continue each row from its own prefix length (cached keys carry their positions
         already, rotated when they were computed). Fresh transcripts are rows with an
-        empty prefix. Each row's KV cache is kept for its next turn.
+        empty prefix. The cache is one buffer for the whole forward, in the dtype the
+        attention reads (bf16 under bf16-mixed: autocast's attention casts keys and values
+        to bf16 anyway), that each layer writes its new keys and values into (``rows``);
+        each row's slice of it is kept for its next turn.
         """
         import torch
-        from transformers import DynamicCache
+
+        from workbench.core.coordinator.rows import RowsCache
 
         device = self.model.device
         n_rows = len(batch)
@@ -337,27 +346,26 @@ class Backbone:
             input_ids[i, :new] = torch.tensor(r.ids[r.reuse :])
             positions[i] = torch.arange(r.reuse, r.reuse + width)
             mask[i, prefix - r.reuse : prefix + new] = 1
+        keep = self._prefixes.budget > 0
         kwargs: dict[str, Any] = {}
-        if prefix:
-            layers = []
-            for layer, (like, _) in enumerate(_first(batch)):
-                keys = like.new_zeros((n_rows, like.shape[0], prefix, like.shape[2]))
-                values = torch.zeros_like(keys)
-                for i, r in enumerate(batch):
-                    if r.reuse:
-                        assert r.entry is not None  # a reused prefix has its cache entry
-                        k, v = r.entry.layers[layer]
-                        keys[i, :, prefix - r.reuse :] = k[:, : r.reuse]
-                        values[i, :, prefix - r.reuse :] = v[:, : r.reuse]
-                layers.append((keys.to(device), values.to(device)))
-            kwargs[_cache_arg()] = DynamicCache(layers)
+        cache = None
+        if prefix or keep:  # else nothing to read from or keep: no cache at all
+            dtype = torch.float32 if precision == "fp32" else torch.bfloat16
+            cache = RowsCache.empty(self.model.config, n_rows, prefix, width, dtype, device)
+            for i, r in enumerate(batch):
+                cache.fill(i, r.entry.kv if r.entry is not None else None, r.reuse)
+            kwargs[_cache_arg()] = cache
+        mixed = precision == "bf16-mixed"
         # bf16-mixed: the matrix products (linear layers, attention) in bf16, the rest fp32
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bf16-mixed"):
+        with (
+            torch.autocast(device.type, dtype=torch.bfloat16, enabled=mixed),
+            self._bf16_weights.swapped() if mixed else contextlib.nullcontext(),
+        ):
             out = self.model.base_model(
                 input_ids=input_ids.to(device),
                 attention_mask=mask.to(device),
                 position_ids=positions.to(device),
-                use_cache=True,
+                use_cache=cache is not None,
                 **kwargs,
             )
         self.stats.forwards += n_rows
@@ -365,22 +373,15 @@ class Backbone:
         self.stats.tokens_forwarded += sum(len(r.ids) - r.reuse for r in batch)
         self.stats.tokens_padded += n_rows * width
         self.stats.tokens_reused += sum(r.reuse for r in batch)
-        cache = getattr(out, _cache_arg())
         hidden = out.last_hidden_state
         features = []
         for i, r in enumerate(batch):
             new = len(r.ids) - r.reuse
             features.append(_unit_rms(hidden[i, new - 2]))
-            if self._prefixes.budget > 0:
-                kept = [
-                    (
-                        layer.keys[i, :, prefix - r.reuse : prefix + new].clone(),
-                        layer.values[i, :, prefix - r.reuse : prefix + new].clone(),
-                    )
-                    for layer in cache.layers
-                ]
-                nbytes = sum(k.nbytes + v.nbytes for k, v in kept)
-                entry = PrefixEntry(self._prefix_key(precision), tuple(r.ids), kept, nbytes)
+            if keep:
+                assert cache is not None
+                kv = cache.row(i, r.reuse, new)
+                entry = PrefixEntry(self._prefix_key(precision), tuple(r.ids), kv, kv.nbytes)
                 self._prefixes.put(entry, replaces=r.entry)
         return features
 
@@ -453,11 +454,6 @@ class _Row:
     ids: list[int]
     reuse: int
     entry: PrefixEntry | None
-
-
-def _first(batch: list[_Row]) -> list[tuple[Any, Any]]:
-    """The KV layers of the first row in ``batch`` that continues a cached prefix."""
-    return next(r.entry.layers for r in batch if r.entry is not None and r.reuse)
 
 
 PREFIX_FACTOR = 4  # a forward's padded prefix positions cost attention only, not the MLP
