@@ -108,6 +108,7 @@ class Backbone:
         use_gqa_attention(model)  # the same attention, without repeating key/value heads
         self.model = model
         self._bf16_weights = Bf16Weights(model)  # cast once for bf16-mixed, not per forward
+        self._workspaces: dict[str, Any] = {}  # per precision: KV buffers reused by forwards
         self.tokenizer = tokenizer
         self.hidden_size = int(model.config.hidden_size)
         self.context_tokens = int(getattr(model.config, "max_position_embeddings", 0) or 1 << 20)
@@ -350,8 +351,9 @@ class Backbone:
         kwargs: dict[str, Any] = {}
         cache = None
         if prefix or keep:  # else nothing to read from or keep: no cache at all
-            dtype = torch.float32 if precision == "fp32" else torch.bfloat16
-            cache = RowsCache.empty(self.model.config, n_rows, prefix, width, dtype, device)
+            cache = RowsCache.empty(
+                self.model.config, n_rows, prefix, width, self._workspace(precision)
+            )
             for i, r in enumerate(batch):
                 cache.fill(i, r.entry.kv if r.entry is not None else None, r.reuse)
             kwargs[_cache_arg()] = cache
@@ -384,6 +386,18 @@ class Backbone:
                 entry = PrefixEntry(self._prefix_key(precision), tuple(r.ids), kv, kv.nbytes)
                 self._prefixes.put(entry, replaces=r.entry)
         return features
+
+    def _workspace(self, precision: str) -> Any:
+        """The KV workspace of ``precision``'s forwards (fp32, else bf16: the dtype the
+        attention reads), kept between forwards."""
+        import torch
+
+        from workbench.core.coordinator.rows import Workspace
+
+        dtype = torch.float32 if precision == "fp32" else torch.bfloat16
+        if precision not in self._workspaces:
+            self._workspaces[precision] = Workspace(dtype, self.model.device)
+        return self._workspaces[precision]
 
     def close(self) -> None:
         """Stop the forward thread and give the model back as it came: SVF offsets this

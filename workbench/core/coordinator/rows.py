@@ -33,6 +33,7 @@ from transformers.cache_utils import DynamicLayer
 from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
 
 GQA_ATTENTION = "workbench_sdpa_gqa"
+WORKSPACE_BYTES = 512 << 20  # a CPU forward of 8192 positions, its prefixes padded, in bf16
 
 
 def gqa_sdpa_forward(
@@ -118,13 +119,20 @@ class RowsCache(Cache):
 
     @classmethod
     def empty(
-        cls, config: Any, rows: int, prefix: int, width: int, dtype: Any, device: Any
+        cls,
+        config: Any,
+        rows: int,
+        prefix: int,
+        width: int,
+        workspace: Workspace,
     ) -> RowsCache:
+        """A cache for ``rows`` rows of ``prefix`` cached and ``width`` new positions, its
+        buffer taken from ``workspace``."""
         heads = config.num_attention_heads
         kv_heads = getattr(config, "num_key_value_heads", None) or heads
         head_dim = getattr(config, "head_dim", None) or config.hidden_size // heads
         shape = (config.num_hidden_layers, 2, rows, kv_heads, prefix + width, head_dim)
-        return cls(torch.empty(shape, dtype=dtype, device=device), prefix)
+        return cls(workspace.take(shape), prefix)
 
     def fill(self, i: int, kv: Any | None, reuse: int) -> None:
         """Row ``i``'s first ``reuse`` cached positions (of ``kv``, a ``row`` of an earlier
@@ -141,6 +149,28 @@ class RowsCache(Cache):
         tokens: ``(layers, 2, kv_heads, reuse + new, head_dim)``, a copy (kept for the
         row's next turn, without the batch's padding)."""
         return self.buffer[:, :, i, :, self.prefix - reuse : self.prefix + new].clone()
+
+
+class Workspace:
+    """Memory for one forward's ``RowsCache`` at a time, kept between forwards up to
+    ``max_bytes``: a fresh buffer of tens of megabytes is new pages from the system, each
+    faulted in and zeroed on first write, which cost more than the copies that fill it."""
+
+    def __init__(self, dtype: Any, device: Any, max_bytes: int = WORKSPACE_BYTES):
+        self.dtype, self.device, self.max_bytes = dtype, device, max_bytes
+        self._buffer: Any = None
+
+    def take(self, shape: tuple[int, ...]) -> Any:
+        """An uninitialised tensor of ``shape``; the previous one's memory is reused."""
+        n = 1
+        for size in shape:
+            n *= size
+        if self._buffer is not None and self._buffer.numel() >= n:
+            return self._buffer[:n].view(shape)
+        buffer = torch.empty(n, dtype=self.dtype, device=self.device)
+        if buffer.element_size() * n <= self.max_bytes:
+            self._buffer = buffer
+        return buffer.view(shape)
 
 
 class Bf16Weights:
