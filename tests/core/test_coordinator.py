@@ -421,8 +421,15 @@ def test_bf16_mixed_backbone_recomputes_near_tie_argmax_decisions_in_fp32(monkey
     h = h[-1][0, -2].double().numpy()
     np.testing.assert_array_equal(fast, h / np.sqrt(np.mean(h * h)))
     assert mixed.stats.exact == 1 and mixed.stats.batches == 2
+    assert mixed.stats.exact_tokens == len(mixed.encode(TEXT))
     mixed.feature(TEXT, exact=True)  # cached apart from the bf16-mixed feature
     assert mixed.stats.batches == 2
+    # its KV prefix too: a later turn's recheck forwards only the turn's new tokens
+    assert len(mixed._exact_prefixes) == 1 and len(mixed._prefixes) == 1
+    grown = TEXT + " Then check."
+    mixed.feature(grown, exact=True)
+    assert mixed.stats.exact_tokens - len(mixed.encode(TEXT)) < len(mixed.encode(grown)) // 2
+    np.testing.assert_allclose(mixed.feature(grown, exact=True), fp32.feature(grown), atol=1e-5)
 
     # a head whose workers 0 and 1 nearly tie: fp32 prefers 1 by 1e-3, the bf16-mixed
     # feature 0 by about 2e-3 (their rows differ along the bf16 error, across the feature)

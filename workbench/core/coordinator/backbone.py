@@ -37,6 +37,7 @@ class FeatureStats:
     tokens_reused: int = 0  # prefix tokens whose KV cache was reused
     busy_s: float = 0.0  # time spent computing features
     exact: int = 0  # features recomputed in fp32 on request (near-tie decisions, bf16-mixed)
+    exact_tokens: int = 0  # new tokens those fp32 recomputations forwarded
 
 
 _Request = tuple[str, "np.ndarray | None", bool, "asyncio.Future[np.ndarray]"]
@@ -122,7 +123,11 @@ class Backbone:
         self._feature_cache_size = feature_cache_size
         # KV caches of earlier transcripts, keyed by (SVF digest, token ids), LRU within a
         # memory budget: a later turn of the same episode forwards its new tokens only.
+        # fp32 recomputations of a bf16-mixed backbone (near-tie rechecks) keep theirs
+        # apart, in a quarter of that budget: they never evict the generation's own, and a
+        # later recheck in the same episode forwards only the tokens since the last one.
         self._prefixes = PrefixCache(prefix_cache_bytes, min_prefix_tokens)
+        self._exact_prefixes = PrefixCache(prefix_cache_bytes // 4, min_prefix_tokens)
         self.max_batch_tokens = max_batch_tokens or default_batch_tokens(model)
         self.forward_cost = default_forward_cost(model)
         self.svf_layer = svf_layer
@@ -218,9 +223,11 @@ class Backbone:
             if todo:
                 started = time.perf_counter()
                 self._use_svf(svf)
+                tokens = self.stats.tokens_forwarded
                 computed = self._compute(list(todo), precision)
                 if exact and precision != self.precision:
                     self.stats.exact += len(todo)
+                    self.stats.exact_tokens += self.stats.tokens_forwarded - tokens
                 self.stats.busy_s += time.perf_counter() - started
                 for text, feature in zip(todo, computed, strict=True):
                     self._feature_cache[(precision, digest, text)] = feature
@@ -292,6 +299,11 @@ class Backbone:
             "load it with precision 'bf16-mixed' or 'fp32'"
         )
 
+    def _prefix_cache(self, precision: str) -> PrefixCache:
+        """The KV prefixes of forwards in ``precision``: the backbone's own, or the fp32
+        recomputations' (``exact``) of a lower-precision backbone."""
+        return self._prefixes if precision == self.precision else self._exact_prefixes
+
     def _prefix_key(self, precision: str) -> str:
         """What a cached KV prefix was computed under: the precision and the SVF vector."""
         return f"{precision}/{self._svf_digest}"
@@ -308,7 +320,9 @@ class Backbone:
         rows = []
         for i, ids in enumerate(encoded):
             # keep >= 2 new tokens: the penultimate token's state is the feature
-            reuse, entry = self._prefixes.lookup(self._prefix_key(precision), ids, len(ids) - 2)
+            reuse, entry = self._prefix_cache(precision).lookup(
+                self._prefix_key(precision), ids, len(ids) - 2
+            )
             rows.append(_Row(i, ids, reuse, entry))
         features: list[np.ndarray | None] = [None] * len(texts)
         with torch.inference_mode():
@@ -347,7 +361,8 @@ class Backbone:
             input_ids[i, :new] = torch.tensor(r.ids[r.reuse :])
             positions[i] = torch.arange(r.reuse, r.reuse + width)
             mask[i, prefix - r.reuse : prefix + new] = 1
-        keep = self._prefixes.budget > 0
+        prefixes = self._prefix_cache(precision)
+        keep = prefixes.budget > 0
         kwargs: dict[str, Any] = {}
         cache = None
         if prefix or keep:  # else nothing to read from or keep: no cache at all
@@ -384,7 +399,7 @@ class Backbone:
                 assert cache is not None
                 kv = cache.row(i, r.reuse, new)
                 entry = PrefixEntry(self._prefix_key(precision), tuple(r.ids), kv, kv.nbytes)
-                self._prefixes.put(entry, replaces=r.entry)
+                prefixes.put(entry, replaces=r.entry)
         return features
 
     def _workspace(self, precision: str) -> Any:
