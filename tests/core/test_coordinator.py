@@ -461,3 +461,26 @@ def test_bf16_mixed_backbone_recomputes_near_tie_argmax_decisions_in_fp32(monkey
         Backbone("t", model=bf16.model, tokenizer=tokenizer, precision="bf16-mixed")
     for b in (fp32, mixed, other, bf16):
         b.close()
+
+
+def test_rechecks_go_first_so_their_episodes_join_the_next_forward():
+    """fp32 rechecks pending with other requests are forwarded first, alone; the other
+    requests wait for the episodes the rechecks answered to ask their next decision, and
+    all go through one forward (not the rechecked episodes one forward behind)."""
+    model, tokenizer = build_tiny_lm(seed=12)
+    mixed = Backbone("t", model=model, tokenizer=tokenizer, precision="bf16-mixed")
+    texts = [f"{TEXT} {i}" for i in range(4)]
+
+    async def episode(i: int, recheck: bool) -> None:
+        await mixed.afeature(texts[i], exact=recheck)
+        if recheck:  # its next turn
+            await mixed.afeature(texts[i] + " Next.")
+
+    async def generation() -> None:
+        await asyncio.gather(*(episode(i, recheck=i < 2) for i in range(4)))
+
+    asyncio.run(generation())
+    # one fp32 forward of the two rechecks, then one of the two others with both next turns
+    assert mixed.stats.exact == 2
+    assert mixed.stats.batches == 2 and mixed.stats.forwards == 6
+    mixed.close()

@@ -269,11 +269,20 @@ class Backbone:
                     if len(self._pending) == waiting:
                         break
                 pending, self._pending = self._pending, []
-                groups: dict[tuple[str, bool], list[_Request]] = {}
+                groups: dict[tuple[str, str], list[_Request]] = {}
                 for item in pending:
-                    groups.setdefault((_digest(item[1]), item[2]), []).append(item)
-                for (_, exact), batch in groups.items():
-                    compute = functools.partial(self.features, exact=exact)
+                    key = (_digest(item[1]), self._precision_for(item[2]))
+                    groups.setdefault(key, []).append(item)
+                # fp32 rechecks (near ties) first and alone: the episodes they answer then
+                # ask their next decision in time to join the other requests' forward,
+                # rather than trail one forward behind them for the rest of the episode
+                rechecks = {k: b for k, b in groups.items() if k[1] != self.precision}
+                if rechecks and len(rechecks) < len(groups):
+                    later = [item for k, b in groups.items() if k not in rechecks for item in b]
+                    self._pending = later + self._pending
+                    groups = rechecks
+                for (_, precision), batch in groups.items():
+                    compute = functools.partial(self.features, exact=precision != self.precision)
                     try:
                         rows = await loop.run_in_executor(
                             self._executor, compute, [t for t, *_ in batch], batch[0][1]
