@@ -396,8 +396,10 @@ def test_closing_a_backbone_gives_the_model_back_without_its_svf_offsets():
     delta = np.random.default_rng(0).normal(0, 0.5, first.svf().n_params)
     shifted = first.feature(TEXT, delta)
     assert not np.allclose(shifted, want)
+    assert model.config._attn_implementation == "workbench_sdpa_gqa"  # while in use
     first.close()
     assert all(torch.equal(v, original[k]) for k, v in model.state_dict().items())
+    assert model.config._attn_implementation == "sdpa"
     second = Backbone("t", model=model, tokenizer=tokenizer)
     np.testing.assert_array_equal(second.feature(TEXT), want)
     second.close()

@@ -106,7 +106,8 @@ class Backbone:
 
         self.input = input
         self.source = source
-        use_gqa_attention(model)  # the same attention, without repeating key/value heads
+        # the same attention, without repeating key/value heads (undone by close())
+        self._attention_was = use_gqa_attention(model)
         self.model = model
         self._bf16_weights = Bf16Weights(model)  # cast once for bf16-mixed, not per forward
         self._workspaces: dict[str, Any] = {}  # per precision: KV buffers reused by forwards
@@ -416,21 +417,24 @@ class Backbone:
         attention reads), kept between forwards."""
         import torch
 
-        from workbench.core.coordinator.rows import Workspace
+        from workbench.core.coordinator.rows import KVWorkspace
 
         dtype = torch.float32 if precision == "fp32" else torch.bfloat16
         if precision not in self._workspaces:
-            self._workspaces[precision] = Workspace(dtype, self.model.device)
+            self._workspaces[precision] = KVWorkspace(dtype, self.model.device)
         return self._workspaces[precision]
 
     def close(self) -> None:
         """Stop the forward thread and give the model back as it came: SVF offsets this
         backbone applied are undone (another Backbone over the same model assumes the
-        original weights)."""
+        original weights), and so is its attention implementation."""
+        from workbench.core.coordinator.rows import restore_attention
+
         self._executor.shutdown(wait=True)
         with self._lock:
             if self._svf_digest != "none":
                 self._use_svf(None)
+            restore_attention(self.model, self._attention_was)
 
 
 # bf16-mixed against fp32 on the offline SmolLM2-135M (README, "Precision"): on 537

@@ -71,15 +71,24 @@ AttentionInterface.register(GQA_ATTENTION, gqa_sdpa_forward)
 ALL_MASK_ATTENTION_FUNCTIONS.register(GQA_ATTENTION, sdpa_mask)
 
 
-def use_gqa_attention(model: Any) -> None:
+def use_gqa_attention(model: Any) -> str | None:
     """Have ``model`` (and only it) attend with ``gqa_sdpa_forward`` where it uses
-    transformers' ``sdpa`` on a model with fewer key/value heads than query heads;
-    any other attention (eager, flash) is left as it is."""
+    transformers' ``sdpa`` on a model with fewer key/value heads than query heads; any
+    other attention (eager, flash) is left as it is. Returns the implementation it
+    replaced (for ``restore_attention``), or None."""
     config = model.config
     heads = getattr(config, "num_attention_heads", None)
     kv_heads = getattr(config, "num_key_value_heads", None) or heads
     if config._attn_implementation == "sdpa" and heads and kv_heads != heads:
         model.set_attn_implementation(GQA_ATTENTION)
+        return "sdpa"
+    return None
+
+
+def restore_attention(model: Any, previous: str | None) -> None:
+    """Undo ``use_gqa_attention`` (``previous``: what it returned)."""
+    if previous is not None and model.config._attn_implementation == GQA_ATTENTION:
+        model.set_attn_implementation(previous)
 
 
 class _RowsLayer(DynamicLayer):
@@ -124,7 +133,7 @@ class RowsCache(Cache):
         rows: int,
         prefix: int,
         width: int,
-        workspace: Workspace,
+        workspace: KVWorkspace,
     ) -> RowsCache:
         """A cache for ``rows`` rows of ``prefix`` cached and ``width`` new positions, its
         buffer taken from ``workspace``."""
@@ -151,7 +160,7 @@ class RowsCache(Cache):
         return self.buffer[:, :, i, :, self.prefix - reuse : self.prefix + new].clone()
 
 
-class Workspace:
+class KVWorkspace:
     """Memory for one forward's ``RowsCache`` at a time, kept between forwards up to
     ``max_bytes``: a fresh buffer of tens of megabytes is new pages from the system, each
     faulted in and zeroed on first write, which cost more than the copies that fill it."""
@@ -175,7 +184,9 @@ class Workspace:
 
 class Bf16Weights:
     """bf16 copies of the weights of ``model``'s linear layers, swapped in by ``swapped()``
-    for a bf16-mixed forward (autocast would cast the same weights on every call)."""
+    for a bf16-mixed forward (autocast would cast the same weights on every call). The
+    swap holds for the forward, under the backbone's lock: like SVF offsets, it assumes
+    no other backbone forwards the same model object at the same time."""
 
     def __init__(self, model: Any):
         # the base model's: the LM head (tied to the embeddings, or unused) reads no feature
