@@ -14,6 +14,7 @@ so both are measured side by side in one run; ``--repeat N`` alternates them N t
   is bf16-mixed on a CPU with native bf16; the baseline: its own default, fp32 on a CPU);
 - generation wall time (sep-CMA-ES, sandbox pool, K turns, lambda x m episodes, offline
   backbone), coordinator (backbone) time, new tokens, forwards, and the ratio old / new;
+  the argmax decisions (the generation's validation) rechecked in fp32 and their tokens;
 - coordinator efficiency: new tokens per second of the coordinator during the generation,
   divided by the tokens per second of fresh transcripts (the generation's own final
   transcripts, no prefix cache) forwarded in the backbone's largest batches, in the SAME
@@ -111,6 +112,8 @@ def child_generation(args) -> dict:
             "requests": g.features_requested,
             "batches": getattr(g, "batches", None),
             "mean_batch": getattr(g, "mean_batch", None),
+            "rechecks": getattr(g, "rechecks", None),
+            "recheck_tokens": getattr(g, "recheck_tokens", None),
         }
         if args.measure:
             out.update(measure(args, backbone, ws, run_id, suite, out["tokens"]))
@@ -390,6 +393,12 @@ def main() -> None:
             f"{name:20s}  {r.get('precision', '?'):10s}  {r['wall_s']:6.1f}  {r['coordinator_s']:13.1f}  {r['tokens']:10d}  "
             f"{r['transcripts']:11d}  {batches:>8s}  {mean:>10s}  {rate:8.0f}  {efficiency:>10s}"
         )
+    for name, r in rows:
+        if r.get("rechecks"):  # counted in the tokens and the coordinator time above
+            print(
+                f"{name}: {r['rechecks']} near-tie decisions rechecked in fp32 "
+                f"({r['recheck_tokens']} of the new tokens)"
+            )
     for i, (n, o) in enumerate(pairs):
         print(
             f"\npair {i + 1}: generation wall time, old / new: {o['wall_s'] / n['wall_s']:.2f}x "

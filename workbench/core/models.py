@@ -246,8 +246,10 @@ def describe_device() -> str:
 # How the backbone computes (README, "Precision"):
 # - fp32: fp32 weights and arithmetic, the bit-faithful reference;
 # - bf16-mixed: fp32 weights, matrix products in bf16 under torch.autocast (activations
-#   and the KV cache stay fp32 between them); argmax decisions near a tie are recomputed
-#   in fp32 on the same weights, so they are fp32's (coordinator.policy);
+#   stay fp32 between them; the backbone keeps bf16 copies of the linear layers' weights
+#   and its KV caches in bf16, the values autocast would compute: coordinator.rows);
+#   argmax decisions near a tie are recomputed in fp32 on the same weights, so they are
+#   fp32's (coordinator.policy);
 # - bf16: the weights themselves in bf16 (no fp32 to recompute with).
 # "auto" is bf16 on a GPU; on a CPU with native bf16 instructions (AVX512-BF16 or AMX)
 # bf16-mixed, the fastest choice that passes the fidelity check (a trained head's argmax
