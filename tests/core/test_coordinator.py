@@ -486,3 +486,21 @@ def test_rechecks_go_first_so_their_episodes_join_the_next_forward():
     assert mixed.stats.exact == 2
     assert mixed.stats.batches == 2 and mixed.stats.forwards == 6
     mixed.close()
+
+
+def test_bf16_mixed_weight_copies_follow_svf_offsets():
+    """bf16-mixed casts the linear weights to bf16 once and keeps the copies; SVF offsets
+    change weights in place, and the copies of those follow (a stale copy would give the
+    features of the weights before the offsets)."""
+    model, tokenizer = build_tiny_lm(seed=13)
+    mixed = Backbone("t", model=model, tokenizer=tokenizer, precision="bf16-mixed")
+    delta = np.random.default_rng(1).normal(0, 0.5, mixed.svf().n_params)
+    plain = mixed.feature(TEXT)  # casts the copies of the original weights
+    shifted = mixed.feature(TEXT + " Again.", delta)
+    back = mixed.feature(TEXT + " Once more.")
+    mixed.close()
+    fresh = Backbone("t", model=model, tokenizer=tokenizer, precision="bf16-mixed")
+    np.testing.assert_array_equal(fresh.feature(TEXT + " Again.", delta), shifted)
+    np.testing.assert_array_equal(fresh.feature(TEXT + " Once more."), back)
+    np.testing.assert_array_equal(fresh.feature(TEXT), plain)
+    fresh.close()

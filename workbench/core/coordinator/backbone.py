@@ -400,11 +400,14 @@ class Backbone:
         self.stats.tokens_forwarded += sum(len(r.ids) - r.reuse for r in batch)
         self.stats.tokens_padded += n_rows * width
         self.stats.tokens_reused += sum(r.reuse for r in batch)
+        # every row's penultimate token in one gather and one copy to the host (on a GPU
+        # a copy per row waits for the device once per row)
         hidden = out.last_hidden_state
-        features = []
+        at = torch.tensor([len(r.ids) - r.reuse - 2 for r in batch], device=hidden.device)
+        states = hidden[torch.arange(n_rows, device=hidden.device), at].detach().float().cpu()
+        features = [_unit_rms(v) for v in states.numpy().astype(np.float64)]
         for i, r in enumerate(batch):
             new = len(r.ids) - r.reuse
-            features.append(_unit_rms(hidden[i, new - 2]))
             if keep:
                 assert cache is not None
                 kv = cache.row(i, r.reuse, new)
@@ -551,7 +554,6 @@ def _batches(rows: list[_Row], max_tokens: int, forward_cost: float) -> list[lis
     return batches[::-1]
 
 
-def _unit_rms(h: Any) -> np.ndarray:
-    v = h.detach().float().cpu().numpy().astype(np.float64)
+def _unit_rms(v: np.ndarray) -> np.ndarray:
     rms = float(np.sqrt(np.mean(v * v)))
     return v / rms if rms > 0 else v

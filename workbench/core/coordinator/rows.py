@@ -23,6 +23,7 @@ Imported by ``backbone`` inside its forward (torch and transformers load here, a
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -30,9 +31,14 @@ from typing import Any
 import torch
 from transformers import AttentionInterface, Cache
 from transformers.cache_utils import DynamicLayer
+from transformers.integrations.sdpa_attention import repeat_kv
 from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
 
+log = logging.getLogger(__name__)
+
 GQA_ATTENTION = "workbench_sdpa_gqa"
+# scaled_dot_product_attention's enable_gqa came with torch 2.5
+_SDPA_GQA = "enable_gqa" in (torch.nn.functional.scaled_dot_product_attention.__doc__ or "")
 WORKSPACE_BYTES = 512 << 20  # a CPU forward of 8192 positions, its prefixes padded, in bf16
 
 
@@ -48,8 +54,16 @@ def gqa_sdpa_forward(
     **kwargs: Any,
 ) -> tuple[Any, None]:
     """transformers' ``sdpa`` attention with the key/value heads read in place: query
-    ``(rows, heads, q, dim)``, key and value ``(rows, kv_heads, kv, dim)``."""
+    ``(rows, heads, q, dim)``, key and value ``(rows, kv_heads, kv, dim)``. On a CPU
+    (flash attention takes grouped heads and a mask); elsewhere with a mask, or on a torch
+    without ``enable_gqa``, the heads are repeated as transformers does (CUDA's kernels
+    that take a mask do not take grouped heads and would fall back to the slow one)."""
     q_length = query.shape[2]
+    grouped = key.shape[1] != query.shape[1]
+    if grouped and not (_SDPA_GQA and (query.device.type == "cpu" or attention_mask is None)):
+        repeats = query.shape[1] // key.shape[1]
+        key, value = repeat_kv(key, repeats), repeat_kv(value, repeats)
+        grouped = False
     causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
     causal = bool(q_length > 1 and attention_mask is None and causal)
     if causal and key.shape[2] > q_length:  # as sdpa: an upper-left causal mask, cropped
@@ -62,7 +76,7 @@ def gqa_sdpa_forward(
         dropout_p=dropout,
         scale=scaling,
         is_causal=causal,
-        enable_gqa=key.shape[1] != query.shape[1],
+        **({"enable_gqa": True} if grouped else {}),
     )
     return out.transpose(1, 2).contiguous(), None
 
@@ -79,10 +93,14 @@ def use_gqa_attention(model: Any) -> str | None:
     config = model.config
     heads = getattr(config, "num_attention_heads", None)
     kv_heads = getattr(config, "num_key_value_heads", None) or heads
-    if config._attn_implementation == "sdpa" and heads and kv_heads != heads:
+    if config._attn_implementation != "sdpa" or not heads or kv_heads == heads:
+        return None
+    try:
         model.set_attn_implementation(GQA_ATTENTION)
-        return "sdpa"
-    return None
+    except (AttributeError, ValueError) as exc:  # an older transformers: sdpa as it is
+        log.debug("attention left as sdpa: %s", exc)
+        return None
+    return "sdpa"
 
 
 def restore_attention(model: Any, previous: str | None) -> None:
