@@ -233,45 +233,16 @@ def measure(args, backbone, ws, run_id, suite, tokens: int) -> dict:
 
 
 def child_latency(args) -> None:
-    """A generation with sandbox workers that answer after ``args.latency`` seconds."""
+    """The same generation as ``child_generation`` (same ``train`` path, calibration done
+    first), its sandbox workers answering after ``args.latency`` seconds."""
     import dataclasses
 
-    from workbench.core.config import RunConfig
-    from workbench.core.coordinator import Backbone
-    from workbench.core.records import GenerationStats
-    from workbench.core.store import Store
-    from workbench.core.tasks.suites import load_suite
-    from workbench.core.training.trainer import Trainer
-    from workbench.core.workers.simulated import SANDBOX_PROFILES, SimulatedWorker
-    from workbench.core.workspace import Workspace
+    from workbench.core.workers import simulated
 
-    config = RunConfig.from_dict(config_dict(args))
-    backbone = Backbone("offline", device=args.device, precision=args.precision or "auto")
-    pool = [
-        SimulatedWorker(f"sandbox:{p.name}", dataclasses.replace(p, latency_s=args.latency))
-        for p in SANDBOX_PROFILES
-    ]
-    stats: list = []
-    with tempfile.TemporaryDirectory() as folder:
-        ws = Workspace.open(folder)
-        with Store.open(ws) as store:
-            trainer = Trainer(
-                config,
-                store,
-                suite=load_suite("mixed", ws),
-                pool=pool,
-                backbone=backbone,
-                listeners=[lambda e: isinstance(e, GenerationStats) and stats.append(e)],
-            )
-            trainer.run()
-    (g,) = stats
-    out = {
-        "wall_s": g.wall_s,
-        "coordinator_s": g.coordinator_s,
-        "decisions": g.features_requested,
-        "precision": backbone.precision,
-    }
-    print("RESULT " + json.dumps(out), flush=True)
+    simulated.POOLS["sandbox"] = tuple(
+        dataclasses.replace(p, latency_s=args.latency) for p in simulated.POOLS["sandbox"]
+    )
+    child_generation(args)
 
 
 # --------------------------------------------------------------------------- parent
@@ -423,7 +394,7 @@ def main() -> None:
         r = run_child(args, "latency", ROOT, *mine)
         print(
             f"\nworkers with {args.latency:.2f} s latency, {r['precision']}: "
-            f"{r['decisions'] / r['wall_s']:.0f} "
+            f"{r['requests'] / r['wall_s']:.0f} "
             f"decisions/s, coordinator {r['coordinator_s']:.1f} s of {r['wall_s']:.1f} s wall "
             f"({r['coordinator_s'] / r['wall_s']:.1%})"
         )
