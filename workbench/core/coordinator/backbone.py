@@ -54,7 +54,7 @@ class Backbone:
 
     ``precision`` (``models.pick_precision``): ``fp32``, ``bf16-mixed`` (fp32 weights,
     matrix products in bf16 under ``torch.autocast``), ``bf16`` (bf16 weights) or ``auto``
-    (bf16 on a GPU, bf16-mixed on a CPU with native bf16, else fp32). With an already
+    (bf16-mixed on a GPU and on a CPU with native bf16, else fp32). With an already
     loaded ``model``, ``auto`` is the model's own dtype (fp32 or bf16), so tests that hand
     in a model compute exactly; ``bf16-mixed`` over an fp32 model turns the autocast on.
     ``self.precision`` is what the features were computed in, recorded in the run.
