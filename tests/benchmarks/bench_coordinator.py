@@ -14,6 +14,7 @@ so both are measured side by side in one run; ``--repeat N`` alternates them N t
   is bf16-mixed on a CPU with native bf16; the baseline: its own default, fp32 on a CPU);
 - generation wall time (sep-CMA-ES, sandbox pool, K turns, lambda x m episodes, offline
   backbone), coordinator (backbone) time, new tokens, forwards, and the ratio old / new;
+  the argmax decisions (the generation's validation) rechecked in fp32 and their tokens;
 - coordinator efficiency: new tokens per second of the coordinator during the generation,
   divided by the tokens per second of fresh transcripts (the generation's own final
   transcripts, no prefix cache) forwarded in the backbone's largest batches, in the SAME
@@ -111,6 +112,8 @@ def child_generation(args) -> dict:
             "requests": g.features_requested,
             "batches": getattr(g, "batches", None),
             "mean_batch": getattr(g, "mean_batch", None),
+            "rechecks": getattr(g, "rechecks", None),
+            "recheck_tokens": getattr(g, "recheck_tokens", None),
         }
         if args.measure:
             out.update(measure(args, backbone, ws, run_id, suite, out["tokens"]))
@@ -230,44 +233,16 @@ def measure(args, backbone, ws, run_id, suite, tokens: int) -> dict:
 
 
 def child_latency(args) -> None:
-    """A generation with sandbox workers that answer after ``args.latency`` seconds."""
+    """The same generation as ``child_generation`` (same ``train`` path, calibration done
+    first), its sandbox workers answering after ``args.latency`` seconds."""
     import dataclasses
 
-    from workbench.core.config import RunConfig
-    from workbench.core.coordinator import Backbone
-    from workbench.core.records import GenerationStats
-    from workbench.core.store import Store
-    from workbench.core.tasks.suites import load_suite
-    from workbench.core.training.trainer import Trainer
-    from workbench.core.workers.simulated import SANDBOX_PROFILES, SimulatedWorker
-    from workbench.core.workspace import Workspace
+    from workbench.core.workers import simulated
 
-    config = RunConfig.from_dict(config_dict(args))
-    backbone = Backbone("offline", device=args.device)
-    pool = [
-        SimulatedWorker(f"sandbox:{p.name}", dataclasses.replace(p, latency_s=args.latency))
-        for p in SANDBOX_PROFILES
-    ]
-    stats: list = []
-    with tempfile.TemporaryDirectory() as folder:
-        ws = Workspace.open(folder)
-        with Store.open(ws) as store:
-            trainer = Trainer(
-                config,
-                store,
-                suite=load_suite("mixed", ws),
-                pool=pool,
-                backbone=backbone,
-                listeners=[lambda e: isinstance(e, GenerationStats) and stats.append(e)],
-            )
-            trainer.run()
-    (g,) = stats
-    out = {
-        "wall_s": g.wall_s,
-        "coordinator_s": g.coordinator_s,
-        "decisions": g.features_requested,
-    }
-    print("RESULT " + json.dumps(out), flush=True)
+    simulated.POOLS["sandbox"] = tuple(
+        dataclasses.replace(p, latency_s=args.latency) for p in simulated.POOLS["sandbox"]
+    )
+    child_generation(args)
 
 
 # --------------------------------------------------------------------------- parent
@@ -279,7 +254,8 @@ def run_child(args, mode: str, tree: Path, *extra: str) -> dict:
     command += ["--rollouts", str(args.rollouts), "--turns", str(args.turns)]
     command += ["--latency", str(args.latency), "--fidelity", str(args.fidelity)]
     command += ["--compare", args.compare]
-    env = {**os.environ, "PYTHONPATH": str(tree)}
+    path = [str(tree), *filter(None, [os.environ.get("PYTHONPATH")])]  # tree first
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
     load = os.getloadavg()[0]
     started = time.perf_counter()
     done = subprocess.run(command, env=env, cwd=tree, capture_output=True, text=True)
@@ -294,6 +270,10 @@ def run_child(args, mode: str, tree: Path, *extra: str) -> dict:
 
 
 def baseline_tree(commit: str, folder: Path) -> Path:
+    """The old code: ``commit`` checked out into ``folder``, or ``commit`` itself when it
+    names a folder holding such a checkout (a machine without this repository's history)."""
+    if Path(commit).is_dir():
+        return Path(commit).resolve()
     archive = subprocess.run(
         ["git", "-C", str(ROOT), "archive", commit], capture_output=True, check=True
     ).stdout
@@ -316,7 +296,11 @@ def machine() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--device", default="cpu", help="cpu, cuda or auto")
-    parser.add_argument("--baseline", default="a6b8df6", help="commit of the old path ('' skips)")
+    parser.add_argument(
+        "--baseline",
+        default="a6b8df6",
+        help="commit of the old path, or a folder holding its files ('' skips)",
+    )
     parser.add_argument("--popsize", type=int, default=16)
     parser.add_argument("--rollouts", type=int, default=8)
     parser.add_argument("--turns", type=int, default=5)
@@ -380,6 +364,12 @@ def main() -> None:
             f"{name:20s}  {r.get('precision', '?'):10s}  {r['wall_s']:6.1f}  {r['coordinator_s']:13.1f}  {r['tokens']:10d}  "
             f"{r['transcripts']:11d}  {batches:>8s}  {mean:>10s}  {rate:8.0f}  {efficiency:>10s}"
         )
+    for name, r in rows:
+        if r.get("rechecks"):  # counted in the tokens and the coordinator time above
+            print(
+                f"{name}: {r['rechecks']} near-tie decisions rechecked in fp32 "
+                f"({r['recheck_tokens']} of the new tokens)"
+            )
     for i, (n, o) in enumerate(pairs):
         print(
             f"\npair {i + 1}: generation wall time, old / new: {o['wall_s'] / n['wall_s']:.2f}x "
@@ -401,9 +391,10 @@ def main() -> None:
             f"{f['random_heads_agreement']:.1%} ({f['transcripts']} transcripts){speed}"
         )
     if args.latency:
-        r = run_child(args, "latency", ROOT)
+        r = run_child(args, "latency", ROOT, *mine)
         print(
-            f"\nworkers with {args.latency:.2f} s latency: {r['decisions'] / r['wall_s']:.0f} "
+            f"\nworkers with {args.latency:.2f} s latency, {r['precision']}: "
+            f"{r['requests'] / r['wall_s']:.0f} "
             f"decisions/s, coordinator {r['coordinator_s']:.1f} s of {r['wall_s']:.1f} s wall "
             f"({r['coordinator_s'] / r['wall_s']:.1%})"
         )

@@ -53,6 +53,8 @@ def test_a_run_written_by_main_opens_resumes_and_exports(
         stats = store.generation_stats(RUN)
         assert [(s.run_id, s.generation) for s in stats] == [(RUN, 0), (RUN, 1), (RUN, 2)]
         assert all(s.evaluations == 12 and s.validation is not None for s in stats)
+        # generations stored before the fp32 recheck counts read as none rechecked
+        assert stats[0].rechecks == 0 and stats[0].recheck_note() == ""
         assert store.get_run(RUN).run_result().generations == 3
         resumed = latest_checkpoint(store, RUN)
         assert resumed.generation == 2 and resumed.spend.episodes > checkpoint.spend.episodes

@@ -396,8 +396,10 @@ def test_closing_a_backbone_gives_the_model_back_without_its_svf_offsets():
     delta = np.random.default_rng(0).normal(0, 0.5, first.svf().n_params)
     shifted = first.feature(TEXT, delta)
     assert not np.allclose(shifted, want)
+    assert model.config._attn_implementation == "workbench_sdpa_gqa"  # while in use
     first.close()
     assert all(torch.equal(v, original[k]) for k, v in model.state_dict().items())
+    assert model.config._attn_implementation == "sdpa"
     second = Backbone("t", model=model, tokenizer=tokenizer)
     np.testing.assert_array_equal(second.feature(TEXT), want)
     second.close()
@@ -421,8 +423,15 @@ def test_bf16_mixed_backbone_recomputes_near_tie_argmax_decisions_in_fp32(monkey
     h = h[-1][0, -2].double().numpy()
     np.testing.assert_array_equal(fast, h / np.sqrt(np.mean(h * h)))
     assert mixed.stats.exact == 1 and mixed.stats.batches == 2
+    assert mixed.stats.exact_tokens == len(mixed.encode(TEXT))
     mixed.feature(TEXT, exact=True)  # cached apart from the bf16-mixed feature
     assert mixed.stats.batches == 2
+    # its KV prefix too: a later turn's recheck forwards only the turn's new tokens
+    assert len(mixed._exact_prefixes) == 1 and len(mixed._prefixes) == 1
+    grown = TEXT + " Then check."
+    mixed.feature(grown, exact=True)
+    assert mixed.stats.exact_tokens - len(mixed.encode(TEXT)) < len(mixed.encode(grown)) // 2
+    np.testing.assert_allclose(mixed.feature(grown, exact=True), fp32.feature(grown), atol=1e-5)
 
     # a head whose workers 0 and 1 nearly tie: fp32 prefers 1 by 1e-3, the bf16-mixed
     # feature 0 by about 2e-3 (their rows differ along the bf16 error, across the feature)
@@ -454,3 +463,44 @@ def test_bf16_mixed_backbone_recomputes_near_tie_argmax_decisions_in_fp32(monkey
         Backbone("t", model=bf16.model, tokenizer=tokenizer, precision="bf16-mixed")
     for b in (fp32, mixed, other, bf16):
         b.close()
+
+
+def test_rechecks_go_first_so_their_episodes_join_the_next_forward():
+    """fp32 rechecks pending with other requests are forwarded first, alone; the other
+    requests wait for the episodes the rechecks answered to ask their next decision, and
+    all go through one forward (not the rechecked episodes one forward behind)."""
+    model, tokenizer = build_tiny_lm(seed=12)
+    mixed = Backbone("t", model=model, tokenizer=tokenizer, precision="bf16-mixed")
+    texts = [f"{TEXT} {i}" for i in range(4)]
+
+    async def episode(i: int, recheck: bool) -> None:
+        await mixed.afeature(texts[i], exact=recheck)
+        if recheck:  # its next turn
+            await mixed.afeature(texts[i] + " Next.")
+
+    async def generation() -> None:
+        await asyncio.gather(*(episode(i, recheck=i < 2) for i in range(4)))
+
+    asyncio.run(generation())
+    # one fp32 forward of the two rechecks, then one of the two others with both next turns
+    assert mixed.stats.exact == 2
+    assert mixed.stats.batches == 2 and mixed.stats.forwards == 6
+    mixed.close()
+
+
+def test_bf16_mixed_weight_copies_follow_svf_offsets():
+    """bf16-mixed casts the linear weights to bf16 once and keeps the copies; SVF offsets
+    change weights in place, and the copies of those follow (a stale copy would give the
+    features of the weights before the offsets)."""
+    model, tokenizer = build_tiny_lm(seed=13)
+    mixed = Backbone("t", model=model, tokenizer=tokenizer, precision="bf16-mixed")
+    delta = np.random.default_rng(1).normal(0, 0.5, mixed.svf().n_params)
+    plain = mixed.feature(TEXT)  # casts the copies of the original weights
+    shifted = mixed.feature(TEXT + " Again.", delta)
+    back = mixed.feature(TEXT + " Once more.")
+    mixed.close()
+    fresh = Backbone("t", model=model, tokenizer=tokenizer, precision="bf16-mixed")
+    np.testing.assert_array_equal(fresh.feature(TEXT + " Again.", delta), shifted)
+    np.testing.assert_array_equal(fresh.feature(TEXT + " Once more."), back)
+    np.testing.assert_array_equal(fresh.feature(TEXT), plain)
+    fresh.close()

@@ -83,10 +83,10 @@ def test_cuda_without_a_gpu_is_a_clear_error():
             models.pick_device("cuda")
 
 
-def test_precision_auto_is_bf16_on_gpu_bf16_mixed_on_a_native_bf16_cpu_else_fp32():
+def test_precision_auto_is_bf16_mixed_on_gpu_and_on_a_native_bf16_cpu_else_fp32():
     from workbench.core.models import native_bf16_cpu, pick_precision, weights_dtype
 
-    assert pick_precision("cuda") == "bf16" and pick_precision("cuda:1") == "bf16"
+    assert pick_precision("cuda") == "bf16-mixed" == pick_precision("cuda:1")
     assert pick_precision("cpu", native_bf16=True) == "bf16-mixed"
     assert pick_precision("cpu", native_bf16=False) == "fp32"  # emulated bf16 is slower
     assert pick_precision("mps") == "fp32"

@@ -64,6 +64,8 @@ def test_short_offline_run_end_to_end(tmp_path, offline_backbone):
         # where the coordinator's time went: new tokens, forwards, transcripts per forward
         assert generation["tokens_forwarded"] > 0 and generation["batches"] >= 1
         assert generation["mean_batch"] >= 1
+        # an fp32 backbone is exact: no argmax decision is rechecked
+        assert (generation["rechecks"], generation["recheck_tokens"]) == (0, 0)
         episodes = [store.get_episode(e.id) for e in store.list_episodes(run_id)]
     assert len(episodes) == 6 + 2
     workers = {t.worker for e in episodes for t in e.turns}
@@ -121,6 +123,7 @@ def test_short_offline_run_end_to_end(tmp_path, offline_backbone):
         check=True,
     ).stdout
     assert "mean batch" in table and f"{generation['tokens_forwarded']}" in table
+    assert "fp32 rechecks" in table and "0 (0 tok)" in table
 
 
 def test_sep_cma_es_learns_category_routing_on_the_sandbox_pool(tmp_path):

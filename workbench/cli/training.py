@@ -58,7 +58,7 @@ class Progress:
                 f"mean {event.mean:.3f}{val}  sigma {event.sigma:.4f}  {spend}  "
                 f"calls {int(event.totals['calls'])}  coordinator {event.coordinator_s:.1f}s/"
                 f"{event.wall_s:.1f}s ({event.tokens_forwarded} tok, {event.batches} batches of "
-                f"{event.mean_batch:.1f})  ETA {eta:5.0f}s"
+                f"{event.mean_batch:.1f}{event.recheck_note()})  ETA {eta:5.0f}s"
             )
             print(
                 ("\r" + line) if self.tty else line,
@@ -203,6 +203,7 @@ def cmd_runs_show(args) -> int:
             g.tokens_forwarded,
             g.batches,
             f"{g.mean_batch:.1f}",
+            f"{g.rechecks} ({g.recheck_tokens} tok)",
         )
         for g in stats
     ]
@@ -223,6 +224,7 @@ def cmd_runs_show(args) -> int:
                 "tokens",
                 "batches",
                 "mean batch",
+                "fp32 rechecks",
             ),
         )
     )

@@ -237,7 +237,7 @@ def describe_device() -> str:
     import torch
 
     if torch.cuda.is_available():
-        return f"CUDA ({torch.cuda.get_device_name(0)}), bf16"
+        return f"CUDA ({torch.cuda.get_device_name(0)}), {pick_precision('cuda')}"
     precision = pick_precision("cpu")
     why = "native bf16" if precision != "fp32" else "no native bf16"
     return f"CPU ({torch.get_num_threads()} threads; no CUDA GPU visible), {precision} ({why})"
@@ -246,15 +246,18 @@ def describe_device() -> str:
 # How the backbone computes (README, "Precision"):
 # - fp32: fp32 weights and arithmetic, the bit-faithful reference;
 # - bf16-mixed: fp32 weights, matrix products in bf16 under torch.autocast (activations
-#   and the KV cache stay fp32 between them); argmax decisions near a tie are recomputed
-#   in fp32 on the same weights, so they are fp32's (coordinator.policy);
+#   stay fp32 between them; the backbone keeps bf16 copies of the linear layers' weights
+#   and its KV caches in bf16, the values autocast would compute: coordinator.rows);
+#   argmax decisions near a tie are recomputed in fp32 on the same weights, so they are
+#   fp32's (coordinator.policy);
 # - bf16: the weights themselves in bf16 (no fp32 to recompute with).
-# "auto" is bf16 on a GPU; on a CPU with native bf16 instructions (AVX512-BF16 or AMX)
-# bf16-mixed, the fastest choice that passes the fidelity check (a trained head's argmax
-# decisions on held-out transcripts equal fp32's: tests/core/test_precision.py); fp32 on
-# other CPUs, where bf16 is emulated and slower than fp32.
+# "auto" is bf16-mixed on a GPU and on a CPU with native bf16 instructions (AVX512-BF16 or
+# AMX): the fastest choice that passes the fidelity check (a trained head's argmax
+# decisions on held-out transcripts equal fp32's: tests/core/test_precision.py; on an H200
+# bf16 weights flip 1.3% of them, README "Figures"); fp32 on other CPUs, where bf16 is
+# emulated and slower than fp32.
 PRECISIONS = ("auto", "fp32", "bf16-mixed", "bf16")
-CPU_FAST_PRECISION = "bf16-mixed"
+FAST_PRECISION = "bf16-mixed"
 
 
 def native_bf16_cpu() -> bool:
@@ -273,16 +276,17 @@ def pick_precision(device: str, precision: str = "auto", *, native_bf16: bool | 
     """The precision the backbone computes in on ``device`` (one of ``fp32``,
     ``bf16-mixed``, ``bf16``).
 
-    ``auto`` is bf16 on a GPU; on a CPU it is ``CPU_FAST_PRECISION`` (bf16-mixed) where the
-    CPU has native bf16 instructions (``native_bf16``, default: ``native_bf16_cpu()``),
-    else fp32. bf16-mixed keeps fp32 weights and runs the matrix products in bf16: on
+    ``auto`` is ``FAST_PRECISION`` (bf16-mixed) on a GPU, and on a CPU where it has native
+    bf16 instructions (``native_bf16``, default: ``native_bf16_cpu()``); else fp32. bf16-mixed keeps fp32 weights and runs the matrix products in bf16: on
     SmolLM2-135M, on a CPU with AMX, a K = 5 training generation's coordinator is about 2x
     faster than in fp32 and its features stay within cosine 0.9998 of fp32; alone they
     flip about 1% of a trained head's argmax decisions, all near ties, which the
     coordinator therefore recomputes in fp32 (``Head.near_tie``), so that its argmax
     decisions are fp32's (README, "Precision"). Full bf16 weights are faster still but
-    drift further and have no fp32 to recompute with; they are opt-in on a CPU. ``fp32``
-    is the bit-faithful choice.
+    drift further and have no fp32 to recompute with (on an H200 they flipped 1.3% of a
+    head's argmax decisions, at the same generation speed as bf16-mixed); they are opt-in,
+    for a backbone whose fp32 weights do not fit the GPU. ``fp32`` is the bit-faithful
+    choice.
     """
     if precision not in PRECISIONS:
         raise ModelSourceError(
@@ -290,10 +294,9 @@ def pick_precision(device: str, precision: str = "auto", *, native_bf16: bool | 
         )
     if precision != "auto":
         return precision
-    if device.startswith("cuda"):
-        return "bf16"
-    if device == "cpu" and (native_bf16_cpu() if native_bf16 is None else native_bf16):
-        return CPU_FAST_PRECISION
+    native = device == "cpu" and (native_bf16_cpu() if native_bf16 is None else native_bf16)
+    if device.startswith("cuda") or native:
+        return FAST_PRECISION
     return "fp32"
 
 

@@ -204,6 +204,16 @@ class GenerationStats:
     tokens_forwarded: int = 0  # new tokens through the backbone
     batches: int = 0  # backbone forwards
     mean_batch: float = 0.0  # transcripts per backbone forward
+    rechecks: int = 0  # argmax decisions near a tie recomputed in fp32 (bf16-mixed)
+    recheck_tokens: int = 0  # new tokens those fp32 recomputations forwarded
+
+    def recheck_note(self) -> str:
+        """What the coordinator recomputed in fp32, for a progress line: ``", 8 fp32
+        rechecks (423 tok)"``, or nothing where no decision was near a tie (or the backbone
+        computes in fp32)."""
+        if not self.rechecks:
+            return ""
+        return f", {self.rechecks} fp32 rechecks ({self.recheck_tokens} tok)"
 
     def to_stored(self) -> dict[str, Any]:
         """The stats as the store keeps them for the run's generation (the run id and the

@@ -422,7 +422,7 @@ class QtRuns(Page):
             f"sigma {event.sigma:.4f}{val}; {event.calls} calls, "
             f"{dollars(event.dollars, spend)}, {event.wall_s:.1f} s"
             f" (coordinator {event.coordinator_s:.1f} s: {event.tokens_forwarded} tokens in "
-            f"{event.batches} forwards of {event.mean_batch:.1f} transcripts)"
+            f"{event.batches} forwards of {event.mean_batch:.1f} transcripts{event.recheck_note()})"
         )
 
     def _on_finished(self, event: RunFinished) -> None:

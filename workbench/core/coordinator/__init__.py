@@ -16,7 +16,9 @@
 - SVF (optional): singular-value offsets for the embeddings and one late layer.
 
 The package: ``head`` (HeadConfig, Head, Action, act), ``svf`` (SVF), ``backbone``
-(Backbone: features, batching, caches), ``policy`` (Coordinator).
+(Backbone: features, batching, caches), ``prefix_cache`` (KV caches of earlier
+transcripts), ``rows`` (one batched forward's KV buffer, grouped-query attention and bf16
+weight copies; loaded with torch), ``policy`` (Coordinator).
 """
 
 from workbench.core.coordinator.backbone import Backbone, FeatureStats

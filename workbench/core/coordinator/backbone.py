@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import hashlib
 import logging
@@ -36,6 +37,7 @@ class FeatureStats:
     tokens_reused: int = 0  # prefix tokens whose KV cache was reused
     busy_s: float = 0.0  # time spent computing features
     exact: int = 0  # features recomputed in fp32 on request (near-tie decisions, bf16-mixed)
+    exact_tokens: int = 0  # new tokens those fp32 recomputations forwarded
 
 
 _Request = tuple[str, "np.ndarray | None", bool, "asyncio.Future[np.ndarray]"]
@@ -52,7 +54,7 @@ class Backbone:
 
     ``precision`` (``models.pick_precision``): ``fp32``, ``bf16-mixed`` (fp32 weights,
     matrix products in bf16 under ``torch.autocast``), ``bf16`` (bf16 weights) or ``auto``
-    (bf16 on a GPU, bf16-mixed on a CPU with native bf16, else fp32). With an already
+    (bf16-mixed on a GPU and on a CPU with native bf16, else fp32). With an already
     loaded ``model``, ``auto`` is the model's own dtype (fp32 or bf16), so tests that hand
     in a model compute exactly; ``bf16-mixed`` over an fp32 model turns the autocast on.
     ``self.precision`` is what the features were computed in, recorded in the run.
@@ -100,9 +102,15 @@ class Backbone:
                 )
         if input not in INPUTS:
             raise ValueError(f"unknown backbone input '{input}': choose one of {', '.join(INPUTS)}")
+        from workbench.core.coordinator.rows import Bf16Weights, use_gqa_attention
+
         self.input = input
         self.source = source
+        # the same attention, without repeating key/value heads (undone by close())
+        self._attention_was = use_gqa_attention(model)
         self.model = model
+        self._bf16_weights = Bf16Weights(model)  # cast once for bf16-mixed, not per forward
+        self._workspaces: dict[str, Any] = {}  # per precision: KV buffers reused by forwards
         self.tokenizer = tokenizer
         self.hidden_size = int(model.config.hidden_size)
         self.context_tokens = int(getattr(model.config, "max_position_embeddings", 0) or 1 << 20)
@@ -116,7 +124,11 @@ class Backbone:
         self._feature_cache_size = feature_cache_size
         # KV caches of earlier transcripts, keyed by (SVF digest, token ids), LRU within a
         # memory budget: a later turn of the same episode forwards its new tokens only.
+        # fp32 recomputations of a bf16-mixed backbone (near-tie rechecks) keep theirs
+        # apart, in a quarter of that budget: they never evict the generation's own, and a
+        # later recheck in the same episode forwards only the tokens since the last one.
         self._prefixes = PrefixCache(prefix_cache_bytes, min_prefix_tokens)
+        self._exact_prefixes = PrefixCache(prefix_cache_bytes // 4, min_prefix_tokens)
         self.max_batch_tokens = max_batch_tokens or default_batch_tokens(model)
         self.forward_cost = default_forward_cost(model)
         self.svf_layer = svf_layer
@@ -212,9 +224,11 @@ class Backbone:
             if todo:
                 started = time.perf_counter()
                 self._use_svf(svf)
+                tokens = self.stats.tokens_forwarded
                 computed = self._compute(list(todo), precision)
                 if exact and precision != self.precision:
                     self.stats.exact += len(todo)
+                    self.stats.exact_tokens += self.stats.tokens_forwarded - tokens
                 self.stats.busy_s += time.perf_counter() - started
                 for text, feature in zip(todo, computed, strict=True):
                     self._feature_cache[(precision, digest, text)] = feature
@@ -256,11 +270,20 @@ class Backbone:
                     if len(self._pending) == waiting:
                         break
                 pending, self._pending = self._pending, []
-                groups: dict[tuple[str, bool], list[_Request]] = {}
+                groups: dict[tuple[str, str], list[_Request]] = {}
                 for item in pending:
-                    groups.setdefault((_digest(item[1]), item[2]), []).append(item)
-                for (_, exact), batch in groups.items():
-                    compute = functools.partial(self.features, exact=exact)
+                    key = (_digest(item[1]), self._precision_for(item[2]))
+                    groups.setdefault(key, []).append(item)
+                # fp32 rechecks (near ties) first and alone: the episodes they answer then
+                # ask their next decision in time to join the other requests' forward,
+                # rather than trail one forward behind them for the rest of the episode
+                rechecks = {k: b for k, b in groups.items() if k[1] != self.precision}
+                if rechecks and len(rechecks) < len(groups):
+                    later = [item for k, b in groups.items() if k not in rechecks for item in b]
+                    self._pending = later + self._pending
+                    groups = rechecks
+                for (_, precision), batch in groups.items():
+                    compute = functools.partial(self.features, exact=precision != self.precision)
                     try:
                         rows = await loop.run_in_executor(
                             self._executor, compute, [t for t, *_ in batch], batch[0][1]
@@ -286,6 +309,11 @@ class Backbone:
             "load it with precision 'bf16-mixed' or 'fp32'"
         )
 
+    def _prefix_cache(self, precision: str) -> PrefixCache:
+        """The KV prefixes of forwards in ``precision``: the backbone's own, or the fp32
+        recomputations' (``exact``) of a lower-precision backbone."""
+        return self._prefixes if precision == self.precision else self._exact_prefixes
+
     def _prefix_key(self, precision: str) -> str:
         """What a cached KV prefix was computed under: the precision and the SVF vector."""
         return f"{precision}/{self._svf_digest}"
@@ -302,7 +330,9 @@ class Backbone:
         rows = []
         for i, ids in enumerate(encoded):
             # keep >= 2 new tokens: the penultimate token's state is the feature
-            reuse, entry = self._prefixes.lookup(self._prefix_key(precision), ids, len(ids) - 2)
+            reuse, entry = self._prefix_cache(precision).lookup(
+                self._prefix_key(precision), ids, len(ids) - 2
+            )
             rows.append(_Row(i, ids, reuse, entry))
         features: list[np.ndarray | None] = [None] * len(texts)
         with torch.inference_mode():
@@ -319,10 +349,14 @@ class Backbone:
         tokens begin; the attention mask hides both paddings, and explicit position ids
         continue each row from its own prefix length (cached keys carry their positions
         already, rotated when they were computed). Fresh transcripts are rows with an
-        empty prefix. Each row's KV cache is kept for its next turn.
+        empty prefix. The cache is one buffer for the whole forward, in the dtype the
+        attention reads (bf16 under bf16-mixed: autocast's attention casts keys and values
+        to bf16 anyway), that each layer writes its new keys and values into (``rows``);
+        each row's slice of it is kept for its next turn.
         """
         import torch
-        from transformers import DynamicCache
+
+        from workbench.core.coordinator.rows import RowsCache
 
         device = self.model.device
         n_rows = len(batch)
@@ -337,27 +371,28 @@ class Backbone:
             input_ids[i, :new] = torch.tensor(r.ids[r.reuse :])
             positions[i] = torch.arange(r.reuse, r.reuse + width)
             mask[i, prefix - r.reuse : prefix + new] = 1
+        prefixes = self._prefix_cache(precision)
+        keep = prefixes.budget > 0
         kwargs: dict[str, Any] = {}
-        if prefix:
-            layers = []
-            for layer, (like, _) in enumerate(_first(batch)):
-                keys = like.new_zeros((n_rows, like.shape[0], prefix, like.shape[2]))
-                values = torch.zeros_like(keys)
-                for i, r in enumerate(batch):
-                    if r.reuse:
-                        assert r.entry is not None  # a reused prefix has its cache entry
-                        k, v = r.entry.layers[layer]
-                        keys[i, :, prefix - r.reuse :] = k[:, : r.reuse]
-                        values[i, :, prefix - r.reuse :] = v[:, : r.reuse]
-                layers.append((keys.to(device), values.to(device)))
-            kwargs[_cache_arg()] = DynamicCache(layers)
+        cache = None
+        if prefix or keep:  # else nothing to read from or keep: no cache at all
+            cache = RowsCache.empty(
+                self.model.config, n_rows, prefix, width, self._workspace(precision)
+            )
+            for i, r in enumerate(batch):
+                cache.fill(i, r.entry.kv if r.entry is not None else None, r.reuse)
+            kwargs[_cache_arg()] = cache
+        mixed = precision == "bf16-mixed"
         # bf16-mixed: the matrix products (linear layers, attention) in bf16, the rest fp32
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bf16-mixed"):
+        with (
+            torch.autocast(device.type, dtype=torch.bfloat16, enabled=mixed),
+            self._bf16_weights.swapped() if mixed else contextlib.nullcontext(),
+        ):
             out = self.model.base_model(
                 input_ids=input_ids.to(device),
                 attention_mask=mask.to(device),
                 position_ids=positions.to(device),
-                use_cache=True,
+                use_cache=cache is not None,
                 **kwargs,
             )
         self.stats.forwards += n_rows
@@ -365,33 +400,44 @@ class Backbone:
         self.stats.tokens_forwarded += sum(len(r.ids) - r.reuse for r in batch)
         self.stats.tokens_padded += n_rows * width
         self.stats.tokens_reused += sum(r.reuse for r in batch)
-        cache = getattr(out, _cache_arg())
+        # every row's penultimate token in one gather and one copy to the host (on a GPU
+        # a copy per row waits for the device once per row)
         hidden = out.last_hidden_state
-        features = []
+        at = torch.tensor([len(r.ids) - r.reuse - 2 for r in batch], device=hidden.device)
+        states = hidden[torch.arange(n_rows, device=hidden.device), at].detach().float().cpu()
+        features = [_unit_rms(v) for v in states.numpy().astype(np.float64)]
         for i, r in enumerate(batch):
             new = len(r.ids) - r.reuse
-            features.append(_unit_rms(hidden[i, new - 2]))
-            if self._prefixes.budget > 0:
-                kept = [
-                    (
-                        layer.keys[i, :, prefix - r.reuse : prefix + new].clone(),
-                        layer.values[i, :, prefix - r.reuse : prefix + new].clone(),
-                    )
-                    for layer in cache.layers
-                ]
-                nbytes = sum(k.nbytes + v.nbytes for k, v in kept)
-                entry = PrefixEntry(self._prefix_key(precision), tuple(r.ids), kept, nbytes)
-                self._prefixes.put(entry, replaces=r.entry)
+            if keep:
+                assert cache is not None
+                kv = cache.row(i, r.reuse, new)
+                entry = PrefixEntry(self._prefix_key(precision), tuple(r.ids), kv, kv.nbytes)
+                prefixes.put(entry, replaces=r.entry)
         return features
+
+    def _workspace(self, precision: str) -> Any:
+        """The KV workspace of ``precision``'s forwards (fp32, else bf16: the dtype the
+        attention reads), kept between forwards."""
+        import torch
+
+        from workbench.core.coordinator.rows import KVWorkspace
+
+        dtype = torch.float32 if precision == "fp32" else torch.bfloat16
+        if precision not in self._workspaces:
+            self._workspaces[precision] = KVWorkspace(dtype, self.model.device)
+        return self._workspaces[precision]
 
     def close(self) -> None:
         """Stop the forward thread and give the model back as it came: SVF offsets this
         backbone applied are undone (another Backbone over the same model assumes the
-        original weights)."""
+        original weights), and so is its attention implementation."""
+        from workbench.core.coordinator.rows import restore_attention
+
         self._executor.shutdown(wait=True)
         with self._lock:
             if self._svf_digest != "none":
                 self._use_svf(None)
+            restore_attention(self.model, self._attention_was)
 
 
 # bf16-mixed against fp32 on the offline SmolLM2-135M (README, "Precision"): on 537
@@ -455,17 +501,15 @@ class _Row:
     entry: PrefixEntry | None
 
 
-def _first(batch: list[_Row]) -> list[tuple[Any, Any]]:
-    """The KV layers of the first row in ``batch`` that continues a cached prefix."""
-    return next(r.entry.layers for r in batch if r.entry is not None and r.reuse)
-
-
 PREFIX_FACTOR = 4  # a forward's padded prefix positions cost attention only, not the MLP
 # A forward's fixed cost (one pass through every layer, whatever the batch), counted in
 # new-token positions. On a CPU: the issue's measurement on this 2-core machine, 16 later
 # turns each forwarded alone at 6.1 ms per new token against 2.5 ms as one padded batch
-# (about 40 new tokens each), puts a forward's overhead near 60 positions. On a GPU a
-# forward's kernel launches outweigh thousands of positions (an estimate, not measured).
+# (about 40 new tokens each), puts a forward's overhead near 60 positions; a least-squares
+# fit of 72 bf16-mixed forwards of a K = 5 generation (one thread, machine under load)
+# after issue 16's changes: 36 ms per forward, 0.51 ms per padded new position (70
+# positions), 0.016 ms per padded prefix position (copying it in and out, attending to it).
+# On a GPU a forward's kernel launches outweigh thousands of positions (an estimate).
 CPU_FORWARD_COST = 64
 GPU_FORWARD_COST = 4096
 PREFIX_COST = 1 / 256  # a padded prefix position (its attention and its KV copy), in the same units
@@ -510,7 +554,6 @@ def _batches(rows: list[_Row], max_tokens: int, forward_cost: float) -> list[lis
     return batches[::-1]
 
 
-def _unit_rms(h: Any) -> np.ndarray:
-    v = h.detach().float().cpu().numpy().astype(np.float64)
+def _unit_rms(v: np.ndarray) -> np.ndarray:
     rms = float(np.sqrt(np.mean(v * v)))
     return v / rms if rms > 0 else v

@@ -21,11 +21,12 @@ BLOCK = 16  # tokens per hashed block of the index
 
 @dataclass
 class PrefixEntry:
-    """One transcript's KV cache: per layer a (keys, values) pair of shape (heads, tokens, dim)."""
+    """One transcript's KV cache: every layer's keys and values in one tensor of shape
+    ``(layers, 2, kv_heads, tokens, head_dim)``, in the dtype the attention reads."""
 
     digest: str
     ids: tuple[int, ...]
-    layers: list[tuple[Any, Any]]
+    kv: Any
     nbytes: int
 
 

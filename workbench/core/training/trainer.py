@@ -268,6 +268,7 @@ class Trainer:
         bs = self.backbone.stats
         busy0, req0, fwd0 = bs.busy_s, bs.requests, bs.forwards
         tokens0, batches0 = bs.tokens_forwarded, bs.batches
+        exact0, exact_tokens0 = bs.exact, bs.exact_tokens
         hits0 = self.cache_hits()
         self._restart_if_due(g)
         proposals = self.optimizer.ask()
@@ -355,6 +356,8 @@ class Trainer:
             tokens_forwarded=bs.tokens_forwarded - tokens0,
             batches=bs.batches - batches0,
             mean_batch=(bs.forwards - fwd0) / max(1, bs.batches - batches0),
+            rechecks=bs.exact - exact0,
+            recheck_tokens=bs.exact_tokens - exact_tokens0,
         )
         await asyncio.to_thread(
             self.store.commit_generation,
