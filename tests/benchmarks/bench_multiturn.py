@@ -3,6 +3,8 @@ harness with the trainer's own optimizers and search basis.
 
     python tests/benchmarks/bench_multiturn.py [--pool team] [--turns 5] [--generations 20]
         [--popsize 16] [--rollouts 8] [--sigma0 0.03] [--seeds 1] [--backbone offline]
+        [--basis balanced|whitened|subspace|identity] [--fitness sampled|crn-path|crn-greedy|exact]
+        [--explore 0.1]
 
 Episodes follow the protocol (``workbench.core.protocol``: stop at the first ACCEPT, a
 Verifier before any answer ends with reward 0, K turns) with the simulation's own
@@ -262,13 +264,24 @@ def expected_fitness(sim: Sandbox, heads: list, seen, task_ids, turns: int) -> n
     return value
 
 
-def crn_rollouts(sim: Sandbox, heads: list, seen, task_ids, turns: int, rng, key: str):
+def crn_rollouts(
+    sim: Sandbox,
+    heads: list,
+    seen,
+    task_ids,
+    turns: int,
+    rng,
+    key: str,
+    greedy: bool = False,
+    explore: float = 0.0,
+):
     """``rollouts`` with common random numbers: every head draws its (worker, role) by
     inverse CDF from the same uniforms per (task, turn), and an outcome from the same
     uniform per (task, turn, worker, role) (``key`` "turn") or per (task, history, worker,
     role) (``key`` "path": only identical transcripts share it, as a real pool's reply
     cache would). Each episode's distribution is unchanged; candidates differ by policy,
-    not by luck. Returns the rewards, shape (heads, tasks)."""
+    not by luck. ``greedy``: every head acts by argmax (no action noise; the outcomes as
+    above). Returns the rewards, shape (heads, tasks)."""
     L, H = len(sim.pool), len(heads)
     u_act = rng.random((len(task_ids), turns, 2))
     u_out: dict = {}
@@ -289,8 +302,13 @@ def crn_rollouts(sim: Sandbox, heads: list, seen, task_ids, turns: int, rng, key
         for (h, j, t, hist), f in zip(live, rows, strict=True):
             logits = heads[h] @ f
             pw, pr = softmax(logits[:L]), softmax(logits[L:])
-            w = min(int(np.searchsorted(np.cumsum(pw), u_act[j, d, 0])), L - 1)
-            r = min(int(np.searchsorted(np.cumsum(pr), u_act[j, d, 1])), 2)
+            if explore:
+                pw, pr = (1 - explore) * pw + explore / L, (1 - explore) * pr + explore / 3
+            if greedy:
+                w, r = int(np.argmax(pw)), int(np.argmax(pr))
+            else:
+                w = min(int(np.searchsorted(np.cumsum(pw), u_act[j, d, 0])), L - 1)
+                r = min(int(np.searchsorted(np.cumsum(pr), u_act[j, d, 1])), 2)
             thinkers, correct = _state(hist, sim.pool)
             branches = sim.step(t, hist, w, r, thinkers, correct)
             # the branch whose share of [0, 1) holds the uniform
@@ -432,8 +450,8 @@ def train(sim: Sandbox, args, seed: int, train_ids, test_ids, log) -> dict:
         calibration = opening
     if args.basis == "balanced":
         basis = SearchBasis.fit(calibration)
-    elif args.basis == "whitened":
-        basis = SearchBasis.fit_whitened(calibration, args.rank)
+    elif args.basis in ("whitened", "subspace"):
+        basis = SearchBasis.fit_whitened(calibration, args.rank, rest=args.basis == "whitened")
     else:
         basis = SearchBasis()
     head = HeadConfig(len(sim.pool), opening.shape[1])
@@ -467,10 +485,13 @@ def train(sim: Sandbox, args, seed: int, train_ids, test_ids, log) -> dict:
         if args.fitness == "exact":
             episodes = None  # the ES optimizers do not read episodes
             fitness = list(expected_fitness(sim, heads, basis.features, batch, args.turns).mean(1))
-        elif args.fitness in ("crn-turn", "crn-path"):
+        elif args.fitness in ("crn-turn", "crn-path", "crn-greedy"):
             episodes = None
-            key = args.fitness.split("-")[1]
-            rewards = crn_rollouts(sim, heads, basis.features, batch, args.turns, rng, key)
+            key = "turn" if args.fitness == "crn-turn" else "path"
+            greedy = args.fitness == "crn-greedy"
+            rewards = crn_rollouts(
+                sim, heads, basis.features, batch, args.turns, rng, key, greedy, args.explore
+            )
             fitness = list(rewards.mean(1))
         else:
             episodes = rollouts(sim, heads, basis.features, batch, args.turns, rng)
@@ -529,7 +550,8 @@ def main() -> None:
         "--fitness",
         default="sampled",
         help="sampled (the trainer's: independent draws per candidate) | crn-path | crn-turn "
-        "(common random numbers, see crn_rollouts) | exact (expected reward of each sampling "
+        "(common random numbers, see crn_rollouts) | crn-greedy (crn-path with every "
+        "candidate acting by argmax, as the exported coordinator does) | exact (expected reward of each sampling "
         "candidate on the minibatch: no outcome or action noise; K <= 3)",
     )
     parser.add_argument("--test", type=int, default=200)
@@ -556,6 +578,12 @@ def main() -> None:
         action="store_true",
         help="first compute the feature of every transcript of the training tasks' K-turn "
         "trees (timed), so the runs that follow only read the cache",
+    )
+    parser.add_argument(
+        "--explore",
+        type=float,
+        default=0.0,
+        help="crn fitness: a share of uniform choice mixed into the candidates' sampling",
     )
     args = parser.parse_args()
     tasks = list(load_suite(args.suite).tasks)

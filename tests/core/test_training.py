@@ -131,6 +131,50 @@ def test_resume_may_extend_the_budget_but_not_change_the_run(ws, tiny_backbone):
         )
 
 
+def test_restarts_start_a_fresh_optimizer_and_resume_where_an_uninterrupted_run_would(
+    tmp_path, tiny_backbone
+):
+    """``optimizer.restarts = 1`` over 4 generations: generation 2 starts a fresh
+    optimizer (its pycma state has one iteration after it, not three), the first two
+    generations are the single-attempt run's, the best validation spans both attempts,
+    and a run stopped before the restart and resumed gives the same history."""
+    from workbench.core.training.checkpoint import latest_checkpoint
+
+    def iterations(ws, run_id):
+        with Store.open(ws) as store:
+            checkpoint = latest_checkpoint(store, run_id)
+        return pickle.loads(pickle.loads(checkpoint.optimizer)["es"]).countiter
+
+    def history(ws, run_id):
+        with Store.open(ws) as store:
+            return [(g["mean"], g["sigma"], g["validation"]) for g in store.generations(run_id)]
+
+    restarted = config(budget={"generations": 4}, optimizer={"restarts": 1})
+    single_ws, multi_ws = Workspace.open(tmp_path / "one"), Workspace.open(tmp_path / "multi")
+    single = train(config(budget={"generations": 4}), single_ws, backbone=tiny_backbone)
+    multi = train(restarted, multi_ws, backbone=tiny_backbone)
+    assert iterations(single_ws, single) == 4 and iterations(multi_ws, multi) == 2
+    assert history(multi_ws, multi)[:2] == history(single_ws, single)[:2]
+    with Store.open(multi_ws) as store:
+        best = store.get_run(multi).result["best_validation"]
+    assert best == max(v for _, _, v in history(multi_ws, multi) if v is not None)
+
+    stop = StopToken()
+
+    def stop_after_second(event):
+        if isinstance(event, GenerationStats) and event.generation == 1:
+            stop.stop()
+
+    resumed_ws = Workspace.open(tmp_path / "resumed")
+    resumed = train(
+        restarted, resumed_ws, listeners=[stop_after_second], stop=stop, backbone=tiny_backbone
+    )
+    train(None, resumed_ws, resume=resumed, backbone=tiny_backbone)
+    assert history(resumed_ws, resumed) == history(multi_ws, multi)
+    with pytest.raises(ConfigError, match=r"optimizer.restarts"):
+        config(budget={"generations": 4}, optimizer={"restarts": 4})
+
+
 KILL_SCRIPT = """
 import sys
 from tests.conftest import build_tiny_lm
@@ -456,6 +500,31 @@ def test_whitened_search_basis_evens_out_every_leading_direction_and_maps_to_an_
         balanced.head(vector.reshape(-1), (5, d)),
     )
     assert SearchBasis.from_dict({"direction": None, "alpha": 1.0, "scale": 1.0}).kind == "identity"
+
+
+def test_subspace_search_basis_reads_the_feature_only_through_its_leading_directions():
+    """``fit_whitened(rest=False)`` (the bench's ``subspace`` basis): the same evened-out
+    leading directions, the rest of the space removed, so a head's logits ignore every
+    feature direction outside them; it round-trips through a checkpoint's dict."""
+    from workbench.core.training.basis import SearchBasis
+
+    rng = np.random.default_rng(2)
+    d, rank = 32, 3
+    raw = rng.normal(size=(120, d)) * np.linspace(3.0, 0.1, d)
+    raw /= np.sqrt((raw**2).mean(axis=1, keepdims=True))
+    basis = SearchBasis.fit_whitened(raw, rank, rest=False)
+    whitened = SearchBasis.fit_whitened(raw, rank)
+    assert basis.kind == "subspace" and basis.alpha == 0.0
+    np.testing.assert_allclose(basis.components, whitened.components)
+    seen = basis.features(raw)
+    np.testing.assert_allclose(np.sqrt((seen**2).mean(axis=1)).mean(), 1.0, rtol=1e-6)
+    moments = ((seen @ basis.components.T) ** 2).mean(axis=0)
+    np.testing.assert_allclose(moments / moments[0], 1.0, rtol=1e-6)
+    head = basis.head(rng.normal(size=5 * d), (5, d)).reshape(5, d)
+    outside = rng.normal(size=d)
+    outside -= basis.components.T @ (basis.components @ outside)
+    np.testing.assert_allclose(head @ outside, 0.0, atol=1e-9)  # the rest moves nothing
+    assert SearchBasis.from_dict(basis.to_dict()).kind == "subspace"
 
 
 @pytest.mark.parametrize("basis", ["balanced", "whitened", "identity"])

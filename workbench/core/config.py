@@ -7,7 +7,7 @@
 [tasks]      suite, train, validation, test (sizes; 0 = all of that split), split_seed
 [optimizer]  name, popsize, sigma0, sigma0_scale, rollouts, svf, svf_layer,
              validate_every, cost_penalty, turn_penalty, learning_rate, search_basis,
-             search_rank, concurrency, diversity_bonus, turn_bonus
+             search_rank, concurrency, diversity_bonus, turn_bonus, restarts
 [budget]     generations, episodes, calls, dollars, minutes
 [protocol]   max_turns, temperature, max_tokens, thinker_suggests_role
 [cache]      policy
@@ -123,6 +123,10 @@ class OptimizerSection:
     # an episode called two or more distinct workers, and += turn_bonus x turns
     diversity_bonus: float = 0.0  # released run: 0.15
     turn_bonus: float = 0.0  # released run: 0.10; the only way to reward turns
+    # (ours) multi-start: budget.generations split into restarts + 1 equal attempts, each
+    # a fresh optimizer with its own seed; the run keeps the best validation over all of
+    # them (training.trainer.Trainer._restart_if_due). 0: one attempt (the paper)
+    restarts: int = 0
 
 
 @dataclass(frozen=True)
@@ -418,6 +422,11 @@ def _check(cfg: RunConfig) -> None:
             "must be a finite number, 0 or more",
         )
     need(b.generations >= 1, "budget.generations", "must be at least 1")
+    need(
+        0 <= o.restarts < b.generations,
+        "optimizer.restarts",
+        f"{o.restarts}: use 0 (one attempt) up to budget.generations - 1",
+    )
     for key in ("episodes", "calls", "dollars", "minutes"):
         value = getattr(b, key)
         need(

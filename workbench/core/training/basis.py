@@ -36,6 +36,18 @@ class SearchBasis:
       only the shared one, then moves a logit as much per unit step; fitted on the
       transcripts of every turn, it evens out what a later turn adds (a Thinker's
       guidance) against what the opening already says.
+    - ``subspace`` (``fit_whitened(..., rest=False)``): the whitened basis with the rest of
+      the space removed (``alpha`` 0): the head reads the feature only through the top
+      ``rank`` directions, so the search moves ``(L + 3) x rank`` effective coordinates
+      instead of ``(L + 3) x d``. In the whitened basis the rest, each direction weaker
+      than the last component but ``d - rank`` of them, carries most of a perturbed
+      head's logit change (SmolLM2, the team's openings, rank 8: 1.4x the norm of the
+      top 8 together). Measured, it is no better: on the team at two turns the top 8
+      directions hold the oracle's plan (a linear fit on them separates it on every
+      training task), but the search without the rest settles sooner in the one-turn
+      plan (``bench_multiturn.py --basis subspace``: 0.66 and 0.71 against the whitened
+      basis's 0.76 and 0.72 at 128 x 16 x 100, two seeds); a bench option, not a
+      config one.
 
     Every vector maps to an ordinary head on the unit-RMS feature, so stored results,
     exports and evaluation never see the basis. ``identity`` is the paper's
@@ -56,6 +68,8 @@ class SearchBasis:
     def kind(self) -> str:
         if self.components is None:
             return "identity"
+        if self.alpha == 0:
+            return "subspace"
         return "balanced" if len(self.components) == 1 else "whitened"
 
     @classmethod
@@ -78,9 +92,12 @@ class SearchBasis:
         return cls(u[None, :], np.ones(1), alpha, 1.0)._rescaled(features)
 
     @classmethod
-    def fit_whitened(cls, features: np.ndarray, rank: int = WHITENED_RANK) -> SearchBasis:
+    def fit_whitened(
+        cls, features: np.ndarray, rank: int = WHITENED_RANK, *, rest: bool = True
+    ) -> SearchBasis:
         """The whitened basis of calibration ``features`` (rows: unit-RMS features): their
-        top ``rank`` directions by second moment, evened out."""
+        top ``rank`` directions by second moment, evened out; without ``rest`` the
+        subspace basis (the rest of the space removed)."""
         features = np.asarray(features, dtype=np.float64)
         if len(features) < 2 or not np.any(features):
             return cls()
@@ -89,8 +106,10 @@ class SearchBasis:
         if k < 2:
             return cls.fit(features)
         gains = np.minimum(s[0] / s[:k], MAX_GAIN)
-        rest = float(min(s[0] / s[k], MAX_GAIN)) if k < len(s) and s[k] > 0 else gains[-1]
-        return cls(vt[:k].copy(), gains, float(min(rest, gains[-1])), 1.0)._rescaled(features)
+        if not rest:
+            return cls(vt[:k].copy(), gains, 0.0, 1.0)._rescaled(features)
+        others = float(min(s[0] / s[k], MAX_GAIN)) if k < len(s) and s[k] > 0 else gains[-1]
+        return cls(vt[:k].copy(), gains, float(min(others, gains[-1])), 1.0)._rescaled(features)
 
     def _rescaled(self, features: np.ndarray) -> SearchBasis:
         """This basis with ``scale`` set so the mapped calibration features have unit RMS."""

@@ -270,6 +270,7 @@ class Trainer:
         tokens0, batches0 = bs.tokens_forwarded, bs.batches
         exact0, exact_tokens0 = bs.exact, bs.exact_tokens
         hits0 = self.cache_hits()
+        self._restart_if_due(g)
         proposals = self.optimizer.ask()
         batch_rng = np.random.default_rng(derived_seed(cfg.run.seed, "minibatch", g))
         train = self.splits["train"]
@@ -367,6 +368,36 @@ class Trainer:
             episodes,
         )
         self._emit(stats)
+
+    def _restart_if_due(self, g: int) -> None:
+        """With ``optimizer.restarts`` r > 0, start a fresh optimizer (seeded by the run's
+        seed and the attempt) at generations L, 2L, ..., rL, L = ``budget.generations //
+        (r + 1)``: a multi-start, as CMA-ES restarts are. Validation and the best vector
+        span every attempt, so the run keeps the best coordinator of any of them. Why: on
+        the team at two turns a run settles in the first ~100 generations either in the
+        planner's plan or in the one-turn plan, which its logits then hold too firmly for
+        its samples to leave (README, "Multi-turn coordination"). The boundaries are a
+        function of ``g``, so a resumed run restarts where an uninterrupted one would (the
+        checkpoint holds the current attempt's optimizer)."""
+        cfg = self.config
+        restarts = cfg.optimizer.restarts
+        length = max(1, cfg.budget.generations // (restarts + 1))
+        if not restarts or g == 0 or g % length or g // length > restarts:
+            return
+        attempt = g // length
+        seeded = replace(
+            cfg, run=replace(cfg.run, seed=derived_seed(cfg.run.seed, "restart", attempt) % 2**31)
+        )
+        self.optimizer = make_optimizer(
+            seeded,
+            self.n_params,
+            self.head_config,
+            self._features,
+            {t.id: t for t in self.suite.tasks},
+        )
+        log.info(
+            "run %s: attempt %d of %d from generation %d", self.run_id, attempt + 1, restarts + 1, g
+        )
 
     def _last_generation(self, g: int, flat: Sequence[Episode], started: float) -> bool:
         """Whether any budget (generations, episodes, calls, dollars, minutes) ends the run
