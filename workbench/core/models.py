@@ -277,9 +277,10 @@ def pick_precision(device: str, precision: str = "auto", *, native_bf16: bool | 
     ``bf16-mixed``, ``bf16``).
 
     ``auto`` is ``FAST_PRECISION`` (bf16-mixed) on a GPU, and on a CPU where it has native
-    bf16 instructions (``native_bf16``, default: ``native_bf16_cpu()``); else fp32. bf16-mixed keeps fp32 weights and runs the matrix products in bf16: on
-    SmolLM2-135M, on a CPU with AMX, a K = 5 training generation's coordinator is about 2x
-    faster than in fp32 and its features stay within cosine 0.9998 of fp32; alone they
+    bf16 instructions (``native_bf16``, default: ``native_bf16_cpu()``); else fp32.
+    bf16-mixed keeps fp32 weights and runs the matrix products in bf16: on SmolLM2-135M,
+    on a CPU with AMX, a K = 5 training generation's coordinator is about 2x faster than in
+    fp32 and its features stay within cosine 0.9998 of fp32; alone they
     flip about 1% of a trained head's argmax decisions, all near ties, which the
     coordinator therefore recomputes in fp32 (``Head.near_tie``), so that its argmax
     decisions are fp32's (README, "Precision"). Full bf16 weights are faster still but

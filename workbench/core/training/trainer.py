@@ -441,8 +441,8 @@ class Trainer:
     async def _fit_basis(self) -> SearchBasis:
         """The run's search basis, from the opening transcripts of a seeded random sample of
         its training tasks (the whitened basis with two or more turns also from one turn of
-        each worker on them: ``_calibration_transcripts``). Random search always draws head weights themselves (the paper's
-        U[-0.5, 0.5])."""
+        each worker on them: ``_calibration_transcripts``). Random search always draws head
+        weights themselves (the paper's U[-0.5, 0.5])."""
         o = self.config.optimizer
         if o.search_basis == "identity" or o.name == "random-search":
             return SearchBasis()
