@@ -345,6 +345,39 @@ def test_candidates_that_are_ranked_share_their_random_numbers_per_task(
             assert first and all(len(replies) == 1 for replies in first.values())
 
 
+def test_every_episode_of_a_generation_is_in_flight_by_default(tmp_path, tiny_lm):
+    """``optimizer.concurrency = 0`` (the default) lets all of a generation's episodes ask
+    at once, so each turn's new transcripts meet in few forwards; a bound of 1 forwards
+    them one by one."""
+    from workbench.core.coordinator import Backbone
+
+    rows = {}
+    for concurrency in (0, 1):
+        ws = Workspace.open(tmp_path / f"ws{concurrency}")
+        backbone = Backbone("tiny", model=tiny_lm[0], tokenizer=tiny_lm[1])  # a cold cache
+        run_id = train(
+            config(
+                optimizer={
+                    "popsize": 8,
+                    "rollouts": 6,
+                    "concurrency": concurrency,
+                    "validate_every": 10,
+                }
+            ),
+            ws,
+            backbone=backbone,
+        )
+        backbone.close()
+        with Store.open(ws) as store:
+            rows[concurrency] = store.generations(run_id)
+    for all_at_once, one_by_one in zip(rows[0], rows[1], strict=True):
+        assert one_by_one["mean_batch"] == 1
+        # a few forwards per turn (max_turns = 3) instead of one per new transcript
+        # (how few depends on when the replies land)
+        assert all_at_once["mean_batch"] > 1
+        assert all_at_once["batches"] < one_by_one["batches"]
+
+
 def test_the_bundled_examples_are_valid_configs_one_turn_and_multi_turn():
     """Every example the CLI's README and the Runs page offer loads; the team example is
     the multi-turn one (the team pool, several turns)."""
@@ -364,6 +397,9 @@ def test_config_errors_name_the_key(tmp_path):
         RunConfig.load(bad)
     bad.write_text("[optimizer]\nnmae = 'x'\n")
     with pytest.raises(ConfigError, match=r"optimizer.nmae: unknown key"):
+        RunConfig.load(bad)
+    bad.write_text("[optimizer]\nconcurrency = -1\n")
+    with pytest.raises(ConfigError, match=r"optimizer.concurrency: must be 0 \(every episode"):
         RunConfig.load(bad)
     bad.write_text("[optimizer]\nname = 'adam'\n")
     with pytest.raises(ConfigError, match=r"unknown optimizer 'adam'"):

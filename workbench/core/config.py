@@ -118,7 +118,10 @@ class OptimizerSection:
     # tasks, see training.basis.SearchBasis
     search_basis: str = "identity"
     search_rank: int = 8  # the whitened basis's rank
-    concurrency: int = 64  # episodes in flight at once
+    # episodes in flight at once; 0: every episode of a generation (or a validation, an
+    # evaluation) at once, so their coordinator decisions share few, large forwards (the
+    # workers' own concurrency and rate limits still bound their calls)
+    concurrency: int = 0
     # fitness shaping of the released run (off by default; issue 15): fitness += bonus if
     # an episode called two or more distinct workers, and += turn_bonus x turns
     diversity_bonus: float = 0.0  # released run: 0.15
@@ -408,7 +411,11 @@ def _check(cfg: RunConfig) -> None:
         f"choose one of {', '.join(SEARCH_BASES)}",
     )
     need(o.search_rank >= 2, "optimizer.search_rank", "must be at least 2")
-    need(o.concurrency >= 1, "optimizer.concurrency", "must be at least 1")
+    need(
+        o.concurrency >= 0,
+        "optimizer.concurrency",
+        "must be 0 (every episode at once) or a positive number of episodes",
+    )
     need(
         finite(o.learning_rate) and o.learning_rate > 0,
         "optimizer.learning_rate",

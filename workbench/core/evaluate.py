@@ -26,7 +26,13 @@ import numpy as np
 from workbench.core.learned import CategoryLearned, describe_learned, summarise_learned
 from workbench.core.oracle import PlanPolicy, oracle_plans
 from workbench.core.policies import FixedPolicy, Policy, RandomPolicy
-from workbench.core.protocol import EpisodeSettings, EpisodeTag, Prompts, run_episode
+from workbench.core.protocol import (
+    EpisodeSettings,
+    EpisodeTag,
+    Prompts,
+    episode_gate,
+    run_episode,
+)
 from workbench.core.records import Episode
 from workbench.core.tasks.model import Task
 from workbench.core.training.events import StopToken
@@ -316,7 +322,7 @@ async def evaluate(
     temperature: float = 0.1,
     max_tokens: int = 4096,
     seed: int = 0,
-    concurrency: int = 64,
+    concurrency: int = 0,
     baselines: bool | Collection[str] = True,
     prompts: Prompts | None = None,
     run_id: str | None = None,
@@ -353,8 +359,8 @@ async def evaluate(
     if MULTI_TURN_ORACLE in chosen:
         plans = oracle_plans(ids, tasks, max_turns)
         systems.append((MULTI_TURN_ORACLE, "oracle", plans, max_turns))
-    gate = asyncio.Semaphore(concurrency)
     total, done = len(systems) * len(tasks), 0
+    gate = episode_gate(concurrency, total)
 
     async def one(index: int, policy: Any, turns: int, j: int, task: Task) -> Episode:
         nonlocal done

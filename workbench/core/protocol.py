@@ -207,6 +207,13 @@ class EpisodeTag:
     episode_id: str | None = None
 
 
+def episode_gate(concurrency: int, episodes: int) -> asyncio.Semaphore:
+    """The gate for ``episodes`` episodes run together: at most ``concurrency`` in flight,
+    or all of them when ``concurrency`` is 0 (``optimizer.concurrency``'s default), so
+    their coordinator decisions meet in few, large backbone forwards."""
+    return asyncio.Semaphore(concurrency or max(episodes, 1))
+
+
 async def run_episode(
     policy: Policy,
     pool: Sequence[Worker],

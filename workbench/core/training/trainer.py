@@ -7,8 +7,8 @@ its checkpoints.
 
 Each generation: the optimizer proposes candidates; every candidate is scored on the same
 minibatch of ``m`` training tasks (sampling its choices); all episodes of the generation
-are in flight together (bounded by ``optimizer.concurrency``) and their backbone
-forwards are batched; fitness is the mean reward minus the optional penalties; the
+are in flight together (all of them by default, else at most ``optimizer.concurrency``)
+and their backbone forwards are batched; fitness is the mean reward minus the optional penalties; the
 generation, its episodes and a checkpoint are written in one transaction. A run killed
 at any moment resumes from its last checkpoint and never repeats or skips a generation.
 """
@@ -38,6 +38,7 @@ from workbench.core.protocol import (
     EpisodeSettings,
     EpisodeTag,
     Prompts,
+    episode_gate,
     render_transcript,
     run_episode,
 )
@@ -278,7 +279,7 @@ class Trainer:
         picks = batch_rng.choice(len(train), size=m, replace=len(train) < m)
         minibatch = [train[int(i)] for i in picks]
 
-        gate = asyncio.Semaphore(cfg.optimizer.concurrency)
+        gate = episode_gate(cfg.optimizer.concurrency, len(proposals) * len(minibatch))
         crn = self.optimizer.common_random_numbers
 
         async def one(k: int, j: int, task: Task) -> Episode:
@@ -475,7 +476,9 @@ class Trainer:
         stored (they train nothing)."""
         cfg = self.config
         started = time.perf_counter()
-        gate = asyncio.Semaphore(cfg.optimizer.concurrency)
+        gate = episode_gate(
+            cfg.optimizer.concurrency, len(tasks) * len(self.pool) * len(CALIBRATION_ROLES)
+        )
         one_turn = replace(self.settings, max_turns=1)
 
         async def one(j: int, w: int, role: Role, task: Task) -> Episode:
@@ -511,7 +514,7 @@ class Trainer:
         cfg = self.config
         center = self.optimizer.center()
         coordinator = self.coordinator(center)
-        gate = asyncio.Semaphore(cfg.optimizer.concurrency)
+        gate = episode_gate(cfg.optimizer.concurrency, len(self.splits["validation"]))
 
         async def one(j: int, task: Task) -> Episode:
             async with gate:
