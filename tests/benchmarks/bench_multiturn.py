@@ -4,7 +4,7 @@ harness with the trainer's own optimizers and search basis.
     python tests/benchmarks/bench_multiturn.py [--pool team] [--turns 5] [--generations 20]
         [--popsize 16] [--rollouts 8] [--sigma0 0.03] [--seeds 1] [--backbone offline]
         [--basis balanced|whitened|subspace|identity] [--fitness sampled|crn-path|crn-greedy|exact]
-        [--explore 0.1]
+        [--explore 0.1] [--logit-norm 4]
 
 Episodes follow the protocol (``workbench.core.protocol``: stop at the first ACCEPT, a
 Verifier before any answer ends with reward 0, K turns) with the simulation's own
@@ -264,6 +264,13 @@ def expected_fitness(sim: Sandbox, heads: list, seen, task_ids, turns: int) -> n
     return value
 
 
+def _bounded(logits: np.ndarray, norm: float) -> np.ndarray:
+    """``logits`` centred and scaled to length ``norm``: the same argmax, a softmax never
+    surer than that of ``norm`` times a unit vector."""
+    z = logits - logits.mean()
+    return norm * z / max(float(np.linalg.norm(z)), 1e-12)
+
+
 def crn_rollouts(
     sim: Sandbox,
     heads: list,
@@ -274,6 +281,7 @@ def crn_rollouts(
     key: str,
     greedy: bool = False,
     explore: float = 0.0,
+    logit_norm: float = 0.0,
 ):
     """``rollouts`` with common random numbers: every head draws its (worker, role) by
     inverse CDF from the same uniforms per (task, turn), and an outcome from the same
@@ -301,6 +309,10 @@ def crn_rollouts(
         nxt = []
         for (h, j, t, hist), f in zip(live, rows, strict=True):
             logits = heads[h] @ f
+            if logit_norm:  # a bounded head: centred logits scaled to norm logit_norm
+                logits = np.concatenate(
+                    [_bounded(logits[:L], logit_norm), _bounded(logits[L:], logit_norm)]
+                )
             pw, pr = softmax(logits[:L]), softmax(logits[L:])
             if explore:
                 pw, pr = (1 - explore) * pw + explore / L, (1 - explore) * pr + explore / 3
@@ -490,7 +502,16 @@ def train(sim: Sandbox, args, seed: int, train_ids, test_ids, log) -> dict:
             key = "turn" if args.fitness == "crn-turn" else "path"
             greedy = args.fitness == "crn-greedy"
             rewards = crn_rollouts(
-                sim, heads, basis.features, batch, args.turns, rng, key, greedy, args.explore
+                sim,
+                heads,
+                basis.features,
+                batch,
+                args.turns,
+                rng,
+                key,
+                greedy,
+                args.explore,
+                args.logit_norm,
             )
             fitness = list(rewards.mean(1))
         else:
@@ -578,6 +599,13 @@ def main() -> None:
         action="store_true",
         help="first compute the feature of every transcript of the training tasks' K-turn "
         "trees (timed), so the runs that follow only read the cache",
+    )
+    parser.add_argument(
+        "--logit-norm",
+        type=float,
+        default=0.0,
+        help="crn fitness: candidates sample from each softmax's centred logits scaled to "
+        "this length (a bounded head; the argmax unchanged); 0: off",
     )
     parser.add_argument(
         "--explore",
