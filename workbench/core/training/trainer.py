@@ -8,9 +8,10 @@ its checkpoints.
 Each generation: the optimizer proposes candidates; every candidate is scored on the same
 minibatch of ``m`` training tasks (sampling its choices); all episodes of the generation
 are in flight together (all of them by default, else at most ``optimizer.concurrency``)
-and their backbone forwards are batched; fitness is the mean reward minus the optional penalties; the
-generation, its episodes and a checkpoint are written in one transaction. A run killed
-at any moment resumes from its last checkpoint and never repeats or skips a generation.
+and their backbone forwards are batched; fitness is the mean reward minus the optional
+penalties; the generation, its episodes and a checkpoint are written in one transaction.
+A run killed at any moment resumes from its last checkpoint and never repeats or skips a
+generation.
 """
 
 from __future__ import annotations
