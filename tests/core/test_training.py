@@ -351,6 +351,7 @@ def test_every_episode_of_a_generation_is_in_flight_by_default(tmp_path, tiny_lm
     them one by one."""
     from workbench.core.coordinator import Backbone
 
+    assert RunConfig().optimizer.concurrency == 0  # the default a user gets
     rows = {}
     for concurrency in (0, 1):
         ws = Workspace.open(tmp_path / f"ws{concurrency}")
