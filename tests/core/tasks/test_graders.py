@@ -416,6 +416,46 @@ def test_extract_program_prefers_the_last_python_block() -> None:
     assert extract_program("plain text") == "plain text"
 
 
+class _Finaliser:
+    """Cyclic garbage whose finaliser runs Python code: a collection in the middle of an
+    AST build then lets another thread run, the way the trainer's threads do."""
+
+    def __del__(self) -> None:
+        sum(range(50))
+
+
+def test_extracting_programs_on_many_threads_at_once_never_fails() -> None:
+    """CPython 3.11/3.12 share ast.parse's recursion counter across threads
+    (python/cpython#106905); a trainer's grading threads once failed a CI run with
+    "SystemError: AST constructor recursion depth mismatch". Without the grader's parse
+    lock this fails on 3.11 in most threads."""
+    body = "    return ''.join(chr((ord(c) - 82) % 26 + 97) if c.isalpha() else c for c in s)\n"
+    answer = "```python\n" + "".join(f"def f{i}(s):\n{body}" for i in range(20)) + "```"
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        for _ in range(300):
+            try:
+                assert extract_program(answer, "f19").startswith("def f0(s):")
+            except BaseException as exc:  # noqa: BLE001 - collected for the assertion
+                errors.append(exc)
+                return
+            cycle = _Finaliser()
+            cycle.self = cycle
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=work) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not errors, errors[:3]
+
+
 def test_unknown_kind_scores_zero_with_a_reason() -> None:
     task = Task(id="x", kind="essay", prompt="Write.")
     result = grade(task, "words")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import functools
 import re
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -29,6 +30,11 @@ from workbench.core.tasks.sandbox import SandboxResult, check_function, run_prog
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _STDERR_TAIL_CHARS = 2000
 _PROGRAM_SHOWN_CHARS = 20_000
+# CPython 3.11 and 3.12 keep the AST constructor's recursion depth in one interpreter-wide
+# counter: two threads in ast.parse at once (graders run on worker threads) can fail with
+# "SystemError: AST constructor recursion depth mismatch" (python/cpython#106905). Every
+# parse here holds this lock.
+_PARSE_LOCK = threading.Lock()
 
 
 def grade(task: Task, answer: str | None, *, timeout_s: float = 10.0) -> Grade:
@@ -374,6 +380,12 @@ def _defined_names(tree: ast.Module) -> set[str]:
     return names
 
 
+def _parse(code: str) -> ast.Module:
+    """``ast.parse``, one thread at a time (see ``_PARSE_LOCK``)."""
+    with _PARSE_LOCK:
+        return ast.parse(code)
+
+
 def _blocks_for(blocks: list[tuple[str, str]], entry_point: str) -> str | None:
     """The code that defines ``entry_point``: its last defining block, preceded by the
     earlier blocks that define names it uses and it does not (helpers, imports); None
@@ -383,7 +395,7 @@ def _blocks_for(blocks: list[tuple[str, str]], entry_point: str) -> str | None:
         if tag not in _PYTHON_TAGS:
             continue
         try:
-            tree = ast.parse(code)
+            tree = _parse(code)
         except (SyntaxError, ValueError):
             continue
         parsed.append((code, tree, _defined_names(tree)))
@@ -435,7 +447,7 @@ def prompt_code(task: Task) -> str:
     candidates = [task.prompt] + [code for _, code in reversed(_fenced_blocks(task.prompt))]
     for text in candidates:
         try:
-            ast.parse(text)
+            _parse(text)
         except (SyntaxError, ValueError):
             continue
         return text
