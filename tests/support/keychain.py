@@ -51,7 +51,20 @@ def _require(command: str) -> str:
     return path
 
 
-def start_secret_service(home: Path, timeout_s: float = 20.0) -> SecretService:
+def start_secret_service(home: Path, timeout_s: float = 30.0, attempts: int = 2) -> SecretService:
+    """A private bus with an unlocked gnome-keyring-daemon on it. A daemon that has not
+    registered within ``timeout_s`` is stopped and started afresh, up to ``attempts``
+    times; the error then quotes the daemon's own log and the last check's failure."""
+    failures = []
+    for attempt in range(attempts):
+        try:
+            return _start_once(home / f"attempt-{attempt}", timeout_s)
+        except RuntimeError as exc:
+            failures.append(str(exc))
+    raise RuntimeError("; then ".join(failures))
+
+
+def _start_once(home: Path, timeout_s: float) -> SecretService:
     home.mkdir(parents=True, exist_ok=True)
     runtime = home / "run"
     runtime.mkdir(mode=0o700, exist_ok=True)
@@ -75,40 +88,58 @@ def start_secret_service(home: Path, timeout_s: float = 20.0) -> SecretService:
         "XDG_CONFIG_HOME": str(home / "config"),
         "XDG_RUNTIME_DIR": str(runtime),
     }
-    daemon = subprocess.Popen(
-        [_require("gnome-keyring-daemon"), "--foreground", "--unlock", "--components=secrets"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=env,
-    )
+    log_path = home / "gnome-keyring-daemon.log"
+    with log_path.open("wb") as log_file:
+        daemon = subprocess.Popen(
+            [_require("gnome-keyring-daemon"), "--foreground", "--unlock", "--components=secrets"],
+            stdin=subprocess.PIPE,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
     daemon.stdin.write(PASSWORD.encode())
     daemon.stdin.close()
     service.pids.append(daemon.pid)
     service._procs.append(daemon)
     deadline = time.monotonic() + timeout_s
+    why = "not checked"
     while time.monotonic() < deadline:
         if daemon.poll() is not None:
             service.stop()
-            raise RuntimeError(f"gnome-keyring-daemon exited with {daemon.returncode}")
-        if _ready(address):
+            raise RuntimeError(
+                f"gnome-keyring-daemon exited with {daemon.returncode}: {_tail(log_path)}"
+            )
+        why = _unready(address)
+        if why is None:
             return service
         time.sleep(0.1)
     service.stop()
-    raise RuntimeError(f"the Secret Service did not come up on {address} within {timeout_s:.0f} s")
+    raise RuntimeError(
+        f"the Secret Service did not come up on {address} within {timeout_s:.0f} s (last "
+        f"check: {why}; the daemon's log: {_tail(log_path)})"
+    )
 
 
-def _ready(address: str) -> bool:
+def _tail(path: Path, chars: int = 600) -> str:
+    text = path.read_text(errors="replace").strip() if path.exists() else ""
+    return repr(text[-chars:]) if text else "empty"
+
+
+def _unready(address: str) -> str | None:
+    """None when the Secret Service on ``address`` answers with an unlocked default
+    collection; else why not (not up yet: the name not owned, the collection not made)."""
     import secretstorage
     from jeepney.io.blocking import open_dbus_connection
 
     try:
         with open_dbus_connection(bus=address) as conn:
             if not secretstorage.check_service_availability(conn):
-                return False
-            return not secretstorage.get_default_collection(conn).is_locked()
-    except Exception:  # not up yet: the name is not owned, the collection not created
-        return False
+                return "the org.freedesktop.secrets name is not owned"
+            if secretstorage.get_default_collection(conn).is_locked():
+                return "the default collection is locked"
+            return None
+    except Exception as exc:  # noqa: BLE001 - reported in the timeout's message
+        return f"{type(exc).__name__}: {exc}"
 
 
 def clear_service(address: str, service: str) -> int:
