@@ -16,7 +16,7 @@ from workbench.core.export import CoordinatorFileError, load_coordinator, read_m
 from workbench.core.runs import effective_status, evaluate_run, export_run, train
 from workbench.core.store import Store
 from workbench.core.training.checkpoint import best_vector
-from workbench.core.training.events import GenerationStats, RunStarted, StopToken
+from workbench.core.training.events import EpisodeDone, GenerationStats, RunStarted, StopToken
 from workbench.core.workspace import Workspace
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,7 +46,20 @@ def ws(tmp_path):
 
 def test_run_reports_events_and_keeps_a_gap_free_history(ws, tiny_backbone):
     events = []
-    run_id = train(config(), ws, listeners=[events.append], backbone=tiny_backbone)
+    stored_when_announced = []
+
+    def read_the_store(event):  # a generation is stored while the next runs: not before
+        if isinstance(event, GenerationStats):
+            with Store.open(ws) as store:
+                stored_when_announced.append(
+                    (
+                        [g["generation"] for g in store.generations(event.run_id)],
+                        len(store.list_episodes(event.run_id, generation=event.generation)),
+                    )
+                )
+
+    run_id = train(config(), ws, listeners=[events.append, read_the_store], backbone=tiny_backbone)
+    assert stored_when_announced == [([0], 12), ([0, 1], 12 + 6), ([0, 1, 2], 12 + 6)]
     kinds = [type(e).__name__ for e in events if not type(e).__name__.startswith("Episode")]
     assert kinds == [
         "RunStarted",
@@ -95,10 +108,12 @@ def test_every_budget_stops_the_run_with_its_reason(ws, tiny_backbone, budget, r
 
 
 def test_stop_checkpoints_and_resume_continues_without_repeating(ws, tiny_backbone):
+    """Stop pressed during the first generation: its episodes, all in flight, finish; it
+    is stored and the run ends there."""
     stop = StopToken()
 
     def stop_after_first(event):
-        if isinstance(event, GenerationStats):
+        if isinstance(event, EpisodeDone):
             stop.stop()
 
     run_id = train(
