@@ -63,6 +63,29 @@ def test_entry_point_starts_and_exits():
     )
 
 
+def test_every_command_and_action_is_listed_in_its_help():
+    """A subcommand without a help line is left out of its parent's --help listing
+    (``runs list`` and ``episodes list`` were)."""
+    import argparse
+
+    from workbench.cli import build_parser
+
+    unlisted = []
+
+    def walk(parser: argparse.ArgumentParser, path: str) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                listed = {a.dest for a in action._choices_actions}
+                for name, sub in action.choices.items():
+                    if name not in listed:
+                        unlisted.append(f"{path} {name}".strip())
+                    walk(sub, f"{path} {name}")
+
+    walk(build_parser(), "")
+    assert not unlisted, unlisted
+    assert "list" in cli("runs", "--help", check=True).stdout
+
+
 def test_suites_check_reports_every_error_with_its_line(tmp_path, suite_file):
     ok = cli("suites", "check", str(suite_file), check=True)
     assert "3 tasks" in ok.stdout

@@ -197,7 +197,11 @@ def register(sub, common) -> None:
 
     episodes = sub.add_parser("episodes", help="stored episodes: list, show, export")
     es = episodes.add_subparsers(dest="episodes_command", metavar="ACTION", required=True)
-    p = es.add_parser("list", parents=[common])
+    p = es.add_parser(
+        "list",
+        parents=[common],
+        help="stored episodes: id, suite, task, reward, stop reason, turns",
+    )
     p.add_argument("--run", help="only episodes of this run")
     p.add_argument("--task", help="only episodes of this task")
     p.add_argument("--limit", type=int, default=None)

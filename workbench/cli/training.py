@@ -363,7 +363,11 @@ def register(sub, common) -> None:
 
     runs = sub.add_parser("runs", help="training runs: list, show")
     rs = runs.add_subparsers(dest="runs_command", metavar="ACTION", required=True)
-    p = rs.add_parser("list", parents=[common])
+    p = rs.add_parser(
+        "list",
+        parents=[common],
+        help="the workspace's training runs: id, name, status, generations",
+    )
     p.add_argument("--all", action="store_true", help="include evaluation runs")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_runs_list)
