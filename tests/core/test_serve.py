@@ -499,3 +499,44 @@ def test_the_serve_command_serves_until_interrupted(tmp_path, tiny_chat_backbone
         assert run.status == "finished" and run.result == {"episodes": 1}
         (episode,) = store.list_episodes(run.id)
     assert episode.id == completion.trinity["episode_id"]
+
+
+def test_the_serve_command_names_a_bad_port_busy_port_or_turn_count(
+    tmp_path, tiny_chat_backbone, tiny_model_dir
+):
+    """Refused before the model loads, in a sentence: uvicorn's own bind failure ended in
+    a traceback ("Task exception was never retrieved", exit 3)."""
+    import socket
+
+    path = steered_file(
+        tmp_path / "team.safetensors", tiny_chat_backbone, SANDBOX, source=str(tiny_model_dir)
+    )
+    command = [sys.executable, "-m", "workbench", "serve", "--workspace", str(tmp_path / "ws")]
+    bad = subprocess.run(
+        [*command, "--coordinator", str(path), "--port", "70000"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert bad.returncode == 2 and "'70000' is not a port: give 0-65535" in bad.stderr
+    no_turns = subprocess.run(  # 0 once fell back to the run's K without a word
+        [*command, "--coordinator", str(path), "--port", "0", "--max-turns", "0"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert no_turns.returncode == 2 and "--max-turns must be at least 1" in no_turns.stderr
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        busy = subprocess.run(
+            [*command, "--coordinator", str(path), "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert busy.returncode == 2, busy.stderr
+    assert f"cannot listen on 127.0.0.1:{port} (Address already in use)" in busy.stderr
+    assert "another --port" in busy.stderr
+    assert "Traceback" not in busy.stderr and "loading the coordinator" not in busy.stderr

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import argparse
 import getpass
 import signal
 import sys
@@ -18,16 +19,17 @@ def cmd_serve(args) -> int:
             "serve what? give a trained run (--run RUN) or a coordinator file (--coordinator FILE)"
         )
     from workbench.core.serving.api import ServeSettings
-    from workbench.core.serving.server import Server, is_loopback, loopback_key
+    from workbench.core.serving.server import Server, is_loopback, listen_socket, loopback_key
     from workbench.core.serving.team import load_team
 
     key = loopback_key() if is_loopback(args.host) else _required_key(args.host)
     settings = ServeSettings(concurrency=args.concurrency, queue=args.queue, api_key=key)
+    sock = listen_socket(args.host, args.port)  # a busy port is said before the model loads
     print("loading the coordinator ...", file=sys.stderr)
     team = load_team(
         workspace(args), run=args.run, coordinator_file=args.coordinator, max_turns=args.max_turns
     )
-    server = Server(team, settings, host=args.host, port=args.port, log_level="warning")
+    server = Server(team, settings, host=args.host, port=args.port, log_level="warning", sock=sock)
 
     def ready(url: str) -> None:
         print(
@@ -105,6 +107,17 @@ def cmd_delete_key(args) -> int:
     return 0
 
 
+def _port(text: str) -> int:
+    """A TCP port for argparse: 0 (a free one) to 65535, refused before anything loads."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port: give 0-65535 (0: a free one)")
+    return port
+
+
 def register(sub, common) -> None:
     """Add ``serve`` and its key actions to the parser."""
     p = sub.add_parser(
@@ -119,7 +132,7 @@ def register(sub, common) -> None:
     source.add_argument("--run", help="a trained run (id or unique prefix)")
     source.add_argument("--coordinator", metavar="FILE", help="a coordinator file (.safetensors)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8000, help="port (default 8000; 0: a free one)")
+    p.add_argument("--port", type=_port, default=8000, help="port (default 8000; 0: a free one)")
     p.add_argument("--max-turns", type=int, default=None, help="K per episode (default: the run's)")
     p.add_argument("--concurrency", type=int, default=4, help="episodes at once (default 4)")
     p.add_argument(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -64,6 +65,34 @@ def delete_server_key(keystore: Any = None) -> bool:
     return (keystore or KeyStore()).delete(KEY_ENTRY)
 
 
+class PortUnavailable(ValueError):
+    """The server cannot listen where it was asked to (a busy port, a foreign address)."""
+
+
+def listen_socket(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` (port 0: a free one), for ``Server(sock=...)``.
+    Bound here rather than by uvicorn, whose bind failure exits the process with a
+    traceback; bind it before loading a team so a busy port is said at once."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        sock = socket.socket(family, kind, proto)
+    except OSError as exc:
+        raise PortUnavailable(f"cannot listen on {host}:{port} ({exc}): check --host") from exc
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        raise PortUnavailable(
+            f"cannot listen on {host}:{port} ({exc.strerror or exc}): stop what uses that "
+            "port or give another --port (0: a free one), or check --host"
+        ) from exc
+    sock.set_inheritable(True)
+    return sock
+
+
 class Server:
     """The team's app on uvicorn at ``host:port`` (port 0: a free one). ``run()`` serves
     in the foreground until SIGINT/SIGTERM; ``start()`` serves from a thread and returns
@@ -79,7 +108,10 @@ class Server:
         port: int = 8000,
         graceful_s: float = GRACEFUL_S,
         log_level: str = "warning",
+        sock: socket.socket | None = None,
     ):
+        """``sock``: a socket ``listen_socket(host, port)`` bound already (else bound here,
+        raising ``PortUnavailable``)."""
         import uvicorn
 
         settings = settings or ServeSettings()
@@ -101,6 +133,7 @@ class Server:
             lifespan="on",
         )
         self._server = uvicorn.Server(config)
+        self._socket = sock if sock is not None else listen_socket(host, port)
         self._thread: threading.Thread | None = None
 
     @property
@@ -122,7 +155,7 @@ class Server:
         ``on_ready`` hears the URL once the server listens."""
 
         async def serve() -> None:
-            task = asyncio.create_task(self._server.serve())
+            task = asyncio.create_task(self._server.serve(sockets=[self._socket]))
             while not self._server.started and not task.done():
                 await asyncio.sleep(0.02)
             if self._server.started and on_ready is not None:
@@ -134,7 +167,9 @@ class Server:
 
     def start(self, timeout_s: float = 60.0) -> str:
         """Serve from a background thread; returns the URL once it listens."""
-        self._thread = threading.Thread(target=self._server.run, name="serve", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.run, args=([self._socket],), name="serve", daemon=True
+        )
         self._thread.start()
         deadline = time.monotonic() + timeout_s
         while not self._server.started:

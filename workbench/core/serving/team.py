@@ -242,7 +242,7 @@ class Team:
         self.coordinator = coordinator
         self.source = source
         self.workspace = workspace
-        self.max_turns = max_turns or source.config.protocol.max_turns
+        self.max_turns = source.config.protocol.max_turns if max_turns is None else max_turns
         if self.max_turns < 1:
             raise ValueError("--max-turns must be at least 1")
         self.prompts = prompts or Prompts.load()
