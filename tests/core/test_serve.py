@@ -511,31 +511,25 @@ def test_the_serve_command_names_a_bad_port_busy_port_or_turn_count(
     path = steered_file(
         tmp_path / "team.safetensors", tiny_chat_backbone, SANDBOX, source=str(tiny_model_dir)
     )
-    command = [sys.executable, "-m", "workbench", "serve", "--workspace", str(tmp_path / "ws")]
-    bad = subprocess.run(
-        [*command, "--coordinator", str(path), "--port", "70000"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+
+    def serve(*options: str) -> subprocess.CompletedProcess:
+        command = [sys.executable, "-m", "workbench", "serve", "--workspace", str(tmp_path / "ws")]
+        return subprocess.run(
+            [*command, "--coordinator", str(path), *options],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    bad = serve("--port", "70000")
     assert bad.returncode == 2 and "'70000' is not a port: give 0-65535" in bad.stderr
-    no_turns = subprocess.run(  # 0 once fell back to the run's K without a word
-        [*command, "--coordinator", str(path), "--port", "0", "--max-turns", "0"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    no_turns = serve("--port", "0", "--max-turns", "0")  # 0 once fell back to the run's K
     assert no_turns.returncode == 2 and "--max-turns must be at least 1" in no_turns.stderr
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        busy = subprocess.run(
-            [*command, "--coordinator", str(path), "--port", str(port)],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        busy = serve("--port", str(port))
     assert busy.returncode == 2, busy.stderr
     assert f"cannot listen on 127.0.0.1:{port} (Address already in use)" in busy.stderr
     assert "another --port" in busy.stderr

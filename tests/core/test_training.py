@@ -48,7 +48,7 @@ def test_run_reports_events_and_keeps_a_gap_free_history(ws, tiny_backbone):
     events = []
     stored_when_announced = []
 
-    def read_the_store(event):  # a generation is stored while the next runs: not before
+    def read_the_store(event):  # a listener hears of a generation once it is stored
         if isinstance(event, GenerationStats):
             with Store.open(ws) as store:
                 stored_when_announced.append(

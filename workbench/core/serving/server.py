@@ -89,7 +89,6 @@ def listen_socket(host: str, port: int) -> socket.socket:
             f"cannot listen on {host}:{port} ({exc.strerror or exc}): stop what uses that "
             "port or give another --port (0: a free one), or check --host"
         ) from exc
-    sock.set_inheritable(True)
     return sock
 
 
