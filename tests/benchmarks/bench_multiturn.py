@@ -282,6 +282,7 @@ def crn_rollouts(
     greedy: bool = False,
     explore: float = 0.0,
     logit_norm: float = 0.0,
+    explore_opening: float = 0.0,
 ):
     """``rollouts`` with common random numbers: every head draws its (worker, role) by
     inverse CDF from the same uniforms per (task, turn), and an outcome from the same
@@ -316,6 +317,9 @@ def crn_rollouts(
             pw, pr = softmax(logits[:L]), softmax(logits[L:])
             if explore:
                 pw, pr = (1 - explore) * pw + explore / L, (1 - explore) * pr + explore / 3
+            if explore_opening and d == 0:
+                e = explore_opening
+                pw, pr = (1 - e) * pw + e / L, (1 - e) * pr + e / 3
             if greedy:
                 w, r = int(np.argmax(pw)), int(np.argmax(pr))
             else:
@@ -512,6 +516,7 @@ def train(sim: Sandbox, args, seed: int, train_ids, test_ids, log) -> dict:
                 greedy,
                 args.explore,
                 args.logit_norm,
+                max(0.0, 1.0 - g / args.explore_opening_until) if args.explore_opening_until else 0.0,
             )
             fitness = list(rewards.mean(1))
         else:
@@ -612,6 +617,13 @@ def main() -> None:
         type=float,
         default=0.0,
         help="crn fitness: a share of uniform choice mixed into the candidates' sampling",
+    )
+    parser.add_argument(
+        "--explore-opening-until",
+        type=int,
+        default=0,
+        help="crn fitness: exploring starts: the opening's choice is uniform with a share "
+        "falling linearly from 1 to 0 over this many generations; 0: off",
     )
     args = parser.parse_args()
     tasks = list(load_suite(args.suite).tasks)

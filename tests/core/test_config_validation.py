@@ -194,3 +194,38 @@ def test_a_config_saved_with_a_byte_order_mark_loads(tmp_path):
     path = tmp_path / "bom.toml"
     path.write_bytes(b'\xef\xbb\xbf[run]\nname = "bom"\n')
     assert RunConfig.load(path).run.name == "bom"
+
+
+@pytest.mark.parametrize(
+    ("changes", "says"),
+    [
+        (
+            {"budget": {"generations": 60}, "optimizer": {"exploring_starts": 60}},
+            "fewer generations than an attempt has \\(60",
+        ),
+        (
+            {"budget": {"generations": 60}, "optimizer": {"exploring_starts": 30, "restarts": 1}},
+            "an attempt has \\(30",
+        ),
+        ({"optimizer": {"exploring_starts": -1}}, "use 0 \\(off\\)"),
+        (
+            {"optimizer": {"exploring_starts": 10, "name": "reinforce"}},
+            "reinforce follows its own policy's gradient",
+        ),
+        (
+            {"optimizer": {"exploring_starts": 10, "name": "imitation"}},
+            "only sep-cma-es and random-search",
+        ),
+        (
+            {"optimizer": {"exploring_starts": 10}, "protocol": {"max_turns": 1}},
+            "max_turns = 1 the opening is the whole episode",
+        ),
+    ],
+)
+def test_exploring_starts_are_refused_where_they_cannot_work(changes, says):
+    with pytest.raises(ConfigError, match=rf"optimizer\.exploring_starts: .*{says}"):
+        RunConfig.from_dict(changes)
+    good = RunConfig.from_dict(
+        {"optimizer": {"exploring_starts": 29, "restarts": 1}, "budget": {"generations": 60}}
+    )
+    assert good.optimizer.exploring_starts == 29

@@ -504,3 +504,44 @@ def test_bf16_mixed_weight_copies_follow_svf_offsets():
     np.testing.assert_array_equal(fresh.feature(TEXT + " Once more."), back)
     np.testing.assert_array_equal(fresh.feature(TEXT), plain)
     fresh.close()
+
+
+def test_an_exploring_start_widens_only_the_first_sampled_decision_of_its_episode(tiny_backbone):
+    """``ExploringStart`` (optimizer.exploring_starts): the episode's first sampled
+    decision is drawn from the policy's distributions mixed with uniform ones (share 1:
+    uniform whatever the head says), recorded with the mixed distributions; later
+    decisions and argmax decisions are the policy's own; and the episode's generator makes
+    the same draws as without it, so a tiny share chooses what the policy alone would
+    (candidates sharing random numbers still draw alike)."""
+    from workbench.core.policies import ExploringStart
+
+    coord = Coordinator.untrained(tiny_backbone, n_workers=4, seed=0, scale=30.0)
+    own = coord.decide(TEXT)  # argmax; at this scale the head is nearly certain
+    assert max(own.worker_probs) > 0.99 and max(own.role_probs) > 0.99
+
+    def decisions(share, seed):
+        policy, rng = ExploringStart(coord, share), np.random.default_rng(seed)
+        return [asyncio.run(policy.adecide(TEXT, rng)) for _ in range(2)]
+
+    firsts, seconds = zip(*(decisions(1.0, s) for s in range(400)), strict=True)
+    assert {a.worker_probs for a in firsts} == {(0.25,) * 4}
+    assert {a.role_probs for a in firsts} == {(1 / 3,) * 3}
+    np.testing.assert_allclose(np.bincount([a.worker for a in firsts]) / 400, 0.25, atol=0.07)
+    np.testing.assert_allclose(np.bincount([a.role for a in firsts]) / 400, 1 / 3, atol=0.08)
+    assert all(a.worker_probs == own.worker_probs for a in seconds)  # the head's own again
+
+    half = decisions(0.5, 0)[0]
+    expected = [0.5 * p + 0.125 for p in own.worker_probs]
+    np.testing.assert_allclose(half.worker_probs, expected)
+
+    policy = ExploringStart(coord, 1.0)
+    assert asyncio.run(policy.adecide(TEXT)) == own  # argmax (validation) is never widened
+    assert policy.context_fits(TEXT) == coord.context_fits(TEXT)
+
+    soft = Coordinator.untrained(tiny_backbone, n_workers=4, seed=1, scale=1.0)
+    for seed in range(50):
+        widened = asyncio.run(
+            ExploringStart(soft, 1e-12).adecide(TEXT, np.random.default_rng(seed))
+        )
+        alone = asyncio.run(soft.adecide(TEXT, np.random.default_rng(seed)))
+        assert (widened.worker, widened.role) == (alone.worker, alone.role)

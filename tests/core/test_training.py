@@ -190,6 +190,65 @@ def test_restarts_start_a_fresh_optimizer_and_resume_where_an_uninterrupted_run_
         config(budget={"generations": 4}, optimizer={"restarts": 4})
 
 
+def test_exploring_starts_widen_training_openings_on_a_schedule_per_attempt(
+    tmp_path, tiny_backbone
+):
+    """``optimizer.exploring_starts = 2`` with ``restarts = 1`` over 6 generations: the
+    uniform share of the training openings is 1, 0.5, 0 in each attempt (reported in
+    GenerationStats), a share-1 generation's stored openings were drawn from the uniform
+    distributions and its later turns and validation episodes from the head's own, and a
+    run stopped mid-schedule resumes with the uninterrupted run's history."""
+    cfg = config(budget={"generations": 6}, optimizer={"restarts": 1, "exploring_starts": 2})
+    ws = Workspace.open(tmp_path / "ws")
+    shares = []
+    run_id = train(
+        cfg,
+        ws,
+        listeners=[
+            lambda e: shares.append(e.opening_share) if isinstance(e, GenerationStats) else None
+        ],
+        backbone=tiny_backbone,
+    )
+    assert shares == [1.0, 0.5, 0.0, 1.0, 0.5, 0.0]
+    uniform_workers = (1 / 3,) * 3  # the sandbox pool's three workers
+    with Store.open(ws) as store:
+        history = [(g["mean"], g["sigma"], g["opening_share"]) for g in store.generations(run_id)]
+
+        def turns(generation, candidate):
+            summaries = store.list_episodes(run_id, generation=generation)
+            return [
+                store.get_episode(e.id).turns
+                for e in summaries
+                if (e.candidate is None) == (candidate is None)
+            ]
+
+        opened, validated, settled = turns(0, 0), turns(1, None), turns(2, 0)
+        assert opened and validated and settled and any(len(e) > 1 for e in opened)
+        for episode in opened:
+            assert episode[0].worker_probs == uniform_workers
+            assert episode[0].role_probs == (1 / 3,) * 3
+            assert all(t.worker_probs != uniform_workers for t in episode[1:])
+        for episode in validated:  # validation (every 2nd generation): argmax
+            assert episode[0].worker_probs != uniform_workers
+        for episode in settled:
+            assert episode[0].worker_probs != uniform_workers
+
+    stop = StopToken()
+
+    def stop_after_second(event):
+        if isinstance(event, GenerationStats) and event.generation == 1:
+            stop.stop()
+
+    resumed_ws = Workspace.open(tmp_path / "resumed")
+    resumed = train(
+        cfg, resumed_ws, listeners=[stop_after_second], stop=stop, backbone=tiny_backbone
+    )
+    train(None, resumed_ws, resume=resumed, backbone=tiny_backbone)
+    with Store.open(resumed_ws) as store:
+        again = [(g["mean"], g["sigma"], g["opening_share"]) for g in store.generations(resumed)]
+    assert again == history
+
+
 KILL_SCRIPT = """
 import sys
 from tests.conftest import build_tiny_lm

@@ -55,7 +55,7 @@ class Progress:
             spend = dollars(event.totals["dollars"], spend_kind(self.workers))
             line = (
                 f"[{'#' * filled}{'.' * (width - filled)}] gen {done}/{self.total}  best {event.best:.3f}  "
-                f"mean {event.mean:.3f}{val}  sigma {event.sigma:.4f}  {spend}  "
+                f"mean {event.mean:.3f}{val}  sigma {event.sigma:.4f}{event.opening_note()}  {spend}  "
                 f"calls {int(event.totals['calls'])}  coordinator {event.coordinator_s:.1f}s/"
                 f"{event.wall_s:.1f}s ({event.tokens_forwarded} tok, {event.batches} batches of "
                 f"{event.mean_batch:.1f}{event.recheck_note()})  ETA {eta:5.0f}s"

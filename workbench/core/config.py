@@ -7,7 +7,8 @@
 [tasks]      suite, train, validation, test (sizes; 0 = all of that split), split_seed
 [optimizer]  name, popsize, sigma0, sigma0_scale, rollouts, svf, svf_layer,
              validate_every, cost_penalty, turn_penalty, learning_rate, search_basis,
-             search_rank, concurrency, diversity_bonus, turn_bonus, restarts
+             search_rank, concurrency, diversity_bonus, turn_bonus, restarts,
+             exploring_starts
 [budget]     generations, episodes, calls, dollars, minutes
 [protocol]   max_turns, temperature, max_tokens, thinker_suggests_role
 [cache]      policy
@@ -34,7 +35,11 @@ from typing import Any
 from workbench.core.models import PRECISIONS, device_problem
 
 OPTIMIZERS = ("sep-cma-es", "random-search", "reinforce", "imitation")
-SVF_OPTIMIZERS = ("sep-cma-es", "random-search")  # the optimizers that can search SVF offsets
+# the optimizers that rank a population of different candidates by fitness: they can
+# search SVF offsets and widen openings (exploring_starts); REINFORCE and imitation
+# follow their own policy's gradient, which a widened choice would bias
+RANKING_OPTIMIZERS = ("sep-cma-es", "random-search")
+SVF_OPTIMIZERS = RANKING_OPTIMIZERS
 CACHE_POLICIES = ("auto", "off", "read-write", "replay-only")
 SEARCH_BASES = ("identity", "balanced", "whitened")
 SIGMA0_SCALES = ("literal", "width")
@@ -130,6 +135,13 @@ class OptimizerSection:
     # a fresh optimizer with its own seed; the run keeps the best validation over all of
     # them (training.trainer.Trainer._restart_if_due). 0: one attempt (the paper)
     restarts: int = 0
+    # (ours) exploring starts: over the first N generations (of each attempt) a training
+    # episode's first decision is drawn from the head's distributions mixed with uniform
+    # ones, the uniform share falling from 1 to 0; validation and evaluation act by argmax
+    # as always (training.trainer.Trainer.opening_share, policies.ExploringStart).
+    # 0: off (the paper). With two or more turns it lets the search learn what pays after
+    # each opening before the opening settles (README, "Exploring starts")
+    exploring_starts: int = 0
 
 
 @dataclass(frozen=True)
@@ -433,6 +445,27 @@ def _check(cfg: RunConfig) -> None:
         0 <= o.restarts < b.generations,
         "optimizer.restarts",
         f"{o.restarts}: use 0 (one attempt) up to budget.generations - 1",
+    )
+    attempt = b.generations // (o.restarts + 1) if 0 <= o.restarts < b.generations else 0
+    need(
+        o.exploring_starts == 0 or 0 < o.exploring_starts < attempt,
+        "optimizer.exploring_starts",
+        f"{o.exploring_starts}: use 0 (off) or fewer generations than an attempt has "
+        f"({attempt}: budget.generations / (restarts + 1)), leaving generations in which "
+        "the opening is the head's own",
+    )
+    need(
+        not o.exploring_starts or o.name in RANKING_OPTIMIZERS,
+        "optimizer.exploring_starts",
+        f"{_key(o.name)} follows its own policy's gradient, which widened openings would "
+        f"bias (only {' and '.join(RANKING_OPTIMIZERS)} use them): set exploring_starts = 0 "
+        "or choose one of those",
+    )
+    need(
+        not o.exploring_starts or p.max_turns >= 2,
+        "optimizer.exploring_starts",
+        "with protocol.max_turns = 1 the opening is the whole episode and nothing is "
+        "learned after it: set exploring_starts = 0 or max_turns to 2 or more",
     )
     for key in ("episodes", "calls", "dollars", "minutes"):
         value = getattr(b, key)

@@ -3,7 +3,8 @@
 ``Policy`` is the one protocol ``run_episode`` drives. The coordinator
 (``workbench.core.coordinator.Coordinator``) implements it with a backbone and a head;
 ``FixedPolicy`` always gives one worker one role (single-worker baselines, imitation
-labels, the sandbox oracle); ``RandomPolicy`` draws uniformly (the random-routing baseline).
+labels, the sandbox oracle); ``RandomPolicy`` draws uniformly (the random-routing baseline);
+``ExploringStart`` widens another policy's first decision of a training episode.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from workbench.core.coordinator import Action
+from workbench.core.coordinator import Action, explore
 from workbench.core.records import ROLES, Role
 
 
@@ -59,3 +60,30 @@ class RandomPolicy:
         rng = rng if rng is not None else np.random.default_rng()
         w, r = int(rng.integers(self.n_workers)), int(rng.integers(3))
         return Action(w, r, tuple([1.0 / self.n_workers] * self.n_workers), (1 / 3, 1 / 3, 1 / 3))
+
+
+class ExploringStart:
+    """``policy`` for ONE training episode, its first decision drawn from its own
+    distributions mixed with the uniform ones (``share`` of uniform); later decisions are
+    the policy's own. Exploring starts (Monte Carlo control's remedy for a first choice
+    the policy stops trying): while ``share`` is high, a candidate's fitness measures what
+    it does after every opening, so what pays after a Thinker turn is learned before the
+    opening's role settles (``optimizer.exploring_starts``, README "Exploring starts").
+    Sampled decisions only: with ``rng`` None (argmax: validation, evaluation) it is the
+    policy itself. Other attributes (``context_fits``) are the policy's."""
+
+    def __init__(self, policy: Policy, share: float):
+        self.policy, self.share, self._opened = policy, share, False
+
+    def __getattr__(self, name: str):
+        return getattr(self.policy, name)
+
+    async def adecide(self, transcript: str, rng: np.random.Generator | None = None) -> Action:
+        if self._opened or rng is None:
+            return await self.policy.adecide(transcript, rng)
+        self._opened = True
+        # the policy's distributions, from a generator of its own: the episode's generator
+        # makes the one draw per choice that an unwidened decision makes, so candidates
+        # sharing random numbers (``training.trainer.episode_seeds``) still draw alike
+        own = await self.policy.adecide(transcript, np.random.default_rng(0))
+        return explore(own, self.share, rng)

@@ -206,6 +206,12 @@ class GenerationStats:
     mean_batch: float = 0.0  # transcripts per backbone forward
     rechecks: int = 0  # argmax decisions near a tie recomputed in fp32 (bf16-mixed)
     recheck_tokens: int = 0  # new tokens those fp32 recomputations forwarded
+    opening_share: float = 0.0  # uniform share of training openings (optimizer.exploring_starts)
+
+    def opening_note(self) -> str:
+        """The exploring starts of this generation, for a progress line: ``", openings
+        60% uniform"``, or nothing once (or where) the openings are the head's own."""
+        return f", openings {self.opening_share:.0%} uniform" if self.opening_share else ""
 
     def recheck_note(self) -> str:
         """What the coordinator recomputed in fp32, for a progress line: ``", 8 fp32

@@ -419,7 +419,7 @@ class QtRuns(Page):
         val = "" if event.validation is None else f", validation {event.validation:.3f}"
         self.log(
             f"generation {event.generation}: best {event.best:.3f}, mean {event.mean:.3f}, "
-            f"sigma {event.sigma:.4f}{val}; {event.calls} calls, "
+            f"sigma {event.sigma:.4f}{val}{event.opening_note()}; {event.calls} calls, "
             f"{dollars(event.dollars, spend)}, {event.wall_s:.1f} s"
             f" (coordinator {event.coordinator_s:.1f} s: {event.tokens_forwarded} tokens in "
             f"{event.batches} forwards of {event.mean_batch:.1f} transcripts{event.recheck_note()})"

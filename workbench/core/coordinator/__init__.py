@@ -15,7 +15,7 @@
   token prefix of the new one is reused, so a later turn costs its new tokens only.
 - SVF (optional): singular-value offsets for the embeddings and one late layer.
 
-The package: ``head`` (HeadConfig, Head, Action, act), ``svf`` (SVF), ``backbone``
+The package: ``head`` (HeadConfig, Head, Action, act, explore), ``svf`` (SVF), ``backbone``
 (Backbone: features, batching, caches), ``prefix_cache`` (KV caches of earlier
 transcripts), ``rows`` (one batched forward's KV buffer, grouped-query attention and bf16
 weight copies; loaded with torch), ``policy`` (Coordinator).
@@ -29,6 +29,7 @@ from workbench.core.coordinator.head import (
     HeadConfig,
     act,
     apply_heads,
+    explore,
     softmax,
 )
 from workbench.core.coordinator.policy import Coordinator
@@ -45,5 +46,6 @@ __all__ = [
     "HeadConfig",
     "softmax",
     "act",
+    "explore",
     "apply_heads",
 ]

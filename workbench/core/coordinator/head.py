@@ -58,13 +58,32 @@ def apply_heads(weights: np.ndarray, feature: np.ndarray) -> np.ndarray:
 
 def act(logits: np.ndarray, n_workers: int, rng: np.random.Generator | None = None) -> Action:
     """Turn one head's logits into an Action: sample with ``rng``, argmax without."""
-    worker_p = softmax(logits[:n_workers])
-    role_p = softmax(logits[n_workers:])
+    return choose(softmax(logits[:n_workers]), softmax(logits[n_workers:]), rng)
+
+
+def choose(
+    worker_p: np.ndarray, role_p: np.ndarray, rng: np.random.Generator | None = None
+) -> Action:
+    """The Action of two distributions: sampled with ``rng`` (one draw each, by inverse
+    CDF, so equal distributions and equal generators give equal choices), argmax without."""
     if rng is None:
         w, r = int(np.argmax(worker_p)), int(np.argmax(role_p))
     else:
-        w, r = int(rng.choice(n_workers, p=worker_p)), int(rng.choice(N_ROLES, p=role_p))
+        w, r = int(rng.choice(len(worker_p), p=worker_p)), int(rng.choice(N_ROLES, p=role_p))
     return Action(w, r, tuple(float(p) for p in worker_p), tuple(float(p) for p in role_p))
+
+
+def explore(action: Action, share: float, rng: np.random.Generator) -> Action:
+    """``action``'s two distributions mixed with the uniform ones (``share`` of uniform)
+    and sampled again with ``rng``: the exploring start of a training episode
+    (``policies.ExploringStart``). The Action carries the mixed distributions, the ones
+    its choice was drawn from."""
+    worker_p, role_p = np.asarray(action.worker_probs), np.asarray(action.role_probs)
+    return choose(
+        (1 - share) * worker_p + share / len(worker_p),
+        (1 - share) * role_p + share / len(role_p),
+        rng,
+    )
 
 
 def near_tie(weights: np.ndarray, feature: np.ndarray, n_workers: int, error: float) -> bool:

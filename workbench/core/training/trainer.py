@@ -34,7 +34,7 @@ from workbench.core.coordinator import Backbone, Coordinator, Head, HeadConfig
 from workbench.core.optimizers.base import Proposal
 from workbench.core.optimizers.make import make_optimizer
 from workbench.core.optimizers.sep_cma_es import head_sigma_factor
-from workbench.core.policies import FixedPolicy, Policy
+from workbench.core.policies import ExploringStart, FixedPolicy, Policy
 from workbench.core.protocol import (
     EpisodeSettings,
     EpisodeTag,
@@ -282,11 +282,14 @@ class Trainer:
 
         gate = episode_gate(cfg.optimizer.concurrency, len(proposals) * len(minibatch))
         crn = self.optimizer.common_random_numbers
+        share = self.opening_share(g)
 
         async def one(k: int, j: int, task: Task) -> Episode:
             async with gate:
                 await self.stop.checkpoint()
                 coordinator, turns = self._policy(proposals[k])
+                if share:
+                    coordinator = ExploringStart(coordinator, share)
                 rng_seed, worker_seed = episode_seeds(cfg.run.seed, g, k, j, crn)
                 episode = await run_episode(
                     coordinator,
@@ -360,6 +363,7 @@ class Trainer:
             mean_batch=(bs.forwards - fwd0) / max(1, bs.batches - batches0),
             rechecks=bs.exact - exact0,
             recheck_tokens=bs.exact_tokens - exact_tokens0,
+            opening_share=share,
         )
         await asyncio.to_thread(
             self.store.commit_generation,
@@ -370,6 +374,21 @@ class Trainer:
             episodes,
         )
         self._emit(stats)
+
+    def _attempt_length(self) -> int:
+        """Generations per attempt (``optimizer.restarts``; the last takes any remainder)."""
+        return max(1, self.config.budget.generations // (self.config.optimizer.restarts + 1))
+
+    def opening_share(self, g: int) -> float:
+        """The uniform share mixed into generation ``g``'s training openings: with
+        ``optimizer.exploring_starts`` N, 1 at an attempt's first generation falling
+        linearly to 0 at its N-th; 0 after, and without the option. A function of ``g``,
+        so a resumed run explores as an uninterrupted one would."""
+        n = self.config.optimizer.exploring_starts
+        if not n:
+            return 0.0
+        attempt = min(g // self._attempt_length(), self.config.optimizer.restarts)
+        return max(0.0, 1.0 - (g - attempt * self._attempt_length()) / n)
 
     def _restart_if_due(self, g: int) -> None:
         """With ``optimizer.restarts`` r > 0, start a fresh optimizer (seeded by the run's
@@ -383,7 +402,7 @@ class Trainer:
         checkpoint holds the current attempt's optimizer)."""
         cfg = self.config
         restarts = cfg.optimizer.restarts
-        length = max(1, cfg.budget.generations // (restarts + 1))
+        length = self._attempt_length()
         if not restarts or g == 0 or g % length or g // length > restarts:
             return
         attempt = g // length
