@@ -516,7 +516,9 @@ def train(sim: Sandbox, args, seed: int, train_ids, test_ids, log) -> dict:
                 greedy,
                 args.explore,
                 args.logit_norm,
-                max(0.0, 1.0 - g / args.explore_opening_until) if args.explore_opening_until else 0.0,
+                max(0.0, 1.0 - g / args.explore_opening_until)
+                if args.explore_opening_until
+                else 0.0,
             )
             fitness = list(rewards.mean(1))
         else:

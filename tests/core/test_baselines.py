@@ -162,6 +162,17 @@ def test_svf_is_one_setting_for_every_optimizer(ws, tiny_backbone):
             optimizers=("sep-cma-es", "imitation"),
             backbone=tiny_backbone,
         )
+    # exploring starts likewise (REINFORCE and imitation follow their own policy's gradient)
+    with pytest.raises(
+        ConfigError, match="exploring_starts = 1, but reinforce cannot widen.*exploring_starts = 0"
+    ):
+        study_optimizers(
+            config(optimizer={"exploring_starts": 1}, budget={"generations": 2}),
+            ws,
+            seeds=1,
+            optimizers=("random-search", "reinforce"),
+            backbone=tiny_backbone,
+        )
 
 
 def test_the_study_chooses_its_best_single_worker_on_validation_and_reports_it_on_test(
@@ -194,7 +205,12 @@ def test_a_paper_faithful_study_gives_every_optimizer_the_same_settings_svf_and_
     ws, tiny_backbone
 ):
     cfg = config(
-        optimizer={"search_basis": "balanced", "turn_penalty": 0.1, "svf": True},
+        optimizer={
+            "search_basis": "balanced",
+            "turn_penalty": 0.1,
+            "svf": True,
+            "exploring_starts": 1,
+        },
         budget={"generations": 2},
     )
     study = study_optimizers(
@@ -209,12 +225,14 @@ def test_a_paper_faithful_study_gives_every_optimizer_the_same_settings_svf_and_
     assert study.paper_settings["budget.episodes"] == budget
     assert study.paper_settings["optimizer.svf"] is False  # reinforce cannot: off for all
     assert study.paper_settings["optimizer.search_basis"] == "identity"
+    assert study.paper_settings["optimizer.exploring_starts"] == 0  # the paper samples every turn
     assert "paper-faithful: for every optimizer" in study.table()
     with Store.open(ws) as store:
         for row in study.rows:
             record = store.get_run(row.runs[0])
             o = record.config().optimizer
             assert (o.search_basis, o.svf, o.turn_penalty) == ("identity", False, 0.0)
+            assert (o.exploring_starts, o.restarts) == (0, 0)
             assert record.config().budget.episodes == budget
             assert record.stop_reason == "budget.episodes"
             assert row.episodes == budget  # imitation's smaller generations run longer

@@ -826,7 +826,7 @@ def study_optimizers(
 
     ``paper``: a paper-faithful study (``paper_config``): the paper's settings, one SVF
     setting and one budget in episodes (and calls) for every optimizer."""
-    from workbench.core.config import OPTIMIZERS, SVF_OPTIMIZERS
+    from workbench.core.config import OPTIMIZERS, RANKING_OPTIMIZERS
 
     optimizers = tuple(optimizers or OPTIMIZERS)
     unknown = [o for o in optimizers if o not in OPTIMIZERS]
@@ -845,13 +845,18 @@ def study_optimizers(
         config, forced = paper_config(config, optimizers, backbone)
         if backbone.input != config.backbone.input:  # the paper reads raw text
             backbone = backbone_for(config)
-    no_svf = [o for o in optimizers if o not in SVF_OPTIMIZERS]
-    if config.optimizer.svf and no_svf:
-        raise ConfigError(
-            f"optimizer.svf = true, but {', '.join(no_svf)} cannot search SVF offsets: a "
-            "study gives every optimizer the same setting, so set svf = false, or compare "
-            f"only {','.join(SVF_OPTIMIZERS)} (--optimizers)"
-        )
+    others = [o for o in optimizers if o not in RANKING_OPTIMIZERS]
+    for key, can, off in (
+        ("svf", "search SVF offsets", "false"),
+        ("exploring_starts", "widen their openings", "0"),
+    ):
+        value = getattr(config.optimizer, key)
+        if value and others:
+            raise ConfigError(
+                f"optimizer.{key} = {str(value).lower()}, but {', '.join(others)} cannot "
+                f"{can}: a study gives every optimizer the same setting, so set {key} = "
+                f"{off}, or compare only {','.join(RANKING_OPTIMIZERS)} (--optimizers)"
+            )
     rows: list[Any] = []
     references: dict[str, list[Any]] = {name: [] for name in REFERENCES}
     best_single: list[str] = []
@@ -933,6 +938,8 @@ PAPER_SETTINGS: dict[str, dict[str, Any]] = {
         "turn_penalty": 0.0,
         "diversity_bonus": 0.0,
         "turn_bonus": 0.0,
+        "restarts": 0,
+        "exploring_starts": 0,
     },
     "protocol": {"thinker_suggests_role": False},
 }
