@@ -146,6 +146,20 @@ def test_resume_may_extend_the_budget_but_not_change_the_run(ws, tiny_backbone):
         )
 
 
+def train_stopped_and_resumed(cfg, ws, backbone, after: int = 1) -> str:
+    """Train ``cfg`` in ``ws``, stopped once generation ``after`` is stored, then resumed
+    to its end; the run's id."""
+    stop = StopToken()
+
+    def stop_after(event):
+        if isinstance(event, GenerationStats) and event.generation == after:
+            stop.stop()
+
+    run_id = train(cfg, ws, listeners=[stop_after], stop=stop, backbone=backbone)
+    train(None, ws, resume=run_id, backbone=backbone)
+    return run_id
+
+
 def test_restarts_start_a_fresh_optimizer_and_resume_where_an_uninterrupted_run_would(
     tmp_path, tiny_backbone
 ):
@@ -174,17 +188,8 @@ def test_restarts_start_a_fresh_optimizer_and_resume_where_an_uninterrupted_run_
         best = store.get_run(multi).result["best_validation"]
     assert best == max(v for _, _, v in history(multi_ws, multi) if v is not None)
 
-    stop = StopToken()
-
-    def stop_after_second(event):
-        if isinstance(event, GenerationStats) and event.generation == 1:
-            stop.stop()
-
     resumed_ws = Workspace.open(tmp_path / "resumed")
-    resumed = train(
-        restarted, resumed_ws, listeners=[stop_after_second], stop=stop, backbone=tiny_backbone
-    )
-    train(None, resumed_ws, resume=resumed, backbone=tiny_backbone)
+    resumed = train_stopped_and_resumed(restarted, resumed_ws, tiny_backbone)
     assert history(resumed_ws, resumed) == history(multi_ws, multi)
     with pytest.raises(ConfigError, match=r"optimizer.restarts"):
         config(budget={"generations": 4}, optimizer={"restarts": 4})
@@ -233,17 +238,8 @@ def test_exploring_starts_widen_training_openings_on_a_schedule_per_attempt(
         for episode in settled:
             assert episode[0].worker_probs != uniform_workers
 
-    stop = StopToken()
-
-    def stop_after_second(event):
-        if isinstance(event, GenerationStats) and event.generation == 1:
-            stop.stop()
-
     resumed_ws = Workspace.open(tmp_path / "resumed")
-    resumed = train(
-        cfg, resumed_ws, listeners=[stop_after_second], stop=stop, backbone=tiny_backbone
-    )
-    train(None, resumed_ws, resume=resumed, backbone=tiny_backbone)
+    resumed = train_stopped_and_resumed(cfg, resumed_ws, tiny_backbone)
     with Store.open(resumed_ws) as store:
         again = [(g["mean"], g["sigma"], g["opening_share"]) for g in store.generations(resumed)]
     assert again == history
