@@ -196,13 +196,14 @@ def test_restarts_start_a_fresh_optimizer_and_resume_where_an_uninterrupted_run_
 
 
 def test_exploring_starts_widen_training_openings_on_a_schedule_per_attempt(
-    tmp_path, tiny_backbone
+    tmp_path, tiny_backbone, capsys
 ):
     """``optimizer.exploring_starts = 2`` with ``restarts = 1`` over 6 generations: the
     uniform share of the training openings is 1, 0.5, 0 in each attempt (reported in
-    GenerationStats), a share-1 generation's stored openings were drawn from the uniform
-    distributions and its later turns and validation episodes from the head's own, and a
-    run stopped mid-schedule resumes with the uninterrupted run's history."""
+    GenerationStats and by ``runs show``), a share-1 generation's stored openings were
+    drawn from the uniform distributions and its later turns and validation episodes from
+    the head's own, and a run stopped mid-schedule resumes with the uninterrupted run's
+    history."""
     cfg = config(budget={"generations": 6}, optimizer={"restarts": 1, "exploring_starts": 2})
     ws = Workspace.open(tmp_path / "ws")
     shares = []
@@ -237,6 +238,15 @@ def test_exploring_starts_widen_training_openings_on_a_schedule_per_attempt(
             assert episode[0].worker_probs != uniform_workers
         for episode in settled:
             assert episode[0].worker_probs != uniform_workers
+
+    from workbench.cli import main
+
+    main(["runs", "show", run_id, "--workspace", str(ws.root)])
+    shown = capsys.readouterr().out.splitlines()
+    header = next(line for line in shown if line.startswith("gen "))
+    assert header.rstrip().endswith("uniform openings")
+    rows = [line.split() for line in shown if line[:1].isdigit()]
+    assert [r[-1] for r in rows] == ["100%", "50%", "0%", "100%", "50%", "0%"]
 
     resumed_ws = Workspace.open(tmp_path / "resumed")
     resumed = train_stopped_and_resumed(cfg, resumed_ws, tiny_backbone)

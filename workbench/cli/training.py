@@ -188,6 +188,7 @@ def cmd_runs_show(args) -> int:
             f"calls, {dollars(spent.get('dollars', 0.0), spend)}, "
             f"{spent.get('minutes', 0.0):.1f} min"
         )
+    explored = any(g.opening_share for g in stats)  # optimizer.exploring_starts
     rows = [
         (
             g.generation,
@@ -204,6 +205,7 @@ def cmd_runs_show(args) -> int:
             g.batches,
             f"{g.mean_batch:.1f}",
             f"{g.rechecks} ({g.recheck_tokens} tok)",
+            *((f"{g.opening_share:.0%}",) if explored else ()),
         )
         for g in stats
     ]
@@ -225,6 +227,7 @@ def cmd_runs_show(args) -> int:
                 "batches",
                 "mean batch",
                 "fp32 rechecks",
+                *(("uniform openings",) if explored else ()),
             ),
         )
     )
