@@ -247,6 +247,12 @@ class RunConfig:
 
         return tomli_w.dumps(self.to_dict())
 
+    @property
+    def attempt_generations(self) -> int:
+        """Generations per attempt of ``optimizer.restarts`` (the last attempt also takes
+        any remainder): the span the restarts and the exploring starts' schedule share."""
+        return max(1, self.budget.generations // (self.optimizer.restarts + 1))
+
     def replace(self, **sections: dict[str, Any]) -> RunConfig:
         """A copy with some keys of some sections changed: ``cfg.replace(budget={"generations": 3})``."""
         data = self.to_dict()
@@ -446,7 +452,7 @@ def _check(cfg: RunConfig) -> None:
         "optimizer.restarts",
         f"{o.restarts}: use 0 (one attempt) up to budget.generations - 1",
     )
-    attempt = b.generations // (o.restarts + 1) if 0 <= o.restarts < b.generations else 0
+    attempt = cfg.attempt_generations if 0 <= o.restarts < b.generations else 0
     need(
         o.exploring_starts == 0 or 0 < o.exploring_starts < attempt,
         "optimizer.exploring_starts",

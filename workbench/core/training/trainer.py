@@ -375,10 +375,6 @@ class Trainer:
         )
         self._emit(stats)
 
-    def _attempt_length(self) -> int:
-        """Generations per attempt (``optimizer.restarts``; the last takes any remainder)."""
-        return max(1, self.config.budget.generations // (self.config.optimizer.restarts + 1))
-
     def opening_share(self, g: int) -> float:
         """The uniform share mixed into generation ``g``'s training openings: with
         ``optimizer.exploring_starts`` N, 1 at an attempt's first generation falling
@@ -387,8 +383,9 @@ class Trainer:
         n = self.config.optimizer.exploring_starts
         if not n:
             return 0.0
-        attempt = min(g // self._attempt_length(), self.config.optimizer.restarts)
-        return max(0.0, 1.0 - (g - attempt * self._attempt_length()) / n)
+        length = self.config.attempt_generations
+        attempt = min(g // length, self.config.optimizer.restarts)
+        return max(0.0, 1.0 - (g - attempt * length) / n)
 
     def _restart_if_due(self, g: int) -> None:
         """With ``optimizer.restarts`` r > 0, start a fresh optimizer (seeded by the run's
@@ -402,7 +399,7 @@ class Trainer:
         checkpoint holds the current attempt's optimizer)."""
         cfg = self.config
         restarts = cfg.optimizer.restarts
-        length = self._attempt_length()
+        length = cfg.attempt_generations
         if not restarts or g == 0 or g % length or g // length > restarts:
             return
         attempt = g // length
