@@ -84,6 +84,6 @@ class ExploringStart:
         self._opened = True
         # the policy's distributions, from a generator of its own: the episode's generator
         # makes the one draw per choice that an unwidened decision makes, so candidates
-        # sharing random numbers (``training.trainer.episode_seeds``) still draw alike
+        # sharing random numbers (``training.executors.episode_seeds``) still draw alike
         own = await self.policy.adecide(transcript, np.random.default_rng(0))
         return explore(own, self.share, rng)

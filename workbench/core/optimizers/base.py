@@ -28,7 +28,7 @@ class Optimizer(Protocol):
     popsize: int  # proposals per generation
     rollouts: int  # tasks per proposal (the shared minibatch)
     # whether the trainer gives every proposal of a generation the same random numbers
-    # per task (``training.trainer.episode_seeds``): for optimizers that rank candidates
+    # per task (``training.executors.episode_seeds``): for optimizers that rank candidates
     common_random_numbers: bool
 
     def ask(self) -> list[Proposal]: ...

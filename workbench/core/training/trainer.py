@@ -17,7 +17,6 @@ generation.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import os
 import socket
@@ -30,11 +29,11 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 
 from workbench.core.config import RunConfig
-from workbench.core.coordinator import Backbone, Coordinator, Head, HeadConfig
+from workbench.core.coordinator import Backbone, Coordinator, HeadConfig
 from workbench.core.optimizers.base import Proposal
 from workbench.core.optimizers.make import make_optimizer
 from workbench.core.optimizers.sep_cma_es import head_sigma_factor
-from workbench.core.policies import ExploringStart, FixedPolicy, Policy
+from workbench.core.policies import FixedPolicy
 from workbench.core.protocol import (
     EpisodeSettings,
     EpisodeTag,
@@ -59,35 +58,17 @@ from workbench.core.training.events import (
     Stopped,
     StopToken,
 )
+from workbench.core.training.executors import (
+    Candidate,
+    Executor,
+    GenerationWork,
+    LocalExecutor,
+    coordinator_from_vector,
+    derived_seed,
+)
 from workbench.core.workers.base import Worker
 
 log = logging.getLogger(__name__)
-
-
-def derived_seed(*parts: object) -> int:
-    """A 64-bit seed derived from a run's seed and what it is for (stable across runs)."""
-    return int.from_bytes(hashlib.sha256(":".join(map(str, parts)).encode()).digest()[:8], "big")
-
-
-def episode_seeds(run_seed: int, g: int, k: int, j: int, common: bool) -> tuple[int, int]:
-    """The seeds of candidate ``k``'s episode on minibatch task ``j`` in generation ``g``:
-    one for the coordinator's sampled choices, one for the worker calls.
-
-    ``common`` (common random numbers, for optimizers that rank different candidates:
-    sep-CMA-ES, random search): every candidate of a generation gets the same seeds on the
-    same task, so candidates that make the same choice draw it from the same uniform
-    (inverse-CDF sampling) and workers asked the same thing with the same seed answer
-    alike (as a real pool's seeded or cached calls do). Each episode's distribution is
-    unchanged; what changes is that two candidates' fitness differ by their policies, not
-    by independent luck. Without it (REINFORCE, imitation: their candidates are copies of
-    one policy, whose episodes must differ) each episode has its own seeds.
-    """
-    if common:
-        return (
-            derived_seed(run_seed, "crn", g, j),
-            derived_seed(run_seed, "crn-w", g, j) % 2**31,
-        )
-    return derived_seed(run_seed, g, k, j), derived_seed(run_seed, "w", g, k, j) % 2**31
 
 
 @dataclass
@@ -138,6 +119,7 @@ class Trainer:
         stop: StopToken | None = None,
         prompts: Prompts | None = None,
         cache_stats: Callable[[], int] | None = None,
+        executor: Executor | None = None,
     ):
         self.config = config
         self.store = store
@@ -165,6 +147,11 @@ class Trainer:
         )
         self.state = TrainState()
         self.run_id: str | None = None
+        # where the training episodes run; validation and the basis's calibration always
+        # run here, on this process's backbone and pool
+        self.executor = executor or LocalExecutor(
+            backbone, self.pool, self.stop, config.optimizer.concurrency
+        )
 
     # -- public --------------------------------------------------------------
 
@@ -211,6 +198,9 @@ class Trainer:
                 self.optimizer.rollouts,
                 self.state.generation + 1,
                 {k: v for k, v in asdict(cfg.budget).items()},
+                self.executor.info.executor,
+                self.executor.info.actors,
+                self.executor.info.nodes,
             )
         )
         reason = None
@@ -280,43 +270,36 @@ class Trainer:
         picks = batch_rng.choice(len(train), size=m, replace=len(train) < m)
         minibatch = [train[int(i)] for i in picks]
 
-        gate = episode_gate(cfg.optimizer.concurrency, len(proposals) * len(minibatch))
-        crn = self.optimizer.common_random_numbers
         share = self.opening_share(g)
+        work = GenerationWork(
+            run_id=self.current_run_id,
+            generation=g,
+            run_seed=cfg.run.seed,
+            common_random_numbers=self.optimizer.common_random_numbers,
+            opening_share=share,
+            minibatch=tuple(minibatch),
+            settings=self.settings,
+            n_workers=len(self.pool),
+            svf=bool(self.n_svf),
+        )
 
-        async def one(k: int, j: int, task: Task) -> Episode:
-            async with gate:
-                await self.stop.checkpoint()
-                coordinator, turns = self._policy(proposals[k])
-                if share:
-                    coordinator = ExploringStart(coordinator, share)
-                rng_seed, worker_seed = episode_seeds(cfg.run.seed, g, k, j, crn)
-                episode = await run_episode(
-                    coordinator,
-                    self.pool,
-                    task,
-                    replace(self.settings, max_turns=turns),
-                    rng=np.random.default_rng(rng_seed),
-                    seed=worker_seed,
-                    tag=EpisodeTag(run_id=self.run_id, generation=g, candidate=k),
-                )
+        def done(k: int, episode: Episode) -> None:
             self._emit(
                 EpisodeDone(
                     self.current_run_id,
                     g,
                     k,
-                    task.id,
+                    episode.task_id,
                     episode.reward,
                     len(episode.turns),
                     str(episode.stop_reason),
                     episode.cost,
                 )
             )
-            return episode
 
-        jobs = [one(k, j, task) for k in range(len(proposals)) for j, task in enumerate(minibatch)]
-        flat = await asyncio.gather(*jobs)
-        per = [flat[k * m : (k + 1) * m] for k in range(len(proposals))]
+        candidates = [self._candidate(k, p) for k, p in enumerate(proposals)]
+        per = await self.executor.run_generation(work, candidates, done)
+        flat = [e for eps in per for e in eps]
         fitness = [float(np.mean([self._score(e) for e in eps])) for eps in per]
         self.optimizer.tell(proposals, fitness, per)
         episodes = list(flat)
@@ -434,11 +417,15 @@ class Trainer:
     def _score(self, episode: Episode) -> float:
         return fitness_score(self.config, episode)
 
-    def _policy(self, proposal: Proposal) -> tuple[Policy, int]:
+    def _candidate(self, k: int, proposal: Proposal) -> Candidate:
+        """Proposal ``k`` as the executor plays it: a fixed worker for one turn, or its
+        vector in head space for the config's turns."""
         if proposal.fixed_worker is not None:
-            return FixedPolicy(len(self.pool), proposal.fixed_worker), 1
+            return Candidate(k, 1, fixed_worker=proposal.fixed_worker)
         assert proposal.vector is not None  # a proposal is a vector or a fixed worker
-        return self.coordinator(proposal.vector), self.config.protocol.max_turns
+        return Candidate(
+            k, self.config.protocol.max_turns, vector=self._head_space(proposal.vector)
+        )
 
     def coordinator(self, vector: np.ndarray) -> Coordinator:
         """The coordinator of a search vector."""
@@ -607,6 +594,9 @@ class Trainer:
             search_basis_alpha=None if st.basis is None else st.basis.alpha,
             backbone_device=self.backbone.device,
             backbone_precision=self.backbone.precision,
+            executor=self.executor.info.executor,
+            actors=self.executor.info.actors,
+            nodes=list(self.executor.info.nodes) or None,
             sigma0_head_scale=head_sigma_factor(
                 self.config.optimizer.sigma0_scale, self.head_config.hidden_size
             )
@@ -637,12 +627,3 @@ def fitness_score(config: RunConfig, episode: Episode) -> float:
     if o.diversity_bonus and len({t.worker for t in episode.turns if t.messages}) >= 2:
         score += o.diversity_bonus
     return score + o.turn_bonus * turns
-
-
-def coordinator_from_vector(
-    backbone: Backbone, n_workers: int, vector: np.ndarray, svf: bool
-) -> Coordinator:
-    """The coordinator of a parameter vector ``[SVF offsets || head weights]`` (docs/METHOD.md)."""
-    n_svf = backbone.svf().n_params if svf else 0
-    head = Head(HeadConfig(n_workers, backbone.hidden_size), np.asarray(vector)[n_svf:])
-    return Coordinator(backbone, head, np.asarray(vector)[:n_svf] if n_svf else None)
