@@ -96,6 +96,33 @@ def test_a_short_run_fills_the_plots_and_ends_finished(
     assert all(line in page.learned_view.toPlainText() for line in describe_learned(learned))
 
 
+def test_a_run_on_ray_says_where_its_episodes_run(
+    make_main_window, qtbot, tmp_path, tiny_model_dir
+):
+    """A run with run.executor = "ray" (the training child starts Ray on this machine):
+    the page names the executor, its actors and their node."""
+    import socket
+
+    window = make_main_window()
+    page = window.pages["Runs"]
+    path = tmp_path / "ray.toml"
+    path.write_text(
+        config(
+            run={"executor": "ray", "actors": 1},
+            budget={"generations": 2},
+            backbone={"model": str(tiny_model_dir), "device": "cpu"},
+        ).to_toml()
+    )
+    assert load(qtbot, page, path)
+    assert page.executor_label.text() == ""
+    qtbot.mouseClick(page.start_button, qtbot_button())
+    with qtbot.waitSignal(page.run_thread.finished_run, timeout=TIMEOUT) as finished:
+        pass
+    assert finished.args[0].stop_reason == "budget.generations"
+    assert page.executor_label.text() == f"Episodes on Ray: 1 actor on {socket.gethostname()}"
+    assert "episodes on Ray: 1 actor" in page.log_view.toPlainText()
+
+
 def test_pause_resume_stop_then_resume_from_the_list(
     make_main_window, qtbot, tmp_path, tiny_model_dir
 ):

@@ -134,11 +134,13 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     from workbench.core.store import StoreError
     from workbench.core.tasks.model import TaskNotFound
     from workbench.core.tasks.suites import SuiteNotFound
+    from workbench.core.training.ray_executor import ExecutorError
     from workbench.core.workers.base import UnknownWorker, WorkerError
     from workbench.core.workspace import WorkspaceError
 
     return (
         UserError,
+        ExecutorError,
         WorkspaceError,
         ModelSourceError,
         StoreError,

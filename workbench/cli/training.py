@@ -40,7 +40,7 @@ class Progress:
             )
             print(
                 f"run {event.run_id} '{event.name}': {event.n_params} parameters, population {event.popsize}, "
-                f"{event.rollouts} rollouts per candidate{resumed}",
+                f"{event.rollouts} rollouts per candidate{resumed}{event.executor_note()}",
                 file=self.stream,
             )
         elif isinstance(event, GenerationStats):
@@ -100,7 +100,14 @@ def cmd_train(args) -> int:
     else:
         listeners = [Progress()]
     try:
-        run_id = train(config, workspace(args), resume=args.resume, listeners=listeners, stop=stop)
+        run_id = train(
+            config,
+            workspace(args),
+            resume=args.resume,
+            listeners=listeners,
+            stop=stop,
+            ray_address=args.ray_address,
+        )
     except KeyboardInterrupt:
         print(
             "\ninterrupted: the last completed generation is checkpointed; resume with --resume",
@@ -188,6 +195,9 @@ def cmd_runs_show(args) -> int:
             f"calls, {dollars(spent.get('dollars', 0.0), spend)}, "
             f"{spent.get('minutes', 0.0):.1f} min"
         )
+        if result.executor == "ray":
+            nodes = ", ".join(result.nodes or ()) or "?"
+            print(f"ran on: Ray, {result.actors} actors on {nodes}")
     explored = any(g.opening_share for g in stats)  # optimizer.exploring_starts
     rows = [
         (
@@ -361,6 +371,12 @@ def register(sub, common) -> None:
         action="store_true",
         help="for programs: one JSON event per line on stdout instead of the progress bar; "
         "reads pause, resume and stop lines on stdin (its end stops the run)",
+    )
+    p.add_argument(
+        "--ray-address",
+        metavar="HOST:PORT",
+        help='with run.executor = "ray": the Ray cluster to join (default: RAY_ADDRESS, '
+        "else a Ray instance started on this machine)",
     )
     p.set_defaults(func=cmd_train)
 

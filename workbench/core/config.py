@@ -1,7 +1,7 @@
 """The run configuration: one TOML file, one frozen dataclass per section.
 
 ```toml
-[run]        name, seed
+[run]        name, seed, executor, actors
 [backbone]   model ("offline", a Hub id, a folder, a .gguf), device, precision, input
 [pool]       workers (registered ids, "local:smollm2", "sandbox", "sandbox:<name>")
 [tasks]      suite, train, validation, test (sizes; 0 = all of that split), split_seed
@@ -45,6 +45,9 @@ SEARCH_BASES = ("identity", "balanced", "whitened")
 SIGMA0_SCALES = ("literal", "width")
 INPUTS = ("raw", "chat")
 DEVICES = ("auto", "cpu", "cuda", "mps")
+# where a generation's training episodes run: in this process, or on Ray actors
+# (training.ray_executor; the cluster's address is the machine's, not the run's: --ray-address)
+EXECUTORS = ("local", "ray")
 # the keys whose value is one of a known set (a form offers them as a list)
 CHOICES: dict[str, tuple[str, ...]] = {
     "optimizer.name": OPTIMIZERS,
@@ -54,6 +57,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "backbone.precision": PRECISIONS,
     "backbone.input": INPUTS,
     "optimizer.sigma0_scale": SIGMA0_SCALES,
+    "run.executor": EXECUTORS,
 }
 # keys added after runs were stored, with the behaviour those runs had (absent = this)
 STORED_BEFORE: dict[tuple[str, str], Any] = {
@@ -75,6 +79,10 @@ class ConfigError(ValueError):
 class RunSection:
     name: str = "run"
     seed: int = 0
+    # "local": every episode in this process; "ray": a generation's training episodes on
+    # Ray actors, each with its own backbone and workers (same results: docs/guides/ray.md)
+    executor: str = "local"
+    actors: int = 0  # with ray: 0 = one per GPU of the cluster, or one per node without GPUs
 
 
 @dataclass(frozen=True)
@@ -403,6 +411,16 @@ def _check(cfg: RunConfig) -> None:
         r.seed >= 0,
         "run.seed",
         f"{r.seed} is negative: use a whole number from 0 to {MAX_INT}",
+    )
+    need(
+        r.executor in EXECUTORS,
+        "run.executor",
+        f"unknown executor '{_key(r.executor)}'; choose one of {', '.join(EXECUTORS)}",
+    )
+    need(
+        r.actors >= 0,
+        "run.actors",
+        f"{r.actors} is negative: use 0 (one per GPU, or per node) or a number of actors",
     )
     need(
         o.name in OPTIMIZERS,

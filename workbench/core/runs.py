@@ -34,6 +34,7 @@ from workbench.core.store import RunRecord, Store, StoreError
 from workbench.core.tasks.suites import SuiteNotFound, load_suite
 from workbench.core.training.checkpoint import best_vector
 from workbench.core.training.events import Listener, StopToken
+from workbench.core.training.executors import Executor
 from workbench.core.training.trainer import Trainer, coordinator_from_vector, task_splits
 from workbench.core.workers.base import Worker
 from workbench.core.workers.pool import build_pool, describe_pool
@@ -393,13 +394,17 @@ def _check_resume_config(stored: RunConfig, given: RunConfig | None) -> RunConfi
     changed = [
         f"{s}.{k}" for s in a if s not in ("budget", "run") for k in a[s] if a[s][k] != b[s][k]
     ]
-    changed += [f"run.{k}" for k in a["run"] if k != "name" and a["run"][k] != b["run"][k]]
+    # where episodes run changes no result (training.executors): it may change on resume
+    free = ("name", "executor", "actors")
+    changed += [f"run.{k}" for k in a["run"] if k not in free and a["run"][k] != b["run"][k]]
     if changed:
         raise ConfigError(
             f"the config differs from the run's stored config in {', '.join(changed)}: "
-            "only [budget] may change on resume (start a new run for anything else)"
+            "only [budget], run.executor and run.actors may change on resume (start a new "
+            "run for anything else)"
         )
-    return stored.replace(budget=b["budget"])
+    run = {**a["run"], "executor": b["run"]["executor"], "actors": b["run"]["actors"]}
+    return stored.replace(budget=b["budget"], run=run)
 
 
 def train(
@@ -410,9 +415,13 @@ def train(
     listeners: Sequence[Listener] = (),
     stop: StopToken | None = None,
     backbone: Backbone | None = None,
+    ray_address: str | None = None,
 ) -> str:
     """Train a new run from ``config``, or resume run ``resume``; returns the run id.
-    Raises ``RunLocked`` (changing nothing) if another process drives that run."""
+    Raises ``RunLocked`` (changing nothing) if another process drives that run. With
+    ``run.executor = "ray"`` the training episodes run on Ray actors (``ray_address``, else
+    ``RAY_ADDRESS``, else a Ray instance on this machine): an unreachable cluster is an
+    ``ExecutorError`` before anything is stored."""
     with Store.open(workspace) as store, contextlib.ExitStack() as held:
         if resume is not None:
             record = store.get_run(resume)
@@ -423,6 +432,8 @@ def train(
                 store.update_run_config(record.id, config.to_dict())
         assert config is not None
         suite = load_suite(config.tasks.suite, workspace)
+        stop = stop or StopToken()
+        executor = held.enter_context(open_executor(config, ray_address, stop))
         backbone = backbone_for(config, backbone)
         session = open_pool(config, store)
         cache = session.cache
@@ -435,6 +446,7 @@ def train(
             listeners=listeners,
             stop=stop,
             cache_stats=(lambda: cache.hits) if cache is not None else None,
+            executor=executor,
         )
         if resume is not None:
             trainer.resume(resume)
@@ -443,6 +455,31 @@ def train(
             held.enter_context(run_lock(workspace, trainer.start()))
         session.run(trainer.run_async())
         return trainer.current_run_id
+
+
+@contextlib.contextmanager
+def open_executor(
+    config: RunConfig, ray_address: str | None, stop: StopToken
+) -> Iterator[Executor | None]:
+    """The run's executor: None for ``local`` (the trainer plays episodes itself), the Ray
+    executor for ``ray``, closed (its actors stopped) when the run ends."""
+    if config.run.executor == "local":
+        yield None
+        return
+    from workbench.core.training.ray_executor import ExecutorError, RayExecutor, recipe_for
+
+    if cache_policy(config) == "replay-only":
+        raise ExecutorError(
+            'cache.policy = "replay-only" cannot be kept on Ray: the actors\' workers do not '
+            'read the workspace\'s response cache; use run.executor = "local" to replay it'
+        )
+    executor = RayExecutor(
+        recipe_for(config), actors=config.run.actors, address=ray_address, stop=stop
+    )
+    try:
+        yield executor
+    finally:
+        executor.close()
 
 
 @dataclass(frozen=True)

@@ -168,6 +168,7 @@ class QtRuns(Page):
         self.progress.setFormat("generation %v of %m")
         self.eta_label = QLabel("")
         self.spend_label = QLabel("")
+        self.executor_label = QLabel("")
         new_box = QGroupBox("New run")
         new_layout = QVBoxLayout(new_box)
         new_layout.addWidget(self.form)
@@ -181,6 +182,7 @@ class QtRuns(Page):
         new_layout.addLayout(status_row)
         new_layout.addWidget(self.progress)
         new_layout.addWidget(self.spend_label)
+        new_layout.addWidget(self.executor_label)
         new_layout.addWidget(self.message_label)
 
         # plots: created once, fed with setData from the timer
@@ -385,9 +387,13 @@ class QtRuns(Page):
         self.progress.setValue(event.start_generation)
         if self.state == "starting":
             self._set_state("running")
+        # where the episodes run: this computer, or Ray actors on the cluster's nodes
+        note = event.executor_note().removeprefix("; ")
+        self.executor_label.setText(note[:1].upper() + note[1:])
         self.log(
             f"run {event.run_id[:8]} '{event.name}': {event.n_params} parameters, population "
             f"{event.popsize} x {event.rollouts} rollouts, from generation {event.start_generation}"
+            f"{event.executor_note()}"
         )
         self.refresh_runs()
 

@@ -26,6 +26,16 @@ class RunStarted:
     rollouts: int
     start_generation: int  # > 0 when resumed
     budget: dict[str, float]
+    executor: str = "local"  # where the training episodes run (run.executor)
+    actors: int | None = None  # with ray: how many actors, on which nodes
+    nodes: tuple[str, ...] = ()
+
+    def executor_note(self) -> str:
+        """Where the episodes run, in words ('' for this process)."""
+        if self.executor != "ray":
+            return ""
+        actors = f"{self.actors} actor{'' if self.actors == 1 else 's'}"
+        return f"; episodes on Ray: {actors} on {', '.join(self.nodes) or '?'}"
 
 
 @dataclass(frozen=True)

@@ -85,6 +85,17 @@ def build_pool(
     return pool
 
 
+def registered_specs(worker_ids: Sequence[str]) -> dict[str, WorkerSpec]:
+    """The specs of the registered workers among ``worker_ids`` (none for built-in ones),
+    as ``build_pool`` would read them: what a Ray actor builds the same pool from. Specs
+    hold no key."""
+    return {
+        w.id: w
+        for w in _expand(worker_ids, _registry_if_needed(worker_ids))
+        if isinstance(w, WorkerSpec)
+    }
+
+
 def share_secrets(pool: Sequence[Worker]) -> None:
     """Give every worker of ``pool`` the keys of all of them to mask: a reply or error of
     one worker that echoes another's key (two endpoints of one account, a proxy that

@@ -237,3 +237,20 @@ class Registry:
         if value.strip():
             return Secret(value), KeyStatus("environment", env, note)
         return None, KeyStatus("missing", env, note)
+
+
+class FixedRegistry(Registry):
+    """Registered workers given as specs, with no file: a Ray actor's registry, the
+    driver's specs as they were when the run started (``pool.registered_specs``). Keys
+    are resolved like any registry's, from this machine's keychain or environment.
+    Read-only."""
+
+    def __init__(self, specs: Mapping[str, WorkerSpec], *, keys: KeyStore | None = None):
+        super().__init__(os.devnull, keys=keys)
+        self._specs = dict(specs)
+
+    def _read(self) -> dict[str, WorkerSpec]:
+        return dict(self._specs)
+
+    def _write(self, specs: Mapping[str, WorkerSpec]) -> None:
+        raise RegistryError("a run's fixed worker registry cannot be changed")
