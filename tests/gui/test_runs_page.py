@@ -371,3 +371,27 @@ def qtbot_button():
     from workbench.gui.qt import Qt
 
     return Qt.MouseButton.LeftButton
+
+
+def test_the_run_form_speaks_in_words_with_the_config_key_in_its_tooltip(make_main_window):
+    """Labels, tooltips, bounds and choices come from the config's own keys (config.Key):
+    the form says "Initial step size", the tooltip its sentence, range and file key."""
+    from workbench.core.config import config_keys
+    from workbench.gui.qt import QFormLayout
+
+    form = make_main_window().pages["Runs"].form
+    for k in config_keys():
+        if k.dotted == "pool.workers":
+            continue
+        widget = form.fields[k.dotted]
+        layout = widget.parentWidget().layout()
+        assert isinstance(layout, QFormLayout)
+        label = layout.labelForField(widget)
+        assert label.text() == k.key.label and "." not in label.text(), k.dotted
+        assert k.key.help in widget.toolTip() and f"[{k.section}] {k.name}" in widget.toolTip()
+    sigma0 = form.fields["optimizer.sigma0"].toolTip()
+    assert "Accepts a number above 0." in sigma0
+    assert form.fields["protocol.max_turns"].maximum() == 50
+    combo = form.fields["run.executor"]
+    assert [combo.itemText(i) for i in range(combo.count())] == ["local", "ray"]
+    assert not combo.isEditable() and form.fields["backbone.device"].isEditable()

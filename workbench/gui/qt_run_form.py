@@ -1,13 +1,12 @@
 """The new-run form of the Runs page: every key of a ``RunConfig``, editable, built from
-the config's own sections and types."""
+the config's own keys: their types, labels, help texts and bounds (``config.Key``, one
+source with the config check and docs/reference/config.md)."""
 
 from __future__ import annotations
 
-import dataclasses
-import typing
 from typing import Any
 
-from workbench.core.config import CHOICES, RunConfig
+from workbench.core.config import ConfigKey, RunConfig, config_keys
 from workbench.gui.qt import (
     QAbstractItemView,
     QCheckBox,
@@ -48,41 +47,46 @@ class RunForm(QTabWidget):
         self.pool.setToolTip(
             "Check the workers of the pool; drag to set their order (the head's rows)"
         )
-        hints = typing.get_type_hints(RunConfig)
+        keys = config_keys()
         for title, sections in FORM_TABS:
             tab = QWidget()
             form = QFormLayout(tab)
-            for section in sections:
-                for f in dataclasses.fields(hints[section]):
-                    key = f"{section}.{f.name}"
-                    if key == "pool.workers":
-                        form.addRow(QLabel("Workers (checked, in order)"))
-                        form.addRow(self.pool)
-                        continue
-                    widget = self._editor(key, typing.get_type_hints(hints[section])[f.name])
-                    self.fields[key] = widget
-                    form.addRow(key if len(sections) > 1 else f.name, widget)
+            for k in (k for section in sections for k in keys if k.section == section):
+                if k.dotted == "pool.workers":
+                    form.addRow(QLabel("Workers (checked, in order)"))
+                    form.addRow(self.pool)
+                    continue
+                widget = self._editor(k)
+                widget.setToolTip(tooltip(k))
+                self.fields[k.dotted] = widget
+                label = QLabel(k.key.label)
+                label.setToolTip(tooltip(k))
+                form.addRow(label, widget)
             self.addTab(tab, title)
         self.set_config(RunConfig())
 
     @staticmethod
-    def _editor(key: str, hint: Any) -> QWidget:
-        if hint is bool:
+    def _editor(k: ConfigKey) -> QWidget:
+        spec = k.key
+        if k.type is bool:
             return QCheckBox()
-        if hint is int:
+        if k.type is int:
             box = QSpinBox()
-            box.setRange(-1000, 1_000_000_000)
+            box.setRange(
+                int(spec.low) if spec.low is not None else -1000,
+                int(spec.high) if spec.high is not None else 1_000_000_000,
+            )
             return box
-        if hint is float:
-            box = QDoubleSpinBox()
-            box.setDecimals(4)
-            box.setRange(0.0, 1e9)
-            box.setSingleStep(0.01)
-            return box
-        if key in CHOICES or key in ("backbone.model", "tasks.suite"):
+        if k.type is float:
+            double = QDoubleSpinBox()
+            double.setDecimals(4)
+            double.setRange(spec.low or 0.0, spec.high if spec.high is not None else 1e9)
+            double.setSingleStep(0.01)
+            return double
+        if spec.choices or k.dotted in ("backbone.model", "tasks.suite"):
             combo = QComboBox()
-            combo.addItems(CHOICES.get(key) or (BACKBONES if key == "backbone.model" else ()))
-            combo.setEditable(key in ("backbone.model", "tasks.suite", "backbone.device"))
+            combo.addItems(spec.choices or (BACKBONES if k.dotted == "backbone.model" else ()))
+            combo.setEditable(not spec.strict or k.dotted in ("backbone.model", "tasks.suite"))
             return combo
         return QLineEdit()
 
@@ -153,3 +157,20 @@ class RunForm(QTabWidget):
                 value = widget.text().strip()
             data.setdefault(section, {})[name] = value
         return RunConfig.from_dict(data, "the new-run form")
+
+
+def tooltip(k: ConfigKey) -> str:
+    """A key's help in the form: its sentence, what it accepts, and its name in a config
+    file (what the docs and error messages call it)."""
+    spec = k.key
+    accepts = ""
+    if spec.choices:
+        accepts = f"One of: {', '.join(spec.choices)}."
+    elif k.type in (int, float) and (spec.low is not None or spec.high is not None):
+        accepts = f"Accepts {spec.bounds(whole=k.type is int)}."
+    elif spec.zero:
+        accepts = f"0 means {spec.zero}."
+    unit = f" In {spec.unit}." if spec.unit else ""
+    return f"{spec.help}{unit} {accepts}\nIn a config file: [{k.section}] {k.name}".replace(
+        "  ", " "
+    )
