@@ -547,6 +547,11 @@ def config_keys() -> list[ConfigKey]:
         cls = typing.get_type_hints(RunConfig)[section.name]
         hints = typing.get_type_hints(cls)
         for f in dataclasses.fields(cls):
+            if "key" not in f.metadata:
+                raise TypeError(
+                    f"config key {section.name}.{f.name} is not documented: define it with "
+                    "key(default, label, help, ...) (config.Key)"
+                )
             out.append(ConfigKey(section.name, f.name, hints[f.name], f.default, f.metadata["key"]))
     return out
 
