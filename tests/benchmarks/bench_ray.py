@@ -101,9 +101,6 @@ def main() -> None:
     p.add_argument("--turns", type=int, default=5)
     p.add_argument("--backbone", default="offline")
     args = p.parse_args()
-    rows = [one(args, "local", 0)]
-    rows += [one(args, "ray", int(n)) for n in args.actors.split(",")]
-    base = rows[0]
     print(
         f"K = {args.turns}, {args.popsize} x {args.rollouts}, {args.generations} generations, "
         f"backbone {args.backbone}"
@@ -111,13 +108,18 @@ def main() -> None:
     print(
         f"{'executor':<10} {'start s':>8} {'gen s':>7} {'ratio':>6} {'overhead/cand ms':>17} same"
     )
-    for r in rows:
+    base = None
+    for executor, actors in [("local", 0)] + [("ray", int(n)) for n in args.actors.split(",")]:
+        r = one(args, executor, actors)
+        base = base or r
         ratio = base["generation_s"] / r["generation_s"]
         ms = "" if r["overhead_ms"] is None else f"{r['overhead_ms']:.1f}"
         same = "yes" if r["history"] == base["history"] else "NO"
         print(
             f"{r['executor']:<10} {r['startup_s']:>8.1f} {r['generation_s']:>7.2f} "
-            f"{ratio:>5.2f}x {ms:>17} {same}"
+            f"{ratio:>5.2f}x {ms:>17} {same}  (generations: "
+            f"{', '.join(f'{w:.1f}' for w in r['walls'])} s)",
+            flush=True,
         )
 
 

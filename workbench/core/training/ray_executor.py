@@ -3,14 +3,18 @@
 The driver (the process that runs ``train``) keeps everything a run is: the ask / tell
 loop, validation, the store, checkpoints, events, budgets, stop and pause. Only the
 candidates' training episodes move: each actor holds its own backbone replica (on its
-node's GPU when the cluster has GPUs) and its own worker clients, and plays whole
-candidates with ``executors.play_candidate``, the function the local executor calls. An
-episode is a function of its candidate, its task and seeds derived from the run's seed,
-so a run on Ray gives the history a local run gives (tests/core/test_ray_executor.py).
+node's GPU when the cluster has GPUs) and its own worker clients, and plays its share of
+the candidates with ``executors.LocalExecutor``, the code a local run uses. An episode is
+a function of its candidate, its task and seeds derived from the run's seed, so a run on
+Ray gives the history a local run gives (tests/core/test_ray_executor.py) up to the
+backbone's rounding: a feature's last bits depend on which transcripts share a forward,
+and a sampled training choice whose uniform falls within that rounding of a boundary can
+go the other way (docs/guides/ray.md, "Same seed, same results").
 
 - Parameters travel once per generation: the generation's work (minibatch, settings) and
-  its candidates' vectors are put in Ray's object store once; each call names a candidate
-  by its index.
+  its candidates' vectors are put in Ray's object store once; each actor gets one call
+  naming its share of the candidates (candidate k goes to actor k mod N) and plays them
+  as the local executor plays a generation, all at once.
 - Faults: an actor that dies mid-generation is replaced and its candidates are played
   again on the new one; their seeds make the replay the same episodes.
 - Keys: actors build their workers from the registry's specs, which hold no key; each
@@ -42,7 +46,7 @@ from workbench.core.training.executors import (
     Candidate,
     ExecutorInfo,
     GenerationWork,
-    play_candidate,
+    LocalExecutor,
 )
 from workbench.core.workers.spec import WorkerSpec
 
@@ -113,9 +117,10 @@ class EpisodeActor:
         self.pool = build_pool(recipe.worker_ids, registry=FixedRegistry(recipe.specs))
         for worker in self.pool:
             worker.prepare()
-        self.concurrency = recipe.concurrency
         self.stop = StopToken()
-        self.gates: dict[tuple[str, int], asyncio.Semaphore] = {}
+        # the actor plays its share of a generation as the local executor plays a whole
+        # one: the same code, the same batching of the same episodes in the same order
+        self.local = LocalExecutor(self.backbone, self.pool, self.stop, recipe.concurrency)
 
     async def where(self) -> tuple[str, int]:
         """This actor's node (host name) and process id."""
@@ -131,22 +136,15 @@ class EpisodeActor:
             self.stop.resume()
 
     async def play(
-        self, work: GenerationWork, candidates: Sequence[Candidate], k: int
-    ) -> tuple[list[Episode], float]:
-        """Candidate ``k``'s episodes, and the seconds this actor spent on them."""
+        self, work: GenerationWork, candidates: Sequence[Candidate], share: Sequence[int]
+    ) -> tuple[list[list[Episode]], float]:
+        """The episodes of candidates ``share`` (indices into ``candidates``), each in
+        minibatch order, and the seconds this actor spent on them."""
         started = time.perf_counter()
-        key = (work.run_id, work.generation)
-        if key not in self.gates:  # optimizer.concurrency bounds each actor's episodes
-            self.gates = {key: asyncio.Semaphore(self.concurrency or 1_000_000)}
-        episodes = await play_candidate(
-            work,
-            candidates[k],
-            backbone=self.backbone,
-            pool=self.pool,
-            stop=self.stop,
-            gate=self.gates[key],
+        per = await self.local.run_generation(
+            work, [candidates[k] for k in share], lambda k, e: None
         )
-        return episodes, time.perf_counter() - started
+        return per, time.perf_counter() - started
 
 
 def _ray() -> Any:
@@ -239,7 +237,8 @@ class RayExecutor:
         except BaseException:
             self.close()
             raise
-        self.overheads: list[float] = []  # per call: round trip minus the actor's own time
+        # per candidate: a call's round trip minus the actor's own time, over its candidates
+        self.overheads: list[float] = []
         self._locks = [asyncio.Lock() for _ in range(count)]
         log.info("ray executor: %d actors on %s", count, ", ".join(self.info.nodes))
 
@@ -275,13 +274,16 @@ class RayExecutor:
         ray = self.ray
         await self.stop.checkpoint()
         work_ref, candidates_ref = ray.put(work), ray.put(list(candidates))
+        n = len(self.actors)
+        shares = [[c.index for c in candidates][i::n] for i in range(n)]
         calls = [
-            asyncio.ensure_future(self._play(c.index, work_ref, candidates_ref, on_episode))
-            for c in candidates
+            asyncio.ensure_future(self._play(i, share, work_ref, candidates_ref, on_episode))
+            for i, share in enumerate(shares)
+            if share
         ]
         follow = asyncio.ensure_future(self._follow_stop(calls))
         try:
-            per = await asyncio.gather(*calls)
+            played = await asyncio.gather(*calls)
         except BaseException:
             for call in calls:
                 call.cancel()
@@ -290,7 +292,8 @@ class RayExecutor:
             raise
         finally:
             follow.cancel()
-        return list(per)
+        by_index = {k: episodes for part in played for k, episodes in part.items()}
+        return [by_index[c.index] for c in candidates]
 
     async def _follow_stop(self, calls: Sequence[asyncio.Future[Any]]) -> None:
         """Forward the driver's pause, resume and stop to every actor while ``calls`` run."""
@@ -306,18 +309,19 @@ class RayExecutor:
 
     async def _play(
         self,
-        k: int,
+        i: int,
+        share: list[int],
         work_ref: Any,
         candidates_ref: Any,
         on_episode: Callable[[int, Episode], None],
-    ) -> list[Episode]:
+    ) -> dict[int, list[Episode]]:
+        """Actor ``i``'s share of the candidates: their episodes by candidate index."""
         ray = self.ray
-        i = k % len(self.actors)
         for _ in range(MAX_REPLAYS + 1):
             actor = self.actors[i]
             started = time.perf_counter()
             try:
-                episodes, actor_s = await actor.play.remote(work_ref, candidates_ref, k)
+                per, actor_s = await actor.play.remote(work_ref, candidates_ref, share)
             except ray.exceptions.RayActorError as exc:
                 if self.stop.stopped:
                     raise Stopped from None
@@ -327,15 +331,16 @@ class RayExecutor:
             except ray.exceptions.RayTaskError as exc:
                 if self.stop.stopped:
                     raise Stopped from None
-                raise ExecutorError(f"candidate {k}'s episodes failed: {_cause(exc)}") from None
-            self.overheads.append(time.perf_counter() - started - actor_s)
-            for episode in episodes:
-                on_episode(k, episode)
-            return list(episodes)
+                raise ExecutorError(f"actor {i}'s episodes failed: {_cause(exc)}") from None
+            self.overheads.append((time.perf_counter() - started - actor_s) / len(share))
+            for k, episodes in zip(share, per, strict=True):
+                for episode in episodes:
+                    on_episode(k, episode)
+            return dict(zip(share, per, strict=True))
         raise ExecutorError(
-            f"candidate {k}'s episodes were lost with {MAX_REPLAYS + 1} actors in a row: "
-            "the cluster cannot keep an actor alive (out of memory? see `ray status` and "
-            "the actors' logs under /tmp/ray/session_latest/logs)"
+            f"the episodes of candidates {share} were lost with {MAX_REPLAYS + 1} actors in a "
+            "row: the cluster cannot keep an actor alive (out of memory? see `ray status` "
+            "and the actors' logs under /tmp/ray/session_latest/logs)"
         )
 
     async def _replace(self, i: int, dead: Any) -> None:
