@@ -85,6 +85,7 @@ class Progress:
 
 def cmd_train(args) -> int:
     from workbench.core.config import RunConfig
+    from workbench.core.errors import EXIT_INTERRUPTED
     from workbench.core.runs import train
     from workbench.core.training.events import StopToken
 
@@ -106,7 +107,7 @@ def cmd_train(args) -> int:
             "\ninterrupted: the last completed generation is checkpointed; resume with --resume",
             file=sys.stderr,
         )
-        return 130
+        return EXIT_INTERRUPTED
     if not args.events:
         print(run_id)
     return 0

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbench.core.errors import BadInput
 from workbench.core.models import PRECISIONS, device_problem
 
 OPTIMIZERS = ("sep-cma-es", "random-search", "reinforce", "imitation")
@@ -62,7 +63,7 @@ STORED_BEFORE: dict[tuple[str, str], Any] = {
 }
 
 
-class ConfigError(ValueError):
+class ConfigError(BadInput, ValueError):
     """A config that cannot be used. ``problems`` lists every problem found, each naming
     its key (``section.key``) and the fix; the message is all of them, one a line."""
 

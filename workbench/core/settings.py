@@ -25,6 +25,7 @@ from typing import Any
 import platformdirs
 
 from workbench.core.config import CACHE_POLICIES, RunConfig
+from workbench.core.errors import BadInput
 from workbench.core.workspace import APP_NAME
 
 FILE_NAME = "settings.toml"
@@ -32,7 +33,7 @@ DEVICES = ("auto", "cpu", "cuda", "mps")
 THEMES = ("system", "light", "dark")
 
 
-class SettingsError(ValueError):
+class SettingsError(BadInput, ValueError):
     """A settings file or value that cannot be used; the message names the key and the fix."""
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from workbench.core.errors import BadInput
 from workbench.core.tasks.model import Suite, Task
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -60,7 +61,7 @@ HUB_DATASETS: dict[str, HubDataset] = {
 }
 
 
-class HubRowError(ValueError):
+class HubRowError(BadInput, ValueError):
     """A dataset row that does not have the dataset's schema."""
 
 

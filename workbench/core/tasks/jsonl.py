@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from workbench.core.errors import BadInput
 from workbench.core.tasks.model import KINDS, SPLITS, Suite, Task
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -55,7 +56,7 @@ class ValidationIssue:
         )
 
 
-class SuiteValidationError(ValueError):
+class SuiteValidationError(BadInput, ValueError):
     """A suite file that does not follow the JSONL suite format; ``issues`` lists every
     problem found, each with its line."""
 
@@ -128,7 +129,7 @@ def split_lines(text: str) -> list[str]:
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
-class _NotJson(ValueError):
+class _NotJson(BadInput, ValueError):
     """One line that cannot be read as JSON; the message says why and what to do."""
 
 

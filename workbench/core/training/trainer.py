@@ -31,6 +31,7 @@ import numpy as np
 
 from workbench.core.config import RunConfig
 from workbench.core.coordinator import Backbone, Coordinator, Head, HeadConfig
+from workbench.core.errors import InvalidInput
 from workbench.core.optimizers.base import Proposal
 from workbench.core.optimizers.make import make_optimizer
 from workbench.core.optimizers.sep_cma_es import head_sigma_factor
@@ -109,11 +110,11 @@ def task_splits(config: RunConfig, suite: Suite) -> dict[str, tuple[Task, ...]]:
         size = getattr(config.tasks, name)
         out[name] = splits[name][:size] if size else splits[name]
     if not out["train"]:
-        raise ValueError(
+        raise InvalidInput(
             f"suite '{suite.name}' has no training tasks: give it a train split or more tasks"
         )
     if not out["validation"]:
-        raise ValueError(
+        raise InvalidInput(
             f"suite '{suite.name}' has no validation tasks: give it a validation split or more tasks"
         )
     return out
@@ -226,7 +227,10 @@ class Trainer:
         except Stopped:
             reason = "stopped"
         except Exception as exc:
-            log.exception("run %s failed", run_id)
+            # the sentence, not a traceback: the caller shows the error (the CLI its
+            # traceback under -v); the details stay in the debug log
+            log.error("run %s failed: %s: %s", run_id, type(exc).__name__, exc)
+            log.debug("run %s failed", run_id, exc_info=True)
             self.store.set_run_status(
                 run_id, RunStatus.FAILED, stop_reason="error", error=f"{type(exc).__name__}: {exc}"
             )
@@ -272,6 +276,9 @@ class Trainer:
         tokens0, batches0 = bs.tokens_forwarded, bs.batches
         exact0, exact_tokens0 = bs.exact, bs.exact_tokens
         hits0 = self.cache_hits()
+        # every generation starts from empty feature caches: its features are then a
+        # function of its own requests, which a resumed run repeats exactly
+        self.backbone.forget()
         self._restart_if_due(g)
         proposals = self.optimizer.ask()
         batch_rng = np.random.default_rng(derived_seed(cfg.run.seed, "minibatch", g))
