@@ -977,6 +977,30 @@ class Store:
         return [{**json.loads(r["stats"]), "generation": r["generation"]} for r in rows]
 
     @_sqlite_errors
+    def stored_spend(self, run_id: str) -> dict[str, float]:
+        """What a run's stored episodes used: ``episodes`` (its training episodes, as a
+        run's spend counts them), ``calls`` (worker calls of every stored episode,
+        validation included), ``dollars``; read from the episodes, so it holds whatever
+        the run's own records say."""
+        row = (
+            self._reader()
+            .execute(
+                "SELECT COUNT(CASE WHEN e.candidate IS NOT NULL THEN 1 END) AS episodes,"
+                " COALESCE(SUM(e.cost), 0) AS dollars,"
+                " COALESCE(SUM((SELECT COUNT(*) FROM turns t WHERE t.episode_id = e.id"
+                " AND t.messages != '[]')), 0) AS calls"
+                " FROM episodes e WHERE e.run_id = ?",
+                (run_id,),
+            )
+            .fetchone()
+        )
+        return {
+            "episodes": int(row["episodes"]),
+            "calls": int(row["calls"]),
+            "dollars": float(row["dollars"]),
+        }
+
+    @_sqlite_errors
     def generation_counts(self) -> dict[str, int]:
         """How many generations each run has committed (runs with none are left out)."""
         rows = (
