@@ -172,6 +172,23 @@ def test_a_run_killed_anywhere_resumes_to_the_uninterrupted_history(
     # where it died: the generation before the kill point is the last one stored
     assert stored == (generation + 1 if where == "between" else generation)
 
+    # what runs show says the killed run spent: never less than its stored records
+    shown = subprocess.run(
+        [sys.executable, "-m", "workbench", "--workspace", str(ws.root), "runs", "show"]
+        + [record.id, "--json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert shown.returncode == 0, shown.stderr
+    spent = json.loads(shown.stdout)["spent"]
+    with Store.open(ws) as store:
+        stored_spend = store.stored_spend(record.id)
+        last_totals = store.generations(record.id)[-1]["totals"]
+    assert spent["dollars"] >= max(stored_spend["dollars"], last_totals["dollars"]) > 0
+    assert spent["calls"] >= max(stored_spend["calls"], last_totals["calls"]) > 0
+
     model, tok = tiny_lm_module
     backbone = Backbone("tiny", model=model, tokenizer=tok)
     try:
@@ -181,7 +198,17 @@ def test_a_run_killed_anywhere_resumes_to_the_uninterrupted_history(
     generations, episodes = history(ws)
     reference_generations, reference_episodes = uninterrupted
     assert [g["generation"] for g in generations] == list(range(GENERATIONS))
-    assert generations == reference_generations
+    # the spend counts what the killed process paid and never stored (a generation in
+    # flight): never less than the uninterrupted run's; everything else is equal
+    totals = [g.pop("totals") for g in generations]
+    reference_totals = [dict(g["totals"]) for g in reference_generations]
+    assert generations == [
+        {k: v for k, v in g.items() if k != "totals"} for g in reference_generations
+    ]
+    for mine, theirs in zip(totals, reference_totals, strict=True):
+        assert all(mine[k] >= theirs[k] for k in ("episodes", "calls", "dollars"))
+    if where == "between":  # nothing was in flight
+        assert totals == reference_totals
     assert len(episodes) == len(reference_episodes)
     assert episodes == reference_episodes
 

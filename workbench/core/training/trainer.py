@@ -64,6 +64,10 @@ from workbench.core.workers.base import Worker
 
 log = logging.getLogger(__name__)
 
+# how often a running generation's spend so far is written into the run's record: a run
+# killed mid-generation shows (and a resumed one counts) what it paid up to that moment
+SPEND_RECORD_S = 1.0
+
 
 def derived_seed(*parts: object) -> int:
     """A 64-bit seed derived from a run's seed and what it is for (stable across runs)."""
@@ -166,6 +170,9 @@ class Trainer:
         )
         self.state = TrainState()
         self.run_id: str | None = None
+        # what the generation in flight has paid so far (``seconds``: when it started)
+        self._in_flight = Spend(seconds=time.perf_counter())
+        self._spend_recorded = time.monotonic()
 
     # -- public --------------------------------------------------------------
 
@@ -187,6 +194,37 @@ class Trainer:
         checkpoint = latest_checkpoint(self.store, self.run_id)
         if checkpoint is not None:
             self._restore(checkpoint)
+        self._count_lost_spend()
+
+    def _count_lost_spend(self) -> None:
+        """Add to the run's spend what its last process paid past its last checkpoint (the
+        episodes of a generation in flight when it was killed, which stored nothing), as
+        that process recorded it while it ran (``_record_spend``): a budget then counts
+        every call paid for, and a resumed run never reads lower than what was paid."""
+        result = self.store.get_run(self.current_run_id).run_result()
+        if result is None or not result.spend:
+            return
+        paid = result.spend
+        s = self.state.spend
+        lost = Spend(
+            episodes=max(0, int(paid.get("episodes", 0)) - s.episodes),
+            calls=max(0, int(paid.get("calls", 0)) - s.calls),
+            dollars=max(0.0, float(paid.get("dollars", 0.0)) - s.dollars),
+            seconds=max(0.0, float(paid.get("minutes", 0.0)) * 60 - s.seconds),
+        )
+        if lost.episodes or lost.calls or lost.dollars:
+            log.info(
+                "run %s: %d episodes, %d calls, $%.4f paid before it was killed and not "
+                "stored count in its spend",
+                self.run_id,
+                lost.episodes,
+                lost.calls,
+                lost.dollars,
+            )
+        s.episodes += lost.episodes
+        s.calls += lost.calls
+        s.dollars += lost.dollars
+        s.seconds += lost.seconds
 
     def run(self) -> TrainState:
         """Train until a budget, the generation limit or a stop ends the run."""
@@ -245,6 +283,34 @@ class Trainer:
         )
         return self.state
 
+    def _paid(self, episode: Episode, training: bool) -> None:
+        """Count a finished episode's calls in the generation's in-flight spend, and record
+        the run's spend so far in its record at most every ``SPEND_RECORD_S`` seconds: a
+        run killed before its generation is stored then still shows what it paid."""
+        f = self._in_flight
+        f.episodes += 1 if training else 0
+        f.calls += worker_calls([episode])
+        f.dollars += episode.cost
+        now = time.monotonic()
+        if now - self._spend_recorded < SPEND_RECORD_S:
+            return
+        self._spend_recorded = now
+        s = self.state.spend
+        so_far = Spend(
+            episodes=s.episodes + f.episodes,
+            calls=s.calls + f.calls,
+            dollars=s.dollars + f.dollars,
+            seconds=s.seconds + (time.perf_counter() - f.seconds),
+        )
+        self._record_spend(so_far)
+
+    def _record_spend(self, spend: Spend) -> None:
+        """Write the run's spend so far into its record (with who runs it)."""
+        result = replace(
+            self._result(), spend=spend.as_totals(), pid=os.getpid(), host=socket.gethostname()
+        )
+        self.store.set_run_status(self.current_run_id, RunStatus.RUNNING, result=result.to_dict())
+
     def _budget_reason(
         self, before_generation: bool, spend: Spend | None = None, done: int | None = None
     ) -> str | None:
@@ -276,6 +342,7 @@ class Trainer:
         tokens0, batches0 = bs.tokens_forwarded, bs.batches
         exact0, exact_tokens0 = bs.exact, bs.exact_tokens
         hits0 = self.cache_hits()
+        self._in_flight = Spend(seconds=started)
         # every generation starts from empty feature caches: its features are then a
         # function of its own requests, which a resumed run repeats exactly
         self.backbone.forget()
@@ -307,6 +374,7 @@ class Trainer:
                     seed=worker_seed,
                     tag=EpisodeTag(run_id=self.run_id, generation=g, candidate=k),
                 )
+            self._paid(episode, training=True)
             self._emit(
                 EpisodeDone(
                     self.current_run_id,
@@ -508,7 +576,7 @@ class Trainer:
         async def one(j: int, w: int, role: Role, task: Task) -> Episode:
             async with gate:
                 await self.stop.checkpoint()
-                return await run_episode(
+                episode = await run_episode(
                     FixedPolicy(len(self.pool), w, role),
                     self.pool,
                     task,
@@ -516,6 +584,8 @@ class Trainer:
                     seed=derived_seed(cfg.run.seed, "basis", j, w, str(role)) % 2**31,
                     tag=EpisodeTag(run_id=self.run_id, generation=-1, candidate=None),
                 )
+            self._paid(episode, training=True)  # a calibration episode counts as one
+            return episode
 
         episodes = await asyncio.gather(
             *(
@@ -543,7 +613,7 @@ class Trainer:
         async def one(j: int, task: Task) -> Episode:
             async with gate:
                 await self.stop.checkpoint()
-                return await run_episode(
+                episode = await run_episode(
                     coordinator,
                     self.pool,
                     task,
@@ -552,6 +622,8 @@ class Trainer:
                     seed=derived_seed(cfg.run.seed, "val", j) % 2**31,
                     tag=EpisodeTag(run_id=self.run_id, generation=g, candidate=None),
                 )
+            self._paid(episode, training=False)
+            return episode
 
         episodes = await asyncio.gather(
             *(one(j, t) for j, t in enumerate(self.splits["validation"]))
