@@ -89,7 +89,11 @@ class InvalidInput(BadInput, ValueError):
 
 class FileEncodingError(BadInput, ValueError):
     """A text file the workbench reads is not UTF-8: the message names the file, the line
-    and the fix (as a syntax error's does)."""
+    and the fix (as a syntax error's does); ``line`` is that line (1-based)."""
+
+    def __init__(self, message: str, line: int = 0):
+        super().__init__(message)
+        self.line = line
 
 
 def exit_code(exc: BaseException) -> int:
@@ -145,3 +149,29 @@ def system_failure(exc: OSError, path: str | os.PathLike[str] | None = None) -> 
     where = path if path is not None else exc.filename
     text = exc.strerror or str(exc) or type(exc).__name__
     return WorkFailed(f"{where}: {text}" if where is not None else text)
+
+
+def not_utf8(what: str, path: str | os.PathLike[str], data: bytes, exc: UnicodeDecodeError) -> str:
+    """The sentence for a text file that is not UTF-8, as for a syntax error: the file
+    (``what`` says which kind), the line and column of the first bad byte, the byte, and
+    the fix."""
+    line = data.count(b"\n", 0, exc.start) + 1
+    column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+    bad = data[exc.start : exc.start + 1].hex()
+    return (
+        f"{what} {Path(path)} is not UTF-8 text: line {line}, column {column} has byte "
+        f"0x{bad}: save the file as UTF-8 (an editor's Save As > Encoding: UTF-8, or "
+        f"iconv -f WINDOWS-1252 -t UTF-8 {Path(path).name} > fixed-{Path(path).name})"
+    )
+
+
+def read_text(what: str, path: str | os.PathLike[str]) -> str:
+    """A text file the workbench reads, as UTF-8 (a byte order mark is no error);
+    ``FileEncodingError`` with ``not_utf8``'s sentence for any other encoding. OS errors
+    pass through for the caller to word."""
+    data = Path(path).read_bytes()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise FileEncodingError(not_utf8(what, path, data, exc), line) from None
