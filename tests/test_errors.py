@@ -163,3 +163,84 @@ def test_a_workspace_the_user_cannot_write_exits_4_with_the_path_and_the_fix(tmp
     assert result.returncode == EXIT_SYSTEM, result.stderr
     assert str(locked / "ws") in result.stderr and "permission denied" in result.stderr
     assert "Traceback" not in result.stderr and result.stderr.count("\n") == 1
+
+
+FULL_DISK_CONFIG = """
+[run]
+name = "full disk"
+seed = 0
+[backbone]
+model = "offline"
+[pool]
+workers = ["sandbox"]
+[tasks]
+suite = "mixed"
+train = 24
+validation = 6
+test = 0
+[optimizer]
+popsize = 4
+rollouts = 3
+validate_every = 2
+[budget]
+generations = 2
+[protocol]
+max_turns = 3
+temperature = 0.0
+[cache]
+policy = "off"
+"""
+
+
+def _mount_tmpfs(where: Path, size: str, remount: bool = False) -> bool:
+    options = f"remount,size={size}" if remount else f"size={size}"
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)],
+        capture_output=True,
+        text=True,
+    )
+    return done.returncode == 0
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small file system needs root")
+def test_a_full_disk_exits_4_with_one_sentence_and_the_run_resumes_once_space_is_freed(
+    tmp_path,
+):
+    """A real full disk: the workspace on a 256 KiB tmpfs fills while the run stores its
+    first generation; the command says so in one sentence (no traceback) and exits 4;
+    nothing half-written is kept, and the run resumes to its end on a larger disk."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if not _mount_tmpfs(disk, "256k"):
+        pytest.skip("tmpfs cannot be mounted here")
+    try:
+        config = tmp_path / "run.toml"
+        config.write_text(FULL_DISK_CONFIG, encoding="utf-8")
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        command = [sys.executable, "-m", "workbench", "--workspace", str(disk / "ws"), "train"]
+        full = subprocess.run(
+            [*command, str(config)], capture_output=True, text=True, env=env, timeout=600
+        )
+        assert full.returncode == EXIT_SYSTEM, full.stderr
+        errors = [line for line in full.stderr.splitlines() if line.startswith("error: ")]
+        assert len(errors) == 1 and "Traceback" not in full.stderr
+        assert str(disk / "ws" / "workbench.sqlite3") in errors[0]
+        assert "the disk is full: free some space" in errors[0]
+        assert "resume it with trinity-workbench train --resume" in full.stderr
+
+        assert _mount_tmpfs(disk, "64m", remount=True)  # space freed
+        run_id = full.stderr.split("--resume ", 1)[1].split()[0]
+        resumed = subprocess.run(
+            [*command, "--resume", run_id], capture_output=True, text=True, env=env, timeout=600
+        )
+        assert resumed.returncode == 0, resumed.stderr
+        from workbench.core.store import Store
+        from workbench.core.workspace import Workspace
+
+        with Store.open(Workspace.open(disk / "ws")) as store:
+            (record,) = store.list_runs()
+            assert [g["generation"] for g in store.generations(record.id)] == [0, 1]
+            assert record.status == "finished"
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], capture_output=True)

@@ -23,8 +23,8 @@ from workbench.core.errors import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     WorkbenchError,
-    describe_os_error,
     exit_code,
+    sentence,
 )
 
 log = logging.getLogger("workbench")
@@ -130,22 +130,11 @@ def report(exc: BaseException, *, verbose: bool) -> int:
     system) gets one sentence naming its path and the fix."""
     if verbose:
         traceback.print_exception(exc, file=sys.stderr)
-    if isinstance(exc, WorkbenchError):
-        text = str(exc)
-    elif isinstance(exc, OSError):
-        text = describe_os_error(exc) or str(exc)
-    elif isinstance(exc, ValueError | LookupError):
+    print(f"error: {sentence(exc)}", file=sys.stderr)
+    if isinstance(exc, ValueError | LookupError) and not isinstance(exc, WorkbenchError):
         # a standard-library error raised with a sentence (a value given that cannot be
-        # used): bad input, as the error tree's BadInput
-        text = str(exc).strip("'\"") if isinstance(exc, KeyError) else str(exc)
-        print(f"error: {text}", file=sys.stderr)
+        # used): bad input, as the tree's BadInput
         return EXIT_BAD_INPUT
-    else:  # not an error of the tree: a bug; the sentence says how to report it
-        text = (
-            f"internal error ({type(exc).__name__}: {exc}): run the command again with -v "
-            "for the details and report them"
-        )
-    print(f"error: {text}", file=sys.stderr)
     return exit_code(exc)
 
 

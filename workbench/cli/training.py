@@ -76,9 +76,10 @@ class Progress:
                 file=self.stream,
             )
         elif isinstance(event, RunFailed):
+            # the error's own sentence follows (the command's "error: ..." line)
             print(
-                f"\nrun {event.run_id} failed: {event.error}; resume it with "
-                f"trinity-workbench train CONFIG --resume {event.run_id[:8]}",
+                f"\nrun {event.run_id} stopped on an error; once it is fixed, resume it with "
+                f"trinity-workbench train --resume {event.run_id[:8]}",
                 file=self.stream,
             )
 
@@ -190,7 +191,7 @@ def cmd_runs_show(args) -> int:
             f"spent: {int(spent['episodes'])} episodes, {int(spent['calls'])} "
             f"calls, {dollars(spent['dollars'], spend)}, {spent['minutes']:.1f} min"
             + (
-                " (as stored: a generation in flight when it was killed stored nothing)"
+                " (from its stored generations and what it recorded while running)"
                 if data["status"] == "interrupted"
                 else ""
             )

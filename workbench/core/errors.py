@@ -175,3 +175,23 @@ def read_text(what: str, path: str | os.PathLike[str]) -> str:
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise FileEncodingError(not_utf8(what, path, data, exc), line) from None
+
+
+def sentence(exc: BaseException) -> str:
+    """What a user reads for ``exc``, the same on the command line and in the GUI: the
+    tree's own sentence; for an OSError of a kind the user can fix (disk full, permission
+    denied, a read-only file system) the path and the fix; the message of a standard
+    value or lookup error; for anything else (a bug) its class and message, with where to
+    find the details."""
+    if isinstance(exc, WorkbenchError):
+        return str(exc) or type(exc).__name__
+    if isinstance(exc, OSError):
+        return describe_os_error(exc) or str(exc) or type(exc).__name__
+    if isinstance(exc, KeyError):  # str() of a KeyError is the repr of its argument
+        return str(exc.args[0]) if exc.args else type(exc).__name__
+    if isinstance(exc, ValueError | LookupError):
+        return str(exc) or type(exc).__name__
+    return (
+        f"internal error ({type(exc).__name__}: {exc}): run the command again with -v "
+        "for the details (in the GUI: the log) and report them"
+    )

@@ -267,7 +267,7 @@ class Trainer:
         except Exception as exc:
             # the sentence, not a traceback: the caller shows the error (the CLI its
             # traceback under -v); the details stay in the debug log
-            log.error("run %s failed: %s: %s", run_id, type(exc).__name__, exc)
+            log.info("run %s failed: %s: %s", run_id, type(exc).__name__, exc)
             log.debug("run %s failed", run_id, exc_info=True)
             self.store.set_run_status(
                 run_id, RunStatus.FAILED, stop_reason="error", error=f"{type(exc).__name__}: {exc}"
