@@ -242,3 +242,36 @@ def test_the_optimizer_restored_from_any_generation_continues_as_the_uninterrupt
                 np.array_equal(p.vector, a) for p, a in zip(proposals, asked[g], strict=True)
             ), f"restored after generation {k}, generation {g} drew other candidates"
             restored.tell(proposals, [fitness(p.vector) for p in proposals], None)
+
+
+def test_a_running_generation_records_what_it_has_paid_before_it_is_stored(
+    tmp_path, tiny_lm_module, monkeypatch
+):
+    """What a killed run shows and a resumed one counts: while generation 1 is in flight
+    (nothing of it stored), the run's record already holds its finished episodes' calls."""
+    from workbench.core.coordinator import Backbone
+    from workbench.core.training import trainer
+    from workbench.core.training.events import EpisodeDone
+
+    monkeypatch.setattr(trainer, "SPEND_RECORD_S", 0.0)  # record after every episode
+    ws = Workspace.open(tmp_path / "ws")
+    seen: list[tuple[dict, dict]] = []
+
+    def listener(event):
+        if isinstance(event, EpisodeDone) and event.generation == 1 and event.candidate == 2:
+            with Store.open(ws) as store:
+                (record,) = store.list_runs()
+                stored = store.generations(record.id)
+                seen.append((stored[-1]["totals"], record.result["spend"]))
+
+    model, tok = tiny_lm_module
+    backbone = Backbone("tiny", model=model, tokenizer=tok)
+    try:
+        train(config(), ws, backbone=backbone, listeners=[listener])
+    finally:
+        backbone.close()
+    assert seen
+    for stored_totals, recorded in seen:  # generation 0 stored, 1 in flight
+        assert recorded["episodes"] > stored_totals["episodes"]
+        assert recorded["calls"] >= stored_totals["calls"]
+        assert recorded["dollars"] >= stored_totals["dollars"]
