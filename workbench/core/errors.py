@@ -8,14 +8,15 @@ do, and the command line's exit code follows from it (docs/guides/exit-codes.md)
     │   ├── SuiteNotFound, TaskNotFound, UnknownWorker, RegistryError > SpecError
     │   ├── KeychainError > InvalidKey, KeychainUnavailable
     │   ├── RunNotFound, AmbiguousRunId, EpisodeNotFound, AmbiguousEpisodeId, RunLocked
-    │   ├── StoreVersionError, CheckpointError, CoordinatorFileError, OutputError
+    │   ├── StoreVersionError, StoreDamaged, CheckpointError, CoordinatorFileError,
+    │   │   OutputError
     │   ├── WorkspaceError, ModelSourceError, PortUnavailable, BadRequest, UserError (CLI)
     │   ├── FileEncodingError                a file that is not UTF-8: file, line, fix
     │   └── InvalidInput                     any other value given that cannot be used
     ├── WorkFailed         exit 1       the input was fine; the work could not be done
     │   ├── WorkerError > AuthError, RateLimited, BadResponse, WorkerTimeout, CacheMiss,
     │   │                  ProviderError > WorkerUnreachable
-    │   ├── StoreDamaged, DuplicateEpisode, GenerationExists, and StoreError itself
+    │   ├── DuplicateEpisode, GenerationExists, and StoreError itself
     │   │   (a family: its subclasses sit in the branch they name, e.g. RunNotFound
     │   │   in BadInput, StoreFull in SystemFailure; a bare one is "locked" or "I/O")
     │   ├── SandboxError > NoPython, NoUtilLinux

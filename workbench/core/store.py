@@ -68,7 +68,7 @@ class StoreVersionError(StoreError, BadInput):
     """The database was written by a newer workbench than this one."""
 
 
-class StoreDamaged(StoreError, WorkFailed):
+class StoreDamaged(StoreError, BadInput):
     """The database file is damaged (corrupt pages, missing tables): see ``doctor``."""
 
 
