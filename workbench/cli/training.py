@@ -76,15 +76,17 @@ class Progress:
                 file=self.stream,
             )
         elif isinstance(event, RunFailed):
+            # the error's own sentence follows (the command's "error: ..." line)
             print(
-                f"\nrun {event.run_id} failed: {event.error}; resume it with "
-                f"trinity-workbench train CONFIG --resume {event.run_id[:8]}",
+                f"\nrun {event.run_id} stopped on an error; once it is fixed, resume it with "
+                f"trinity-workbench train --resume {event.run_id[:8]}",
                 file=self.stream,
             )
 
 
 def cmd_train(args) -> int:
     from workbench.core.config import RunConfig
+    from workbench.core.errors import EXIT_INTERRUPTED
     from workbench.core.runs import train
     from workbench.core.training.events import StopToken
 
@@ -113,7 +115,7 @@ def cmd_train(args) -> int:
             "\ninterrupted: the last completed generation is checkpointed; resume with --resume",
             file=sys.stderr,
         )
-        return 130
+        return EXIT_INTERRUPTED
     if not args.events:
         print(run_id)
     return 0
@@ -152,13 +154,14 @@ def cmd_runs_show(args) -> int:
     from workbench.core.config import ConfigError
     from workbench.core.learned import describe_learned
     from workbench.core.runs import run_learned, summarise_run
-    from workbench.core.spend import dollars, spend_kind
+    from workbench.core.spend import dollars, recorded_spend, spend_kind
     from workbench.core.store import Store
 
     with Store.open(workspace(args)) as store:
         record = store.get_run(args.run)
         generations = store.generations(record.id)  # as stored: what --json prints
         stats = store.generation_stats(record.id)  # typed: what the table shows
+        stored_spend = store.stored_spend(record.id)
     summary = summarise_run(record, len(stats))
     try:  # every effective setting, keys the run predates included (as it ran)
         config = record.config().to_dict()
@@ -176,6 +179,8 @@ def cmd_runs_show(args) -> int:
         "config": config,
         "result": record.result,
         "spend": spend or "real",
+        # what the run used, from its stored records: never less than what they hold
+        "spent": recorded_spend(generations, stored_spend, (record.result or {}).get("spend")),
         "generations": generations,
         "learned": [c.to_json() for c in learned],
     }
@@ -187,15 +192,19 @@ def cmd_runs_show(args) -> int:
     )
     if record.error:
         print(f"error: {record.error}")
-    result = record.run_result()
-    if result is not None:
-        spent = result.spend
+    if record.kind == "train":  # from the stored generations and episodes (a killed run too)
+        spent = data["spent"]
         print(
-            f"spent: {int(spent.get('episodes', 0))} episodes, {int(spent.get('calls', 0))} "
-            f"calls, {dollars(spent.get('dollars', 0.0), spend)}, "
-            f"{spent.get('minutes', 0.0):.1f} min"
+            f"spent: {int(spent['episodes'])} episodes, {int(spent['calls'])} "
+            f"calls, {dollars(spent['dollars'], spend)}, {spent['minutes']:.1f} min"
+            + (
+                " (from its stored generations and what it recorded while running)"
+                if data["status"] == "interrupted"
+                else ""
+            )
         )
-        if result.executor == "ray":
+        result = record.run_result()
+        if result is not None and result.executor == "ray":
             nodes = ", ".join(result.nodes or ()) or "?"
             print(f"ran on: Ray, {result.actors} actors on {nodes}")
     explored = any(g.opening_share for g in stats)  # optimizer.exploring_starts

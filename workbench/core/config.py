@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbench.core.errors import BadInput, FileEncodingError, read_text
 from workbench.core.models import PRECISIONS, device_problem
 
 OPTIMIZERS = ("sep-cma-es", "random-search", "reinforce", "imitation")
@@ -68,7 +69,7 @@ STORED_BEFORE: dict[tuple[str, str], Any] = {
 }
 
 
-class ConfigError(ValueError):
+class ConfigError(BadInput, ValueError):
     """A config that cannot be used. ``problems`` lists every problem found, each naming
     its key (``section.key``) and the fix; the message is all of them, one a line."""
 
@@ -590,17 +591,15 @@ def _read_toml(path: Path) -> dict[str, Any]:
             f"(at most {MAX_CONFIG_BYTES:,}): check that it is the right file"
         )
     try:
-        text = path.read_bytes().decode("utf-8-sig")  # a BOM (Windows Notepad) is no error
+        text = read_text("config file", path)  # a BOM (Windows Notepad) is no error
     except PermissionError:
         raise ConfigError(
             f"config file {path} is not readable by you: check its permissions"
         ) from None
     except OSError as exc:
         raise ConfigError(f"config file {path} cannot be read ({exc.strerror})") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(
-            f"config file {path} is not UTF-8 text (byte {exc.start}): save it as UTF-8"
-        ) from None
+    except FileEncodingError as exc:
+        raise ConfigError(str(exc)) from None
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

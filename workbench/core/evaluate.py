@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from workbench.core.errors import Interrupted, InvalidInput
 from workbench.core.learned import CategoryLearned, describe_learned, summarise_learned
 from workbench.core.oracle import PlanPolicy, oracle_plans
 from workbench.core.policies import FixedPolicy, Policy, RandomPolicy
@@ -246,7 +247,7 @@ class EvaluationProgress:
     system: str  # the system whose episode just ended
 
 
-class EvaluationStopped(Exception):
+class EvaluationStopped(Interrupted):
     """An evaluation stopped by its ``StopToken`` before it ended; it has no report."""
 
 
@@ -273,7 +274,7 @@ def _chosen_baselines(
         return available if baselines else []
     unknown = sorted(set(baselines) - set(available))
     if unknown:
-        raise ValueError(
+        raise InvalidInput(
             f"unknown baseline(s) {', '.join(unknown)} for this pool: choose from {', '.join(available)}"
         )
     return [b for b in available if b in baselines]

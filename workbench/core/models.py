@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from workbench.core.errors import BadInput
 from workbench.core.workspace import model_cache_dir
 
 log = logging.getLogger(__name__)
@@ -38,7 +39,7 @@ OFFLINE_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_ONLINE_BACKBONE = "Qwen/Qwen3-0.6B"
 
 
-class ModelSourceError(RuntimeError):
+class ModelSourceError(BadInput, RuntimeError):
     """A model source that cannot be loaded; the message names the source and the fix."""
 
 

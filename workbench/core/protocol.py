@@ -294,8 +294,13 @@ async def run_episode(
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # recorded on the turn; the episode goes on
+            # masked as the turn's error is: a log line leaves the worker too
             log.warning(
-                "turn %d of task %s: %s", index, task.id, exc, exc_info=not _is_worker_error(exc)
+                "turn %d of task %s: %s",
+                index,
+                task.id,
+                worker.redact(str(exc)),
+                exc_info=not _is_worker_error(exc),
             )
             turns.append(
                 Turn(

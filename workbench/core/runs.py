@@ -25,6 +25,7 @@ from typing import Any
 
 from workbench.core.config import ConfigError, RunConfig
 from workbench.core.coordinator import Backbone
+from workbench.core.errors import BadInput, InvalidInput
 from workbench.core.evaluate import MULTI_TURN_ORACLE
 from workbench.core.learned import CategoryLearned, summarise_learned
 from workbench.core.power import PowerEstimate
@@ -68,7 +69,7 @@ def backbone_for(
     if given is None:
         return shared_backbone(config, model)
     if given.input != config.backbone.input:
-        raise ValueError(
+        raise InvalidInput(
             f"the backbone reads transcripts as {given.input!r} but the run's config says "
             f"backbone.input = {config.backbone.input!r}: use a backbone loaded with "
             f"input={config.backbone.input!r} (or none: the run's own is loaded)"
@@ -130,7 +131,7 @@ def effective_status(record: RunRecord) -> str:
     return status
 
 
-class RunLocked(StoreError):
+class RunLocked(StoreError, BadInput):
     """Another process is driving this run (training or resuming it)."""
 
 
@@ -551,7 +552,7 @@ def _evaluation_source(
         return EvaluationSource(
             config, pool, manifest["backbone"]["model"], coordinator_file=str(coordinator_file)
         )
-    raise ValueError(
+    raise InvalidInput(
         "evaluate what? give a run (--run RUN) or a coordinator file (--coordinator FILE)"
     )
 
@@ -582,7 +583,7 @@ def evaluate_run(
         source = _evaluation_source(store, run, coordinator_file)
         config = source.config
         if split not in ("train", "validation", "test"):
-            raise ValueError(f"unknown split '{split}': use train, validation or test")
+            raise InvalidInput(f"unknown split '{split}': use train, validation or test")
         if suite is not None:
             config = config.replace(tasks={"suite": suite})
         task_suite = load_suite(config.tasks.suite, workspace)
@@ -868,13 +869,13 @@ def study_optimizers(
     optimizers = tuple(optimizers or OPTIMIZERS)
     unknown = [o for o in optimizers if o not in OPTIMIZERS]
     if unknown:
-        raise ValueError(
+        raise InvalidInput(
             f"unknown optimizer(s) {', '.join(unknown)}: choose from {', '.join(OPTIMIZERS)}"
         )
     if seeds < 1:
-        raise ValueError("--seeds must be at least 1")
+        raise InvalidInput("--seeds must be at least 1")
     if not 0 < margin <= 1:
-        raise ValueError(f"--margin must lie in (0, 1], got {margin}: e.g. 0.05")
+        raise InvalidInput(f"--margin must lie in (0, 1], got {margin}: e.g. 0.05")
     test_tasks = 0
     backbone = backbone_for(config, backbone)
     forced: dict[str, Any] = {}

@@ -4,7 +4,8 @@ that shows them says so, and a reader never takes a sandbox run's dollars for re
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 # The built-in simulated pools (``workbench.core.workers.simulated.POOLS``): the ids
 # <pool> and <pool>:<name> name simulated workers (no registered worker may take them).
@@ -30,3 +31,28 @@ def dollars(amount: float, kind: str, digits: int = 4) -> str:
     real: ``$0.0123 (simulated)``."""
     text = f"${amount:.{digits}f}"
     return f"{text} ({kind})" if kind else text
+
+
+SPEND_KEYS = ("episodes", "calls", "dollars", "minutes")
+
+
+def recorded_spend(
+    generations: Sequence[Mapping[str, Any]],
+    stored: Mapping[str, float],
+    reported: Mapping[str, float] | None = None,
+) -> dict[str, float]:
+    """A run's spend from what is stored, never less than any record of it: per quantity
+    the largest of the last stored generation's running totals (``generations``, as
+    ``Store.generations`` gives them: they include the search basis's calibration calls,
+    which store no episode), the sums over its stored episodes (``stored``,
+    ``Store.stored_spend``) and what the run last reported (``reported``, its result's
+    spend, which a killed run wrote when it started). A generation in flight when a run
+    was killed stored nothing: its calls are in no record (docs/guides/resume.md)."""
+    totals = dict(generations[-1].get("totals") or {}) if generations else {}
+    out: dict[str, float] = {}
+    for key in SPEND_KEYS:
+        values = [float(totals.get(key, 0.0)), float(stored.get(key, 0.0))]
+        if reported:
+            values.append(float(reported.get(key, 0.0)))
+        out[key] = max(values)
+    return out

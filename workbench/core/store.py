@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from workbench.core.config import RunConfig
+from workbench.core.errors import BadInput, InvalidInput, SystemFailure, WorkbenchError, WorkFailed
 from workbench.core.records import Episode, GenerationStats, Role, RunResult, StopReason, Turn
 from workbench.core.workspace import Workspace
 
@@ -58,43 +59,48 @@ BUSY_TIMEOUT_S = 30.0
 # --------------------------------------------------------------------------- errors
 
 
-class StoreError(Exception):
-    """A workspace database could not be opened, read or written."""
+class StoreError(WorkbenchError):
+    """A workspace database could not be opened, read or written (a family: exit 1, the
+    work failed, unless a subclass names another branch first)."""
 
 
-class StoreVersionError(StoreError):
+class StoreVersionError(StoreError, BadInput):
     """The database was written by a newer workbench than this one."""
 
 
-class StoreDamaged(StoreError):
+class StoreDamaged(StoreError, BadInput):
     """The database file is damaged (corrupt pages, missing tables): see ``doctor``."""
 
 
-class StoreReadOnly(StoreError):
+class StoreReadOnly(StoreError, SystemFailure):
     """The database file, or the folder that holds it, cannot be written."""
 
 
-class RunNotFound(StoreError, LookupError):
+class StoreFull(StoreError, SystemFailure):
+    """The disk that holds the database is full; nothing of the failed write was kept."""
+
+
+class RunNotFound(StoreError, BadInput, LookupError):
     """No run has this id (or id prefix)."""
 
 
-class AmbiguousRunId(StoreError, LookupError):
+class AmbiguousRunId(StoreError, BadInput, LookupError):
     """A run id prefix matches more than one run."""
 
 
-class EpisodeNotFound(StoreError, LookupError):
+class EpisodeNotFound(StoreError, BadInput, LookupError):
     """No episode has this id."""
 
 
-class AmbiguousEpisodeId(StoreError, LookupError):
+class AmbiguousEpisodeId(StoreError, BadInput, LookupError):
     """An episode id prefix matches more than one episode."""
 
 
-class DuplicateEpisode(StoreError):
+class DuplicateEpisode(StoreError, WorkFailed):
     """An episode with this id is already stored."""
 
 
-class GenerationExists(StoreError):
+class GenerationExists(StoreError, WorkFailed):
     """A generation number was committed twice for one run."""
 
 
@@ -336,7 +342,7 @@ def translate_error(error: sqlite3.Error, path: Path) -> StoreError:
             f"edited by another program; {doctor_hint(path)}"
         )
     if name == "SQLITE_FULL":
-        return StoreError(
+        return StoreFull(
             f"cannot write workspace database {path}: the disk is full: free some space "
             "and try again (nothing of the failed write was kept)"
         )
@@ -971,6 +977,30 @@ class Store:
         return [{**json.loads(r["stats"]), "generation": r["generation"]} for r in rows]
 
     @_sqlite_errors
+    def stored_spend(self, run_id: str) -> dict[str, float]:
+        """What a run's stored episodes used: ``episodes`` (its training episodes, as a
+        run's spend counts them), ``calls`` (worker calls of every stored episode,
+        validation included), ``dollars``; read from the episodes, so it holds whatever
+        the run's own records say."""
+        row = (
+            self._reader()
+            .execute(
+                "SELECT COUNT(CASE WHEN e.candidate IS NOT NULL THEN 1 END) AS episodes,"
+                " COALESCE(SUM(e.cost), 0) AS dollars,"
+                " COALESCE(SUM((SELECT COUNT(*) FROM turns t WHERE t.episode_id = e.id"
+                " AND t.messages != '[]')), 0) AS calls"
+                " FROM episodes e WHERE e.run_id = ?",
+                (run_id,),
+            )
+            .fetchone()
+        )
+        return {
+            "episodes": int(row["episodes"]),
+            "calls": int(row["calls"]),
+            "dollars": float(row["dollars"]),
+        }
+
+    @_sqlite_errors
     def generation_counts(self) -> dict[str, int]:
         """How many generations each run has committed (runs with none are left out)."""
         rows = (
@@ -1049,9 +1079,9 @@ def parse_episode_json(text: str) -> Episode:
     """An episode from the JSON ``Store.export_episode_json`` writes."""
     doc = json.loads(text)
     if not isinstance(doc, dict) or doc.get("format") != EPISODE_FORMAT:
-        raise ValueError(f"not a {EPISODE_FORMAT} document: export episodes with the workbench")
+        raise InvalidInput(f"not a {EPISODE_FORMAT} document: export episodes with the workbench")
     if doc.get("version") != EPISODE_FORMAT_VERSION:
-        raise ValueError(
+        raise InvalidInput(
             f"episode file version {doc.get('version')!r}, this workbench reads version "
             f"{EPISODE_FORMAT_VERSION}: use the workbench version that exported it"
         )
@@ -1102,7 +1132,7 @@ def _run_status(status: RunStatus | str) -> RunStatus:
         return RunStatus(status)
     except ValueError:
         known = ", ".join(s.value for s in RunStatus)
-        raise ValueError(f"unknown run status {status!r}: use one of {known}") from None
+        raise InvalidInput(f"unknown run status {status!r}: use one of {known}") from None
 
 
 def _run_not_found(run_id: str, path: Path, *, short: bool = False) -> RunNotFound:

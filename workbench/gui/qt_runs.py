@@ -17,7 +17,7 @@ from typing import Any
 from workbench.core.config import ConfigError, RunConfig
 from workbench.core.runs import RunSummary, effective_status, list_runs, run_learned
 from workbench.core.settings import load_run_config
-from workbench.core.spend import dollars, spend_kind
+from workbench.core.spend import dollars, recorded_spend, spend_kind
 from workbench.core.store import Store
 from workbench.core.training.events import GenerationStats, RunFailed, RunFinished, RunStarted
 from workbench.core.workspace import Workspace, resources_dir
@@ -571,10 +571,12 @@ class QtRuns(Page):
     def _on_open_failed(self, run_id: str, exc: Exception) -> None:
         self.show_error(f"Cannot open run {run_id[:8]}: {exc}")
 
-    def _on_opened(self, run_id: str, stored: tuple[Any, list[GenerationStats], int]) -> None:
+    def _on_opened(
+        self, run_id: str, stored: tuple[Any, list[GenerationStats], int, dict[str, float]]
+    ) -> None:
         if self.running:
             return
-        record, generations, budget = stored
+        record, generations, budget, spent = stored
         self.show_learned_of(run_id)
         self.clear_plots()
         for s in generations:
@@ -591,6 +593,11 @@ class QtRuns(Page):
         self.progress.setRange(0, max(budget, 1))
         self.progress.setValue(len(generations))
         self.eta_label.setText("")
+        workers = (record.config_data.get("pool") or {}).get("workers") or ()
+        self.spend_label.setText(
+            f"Spent: {int(spent['episodes'])} episodes, {int(spent['calls'])} calls, "
+            f"{dollars(spent['dollars'], spend_kind(workers))}, {spent['minutes']:.1f} min"
+        )
         self.log(
             f"opened run {run_id[:8]} '{record.name}': {len(generations)} generations, "
             f"{effective_status(record)}"
@@ -649,16 +656,24 @@ def write_config(path: str | Path, text: str) -> None:
     Path(path).write_text(text, encoding="utf-8")
 
 
-def _read_run(workspace: Workspace, run_id: str) -> tuple[Any, list[GenerationStats], int]:
-    """A stored run, its generations' stats and its budget of generations (0: none
-    readable from its config) for the plots: read in a background job."""
+def _read_run(
+    workspace: Workspace, run_id: str
+) -> tuple[Any, list[GenerationStats], int, dict[str, float]]:
+    """A stored run, its generations' stats, its budget of generations (0: none readable
+    from its config) for the plots, and its spend from its stored records (a killed run's
+    too): read in a background job."""
     with Store.open(workspace) as store:
         record, generations = store.get_run(run_id), store.generation_stats(run_id)
+        spent = recorded_spend(
+            store.generations(run_id),
+            store.stored_spend(run_id),
+            (record.result or {}).get("spend"),
+        )
     try:
         budget = record.config().budget.generations
     except ConfigError:  # a config of long ago: the plots show, the progress bar has no end
         budget = 0
-    return record, generations, budget
+    return record, generations, budget, spent
 
 
 def _duration(seconds: float) -> str:

@@ -200,6 +200,18 @@ class Backbone:
         best one (``Head.near_tie``)."""
         return BF16_MIXED_FEATURE_ERROR if self.approximate else 0.0
 
+    def forget(self) -> None:
+        """Empty the feature and KV-prefix caches. A feature computed in a batch (or over a
+        cached prefix) can differ in its last bits from the same transcript's feature
+        computed in another batch, and in bf16-mixed by far more; a trainer calls this at
+        every generation's start, so that a generation's features depend on that
+        generation's own requests only and a resumed run computes the ones an uninterrupted
+        run computed (docs/guides/resume.md)."""
+        with self._lock:
+            self._feature_cache.clear()
+            self._prefixes.clear()
+            self._exact_prefixes.clear()
+
     def features(
         self, transcripts: Sequence[str], svf: np.ndarray | None = None, *, exact: bool = False
     ) -> np.ndarray:

@@ -31,6 +31,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from workbench.core.errors import BadInput
 from workbench.core.records import ROLES, Episode, StopReason, Turn
 from workbench.core.serving.team import CHAT_ROLES, Team, TurnDecided, TurnReplied
 from workbench.core.spend import spend_kind
@@ -67,7 +68,7 @@ class ServeSettings:
         return f"ServeSettings(concurrency={self.concurrency}, queue={self.queue}, api_key={key})"
 
 
-class BadRequest(Exception):
+class BadRequest(BadInput):
     """A request the server refuses; ``response()`` is its OpenAI-shaped error."""
 
     def __init__(

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from workbench.core.errors import BadInput
 from workbench.core.serving.api import ServeSettings, create_app
 from workbench.core.serving.team import Team
 
@@ -65,7 +66,7 @@ def delete_server_key(keystore: Any = None) -> bool:
     return (keystore or KeyStore()).delete(KEY_ENTRY)
 
 
-class PortUnavailable(ValueError):
+class PortUnavailable(BadInput, ValueError):
     """The server cannot listen where it was asked to (a busy port, a foreign address)."""
 
 

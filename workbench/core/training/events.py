@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from workbench.core.errors import Interrupted
 from workbench.core.records import GenerationStats
 
 log = logging.getLogger(__name__)
@@ -141,5 +142,5 @@ class StopToken:
             raise Stopped
 
 
-class Stopped(Exception):
+class Stopped(Interrupted):
     """Raised inside a run at a checkpoint after ``StopToken.stop``."""

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workbench.core.config import RunConfig
+from workbench.core.errors import WorkFailed
 from workbench.core.records import Episode
 from workbench.core.training.events import Stopped, StopToken
 from workbench.core.training.executors import (
@@ -60,7 +61,7 @@ REACH_TIMEOUT_S = 5.0  # the driver's probe of the cluster's address, before ray
 POLL_S = 0.05  # how often the driver forwards stop and pause to the actors
 
 
-class ExecutorError(RuntimeError):
+class ExecutorError(WorkFailed, RuntimeError):
     """The Ray executor cannot run: Ray missing, the cluster unreachable, actors that
     cannot start or keep dying. The message names the cause and the fix."""
 

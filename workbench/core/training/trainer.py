@@ -30,6 +30,7 @@ import numpy as np
 
 from workbench.core.config import RunConfig
 from workbench.core.coordinator import Backbone, Coordinator, HeadConfig
+from workbench.core.errors import InvalidInput
 from workbench.core.optimizers.base import Proposal
 from workbench.core.optimizers.make import make_optimizer
 from workbench.core.optimizers.sep_cma_es import head_sigma_factor
@@ -70,6 +71,10 @@ from workbench.core.workers.base import Worker
 
 log = logging.getLogger(__name__)
 
+# how often a running generation's spend so far is written into the run's record: a run
+# killed mid-generation shows (and a resumed one counts) what it paid up to that moment
+SPEND_RECORD_S = 1.0
+
 
 @dataclass
 class TrainState:
@@ -90,11 +95,11 @@ def task_splits(config: RunConfig, suite: Suite) -> dict[str, tuple[Task, ...]]:
         size = getattr(config.tasks, name)
         out[name] = splits[name][:size] if size else splits[name]
     if not out["train"]:
-        raise ValueError(
+        raise InvalidInput(
             f"suite '{suite.name}' has no training tasks: give it a train split or more tasks"
         )
     if not out["validation"]:
-        raise ValueError(
+        raise InvalidInput(
             f"suite '{suite.name}' has no validation tasks: give it a validation split or more tasks"
         )
     return out
@@ -152,6 +157,9 @@ class Trainer:
         self.executor = executor or LocalExecutor(
             backbone, self.pool, self.stop, config.optimizer.concurrency
         )
+        # what the generation in flight has paid so far (``seconds``: when it started)
+        self._in_flight = Spend(seconds=time.perf_counter())
+        self._spend_recorded = time.monotonic()
 
     # -- public --------------------------------------------------------------
 
@@ -173,6 +181,37 @@ class Trainer:
         checkpoint = latest_checkpoint(self.store, self.run_id)
         if checkpoint is not None:
             self._restore(checkpoint)
+        self._count_lost_spend()
+
+    def _count_lost_spend(self) -> None:
+        """Add to the run's spend what its last process paid past its last checkpoint (the
+        episodes of a generation in flight when it was killed, which stored nothing), as
+        that process recorded it while it ran (``_record_spend``): a budget then counts
+        every call paid for, and a resumed run never reads lower than what was paid."""
+        result = self.store.get_run(self.current_run_id).run_result()
+        if result is None or not result.spend:
+            return
+        paid = result.spend
+        s = self.state.spend
+        lost = Spend(
+            episodes=max(0, int(paid.get("episodes", 0)) - s.episodes),
+            calls=max(0, int(paid.get("calls", 0)) - s.calls),
+            dollars=max(0.0, float(paid.get("dollars", 0.0)) - s.dollars),
+            seconds=max(0.0, float(paid.get("minutes", 0.0)) * 60 - s.seconds),
+        )
+        if lost.episodes or lost.calls or lost.dollars:
+            log.info(
+                "run %s: %d episodes, %d calls, $%.4f paid before it was killed and not "
+                "stored count in its spend",
+                self.run_id,
+                lost.episodes,
+                lost.calls,
+                lost.dollars,
+            )
+        s.episodes += lost.episodes
+        s.calls += lost.calls
+        s.dollars += lost.dollars
+        s.seconds += lost.seconds
 
     def run(self) -> TrainState:
         """Train until a budget, the generation limit or a stop ends the run."""
@@ -216,7 +255,10 @@ class Trainer:
         except Stopped:
             reason = "stopped"
         except Exception as exc:
-            log.exception("run %s failed", run_id)
+            # the sentence, not a traceback: the caller shows the error (the CLI its
+            # traceback under -v); the details stay in the debug log
+            log.info("run %s failed: %s: %s", run_id, type(exc).__name__, exc)
+            log.debug("run %s failed", run_id, exc_info=True)
             self.store.set_run_status(
                 run_id, RunStatus.FAILED, stop_reason="error", error=f"{type(exc).__name__}: {exc}"
             )
@@ -230,6 +272,34 @@ class Trainer:
             RunFinished(run_id, reason, self.state.generation + 1, self.state.best_validation)
         )
         return self.state
+
+    def _paid(self, episode: Episode, training: bool) -> None:
+        """Count a finished episode's calls in the generation's in-flight spend, and record
+        the run's spend so far in its record at most every ``SPEND_RECORD_S`` seconds: a
+        run killed before its generation is stored then still shows what it paid."""
+        f = self._in_flight
+        f.episodes += 1 if training else 0
+        f.calls += worker_calls([episode])
+        f.dollars += episode.cost
+        now = time.monotonic()
+        if now - self._spend_recorded < SPEND_RECORD_S:
+            return
+        self._spend_recorded = now
+        s = self.state.spend
+        so_far = Spend(
+            episodes=s.episodes + f.episodes,
+            calls=s.calls + f.calls,
+            dollars=s.dollars + f.dollars,
+            seconds=s.seconds + (time.perf_counter() - f.seconds),
+        )
+        self._record_spend(so_far)
+
+    def _record_spend(self, spend: Spend) -> None:
+        """Write the run's spend so far into its record (with who runs it)."""
+        result = replace(
+            self._result(), spend=spend.as_totals(), pid=os.getpid(), host=socket.gethostname()
+        )
+        self.store.set_run_status(self.current_run_id, RunStatus.RUNNING, result=result.to_dict())
 
     def _budget_reason(
         self, before_generation: bool, spend: Spend | None = None, done: int | None = None
@@ -262,6 +332,10 @@ class Trainer:
         tokens0, batches0 = bs.tokens_forwarded, bs.batches
         exact0, exact_tokens0 = bs.exact, bs.exact_tokens
         hits0 = self.cache_hits()
+        self._in_flight = Spend(seconds=started)
+        # every generation starts from empty feature caches: its features are then a
+        # function of its own requests, which a resumed run repeats exactly
+        self.backbone.forget()
         self._restart_if_due(g)
         proposals = self.optimizer.ask()
         batch_rng = np.random.default_rng(derived_seed(cfg.run.seed, "minibatch", g))
@@ -284,6 +358,7 @@ class Trainer:
         )
 
         def done(k: int, episode: Episode) -> None:
+            self._paid(episode, training=True)
             self._emit(
                 EpisodeDone(
                     self.current_run_id,
@@ -488,7 +563,7 @@ class Trainer:
         async def one(j: int, w: int, role: Role, task: Task) -> Episode:
             async with gate:
                 await self.stop.checkpoint()
-                return await run_episode(
+                episode = await run_episode(
                     FixedPolicy(len(self.pool), w, role),
                     self.pool,
                     task,
@@ -496,6 +571,8 @@ class Trainer:
                     seed=derived_seed(cfg.run.seed, "basis", j, w, str(role)) % 2**31,
                     tag=EpisodeTag(run_id=self.run_id, generation=-1, candidate=None),
                 )
+            self._paid(episode, training=True)  # a calibration episode counts as one
+            return episode
 
         episodes = await asyncio.gather(
             *(
@@ -523,7 +600,7 @@ class Trainer:
         async def one(j: int, task: Task) -> Episode:
             async with gate:
                 await self.stop.checkpoint()
-                return await run_episode(
+                episode = await run_episode(
                     coordinator,
                     self.pool,
                     task,
@@ -532,6 +609,8 @@ class Trainer:
                     seed=derived_seed(cfg.run.seed, "val", j) % 2**31,
                     tag=EpisodeTag(run_id=self.run_id, generation=g, candidate=None),
                 )
+            self._paid(episode, training=False)
+            return episode
 
         episodes = await asyncio.gather(
             *(one(j, t) for j, t in enumerate(self.splits["validation"]))

@@ -16,6 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from workbench.core.errors import BadInput, WorkFailed
+
 if TYPE_CHECKING:
     from workbench.core.keychain import Secret
     from workbench.core.tasks.model import Task
@@ -38,7 +40,7 @@ class Completion:
     cached: bool = False  # served from the response cache: no call was made, nothing spent
 
 
-class WorkerError(Exception):
+class WorkerError(WorkFailed):
     """A worker call failed after the client's own retries. The message names the worker
     and what to do next, and never contains a key.
 
@@ -116,7 +118,7 @@ class CacheMiss(WorkerError):
     """Replay-only cache policy and no recorded response for this request."""
 
 
-class UnknownWorker(KeyError):
+class UnknownWorker(BadInput, KeyError):
     def __str__(self) -> str:
         return str(self.args[0])
 

@@ -24,6 +24,7 @@ from pathlib import Path
 import platformdirs
 import tomli_w
 
+from workbench.core.errors import FileEncodingError, read_text
 from workbench.core.keychain import KeychainUnavailable, KeyStatus, KeyStore, Secret
 from workbench.core.workers.base import UnknownWorker
 from workbench.core.workers.spec import RegistryError, SpecError, WorkerSpec, validate_worker_id
@@ -60,8 +61,10 @@ class Registry:
             return {}
         try:
             # utf-8-sig: a file saved with a byte order mark (Windows Notepad) still reads
-            doc = tomllib.loads(self.path.read_text(encoding="utf-8-sig"))
-        except (OSError, UnicodeDecodeError) as exc:
+            doc = tomllib.loads(read_text("worker registry", self.path))
+        except FileEncodingError as exc:
+            raise RegistryError(f"{exc}; or move it away and add the workers again") from None
+        except OSError as exc:
             raise RegistryError(f"cannot read worker registry {self.path}: {exc}") from None
         except RecursionError:
             raise RegistryError(

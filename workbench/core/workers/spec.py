@@ -16,6 +16,8 @@ from types import MappingProxyType
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from workbench.core.errors import BadInput
+
 PROVIDERS = ("openai", "anthropic", "gemini", "local")
 BUILTIN_PREFIXES = ("local", "sandbox")  # ids that name built-in workers
 
@@ -71,7 +73,7 @@ _RESERVED_FIELDS = {"model", "messages", "stream", "contents", "system", "system
 MAX_TIMEOUT_S = 86_400  # a day: longer is a typo, and overflows the HTTP client's timers
 
 
-class RegistryError(ValueError):
+class RegistryError(BadInput, ValueError):
     """A registry operation cannot be done as asked (bad spec, unknown id, bad file)."""
 
 

@@ -56,6 +56,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from workbench.core.errors import WorkFailed
 from workbench.core.tasks.sandbox import limits as rlimits
 from workbench.core.tasks.sandbox import linux, macos, plaindata
 from workbench.core.tasks.sandbox.isolation import (
@@ -90,7 +91,7 @@ _READY = b"ready\n"  # what the checker writes on its verdict pipe once it has s
 _SPARE_MAX_AGE_S = 30.0
 
 
-class SandboxError(RuntimeError):
+class SandboxError(WorkFailed, RuntimeError):
     """The sandbox itself could not run (not the program's fault): no isolation here and
     no opt-in to run unisolated, or the interpreter could not be started."""
 

@@ -30,6 +30,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from workbench.core.errors import WorkFailed
+
 NOBODY = 65534  # the uid and gid a root caller drops to before starting the sandbox
 
 TMP_BYTES = 64 * 2**20
@@ -49,7 +51,7 @@ ENV = {
 }
 
 
-class NoPython(RuntimeError):
+class NoPython(WorkFailed, RuntimeError):
     """No interpreter that the sandbox's user can run was found."""
 
 
@@ -111,7 +113,7 @@ def _others_can_run(executable: str, prefix: str) -> bool:
     return True
 
 
-class NoUtilLinux(RuntimeError):
+class NoUtilLinux(WorkFailed, RuntimeError):
     """``prlimit`` or (as root) ``setpriv``, both of util-linux, is not installed."""
 
 
