@@ -197,6 +197,20 @@ def _code_sandbox() -> str:
     from workbench.core.tasks.sandbox import UNISOLATED_ENV, detect_isolation, unisolated_allowed
     from workbench.core.tasks.suites import load_suite
 
+    if getattr(sys, "frozen", False):
+        # the sandbox runs the bundle's own executable as its Python (packaging/launcher.py):
+        # if that fails, no isolation check can tell the bundle's fault from the machine's
+        probe = subprocess.run(
+            [sys.executable, "-I", "-S", "-c", "import sys; sys.stdout.write('ok')"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        if probe.returncode != 0 or probe.stdout != "ok":
+            raise RuntimeError(
+                f"the bundle's own Python does not run programs (`{sys.executable} -I -S -c "
+                f"CODE` exited {probe.returncode}): {_reason(probe.stderr.splitlines(True))}"
+            )
     isolation = detect_isolation()
     if not isolation.isolated and not unisolated_allowed():
         raise Warn(
@@ -268,7 +282,8 @@ def _serve(root: Path, tmp: Path, backbone: str | None) -> str:
             child.kill()
             code = child.wait()
         reader.join(timeout=5)
-    if code != 0:
+    # SIGTERM is a graceful stop (exit 0); Windows has no SIGTERM: terminate() ends it there
+    if code != 0 and sys.platform != "win32":
         raise RuntimeError(f"serve exited {code} when stopped: {_reason(errors)}")
     return f"served {model} at {url}, answered one chat completion, stopped cleanly"
 
