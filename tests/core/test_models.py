@@ -163,3 +163,14 @@ def test_a_missing_model_file_is_the_models_fault_not_the_installations(tmp_path
     )
     assert models.installation_fault(error) is None
     assert models.installation_fault(ValueError("not a GGUF file")) is None
+
+
+def test_a_cache_miss_naming_no_file_is_not_an_incomplete_installation(tmp_path, monkeypatch):
+    # huggingface_hub's LocalEntryNotFoundError is a FileNotFoundError naming no file
+    error = _raise_from(
+        tmp_path,
+        monkeypatch,
+        "hub_like",
+        'raise FileNotFoundError("Cannot find the requested files in the disk cache")\n',
+    )
+    assert models.installation_fault(error) is None

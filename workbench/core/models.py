@@ -51,7 +51,7 @@ class IncompleteInstallation(ModelSourceError):
 def installation_fault(exc: BaseException) -> str | None:
     """What is missing from this installation when ``exc`` (or an error it was raised
     from) is a missing module, or a missing file of the installed package that raised it
-    (a file it names inside its own folder, or none named: "is X correctly installed?");
+    (a file it names inside its own folder, or none but "is X correctly installed?");
     None when the failure is the model's (a missing model or weights file, a bad file)."""
     seen: set[int] = set()
     error: BaseException | None = exc
@@ -64,7 +64,9 @@ def installation_fault(exc: BaseException) -> str | None:
             package, folder = _raising_package(error)
             missing = error.filename
             if package is not None and package not in ("workbench", "__main__"):
-                if missing is None:
+                # no file named: only a package that says it is not installed right ("is
+                # `kernels` correctly installed?"); the Hub's cache misses name none either
+                if missing is None and re.search(r"\binstall", str(error), re.I):
                     return f"a data file of the installed package '{package}' ({error})"
                 if folder is not None and Path(str(missing)).resolve().is_relative_to(folder):
                     return f"'{missing}' of the installed package '{package}' ({error})"
