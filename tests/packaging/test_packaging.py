@@ -118,8 +118,8 @@ def test_the_deb_installs_the_app_under_opt_with_the_command_and_a_menu_entry(tm
 
 def test_the_bundles_slim_champ_file_gives_the_same_suite(tmp_path, monkeypatch):
     import champ_dataset
-
     from champ_slim import write_slim_champ
+
     from workbench.core.tasks.suites import load_jsonl, write_champ_jsonl
 
     full = load_jsonl(write_champ_jsonl(tmp_path / "full.jsonl"), name="champ").tasks
