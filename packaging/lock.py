@@ -143,6 +143,8 @@ def check() -> None:
     missing = []
     for requirement in filter(None, wanted):
         name = normalise(re.split(r"[\s\[<>=!~;]", requirement, maxsplit=1)[0])
+        if name == normalise(project["name"]):  # an extra naming others ("[ray]") adds nothing
+            continue
         if name not in pins:
             missing.append(name)
     if missing:
