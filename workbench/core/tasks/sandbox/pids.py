@@ -172,7 +172,8 @@ def _cgroup(tried: list[str]) -> ProcessLimit | None:
             limit = ProcessLimit(
                 "cgroup",
                 f"each sandbox in a cgroup of its own under {base} with pids.max = "
-                f"{SANDBOX_PROCESSES} (cgroup v{version or 2})",
+                f"{SANDBOX_PROCESSES} ("
+                + (f"cgroup v{version})" if version else f"a delegated folder, {CGROUP_ENV})"),
                 str(base),
             )
             _probe(limit)
@@ -183,7 +184,10 @@ def _cgroup(tried: list[str]) -> ProcessLimit | None:
 
 
 def _enable_pids(folder: Path) -> None:
+    """Let ``folder``'s children use the pids controller (cgroup v2; v1 has no such file)."""
     control = folder / "cgroup.subtree_control"
+    if not control.exists():
+        return
     if "pids" not in control.read_text().split():
         control.write_text("+pids\n")
 
