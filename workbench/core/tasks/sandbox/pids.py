@@ -26,6 +26,7 @@ picks the first that works here (probed once per process, by really starting one
 
 from __future__ import annotations
 
+import atexit
 import functools
 import itertools
 import logging
@@ -94,8 +95,8 @@ class Group:
 
     def close(self) -> None:
         """Remove the group (its processes have ended; the kernel may release them a moment
-        later: then a later sandbox removes it)."""
-        if self.path is not None and not _rmdir(self.path):
+        later: then the next sandbox's start removes it, so the grade does not wait)."""
+        if self.path is not None and not _rmdir(self.path, tries=1):
             with _LEFT_LOCK:
                 _LEFT_OVER.append(self.path)
         self.path = None
@@ -103,6 +104,27 @@ class Group:
 
 _LEFT_OVER: list[Path] = []
 _LEFT_LOCK = threading.Lock()
+
+
+def _remove_left_over_at_exit() -> None:
+    with _LEFT_LOCK:
+        paths = list(_LEFT_OVER)
+        _LEFT_OVER.clear()
+    for path in paths:
+        _rmdir(path)
+
+
+def _sweep(base: Path) -> None:
+    """Remove the empty groups of workbench processes that have ended (left when the kernel
+    released a sandbox's processes only after that process's last try)."""
+    try:
+        children = list(base.iterdir())
+    except OSError:
+        return
+    for child in children:
+        owner = child.name.split("-", 1)[0]
+        if child.is_dir() and owner.isdigit() and not Path(f"/proc/{owner}").exists():
+            _rmdir(child, tries=1)
 
 
 def _remove_left_over() -> None:
@@ -169,6 +191,7 @@ def _cgroup(tried: list[str]) -> ProcessLimit | None:
                 _enable_pids(parent)
             if version != 1:
                 _enable_pids(base)
+            _sweep(base)
             limit = ProcessLimit(
                 "cgroup",
                 f"each sandbox in a cgroup of its own under {base} with pids.max = "
@@ -177,6 +200,7 @@ def _cgroup(tried: list[str]) -> ProcessLimit | None:
                 str(base),
             )
             _probe(limit)
+            atexit.register(_remove_left_over_at_exit)
             return limit
         except (OSError, subprocess.SubprocessError) as error:
             tried.append(f"a cgroup under {base}: {error}")
