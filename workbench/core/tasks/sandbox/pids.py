@@ -106,12 +106,17 @@ _LEFT_OVER: list[Path] = []
 _LEFT_LOCK = threading.Lock()
 
 
-def _remove_left_over_at_exit() -> None:
+def _remove_own_at_exit(base: Path) -> None:
+    """Remove this process's groups still there (their sandboxes have ended: a spare's
+    ends with the thread that started it, and with this process)."""
     with _LEFT_LOCK:
-        paths = list(_LEFT_OVER)
         _LEFT_OVER.clear()
-    for path in paths:
-        _rmdir(path)
+    try:
+        own = [p for p in base.iterdir() if p.name.startswith(f"{os.getpid()}-")]
+    except OSError:
+        return
+    for path in own:
+        _rmdir(path, tries=40)
 
 
 def _sweep(base: Path) -> None:
@@ -200,7 +205,7 @@ def _cgroup(tried: list[str]) -> ProcessLimit | None:
                 str(base),
             )
             _probe(limit)
-            atexit.register(_remove_left_over_at_exit)
+            atexit.register(_remove_own_at_exit, base)
             return limit
         except (OSError, subprocess.SubprocessError) as error:
             tried.append(f"a cgroup under {base}: {error}")
