@@ -34,12 +34,15 @@ from typing import Any
 
 from workbench.core.errors import BadInput, FileEncodingError, read_text
 from workbench.core.models import PRECISIONS, device_problem
+from workbench.core.optimizer_registry import OPTIMIZER_REGISTRY
 
-OPTIMIZERS = ("sep-cma-es", "random-search", "reinforce", "imitation")
-# the optimizers that rank a population of different candidates by fitness: they can
-# search SVF offsets and widen openings (exploring_starts); REINFORCE and imitation
-# follow their own policy's gradient, which a widened choice would bias
-RANKING_OPTIMIZERS = ("sep-cma-es", "random-search")
+# read from the optimizers' table (optimizer_registry.py): the optimizers that rank a
+# population of different candidates by fitness can search SVF offsets; exploring starts
+# apply to those whose entry says so (REINFORCE and imitation follow their own policy's
+# gradient, which a widened choice would bias)
+OPTIMIZERS = tuple(OPTIMIZER_REGISTRY)
+RANKING_OPTIMIZERS = tuple(n for n, e in OPTIMIZER_REGISTRY.items() if e.ranks_candidates)
+EXPLORING_OPTIMIZERS = tuple(n for n, e in OPTIMIZER_REGISTRY.items() if e.exploring_starts)
 SVF_OPTIMIZERS = RANKING_OPTIMIZERS
 CACHE_POLICIES = ("auto", "off", "read-write", "replay-only")
 SEARCH_BASES = ("identity", "balanced", "whitened")
@@ -53,10 +56,6 @@ EXECUTORS = ("local", "ray")
 MAX_INT = 2**31 - 1
 
 
-# pycma's sep-CMA-ES fails with 2 candidates ("unused injected direction") on heads of a
-# few hundred parameters or more; 3 is the smallest population it runs with (the other
-# optimizers run with 2, as before, so runs stored with 2 still load)
-MIN_POPSIZE = 3
 MAX_TEMPERATURE = 2.0  # the largest temperature the OpenAI-compatible APIs accept
 MAX_RUN_NAME = 200
 MAX_TOKENS = 1_000_000
@@ -711,7 +710,7 @@ def _check(cfg: RunConfig) -> None:
         "run.name",
         f"give a name of 1 to {MAX_RUN_NAME} printable characters",
     )
-    least = MIN_POPSIZE if o.name == "sep-cma-es" else 2
+    least = OPTIMIZER_REGISTRY[o.name].min_population if o.name in OPTIMIZER_REGISTRY else 2
     need(
         o.popsize == 0 or o.popsize >= least,
         "optimizer.popsize",
@@ -732,10 +731,10 @@ def _check(cfg: RunConfig) -> None:
         "the opening is the head's own",
     )
     need(
-        not o.exploring_starts or o.name in RANKING_OPTIMIZERS,
+        not o.exploring_starts or o.name in EXPLORING_OPTIMIZERS,
         "optimizer.exploring_starts",
         f"{_key(o.name)} follows its own policy's gradient, which widened openings would "
-        f"bias (only {' and '.join(RANKING_OPTIMIZERS)} use them): set exploring_starts = 0 "
+        f"bias (only {' and '.join(EXPLORING_OPTIMIZERS)} use them): set exploring_starts = 0 "
         "or choose one of those",
     )
     need(

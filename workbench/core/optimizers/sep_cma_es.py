@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from workbench.core.optimizers.base import Proposal
+from workbench.core.optimizers.base import OptimizerBuild, Proposal
 
 REFERENCE_WIDTH = 1024  # the paper's backbone width (Qwen3-0.6B), for which sigma0 is given
 
@@ -37,6 +37,22 @@ class SepCMAES:
     coordinate) multiplies sigma0 coordinate-wise: the head's width scale, 1 for SVF."""
 
     common_random_numbers = True  # candidates are ranked against each other
+
+    @classmethod
+    def from_config(cls, build: OptimizerBuild) -> SepCMAES:
+        """The optimizer ``build.config`` asks for; ``stds``: [SVF offsets || head], the SVF
+        offsets relative (sigma0), the head's weights at ``optimizer.sigma0_scale``."""
+        o, n = build.config.optimizer, build.n
+        stds = np.ones(n)
+        stds[n - build.head.n_params :] = head_sigma_factor(o.sigma0_scale, build.head.hidden_size)
+        return cls(
+            n,
+            sigma0=o.sigma0,
+            popsize=o.popsize,
+            rollouts=o.rollouts,
+            seed=build.config.run.seed,
+            stds=stds,
+        )
 
     def __init__(
         self,

@@ -142,6 +142,9 @@ class EpisodeActor:
         """The episodes of candidates ``share`` (indices into ``candidates``), each in
         minibatch order, and the seconds this actor spent on them."""
         started = time.perf_counter()
+        # as the trainer does at a generation's start: features that depend on this
+        # generation's requests only (a replayed share, on a new actor, computes the same)
+        self.backbone.forget()
         per = await self.local.run_generation(
             work, [candidates[k] for k in share], lambda k, e: None
         )
