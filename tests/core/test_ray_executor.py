@@ -182,3 +182,34 @@ def test_replaying_the_cache_is_refused_on_ray(tiny_model_dir, tmp_path):
             config(tiny_model_dir, "ray", cache={"policy": "replay-only"}),
             Workspace.open(tmp_path / "ws"),
         )
+
+
+def test_what_actors_receive_holds_no_key(keychain, tmp_path, monkeypatch):
+    """The recipe an actor is built from (a task argument, so in Ray's object store) names
+    a registered worker's spec but never its key, which the actor reads on its own node."""
+    import pickle
+
+    from workbench.core.training.ray_executor import recipe_for
+    from workbench.core.workers.registry import FixedRegistry, Registry
+    from workbench.core.workers.spec import WorkerSpec
+
+    key = "sk-test-RAYRECIPE-0123456789abcdef"
+    path = tmp_path / "workers.toml"
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    registry = Registry(path)
+    registry.add(
+        WorkerSpec(
+            id="gpt", provider="openai", model="gpt-4o-mini", base_url="https://api.openai.com/v1"
+        ),
+        key=key,
+    )
+    monkeypatch.setattr("workbench.core.workers.registry.default_file", lambda: path)
+    cfg = RunConfig.from_dict({"pool": {"workers": ["gpt", "sandbox:coder"]}})
+    recipe = recipe_for(cfg)
+    assert list(recipe.specs) == ["gpt"] and recipe.worker_ids == ("gpt", "sandbox:coder")
+    shipped = pickle.dumps(recipe)
+    assert key.encode() not in shipped and b"RAYRECIPE" not in shipped
+    # on the actor's side the same spec resolves its key where the driver's would
+    fixed = FixedRegistry(recipe.worker_specs())
+    resolved, status = fixed.resolve_key(fixed.get("gpt"))
+    assert resolved.reveal() == key and status.source == "keychain"

@@ -76,8 +76,12 @@ class ActorRecipe:
     input: str
     svf_layer: int
     worker_ids: tuple[str, ...]
-    specs: dict[str, WorkerSpec] = field(default_factory=dict)
+    # the registered workers' specs as workers.toml holds them (plain tables, no key)
+    specs: dict[str, dict[str, Any]] = field(default_factory=dict)
     concurrency: int = 0
+
+    def worker_specs(self) -> dict[str, WorkerSpec]:
+        return {wid: WorkerSpec.from_toml(wid, table) for wid, table in self.specs.items()}
 
 
 def recipe_for(config: RunConfig) -> ActorRecipe:
@@ -93,7 +97,7 @@ def recipe_for(config: RunConfig) -> ActorRecipe:
         input=b.input,
         svf_layer=config.optimizer.svf_layer,
         worker_ids=tuple(config.pool.workers),
-        specs=registered_specs(config.pool.workers),
+        specs={wid: s.to_toml() for wid, s in registered_specs(config.pool.workers).items()},
         concurrency=config.optimizer.concurrency,
     )
 
@@ -115,7 +119,7 @@ class EpisodeActor:
             input=recipe.input,
             svf_layer=recipe.svf_layer,
         )
-        self.pool = build_pool(recipe.worker_ids, registry=FixedRegistry(recipe.specs))
+        self.pool = build_pool(recipe.worker_ids, registry=FixedRegistry(recipe.worker_specs()))
         for worker in self.pool:
             worker.prepare()
         self.stop = StopToken()
