@@ -724,6 +724,18 @@ def create_app(team: Team, settings: ServeSettings | None = None) -> Starlette:
                 episode = job.result()
         except BadRequest as exc:
             return exc.response()
+        except asyncio.CancelledError:
+            if not team.stopping:
+                raise
+            # the server stopped past its grace: the episode's turns are stored, cancelled;
+            # the client, if still there, hears why (uvicorn would log a traceback)
+            return BadRequest(
+                503,
+                f"the server stopped before the episode ended (episode {episode_id}, stored "
+                "as cancelled): retry when it is back",
+                type="server_error",
+                code="server_stopping",
+            ).response()
         except Exception as exc:  # not a worker's failure (those end on the episode's turns)
             log.exception("episode %s failed", episode_id)
             return _server_error(exc).response()
