@@ -261,7 +261,9 @@ def test_with_final_turn_free_no_answer_is_a_502_that_says_why(
 def test_by_default_a_turn_that_would_leave_no_answer_is_played_as_a_worker(
     serve, ws, tiny_chat_backbone, tmp_path, role, forced, roles
 ):
-    path = steered_file(tmp_path / "t.safetensors", tiny_chat_backbone, SANDBOX, worker=1, role=role)
+    path = steered_file(
+        tmp_path / "t.safetensors", tiny_chat_backbone, SANDBOX, worker=1, role=role
+    )
     served = serve(load_team(ws, coordinator_file=path, backbone=tiny_chat_backbone))
     completion = served.chat(extra_body={"trace": True})
     assert completion.choices[0].message.content  # an answer, through the official client

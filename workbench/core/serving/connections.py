@@ -52,13 +52,15 @@ def guarded_protocol(header_timeout_s: float, max_connections: int) -> type[asyn
         _head_timer: asyncio.TimerHandle | None = None
         _waiting_for: Any = None  # the cycle that was current when the timer was armed
         _refused = False
+        _answered = False
 
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
             if len(self.connections) > max_connections:
+                # answered when its request arrives (a reply before it, then a close, can
+                # reach the client as a reset), closed after the head's deadline anyway
                 self._refused = True
-                transport.write(busy_response())
-                transport.close()
+                self._head_timer = self.loop.call_later(header_timeout_s, transport.close)
                 return
             self._arm()
 
@@ -68,12 +70,25 @@ def guarded_protocol(header_timeout_s: float, max_connections: int) -> type[asyn
 
         def data_received(self, data: bytes) -> None:
             if self._refused:
+                self._refuse()
                 return
             if self._head_timer is None and (self.cycle is None or self.cycle.response_complete):
                 self._arm()  # the next request on a kept-alive connection begins
             super().data_received(data)
             if self.cycle is not None and self.cycle is not self._waiting_for:
                 self._disarm()  # its head arrived whole: the app has the request
+
+        def _refuse(self) -> None:
+            """The 503, once; then a lingering close: stop writing, read and drop what
+            else comes for a moment, so that the reply is not lost to a reset."""
+            if self._answered or self.transport.is_closing():
+                return
+            self._answered = True
+            self.transport.write(busy_response())
+            if self.transport.can_write_eof():
+                self.transport.write_eof()
+            self._disarm()
+            self._head_timer = self.loop.call_later(1.0, self.transport.close)
 
         def _arm(self) -> None:
             self._disarm()
