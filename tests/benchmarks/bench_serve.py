@@ -46,6 +46,7 @@ sys.path.insert(0, str(ROOT))
 
 QUESTION = [{"role": "user", "content": "What is 12 + 30?"}]
 MODEL_ID = "trinity-team"
+FILLER = "the number 12 and "
 
 
 def quantile(values: list[float], q: float) -> float:
@@ -167,6 +168,10 @@ class Stack:
         path = steered_file(
             self.tmp / "team.safetensors", backbone, ["loop"], max_turns=1, source=source
         )
+        # tokens the coordinator reads per repetition of FILLER: a prompt of a chosen length
+        self.filler_tokens = (
+            len(backbone.encode(FILLER * 201)) - len(backbone.encode(FILLER))
+        ) / 200
         backbone.close()
         return path
 
@@ -179,6 +184,10 @@ class Stack:
         import psutil
 
         return psutil.Process(self.pid).memory_info().rss / 2**20
+
+    def prompt_of(self, tokens: int) -> list[dict[str, str]]:
+        """A one-message conversation of about ``tokens`` backbone tokens."""
+        return [{"role": "user", "content": FILLER * int(tokens / self.filler_tokens)}]
 
     def worker_handling_s(self) -> list[float]:
         """The loopback worker's handling time of every call since the last asking."""

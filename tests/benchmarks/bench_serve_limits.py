@@ -115,8 +115,7 @@ def huge(tmp: Path, root: Path, timeout: float, cap_mb: float) -> None:
 
 def pressure(tmp: Path, root: Path, budget_tokens: int = 4096) -> None:
     stack = Stack(tmp / "pressure", latency=0.2, concurrency=4, root=root)
-    # ~8 characters a token for this text: a prompt just under the budget
-    near = [{"role": "user", "content": "the number 12 and " * int(budget_tokens * 0.9 / 5)}]
+    near = stack.prompt_of(int(budget_tokens * 0.95))  # just under the budget
     try:
         post(stack.url, body(QUESTION), 120)
         alone = [post(stack.url, body(QUESTION), 120)[0] for _ in range(10)]
@@ -155,15 +154,10 @@ def pressure(tmp: Path, root: Path, budget_tokens: int = 4096) -> None:
 
 def stop(tmp: Path, root: Path) -> None:
     cases = [
-        ("a worker call stalled for 60 s", 60.0, QUESTION, ("--grace", "2")),
-        (
-            "a prompt at the budget in its coordinator forward",
-            0.2,
-            [{"role": "user", "content": "the number 12 and " * 740}],
-            ("--grace", "1"),
-        ),
+        ("a worker call stalled for 60 s", 60.0, 0, ("--grace", "2")),
+        ("a prompt at the budget in its coordinator forward", 0.2, 4000, ("--grace", "1")),
     ]
-    for name, latency, messages, options in cases:
+    for name, latency, tokens, options in cases:
         if root != ROOT:
             options = ()  # an older server has no --grace: its own default (30 s)
         stack = Stack(tmp / f"stop-{latency}", latency=latency, concurrency=4, root=root,
@@ -171,6 +165,7 @@ def stop(tmp: Path, root: Path) -> None:
         try:
             if latency < 1:
                 post(stack.url, body(QUESTION), 120)  # warm
+            messages = stack.prompt_of(tokens) if tokens else QUESTION
             asker = threading.Thread(target=post, args=(stack.url, body(messages), 300))
             asker.start()
             time.sleep(1.0 if latency > 1 else 0.3)
