@@ -128,7 +128,7 @@ def test_a_client_that_leaves_cancels_the_rest_of_its_episode(
     (episode,) = serve_episodes(ws)
     assert episode.stop_reason == "cancelled" and len(episode.turns) == 1
     assert episode.turns[0].error is None and episode.answer == episode.turns[0].response
-    assert team.cancelled == 1 and team.cancelled_on_stop == 0
+    assert team.cancelled == 1 and served.server.cancelled_on_stop == 0
     assert served.chat().choices[0].message.content  # the slot is free again
 
 

@@ -67,12 +67,12 @@ def cmd_serve(args) -> int:
         pass
     finally:
         signal.signal(signal.SIGTERM, previous)
-    code = EXIT_CANCELLED if team.cancelled_on_stop else EXIT_CLEAN
+    code = EXIT_CANCELLED if server.cancelled_on_stop else EXIT_CLEAN
     stored = f"{team.episodes} episode(s) stored in run {team.run_id}"
     if code == EXIT_CANCELLED:
         print(
-            f"stopped after the {args.grace:g} s grace: {team.cancelled_on_stop} request(s) "
-            f"in flight cancelled (their turns stored as cancelled); {stored}",
+            f"stopped after the {args.grace:g} s grace: {server.cancelled_on_stop} request(s) "
+            f"in flight cancelled (the turns they played stored as cancelled); {stored}",
             file=sys.stderr,
         )
     else:

@@ -727,6 +727,7 @@ def create_app(team: Team, settings: ServeSettings | None = None) -> Starlette:
         except asyncio.CancelledError:
             if not team.stopping:
                 raise
+            app.state.cancelled_on_stop += 1
             # the server stopped past its grace: the episode's turns are stored, cancelled;
             # the client, if still there, hears why (uvicorn would log a traceback)
             return BadRequest(
@@ -781,6 +782,17 @@ def create_app(team: Team, settings: ServeSettings | None = None) -> Starlette:
     async def _stream(
         chat_request: ChatRequest, ticket: Ticket, completion_id: str, episode_id: str
     ) -> AsyncIterator[bytes]:
+        try:
+            async for piece in _stream_episode(chat_request, ticket, completion_id, episode_id):
+                yield piece
+        except asyncio.CancelledError:
+            if team.stopping:  # the server stopped past its grace (counted for the exit code)
+                app.state.cancelled_on_stop += 1
+            raise
+
+    async def _stream_episode(
+        chat_request: ChatRequest, ticket: Ticket, completion_id: str, episode_id: str
+    ) -> AsyncIterator[bytes]:
         created = int(time.time())
 
         def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> bytes:
@@ -824,6 +836,8 @@ def create_app(team: Team, settings: ServeSettings | None = None) -> Starlette:
                     with contextlib.suppress(asyncio.CancelledError):
                         await job
         if job.cancelled():
+            if team.stopping:
+                raise asyncio.CancelledError  # the stop cancelled it: counted above
             return
         exc = job.exception()
         if exc is not None:
@@ -895,7 +909,7 @@ def create_app(team: Team, settings: ServeSettings | None = None) -> Starlette:
         """Anything unforeseen: a 500 in OpenAI's shape (the traceback goes to the log)."""
         return _server_error(exc).response()
 
-    return Starlette(
+    app = Starlette(
         routes=[
             Route("/health", health),
             Route("/v1/models", models),
@@ -905,6 +919,8 @@ def create_app(team: Team, settings: ServeSettings | None = None) -> Starlette:
         lifespan=lifespan,
         exception_handlers={HTTPException: http_error, Exception: crash},
     )
+    app.state.cancelled_on_stop = 0  # requests the server's stop cancelled (the exit code)
+    return app
 
 
 async def _until_done_or_gone(job: asyncio.Task[Any], request: Request) -> bool:

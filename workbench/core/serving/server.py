@@ -202,6 +202,11 @@ class Server:
             self._thread.join(timeout_s)
 
     @property
+    def cancelled_on_stop(self) -> int:
+        """Requests in flight (running or queued) that the stop cancelled past its grace."""
+        return int(self.app.state.cancelled_on_stop)
+
+    @property
     def stopping(self) -> bool:
         """Whether the server was asked to stop (a signal, or ``stop()``)."""
         return bool(self._server.should_exit)

@@ -284,8 +284,7 @@ class Team:
         self._count_lock = threading.Lock()
         self._answering: set[asyncio.Task[Any]] = set()
         self.stopping = False  # set when the server stops: cancellations are the stop's
-        self.cancelled = 0  # episodes stored cancelled
-        self.cancelled_on_stop = 0  # of which by the server's stop
+        self.cancelled = 0  # episodes cancelled before their end (a client left, a stop)
         self.prompts = prompts or Prompts.load()
         self.pool: list[Worker] = []
         self.run_id: str | None = None
@@ -385,7 +384,8 @@ class Team:
         """Run one episode on the question ``messages`` ask, store it and return it.
         ``listener`` hears each turn as it happens. An episode cancelled midway (its client
         left, the server stopped) is stored with the turns it played, stop reason
-        ``cancelled``, and the cancellation goes on. Raises ``PromptTooLong`` before any
+        ``cancelled`` (one cancelled in its first turn is not stored), and the
+        cancellation goes on. Raises ``PromptTooLong`` before any
         forward when the conversation exceeds the prompt budget."""
         if self._store is None:
             raise RuntimeError("the team is not started: call start() first")
@@ -440,9 +440,11 @@ class Team:
     def _store_cancelled(
         self, task: Task, tag: EpisodeTag, seed: int | None, played: Sequence[Turn]
     ) -> None:
-        """Store a cancelled episode's turns (on the caller's thread: a cancelled task
-        should not wait on another)."""
-        if self._store is None:
+        """Count a cancelled request and store the turns it played (on the caller's
+        thread: a cancelled task should not wait on another); one cancelled before any
+        turn ended stores nothing."""
+        self.cancelled += 1
+        if self._store is None or not played:
             return
         answers = [t.response for t in played if t.role is Role.WORKER and t.error is None]
         episode = Episode(
@@ -466,9 +468,6 @@ class Team:
             log.exception("could not store the cancelled episode %s", episode.id)
             return
         self.episodes += 1
-        self.cancelled += 1
-        if self.stopping:
-            self.cancelled_on_stop += 1
 
     async def cancel_answers(self) -> int:
         """Cancel the episodes still running (their turns are stored, cancelled) and wait
