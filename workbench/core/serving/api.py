@@ -732,8 +732,8 @@ def create_app(team: Team, settings: ServeSettings | None = None) -> Starlette:
             # the client, if still there, hears why (uvicorn would log a traceback)
             return BadRequest(
                 503,
-                f"the server stopped before the episode ended (episode {episode_id}, stored "
-                "as cancelled): retry when it is back",
+                f"the server stopped before the episode ended (episode {episode_id}: the "
+                "turns it played are stored, cancelled): retry when it is back",
                 type="server_error",
                 code="server_stopping",
             ).response()
