@@ -10,7 +10,8 @@ Set-up, each part in a process of its own: a fixed-latency loopback worker
 turn per episode, so a request is one coordinator forward plus one worker call; the
 backbone is SmolLM2-135M, ``offline``, or the tiny test model), and this script as the
 client: ``openai.AsyncOpenAI``, ``--clients`` at once, each request streaming with
-probability ``--stream-share``.
+probability ``--stream-share``. Every request asks a question not asked before, so that
+the coordinator's feature cache cannot answer it: each costs a real forward.
 
 Prints, on this machine:
 - throughput; latency p50/p95/p99 for streaming and plain requests (a stream's time to
@@ -45,6 +46,15 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 QUESTION = [{"role": "user", "content": "What is 12 + 30?"}]
+_asked = iter(range(10**9))
+
+
+def question() -> list[dict[str, str]]:
+    """A question not asked before in this process: the coordinator's feature cache
+    cannot answer it, so every request costs a real forward."""
+    return [{"role": "user", "content": f"What is {next(_asked)} + 30?"}]
+
+
 MODEL_ID = "trinity-team"
 FILLER = "the number 12 and "
 
@@ -236,12 +246,12 @@ async def load(
                 try:
                     if mode == "plain":
                         completion = await client.chat.completions.create(
-                            model=MODEL_ID, messages=QUESTION
+                            model=MODEL_ID, messages=question()
                         )
                         assert completion.choices[0].message.content
                     else:
                         stream = await client.chat.completions.create(
-                            model=MODEL_ID, messages=QUESTION, stream=True
+                            model=MODEL_ID, messages=question(), stream=True
                         )
                         text = ""
                         async for chunk in stream:
@@ -274,7 +284,7 @@ def breakdown(stack: Stack, requests: int) -> tuple[list[float], list[float], li
     episode, wall = [], []
     for _ in range(requests):
         started = time.perf_counter()
-        raw = client.chat.completions.with_raw_response.create(model=MODEL_ID, messages=QUESTION)
+        raw = client.chat.completions.with_raw_response.create(model=MODEL_ID, messages=question())
         raw.parse()
         wall.append(time.perf_counter() - started)
         episode.append(float(raw.headers["server-timing"].split("dur=")[1]) / 1000)

@@ -560,6 +560,15 @@ def test_the_serve_command_names_a_bad_port_busy_port_or_turn_count(
     assert bad.returncode == 2 and "'70000' is not a port: give 0-65535" in bad.stderr
     no_turns = serve("--port", "0", "--max-turns", "0")  # 0 once fell back to the run's K
     assert no_turns.returncode == 2 and "--max-turns must be at least 1" in no_turns.stderr
+    for option, value, said in [
+        ("--grace", "0", "--grace must be at least 1 second"),
+        ("--max-connections", "0", "--max-connections must be at least 1"),
+        ("--max-prompt-tokens", "0", "--max-prompt-tokens must be at least 1"),
+        ("--final-turn", "last", "invalid choice: 'last'"),
+    ]:
+        refused = serve("--port", "0", option, value)
+        assert refused.returncode == 2 and said in refused.stderr, refused.stderr
+        assert "loading the coordinator" not in refused.stderr
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()

@@ -24,6 +24,13 @@ def cmd_serve(args) -> int:
     from workbench.core.serving.server import Server, is_loopback, listen_socket, loopback_key
     from workbench.core.serving.team import load_team
 
+    # refused before anything loads
+    if args.grace < 1:
+        raise UserError("--grace must be at least 1 second")
+    if args.max_connections < 1:
+        raise UserError("--max-connections must be at least 1")
+    if args.max_prompt_tokens is not None and args.max_prompt_tokens < 1:
+        raise UserError("--max-prompt-tokens must be at least 1")
     key = loopback_key() if is_loopback(args.host) else _required_key(args.host)
     settings = ServeSettings(concurrency=args.concurrency, queue=args.queue, api_key=key)
     sock = listen_socket(args.host, args.port)  # a busy port is said before the model loads
@@ -240,8 +247,8 @@ def register(sub, common) -> None:
         "--grace",
         type=float,
         default=30.0,
-        help="seconds a stopping server (SIGTERM, Ctrl+C) lets requests in flight finish "
-        "before cancelling them (default 30); it exits within grace + 5 s",
+        help="seconds (at least 1) a stopping server (SIGTERM, Ctrl+C) lets requests in "
+        "flight finish before cancelling them (default 30); it exits within grace + 5 s",
     )
     p.add_argument(
         "--max-connections",

@@ -70,6 +70,8 @@ class ServeSettings:
             raise ValueError("--queue must be 0 or more")
         if not self.keepalive_s > 0:
             raise ValueError("keepalive_s must be more than 0 seconds")
+        if not self.body_timeout_s > 0:
+            raise ValueError("body_timeout_s must be more than 0 seconds")
 
     def __repr__(self) -> str:  # the key never prints
         key = "****" if self.api_key else None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import math
 import socket
 import threading
 import time
@@ -132,6 +133,8 @@ class Server:
         self.team = team
         self.settings = settings
         self.host = host
+        if graceful_s < 1:
+            raise ValueError("--grace must be at least 1 second")
         self.app = create_app(team, settings)
         self.graceful_s = graceful_s
         config = uvicorn.Config(
@@ -139,7 +142,7 @@ class Server:
             host=host,
             port=port,
             log_level=log_level,
-            timeout_graceful_shutdown=max(1, round(graceful_s)),
+            timeout_graceful_shutdown=math.ceil(graceful_s),  # uvicorn takes whole seconds
             timeout_keep_alive=max(1, round(idle_timeout_s)),
             lifespan="on",
             http=guarded_protocol(header_timeout_s, max_connections),
