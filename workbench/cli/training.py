@@ -271,6 +271,7 @@ def cmd_eval(args) -> int:
         split=args.split,
         baselines=not args.no_baselines,
         out_dir=args.out,
+        final_turn=args.final_turn,
     )
     report = result.report
     if args.json:
@@ -414,6 +415,14 @@ def register(sub, common) -> None:
     p.add_argument("--suite", help="another suite than the run's")
     p.add_argument("--split", default="test", choices=("train", "validation", "test"))
     p.add_argument("--no-baselines", action="store_true", help="only the coordinator")
+    p.add_argument(
+        "--final-turn",
+        choices=("free", "worker"),
+        default="free",
+        help="free (default, the paper's protocol): an episode may end without a Worker's "
+        "answer; worker: a turn that would leave it without one is played as a Worker, as "
+        "`serve` does (scores of every multi-turn system rise: docs/guides/serving.md)",
+    )
     p.add_argument("--out", metavar="DIR", help="write evaluation.json, .csv and .md here")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_eval)

@@ -331,6 +331,7 @@ async def evaluate(
     progress: Callable[[EvaluationProgress], None] | None = None,
     stop: StopToken | None = None,
     thinker_suggests_role: bool = False,
+    final_turn: str = "free",
 ) -> tuple[Report, list[Episode]]:
     """Run every system on ``tasks``; returns the report and all episodes (candidate =
     the system's index in the report, so Replay can show the evaluation).
@@ -338,7 +339,9 @@ async def evaluate(
     ``baselines``: all of them (True), none (False), or the names to run, from
     ``baseline_names``. ``progress`` hears of every finished episode; once ``stop`` is
     stopped, no further episode starts and ``EvaluationStopped`` is raised.
-    ``thinker_suggests_role``: the run's protocol option (``EpisodeSettings``).
+    ``thinker_suggests_role``: the run's protocol option; ``final_turn``: ``free`` (the
+    paper's protocol) or ``worker`` (a turn that would end an episode without a Worker's
+    answer is played as a Worker, as the server does): both ``EpisodeSettings``.
     """
     prompts = prompts or Prompts.load()
     L = len(pool)
@@ -383,6 +386,7 @@ async def evaluate(
                     temperature=temperature,
                     prompts=prompts,
                     thinker_suggests_role=thinker_suggests_role,
+                    final_turn=final_turn,
                 ),
                 rng=np.random.default_rng(derived_seed(seed, "eval", index, j))
                 if isinstance(policy, RandomPolicy)

@@ -179,6 +179,21 @@ def _turn_seed(seed: int | None, index: int) -> int | None:
     return int.from_bytes(hashlib.sha256(f"{seed}:{index}".encode()).digest()[:4], "big")
 
 
+FINAL_TURNS = ("free", "worker")
+
+
+def worker_only_turn(settings: EpisodeSettings, index: int, role: Role, answer: str | None) -> bool:
+    """Whether turn ``index`` is restricted to the Worker role (``final_turn = "worker"``):
+    no Worker has answered yet and the turn would otherwise end the episode without an
+    answer, being the last of K or a Verifier's. The coordinator's worker choice stands."""
+    return (
+        settings.final_turn == "worker"
+        and answer is None
+        and role is not Role.WORKER
+        and (index == settings.max_turns - 1 or role is Role.VERIFIER)
+    )
+
+
 @dataclass(frozen=True)
 class EpisodeSettings:
     """How episodes are played, the same for every episode of a run: the suite name they
@@ -194,6 +209,13 @@ class EpisodeSettings:
     temperature: float = 0.1
     prompts: Prompts | None = None
     thinker_suggests_role: bool = False
+    final_turn: str = "free"
+
+    def __post_init__(self) -> None:
+        if self.final_turn not in FINAL_TURNS:
+            raise ValueError(
+                f"unknown final_turn '{self.final_turn}': use {' or '.join(FINAL_TURNS)}"
+            )
 
 
 @dataclass(frozen=True)
@@ -223,6 +245,7 @@ async def run_episode(
     rng: np.random.Generator | None = None,
     seed: int | None = None,
     tag: EpisodeTag = EpisodeTag(),
+    on_turn: Callable[[Turn], None] | None = None,
 ) -> Episode:
     """Solve ``task`` with ``pool`` over at most ``settings.max_turns`` turns and grade it.
 
@@ -232,7 +255,10 @@ async def run_episode(
     recorded on its turn and the episode goes on; an episode whose every call failed ends
     with reward 0. With ``settings.thinker_suggests_role`` the turns whose role a
     Thinker's suggestion replaced are listed in ``grade_details["thinker_role_turns"]``
-    (their ``role_probs`` stay the coordinator's).
+    (their ``role_probs`` stay the coordinator's); with ``settings.final_turn`` ``worker``
+    the turns restricted to the Worker role are in ``grade_details["worker_only_turns"]``.
+    ``on_turn`` hears each turn once recorded (a caller that cancels the episode keeps
+    the turns already played).
     """
     coordinator = policy
     max_turns, max_tokens, temperature = (
@@ -248,12 +274,13 @@ async def run_episode(
     if max_turns < 1:
         raise ValueError("max_turns must be at least 1")
     prompts = settings.prompts or Prompts.load()
-    turns: list[Turn] = []
     answer: str | None = None
     thinkers: list[str] = []
     stop = StopReason.MAX_TURNS
     suggested: Role | None = None  # the last Thinker's suggestion for this turn
     overridden: list[int] = []
+    forced: list[int] = []  # turns restricted to the Worker role (final_turn = "worker")
+    turns: list[Turn] = _Turns(on_turn) if on_turn is not None else []
     for index in range(max_turns):
         transcript, omitted = fit_transcript(
             task, turns, getattr(coordinator, "context_fits", None)
@@ -264,6 +291,9 @@ async def run_episode(
             if suggested is not role:
                 overridden.append(index)
             role, suggested = suggested, None
+        if worker_only_turn(settings, index, role, answer):
+            role = Role.WORKER
+            forced.append(index)
         decision: dict[str, Any] = dict(
             index=index,
             context_omitted=omitted,
@@ -348,6 +378,8 @@ async def run_episode(
         reward, details = graded.reward, graded.details
     if overridden:
         details = {**details, "thinker_role_turns": overridden}
+    if forced:
+        details = {**details, "worker_only_turns": forced}
     return Episode(
         id=tag.episode_id or uuid.uuid4().hex,
         suite=settings.suite,
@@ -365,6 +397,18 @@ async def run_episode(
         candidate=tag.candidate,
         created_at=time.time(),
     )
+
+
+class _Turns(list[Turn]):
+    """The episode's turn list, telling ``on_turn`` each turn appended."""
+
+    def __init__(self, on_turn: Callable[[Turn], None]):
+        super().__init__()
+        self._on_turn = on_turn
+
+    def append(self, turn: Turn) -> None:
+        super().append(turn)
+        self._on_turn(turn)
 
 
 def _is_worker_error(exc: Exception) -> bool:

@@ -27,6 +27,7 @@ class StopReason(StrEnum):
     MAX_TURNS = "max_turns"  # K turns were used
     VERIFIER_WITHOUT_ANSWER = "verifier_without_answer"  # Verifier before any Worker answer
     WORKER_ERRORS = "worker_errors"  # every worker call failed
+    CANCELLED = "cancelled"  # stopped before its end (a served request's client left)
 
 
 @dataclass(frozen=True)

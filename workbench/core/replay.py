@@ -36,8 +36,12 @@ THINKER_CHOSE = "role chosen by the Thinker before it (the coordinator's choice 
 def role_label(episode: Episode, index: int) -> str:
     """Turn ``index``'s role as replays show it: marked "(Thinker's pick)" when the
     previous Thinker's suggested role replaced the coordinator's (protocol option
-    ``thinker_suggests_role``; the turns are listed in ``grade_details``)."""
+    ``thinker_suggests_role``; the turns are listed in ``grade_details``), or "(worker
+    only)" when the turn was restricted to the Worker role so that the episode would not
+    end without an answer (``final_turn = "worker"``, the server's default)."""
     role = str(episode.turns[index].role)
+    if index in episode.grade_details.get("worker_only_turns", ()):
+        return f"{role} (worker only)"
     chosen_by_thinker = index in episode.grade_details.get("thinker_role_turns", ())
     return f"{role} (Thinker's pick)" if chosen_by_thinker else role
 

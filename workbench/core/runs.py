@@ -569,12 +569,15 @@ def evaluate_run(
     backbone: Backbone | None = None,
     progress: Callable[[Any], None] | None = None,
     stop: StopToken | None = None,
+    final_turn: str = "free",
 ) -> EvaluationResult:
     """Evaluate a trained run's best vector, or a coordinator file, on a split.
 
     ``baselines``: all (True), none (False) or the names to run (``EvaluationSource.baselines``).
     ``progress`` hears an ``EvaluationProgress`` per episode; ``stop`` ends the evaluation
     early: its run record is then ``stopped`` and ``EvaluationStopped`` is raised.
+    ``final_turn``: ``free`` (the paper's protocol) or ``worker`` (an episode's turn that
+    would end it without a Worker's answer is played as a Worker, as ``serve`` does).
     """
     from workbench.core.evaluate import EvaluationStopped, evaluate
     from workbench.core.export import load_coordinator
@@ -601,7 +604,10 @@ def evaluate_run(
         eval_id = store.create_run(
             f"eval of {source.reference}",
             "eval",
-            {**config.to_dict(), "evaluation": {**source.reference, "split": split}},
+            {
+                **config.to_dict(),
+                "evaluation": {**source.reference, "split": split, "final_turn": final_turn},
+            },
         )
         try:
             p = config.protocol
@@ -622,6 +628,7 @@ def evaluate_run(
                     progress=progress,
                     stop=stop,
                     thinker_suggests_role=p.thinker_suggests_role,
+                    final_turn=final_turn,
                 )
             )
         except EvaluationStopped:

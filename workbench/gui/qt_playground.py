@@ -357,7 +357,8 @@ class QtPlayground(Page):
         self._update_buttons()
 
     def stop(self) -> None:
-        """Stop the running episode (it is not stored)."""
+        """Stop the running episode: the turns it played are stored, stop reason
+        ``cancelled`` (none played: nothing is stored)."""
         if self._job is not None:
             self._job.cancel()
             self.status_label.setText("stopping…")
@@ -464,7 +465,12 @@ class QtPlayground(Page):
 
     def _on_job_done(self) -> None:
         if self.episode is None and self.status_label.text().startswith("stopping"):
-            self.status_label.setText("stopped (not stored)")
+            played = sum(replied is not None for _, replied in self.turn_events)
+            self.status_label.setText(
+                f"stopped ({played} played turn(s) stored, cancelled)"
+                if played
+                else "stopped (not stored)"
+            )
         self._job = None
         self._update_buttons()
 

@@ -12,6 +12,7 @@ import json
 import logging
 from typing import Any
 
+from workbench.core.records import StopReason
 from workbench.core.replay import (
     THINKER_CHOSE,
     TIMELINE,
@@ -64,9 +65,8 @@ class QtReplay(Page):
         self.task_filter = QLineEdit()
         self.task_filter.setPlaceholderText("task id contains")
         self.stop_filter = QComboBox()
-        self.stop_filter.addItems(
-            ["any stop", "accepted", "max_turns", "verifier_without_answer", "worker_errors"]
-        )
+        # every stop reason (a served episode cancelled by its client or a stop included)
+        self.stop_filter.addItems(["any stop", *(str(reason) for reason in StopReason)])
         self.reward_filter = QComboBox()
         self.reward_filter.addItems(["any reward", "reward 1", "reward 0"])
         self.worker_filter = QLineEdit()
