@@ -374,7 +374,7 @@ def register(sub, common) -> None:
     p = sub.add_parser(
         "train", parents=[common], help="train a coordinator (sep-CMA-ES or a baseline)"
     )
-    p.add_argument("config", nargs="?", help="run config (TOML; see README)")
+    p.add_argument("config", nargs="?", help="run config (TOML; see docs/reference/config.md)")
     p.add_argument("--resume", metavar="RUN_ID", help="continue a stopped, failed or killed run")
     p.add_argument(
         "--events",

@@ -15,7 +15,7 @@
 ```
 
 Unknown keys and wrong types are errors that name the key. Every default is the
-paper's where it has one (README, "Relation to the paper"); our
+paper's where it has one (docs/METHOD.md, "Relation to the paper"); our
 improvements are named options. A run stored before a key existed is read with the value
 it ran with (``STORED_BEFORE``), not today's default.
 """

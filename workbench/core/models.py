@@ -311,7 +311,7 @@ def describe_device() -> str:
     return f"CPU ({torch.get_num_threads()} threads; no CUDA GPU visible), {precision} ({why})"
 
 
-# How the backbone computes (README, "Precision"):
+# How the backbone computes (docs/results/figures.md, "Precision"):
 # - fp32: fp32 weights and arithmetic, the bit-faithful reference;
 # - bf16-mixed: fp32 weights, matrix products in bf16 under torch.autocast (activations
 #   stay fp32 between them; the backbone keeps bf16 copies of the linear layers' weights
@@ -322,7 +322,7 @@ def describe_device() -> str:
 # "auto" is bf16-mixed on a GPU and on a CPU with native bf16 instructions (AVX512-BF16 or
 # AMX): the fastest choice that passes the fidelity check (a trained head's argmax
 # decisions on held-out transcripts equal fp32's: tests/core/test_precision.py; on an H200
-# bf16 weights flip 1.3% of them, README "Figures"); fp32 on other CPUs, where bf16 is
+# bf16 weights flip 1.3% of them, docs/results/figures.md); fp32 on other CPUs, where bf16 is
 # emulated and slower than fp32.
 PRECISIONS = ("auto", "fp32", "bf16-mixed", "bf16")
 FAST_PRECISION = "bf16-mixed"
@@ -351,7 +351,7 @@ def pick_precision(device: str, precision: str = "auto", *, native_bf16: bool | 
     fp32 and its features stay within cosine 0.9998 of fp32; alone they
     flip about 1% of a trained head's argmax decisions, all near ties, which the
     coordinator therefore recomputes in fp32 (``Head.near_tie``), so that its argmax
-    decisions are fp32's (README, "Precision"). Full bf16 weights are faster still but
+    decisions are fp32's (docs/results/figures.md, "Precision"). Full bf16 weights are faster still but
     drift further and have no fp32 to recompute with (on an H200 they flipped 1.3% of a
     head's argmax decisions, at the same generation speed as bf16-mixed); they are opt-in,
     for a backbone whose fp32 weights do not fit the GPU. ``fp32`` is the bit-faithful

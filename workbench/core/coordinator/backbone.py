@@ -452,7 +452,7 @@ class Backbone:
             restore_attention(self.model, self._attention_was)
 
 
-# bf16-mixed against fp32 on the offline SmolLM2-135M (README, "Precision"): on 537
+# bf16-mixed against fp32 on the offline SmolLM2-135M (docs/results/figures.md, "Precision"): on 537
 # held-out decision transcripts of a trained team head (tests/core/test_precision.py), the
 # error of a unit-RMS feature is 0.008 RMS per coordinate, and projected on the unit
 # directions w_i - w_j of that head and of 16 random heads at most 0.056 (median 0.005).

@@ -452,7 +452,7 @@ class Trainer:
         span every attempt, so the run keeps the best coordinator of any of them. Why: on
         the team at two turns a run settles in the first ~100 generations either in the
         planner's plan or in the one-turn plan, which its logits then hold too firmly for
-        its samples to leave (README, "Multi-turn coordination"). The boundaries are a
+        its samples to leave (docs/results/multi-turn.md). The boundaries are a
         function of ``g``, so a resumed run restarts where an uninterrupted one would (the
         checkpoint holds the current attempt's optimizer)."""
         cfg = self.config
