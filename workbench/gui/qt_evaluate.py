@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from workbench.core.evaluate import EvaluationProgress, EvaluationStopped, Report
+from workbench.core.printable import shown_path
 from workbench.core.records import ROLES
 from workbench.core.runs import (
     EvaluationResult,
@@ -651,13 +652,13 @@ class QtEvaluate(Page):
         )
 
     def _on_exported(self, path: Path, _written: Any) -> None:
-        self.status_label.setText(f"wrote {path}")
+        self.status_label.setText(f"wrote {shown_path(path)}")
         self.exported.emit(path)
 
     def _on_export_failed(self, path: Path, exc: Exception) -> None:
         self.status_label.setText(self.state)
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-        self.show_error(f"Could not write {path}: {reason}")
+        self.show_error(f"Could not write {shown_path(path)}: {reason}")
         self.exported.emit(None)
 
     # ------------------------------------------------------------------ state

@@ -12,6 +12,7 @@ import json
 import logging
 from typing import Any
 
+from workbench.core.printable import shown_path
 from workbench.core.records import StopReason
 from workbench.core.replay import (
     THINKER_CHOSE,
@@ -367,7 +368,9 @@ class QtReplay(Page):
         self.exported = path
 
     def _on_export_failed(self, path: str, exc: Exception) -> None:
-        self.error.setText(f"Cannot write {path}: {getattr(exc, 'strerror', None) or exc}")
+        self.error.setText(
+            f"Cannot write {shown_path(path)}: {getattr(exc, 'strerror', None) or exc}"
+        )
 
     def _set_enabled(self, enabled: bool) -> None:
         for w in (

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.core.config import ConfigError, RunConfig
+from workbench.core.printable import shown_path
 from workbench.core.runs import RunSummary, effective_status, list_runs, run_learned
 from workbench.core.settings import load_run_config
 from workbench.core.spend import dollars, recorded_spend, spend_kind
@@ -244,7 +245,8 @@ class QtRuns(Page):
         self.config_file = None
         if config is not None:
             self.form.set_config(config)
-            self.source_label.setText(path)
+            self.source_label.setText(shown_path(path))
+            self.source_label.setToolTip(str(path))
             self.message_label.clear()
         self._update_buttons()
         self.config_done.emit(config is not None)
@@ -252,7 +254,7 @@ class QtRuns(Page):
     def _on_config_failed(self, path: str, exc: Exception) -> None:
         self.config_file = None
         self._update_buttons()
-        self.show_error(f"Cannot load {path}: {background.readable(exc)}")
+        self.show_error(f"Cannot load {shown_path(path)}: {background.readable(exc)}")
         self.config_done.emit(False)
 
     def _choose_save_path(self) -> None:
@@ -283,15 +285,16 @@ class QtRuns(Page):
 
     def _on_config_written(self, path: str, _result: Any) -> None:
         self.config_file = None
-        self.source_label.setText(path)
-        self.log(f"saved the run config to {path}")
+        self.source_label.setText(shown_path(path))
+        self.source_label.setToolTip(str(path))
+        self.log(f"saved the run config to {shown_path(path)}")
         self._update_buttons()
         self.config_done.emit(True)
 
     def _on_config_write_failed(self, path: str, exc: Exception) -> None:
         self.config_file = None
         self._update_buttons()
-        self.show_error(f"Cannot write {path}: {background.readable(exc)}")
+        self.show_error(f"Cannot write {shown_path(path)}: {background.readable(exc)}")
         self.config_done.emit(False)
 
     def form_config(self) -> RunConfig | None:

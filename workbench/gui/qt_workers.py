@@ -14,6 +14,7 @@ import logging
 from dataclasses import dataclass
 
 from workbench.core.keychain import KeyStatus
+from workbench.core.printable import shown_path
 from workbench.core.workers.checks import ConnectionReport, test_worker
 from workbench.core.workers.pool import builtin_workers
 from workbench.core.workers.registry import Registry
@@ -105,7 +106,7 @@ class QtWorkers(Page):
         buttons.addStretch(1)
         buttons.addWidget(self.refresh_button)
         note = QLabel(
-            f"Registered workers live in {self.registry.path}; their keys live in the OS keychain, "
+            f"Registered workers live in {shown_path(self.registry.path)}; their keys live in the OS keychain, "
             "never in that file. Built-in workers (grey) need no registration."
         )
         note.setWordWrap(True)
