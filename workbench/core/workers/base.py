@@ -1,7 +1,7 @@
 """The Worker protocol and its small types: the completion, the error hierarchy, the
 episode context, and the tables provider modules register themselves in.
 
-A provider implements one coroutine, ``complete()``. ``PROVIDERS`` maps a provider name
+A provider implements one coroutine, ``complete()``. ``PROVIDER_CLASSES`` maps a provider name
 (``"local"``, ``"sandbox"``, ``"openai"``, ``"anthropic"``, ``"gemini"``) to its class;
 ``workbench.core.workers.pool`` turns worker ids into worker objects.
 
@@ -200,7 +200,8 @@ class Worker(abc.ABC):
         return f"{type(self).__name__}({self.id!r}, model={self.model!r})"
 
 
-PROVIDERS: dict[str, type[Worker]] = {}
+# filled as the modules of spec.PROVIDER_MODULES are imported (pool.load_providers)
+PROVIDER_CLASSES: dict[str, type[Worker]] = {}
 
 
 def register_provider(name: str) -> Callable[[type[Worker]], type[Worker]]:
@@ -208,7 +209,7 @@ def register_provider(name: str) -> Callable[[type[Worker]], type[Worker]]:
 
     def wrap(cls: type[Worker]) -> type[Worker]:
         cls.provider = name
-        PROVIDERS[name] = cls
+        PROVIDER_CLASSES[name] = cls
         return cls
 
     return wrap

@@ -8,14 +8,20 @@ registered workers from their specs (``worker_for``) with their keys resolved no
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
 from workbench.core.keychain import KeyStatus, Secret, clean_key
-from workbench.core.workers.base import BUILTIN_RESOLVERS, PROVIDERS, UnknownWorker, Worker
+from workbench.core.workers.base import (
+    BUILTIN_RESOLVERS,
+    PROVIDER_CLASSES,
+    UnknownWorker,
+    Worker,
+)
 from workbench.core.workers.registry import Registry
-from workbench.core.workers.spec import WorkerSpec
+from workbench.core.workers.spec import PROVIDER_MODULES, WorkerSpec
 
 if TYPE_CHECKING:
     import httpx
@@ -32,9 +38,11 @@ def _load_builtin_modules() -> None:
     from workbench.core.workers import local, simulated  # noqa: F401
 
 
-def load_http_providers() -> None:
-    """Import the HTTP provider modules so that they register their classes."""
-    from workbench.core.workers import anthropic, gemini, openai  # noqa: F401
+def load_providers() -> None:
+    """Import the module of every provider in ``spec.PROVIDER_MODULES`` (each registers
+    its Worker class); the heavy imports happen inside the classes."""
+    for module in PROVIDER_MODULES.values():
+        importlib.import_module(module)
 
 
 @dataclass(frozen=True)
@@ -181,7 +189,7 @@ def worker_for(
     else:
         registry = registry or Registry.open()
         secret, status = registry.resolve_key(spec)
-    load_http_providers()
-    # HTTP providers take the spec and the key (Worker subclasses with their own __init__)
-    provider = cast(Callable[..., Worker], PROVIDERS[spec.provider])
+    # the providers take the spec and the key (Worker subclasses with their own __init__)
+    load_providers()
+    provider = cast(Callable[..., Worker], PROVIDER_CLASSES[spec.provider])
     return provider(spec, key=secret, key_status=status, client=client)

@@ -18,7 +18,19 @@ from urllib.parse import unquote, urlsplit
 
 from workbench.core.errors import BadInput
 
-PROVIDERS = ("openai", "anthropic", "gemini", "local")
+# The providers a registered worker may name, each with the module that implements it
+# (its Worker class registers itself there with @base.register_provider). One table: the
+# spec's check reads its names, the pool imports its modules, and a test checks that every
+# module registers exactly its row's name (tests/core/workers/test_provider_registry.py).
+PROVIDER_MODULES: dict[str, str] = {
+    "openai": "workbench.core.workers.openai",  # and every OpenAI-compatible server
+    "anthropic": "workbench.core.workers.anthropic",
+    "gemini": "workbench.core.workers.gemini",
+    "local": "workbench.core.workers.local",  # a model in this process
+    "sandbox": "workbench.core.workers.simulated",  # the simulation: built in only
+}
+# what workers.toml may name (the sandbox's workers are built in: sandbox, sandbox:NAME)
+PROVIDERS = tuple(name for name in PROVIDER_MODULES if name != "sandbox")
 BUILTIN_PREFIXES = ("local", "sandbox")  # ids that name built-in workers
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
