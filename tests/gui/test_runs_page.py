@@ -121,6 +121,14 @@ def test_a_run_on_ray_says_where_its_episodes_run(
     assert finished.args[0].stop_reason == "budget.generations"
     assert page.executor_label.text() == f"Episodes on Ray: 1 actor on {socket.gethostname()}"
     assert "episodes on Ray: 1 actor" in page.log_view.toPlainText()
+    # a stored Ray run says so when it is opened again
+    run_id = finished.args[0].run_id
+    qtbot.waitUntil(lambda: page.run_thread is None, timeout=TIMEOUT)
+    page.executor_label.clear()
+    page.select_run(run_id)
+    qtbot.mouseClick(page.open_button, qtbot_button())
+    qtbot.waitUntil(lambda: page.opened == run_id, timeout=10_000)
+    assert page.executor_label.text() == f"Episodes on Ray: 1 actor on {socket.gethostname()}"
 
 
 def test_pause_resume_stop_then_resume_from_the_list(

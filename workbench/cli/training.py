@@ -156,6 +156,7 @@ def cmd_runs_show(args) -> int:
     from workbench.core.runs import run_learned, summarise_run
     from workbench.core.spend import dollars, recorded_spend, spend_kind
     from workbench.core.store import Store
+    from workbench.core.training.events import where_episodes_ran
 
     with Store.open(workspace(args)) as store:
         record = store.get_run(args.run)
@@ -204,9 +205,9 @@ def cmd_runs_show(args) -> int:
             )
         )
         result = record.run_result()
-        if result is not None and result.executor == "ray":
-            nodes = ", ".join(result.nodes or ()) or "?"
-            print(f"ran on: Ray, {result.actors} actors on {nodes}")
+        where = result and where_episodes_ran(result.executor, result.actors, result.nodes or ())
+        if where:
+            print(where)
     explored = any(g.opening_share for g in stats)  # optimizer.exploring_starts
     rows = [
         (

@@ -20,7 +20,13 @@ from workbench.core.runs import RunSummary, effective_status, list_runs, run_lea
 from workbench.core.settings import load_run_config
 from workbench.core.spend import dollars, recorded_spend, spend_kind
 from workbench.core.store import Store
-from workbench.core.training.events import GenerationStats, RunFailed, RunFinished, RunStarted
+from workbench.core.training.events import (
+    GenerationStats,
+    RunFailed,
+    RunFinished,
+    RunStarted,
+    where_episodes_ran,
+)
 from workbench.core.workspace import Workspace, resources_dir
 from workbench.gui import background
 from workbench.gui.page import Page, message_label
@@ -391,8 +397,7 @@ class QtRuns(Page):
         if self.state == "starting":
             self._set_state("running")
         # where the episodes run: this computer, or Ray actors on the cluster's nodes
-        note = event.executor_note().removeprefix("; ")
-        self.executor_label.setText(note[:1].upper() + note[1:])
+        self.executor_label.setText(where_episodes_ran(event.executor, event.actors, event.nodes))
         self.log(
             f"run {event.run_id[:8]} '{event.name}': {event.n_params} parameters, population "
             f"{event.popsize} x {event.rollouts} rollouts, from generation {event.start_generation}"
@@ -600,6 +605,12 @@ class QtRuns(Page):
         self.spend_label.setText(
             f"Spent: {int(spent['episodes'])} episodes, {int(spent['calls'])} calls, "
             f"{dollars(spent['dollars'], spend_kind(workers))}, {spent['minutes']:.1f} min"
+        )
+        result = record.run_result()
+        self.executor_label.setText(
+            where_episodes_ran(result.executor, result.actors, result.nodes or ())
+            if result is not None
+            else ""
         )
         self.log(
             f"opened run {run_id[:8]} '{record.name}': {len(generations)} generations, "

@@ -8,7 +8,7 @@ import asyncio
 import json
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -32,11 +32,18 @@ class RunStarted:
     nodes: tuple[str, ...] = ()
 
     def executor_note(self) -> str:
-        """Where the episodes run, in words ('' for this process)."""
-        if self.executor != "ray":
-            return ""
-        actors = f"{self.actors} actor{'' if self.actors == 1 else 's'}"
-        return f"; episodes on Ray: {actors} on {', '.join(self.nodes) or '?'}"
+        """Where the episodes run, in words ('' for this process), after a '; '."""
+        where = where_episodes_ran(self.executor, self.actors, self.nodes)
+        return f"; {where[:1].lower()}{where[1:]}" if where else ""
+
+
+def where_episodes_ran(executor: str | None, actors: int | None, nodes: Sequence[str]) -> str:
+    """A run's executor in words: '' for this process (the local executor), else e.g.
+    "Episodes on Ray: 2 actors on node-a, node-b" (the CLI, the progress line, the GUI)."""
+    if executor != "ray":
+        return ""
+    count = f"{actors} actor{'' if actors == 1 else 's'}"
+    return f"Episodes on Ray: {count} on {', '.join(nodes) or '?'}"
 
 
 @dataclass(frozen=True)
