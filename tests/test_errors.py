@@ -78,6 +78,8 @@ def instance(cls: type[BaseException]) -> BaseException:
         return cls(400, sentence)
     if issubclass(cls, SuiteValidationError):
         return cls([], summary=sentence)
+    if cls.__name__ == "PromptTooLong":  # serve: the tokens counted and the budget
+        return cls(5000, 4096)
     return cls(sentence)
 
 

@@ -10,7 +10,8 @@ do, and the command line's exit code follows from it (docs/guides/exit-codes.md)
     │   ├── RunNotFound, AmbiguousRunId, EpisodeNotFound, AmbiguousEpisodeId, RunLocked
     │   ├── StoreVersionError, StoreDamaged, CheckpointError, CoordinatorFileError,
     │   │   OutputError
-    │   ├── WorkspaceError, ModelSourceError, PortUnavailable, BadRequest, UserError (CLI)
+    │   ├── WorkspaceError, ModelSourceError, PortUnavailable, BadRequest, UserError (CLI),
+    │   │   PromptTooLong (serve: a conversation over the prompt budget)
     │   ├── FileEncodingError                a file that is not UTF-8: file, line, fix
     │   └── InvalidInput                     any other value given that cannot be used
     ├── WorkFailed         exit 1       the input was fine; the work could not be done

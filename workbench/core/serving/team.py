@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.core.coordinator import Backbone, Coordinator
+from workbench.core.errors import BadInput
 from workbench.core.protocol import (
     FINAL_TURNS,
     EpisodeSettings,
@@ -58,7 +59,7 @@ CANCELLED = "the request was cancelled before the episode ended (its client left
 MAX_PROMPT_TOKENS = 4096
 
 
-class PromptTooLong(ValueError):
+class PromptTooLong(BadInput, ValueError):
     """A conversation longer than the team's prompt budget (``tokens`` counted)."""
 
     def __init__(self, tokens: int, budget: int):
