@@ -78,6 +78,15 @@ def guarded_protocol(header_timeout_s: float, max_connections: int) -> type[asyn
             if self.cycle is not None and self.cycle is not self._waiting_for:
                 self._disarm()  # its head arrived whole: the app has the request
 
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            # the next request begins now: its head has the deadline too, even when part
+            # of it came in with the previous request (no data_received will follow)
+            if not self.transport.is_closing() and (
+                self.cycle is None or self.cycle.response_complete
+            ):
+                self._arm()
+
         def _refuse(self) -> None:
             """The 503, once; then a lingering close: stop writing, read and drop what
             else comes for a moment, so that the reply is not lost to a reset."""
