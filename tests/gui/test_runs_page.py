@@ -277,7 +277,9 @@ def test_the_example_buttons_load_the_bundled_one_turn_and_team_configs(
     with qtbot.waitSignal(page.config_done, timeout=30_000):
         qtbot.mouseClick(page.team_example_button, qtbot_button())
     team = resources_dir() / "examples" / "team.toml"
-    assert page.source_label.text() == str(team)
+    # a file the workbench ships is named as such; its full path is in the tooltip
+    assert page.source_label.text() == "bundled examples/team.toml"
+    assert page.source_label.toolTip() == str(team)
     config = page.form.config()
     assert (
         config.pool.workers == ("team",)
