@@ -602,3 +602,34 @@ def test_a_fork_bomb_does_not_fail_another_grade_running_at_the_same_time() -> N
         bombed.join()
         end_spare_sandboxes()
     assert check.passed, check
+
+
+def test_an_interpreter_folder_under_tmp_is_seen_inside_the_jail(tmp_path):
+    """A packaged app unpacked under /tmp runs its own binary as the sandbox's interpreter:
+    its folder is bound on top of the jail's private /tmp, not hidden by it (the bundle's
+    self-test failed from /tmp before)."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    from workbench.core.tasks.sandbox import linux
+
+    bwrap = shutil.which("bwrap")
+    assert bwrap, "bubblewrap is a test dependency (scripts/system-packages.sh)"
+    folder = Path(tempfile.mkdtemp(prefix="bundle-", dir="/tmp"))
+    try:
+        (folder / "marker.txt").write_text("inside")
+        folder.chmod(0o755)
+        (folder / "marker.txt").chmod(0o644)
+        python = linux.Python("/usr/bin/python3", (str(folder),))
+        argv = linux.bwrap_argv(bwrap, python, files={})
+        assert argv.index("--tmpfs") < argv.index(str(folder))
+        done = subprocess.run(
+            [*argv, "/bin/sh", "-c", f"cat {folder}/marker.txt"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0 and done.stdout == "inside", done.stderr
+    finally:
+        shutil.rmtree(folder)

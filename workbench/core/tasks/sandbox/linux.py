@@ -184,11 +184,13 @@ def bwrap_argv(
             argv += ["--symlink", os.readlink(top), top]
         elif os.path.isdir(top):
             argv += ["--ro-bind", top, top]
-    for prefix in python.prefixes:
-        argv += ["--ro-bind", prefix, prefix]
     for device in ("/dev/null", "/dev/zero", "/dev/urandom"):
         argv += ["--dev-bind", device, device]
     argv += ["--proc", "/proc", "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
+    # after the private /tmp, so that an interpreter that lives under /tmp (a packaged
+    # app unpacked there) is bound on top of it instead of hidden by it
+    for prefix in python.prefixes:
+        argv += ["--ro-bind", prefix, prefix]
     for name, fd in files.items():
         argv += ["--perms", "0444", "--ro-bind-data", str(fd), f"{WORK_DIR}/{name}"]
     # bwrap builds the new root on an uncapped tmpfs the sandbox could fill: make it
