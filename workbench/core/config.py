@@ -411,6 +411,13 @@ class ProtocolSection:
         'A Thinker names the next role ("Next role: Worker") and that role replaces the '
         "coordinator's choice (the released code's option).",
     )
+    roles: tuple[str, ...] = key(
+        ("thinker", "worker", "verifier"),
+        "Roles",
+        "The roles the coordinator may give a turn: the paper's three, or e.g. "
+        '["worker"] for a pool of recorded final answers (routing only); the head keeps a '
+        "row per role and the others are masked.",
+    )
 
 
 @dataclass(frozen=True)
@@ -705,6 +712,14 @@ def _check(cfg: RunConfig) -> None:
         need(problem is None, k.dotted, problem or "")
 
     r, o, b, p, t = cfg.run, cfg.optimizer, cfg.budget, cfg.protocol, cfg.tasks
+    need(
+        bool(p.roles)
+        and len(set(p.roles)) == len(p.roles)
+        and set(p.roles) <= {"thinker", "worker", "verifier"},
+        "protocol.roles",
+        'name each of "thinker", "worker", "verifier" at most once, at least one '
+        '(e.g. roles = ["worker"] for a pool of final answers)',
+    )
     need(
         0 < len(r.name) <= MAX_RUN_NAME and r.name.isprintable(),
         "run.name",

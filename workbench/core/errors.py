@@ -16,6 +16,7 @@ do, and the command line's exit code follows from it (docs/guides/exit-codes.md)
     │   └── InvalidInput                     any other value given that cannot be used
     ├── WorkFailed         exit 1       the input was fine; the work could not be done
     │   ├── WorkerError > AuthError, RateLimited, BadResponse, WorkerTimeout, CacheMiss,
+    │   │                  NotRecorded (a recorded worker has no answer for the task),
     │   │                  ProviderError > WorkerUnreachable
     │   ├── DuplicateEpisode, GenerationExists, and StoreError itself
     │   │   (a family: its subclasses sit in the branch they name, e.g. RunNotFound

@@ -332,6 +332,7 @@ async def evaluate(
     stop: StopToken | None = None,
     thinker_suggests_role: bool = False,
     final_turn: str = "free",
+    roles: tuple[str, ...] = ("thinker", "worker", "verifier"),
 ) -> tuple[Report, list[Episode]]:
     """Run every system on ``tasks``; returns the report and all episodes (candidate =
     the system's index in the report, so Replay can show the evaluation).
@@ -387,6 +388,7 @@ async def evaluate(
                     prompts=prompts,
                     thinker_suggests_role=thinker_suggests_role,
                     final_turn=final_turn,
+                    roles=roles,
                 ),
                 rng=np.random.default_rng(derived_seed(seed, "eval", index, j))
                 if isinstance(policy, RandomPolicy)

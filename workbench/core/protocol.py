@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from workbench.core.coordinator import Action
 from workbench.core.policies import Policy
 from workbench.core.records import ROLES, Episode, Role, StopReason, Turn
 from workbench.core.tasks.graders import grade_cached
@@ -210,12 +211,46 @@ class EpisodeSettings:
     prompts: Prompts | None = None
     thinker_suggests_role: bool = False
     final_turn: str = "free"
+    # the roles the coordinator may choose (``[protocol] roles``); the head keeps a row
+    # for every role of ROLES and the others' probabilities are masked to zero
+    roles: tuple[str, ...] = tuple(str(r) for r in ROLES)
 
     def __post_init__(self) -> None:
         if self.final_turn not in FINAL_TURNS:
             raise ValueError(
                 f"unknown final_turn '{self.final_turn}': use {' or '.join(FINAL_TURNS)}"
             )
+        check_roles(self.roles)
+
+
+def check_roles(roles: Sequence[str]) -> tuple[str, ...]:
+    """``roles`` checked: a non-empty set of the protocol's roles, each once."""
+    names = [str(r) for r in ROLES]
+    bad = [r for r in roles if r not in names]
+    if bad or not roles or len(set(roles)) != len(roles):
+        raise ValueError(
+            f"protocol roles {list(roles)!r} are invalid: name each of {', '.join(names)} "
+            'at most once, at least one (e.g. roles = ["worker"] for a pool of final answers)'
+        )
+    return tuple(roles)
+
+
+def mask_roles(action: Action, roles: Sequence[str], rng: np.random.Generator | None) -> Action:
+    """``action`` with its role distribution restricted to ``roles`` (the other roles'
+    logits masked to minus infinity: their probabilities zeroed, the rest renormalised).
+    A chosen role that is allowed stands; otherwise the role is drawn again from the
+    masked distribution (with ``rng``) or its argmax taken (without): together, a draw
+    from the masked distribution. Unchanged when every role is allowed."""
+    if len(roles) == len(ROLES):
+        return action
+    allowed = np.array([str(r) in roles for r in ROLES])
+    p = np.asarray(action.role_probs, dtype=np.float64) * allowed
+    total = p.sum()
+    p = p / total if total > 0 else allowed / allowed.sum()
+    role = action.role
+    if not allowed[role]:
+        role = int(rng.choice(len(p), p=p)) if rng is not None else int(np.argmax(p))
+    return Action(action.worker, role, action.worker_probs, tuple(float(x) for x in p))
 
 
 @dataclass(frozen=True)
@@ -285,8 +320,10 @@ async def run_episode(
         transcript, omitted = fit_transcript(
             task, turns, getattr(coordinator, "context_fits", None)
         )
-        action = await coordinator.adecide(transcript, rng)
+        action = mask_roles(await coordinator.adecide(transcript, rng), settings.roles, rng)
         worker, role = pool[action.worker], ROLES[action.role]
+        if suggested is not None and str(suggested) not in settings.roles:
+            suggested = None  # a suggestion of a role this run does not use is ignored
         if suggested is not None:
             if suggested is not role:
                 overridden.append(index)

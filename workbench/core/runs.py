@@ -629,6 +629,7 @@ def evaluate_run(
                     stop=stop,
                     thinker_suggests_role=p.thinker_suggests_role,
                     final_turn=final_turn,
+                    roles=p.roles,
                 )
             )
         except EvaluationStopped:

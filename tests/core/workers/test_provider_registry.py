@@ -15,7 +15,7 @@ from workbench.core.workers.spec import PROVIDER_MODULES, PROVIDERS, SpecError, 
 
 def test_every_row_registers_its_class_and_nothing_else_registers():
     load_providers()
-    assert PROVIDERS == ("openai", "anthropic", "gemini", "local")  # sandbox: built in only
+    assert PROVIDERS == ("openai", "anthropic", "gemini", "local")  # sandbox, recorded: built in
     assert set(PROVIDER_CLASSES) == set(PROVIDER_MODULES)
     for name, module in PROVIDER_MODULES.items():
         cls = PROVIDER_CLASSES[name]

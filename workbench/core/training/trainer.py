@@ -143,6 +143,7 @@ class Trainer:
             temperature=config.protocol.temperature,
             prompts=self.prompts,
             thinker_suggests_role=config.protocol.thinker_suggests_role,
+            roles=config.protocol.roles,
         )
         self.head_config = HeadConfig(len(self.pool), backbone.hidden_size)
         self.n_svf = backbone.svf().n_params if config.optimizer.svf else 0

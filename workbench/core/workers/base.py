@@ -2,7 +2,7 @@
 episode context, and the tables provider modules register themselves in.
 
 A provider implements one coroutine, ``complete()``. ``PROVIDER_CLASSES`` maps a provider name
-(``"local"``, ``"sandbox"``, ``"openai"``, ``"anthropic"``, ``"gemini"``) to its class;
+(``"local"``, ``"sandbox"``, ``"recorded"``, ``"openai"``, ``"anthropic"``, ``"gemini"``) to its class;
 ``workbench.core.workers.pool`` turns worker ids into worker objects.
 
 Errors: every failed call raises a ``WorkerError`` subclass whose message names the

@@ -35,7 +35,7 @@ def builtin_prefixes() -> list[str]:
 
 def _load_builtin_modules() -> None:
     # Importing registers the providers; the heavy imports happen inside their classes.
-    from workbench.core.workers import local, simulated  # noqa: F401
+    from workbench.core.workers import local, recorded, simulated  # noqa: F401
 
 
 def load_providers() -> None:

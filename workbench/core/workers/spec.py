@@ -28,10 +28,11 @@ PROVIDER_MODULES: dict[str, str] = {
     "gemini": "workbench.core.workers.gemini",
     "local": "workbench.core.workers.local",  # a model in this process
     "sandbox": "workbench.core.workers.simulated",  # the simulation: built in only
+    "recorded": "workbench.core.workers.recorded",  # recorded answers: built in only
 }
 # what workers.toml may name (the sandbox's workers are built in: sandbox, sandbox:NAME)
-PROVIDERS = tuple(name for name in PROVIDER_MODULES if name != "sandbox")
-BUILTIN_PREFIXES = ("local", "sandbox")  # ids that name built-in workers
+PROVIDERS = tuple(name for name in PROVIDER_MODULES if name not in ("sandbox", "recorded"))
+BUILTIN_PREFIXES = ("local", "sandbox", "recorded")  # ids that name built-in workers
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _ENV = re.compile(r"^[A-Z_][A-Z0-9_]*$")
