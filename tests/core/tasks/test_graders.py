@@ -110,6 +110,13 @@ def test_math_wrong(gold: str, answer: str) -> None:
         ("No", "\\boxed{\\text{No}}", 1.0),
         ("No", "So the answer is no.", 1.0),
         ("Yes", "\\boxed{No}", 0.0),
+        # CHAMP's plain-text sums (P_Combinatorics_33/37, P_Inequality_12) once read as "1"
+        ("sum_(i=1)^n i^3, or equivalently (n(n+1)/2)^2", "\\boxed{1}", 0.0),
+        ("sum_(i=1)^n i^2, or equivalently n(n+1)(2n+1)/6", "\\boxed{1}", 0.0),
+        ("sum_(k=1)^n 1/k", "\\boxed{1}", 0.0),
+        ("sum_(k=1)^n 1/k", "\\boxed{\\sum_{k=1}^{n} \\frac{1}{k}}", 1.0),
+        ("sum_(i=1)^n i^3, or equivalently (n(n+1)/2)^2", "\\boxed{\\frac{n^2(n+1)^2}{4}}", 1.0),
+        ("sum_(i=1)^n i^2, or equivalently n(n+1)(2n+1)/6", "\\boxed{\\frac{n(n+1)}{2}}", 0.0),
     ],
 )
 def test_math_messy_champ_references(gold: str, answer: str, reward: float) -> None:

@@ -64,6 +64,11 @@ _TRAILING_VALUE = re.compile(
 _PLAIN_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:/\d+)?")
 _ASSIGNMENT = re.compile(r"^\s*([A-Za-z](?:_\{?\w+\}?)?)\s*=\s*([^=]+?)\s*$")
 _PAREN_GROUP = re.compile(r"\(([^()]*=[^()]*)\)")
+# CHAMP's plain-text big operators, "sum_(i=1)^n i^3": math-verify reads them as the
+# number 1 (from "i=1"), so any bare "1" matched; written as LaTeX they parse as sums.
+_PLAIN_BIG_OPERATOR = re.compile(
+    r"(?<![\\\w])(sum|prod)_\(\s*([A-Za-z])\s*=\s*([^()]+?)\s*\)\^(\([^()]+\)|\w+)"
+)
 _YES_NO = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
 # Words that make a reference prose rather than mathematics; longer words count too,
 # unless they are names of functions or constants.
@@ -158,10 +163,17 @@ def _as_tuples(text: str, order: tuple[str, ...] = ()) -> tuple[str, tuple[str, 
     return converted, names if converted != text else ()
 
 
+def _latex_big_operator(match: re.Match[str]) -> str:
+    upper = match.group(4)
+    upper = upper[1:-1] if upper.startswith("(") else upper
+    return rf"\{match.group(1)}_{{{match.group(2)}={match.group(3)}}}^{{{upper}}}"
+
+
 def _math_reading(text: str, order: tuple[str, ...] = ()) -> Reading:
     """A mathematical text as math-verify should see it: parts joined by "and" become a
     list (every part required), assignments become ordered tuples."""
     text = _TEXT_CONNECTIVE.sub(r" \1 ", text)  # 376 \text{ and } 625
+    text = _PLAIN_BIG_OPERATOR.sub(_latex_big_operator, text)
     parts = _PARTS.split(text)
     if len(parts) > 1:
         converted = [_as_tuples(part, order) for part in parts]
