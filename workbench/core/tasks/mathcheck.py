@@ -100,6 +100,13 @@ _NO_SOLUTIONS_REFERENCE = re.compile(
     r"\s*$",
     re.IGNORECASE,
 )
+# A summary that defers the answer ("determining non-trivial solutions would require more
+# advanced techniques") states no yes, no or claim, whatever words it contains.
+_HEDGE = re.compile(
+    r"would\s+require|cannot\s+(?:be\s+)?(?:definitively\s+)?determine|not\s+possible\s+to\s+"
+    r"determine|without\s+(?:further|more)|non-trivial\s+task|more\s+advanced|beyond\s+trial",
+    re.IGNORECASE,
+)
 _INFINITELY_MANY = re.compile(r"\binfinitely\s+many\b", re.IGNORECASE)
 _LEADING_NAME = re.compile(r"^[A-Za-z](?:_\{?\w+\}?)?(?:\([^()=]*\))?\s*=\s*(?=[^=]+$)")
 _YES_NO = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
@@ -391,7 +398,7 @@ def _claim_match(readings: list[Reading], answer: str) -> dict[str, Any] | None:
     """A reference that says nothing exists ("No integer solutions", "No such values") or
     that infinitely many do, against the claim the answer's summary makes."""
     sentence = _summary_sentence(answer)
-    if sentence is None:
+    if sentence is None or _HEDGE.search(sentence):
         return None
     for reading in readings:
         if reading.kind != "text":
@@ -472,6 +479,8 @@ def _yes_no(answer: str, boxes: list[str]) -> str | None:
     word or its last line, the first of these that says exactly one of yes and no."""
     views = dict(answer_views(answer))
     words = answer.split()
+    if not boxes and _HEDGE.search(views.get("last line", "")):
+        return None
     ordered = [
         boxes[-1] if boxes else "",
         views.get("text after 'Answer:'", ""),
