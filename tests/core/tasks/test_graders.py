@@ -110,6 +110,13 @@ def test_math_wrong(gold: str, answer: str) -> None:
         ("No", "\\boxed{\\text{No}}", 1.0),
         ("No", "So the answer is no.", 1.0),
         ("Yes", "\\boxed{No}", 0.0),
+        # CHAMP's plain-text sums (P_Combinatorics_33/37, P_Inequality_12) once read as "1"
+        ("sum_(i=1)^n i^3, or equivalently (n(n+1)/2)^2", "\\boxed{1}", 0.0),
+        ("sum_(i=1)^n i^2, or equivalently n(n+1)(2n+1)/6", "\\boxed{1}", 0.0),
+        ("sum_(k=1)^n 1/k", "\\boxed{1}", 0.0),
+        ("sum_(k=1)^n 1/k", "\\boxed{\\sum_{k=1}^{n} \\frac{1}{k}}", 1.0),
+        ("sum_(i=1)^n i^3, or equivalently (n(n+1)/2)^2", "\\boxed{\\frac{n^2(n+1)^2}{4}}", 1.0),
+        ("sum_(i=1)^n i^2, or equivalently n(n+1)(2n+1)/6", "\\boxed{\\frac{n(n+1)}{2}}", 0.0),
     ],
 )
 def test_math_messy_champ_references(gold: str, answer: str, reward: float) -> None:
@@ -489,3 +496,91 @@ def test_math_is_checked_in_process_when_no_helper_can_start(
     verdict = helper.check("\\frac{1}{2}", "\\boxed{0.5}")
     assert verdict["reward"] == 1.0
     assert helper._unusable
+
+
+@pytest.mark.parametrize(
+    ("gold", "answer", "reward"),
+    [  # CHAMP's one-sentence summaries (real GPT-4 Turbo 0-shot final messages)
+        (
+            "239",
+            "There are 239 strings of length 6 where each pair of adjacent digits "
+            "differs by at most 1.",
+            1.0,
+        ),
+        (
+            "144",
+            "There are 74 possible rearrangements, including the original one, where "
+            "each child in a row of 11 seats may move by at most one seat.",
+            0.0,
+        ),
+        (
+            "1/3",
+            "The smallest value of the expression \\((a^3+b^3+c^3)/((a+b+c)(a^2+b^2+c^2))"
+            "\\) for positive \\(a\\), \\(b\\), and \\(c\\) is \\(1/3\\), which occurs when "
+            "\\(a = b = c\\).",
+            1.0,
+        ),
+        (
+            "0",
+            "The smallest value of the expression \\(a^3 + b^3 + c^3 - a^2b - b^2c - c^2a\\)"
+            " for positive \\(a\\), \\(b\\), and \\(c\\) is \\(0\\), which occurs when "
+            "\\(a = b = c\\).",
+            1.0,
+        ),
+        (
+            "(2n)!/(2^n*n!)",
+            "The number of ways to form n pairs from 2n players for the first "
+            "round of a tennis tournament is given by the expression (2n)! / (2^n * n!).",
+            1.0,
+        ),
+        (
+            "n(n-3)/2",
+            "The number of diagonals in a convex polygon with n vertices is given by "
+            "the expression D = n(n - 3) / 2.",
+            1.0,
+        ),
+        (
+            "x=6, y=5",
+            "The only positive integer solution to the equation \\(x^3 - y^3 = xy + "
+            "61\\) is \\(x = 6\\) and \\(y = 5\\).",
+            1.0,
+        ),
+        (
+            "a=3, b=-4",
+            "The values of \\( a \\) and \\( b \\) such that \\( (x-1)^2 \\) divides"
+            " \\( ax^4 + bx^3 + 1 \\) are \\( a = 3 \\) and \\( b = -4 \\).",
+            1.0,
+        ),
+        (
+            "No integer solutions",
+            "There are no integer solutions to the equation x(x+1) = y^z for x > 0, y > 0, z > 1.",
+            1.0,
+        ),
+        (
+            "No integer solutions",
+            "The integer solution to the equation \\( x^2 - 3y^2 = 17 "
+            "\\) is \\( (x, y) = (33, 19) \\).",
+            0.0,
+        ),
+        (
+            "Infinitely many solutions",
+            "The equation x^2 + y^2 + z^2 = x^3 + y^3 + z^3 has 27 integer solutions.",
+            0.0,
+        ),
+        (
+            "0",
+            "The minimum value of the expression abc - (a+b-c)(a+c-b)(b+c-a) is 0, which "
+            "occurs when a = b = c.",
+            1.0,
+        ),
+        (
+            "2",
+            "The smallest value of the function (x^2 + 2) / sqrt(x^2 + 1) for real x is 3, "
+            "which occurs at x = 2.",
+            0.0,
+        ),
+    ],
+)
+def test_math_champ_prose_summaries(gold: str, answer: str, reward: float) -> None:
+    result = grade(math_task(gold), answer)
+    assert result.reward == reward, result.details

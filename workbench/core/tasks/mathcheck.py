@@ -64,6 +64,51 @@ _TRAILING_VALUE = re.compile(
 _PLAIN_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:/\d+)?")
 _ASSIGNMENT = re.compile(r"^\s*([A-Za-z](?:_\{?\w+\}?)?)\s*=\s*([^=]+?)\s*$")
 _PAREN_GROUP = re.compile(r"\(([^()]*=[^()]*)\)")
+# CHAMP's plain-text big operators, "sum_(i=1)^n i^3": math-verify reads them as the
+# number 1 (from "i=1"), so any bare "1" matched; written as LaTeX they parse as sums.
+_PLAIN_BIG_OPERATOR = re.compile(
+    r"(?<![\\\w])(sum|prod)_\(\s*([A-Za-z])\s*=\s*([^()]+?)\s*\)\^(\([^()]+\)|\w+)"
+)
+# A one-sentence prose summary ("There are 239 strings of length 6 ...", "The number of
+# ways ... is given by the formula (n(n+1)/2)^2."): the value after its last "is/are/=".
+_PROSE_THERE_ARE = re.compile(
+    r"^\s*there\s+(?:are|is|exist|exists)\s+(?:exactly\s+|a\s+total\s+of\s+)?(\S+)",
+    re.IGNORECASE,
+)
+_PROSE_VERB = r"(?:\bis|\bare|\bequals?(?:\s+to)?|\bbe)\s+"
+_PROSE_OBJECT = (
+    r"(?:(?:given|expressed|represented)\s+by\s+)?(?:equal\s+to\s+)?(?:exactly\s+)?"
+    r"(?:(?:the|an)\s+|a\s+(?=[A-Za-z]{2}))?(?:(?:expression|formula|value|number|sum|product|answer)\s+)?"
+)
+_PROSE_WORD_CUE = re.compile(_PROSE_VERB + _PROSE_OBJECT, re.IGNORECASE)
+_PROSE_EQUALS_CUE = re.compile(r"(?:=|:)\s*" + _PROSE_OBJECT, re.IGNORECASE)
+# Where the statement of the value ends: ", which occurs when a = b = c", " for odd n".
+_PROSE_TAIL = re.compile(
+    r",?\s+(?:where|which|when|whenever|if|for|since|because|as|with|achieved|attained|"
+    r"occurring|given|yielding|indicating|so|but|after|considering|including|in|on)\b"
+    r"|;|\.\s|\.$",
+    re.IGNORECASE,
+)
+# "There are no integer solutions", "has no solutions": a claim that nothing exists.
+_NO_SOLUTIONS_CLAIM = re.compile(
+    r"\b(?:there\s+(?:are|is|exist|exists)\s+no|(?:has|have)\s+no|no)\s+"
+    r"(?:\w+\s+){0,3}?(?:solutions?|values?|such|pairs?|roots?|zeros?)\b",
+    re.IGNORECASE,
+)
+_NO_SOLUTIONS_REFERENCE = re.compile(
+    r"^\s*(?:no\s+(?:\w+\s+){0,3}?(?:solutions?|values?|roots?|zeros?)|0\s+(?:pairs|roots|solutions))"
+    r"\s*$",
+    re.IGNORECASE,
+)
+# A summary that defers the answer ("determining non-trivial solutions would require more
+# advanced techniques") states no yes, no or claim, whatever words it contains.
+_HEDGE = re.compile(
+    r"would\s+require|cannot\s+(?:be\s+)?(?:definitively\s+)?determine|not\s+possible\s+to\s+"
+    r"determine|without\s+(?:further|more)|non-trivial\s+task|more\s+advanced|beyond\s+trial",
+    re.IGNORECASE,
+)
+_INFINITELY_MANY = re.compile(r"\binfinitely\s+many\b", re.IGNORECASE)
+_LEADING_NAME = re.compile(r"^[A-Za-z](?:_\{?\w+\}?)?(?:\([^()=]*\))?\s*=\s*(?=[^=]+$)")
 _YES_NO = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
 # Words that make a reference prose rather than mathematics; longer words count too,
 # unless they are names of functions or constants.
@@ -158,10 +203,17 @@ def _as_tuples(text: str, order: tuple[str, ...] = ()) -> tuple[str, tuple[str, 
     return converted, names if converted != text else ()
 
 
+def _latex_big_operator(match: re.Match[str]) -> str:
+    upper = match.group(4)
+    upper = upper[1:-1] if upper.startswith("(") else upper
+    return rf"\{match.group(1)}_{{{match.group(2)}={match.group(3)}}}^{{{upper}}}"
+
+
 def _math_reading(text: str, order: tuple[str, ...] = ()) -> Reading:
     """A mathematical text as math-verify should see it: parts joined by "and" become a
     list (every part required), assignments become ordered tuples."""
     text = _TEXT_CONNECTIVE.sub(r" \1 ", text)  # 376 \text{ and } 625
+    text = _PLAIN_BIG_OPERATOR.sub(_latex_big_operator, text)
     parts = _PARTS.split(text)
     if len(parts) > 1:
         converted = [_as_tuples(part, order) for part in parts]
@@ -306,6 +358,69 @@ def _stated_answer(answer: str) -> str | None:
     return text
 
 
+def _summary_sentence(answer: str) -> str | None:
+    lines = [line.strip() for line in answer.strip().splitlines() if line.strip()]
+    if not lines or len(lines[-1]) > 600:
+        return None
+    sentence = re.sub(r"\\[()\[\]]|\$", " ", lines[-1])
+    return re.sub(r"\s+", " ", sentence).strip()
+
+
+def _prose_value(answer: str) -> str | None:
+    """The value a one-sentence prose summary states: the number after "There are", else
+    the text after the last "is/are/equals" (an "=" only where no such word is) before
+    the first trailing clause after it (", which occurs when a = b = c", " for odd n"),
+    less a leading name ("D = ...")."""
+    sentence = _summary_sentence(answer)
+    if sentence is None:
+        return None
+    there = _PROSE_THERE_ARE.match(sentence)
+    if there:
+        value = there.group(1).rstrip(".,;:").replace(",", "")
+        return value if _plain_number(value) is not None else None
+    for cues in (_PROSE_WORD_CUE, _PROSE_EQUALS_CUE):
+        found = list(cues.finditer(sentence))
+        if not found:
+            continue
+        tail = _PROSE_TAIL.search(sentence, found[0].end())
+        end = tail.start() if tail else len(sentence)
+        before = [cue for cue in found if cue.end() <= end] or found[:1]
+        for cue in reversed(before):
+            value = sentence[cue.end() : max(end, cue.end())].strip().rstrip(".,;:").strip()
+            value = _LEADING_NAME.sub("", value).strip()
+            if value and len(value) <= 200 and _reads_as_math(value):
+                return value
+        return None
+    return None
+
+
+def _claim_match(readings: list[Reading], answer: str) -> dict[str, Any] | None:
+    """A reference that says nothing exists ("No integer solutions", "No such values") or
+    that infinitely many do, against the claim the answer's summary makes."""
+    sentence = _summary_sentence(answer)
+    if sentence is None or _HEDGE.search(sentence):
+        return None
+    for reading in readings:
+        if reading.kind != "text":
+            continue
+        if _NO_SOLUTIONS_REFERENCE.match(reading.text):
+            claims = bool(_NO_SOLUTIONS_CLAIM.search(sentence))
+            kind = "no solutions"
+        elif _INFINITELY_MANY.search(reading.text):
+            claims = bool(_INFINITELY_MANY.search(sentence))
+            kind = "infinitely many"
+        else:
+            continue
+        return _verdict(
+            1.0 if claims else 0.0,
+            sentence,
+            f"the summary {'makes' if claims else 'does not make'} the reference's claim ({kind})",
+            f"claim: {kind} " + ("same" if claims else "absent"),
+            **({"matched": reading.text} if claims else {}),
+        )
+    return None
+
+
 def _reads_as_math(text: str) -> bool:
     """Every alternative of ``text`` is mathematics (parts joined by "and" included)."""
     for alternative in _ALTERNATIVES.split(text):
@@ -323,6 +438,9 @@ def _final_answer(answer: str) -> tuple[str | None, str, list[str]]:
     stated = _stated_answer(answer)
     if stated is not None:
         return stated, "stated answer", []
+    prose = _prose_value(answer)
+    if prose is not None:
+        return prose, "value the summary states", []
     parsed = _parse(answer[-_ANSWER_TAIL_CHARS:])
     if len(parsed) >= 2:
         return str(parsed[-1]), "final value", []
@@ -361,6 +479,8 @@ def _yes_no(answer: str, boxes: list[str]) -> str | None:
     word or its last line, the first of these that says exactly one of yes and no."""
     views = dict(answer_views(answer))
     words = answer.split()
+    if not boxes and _HEDGE.search(views.get("last line", "")):
+        return None
     ordered = [
         boxes[-1] if boxes else "",
         views.get("text after 'Answer:'", ""),
@@ -448,6 +568,10 @@ def check_here(reference: str, answer: str, budget_s: float = BUDGET_S) -> dict[
     text = _text_match(readings, answer, boxes)
     if text is not None:
         return text
+    if not boxes:
+        claim = _claim_match(readings, answer)
+        if claim is not None:
+            return claim
     if final is not None:
         return _verdict(
             0.0, final, f"the {source} does not equal the reference", "math-verify: not equal"
