@@ -55,7 +55,6 @@ _ALTERNATIVES = re.compile(
 )
 _TEXT_CONNECTIVE = re.compile(r"\\(?:text|textrm|mathrm|mbox)\s*\{\s*(and|or)\s*\}", re.IGNORECASE)
 _PARTS = re.compile(r",?\s+(?:and|or)\s+", re.IGNORECASE)
-_PARENTHETICAL = re.compile(r"\s*\((?:i\.e\.|e\.g\.|that is|no |none)[^)]*\)", re.IGNORECASE)
 # "98 values", "0 is the only possible value": a number and a unit or a remark, nothing more
 _NUMBER_WITH_UNIT = re.compile(
     r"^\s*(-?\d+(?:[./]\d+)?)\s+(?:is\s+the\s+only\s+possible\s+value|[A-Za-z-]+)\s*$",
@@ -136,6 +135,14 @@ def _split_remark(text: str) -> tuple[str, str]:
         if depth == 0:
             return (text[: match.start()] + text[j + 1 :]).strip() or text, text[match.end() : j]
     return text, ""
+
+
+def _unchain(text: str) -> str:
+    """``x=y=0`` as the assignments ``x=0, y=0`` (the pair (x, y) = (0, 0))."""
+    chained = re.fullmatch(r"\s*([A-Za-z])\s*=\s*([A-Za-z])\s*=\s*([^=]+?)\s*", text)
+    if not chained:
+        return text
+    return ", ".join(f"{name}={chained.group(3)}" for name in chained.group(1, 2))
 
 
 def _claim_readings(alternative: str, remark: str) -> list[Reading]:
@@ -267,9 +274,7 @@ def gold_readings(gold: str) -> list[Reading]:
         alternative = alternative.strip().rstrip(".").strip()
         if not alternative:
             continue
-        chained = re.fullmatch(r"([A-Za-z])\s*=\s*([A-Za-z])\s*=\s*([^=]+)", alternative)
-        if chained:  # x=y=0: the pair (x, y) = (0, 0)
-            alternative = ", ".join(f"{n}={chained.group(3)}" for n in chained.group(1, 2))
+        alternative = _unchain(alternative)
         if _reads_as_math(alternative):
             readings.append(_math_reading(alternative))
             if remark:
@@ -395,7 +400,7 @@ def _bare_latex(answer: str) -> str | None:
 
 def _without_remark(text: str) -> str:
     """``100 (i.e., all values)`` -> ``100``: a remark in parentheses is not the answer."""
-    return _PARENTHETICAL.sub("", text).strip() or text
+    return _split_remark(text)[0]
 
 
 def _stated_answer(answer: str) -> str | None:
@@ -445,7 +450,7 @@ def _final_answer(answer: str) -> tuple[str | None, str, list[str]]:
 
 def _equal(reading: Reading, text: str) -> bool:
     """The answer text ``text`` equals a math reading of the reference (math-verify)."""
-    text = ascii_to_latex(text)
+    text = _unchain(ascii_to_latex(text))
     target = _math_reading(text, reading.names) if reading.names else _math_reading(text)
     candidate = target.text
     if reading.names and not target.names and "(" not in candidate and "," in candidate:
@@ -586,8 +591,6 @@ def _prose_check(
         value = _count_as_value(claims.count, question)
         if value is not None:
             values.append(value)
-    if claims.none:
-        values.append("0")  # "there are no such values" states a count of 0
     for value in dict.fromkeys(values):
         hit = _math_match(readings, value)
         if hit is not None:
@@ -790,6 +793,7 @@ class _Helper:
             text=True,
             encoding="utf-8",
             env=env,
+            cwd=package_root,  # "-c" puts the working folder first on sys.path: this package
         )
         replies: queue.Queue[str] = queue.Queue()
 

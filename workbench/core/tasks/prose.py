@@ -75,6 +75,12 @@ _TUPLE_VALUE = re.compile(r"\(([^()]*)\)")
 _CONDITIONAL = re.compile(
     r"\b(?:if|otherwise|for\s+(?:even|odd)|when\s+\w+\s+is|depending)\b", re.IGNORECASE
 )
+# "0 when n = 1", "2 if k = 3" (no comma): the value is claimed for one case of the
+# problem's parameter, not in general ("0, when a = b = c" names the case of equality)
+_PARAMETER_CASE = re.compile(
+    r"^\s+(?:when|if|for)\s+[A-Za-z](?:_\w+)?\s*(?:=|\\ge|\\le|\\geq|\\leq|<|>)\s*-?\d",
+    re.IGNORECASE,
+)
 _FOR_ALL = re.compile(r"\s+for\s+(?:all|any|every)\s+[^,]*$", re.IGNORECASE)
 _REMARK = re.compile(r"\s*\((?:i\.e\.|e\.g\.|that\s+is|for\s+|when\s+|where\s+)[^()]*\)\s*$")
 
@@ -118,7 +124,7 @@ _COUNT_PATTERNS = [
     re.compile(r"\b(?:a\s+)?(minimum|maximum|total)\s+of\s+(" + _NUMBER + r")\b", re.IGNORECASE),
     re.compile(
         r"\b(?:will\s+)?(?:has|have|contains?)\s+(?:(" + _QUALIFIER + r")\s+)?(" + _NUMBER + r")"
-        r"\s+(?:\w+\s+)?(?:terms|roots|zeros|zeroes|solutions|values|elements|ways)\b",
+        r"\s+(?:[\w-]+\s+)?(?:terms|roots|zeros|zeroes|solutions|values|elements|ways)\b",
         re.IGNORECASE,
     ),
 ]
@@ -185,13 +191,24 @@ def stated_value(clause: str) -> str | None:
     """The value after the clause's last copula ("is", "are", "is given by", "=" read by
     ``_clean_value``), up to a weak trailing clause; None when it is no value."""
     copulas = list(_COPULA.finditer(clause))
-    if not copulas:
-        return None
-    after = clause[copulas[-1].end() :]
-    weak = _WEAK_END.search(after)
-    if weak and weak.start() > 0:
-        after = after[: weak.start()]
-    return _clean_value(after)
+    for index in range(len(copulas) - 1, -1, -1):
+        after = clause[copulas[index].end() :]
+        if _CONDITIONAL.search(after):
+            return None  # "(n+1)/(n+2) for even n": a value for some cases only
+        weak = _WEAK_END.search(after)
+        if weak and weak.start() > 0:
+            if _PARAMETER_CASE.match(after[weak.start() :]):
+                return None  # "is 0 when n = 1": a value for one case only
+            after = after[: weak.start()]
+        value = _clean_value(after)
+        if value is not None:
+            return value
+        # an earlier copula only when this one sits in its value's trailing clause:
+        # "are 0 when x^n - y^n is divisible by ..."
+        earlier = copulas[index - 1] if index else None
+        if earlier is None or not _WEAK_END.search(clause[earlier.end() : copulas[index].start()]):
+            return None
+    return None
 
 
 def _reads_as_value(text: str) -> bool:
@@ -206,7 +223,7 @@ def _clean_value(value: str) -> str | None:
     value (words, a condition such as "if n is odd")."""
     value = value.strip().rstrip(".,;:").strip()
     value = re.sub(
-        r"^(?:either|both|simply|exactly|precisely|just|approximately|about|roughly)\s+",
+        r"^(?:either|both|simply|exactly|precisely|just|always|approximately|about|roughly)\s+",
         "",
         value,
         flags=re.I,
@@ -255,6 +272,8 @@ def claims(sentence: str) -> Claims:
         return Claims(sentence=plain, hedged=True)
     polarity_match = _YES_NO_START.match(plain)
     polarity = polarity_match.group(1).lower() if polarity_match else None
+    if polarity and re.search(r"\b(?:if\s+and\s+)?only\s+if\b", plain, re.IGNORECASE):
+        polarity = None  # "Yes, ... if and only if a_0 = 0": a yes under a condition
     body = plain[polarity_match.end() :].lstrip(" ,;:.!") if polarity_match else plain
     clause = main_clause(body)
     values: list[str] = []
