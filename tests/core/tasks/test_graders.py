@@ -524,6 +524,9 @@ CAN_LABEL = "Is it possible to label the edges of a cube by 1, 2,..., 12 so that
             1.0,
         ),
         ("1", "The value is 1 if n is odd and 0 otherwise.", "", 0.0),  # a condition, no value
+        ("0", "The smallest value is 0 when n = 1.", "", 0.0),  # one case of the parameter
+        ("5", "So we get x = 5.", "", 1.0),
+        ("5", "So we get x = 5 when y = 2 and x = 7 otherwise.", "", 0.0),
         ("2001000", "The expansion will have 2,002,000 terms.", "", 0.0),
         ("[-1, 1]", "The range of \\( x \\), which is a root, is \\( x \\in [-1, 1] \\).", "", 1.0),
         # tuples and assignments

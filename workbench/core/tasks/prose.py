@@ -187,10 +187,19 @@ def main_clause(sentence: str) -> str:
     return sentence[: match.start()].strip() if match else sentence
 
 
-def stated_value(clause: str) -> str | None:
-    """The value after the clause's last copula ("is", "are", "is given by", "=" read by
-    ``_clean_value``), up to a weak trailing clause; None when it is no value."""
+def stated_value(clause: str, equals: bool = False) -> str | None:
+    """The value after the clause's last copula ("is", "are", "is given by"; read by
+    ``_clean_value``), up to a weak trailing clause; with ``equals``, in a clause with no
+    copula, the right side of its last "=" ("So we get x = 5"). None when it is no value."""
     copulas = list(_COPULA.finditer(clause))
+    if not copulas:
+        sides = clause.rsplit("=", 1)
+        if not equals:
+            return None
+        if len(sides) < 2 or _CONDITIONAL.search(sides[1]):
+            return None
+        weak = _WEAK_END.search(sides[1])
+        return _clean_value(sides[1][: weak.start()] if weak and weak.start() > 0 else sides[1])
     for index in range(len(copulas) - 1, -1, -1):
         after = clause[copulas[index].end() :]
         if _CONDITIONAL.search(after):
@@ -284,6 +293,8 @@ def claims(sentence: str) -> Claims:
         closed = list(re.finditer(r",\s*(?=(?:is|are)\b)", body))
         if closed:
             stated = stated_value(main_clause(body[closed[-1].end() :]))
+    if stated is None:
+        stated = stated_value(clause, equals=True)
     if stated:
         values.append(stated)
     period = _PERIOD.search(clause)
