@@ -17,7 +17,7 @@ import json
 import math
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -252,17 +252,27 @@ class EvaluationStopped(Interrupted):
 
 
 MULTI_TURN_ORACLE = "multi-turn oracle"
+RECORDED_ORACLE = "recorded oracle"
+
+
+def recorded_pool(worker_ids: Sequence[str]) -> bool:
+    """Whether every worker of the pool answers from a recorded table (``recorded:...``)."""
+    return bool(worker_ids) and all(w.startswith("recorded:") for w in worker_ids)
 
 
 def baseline_names(worker_ids: Sequence[str], max_turns: int = 1) -> list[str]:
     """The baselines ``evaluate`` can run for a pool, in report order: each single worker
     (``single:<id>``), ``random`` and, on a simulated pool only, ``oracle`` and (when
-    ``max_turns`` > 1) ``multi-turn oracle``."""
+    ``max_turns`` > 1) ``multi-turn oracle``; on a recorded pool, ``recorded oracle``
+    (a task counts as solved when any single worker's recorded answer is right: read
+    from the single workers' episodes, which it needs)."""
     names = [f"single:{wid}" for wid in worker_ids] + ["random"]
     if worker_ids and all(w in PROFILES_BY_ID for w in worker_ids):
         names.append("oracle")
         if max_turns > 1:
             names.append(MULTI_TURN_ORACLE)
+    if recorded_pool(worker_ids):
+        names.append(RECORDED_ORACLE)
     return names
 
 
@@ -277,6 +287,8 @@ def _chosen_baselines(
         raise InvalidInput(
             f"unknown baseline(s) {', '.join(unknown)} for this pool: choose from {', '.join(available)}"
         )
+    if RECORDED_ORACLE in baselines:  # read from every single worker's episodes
+        baselines = {*baselines, *(f"single:{w}" for w in worker_ids)}
     return [b for b in available if b in baselines]
 
 
@@ -418,4 +430,28 @@ async def evaluate(
         if kind == "coordinator":
             learned = summarise_learned(eps, {t.id: t for t in tasks}, ids, max_turns)
         episodes += eps
+    if RECORDED_ORACLE in chosen:
+        eps = recorded_oracle(episodes, [s[0] for s in systems], len(systems), len(tasks))
+        results.append(summarise(RECORDED_ORACLE, "oracle", eps, {t.id: t.group for t in tasks}))
+        episodes += eps
     return Report(suite, split, tuple(results), learned=tuple(learned)), episodes
+
+
+def recorded_oracle(
+    episodes: Sequence[Episode], names: Sequence[str], index: int, n_tasks: int
+) -> list[Episode]:
+    """The recorded oracle's episodes: per task, a copy of the first single worker's
+    episode with the highest reward (any worker right: right), recorded as system
+    ``index``. ``names`` are the systems' names in the order of ``episodes`` (each system's
+    ``n_tasks`` episodes in task order)."""
+    import uuid
+
+    singles = [i for i, n in enumerate(names) if n.startswith("single:")]
+    out = []
+    for j in range(n_tasks):
+        best = max(
+            (episodes[i * n_tasks + j] for i in singles), key=lambda e: e.reward, default=None
+        )
+        if best is not None:
+            out.append(replace(best, id=uuid.uuid4().hex, candidate=index))
+    return out
