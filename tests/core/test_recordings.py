@@ -291,3 +291,42 @@ def test_the_records_commands_import_list_show_and_remove(tmp_path, tasks):
     assert "recorded:mine/alpha" in shown.stdout and f"2/{len(tasks)}" in shown.stdout
     assert cli("records", "remove", "mine").returncode == 0
     assert cli("records", "show", "mine").returncode == 2
+
+
+def test_an_evaluation_of_a_recorded_pool_has_the_oracle_and_paired_differences(
+    ws, tmp_path, tasks
+):
+    from workbench.core.evaluate import baseline_names, evaluate
+
+    import_file(ws, _write(tmp_path / "a.jsonl", _good(tasks)), "mine", SUITE)
+    pool = build_pool(["recorded:mine"], workspace=ws)
+    ids = [w.id for w in pool]
+    assert baseline_names(ids)[-1] == "recorded oracle"
+    assert "recorded oracle" not in baseline_names(["recorded:mine/alpha", "sandbox:mathlete"])
+    report, episodes = asyncio.run(
+        evaluate(
+            FixedPolicy(2, 1),  # always beta: no answer to tasks[0], right on tasks[1]
+            pool,
+            tasks[:2],
+            suite=SUITE,
+            max_turns=1,
+            baselines=["recorded oracle"],  # brings the single workers it is read from
+            roles=("worker",),
+        )
+    )
+    by_name = {s.name: s for s in report.systems}
+    assert list(by_name) == [
+        "coordinator",
+        "single:recorded:mine/alpha",
+        "single:recorded:mine/beta",
+        "recorded oracle",
+    ]
+    assert [by_name[n].accuracy for n in by_name] == [0.5, 0.5, 0.5, 1.0]
+    assert report.best_single == "single:recorded:mine/alpha"  # a tie: the first
+    coordinator = report.paired[0]
+    assert (coordinator.system, coordinator.wins, coordinator.losses) == ("coordinator", 1, 1)
+    assert coordinator.difference == 0.0 and coordinator.p_value == 1.0
+    oracle = next(p for p in report.paired if p.system == "recorded oracle")
+    assert (oracle.wins, oracle.losses, oracle.difference) == (1, 0, 0.5)
+    assert len([e for e in episodes if e.candidate == 3]) == 2  # the oracle's, replayable
+    assert "task by task" in report.to_markdown() and "task by task" in report.table()

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -23,12 +22,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from workbench.core.config import RunConfig
 from workbench.core.coordinator import Backbone
 from workbench.core.errors import InvalidInput
-from workbench.core.evaluate import RECORDED_ORACLE, baseline_names, evaluate, wilson
+from workbench.core.evaluate import (
+    RECORDED_ORACLE,
+    Paired,
+    baseline_names,
+    evaluate,
+    paired,
+    sign_test,
+    wilson,
+)
 from workbench.core.records import Episode
 from workbench.core.runs import backbone_for, open_pool
 from workbench.core.store import Store
@@ -40,7 +45,6 @@ from workbench.core.training.executors import coordinator_from_vector
 from workbench.core.training.trainer import Trainer
 from workbench.core.workspace import Workspace
 
-BOOTSTRAP = 10_000
 VALIDATION_SHARE = 0.25  # of a fold's training tasks: the paper's 20/60 split's ratio
 
 
@@ -87,63 +91,6 @@ def fold_suite(suite: Suite, folds: Sequence[Sequence[Task]], index: int, seed: 
 
 
 # --------------------------------------------------------------------------- statistics
-
-
-@dataclass(frozen=True)
-class Paired:
-    """A system against a reference, task by task: the mean per-task difference with its
-    bootstrap 95% interval, the tasks it wins and loses, and the exact two-sided sign
-    test's p-value on those (McNemar's exact test for right/wrong rewards)."""
-
-    system: str
-    against: str
-    difference: float
-    ci_low: float
-    ci_high: float
-    wins: int
-    losses: int
-    n: int
-    p_value: float
-
-
-def paired(
-    system: str,
-    against: str,
-    a: Mapping[str, float],
-    b: Mapping[str, float],
-    ids: Sequence[str],
-    seed: int = 0,
-) -> Paired:
-    """``a`` against ``b`` (task id -> reward) on the tasks ``ids``."""
-    d = np.array([a[i] - b[i] for i in ids], dtype=np.float64)
-    n = len(d)
-    if n == 0:
-        return Paired(system, against, 0.0, 0.0, 0.0, 0, 0, 0, 1.0)
-    rng = np.random.default_rng(seed)
-    means = d[rng.integers(0, n, size=(BOOTSTRAP, n))].mean(axis=1)
-    low, high = np.percentile(means, [2.5, 97.5])
-    wins, losses = int((d > 0).sum()), int((d < 0).sum())
-    return Paired(
-        system,
-        against,
-        float(d.mean()),
-        float(low),
-        float(high),
-        wins,
-        losses,
-        n,
-        sign_test(wins, losses),
-    )
-
-
-def sign_test(wins: int, losses: int) -> float:
-    """The exact two-sided sign test's p-value of ``wins`` against ``losses`` (ties left
-    out): the chance of a split at least this uneven if either side were as likely."""
-    m = wins + losses
-    if m == 0:
-        return 1.0
-    tail = sum(math.comb(m, j) for j in range(min(wins, losses) + 1)) / 2**m
-    return min(1.0, 2 * tail)
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,66 @@ def wilson(successes: float, n: int, z: float = 1.96) -> tuple[float, float]:
     return max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half))
 
 
+BOOTSTRAP = 10_000  # resamples of a paired difference's interval
+
+
+@dataclass(frozen=True)
+class Paired:
+    """A system against a reference, task by task: the mean per-task difference with its
+    bootstrap 95% interval, the tasks it wins and loses, and the exact two-sided sign
+    test's p-value on those (McNemar's exact test for right/wrong rewards)."""
+
+    system: str
+    against: str
+    difference: float
+    ci_low: float
+    ci_high: float
+    wins: int
+    losses: int
+    n: int
+    p_value: float
+
+
+def paired(
+    system: str,
+    against: str,
+    a: Mapping[str, float],
+    b: Mapping[str, float],
+    ids: Sequence[str],
+    seed: int = 0,
+) -> Paired:
+    """``a`` against ``b`` (task id -> reward) on the tasks ``ids``."""
+    d = np.array([a[i] - b[i] for i in ids], dtype=np.float64)
+    n = len(d)
+    if n == 0:
+        return Paired(system, against, 0.0, 0.0, 0.0, 0, 0, 0, 1.0)
+    rng = np.random.default_rng(seed)
+    means = d[rng.integers(0, n, size=(BOOTSTRAP, n))].mean(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    wins, losses = int((d > 0).sum()), int((d < 0).sum())
+    return Paired(
+        system,
+        against,
+        float(d.mean()),
+        float(low),
+        float(high),
+        wins,
+        losses,
+        n,
+        sign_test(wins, losses),
+    )
+
+
+def sign_test(wins: int, losses: int) -> float:
+    """The exact two-sided sign test's p-value of ``wins`` against ``losses`` (ties left
+    out): the chance of a split at least this uneven if either side were as likely."""
+    m = wins + losses
+    if m == 0:
+        return 1.0
+    tail = sum(math.comb(m, j) for j in range(min(wins, losses) + 1)) / 2**m
+    return min(1.0, 2 * tail)
+
+
 @dataclass(frozen=True)
 class SystemResult:
     """One system's test figures."""
@@ -90,6 +150,9 @@ class Report:
     spend: str = ""  # "simulated" (a sandbox pool), "partly simulated" or "" (real dollars)
     # what the coordinator played per category, beside the oracle's plan (``learned``)
     learned: tuple[CategoryLearned, ...] = ()
+    # every other system against the best single worker, task by task (``paired``)
+    best_single: str = ""
+    paired: tuple[Paired, ...] = ()
 
     @property
     def groups(self) -> list[str]:
@@ -123,6 +186,8 @@ class Report:
                 "spend": self.spend or "real",
                 "systems": [asdict(s) for s in self.systems],
                 "learned": [c.to_json() for c in self.learned],
+                "best_single": self.best_single,
+                "paired": [asdict(p) for p in self.paired],
             },
             indent=2,
         )
@@ -180,6 +245,19 @@ class Report:
                 f"| {s.name} | {s.accuracy:.3f} | [{s.ci_low:.3f}, {s.ci_high:.3f}] | {s.avg_turns:.2f} "
                 f"| {s.avg_tokens:.0f} | {s.avg_cost:.6f} |"
             )
+        if self.paired:
+            lines += [
+                "",
+                f"Against the best single worker ({self.best_single}), task by task:",
+                "",
+                "| system | difference | 95% CI (bootstrap) | won | lost | p (sign test) |",
+                "|---|---|---|---|---|---|",
+            ]
+            lines += [
+                f"| {p.system} | {p.difference:+.3f} | [{p.ci_low:+.3f}, {p.ci_high:+.3f}] "
+                f"| {p.wins} | {p.losses} | {p.p_value:.3g} |"
+                for p in self.paired
+            ]
         if self.group_rows():
             lines += ["", "Per category:", "", "| system | category | accuracy | 95% CI | n |"]
             lines.append("|---|---|---|---|---|")
@@ -204,6 +282,20 @@ class Report:
                 )
             )
         text = _columns(rows)
+        if self.paired:
+            per_task = [("system", "difference", "95% CI (bootstrap)", "won", "lost", "p")]
+            per_task += [
+                (
+                    p.system,
+                    f"{p.difference:+.3f}",
+                    f"[{p.ci_low:+.3f}, {p.ci_high:+.3f}]",
+                    str(p.wins),
+                    str(p.losses),
+                    f"{p.p_value:.3g}",
+                )
+                for p in self.paired
+            ]
+            text += f"\n\nagainst {self.best_single}, task by task:\n" + _columns(per_task)
         if self.group_rows():
             per = [("system", "category", "accuracy", "95% CI", "n")]
             per += [
@@ -434,7 +526,32 @@ async def evaluate(
         eps = recorded_oracle(episodes, [s[0] for s in systems], len(systems), len(tasks))
         results.append(summarise(RECORDED_ORACLE, "oracle", eps, {t.id: t.group for t in tasks}))
         episodes += eps
-    return Report(suite, split, tuple(results), learned=tuple(learned)), episodes
+    best, pairs = against_best_single(results, episodes, [t.id for t in tasks], seed)
+    report = Report(
+        suite, split, tuple(results), learned=tuple(learned), best_single=best, paired=pairs
+    )
+    return report, episodes
+
+
+def against_best_single(
+    results: Sequence[SystemResult], episodes: Sequence[Episode], task_ids: Sequence[str], seed: int
+) -> tuple[str, tuple[Paired, ...]]:
+    """The best single worker (the first of equals, in pool order) and every other system
+    against it, task by task (``paired``); ("", ()) without a single worker. ``episodes``
+    are the systems' in report order (``candidate``: the system's index)."""
+    singles = [s for s in results if s.kind == "single"]
+    if not singles or len(set(task_ids)) != len(task_ids):
+        return "", ()
+    rewards: dict[str, dict[str, float]] = {}
+    for episode in episodes:
+        name = results[episode.candidate or 0].name
+        rewards.setdefault(name, {})[episode.task_id] = episode.reward
+    best = max(singles, key=lambda s: s.accuracy).name
+    return best, tuple(
+        paired(s.name, best, rewards[s.name], rewards[best], task_ids, seed)
+        for s in results
+        if s.name != best and s.name in rewards
+    )
 
 
 def recorded_oracle(
