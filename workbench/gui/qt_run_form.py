@@ -48,6 +48,9 @@ class RunForm(QTabWidget):
             "Check the workers of the pool; drag to set their order (the head's rows)"
         )
         keys = config_keys()
+        # keys that hold a list of names other than the pool (protocol.roles): a line of
+        # comma-separated names
+        self.lists = {k.dotted for k in keys if k.type_name == "list of strings"}
         for title, sections in FORM_TABS:
             tab = QWidget()
             form = QFormLayout(tab)
@@ -103,6 +106,8 @@ class RunForm(QTabWidget):
                 if widget.findText(str(value)) < 0:
                     widget.addItem(str(value))
                 widget.setCurrentText(str(value))
+            elif key in self.lists:
+                widget.setText(", ".join(value))
             else:
                 widget.setText(str(value))
         available = [self.pool.item(i).text() for i in range(self.pool.count())]
@@ -153,6 +158,8 @@ class RunForm(QTabWidget):
                 value = widget.value()
             elif isinstance(widget, QComboBox):
                 value = widget.currentText().strip()
+            elif key in self.lists:  # a list of names, written comma-separated
+                value = [part.strip() for part in widget.text().split(",") if part.strip()]
             else:
                 value = widget.text().strip()
             data.setdefault(section, {})[name] = value
