@@ -13,6 +13,10 @@ def test_sandbox_workers_are_simulated_and_registered_ones_real():
     assert spend_kind(["sandbox:coder", "sandbox:scholar"]) == "simulated"
     assert spend_kind(["sandbox:coder", "gpt-4o"]) == "partly simulated"
     assert spend_kind(["gpt-4o"]) == "" and spend_kind([]) == ""
+    assert spend_kind(["recorded:champ/gpt-4", "recorded:mine/a"]) == "recorded"
+    assert spend_kind(["recorded:champ/gpt-4", "gpt-4o"]) == "partly recorded"
+    assert spend_kind(["recorded:champ/gpt-4", "sandbox:coder"]) == "simulated or recorded"
+    assert spend_kind(["recorded:x/a", "sandbox:coder", "gpt-4o"]) == "partly simulated or recorded"
 
 
 def test_every_simulated_pool_and_its_workers_read_simulated():

@@ -253,6 +253,40 @@ def mask_roles(action: Action, roles: Sequence[str], rng: np.random.Generator | 
     return Action(action.worker, role, action.worker_probs, tuple(float(x) for x in p))
 
 
+def mask_workers(
+    action: Action, answers: Sequence[bool], rng: np.random.Generator | None
+) -> Action:
+    """``action`` with its worker distribution restricted to the workers that can answer
+    this task (``answers``: a recorded worker without a recorded answer for it cannot),
+    as ``mask_roles`` restricts roles: the others' probabilities zeroed and the rest
+    renormalised, a chosen worker that can answer kept, otherwise one drawn from the
+    masked distribution (with ``rng``) or its argmax taken. Unchanged when every worker
+    can answer, or when the policy gives those that can no probability at all (a single
+    worker's baseline): that worker is called and its miss recorded on the turn."""
+    if all(answers):
+        return action
+    allowed = np.array(answers, dtype=bool)
+    p = np.asarray(action.worker_probs, dtype=np.float64) * allowed
+    total = p.sum()
+    if total <= 0:
+        return action
+    p = p / total
+    worker = action.worker
+    if not allowed[worker]:
+        worker = int(rng.choice(len(p), p=p)) if rng is not None else int(np.argmax(p))
+    return Action(worker, action.role, tuple(float(x) for x in p), action.role_probs)
+
+
+def answers_task(pool: Sequence[Worker], task: Task) -> tuple[bool, ...]:
+    """For each worker of ``pool``, whether it can answer ``task`` at all: a worker that
+    answers from a recorded table says so (``answers_task(task_id)``); any other can."""
+    found = []
+    for worker in pool:
+        check = getattr(worker, "answers_task", None)
+        found.append(True if check is None else bool(check(task.id)))
+    return tuple(found)
+
+
 @dataclass(frozen=True)
 class EpisodeTag:
     """Where an episode is recorded: its run, generation and candidate (training), and its
@@ -292,6 +326,9 @@ async def run_episode(
     Thinker's suggestion replaced are listed in ``grade_details["thinker_role_turns"]``
     (their ``role_probs`` stay the coordinator's); with ``settings.final_turn`` ``worker``
     the turns restricted to the Worker role are in ``grade_details["worker_only_turns"]``.
+    A worker that cannot answer ``task`` (a recorded worker without its answer) is masked
+    out of the policy's worker choice (``mask_workers``) while another can; when none of
+    the policy's choices can, the call is made and its ``NotRecorded`` miss recorded.
     ``on_turn`` hears each turn once recorded (a caller that cancels the episode keeps
     the turns already played).
     """
@@ -316,11 +353,13 @@ async def run_episode(
     overridden: list[int] = []
     forced: list[int] = []  # turns restricted to the Worker role (final_turn = "worker")
     turns: list[Turn] = _Turns(on_turn) if on_turn is not None else []
+    answering = answers_task(pool, task)  # recorded workers without this task's answer
     for index in range(max_turns):
         transcript, omitted = fit_transcript(
             task, turns, getattr(coordinator, "context_fits", None)
         )
         action = mask_roles(await coordinator.adecide(transcript, rng), settings.roles, rng)
+        action = mask_workers(action, answering, rng)
         worker, role = pool[action.worker], ROLES[action.role]
         if suggested is not None and str(suggested) not in settings.roles:
             suggested = None  # a suggestion of a role this run does not use is ignored

@@ -14,7 +14,7 @@ from typing import Any
 
 from workbench.core.protocol import render_transcript
 from workbench.core.records import ROLES, Episode, Turn
-from workbench.core.spend import dollars, is_simulated
+from workbench.core.spend import dollars, spend_kind
 from workbench.core.tasks.model import Task
 
 
@@ -48,7 +48,7 @@ def role_label(episode: Episode, index: int) -> str:
 
 def turn_cost(turn: Turn) -> str:
     """A turn's dollars, labelled simulated when a sandbox worker answered it."""
-    return dollars(turn.cost, "simulated" if is_simulated(turn.worker) else "", 6)
+    return dollars(turn.cost, spend_kind([turn.worker]), 6)
 
 
 TIMELINE = ("Turn", "Role", "Worker", "p(worker)", "p(role)", "Verdict", "Tokens in/out", "Cost")

@@ -267,9 +267,10 @@ class PoolSession:
         return asyncio.run(job())
 
 
-def open_pool(config: RunConfig, store: Store) -> PoolSession:
-    """The config's pool (registered and built-in workers) behind the config's cache policy."""
-    session = open_worker_pool(config.pool.workers)
+def open_pool(config: RunConfig, store: Store, workspace: Workspace | None = None) -> PoolSession:
+    """The config's pool (registered and built-in workers, recorded pools imported into
+    ``workspace``) behind the config's cache policy."""
+    session = open_worker_pool(config.pool.workers, workspace)
     pool, cache = session.pool, None
     policy = cache_policy(config)
     if policy != "off":
@@ -279,7 +280,7 @@ def open_pool(config: RunConfig, store: Store) -> PoolSession:
     return PoolSession(pool, cache, session.client)
 
 
-def open_worker_pool(worker_ids: Sequence[str]) -> PoolSession:
+def open_worker_pool(worker_ids: Sequence[str], workspace: Workspace | None = None) -> PoolSession:
     """Workers by id (built-in and registered) over one shared HTTP client, uncached: a
     single episode outside a run has no cache policy. Each worker is prepared first
     (``Worker.prepare``: a local model is loaded), so a worker that cannot serve is an
@@ -288,7 +289,7 @@ def open_worker_pool(worker_ids: Sequence[str]) -> PoolSession:
 
     client = open_client()
     try:
-        pool = build_pool(worker_ids, client=client)
+        pool = build_pool(worker_ids, client=client, workspace=workspace)
         for worker in pool:
             worker.prepare()
     except BaseException:
@@ -331,7 +332,7 @@ def run_one_episode(
     the_task = task_suite.get(task)
     # Opened first: a database that cannot store the episode is refused before it plays.
     with Store.open(workspace) as store:
-        session = open_worker_pool([p for p in pool if p.strip()])
+        session = open_worker_pool([p for p in pool if p.strip()], workspace)
         loaded = Prompts.load(prompts)
         model: Backbone | None = None
         if backbone is not None:
@@ -436,7 +437,7 @@ def train(
         stop = stop or StopToken()
         executor = held.enter_context(open_executor(config, ray_address, stop))
         backbone = backbone_for(config, backbone)
-        session = open_pool(config, store)
+        session = open_pool(config, store, workspace)
         cache = session.cache
         trainer = Trainer(
             config,
@@ -532,18 +533,21 @@ def evaluation_source(
     a backbone; raises ``RunNotFound``, ``ConfigError`` or ``CoordinatorFileError`` with a
     readable message."""
     with Store.open(workspace) as store:
-        return _evaluation_source(store, run, coordinator_file)
+        return _evaluation_source(store, run, coordinator_file, workspace)
 
 
 def _evaluation_source(
-    store: Store, run: str | None, coordinator_file: str | Path | None
+    store: Store,
+    run: str | None,
+    coordinator_file: str | Path | None,
+    workspace: Workspace | None = None,
 ) -> EvaluationSource:
     from workbench.core.export import read_manifest
 
     if run is not None:
         record = store.get_run(run)
         config = record.config()
-        pool = tuple(wid for wid, _ in describe_pool(config.pool.workers))
+        pool = tuple(wid for wid, _ in describe_pool(config.pool.workers, workspace=workspace))
         return EvaluationSource(config, pool, config.backbone.model, run_id=record.id)
     if coordinator_file is not None:
         manifest = read_manifest(coordinator_file)
@@ -583,7 +587,7 @@ def evaluate_run(
     from workbench.core.export import load_coordinator
 
     with Store.open(workspace) as store:
-        source = _evaluation_source(store, run, coordinator_file)
+        source = _evaluation_source(store, run, coordinator_file, workspace)
         config = source.config
         if split not in ("train", "validation", "test"):
             raise InvalidInput(f"unknown split '{split}': use train, validation or test")
@@ -600,7 +604,7 @@ def evaluate_run(
         else:
             assert source.coordinator_file is not None  # a source is a run or a file
             coordinator, _ = load_coordinator(source.coordinator_file, backbone)
-        session = open_pool(config, store)  # a worker that cannot serve: nothing stored
+        session = open_pool(config, store, workspace)  # a worker that cannot serve: nothing stored
         eval_id = store.create_run(
             f"eval of {source.reference}",
             "eval",
@@ -664,7 +668,7 @@ def export_run(
         config = record.config()
         vector, checkpoint = best_vector(store, record.id)
         backbone = backbone_for(config, backbone)
-        pool = describe_pool(config.pool.workers)
+        pool = describe_pool(config.pool.workers, workspace=workspace)
         coordinator = coordinator_from_vector(backbone, len(pool), vector, config.optimizer.svf)
         training = {
             "run_id": record.id,

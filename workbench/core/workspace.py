@@ -67,6 +67,11 @@ class Workspace:
         return self.root / "suites"
 
     @property
+    def records_dir(self) -> Path:
+        """Recorded pools imported with ``records import``: NAME.jsonl and NAME.json."""
+        return self.root / "records"
+
+    @property
     def log_dir(self) -> Path:
         return self.root / "logs"
 

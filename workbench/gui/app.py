@@ -51,7 +51,8 @@ class PageContext:
 def _workers_page(context: PageContext) -> QWidget:
     from workbench.gui.qt_workers import QtWorkers
 
-    return QtWorkers()  # workers are per user (workers.toml and the keychain), not per workspace
+    # workers are per user (workers.toml and the keychain); recorded pools per workspace
+    return QtWorkers(workspace=context.workspace)
 
 
 def _tasks_page(context: PageContext) -> QWidget:

@@ -66,11 +66,14 @@ def _choices(workspace: Workspace) -> tuple[list[str], list[str]]:
     """The workers a pool may name and the suites there are (read in the background)."""
     from workbench.core.tasks.suites import list_suites
     from workbench.core.workers.pool import builtin_workers
+    from workbench.core.workers.recorded import imported_pool_names
     from workbench.core.workers.registry import Registry
     from workbench.core.workers.simulated import POOLS
 
-    # each built-in sandbox pool as a whole ("sandbox", "team"), then its single workers
+    # each built-in sandbox pool as a whole ("sandbox", "team"), then its single workers,
+    # then the recorded pools (CHAMP's built in, those imported into the workspace)
     workers = [*POOLS, *(w.id for w in builtin_workers())]
+    workers += [f"recorded:{n}" for n in ("champ", *imported_pool_names(workspace))]
     try:
         workers += [spec.id for spec in Registry.open().list()]
     except Exception:  # a broken workers.toml is the Workers page's to report

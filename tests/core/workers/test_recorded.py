@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import asyncio
 
+import numpy as np
 import pytest
 
+from workbench.core.coordinator import Action
 from workbench.core.policies import FixedPolicy
-from workbench.core.protocol import EpisodeSettings, run_episode
+from workbench.core.protocol import EpisodeSettings, mask_workers, run_episode
 from workbench.core.tasks.model import Task
 from workbench.core.workers.base import WorkerError
 from workbench.core.workers.pool import build_pool
@@ -92,3 +94,66 @@ def test_champ_recordings_cover_270_problems_from_4_models():
 def test_an_unknown_recorded_worker_names_the_known_ones():
     with pytest.raises(ValueError, match="recorded:champ/gpt-4-turbo"):
         build_pool(["recorded:champ/gpt-5"])
+
+
+class _Prefers:
+    """A policy that prefers worker 0 (probabilities 0.7 / 0.3) and picks it."""
+
+    n_workers = 2
+
+    async def adecide(self, transcript, rng=None):
+        from workbench.core.coordinator import Action
+
+        return Action(0, 1, (0.7, 0.3), (0.0, 1.0, 0.0))
+
+
+def _two_workers() -> list[RecordedWorker]:
+    first = RecordedWorker("a", {"t1": Recording("t1", "a", r"\boxed{5}")})
+    second = RecordedWorker(
+        "b",
+        {"t1": Recording("t1", "b", r"\boxed{4}"), "t2": Recording("t2", "b", r"\boxed{6}")},
+    )
+    return [first, second]
+
+
+def test_the_worker_mask_routes_around_a_worker_without_the_tasks_answer():
+    pool = _two_workers()
+    assert pool[0].answers_task("t1") and not pool[0].answers_task("t2")
+    # t2: worker a has no answer, so the choice moves to b (greedy and sampled alike)
+    for rng in (None, np.random.default_rng(3)):
+        ep = asyncio.run(run_episode(_Prefers(), pool, OTHER, _settings(), rng=rng))
+        turn = ep.turns[0]
+        assert turn.worker == "b" and turn.error is None
+        assert turn.worker_probs == (0.0, 1.0)
+        assert ep.reward == 1.0
+    # t1: both have an answer, the policy's choice and probabilities stand
+    ep = asyncio.run(run_episode(_Prefers(), pool, TASK, _settings()))
+    assert ep.turns[0].worker == "a" and ep.turns[0].worker_probs == (0.7, 0.3)
+
+
+def test_a_single_workers_baseline_is_not_rerouted_its_miss_is_recorded():
+    pool = _two_workers()
+    ep = asyncio.run(run_episode(FixedPolicy(2, 0), pool, OTHER, _settings()))
+    assert ep.turns[0].worker == "a"
+    assert "no recorded answer for task 't2'" in (ep.turns[0].error or "")
+    assert ep.reward == 0.0
+
+
+def test_mask_workers_leaves_a_full_pool_and_a_zero_mass_choice_alone():
+    action = Action(0, 1, (0.6, 0.4), (0.0, 1.0, 0.0))
+    assert mask_workers(action, (True, True), None) is action
+    assert mask_workers(Action(0, 1, (1.0, 0.0), (0.0, 1.0, 0.0)), (False, True), None).worker == 0
+    masked = mask_workers(action, (False, True), None)
+    assert masked.worker == 1 and masked.worker_probs == (0.0, 1.0)
+
+
+def test_recorded_workers_bypass_the_response_cache(tmp_path):
+    from workbench.core.store import Store
+    from workbench.core.workers.cache import cached_pool
+    from workbench.core.workspace import Workspace
+
+    with Store.open(Workspace.open(tmp_path)) as store:
+        live = build_pool(["sandbox:mathlete"])
+        wrapped, _ = cached_pool([_worker(), *live], store, "read-write")
+    assert isinstance(wrapped[0], RecordedWorker)
+    assert type(wrapped[1]).__name__ == "CachedWorker"

@@ -318,7 +318,9 @@ class Team:
         from workbench.core.workers.transport import open_client
 
         self._client = client or open_client()
-        self.pool = build_pool(self.source.config.pool.workers, client=self._client)
+        self.pool = build_pool(
+            self.source.config.pool.workers, client=self._client, workspace=self.workspace
+        )
         ids = tuple(w.id for w in self.pool)
         if ids != self.source.pool:
             raise ValueError(

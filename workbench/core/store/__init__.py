@@ -870,6 +870,29 @@ class Store:
         )
 
     @_sqlite_errors
+    def list_responses(self) -> list[dict[str, Any]]:
+        """Every cached response, oldest first: provider, model, request and response (both
+        parsed), created_at (what ``records import --from-cache`` reads)."""
+        rows = (
+            self._reader()
+            .execute(
+                "SELECT provider, model, request, response, created_at FROM responses"
+                " ORDER BY created_at, key"
+            )
+            .fetchall()
+        )
+        return [
+            {
+                "provider": r["provider"],
+                "model": r["model"],
+                "request": json.loads(r["request"]),
+                "response": json.loads(r["response"]),
+                "created_at": r["created_at"],
+            }
+            for r in rows
+        ]
+
+    @_sqlite_errors
     def response_count(self) -> int:
         """How many responses the cache holds."""
         return self._reader().execute("SELECT count(*) FROM responses").fetchone()[0]

@@ -21,6 +21,7 @@ from workbench.core.errors import BadInput, WorkFailed
 if TYPE_CHECKING:
     from workbench.core.keychain import Secret
     from workbench.core.tasks.model import Task
+    from workbench.core.workspace import Workspace
 
 Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": str}
 
@@ -215,12 +216,14 @@ def register_provider(name: str) -> Callable[[type[Worker]], type[Worker]]:
     return wrap
 
 
-# Resolvers for built-in worker ids: prefix -> function(id) -> list of workers. Each
-# built-in provider module registers its own when imported; workbench.core.workers.pool
-# imports them and reads this table.
-BUILTIN_RESOLVERS: dict[str, Callable[[str], list[Worker]]] = {}
+# Resolvers for built-in worker ids: prefix -> function(id, workspace) -> list of
+# workers (``workspace``: where the pool is built, or None; recorded pools imported into a
+# workspace are found there). Each built-in provider module registers its own when
+# imported; workbench.core.workers.pool imports them and reads this table.
+Resolver = Callable[[str, "Workspace | None"], list[Worker]]
+BUILTIN_RESOLVERS: dict[str, Resolver] = {}
 
 
-def register_builtin(prefix: str, resolve: Callable[[str], list[Worker]]) -> None:
+def register_builtin(prefix: str, resolve: Resolver) -> None:
     """Make built-in worker ids starting with ``prefix`` resolve through ``resolve``."""
     BUILTIN_RESOLVERS[prefix] = resolve

@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.core.models import OFFLINE, ModelSourceError, load_causal_lm
 from workbench.core.workers.base import (
@@ -28,6 +28,9 @@ from workbench.core.workers.base import (
     register_builtin,
     register_provider,
 )
+
+if TYPE_CHECKING:
+    from workbench.core.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +152,7 @@ class LocalWorker(Worker):
         )
 
 
-def _resolve(worker_id: str) -> list[Worker]:
+def _resolve(worker_id: str, workspace: Workspace | None = None) -> list[Worker]:
     if worker_id == SMOLLM2_ID:
         return [LocalWorker(SMOLLM2_ID, OFFLINE)]
     _, _, source = worker_id.partition(":")

@@ -11,27 +11,45 @@ model and setting, ``recorded:champ/<model>`` (0-shot) and ``recorded:champ/<mod
 read from the ``champ-dataset`` package (the last assistant message of each conversation
 is the answer). CHAMP's "No C w/o H" setting is a byte-identical copy of "0-Shot" and is
 not offered; the settings that feed CHAMP's own solution steps or hints are left out.
+
+Imported: ``recorded:NAME`` (every worker of the pool) and ``recorded:NAME/WORKER``, a
+pool imported into a workspace with ``trinity-workbench records import`` and kept there as
+two files, ``records/NAME.jsonl`` (one answer a line, the import format:
+``workbench.core.recordings``) and ``records/NAME.json`` (its suite, source, import time
+and per-worker prices). A pool is read once per process and file version.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from workbench.core.workers.base import (
     Completion,
     EpisodeContext,
     Message,
+    UnknownWorker,
     Worker,
     WorkerError,
     register_builtin,
     register_provider,
 )
 
+if TYPE_CHECKING:
+    from workbench.core.workspace import Workspace
+
 
 class NotRecorded(WorkerError):
     """The recorded table has no answer for this task from this worker (not retryable)."""
+
+
+class RecordedPoolNotFound(UnknownWorker):
+    """A ``recorded:NAME`` id whose pool is neither built in nor imported into the
+    workspace, or names no worker of it; the message lists what there is."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +65,7 @@ class Recording:
     tokens_out: int | None = None
     cost: float | None = None
     latency_s: float | None = None
+    model: str | None = None  # the model that gave the answer, in words
 
 
 # CHAMP's models: worker name -> (the dataset's model name, USD per million input tokens,
@@ -85,6 +104,11 @@ class RecordedWorker(Worker):
         self.table = table
         self.price_in = price_in
         self.price_out = price_out
+
+    def answers_task(self, task_id: str) -> bool:
+        """Whether the table holds this worker's answer to ``task_id`` (the episode's
+        worker mask reads it: ``protocol.mask_workers``)."""
+        return task_id in self.table
 
     async def complete(
         self,
@@ -178,10 +202,106 @@ def champ_worker(worker_id: str) -> RecordedWorker:
     )
 
 
-def _resolve(worker_id: str) -> list[Worker]:
+# --------------------------------------------------------------------------- imported pools
+
+
+@dataclass(frozen=True)
+class RecordedPool:
+    """A recorded pool imported into a workspace: its answers per worker and what its
+    metadata file says (suite, source, import time, per-worker prices in USD per million
+    tokens)."""
+
+    name: str
+    suite: str
+    source: str
+    created_at: float
+    tables: dict[str, dict[str, Recording]]  # short worker name -> task id -> Recording
+    prices: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+    def worker_id(self, worker: str) -> str:
+        return f"recorded:{self.name}/{worker}"
+
+    def workers(self) -> list[RecordedWorker]:
+        """One worker per recorded worker name, in the pool's order."""
+        out = []
+        for worker, table in self.tables.items():
+            pin, pout = self.prices.get(worker, (0.0, 0.0))
+            models = {r.model for r in table.values() if r.model}
+            model = models.pop() if len(models) == 1 else f"recorded/{worker}"
+            out.append(
+                RecordedWorker(
+                    self.worker_id(worker), table, model=model, price_in=pin, price_out=pout
+                )
+            )
+        return out
+
+
+def pool_paths(workspace: Workspace, name: str) -> tuple[Path, Path]:
+    """(answers, metadata) files of the recorded pool ``name`` in ``workspace``."""
+    return workspace.records_dir / f"{name}.jsonl", workspace.records_dir / f"{name}.json"
+
+
+def imported_pool_names(workspace: Workspace) -> list[str]:
+    """The recorded pools imported into ``workspace``, sorted."""
+    folder = workspace.records_dir
+    if not folder.is_dir():
+        return []
+    return sorted(p.stem for p in folder.glob("*.json") if (folder / f"{p.stem}.jsonl").is_file())
+
+
+def load_recorded_pool(workspace: Workspace, name: str) -> RecordedPool:
+    """The recorded pool ``name`` imported into ``workspace`` (``RecordedPoolNotFound``
+    when there is none), read once per process and version of its files."""
+    answers, meta = pool_paths(workspace, name)
+    if not answers.is_file() or not meta.is_file():
+        known = ", ".join(["champ (built in)", *imported_pool_names(workspace)])
+        raise RecordedPoolNotFound(
+            f"no recorded pool named '{name}' in workspace {workspace.root}: the recorded "
+            f"pools are {known}; import one with trinity-workbench records import FILE "
+            f"--name {name} --suite SUITE",
+        )
+    stamp = (answers.stat().st_mtime_ns, meta.stat().st_mtime_ns)
+    return _read_pool(str(answers), str(meta), stamp)
+
+
+@functools.lru_cache(maxsize=16)
+def _read_pool(answers: str, meta: str, _stamp: tuple[int, int]) -> RecordedPool:
+    info: dict[str, Any] = json.loads(Path(meta).read_text(encoding="utf-8"))
+    tables: dict[str, dict[str, Recording]] = {w: {} for w in info.get("workers", [])}
+    with open(answers, encoding="utf-8") as lines:
+        for line in lines:
+            if line.strip():
+                record = json.loads(line)
+                rec = Recording(**record)
+                tables.setdefault(rec.worker, {})[rec.task_id] = rec
+    prices = {w: (float(p[0]), float(p[1])) for w, p in info.get("prices", {}).items()}
+    return RecordedPool(
+        info["name"], info["suite"], info["source"], float(info["created_at"]), tables, prices
+    )
+
+
+def _resolve(worker_id: str, workspace: Workspace | None = None) -> list[Worker]:
     if worker_id in ("recorded", "recorded:champ"):
         return [champ_worker(f"recorded:champ/{name}") for name in CHAMP_MODELS]
-    return [champ_worker(worker_id)]
+    if worker_id.startswith("recorded:champ/"):
+        return [champ_worker(worker_id)]
+    name, _, worker = worker_id.removeprefix("recorded:").partition("/")
+    if workspace is None:
+        raise RecordedPoolNotFound(
+            f"recorded pool '{name}' is not built in, and no workspace was given to find "
+            "an imported one in: pass --workspace, or use recorded:champ",
+        )
+    pool = load_recorded_pool(workspace, name)
+    workers = pool.workers()
+    if not worker:
+        return list(workers)
+    found: list[Worker] = [w for w in workers if w.id == worker_id]
+    if not found:
+        raise RecordedPoolNotFound(
+            f"recorded pool '{name}' has no worker '{worker}': its workers are "
+            f"{', '.join(w.id for w in workers)}",
+        )
+    return found
 
 
 register_builtin("recorded", _resolve)
