@@ -17,7 +17,7 @@ import traceback
 from collections.abc import Sequence
 
 from workbench import __version__
-from workbench.cli import doctor, episodes, serve, suites, training, workers
+from workbench.cli import doctor, episodes, headroom, serve, suites, training, workers
 from workbench.core.errors import (
     EXIT_BAD_INPUT,
     EXIT_INTERRUPTED,
@@ -29,7 +29,7 @@ from workbench.core.errors import (
 
 log = logging.getLogger("workbench")
 
-COMMAND_MODULES = (suites, episodes, training, workers, serve, doctor)
+COMMAND_MODULES = (suites, episodes, training, headroom, workers, serve, doctor)
 
 
 def build_parser() -> argparse.ArgumentParser:
