@@ -17,7 +17,17 @@ import traceback
 from collections.abc import Sequence
 
 from workbench import __version__
-from workbench.cli import crossval, doctor, episodes, records, serve, suites, training, workers
+from workbench.cli import (
+    crossval,
+    doctor,
+    episodes,
+    headroom,
+    records,
+    serve,
+    suites,
+    training,
+    workers,
+)
 from workbench.core.errors import (
     EXIT_BAD_INPUT,
     EXIT_INTERRUPTED,
@@ -29,7 +39,7 @@ from workbench.core.errors import (
 
 log = logging.getLogger("workbench")
 
-COMMAND_MODULES = (suites, records, episodes, training, crossval, workers, serve, doctor)
+COMMAND_MODULES = (suites, records, episodes, training, crossval, headroom, workers, serve, doctor)
 
 
 def build_parser() -> argparse.ArgumentParser:

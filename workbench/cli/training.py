@@ -468,3 +468,6 @@ def register(sub, common) -> None:
     )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_study)
+    from workbench.cli.headroom import register_study
+
+    register_study(ss, common)  # study frontier

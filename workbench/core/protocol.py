@@ -174,7 +174,9 @@ def suggested_role(text: str) -> Role | None:
 # --------------------------------------------------------------------------- episode
 
 
-def _turn_seed(seed: int | None, index: int) -> int | None:
+def turn_seed(seed: int | None, index: int) -> int | None:
+    """The seed sent with turn ``index``'s call of an episode seeded ``seed`` (a response
+    cache key holds it: ``headroom`` asks whether a call is already recorded)."""
     if seed is None:
         return None
     return int.from_bytes(hashlib.sha256(f"{seed}:{index}".encode()).digest()[:4], "big")
@@ -394,7 +396,7 @@ async def run_episode(
                 messages,
                 max_tokens=max_tokens,
                 temperature=temperature,
-                seed=_turn_seed(seed, index),
+                seed=turn_seed(seed, index),
                 context=context,
             )
         except asyncio.CancelledError:

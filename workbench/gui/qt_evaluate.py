@@ -54,6 +54,7 @@ from workbench.gui.qt import (
     pg,
     read_only_table,
 )
+from workbench.gui.qt_headroom import HeadroomPanel
 from workbench.gui.qt_learned import LearnedView
 
 log = logging.getLogger(__name__)
@@ -171,6 +172,7 @@ class QtEvaluate(Page):
         self._reads = 0  # the latest source read asked for: older ones are dropped
         self._build()
         self.refresh_runs()
+        self.headroom_panel.refresh_frontiers()
 
     # ------------------------------------------------------------------ layout
 
@@ -266,6 +268,9 @@ class QtEvaluate(Page):
             results.addWidget(box)
         results.insertWidget(1, self.chart)
         results.insertWidget(2, self.paired_chart)
+        # before training and after it: the headroom check and the cost-quality frontier
+        self.headroom_panel = HeadroomPanel(self, self.workspace)
+        results.addWidget(self.headroom_panel)
         right = QWidget()
         right_layout = QVBoxLayout(right)
         right_layout.setContentsMargins(0, 0, 0, 0)
@@ -326,6 +331,7 @@ class QtEvaluate(Page):
         """Runs trained since the page was last shown appear when it is shown again."""
         if self.eval_thread is None:
             self.refresh_runs()
+        self.headroom_panel.refresh_frontiers()  # a study made since, in the CLI
         super().showEvent(event)
 
     def select_run(self, run_id: str) -> bool:

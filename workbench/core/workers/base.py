@@ -146,6 +146,9 @@ class Worker(abc.ABC):
     # the keys whose echoes ``redact`` masks: a worker's own key, and once ``build_pool``
     # has shared them, the keys of every worker of its pool
     secrets: tuple[Secret, ...] = ()
+    # True for a worker that reads recorded answers (``recorded.py``): a call spends
+    # nothing, so a check or a study counts its answers at no cost (``headroom.py``)
+    answers_at_no_cost: bool = False
 
     def __init__(self, worker_id: str, model: str):
         self.id = worker_id
@@ -170,6 +173,11 @@ class Worker(abc.ABC):
     ) -> Completion:
         """Send ``messages`` and return the reply; raise ``WorkerError`` on failure.
         ``context`` is the episode the call belongs to (None outside one)."""
+
+    def covers(self, task: Task) -> bool:
+        """Whether this worker can answer ``task`` at all: a live model can answer
+        anything; a worker of recorded answers only the tasks it has a recording for."""
+        return True
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook, not abstract
         """Release connections or models; the default holds nothing."""

@@ -301,6 +301,13 @@ class CachedWorker(Worker):
     def redact(self, text: str) -> str:
         return self.inner.redact(text)
 
+    @property
+    def answers_at_no_cost(self) -> bool:  # type: ignore[override]
+        return self.inner.answers_at_no_cost
+
+    def covers(self, task: Any) -> bool:
+        return self.inner.covers(task)
+
     def request_identity(
         self, *, max_tokens: int, temperature: float, seed: int | None
     ) -> dict[str, Any]:

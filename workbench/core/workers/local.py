@@ -151,6 +151,16 @@ class LocalWorker(Worker):
             lm.executor, self._generate, messages, max_tokens, temperature, seed
         )
 
+    def request_identity(
+        self, *, max_tokens: int, temperature: float, seed: int | None
+    ) -> dict[str, Any]:
+        # at temperature 0 the reply is greedy and ignores the seed (``_generate``): left
+        # out of the cache key, an answer recorded with one seed (a headroom check's) is
+        # the answer a training episode's call with another seed gets
+        return super().request_identity(
+            max_tokens=max_tokens, temperature=temperature, seed=None if temperature == 0 else seed
+        )
+
 
 def _resolve(worker_id: str, workspace: Workspace | None = None) -> list[Worker]:
     if worker_id == SMOLLM2_ID:

@@ -91,6 +91,8 @@ def _estimate_tokens(text: str) -> int:
 class RecordedWorker(Worker):
     """Answers ``context.task.id`` from ``table`` (task id -> Recording)."""
 
+    answers_at_no_cost = True  # reading a recording calls no one: nothing is spent now
+
     def __init__(
         self,
         worker_id: str,
@@ -153,10 +155,16 @@ class RecordedWorker(Worker):
             model=self.model,
         )
 
+    def covers(self, task) -> bool:
+        """Whether the table has this task's answer."""
+        return task.id in self.table
+
     def request_identity(
         self, *, max_tokens: int, temperature: float, seed: int | None
     ) -> dict[str, object]:
-        ident = super().request_identity(max_tokens=max_tokens, temperature=temperature, seed=seed)
+        # a recorded answer depends on neither the seed nor the decoding settings: leaving
+        # the seed out lets every episode of a task share one cached reply
+        ident = super().request_identity(max_tokens=max_tokens, temperature=temperature, seed=None)
         ident["extra"] = {"recorded": self.id}
         return ident
 
