@@ -1,5 +1,6 @@
 """The new-run form of the Runs page: every key of a ``RunConfig``, editable, built from
-the config's own sections and types."""
+the config's own sections and types, each labelled in plain words with what it does in
+its tooltip (``words.CONFIG_WORDS``; the key as the config file spells it is there too)."""
 
 from __future__ import annotations
 
@@ -14,15 +15,18 @@ from workbench.gui.qt import (
     QComboBox,
     QDoubleSpinBox,
     QFormLayout,
+    QFrame,
     QLabel,
     QLineEdit,
     QListWidget,
     QListWidgetItem,
+    QScrollArea,
     QSpinBox,
     Qt,
     QTabWidget,
     QWidget,
 )
+from workbench.gui.words import config_help, config_label, worker_words
 
 # the tabs of the new-run form: the config sections each shows
 FORM_TABS = (
@@ -43,10 +47,12 @@ class RunForm(QTabWidget):
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self.fields: dict[str, QWidget] = {}
+        self.labels: dict[str, QLabel] = {}  # each field's label, in words
         self.pool = QListWidget()
         self.pool.setDragDropMode(QAbstractItemView.DragDropMode.InternalMove)
         self.pool.setToolTip(
-            "Check the workers of the pool; drag to set their order (the head's rows)"
+            config_help("pool.workers")
+            + "\n\nCheck the workers of the team; drag to set their order."
         )
         hints = typing.get_type_hints(RunConfig)
         for title, sections in FORM_TABS:
@@ -56,13 +62,24 @@ class RunForm(QTabWidget):
                 for f in dataclasses.fields(hints[section]):
                     key = f"{section}.{f.name}"
                     if key == "pool.workers":
-                        form.addRow(QLabel("Workers (checked, in order)"))
+                        label = QLabel(f"{config_label(key)} (checked ones, in order)")
+                        label.setToolTip(self.pool.toolTip())
+                        self.labels[key] = label
+                        form.addRow(label)
                         form.addRow(self.pool)
                         continue
                     widget = self._editor(key, typing.get_type_hints(hints[section])[f.name])
                     self.fields[key] = widget
-                    form.addRow(key if len(sections) > 1 else f.name, widget)
-            self.addTab(tab, title)
+                    label = QLabel(config_label(key))
+                    for w in (label, widget):
+                        w.setToolTip(config_help(key))
+                    self.labels[key] = label
+                    form.addRow(label, widget)
+            scroll = QScrollArea()  # the form's height never sets the window's
+            scroll.setWidgetResizable(True)
+            scroll.setFrameShape(QFrame.Shape.NoFrame)
+            scroll.setWidget(tab)
+            self.addTab(scroll, title)
         self.set_config(RunConfig())
 
     @staticmethod
@@ -125,6 +142,7 @@ class RunForm(QTabWidget):
 
     def _add_worker(self, wid: str, checked: bool) -> None:
         item = QListWidgetItem(wid)
+        item.setToolTip(f"{wid}: {worker_words(wid)}")
         item.setFlags(
             item.flags() | Qt.ItemFlag.ItemIsUserCheckable | Qt.ItemFlag.ItemIsDragEnabled
         )

@@ -42,6 +42,7 @@ from workbench.gui.qt import (
     QWidget,
     Signal,
 )
+from workbench.gui.words import short_path
 
 log = logging.getLogger(__name__)
 
@@ -191,7 +192,8 @@ class QtSettings(Page):
             w.setEnabled(editable)
 
     def _build(self) -> None:
-        self.workspace_label = QLabel(str(self.workspace.root))
+        self.workspace_label = QLabel(short_path(self.workspace.root))
+        self.workspace_label.setToolTip(str(self.workspace.root))
         self.workspace_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.next_workspace_label = QLabel()
         self.next_workspace_label.setWordWrap(True)
@@ -291,12 +293,14 @@ class QtSettings(Page):
                 "At start: the default workspace (the user data folder)."
             )
         elif chosen == self.workspace.root:
-            self.next_workspace_label.setText(f"At start: {chosen}.")
+            self.next_workspace_label.setText(f"At start: {short_path(chosen)}.")
         else:
             self.next_workspace_label.setText(
-                f"At next start: {chosen}. Restart the workbench to open it."
+                f"At next start: {short_path(chosen)}. Restart the workbench to open it."
             )
-        self.saved_label.setText(f"Settings file: {self.path}")
+        self.next_workspace_label.setToolTip(str(chosen) if chosen else "")
+        self.saved_label.setText(f"Settings file: {short_path(self.path)}")
+        self.saved_label.setToolTip(str(self.path))
 
     # ------------------------------------------------------------------ editing
 

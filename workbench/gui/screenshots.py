@@ -92,8 +92,11 @@ def take(
     workspace: str | Path | None = None,
     backbone: Any = None,
     config: RunConfig | None = None,
+    on_page: Callable[[Any, str], None] | None = None,
 ) -> list[Path]:
-    """Make the sample content, render every page to ``out_dir`` and return the files."""
+    """Make the sample content, render every page to ``out_dir`` and return the files.
+    ``on_page(window, title)`` is called on each page before it is grabbed (a test's
+    checks of the page with its content)."""
     from workbench.gui import app as gui_app
     from workbench.gui.qt import QApplication
 
@@ -104,7 +107,7 @@ def take(
         ws = Workspace.open(workspace if workspace is not None else Path(tmp) / "workspace")
         sample = make_sample(ws, config, backbone)
         window = gui_app.MainWindow(ws, backbone=backbone)
-        window.resize(1440, 900)
+        window.resize(1280, 800)  # a laptop's screen: what a new user has
         window.show()
         files = []
         try:
@@ -119,6 +122,8 @@ def take(
                     prepare(page, sample)
                 wait_for(lambda page=page: not _busy(page), f"{title} page")
                 qt_app.processEvents()
+                if on_page is not None:
+                    on_page(window, title)
                 path = out / file_name(title)
                 if not window.grab().save(str(path)):
                     raise OSError(f"could not write {path}")
