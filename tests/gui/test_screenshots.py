@@ -9,7 +9,7 @@ from workbench.gui.app import PAGES
 
 
 def test_every_page_is_rendered_with_sample_content(qtbot, tmp_path, tiny_backbone):
-    from tests.gui.test_window import inside, visible_buttons
+    from tests.gui.test_window import in_view, visible_buttons
     from workbench.core.store import Store
     from workbench.core.workspace import Workspace
     from workbench.gui.qt import QImage
@@ -24,7 +24,7 @@ def test_every_page_is_rendered_with_sample_content(qtbot, tmp_path, tiny_backbo
         assert page.height() <= scroll.viewport().height(), title  # nothing to scroll
         buttons = visible_buttons(page)
         for button in buttons:
-            assert inside(button, scroll.viewport()), f"{title}: {button.text()!r} cut off"
+            assert in_view(button, page, scroll.viewport()), f"{title}: {button.text()!r} cut off"
         checked[title] = len(buttons)
 
     ws = tmp_path / "ws"

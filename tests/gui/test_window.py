@@ -28,6 +28,21 @@ def inside(widget, area) -> bool:
     return area.rect().contains(top_left) and area.rect().contains(bottom_right)
 
 
+def in_view(button, page, viewport) -> bool:
+    """Whether ``button`` is inside the window's view of its page: directly, or inside a
+    list the page scrolls on purpose (the Replay page's conversation, a form's tab) that
+    is itself in view and brings the button into its view when asked."""
+    from workbench.gui.qt import QScrollArea
+
+    inner = button.parentWidget()
+    while inner is not None and inner is not page and not isinstance(inner, QScrollArea):
+        inner = inner.parentWidget()
+    if isinstance(inner, QScrollArea):
+        inner.ensureWidgetVisible(button, 0, 0)
+        return inside(inner.viewport(), viewport) and inside(button, inner.viewport())
+    return inside(button, viewport)
+
+
 def show_each_page(window, qtbot):
     for row, title in enumerate(window.pages):
         window.nav.setCurrentRow(row)
@@ -54,7 +69,7 @@ def test_every_button_of_every_page_is_inside_a_1280_x_800_window(make_main_wind
         buttons = visible_buttons(page)
         assert buttons, title
         for button in buttons:
-            assert inside(button, viewport), f"{title}: {button.text()!r} is cut off"
+            assert in_view(button, page, viewport), f"{title}: {button.text()!r} is cut off"
             assert inside(button, window), f"{title}: {button.text()!r} is outside the window"
             checked += 1
     assert checked > 40
