@@ -97,7 +97,7 @@ def test_a_question_shows_its_turns_live_then_the_answer_and_opens_in_replay(
         assert store.get_episode(episode.id).answer == episode.answer
     page.replay_button.click()
     replay = window.pages["Replay"]
-    assert window.stack.currentWidget() is replay
+    assert window.current_page() is replay
     qtbot.waitUntil(lambda: replay.replay is not None, timeout=TIMEOUT)
     assert replay.replay.episode.id == episode.id
 

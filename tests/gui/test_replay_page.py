@@ -1,6 +1,7 @@
-"""The Replay page over a real stored sandbox run: the shown worker, role and
-probabilities are the stored ones, stepping works by buttons and arrow keys, and an
-episode exports as JSON."""
+"""The Replay page over a real stored sandbox run: an episode reads as a conversation of
+cards (the shown worker, role and probabilities are the stored ones), the keyboard steps
+between turns and episodes, the filters narrow the list, the best candidate's episodes
+come first, and an episode exports as JSON."""
 
 import json
 import os
@@ -11,48 +12,85 @@ import pytest  # noqa: E402
 
 from tests.core.test_training import config  # noqa: E402
 from workbench.core.runs import train  # noqa: E402
-from workbench.core.store import Store  # noqa: E402
+from workbench.core.store import EpisodeSummary, Store  # noqa: E402
 from workbench.core.workspace import Workspace  # noqa: E402
 
 
 @pytest.fixture()
 def trained(tmp_path, tiny_backbone):
     ws = Workspace.open(tmp_path / "ws")
-    run_id = train(config(budget={"generations": 1}), ws, backbone=tiny_backbone)
+    run_id = train(config(budget={"generations": 2}), ws, backbone=tiny_backbone)
     return ws, run_id
 
 
-def test_replay_page_shows_the_stored_decisions(qtbot, trained, tmp_path):
-    from workbench.gui.qt import Qt
+def replay_page(qtbot, ws, run_id):
     from workbench.gui.qt_replay import QtReplay
 
-    ws, run_id = trained
     page = QtReplay(ws)
     qtbot.addWidget(page)
+    page.resize(1100, 760)
+    page.show()
+    qtbot.waitExposed(page)
     qtbot.waitUntil(lambda: page.runs.findData(run_id) >= 0)
     page.runs.setCurrentIndex(page.runs.findData(run_id))
-    qtbot.waitUntil(lambda: not page.loading)
-    assert page.episodes.count() == 12 + 6  # 4 candidates x 3 tasks, and the validation
+    settle(qtbot, page)
+    return page
+
+
+def settle(qtbot, page) -> int:
+    qtbot.waitUntil(lambda: not page.loading, timeout=20_000)
+    return page.episodes.rowCount()
+
+
+def longest(ws, page):
     with Store.open(ws) as store:
-        ids = [
-            page.episodes.item(i).data(Qt.ItemDataRole.UserRole)
-            for i in range(page.episodes.count())
-        ]
-        episode = max((store.get_episode(i) for i in ids), key=lambda e: len(e.turns))
+        return max((store.get_episode(i) for i in page.episode_ids()), key=lambda e: len(e.turns))
+
+
+def test_an_episode_reads_as_cards_of_its_stored_turns(qtbot, trained, tmp_path):
+    from workbench.gui.qt import Qt
+    from workbench.gui.words import role_name
+
+    ws, run_id = trained
+    page = replay_page(qtbot, ws, run_id)
+    with Store.open(ws) as store:
+        assert settle(qtbot, page) == len(store.list_episodes(run_id)) == 2 * 12 + 6
+    episode = longest(ws, page)
+    assert len(episode.turns) >= 2
     page.open_episode(episode.id)
-    qtbot.waitUntil(lambda: page.replay is not None)
-    for index, turn in enumerate(episode.turns):
-        assert page.replay.index == index
-        assert page.worker_bars.probs == turn.worker_probs
-        assert episode.pool[page.worker_bars.chosen] == turn.worker
-        assert page.role_bars.probs == turn.role_probs
-        assert str(turn.role) in page.meta.text() and turn.worker in page.meta.text()
-        assert f"cost ${turn.cost:.6f} (simulated)" in page.meta.text()  # sandbox dollars
-        assert page.response.toPlainText() == (turn.response or turn.error or "")
-        qtbot.keyClick(page, Qt.Key.Key_Right)
-    assert page.replay.at_end and "final answer" in page.outcome.toPlainText()
-    page.first_button.click()
-    assert page.replay.index == 0 and page.slider.value() == 0
+    qtbot.waitUntil(lambda: page.replay is not None and page.replay.episode.id == episode.id)
+    assert len(page.cards) == len(episode.turns)
+    for card, turn in zip(page.cards, episode.turns, strict=True):
+        assert card.worker_bars.values == turn.worker_probs
+        assert card.worker_bars.names == episode.pool
+        assert episode.pool[card.worker_bars.chosen] == turn.worker
+        assert card.role_bars.values == turn.role_probs
+        assert card.role_bars.names[card.role_bars.chosen] == role_name(str(turn.role))
+        title = card.title.text()
+        assert f"Turn {card.index + 1}" in title and role_name(str(turn.role)) in title
+        assert turn.worker in title and str(turn.role) in card.title.toolTip()
+        assert card.answer.text() == (turn.response or turn.error or "(no reply)")[:4000]
+        assert card.grade.text()  # every turn says what became of it
+        assert len(card.worker_bars.bars) == len(episode.pool)  # one labelled bar each
+    assert "Question" in page.conversation.findChildren(type(page.header))[0].text()
+    assert "Final answer:" in page.outcome_card.answer.text()
+    assert str(episode.stop_reason) in page.outcome_card.title.toolTip()
+
+    # the keyboard: Right / Left step turns, End / Home jump, the current card is marked
+    assert page.current_card() is page.cards[0]
+    qtbot.keyClick(page, Qt.Key.Key_Right)
+    assert page.replay.index == 1 and page.current_card() is page.cards[1]
+    qtbot.keyClick(page, Qt.Key.Key_Left)
+    assert page.replay.index == 0
+    qtbot.keyClick(page, Qt.Key.Key_End)
+    assert page.replay.at_end and page.position.text().startswith(f"turn {len(episode.turns)}")
+    qtbot.keyClick(page, Qt.Key.Key_Home)
+    assert page.replay.index == 0
+    # ... and the same keys reach the page from a child with the focus (the list)
+    page.episodes.setFocus()
+    qtbot.keyClick(page.episodes, Qt.Key.Key_Right)
+    assert page.replay.index == 1
+
     out = tmp_path / "episode.json"
     page.export_episode(str(out))
     qtbot.waitUntil(lambda: page.exported == str(out))
@@ -60,86 +98,134 @@ def test_replay_page_shows_the_stored_decisions(qtbot, trained, tmp_path):
     page.shutdown()
 
 
-def test_filters_narrow_the_episode_list(qtbot, trained):
-    from workbench.gui.qt_replay import QtReplay
+def test_page_down_and_up_step_through_the_episodes_of_the_list(qtbot, trained):
+    from workbench.gui.qt import Qt
 
     ws, run_id = trained
-    page = QtReplay(ws)
-    qtbot.addWidget(page)
+    page = replay_page(qtbot, ws, run_id)
+    ids = page.episode_ids()
+    qtbot.keyClick(page, Qt.Key.Key_PageDown)  # nothing selected: the first
+    qtbot.waitUntil(lambda: page.replay is not None and page.replay.episode.id == ids[0])
+    qtbot.keyClick(page, Qt.Key.Key_PageDown)
+    qtbot.waitUntil(lambda: page.replay.episode.id == ids[1])
+    page.next_episode_button.click()
+    qtbot.waitUntil(lambda: page.replay.episode.id == ids[2])
+    qtbot.keyClick(page, Qt.Key.Key_PageUp)
+    qtbot.waitUntil(lambda: page.replay.episode.id == ids[1])
+    page.shutdown()
 
-    def settled():
-        qtbot.waitUntil(lambda: not page.loading)
-        return page.episodes.count()
 
-    qtbot.waitUntil(lambda: page.runs.findData(run_id) >= 0)
-    page.runs.setCurrentIndex(page.runs.findData(run_id))
-    everything = settled()
-    page.reward_filter.setCurrentText("reward 1")
-    winners = settled()
-    page.reward_filter.setCurrentText("reward 0")
-    assert winners + settled() == everything and everything == 18
-    page.reward_filter.setCurrentText("any reward")
+def test_filters_narrow_the_list_by_outcome_worker_generation_candidate_and_question(
+    qtbot, trained
+):
+    ws, run_id = trained
+    page = replay_page(qtbot, ws, run_id)
+    everything = settle(qtbot, page)
+    with Store.open(ws) as store:
+        stored = store.list_episodes(run_id)
+    assert everything == len(stored) == 2 * 12 + 6  # 4 candidates x 3 tasks, a validation
+
+    page.outcome_filter.setCurrentText("right")
+    right = settle(qtbot, page)
+    assert right == sum(e.reward >= 1 for e in stored)
+    page.outcome_filter.setCurrentText("not right")
+    assert right + settle(qtbot, page) == everything
+    page.outcome_filter.setCurrentText("any outcome")
+    settle(qtbot, page)
+
+    # generations and candidates numbered from 1, as everywhere in the GUI
+    generations = [
+        page.generation_filter.itemText(i) for i in range(page.generation_filter.count())
+    ]
+    assert generations == ["any", "1", "2"]
+    page.generation_filter.setCurrentIndex(2)
+    assert settle(qtbot, page) == sum(e.generation == 1 for e in stored)
+    candidates = [page.candidate_filter.itemText(i) for i in range(page.candidate_filter.count())]
+    assert candidates == ["any", "candidate 1", "candidate 2", "candidate 3", "candidate 4"]
+    page.candidate_filter.setCurrentIndex(3)  # candidate 3 (stored as 2)
+    assert settle(qtbot, page) == sum(e.generation == 1 and e.candidate == 2 for e in stored) == 3
+    assert {page.episodes.item(r, 4).text() for r in range(3)} == {"3"}
+    assert {page.episodes.item(r, 4).toolTip() for r in range(3)} == {"candidate 3"}
+    assert {page.episodes.item(r, 3).text() for r in range(3)} == {"2"}
+    page.generation_filter.setCurrentIndex(0)
+    page.candidate_filter.setCurrentIndex(0)
+    settle(qtbot, page)
+
+    workers = [page.worker_filter.itemText(i) for i in range(1, page.worker_filter.count())]
+    assert workers and all(w.startswith("sandbox:") for w in workers)
+    page.worker_filter.setCurrentIndex(1)
+    with Store.open(ws) as store:
+        expected = len(store.list_episodes(run_id, worker=workers[0]))
+    assert settle(qtbot, page) == expected
+    page.worker_filter.setCurrentIndex(0)
+    settle(qtbot, page)
+
     page.task_filter.setText("no-such-task")
     page.task_filter.editingFinished.emit()
-    assert settled() == 0
+    assert settle(qtbot, page) == 0
     page.shutdown()
 
 
-def test_the_timeline_lists_every_turn_and_a_click_jumps_to_it(qtbot, trained):
-    from workbench.core.records import ROLES
-    from workbench.gui.qt import Qt
-    from workbench.gui.qt_replay import TIMELINE, QtReplay
+def test_the_best_candidates_episodes_come_first(qtbot, trained):
+    from workbench.gui.qt_replay import best_first
 
     ws, run_id = trained
-    page = QtReplay(ws)
-    qtbot.addWidget(page)
-    qtbot.waitUntil(lambda: page.runs.findData(run_id) >= 0)
-    page.runs.setCurrentIndex(page.runs.findData(run_id))
-    qtbot.waitUntil(lambda: not page.loading and page.episodes.count() > 0)
+    page = replay_page(qtbot, ws, run_id)
     with Store.open(ws) as store:
-        ids = [
-            page.episodes.item(i).data(Qt.ItemDataRole.UserRole)
-            for i in range(page.episodes.count())
-        ]
-        episode = max((store.get_episode(i) for i in ids), key=lambda e: len(e.turns))
-    assert len(episode.turns) >= 2  # something to jump between
-    page.open_episode(episode.id)
-    qtbot.waitUntil(lambda: page.replay is not None and page.replay.episode.id == episode.id)
-
-    table = page.timeline
-    headers = [table.horizontalHeaderItem(c).text() for c in range(table.columnCount())]
-    assert tuple(headers) == TIMELINE
-    assert table.rowCount() == len(episode.turns)
-    for row, turn in enumerate(episode.turns):
-        cells = {h: table.item(row, c).text() for c, h in enumerate(headers)}
-        assert cells["Turn"] == str(row + 1)
-        assert cells["Role"] == str(turn.role) and cells["Worker"] == turn.worker
-        chosen = turn.worker_probs[episode.pool.index(turn.worker)]
-        assert cells["p(worker)"] == f"{chosen:.2f}"
-        role_p = turn.role_probs[[str(r) for r in ROLES].index(str(turn.role))]
-        assert cells["p(role)"] == f"{role_p:.2f}"
-        assert cells["Tokens in/out"] == f"{turn.tokens_in}/{turn.tokens_out}"
-        assert cells["Cost"] == f"${turn.cost:.6f} (simulated)"
-        if turn.verdict and turn.verdict_parsed:
-            assert cells["Verdict"] == str(turn.verdict)
-    assert table.selectionModel().selectedRows()[0].row() == 0
-
-    # a click on the last turn's row shows that turn; stepping moves the selection back
-    last = len(episode.turns) - 1
-    rect = table.visualItemRect(table.item(last, 1))
-    qtbot.mouseClick(table.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
-    assert page.replay.index == last and page.slider.value() == last
-    assert page.position.text() == f"turn {last + 1} / {last + 1}"
-    assert "final answer" in page.outcome.toPlainText()
-    qtbot.keyClick(page, Qt.Key.Key_Left)
-    assert table.selectionModel().selectedRows()[0].row() == last - 1
+        stored = store.list_episodes(run_id)
+    groups = {}
+    for e in stored:
+        groups.setdefault((e.generation, e.candidate), []).append(e.reward)
+    best_share = max(sum(r) / len(r) for r in groups.values())
+    first = page.episode_ids()[0]
+    (top,) = [e for e in stored if e.id == first]
+    rewards = groups[(top.generation, top.candidate)]
+    assert sum(rewards) / len(rewards) == best_share
+    assert "Best first: generation" in page.list_note.text()
+    ordered, best, share = best_first(stored)
+    assert [e.id for e in ordered] == page.episode_ids() and share == best_share
     page.shutdown()
 
 
-def test_the_timeline_marks_a_role_the_thinker_picked():
-    from tests.core.test_shaping import thinker_override_episode
-    from workbench.core.replay import TIMELINE, timeline_rows
+def summary(generation, candidate, reward, task="t") -> EpisodeSummary:
+    return EpisodeSummary(
+        id=f"{generation}-{candidate}-{task}-{reward}",
+        run_id="r",
+        generation=generation,
+        candidate=candidate,
+        suite="s",
+        task_id=task,
+        reward=reward,
+        stop_reason="accepted",
+        n_turns=1,
+        cost=0.0,
+        tokens_in=0,
+        tokens_out=0,
+        created_at=0.0,
+    )
 
-    rows = timeline_rows(thinker_override_episode())
-    roles = [row[TIMELINE.index("Role")] for row in rows]
-    assert roles == ["thinker", "worker (Thinker's pick)", "thinker"]
+
+def test_best_first_orders_candidates_by_their_share_right_later_generations_first():
+    from workbench.gui.qt_replay import best_first
+
+    episodes = [
+        summary(0, 0, 1.0, "a"),
+        summary(0, 0, 1.0, "b"),  # generation 1, candidate 1: 100%
+        summary(0, 1, 0.0, "a"),
+        summary(0, 1, 1.0, "b"),  # 50%
+        summary(2, 3, 1.0, "b"),
+        summary(2, 3, 1.0, "a"),  # generation 3, candidate 4: 100%, later: first
+        summary(1, None, 0.0, "a"),  # a validation: 0%
+    ]
+    ordered, best, share = best_first(episodes)
+    assert best == (2, 3) and share == 1.0
+    assert [(e.generation, e.candidate, e.task_id) for e in ordered] == [
+        (2, 3, "a"),
+        (2, 3, "b"),
+        (0, 0, "a"),
+        (0, 0, "b"),
+        (0, 1, "a"),
+        (0, 1, "b"),
+        (1, None, "a"),
+    ]
+    assert best_first([]) == ([], None, 0.0)

@@ -1,5 +1,6 @@
 """``--screenshot``: every page rendered with a sample run, evaluation and episode, and a
-question answered in the Playground."""
+question answered in the Playground, in a 1280 x 800 window: with that content, every
+button of every page is inside the window (nothing grew it past a laptop's screen)."""
 
 from __future__ import annotations
 
@@ -8,20 +9,38 @@ from workbench.gui.app import PAGES
 
 
 def test_every_page_is_rendered_with_sample_content(qtbot, tmp_path, tiny_backbone):
+    from tests.gui.test_window import in_view, visible_buttons
     from workbench.core.store import Store
     from workbench.core.workspace import Workspace
     from workbench.gui.qt import QImage
     from workbench.gui.screenshots import file_name, take
 
+    checked = {}
+
+    def fits(window, title):
+        page, scroll = window.pages[title], window.scrolls[title]
+        assert window.width() == 1280 and window.height() == 800, title
+        assert window.minimumSizeHint().height() <= 800, title
+        assert page.height() <= scroll.viewport().height(), title  # nothing to scroll
+        buttons = visible_buttons(page)
+        for button in buttons:
+            assert in_view(button, page, scroll.viewport()), f"{title}: {button.text()!r} cut off"
+        checked[title] = len(buttons)
+
     ws = tmp_path / "ws"
     files = take(
-        tmp_path / "shots", ws, backbone=tiny_backbone, config=config(budget={"generations": 2})
+        tmp_path / "shots",
+        ws,
+        backbone=tiny_backbone,
+        config=config(budget={"generations": 2}),
+        on_page=fits,
     )
     assert [f.name for f in files] == [file_name(title) for title, _ in PAGES]
-    assert files[0].name == "workers.png"
+    assert files[0].name == "start.png" and set(checked) == {t for t, _ in PAGES}
+    assert all(checked.values())
     for f in files:
         image = QImage(str(f))
-        assert image.width() >= 1200 and image.height() >= 800
+        assert (image.width(), image.height()) == (1280, 800)
         # not a blank page: many distinct colours
         colours = {
             image.pixel(x, y)

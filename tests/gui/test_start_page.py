@@ -1,6 +1,7 @@
 """Where the workbench opens: on the Runs page with the latest run and its plots when the
 workspace has runs (a newcomer's first look after ``trinity-workbench train``), on the
-Workers page when it has none. Run statuses and resumability come from core."""
+first-run guide when it has none, each of the guide's steps a button that goes where the
+step is done. Run statuses and resumability come from core."""
 
 from __future__ import annotations
 
@@ -53,27 +54,71 @@ def test_with_runs_the_app_opens_on_runs_with_the_latest_run_plotted(
     page = window.pages["Runs"]
     qtbot.waitUntil(lambda: page.opened == latest, timeout=10_000)
     assert window.nav.currentItem().text() == "Runs"
-    assert window.stack.currentWidget() is page
+    assert window.current_page() is page
     assert page.selected_run_id() == latest
     page.redraw()
-    assert list(page.curves["best"].getData()[0]) == [0, 1, 2]
+    assert list(page.curves["best"].getData()[0]) == [1, 2, 3]
     assert page.heatmap.image is not None and page.heatmap.image.sum() == 9
 
 
-def test_without_runs_the_app_opens_on_workers(make_main_window, qtbot):
+def test_without_runs_the_app_opens_on_the_first_run_guide(make_main_window, qtbot):
     window = make_main_window()
     page = window.pages["Runs"]
     with qtbot.waitSignal(page.runs_listed, timeout=10_000) as listed:
         pass
     assert listed.args == [0]
-    assert window.nav.currentItem().text() == "Workers"
+    assert window.nav.currentItem().text() == "Start"
     assert page.opened is None
+    guide = window.pages["Start"]
+    words = guide.steps_text()
+    for step in ("Choose who answers", "Pick the questions", "Train", "Replay"):
+        assert step in words
+    assert "simulated" in words and "offline and free" in words
+    assert all(button.isVisible() for button in guide.buttons.values())
+    assert guide.runs_note.text() == ""
+
+
+def test_each_step_of_the_guide_is_a_button_that_goes_there(make_main_window, qtbot):
+    from workbench.gui.qt_worker_dialog import WorkerDialog
+
+    window = make_main_window()
+    guide = window.pages["Start"]
+    runs = window.pages["Runs"]
+    qtbot.waitUntil(lambda: runs.listed and runs.config_file is None, timeout=10_000)
+    runs.source_label.setText("something else")
+    with qtbot.waitSignal(runs.config_done, timeout=10_000) as done:
+        guide.buttons["Runs:sandbox"].click()
+    assert done.args == [True] and window.nav.currentItem().text() == "Runs"
+    assert runs.source_label.text() == "the sandbox example"
+    assert runs.form.pool_workers() == ["sandbox"]
+
+    guide.buttons["Workers:add"].click()
+    assert window.nav.currentItem().text() == "Workers"
+    dialogs = [d for d in window.pages["Workers"].findChildren(WorkerDialog) if d.isVisible()]
+    assert len(dialogs) == 1 and dialogs[0].windowTitle() == "Add worker"
+    dialogs[0].reject()
+
+    for where in ("Tasks", "Runs", "Replay"):
+        guide.buttons[where].click()
+        assert window.nav.currentItem().text() == where
+        assert window.current_page() is window.pages[where]
+
+
+def test_with_runs_the_guide_says_how_many(make_main_window, qtbot, gui_workspace):
+    stored_run(gui_workspace, "one", 1, "finished")
+    stored_run(gui_workspace, "two", 1, "finished")
+    window = make_main_window()
+    guide = window.pages["Start"]
+    qtbot.waitUntil(lambda: guide.runs_note.text() != "", timeout=10_000)
+    assert guide.runs_note.text().startswith("This workspace has 2 runs")
 
 
 def test_a_user_who_moved_on_is_not_pulled_back_to_runs(make_main_window, qtbot, gui_workspace):
     stored_run(gui_workspace, "latest", 1, "finished")
     window = make_main_window()
-    window.nav.setCurrentRow([window.nav.item(i).text() for i in range(6)].index("Tasks"))
+    window.nav.setCurrentRow(
+        [window.nav.item(i).text() for i in range(window.nav.count())].index("Tasks")
+    )
     page = window.pages["Runs"]
     qtbot.waitUntil(lambda: page.opened is not None, timeout=10_000)
     assert window.nav.currentItem().text() == "Tasks"
@@ -101,5 +146,5 @@ def test_resumability_and_status_come_from_core(make_main_window, qtbot, gui_wor
         page.select_run(run_id)
         assert page.resume_run_button.isEnabled() == runs.can_resume(listed[run_id].status)
     # a status cell edited on screen changes nothing: the page asks core's summary
-    page.runs_table.item(page.row_of(finished), 2).setText("stopped")
+    page.runs_table.item(page.row_of(finished), 1).setText("stopped")
     assert not page.can_resume(finished)

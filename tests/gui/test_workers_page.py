@@ -234,10 +234,20 @@ def test_without_a_keyring_the_key_is_refused_with_the_fix_and_nothing_is_saved(
     dialog.model.setEditText("gpt-4o-mini")
     qtbot.keyClicks(dialog.key, KEY)
     dialog.buttons.button(QDialogButtonBox.StandardButton.Save).click()
+    heights = [w.height() for w in (dialog.worker_id, dialog.model, dialog.key)]
     qtbot.waitUntil(lambda: dialog.error.text() != "", timeout=10_000)
     text = dialog.error.text()
-    assert text.startswith("Worker 'gpt' was not saved: no secure keychain")
-    assert "gnome-keyring" in text and "OPENAI_API_KEY" in text and KEY not in text
+    # one sentence: what is missing and what to do, and where the docs say how
+    assert text.startswith("Worker 'gpt' was not saved: this computer has no secure keychain")
+    assert "OPENAI_API_KEY" in text and "docs/guides/gui.md#no-keychain" in text
+    assert "keyring.backends" not in text and "`" not in text and KEY not in text
+    # the technical fix (commands, backends) behind a button, in a box of fixed height
+    assert dialog.details_button.isVisible() and not dialog.details.isVisible()
+    dialog.details_button.click()
+    details = dialog.details.toPlainText()
+    assert dialog.details.isVisible() and "gnome-keyring" in details and KEY not in details
+    qtbot.wait(50)  # the dialog grows to its new minimum: the fields keep their height
+    assert [w.height() for w in (dialog.worker_id, dialog.model, dialog.key)] == heights
     assert dialog.isVisible() and not registry.path.exists()
 
 

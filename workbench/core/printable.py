@@ -24,15 +24,25 @@ def printable(text: str) -> str:
 RESOURCES = Path(__file__).resolve().parents[1] / "resources"
 
 
-def shown_path(path: str | os.PathLike[str]) -> str:
-    """``path`` as a page or a message shows it: under the home folder as ``~/...``, so
-    the user's name and home layout stay off the screen (and out of screenshots); a file
-    the workbench ships as ``bundled examples/...``; the full path is for tooltips and
+def shown_path(
+    path: str | os.PathLike[str], workspace: str | os.PathLike[str] | None = None
+) -> str:
+    """``path`` as a page or a message shows it: a file the workbench ships as
+    ``bundled examples/...``; inside ``workspace`` (when given) relative to it as
+    ``workspace/...``; under the home folder as ``~/...``, so the user's name and home
+    layout stay off the screen (and out of screenshots). The full path is for tooltips and
     logs."""
     text = str(path)
     bundled = str(RESOURCES)
     if text.startswith(bundled + os.sep):  # a file the workbench ships (an example config)
         return "bundled " + text[len(bundled) + 1 :]
+    if workspace is not None:
+        try:
+            inside = Path(path).resolve().relative_to(Path(workspace).resolve())
+        except (ValueError, OSError):
+            pass
+        else:
+            return "workspace" if str(inside) == "." else f"workspace/{inside}"
     try:
         home = str(Path.home())
     except RuntimeError:  # no home folder to shorten against

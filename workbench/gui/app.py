@@ -1,11 +1,18 @@
 """The application: QApplication set-up and the main window, a navigation list on the
-left over a stack of pages. ``PAGES`` is the ordered list of (title, factory) pages; a
-factory takes the window's context (workspace, backbone) and returns the page widget."""
+left (an icon, the page's name and a short description) over a stack of pages, each in a
+scroll area so that every control stays reachable on a small screen or at 200% scaling,
+and a status strip at the bottom (the current run: running, generation, best fitness,
+spend). ``PAGES`` is the ordered list of (title, factory) pages; a factory takes the
+window's context (workspace, backbone) and returns the page widget. The window's size,
+its splitters and the page shown are remembered between starts (``window.ini`` beside
+the settings file)."""
 
 from __future__ import annotations
 
 import logging
+import os
 import platform
+import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -15,8 +22,9 @@ from typing import Any
 
 from workbench import __version__
 from workbench.core.models import describe_device
-from workbench.core.settings import load_settings_or_defaults
-from workbench.core.workspace import Workspace, resources_dir
+from workbench.core.printable import shown_path
+from workbench.core.settings import load_settings_or_defaults, settings_path
+from workbench.core.workspace import Workspace, WorkspaceError, resources_dir
 from workbench.gui.qt import (
     PYSIDE_VERSION,
     QT_VERSION,
@@ -24,12 +32,26 @@ from workbench.gui.qt import (
     QApplication,
     QCloseEvent,
     QDesktopServices,
+    QFont,
+    QFontMetrics,
+    QFrame,
     QHBoxLayout,
     QIcon,
+    QLabel,
     QListWidget,
+    QListWidgetItem,
     QMainWindow,
     QMessageBox,
+    QPainter,
+    QScrollArea,
+    QSettings,
+    QSize,
+    QSplitter,
     QStackedWidget,
+    QStyle,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
+    Qt,
     QTimer,
     QUrl,
     QWidget,
@@ -46,6 +68,12 @@ class PageContext:
 
     workspace: Workspace
     backbone: Any = None
+
+
+def _start_page(context: PageContext) -> QWidget:
+    from workbench.gui.qt_start import QtStart
+
+    return QtStart(context.workspace)
 
 
 def _workers_page(context: PageContext) -> QWidget:
@@ -93,6 +121,7 @@ def _settings_page(context: PageContext) -> QWidget:
 
 PageFactory = Callable[[PageContext], QWidget]
 PAGES: list[tuple[str, PageFactory]] = [
+    ("Start", _start_page),
     ("Workers", _workers_page),
     ("Tasks", _tasks_page),
     ("Runs", _runs_page),
@@ -101,6 +130,87 @@ PAGES: list[tuple[str, PageFactory]] = [
     ("Playground", _playground_page),
     ("Settings", _settings_page),
 ]
+
+
+# each page's line under its name in the navigation, and its icon (Qt's standard icons)
+PAGE_INFO: dict[str, tuple[str, str]] = {
+    "Start": ("First steps, one button each", "SP_ArrowRight"),
+    "Workers": ("The models that answer", "SP_ComputerIcon"),
+    "Tasks": ("The questions to learn on", "SP_FileDialogDetailedView"),
+    "Runs": ("Train a coordinator", "SP_MediaPlay"),
+    "Compare": ("Two or more runs side by side", "SP_FileDialogContentsView"),
+    "Replay": ("Read an episode turn by turn", "SP_MediaSeekForward"),
+    "Evaluate": ("Score it against each worker", "SP_DialogApplyButton"),
+    "Playground": ("Ask the team a question", "SP_MessageBoxQuestion"),
+    "Settings": ("Workspace, device, theme", "SP_FileDialogInfoView"),
+}
+DESCRIPTION = Qt.ItemDataRole.UserRole + 1
+WINDOW_STATE = "window.ini"  # beside settings.toml: window size, splitters, the page shown
+NO_DISPLAY = (
+    "no display to open the window on ({why}): start the workbench in a desktop session, "
+    "or use it without a window: trinity-workbench --help for the commands, "
+    "trinity-workbench --screenshot DIR to render the pages to PNG files"
+)
+
+
+def display_problem(
+    environ: dict[str, str] | None = None, platform_name: str | None = None
+) -> str | None:
+    """Why no window can open here, as a sentence, or None. On Linux without a display Qt
+    aborts the process with a hint about reinstalling libraries: say it first, plainly.
+    A platform chosen explicitly (``QT_QPA_PLATFORM``, e.g. offscreen) is the user's."""
+    env = os.environ if environ is None else environ
+    name = sys.platform if platform_name is None else platform_name
+    if not name.startswith("linux") or env.get("QT_QPA_PLATFORM"):
+        return None
+    display, wayland = env.get("DISPLAY", ""), env.get("WAYLAND_DISPLAY", "")
+    if wayland:
+        return None
+    if not display:
+        return NO_DISPLAY.format(why="DISPLAY and WAYLAND_DISPLAY are not set")
+    local = re.fullmatch(r"(?:unix)?:(\d+)(?:\.\d+)?", display)
+    if local and not Path(f"/tmp/.X11-unix/X{local.group(1)}").exists():
+        return NO_DISPLAY.format(why=f"no X server is running on display {display}")
+    return None
+
+
+class NavDelegate(QStyledItemDelegate):
+    """A navigation entry: the icon, the page's name in bold and its description below."""
+
+    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index) -> None:
+        description = index.data(DESCRIPTION) or ""
+        opt = QStyleOptionViewItem(option)
+        self.initStyleOption(opt, index)
+        title = opt.text
+        opt.text = ""
+        style = opt.widget.style() if opt.widget is not None else QApplication.style()
+        style.drawControl(QStyle.ControlElement.CE_ItemViewItem, opt, painter, opt.widget)
+        rect = opt.rect.adjusted(8 + opt.decorationSize.width() + 8, 4, -4, -4)
+        icon_rect = opt.rect.adjusted(8, 0, 0, 0)
+        icon_rect.setSize(opt.decorationSize)
+        icon_rect.moveTop(opt.rect.top() + (opt.rect.height() - opt.decorationSize.height()) // 2)
+        opt.icon.paint(painter, icon_rect)
+        selected = bool(opt.state & QStyle.StateFlag.State_Selected)
+        role = opt.palette.ColorRole.HighlightedText if selected else opt.palette.ColorRole.Text
+        painter.save()
+        painter.setPen(opt.palette.color(role))
+        bold = QFont(opt.font)
+        bold.setBold(True)
+        painter.setFont(bold)
+        line = QFontMetrics(bold).height()
+        painter.drawText(rect.adjusted(0, 0, 0, -line), Qt.AlignmentFlag.AlignLeft, title)
+        small = QFont(opt.font)
+        small.setPointSizeF(max(opt.font.pointSizeF() * 0.85, 6.0))
+        painter.setFont(small)
+        text = QFontMetrics(small).elidedText(
+            description, Qt.TextElideMode.ElideRight, rect.width()
+        )
+        painter.drawText(rect.adjusted(0, line, 0, 0), Qt.AlignmentFlag.AlignLeft, text)
+        painter.restore()
+
+    def sizeHint(self, option: QStyleOptionViewItem, index) -> QSize:  # noqa: N802 (Qt's name)
+        line = QFontMetrics(option.font).height()
+        return QSize(180, max(2 * line + 10, 36))
 
 
 def _open_path(path: Path) -> bool:
@@ -137,18 +247,34 @@ class MainWindow(QMainWindow):
     ):
         super().__init__()
         self.workspace = workspace
-        self.setWindowTitle(f"{APP_NAME} — {workspace.root}")
-        self.resize(1280, 800)
+        self.setWindowTitle(f"{APP_NAME} — {shown_path(workspace.root)}")
         self.nav = QListWidget()
-        self.nav.setFixedWidth(150)
+        self.nav.setItemDelegate(NavDelegate(self.nav))
+        self.nav.setIconSize(QSize(22, 22))
+        self.nav.setFixedWidth(200)
+        self.nav.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.stack = QStackedWidget()
         self.pages: dict[str, QWidget] = {}
+        self.scrolls: dict[str, QScrollArea] = {}  # each page in its scroll area
         context = PageContext(workspace, backbone)
         for title, factory in PAGES if pages is None else pages:
             page = factory(context)
             self.pages[title] = page
-            self.nav.addItem(title)
-            self.stack.addWidget(page)
+            description, icon = PAGE_INFO.get(title, ("", "SP_FileIcon"))
+            item = QListWidgetItem(
+                self.style().standardIcon(getattr(QStyle.StandardPixmap, icon)), title
+            )
+            item.setData(DESCRIPTION, description)
+            item.setToolTip(f"{title}: {description}" if description else title)
+            self.nav.addItem(item)
+            scroll = QScrollArea()
+            scroll.setWidgetResizable(True)
+            scroll.setFrameShape(QFrame.Shape.NoFrame)
+            scroll.setWidget(page)
+            if hasattr(page, "install_banner"):
+                page.install_banner()
+            self.scrolls[title] = scroll
+            self.stack.addWidget(scroll)
         self.nav.currentRowChanged.connect(self.stack.setCurrentIndex)
         self.nav.setCurrentRow(0)
         self._runs_listed = False
@@ -157,11 +283,22 @@ class MainWindow(QMainWindow):
             runs_page.runs_listed.connect(self._open_on_runs)
         if "Playground" in self.pages and "Replay" in self.pages:
             self.pages["Playground"].open_in_replay.connect(self.open_in_replay)
+        start = self.pages.get("Start")
+        if start is not None and hasattr(start, "go"):
+            start.go.connect(self.go)
         central = QWidget()
         layout = QHBoxLayout(central)
+        layout.setContentsMargins(4, 4, 4, 0)
         layout.addWidget(self.nav)
         layout.addWidget(self.stack, 1)
         self.setCentralWidget(central)
+        self.run_strip = QLabel("No run in progress")
+        self.run_strip.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.statusBar().addWidget(self.run_strip, 1)
+        if runs_page is not None and hasattr(runs_page, "strip_changed"):
+            runs_page.strip_changed.connect(self.run_strip.setText)
+            if start is not None and hasattr(start, "runs_listed"):
+                runs_page.runs_listed.connect(start.runs_listed)
         help_menu = self.menuBar().addMenu("&Help")
         for text, slot in (
             ("&About", self.show_about),
@@ -171,10 +308,66 @@ class MainWindow(QMainWindow):
             action = QAction(text, self)
             action.triggered.connect(slot)
             help_menu.addAction(action)
+        self._state = QSettings(
+            str(settings_path().parent / WINDOW_STATE), QSettings.Format.IniFormat
+        )
+        self.restore_layout()
+
+    # ------------------------------------------------------------------ size and splitters
+
+    def splitters(self) -> dict[str, QSplitter]:
+        """Every splitter of every page, named by its page and its place in the page."""
+        found = {}
+        for title, page in self.pages.items():
+            for number, splitter in enumerate(page.findChildren(QSplitter)):
+                found[f"{title}/{number}"] = splitter
+        return found
+
+    def restore_layout(self) -> None:
+        """The size, splitters and page of the last session; a first start fits the screen
+        (at most 1280 x 800)."""
+        geometry = self._state.value("window/geometry")
+        if geometry is None or not self.restoreGeometry(geometry):
+            screen = self.screen().availableGeometry() if self.screen() else None
+            width, height = 1280, 800
+            if screen is not None:
+                width, height = min(width, screen.width()), min(height, screen.height())
+            self.resize(width, height)
+        for name, splitter in self.splitters().items():
+            state = self._state.value(f"splitters/{name}")
+            if state is not None:
+                splitter.restoreState(state)
+
+    def save_layout(self) -> None:
+        self._state.setValue("window/geometry", self.saveGeometry())
+        for name, splitter in self.splitters().items():
+            self._state.setValue(f"splitters/{name}", splitter.saveState())
+        self._state.sync()
+
+    # ------------------------------------------------------------------ navigation
+
+    def current_page(self) -> QWidget:
+        """The page shown (the stack holds each page in its scroll area)."""
+        return self.stack.currentWidget().widget()
+
+    def go(self, where: str) -> None:
+        """Show a page: ``"Title"``, or ``"Title:action"`` to also do one thing there (the
+        first-run guide's buttons): ``Workers:add`` opens the Add worker dialog,
+        ``Runs:sandbox`` loads the sandbox example into the new-run form."""
+        title, _, action = where.partition(":")
+        if title not in self.pages:
+            return
+        self.nav.setCurrentRow(list(self.pages).index(title))
+        page = self.pages[title]
+        if action == "add" and hasattr(page, "open_dialog"):
+            page.open_dialog()
+        elif action == "sandbox" and hasattr(page, "load_example"):
+            page.load_example()
 
     def _open_on_runs(self, count: int) -> None:
         """On the first runs-list read, show the Runs page (which opens the latest run) if
-        there are runs and the user has not moved yet; with none, Workers stays first."""
+        there are runs and the user has not moved yet; with none, the first page (the
+        first-run guide) stays."""
         first, self._runs_listed = not self._runs_listed, True
         if first and count and self.nav.currentRow() == 0:
             self.nav.setCurrentRow(list(self.pages).index("Runs"))
@@ -216,6 +409,7 @@ class MainWindow(QMainWindow):
                 return
             for page in running:
                 page.stop_and_wait()
+        self.save_layout()
         for page in self.pages.values():  # no thread outlives the window
             if hasattr(page, "shutdown"):
                 page.shutdown()
@@ -235,22 +429,57 @@ def _log_to_workspace(workspace: Workspace) -> None:
         root.setLevel(logging.INFO)
 
 
+class _WithoutTraceback(logging.Formatter):
+    """The terminal's lines without tracebacks: a handled error is its sentence (shown on
+    the page too); the traceback is in the workspace's logs/gui.log."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        saved = record.exc_info, record.exc_text
+        record.exc_info = record.exc_text = None
+        try:
+            return super().format(record)
+        finally:
+            record.exc_info, record.exc_text = saved
+
+
+def _quiet_terminal() -> None:
+    """Tracebacks of handled errors stay out of the terminal unless -v was given."""
+    root = logging.getLogger()
+    if root.getEffectiveLevel() <= logging.INFO:
+        return
+    for handler in root.handlers:
+        if isinstance(handler, logging.StreamHandler) and not isinstance(
+            handler, logging.FileHandler
+        ):
+            handler.setFormatter(_WithoutTraceback("%(levelname)s %(name)s: %(message)s"))
+
+
 def main(
     workspace: str | None = None,
     quit_after_ms: int | None = None,
     argv: Sequence[str] | None = None,
 ) -> int:
     """Start the GUI on ``workspace`` (default: the user's); ``quit_after_ms`` closes the
-    window after that many milliseconds (a smoke test)."""
+    window after that many milliseconds (a smoke test). Returns the exit code: 1 with one
+    sentence when there is no display, 2 when the workspace cannot be used."""
+    problem = display_problem()
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
+        return 1
+    settings, settings_problem = load_settings_or_defaults()  # the Settings page shows it too
+    try:
+        ws = Workspace.open(workspace if workspace is not None else settings.workspace)
+    except (WorkspaceError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    _quiet_terminal()
     app = QApplication.instance() or QApplication(list(argv) if argv is not None else sys.argv[:1])
     app.setApplicationName(APP_NAME)
     app.setApplicationVersion(__version__)
     app.setWindowIcon(QIcon(str(resources_dir() / "icons" / "trinity-workbench.png")))
     from workbench.gui.qt_settings import apply_theme
 
-    settings, settings_problem = load_settings_or_defaults()  # the Settings page shows it too
     apply_theme(settings.theme)
-    ws = Workspace.open(workspace if workspace is not None else settings.workspace)
     _log_to_workspace(ws)
     if settings_problem:
         log.warning("%s", settings_problem)

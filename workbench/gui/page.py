@@ -1,7 +1,8 @@
 """What every page of the window shares, written once: its background jobs (started with the
 page as their owner, so that closing the page cancels and waits for them), whether any is in
-flight, shutdown when the window or the page closes, and the page's message line (an error
-in red, or a plain status), logged as well as shown.
+flight, shutdown when the window or the page closes, and the page's messages: a plain status
+on the page's message line, an error in a banner at the top of the page (where the eye is),
+logged as well as shown.
 
 A page subclasses ``Page`` and keeps only its own layout and logic; a page with more to stop
 on close (a server, a training child) extends ``shutdown`` and calls ``super().shutdown()``.
@@ -14,18 +15,93 @@ from collections.abc import Callable
 from typing import Any
 
 from workbench.gui import background
-from workbench.gui.qt import ERROR_STYLE, QCloseEvent, QLabel, QWidget
+from workbench.gui.qt import (
+    QBoxLayout,
+    QCloseEvent,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QScrollArea,
+    Qt,
+    QWidget,
+)
 
 log = logging.getLogger(__name__)
 
+BANNER_STYLE = (
+    "QFrame#banner { background: #fdecea; border: 1px solid #e0a39c; border-radius: 4px; }"
+    " QFrame#banner QLabel { color: #5f1a14; }"
+)
 
-def message_label(text: str = "", *, error: bool = True) -> QLabel:
-    """A word-wrapped line for a page's messages (red when ``error``)."""
-    label = QLabel(text)
-    label.setWordWrap(True)
-    if error:
-        label.setStyleSheet(ERROR_STYLE)
-    return label
+
+class Banner(QFrame):
+    """An error across the top of a page: the sentence (what happened and the fix), and a
+    button that puts it away. Hidden while there is nothing to say."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setObjectName("banner")
+        self.setStyleSheet(BANNER_STYLE)
+        self.label = QLabel()
+        self.label.setWordWrap(True)
+        self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.dismiss_button = QPushButton("Dismiss")
+        self.dismiss_button.setToolTip("Hide this message")
+        self.dismiss_button.clicked.connect(self.clear)
+        row = QHBoxLayout(self)
+        row.setContentsMargins(10, 6, 6, 6)
+        row.addWidget(QLabel("⚠"))
+        row.addWidget(self.label, 1)
+        row.addWidget(self.dismiss_button, 0, Qt.AlignmentFlag.AlignTop)
+        self.hide()
+
+    def text(self) -> str:
+        return self.label.text()
+
+    def show_text(self, text: str) -> None:
+        self.label.setText(text)
+        self.setVisible(bool(text))
+        if text:  # a page scrolled down (a small screen) brings its banner into view
+            parent = self.parentWidget()
+            while parent is not None and not isinstance(parent, QScrollArea):
+                parent = parent.parentWidget()
+            if parent is not None:
+                parent.ensureWidgetVisible(self)
+
+    def clear(self) -> None:
+        self.label.clear()
+        self.hide()
+
+
+class MessageLine(QLabel):
+    """A page's message line: a status shows where the page placed it; an error (a line
+    made with ``error=True``, or ``say(..., error=True)``) shows in the page's banner
+    instead, the line itself hidden. ``text()`` is the message either way."""
+
+    def __init__(self, text: str = "", *, error: bool = True):
+        super().__init__()
+        self.setWordWrap(True)
+        self.error = error
+        self.banner: Banner | None = None  # set when the page installs its banner
+        self.setText(text)
+
+    def setText(self, text: str) -> None:  # noqa: N802 (Qt's name)
+        super().setText(text)
+        if self.banner is None:
+            self.setVisible(True)
+            return
+        to_banner = self.error and bool(text)
+        self.banner.show_text(text if to_banner else "")
+        self.setVisible(not to_banner)
+
+    def clear(self) -> None:
+        self.setText("")
+
+
+def message_label(text: str = "", *, error: bool = True) -> MessageLine:
+    """A page's message line (``MessageLine``): errors go to the banner at the page's top."""
+    return MessageLine(text, error=error)
 
 
 class Page(QWidget):
@@ -40,6 +116,16 @@ class Page(QWidget):
         super().__init__(parent)
         self._latest: dict[str, int] = {}  # per kind of read: the latest one asked for
         self._pending = 0  # jobs started whose outcome has not yet reached the page
+        self.banner = Banner(self)
+
+    def hasHeightForWidth(self) -> bool:  # noqa: N802 (Qt's name)
+        """No: the window's scroll area would size the page to its preferred height (tall
+        with wrapped text) rather than to the window, and scroll where nothing needs it.
+        The page fits the window down to its minimum size; the scroll area serves below."""
+        return False
+
+    def heightForWidth(self, _width: int) -> int:  # noqa: N802 (Qt's name)
+        return -1  # as hasHeightForWidth: the scroll area asks the layout, then this
 
     # ------------------------------------------------------------------ background jobs
 
@@ -102,14 +188,36 @@ class Page(QWidget):
 
     # ------------------------------------------------------------------ messages
 
+    def install_banner(self) -> None:
+        """Put the banner at the top of the page's layout (once the page has built it) and
+        point the message line at it; the window does this, and so does the first show."""
+        if self.banner.property("installed"):
+            return
+        layout = self.layout()
+        if isinstance(layout, QBoxLayout):
+            layout.insertWidget(0, self.banner)
+            self.banner.setProperty("installed", True)
+        line = getattr(self, "message_label", None)
+        if isinstance(line, MessageLine):
+            line.banner = self.banner
+            line.setText(line.text())  # an error said before the banner was placed
+
+    def showEvent(self, event) -> None:  # noqa: N802 (Qt's name)
+        self.install_banner()
+        super().showEvent(event)
+
     def say(self, text: str, *, error: bool = False) -> None:
-        """Show ``text`` on the message line, red when ``error``."""
-        self.message_label.setStyleSheet(ERROR_STYLE if error else "")
-        self.message_label.setText(text)
+        """Show ``text``: an error in the banner at the top, a status on the message line."""
+        self.install_banner()
+        line = self.message_label
+        if isinstance(line, MessageLine):
+            line.error = error
+        line.setText(text)
 
     def show_error(self, message: str) -> None:
-        """Show an error on the message line and log it."""
-        self.message_label.setText(message)
+        """Show an error in the banner at the top of the page and log it (no traceback: the
+        message is the sentence the user reads)."""
+        self.say(message, error=True)
         log.warning("%s", message)
 
     @staticmethod

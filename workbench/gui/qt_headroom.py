@@ -15,6 +15,7 @@ from typing import Any
 
 from workbench.core.frontier import COLOURS, Frontier, list_frontiers, load_frontier, point_details
 from workbench.core.headroom import DEFAULT_SAMPLE, HeadroomReport
+from workbench.core.printable import shown_path
 from workbench.core.workspace import Workspace
 from workbench.gui.qt import (
     QComboBox,
@@ -113,7 +114,10 @@ class HeadroomPanel(QGroupBox):
 
     def choose_config(self, path: str | Path) -> None:
         self.config_path = str(path)
-        self.config_label.setText(f"run config: {self.config_path}")
+        self.config_label.setText(
+            f"run config: {shown_path(self.config_path, self.workspace.root)}"
+        )
+        self.config_label.setToolTip(str(self.config_path))
         self._update()
 
     def check(self) -> None:

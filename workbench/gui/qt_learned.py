@@ -20,6 +20,10 @@ class LearnedView(QPlainTextEdit):
         self.setReadOnly(True)
         self.setPlainText(empty)
 
+    def clear_learned(self) -> None:
+        """Back to the empty text (a new run starts, another run is opened)."""
+        self.setPlainText(self.empty)
+
     def show_learned(self, learned: Sequence[CategoryLearned], heading: str) -> None:
         if not learned:
             self.setPlainText(self.empty)

@@ -298,7 +298,7 @@ class QtPlayground(Page):
     def _on_source_failed(self, chosen: str, exc: Exception) -> None:
         if chosen == str(self.source_combo.currentData()):
             self.pool_label.setText("")
-            self.message_label.setText(f"Cannot read the coordinator: {background.readable(exc)}")
+            self.show_error(f"Cannot read the coordinator: {background.readable(exc)}")
 
     def _source(self) -> dict[str, str]:
         kind, _, value = str(self.source_combo.currentData()).partition(":")
@@ -318,9 +318,8 @@ class QtPlayground(Page):
         """Run one episode on the question in the background, showing each turn."""
         question = self.question.toPlainText().strip()
         if not question or self.running or self.source_combo.currentData() is None:
-            self.message_label.setText(
-                "type a question first" if not question else self.message_label.text()
-            )
+            if not question:
+                self.show_error("Type a question first.")
             return
         self.message_label.clear()
         self.turns.setRowCount(0)
@@ -459,7 +458,7 @@ class QtPlayground(Page):
         self.status_label.setText("done")
 
     def _on_failed(self, context: Any, exc: Exception) -> None:
-        self.message_label.setText(f"Cannot {context}: {background.readable(exc)}")
+        self.show_error(f"Cannot {context}: {background.readable(exc)}")
         if context == "ask":
             self.status_label.setText("failed")
 

@@ -1,175 +1,255 @@
-"""The Replay page: pick a run and an episode, then step through it turn by turn.
+"""The Replay page: an episode read as a conversation. Pick a run, narrow its episodes by
+outcome, worker, generation, candidate, why they ended and question; the list shows the
+best candidate's episodes first. The episode shows as cards: the question, one card per
+turn (role, chosen worker, the coordinator's probabilities as small labelled bars, what the
+worker was asked and answered, the grade), and the outcome, in one scrollable column.
 
-``QtReplay`` is a view over core objects: the store's episode summaries for the picker and
-a ``workbench.core.replay.Replay`` for the episode shown; it holds no domain logic. The
-store is read in background jobs (the GUI thread never waits on the disk); the page
-re-reads the runs whenever it is shown.
+Keys: Right / Left (or J / K) the next and previous turn, Home / End the first and last,
+Page Down / Page Up (or N / P) the next and previous episode of the list.
+
+``QtReplay`` is a view over core objects: the store's episode summaries for the list and
+a ``workbench.core.replay.Replay`` (the cursor over a stored episode) for the episode
+shown. The store is read in background jobs (the GUI thread never waits on the disk); the
+page re-reads the runs whenever it is shown.
 """
 
 from __future__ import annotations
 
-import json
 import logging
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from workbench.core.printable import shown_path
-from workbench.core.records import StopReason
-from workbench.core.replay import (
-    THINKER_CHOSE,
-    TIMELINE,
-    Replay,
-    role_label,
-    timeline_rows,
-    turn_cost,
-)
-from workbench.core.store import Store
+from workbench.core.replay import Replay, role_label
+from workbench.core.store import EpisodeSummary, Store
 from workbench.core.tasks.suites import load_suite
 from workbench.core.workspace import Workspace
+from workbench.gui import background, tables
 from workbench.gui.page import Page, message_label
 from workbench.gui.qt import (
     QComboBox,
     QFileDialog,
     QFormLayout,
+    QFrame,
     QHBoxLayout,
-    QHeaderView,
+    QKeySequence,
     QLabel,
     QLineEdit,
-    QListWidget,
-    QListWidgetItem,
     QPushButton,
-    QSlider,
+    QScrollArea,
+    QShortcut,
     QSplitter,
     Qt,
-    QTableWidgetItem,
     QVBoxLayout,
     QWidget,
     read_only_table,
-    text_view,
 )
-from workbench.gui.qt_probabilities import ProbabilityBars
+from workbench.gui.qt_replay_cards import OutcomeCard, QuestionCard, TurnCard
+from workbench.gui.words import STOP_REASONS, stop_sentence
 
 log = logging.getLogger(__name__)
 
+EPISODE_COLUMNS = ("Question", "Outcome", "Turns", "Gen.", "Candidate", "Why it ended")
+SHOWN_AT_MOST = 2000  # rows of the episode list (the filters narrow the rest)
+OUTCOMES = {"any outcome": (None, None), "right": (1.0, None), "not right": (None, 0.9999)}
+EPISODE_STOPS = ("accepted", "max_turns", "verifier_without_answer", "worker_errors")
+ANY = "any"
+
+
+@dataclass(frozen=True)
+class EpisodeList:
+    """What the list shows for a run: the episodes in order (best candidate first), how
+    many matched, the best (generation, candidate) and its share right, and the choices
+    the filters offer (generations, candidates, workers)."""
+
+    episodes: list[EpisodeSummary]
+    matched: int
+    best: tuple[int | None, int | None] | None
+    best_share: float
+    generations: list[int]
+    candidates: list[int]
+    workers: list[str]
+
+
+def best_first(
+    episodes: Sequence[EpisodeSummary],
+) -> tuple[list[EpisodeSummary], tuple[int | None, int | None] | None, float]:
+    """The episodes ordered by their candidate's share of right answers, best first (a
+    later generation first among equals), then by question; with the best (generation,
+    candidate) and its share. A candidate is a (generation, candidate) pair: a training
+    candidate, the validation of a generation, or an evaluated system."""
+    groups: dict[tuple[int | None, int | None], list[EpisodeSummary]] = defaultdict(list)
+    for e in episodes:
+        groups[(e.generation, e.candidate)].append(e)
+    if not groups:
+        return [], None, 0.0
+    share = {key: sum(e.reward for e in group) / len(group) for key, group in groups.items()}
+    order = sorted(
+        groups,
+        key=lambda key: (-share[key], -(key[0] if key[0] is not None else -1), key[1] or 0),
+    )
+    ordered = [e for key in order for e in sorted(groups[key], key=lambda e: e.task_id)]
+    return ordered, order[0], share[order[0]]
+
+
+def candidate_words(summary: EpisodeSummary, kind: str) -> tuple[str, str]:
+    """An episode's candidate as the list's cell shows it (numbered from 1) and its
+    tooltip."""
+    if summary.candidate is None:
+        if summary.generation is None:
+            return "–", "not part of a generation"
+        return "validation", "the search's centre, scored on the validation questions"
+    word = "system" if kind == "eval" else "candidate"
+    return str(summary.candidate + 1), f"{word} {summary.candidate + 1}"
+
 
 class QtReplay(Page):
-    """Runs and episodes on the left; the current turn on the right."""
+    """The run and its episodes on the left; the episode as a conversation on the right."""
 
     def __init__(self, workspace: Workspace, parent: QWidget | None = None):
         super().__init__(parent)
         self.workspace = workspace
         self.replay: Replay | None = None
+        self.cards: list[TurnCard] = []  # the turns' cards of the episode shown
+        self.listing: EpisodeList | None = None
+        self.run_kinds: dict[str, str] = {}
         self._episodes_wanted = self._episodes_read = 0
         self.exported: str | None = None
-        self.error = self.message_label = message_label()
+        self.message_label = message_label()
+        self._build()
+        self._set_enabled(False)
+        self.refresh_runs()
 
+    # -- layout ------------------------------------------------------------------
+
+    def _build(self) -> None:
         self.runs = QComboBox()
-        self.task_filter = QLineEdit()
-        self.task_filter.setPlaceholderText("task id contains")
+        self.runs.setMinimumContentsLength(16)
+        self.runs.setSizeAdjustPolicy(
+            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
+        )
+        self.outcome_filter = QComboBox()
+        self.outcome_filter.addItems(list(OUTCOMES))
+        self.worker_filter = QComboBox()
+        self.generation_filter = QComboBox()
+        self.candidate_filter = QComboBox()
         self.stop_filter = QComboBox()
-        # every stop reason (a served episode cancelled by its client or a stop included)
-        self.stop_filter.addItems(["any stop", *(str(reason) for reason in StopReason)])
-        self.reward_filter = QComboBox()
-        self.reward_filter.addItems(["any reward", "reward 1", "reward 0"])
-        self.worker_filter = QLineEdit()
-        self.worker_filter.setPlaceholderText("worker id")
-        self.episodes = QListWidget()
-        picker = QVBoxLayout()
+        self.stop_filter.addItem("any reason", None)
+        for reason in EPISODE_STOPS:
+            self.stop_filter.addItem(stop_sentence(reason), reason)
+            self.stop_filter.setItemData(
+                self.stop_filter.count() - 1, f"stop reason: {reason}", Qt.ItemDataRole.ToolTipRole
+            )
+        self.task_filter = QLineEdit()
+        self.task_filter.setPlaceholderText("question id contains…")
+        for combo in (self.worker_filter, self.generation_filter, self.candidate_filter):
+            combo.addItem(ANY, None)
         form = QFormLayout()
         form.addRow("Run", self.runs)
-        form.addRow("Task", self.task_filter)
-        form.addRow("Stop", self.stop_filter)
-        form.addRow("Reward", self.reward_filter)
+        form.addRow("Outcome", self.outcome_filter)
         form.addRow("Worker", self.worker_filter)
-        picker.addLayout(form)
-        picker.addWidget(self.episodes)
+        form.addRow("Generation", self.generation_filter)
+        form.addRow("Candidate", self.candidate_filter)
+        form.addRow("Why it ended", self.stop_filter)
+        form.addRow("Question", self.task_filter)
+        self.episodes = read_only_table(EPISODE_COLUMNS)
+        tables.sortable(self.episodes)
+        self.episodes.horizontalHeaderItem(3).setToolTip("Generation (numbered from 1)")
+        self.episodes.setToolTip("Page Down / Page Up: the next and previous episode")
+        self.list_note = QLabel("")
+        self.list_note.setWordWrap(True)
         left = QWidget()
-        left.setLayout(picker)
+        left_layout = QVBoxLayout(left)
+        left_layout.setContentsMargins(0, 0, 0, 0)
+        left_layout.addLayout(form)
+        left_layout.addWidget(self.episodes, 1)
+        left_layout.addWidget(self.list_note)
 
-        self.header = QLabel("Pick an episode")
+        self.header = QLabel("Pick an episode in the list.")
         self.header.setWordWrap(True)
-        self.first_button, self.prev_button = QPushButton("|<"), QPushButton("<")
-        self.next_button, self.last_button = QPushButton(">"), QPushButton(">|")
-        self.slider = QSlider(Qt.Orientation.Horizontal)
-        self.position = QLabel()
-        self.export_button = QPushButton("Export JSON...")
+        self.header.setTextFormat(Qt.TextFormat.RichText)
+        self.prev_episode_button = QPushButton("◀◀ Episode")
+        self.prev_episode_button.setToolTip("The previous episode of the list (Page Up)")
+        self.prev_button = QPushButton("◀ Turn")
+        self.prev_button.setToolTip("The previous turn (Left)")
+        self.position = QLabel("")
+        self.next_button = QPushButton("Turn ▶")
+        self.next_button.setToolTip("The next turn (Right)")
+        self.next_episode_button = QPushButton("Episode ▶▶")
+        self.next_episode_button.setToolTip("The next episode of the list (Page Down)")
+        self.export_button = QPushButton("Export…")
+        self.export_button.setToolTip("Save the whole episode as a JSON file")
         steps = QHBoxLayout()
         for w in (
-            self.first_button,
+            self.prev_episode_button,
             self.prev_button,
-            self.slider,
-            self.next_button,
-            self.last_button,
             self.position,
-            self.export_button,
+            self.next_button,
+            self.next_episode_button,
         ):
             steps.addWidget(w)
-        # the episode at a glance: every turn, clickable to jump to it
-        self.timeline = read_only_table(TIMELINE)
-        self.timeline.horizontalHeader().setSectionResizeMode(
-            QHeaderView.ResizeMode.ResizeToContents
-        )
-        self.timeline.setMaximumHeight(170)
-        self.timeline.itemSelectionChanged.connect(self._on_timeline_selected)
-        self.worker_bars, self.role_bars = ProbabilityBars("p(worker)"), ProbabilityBars("p(role)")
-        charts = QHBoxLayout()
-        charts.addWidget(self.worker_bars, 3)
-        charts.addWidget(self.role_bars, 2)
-        self.meta = QLabel()
-        self.meta.setWordWrap(True)
-        self.transcript, self.prompt, self.response = text_view(), text_view(), text_view()
-        self.outcome = text_view()
-        texts = QSplitter(Qt.Orientation.Vertical)
-        for title, view in (
-            ("Transcript the coordinator read", self.transcript),
-            ("Prompt the worker received", self.prompt),
-            ("Response", self.response),
-            ("Outcome (final answer, reference, grader)", self.outcome),
-        ):
-            box = QWidget()
-            layout = QVBoxLayout(box)
-            layout.setContentsMargins(0, 0, 0, 0)
-            layout.addWidget(QLabel(title))
-            layout.addWidget(view)
-            texts.addWidget(box)
-        right_layout = QVBoxLayout()
-        right_layout.addWidget(self.error)
+        steps.addStretch(1)
+        steps.addWidget(self.export_button)
+        self.conversation = QWidget()
+        self.conversation_layout = QVBoxLayout(self.conversation)
+        self.conversation_layout.addStretch(1)
+        self.scroll = QScrollArea()
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.scroll.setWidget(self.conversation)
+        self.scroll.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        right = QWidget()
+        right_layout = QVBoxLayout(right)
+        right_layout.setContentsMargins(0, 0, 0, 0)
+        right_layout.addWidget(self.message_label)
         right_layout.addWidget(self.header)
         right_layout.addLayout(steps)
-        right_layout.addWidget(self.timeline, 1)
-        right_layout.addLayout(charts, 2)
-        right_layout.addWidget(self.meta)
-        right_layout.addWidget(texts, 5)
-        right = QWidget()
-        right.setLayout(right_layout)
+        right_layout.addWidget(self.scroll, 1)
 
         splitter = QSplitter()
         splitter.addWidget(left)
         splitter.addWidget(right)
+        splitter.setStretchFactor(0, 2)
         splitter.setStretchFactor(1, 3)
-        outer = QVBoxLayout(self)
-        outer.addWidget(splitter)
+        splitter.setSizes([460, 600])
+        QVBoxLayout(self).addWidget(splitter)
 
-        self.runs.currentIndexChanged.connect(lambda _: self.refresh_episodes())
-        for widget in (self.task_filter, self.worker_filter):
-            widget.editingFinished.connect(self.refresh_episodes)
-        for widget in (self.stop_filter, self.reward_filter):
-            widget.currentIndexChanged.connect(lambda _: self.refresh_episodes())
-        self.episodes.currentItemChanged.connect(
-            lambda item, _: item and self.open_episode(item.data(Qt.ItemDataRole.UserRole))
+        self.runs.currentIndexChanged.connect(lambda _: self._run_changed())
+        for combo in (
+            self.outcome_filter,
+            self.worker_filter,
+            self.generation_filter,
+            self.candidate_filter,
+            self.stop_filter,
+        ):
+            combo.currentIndexChanged.connect(lambda _: self.refresh_episodes())
+        self.task_filter.editingFinished.connect(self.refresh_episodes)
+        self.episodes.itemSelectionChanged.connect(self._episode_picked)
+        self.prev_button.clicked.connect(self.previous_turn)
+        self.next_button.clicked.connect(self.next_turn)
+        self.prev_episode_button.clicked.connect(lambda: self.step_episode(-1))
+        self.next_episode_button.clicked.connect(lambda: self.step_episode(1))
+        self.export_button.clicked.connect(lambda: self.export_episode())
+        keys = (
+            ((Qt.Key.Key_Right, Qt.Key.Key_J), self.next_turn),
+            ((Qt.Key.Key_Left, Qt.Key.Key_K), self.previous_turn),
+            ((Qt.Key.Key_Home,), lambda: self.go_turn(0)),
+            ((Qt.Key.Key_End,), lambda: self.go_turn(-1)),
+            ((Qt.Key.Key_PageDown, Qt.Key.Key_N), lambda: self.step_episode(1)),
+            ((Qt.Key.Key_PageUp, Qt.Key.Key_P), lambda: self.step_episode(-1)),
         )
-        self.first_button.clicked.connect(lambda: self.replay and self.replay.go(0))
-        self.prev_button.clicked.connect(lambda: self.replay and self.replay.previous())
-        self.next_button.clicked.connect(lambda: self.replay and self.replay.next())
-        self.last_button.clicked.connect(
-            lambda: self.replay and self.replay.go(self.replay.n_turns - 1)
-        )
-        self.slider.valueChanged.connect(lambda v: self.replay and self.replay.go(v))
-        self.export_button.clicked.connect(self.export_episode)
+        self.keys: dict[int, Any] = {}
+        for sequence, slot in keys:
+            for key in sequence:
+                shortcut = QShortcut(QKeySequence(key), self)
+                shortcut.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+                shortcut.activated.connect(slot)
+                self.keys[int(key.value)] = slot
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
-        self._set_enabled(False)
-        self.refresh_runs()
 
-    # -- picking ---------------------------------------------------------------
+    # -- picking -----------------------------------------------------------------
 
     def showEvent(self, event) -> None:  # noqa: N802 - Qt's name
         super().showEvent(event)
@@ -186,60 +266,143 @@ class QtReplay(Page):
         )
 
     def _on_failed(self, what: str, exc: Exception) -> None:
-        self.error.setText(f"Cannot {what}: {exc}")
+        self.show_error(f"Cannot {what}: {background.readable(exc)}")
 
-    def _on_runs(self, _context: Any, found: tuple[list[tuple[str, str]], bool]) -> None:
+    def _on_runs(self, _context: Any, found: tuple[list[tuple[str, str, str]], bool]) -> None:
         runs, loose = found
         current = self.runs.currentData()
         self.runs.blockSignals(True)
         self.runs.clear()
-        for run_id, label in runs:
+        self.run_kinds = {}
+        for run_id, label, kind in runs:
             self.runs.addItem(label, run_id)
+            self.run_kinds[run_id] = kind
         if loose:
-            self.runs.addItem("episodes outside runs (run-episode)", None)
+            self.runs.addItem("single episodes (not in a run)", None)
         if self.runs.findData(current) >= 0:
             self.runs.setCurrentIndex(self.runs.findData(current))
         self.runs.blockSignals(False)
         self.refresh_episodes()
 
+    def _run_changed(self) -> None:
+        for combo in (self.worker_filter, self.generation_filter, self.candidate_filter):
+            combo.blockSignals(True)
+            combo.setCurrentIndex(0)
+            combo.blockSignals(False)
+        self.refresh_episodes()
+
     def refresh_episodes(self) -> None:
         run_id = self.runs.currentData()
-        stop = self.stop_filter.currentText()
-        reward = self.reward_filter.currentText()
+        low, high = OUTCOMES[self.outcome_filter.currentText()]
         query = {
-            "stop_reason": None if stop == "any stop" else stop,
-            "min_reward": 1.0 if reward == "reward 1" else None,
-            "max_reward": 0.0 if reward == "reward 0" else None,
-            "worker": self.worker_filter.text().strip() or None,
+            "stop_reason": self.stop_filter.currentData(),
+            "min_reward": low,
+            "max_reward": high,
+            "worker": self.worker_filter.currentData(),
+            "generation": self.generation_filter.currentData(),
+            "candidate": self.candidate_filter.currentData(),
         }
+        needle = self.task_filter.text().strip()
         self._episodes_wanted += 1
         self.in_background(
             "replay episodes",
-            lambda: _read_episodes(self.workspace, run_id, query),
+            lambda: _read_episodes(self.workspace, run_id, query, needle),
             self._on_episodes,
             self._on_failed,
             context="read the episodes",
         )
 
-    def _on_episodes(self, _context: Any, found: list[Any]) -> None:
+    def _on_episodes(self, _context: Any, listing: EpisodeList) -> None:
         self._episodes_read += 1
         if self._episodes_read < self._episodes_wanted:
             return  # a newer read is on its way
-        needle = self.task_filter.text().strip()
-        self.episodes.clear()
-        for e in found:
-            if needle and needle not in e.task_id:
-                continue
-            where = (
-                f"gen {e.generation} cand {e.candidate}"
-                if e.generation is not None
-                else (f"system {e.candidate}" if e.candidate is not None else "")
+        self.listing = listing
+        kind = self.run_kinds.get(self.runs.currentData() or "", "")
+        self._offer(self.generation_filter, [(f"{g + 1}", g) for g in listing.generations])
+        self._offer(
+            self.candidate_filter,
+            [
+                (f"{'system' if kind == 'eval' else 'candidate'} {c + 1}", c)
+                for c in listing.candidates
+            ],
+        )
+        self._offer(self.worker_filter, [(w, w) for w in listing.workers])
+        rows = []
+        for e in listing.episodes[:SHOWN_AT_MOST]:
+            right = e.reward >= 1.0
+            cells = (
+                tables.Cell(e.task_id, tooltip=f"question {e.task_id} ({e.suite})\nepisode {e.id}"),
+                tables.Cell(
+                    "✓ right" if right else ("partly" if e.reward > 0 else "✗ wrong"),
+                    e.reward,
+                    f"reward {e.reward:g}",
+                ),
+                tables.number(e.n_turns),
+                tables.number(
+                    None if e.generation is None else e.generation + 1,
+                    "–" if e.generation is None else None,
+                ),
+                tables.Cell(*_candidate_cell(e, kind)),
+                tables.Cell(
+                    stop_sentence(str(e.stop_reason)), tooltip=f"stop reason: {e.stop_reason}"
+                ),
             )
-            item = QListWidgetItem(
-                f"{e.task_id}  r={e.reward:g}  {e.stop_reason}  {e.n_turns} turns  {where}"
+            for cell in cells:
+                cell.setData(Qt.ItemDataRole.UserRole, e.id)
+            rows.append(cells)
+        self.episodes.blockSignals(True)
+        self.episodes.horizontalHeader().setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
+        tables.fill(self.episodes, rows)
+        self.episodes.blockSignals(False)
+        shown = min(listing.matched, SHOWN_AT_MOST)
+        note = f"{listing.matched} episodes" + (
+            f" (the first {shown} shown: narrow them with the filters)"
+            if shown < listing.matched
+            else ""
+        )
+        if listing.best is not None and listing.matched:
+            generation, candidate = listing.best
+            who = (
+                "validation"
+                if candidate is None
+                else f"{'system' if kind == 'eval' else 'candidate'} {candidate + 1}"
             )
-            item.setData(Qt.ItemDataRole.UserRole, e.id)
-            self.episodes.addItem(item)
+            where = f"generation {generation + 1}, {who}" if generation is not None else who
+            note += f". Best first: {where}, {listing.best_share:.0%} right."
+        self.list_note.setText(note)
+
+    @staticmethod
+    def _offer(combo: QComboBox, choices: list[tuple[str, Any]]) -> None:
+        """The filter's choices (``any`` first), keeping the one chosen."""
+        chosen = combo.currentData()
+        combo.blockSignals(True)
+        combo.clear()
+        combo.addItem(ANY, None)
+        for text, data in choices:
+            combo.addItem(text, data)
+        combo.setCurrentIndex(max(combo.findData(chosen), 0) if chosen is not None else 0)
+        combo.blockSignals(False)
+
+    def episode_ids(self) -> list[str]:
+        """The episodes of the list, in the order shown."""
+        return [
+            self.episodes.item(row, 0).data(Qt.ItemDataRole.UserRole)
+            for row in range(self.episodes.rowCount())
+        ]
+
+    def _episode_picked(self) -> None:
+        rows = self.episodes.selectionModel().selectedRows()
+        if rows:
+            self.open_episode(self.episodes.item(rows[0].row(), 0).data(Qt.ItemDataRole.UserRole))
+
+    def step_episode(self, step: int) -> None:
+        """Open the next (``step`` 1) or previous (-1) episode of the list."""
+        count = self.episodes.rowCount()
+        if not count:
+            return
+        rows = self.episodes.selectionModel().selectedRows()
+        row = (rows[0].row() + step) if rows else (0 if step > 0 else count - 1)
+        self.episodes.selectRow(max(0, min(count - 1, row)))
 
     @property
     def loading(self) -> bool:
@@ -247,8 +410,8 @@ class QtReplay(Page):
         return self.jobs_running
 
     def open_episode(self, episode_id: str) -> None:
-        """Read the episode (and its task) in the background, then show its first turn."""
-        self.error.clear()
+        """Read the episode (and its task) in the background, then show it."""
+        self.message_label.clear()
         self.in_background(
             "replay episode",
             lambda: _read_episode(self.workspace, episode_id),
@@ -260,87 +423,89 @@ class QtReplay(Page):
     def _on_episode(self, _context: Any, found: tuple[Any, Any]) -> None:
         episode, task = found
         try:
-            self.replay = Replay(episode, task)
+            replay = Replay(episode, task)
         except ValueError as exc:
-            self.error.setText(str(exc))
+            self.show_error(str(exc))
             self._set_enabled(False)
             return
-        self.replay.changed.append(lambda _: self.show_turn())
+        self.replay = replay
+        replay.changed.append(lambda _: self.show_turn())
+        right = episode.reward >= 1.0
+        where = ""
+        if episode.generation is not None:
+            where = f" · generation {episode.generation + 1}"
+        if episode.candidate is not None:
+            kind = self.run_kinds.get(episode.run_id or "", "")
+            word = "system" if kind == "eval" else "candidate"
+            where += f" · {word} {episode.candidate + 1}"
         self.header.setText(
-            f"Episode {episode.id[:12]} · task {episode.task_id} · reward {episode.reward:g} · "
-            f"stop {episode.stop_reason} · pool {', '.join(episode.pool)}"
+            f"<b>{'✓ Right' if right else '✗ Not right'}</b> · question {episode.task_id}"
+            f"{where} · {len(episode.turns)} turn{'s' if len(episode.turns) != 1 else ''} · "
+            f"{stop_sentence(str(episode.stop_reason))}"
         )
-        self.timeline.blockSignals(True)
-        self.timeline.clearSelection()
-        rows = timeline_rows(episode)
-        self.timeline.setRowCount(len(rows))
-        for row, cells in enumerate(rows):
-            for col, text in enumerate(cells):
-                self.timeline.setItem(row, col, QTableWidgetItem(text))
-        self.timeline.blockSignals(False)
-        self.slider.blockSignals(True)
-        self.slider.setRange(0, self.replay.n_turns - 1)
-        self.slider.setValue(0)
-        self.slider.blockSignals(False)
+        self.header.setToolTip(
+            f"episode {episode.id}\nstop reason: {episode.stop_reason}\n"
+            f"team: {', '.join(episode.pool)}"
+        )
+        self._show_cards(episode, task)
         self._set_enabled(True)
         self.show_turn()
 
+    def _show_cards(self, episode: Any, task: Any) -> None:
+        layout = self.conversation_layout
+        while layout.count() > 1:  # everything but the closing stretch
+            item = layout.takeAt(0)
+            if item.widget() is not None:
+                item.widget().deleteLater()
+        prompt = task.full_prompt() if task is not None else None
+        widgets: list[QWidget] = [QuestionCard(episode, prompt)]
+        self.cards = [
+            TurnCard(episode, i, role_label(episode, i)) for i in range(len(episode.turns))
+        ]
+        widgets += self.cards
+        self.outcome_card = OutcomeCard(self.replay.outcome(), str(episode.stop_reason))
+        widgets.append(self.outcome_card)
+        for index, widget in enumerate(widgets):
+            layout.insertWidget(index, widget)
+
     # -- showing -----------------------------------------------------------------
 
+    def next_turn(self) -> None:
+        if self.replay is not None:
+            self.replay.next()
+
+    def previous_turn(self) -> None:
+        if self.replay is not None:
+            self.replay.previous()
+
+    def go_turn(self, index: int) -> None:
+        """Go to turn ``index`` (from 0; -1: the last)."""
+        if self.replay is not None:
+            self.replay.go(index if index >= 0 else self.replay.n_turns - 1)
+
     def show_turn(self) -> None:
+        """Mark the current turn's card and bring it into view (the outcome, at the last)."""
         replay = self.replay
         if replay is None:
             return
-        turn, decision = replay.turn, replay.decision()
-        self.slider.blockSignals(True)
-        self.slider.setValue(replay.index)
-        self.slider.blockSignals(False)
-        self.position.setText(f"turn {replay.index + 1} / {replay.n_turns}")
-        self.timeline.blockSignals(True)
-        self.timeline.selectRow(replay.index)
-        self.timeline.blockSignals(False)
-        self.worker_bars.show_distribution(
-            decision.workers, decision.worker_probs, decision.chosen_worker
-        )
-        self.role_bars.show_distribution(decision.roles, decision.role_probs, decision.chosen_role)
-        status = (
-            turn.error
-            and f"error: {turn.error}"
-            or (f"verdict {turn.verdict}" if turn.verdict else "")
-        )
-        if not turn.messages and not turn.error:
-            status = "not called (a Verifier before any answer ends the episode)"
-        if turn.verdict and not turn.verdict_parsed:
-            status += " (no readable verdict: counted as REVISE)"
-        role = role_label(replay.episode, replay.index)
-        if role != str(turn.role):
-            role = f"{turn.role} ({THINKER_CHOSE})"
-        self.meta.setText(
-            f"{role} by {turn.worker} · {status} · tokens {turn.tokens_in}/{turn.tokens_out} · "
-            f"latency {turn.latency_s:.2f} s · cost {turn_cost(turn)}"
-        )
-        self.transcript.setPlainText(replay.transcript_before())
-        self.prompt.setPlainText(replay.prompt())
-        self.response.setPlainText(turn.response or turn.error or "")
+        for card in self.cards:
+            card.set_current(card.index == replay.index)
+        self.position.setText(f"turn {replay.index + 1} of {replay.n_turns}")
+        self.prev_button.setEnabled(replay.index > 0)
+        self.next_button.setEnabled(not replay.at_end)
+        current = self.cards[replay.index]
+        self.scroll.ensureWidgetVisible(current, 0, 20)
         if replay.at_end:
-            out = replay.outcome()
-            self.outcome.setPlainText(
-                f"reward {out['reward']:g} · stop {out['stop_reason']}\n\nfinal answer:\n{out['answer'] or '(none)'}\n\n"
-                f"reference:\n{out['reference'] or '(unknown)'}\n\ngrader:\n{json.dumps(out['grader'], indent=2)}"
-            )
-        else:
-            self.outcome.setPlainText("(shown at the last turn)")
+            self.scroll.ensureWidgetVisible(self.outcome_card, 0, 20)
 
-    def _on_timeline_selected(self) -> None:
-        rows = self.timeline.selectionModel().selectedRows()
-        if self.replay is not None and rows:
-            self.replay.go(rows[0].row())
+    def current_card(self) -> TurnCard | None:
+        return next((c for c in self.cards if c.current), None)
 
     def keyPressEvent(self, event) -> None:  # noqa: N802 - Qt's name
-        if self.replay is not None and event.key() == Qt.Key.Key_Right:
-            self.replay.next()
-        elif self.replay is not None and event.key() == Qt.Key.Key_Left:
-            self.replay.previous()
+        """The page's keys when it has the focus itself (the shortcuts cover its children)."""
+        slot = self.keys.get(int(event.key()))
+        if slot is not None:
+            slot()
         else:
             super().keyPressEvent(event)
 
@@ -356,9 +521,10 @@ class QtReplay(Page):
             )
         if not path:
             return
+        episode_id = self.replay.episode.id
         self.in_background(
             "export episode",
-            lambda: _export(self.workspace, self.replay.episode.id, path),
+            lambda: _export(self.workspace, episode_id, path),
             self._on_exported,
             self._on_export_failed,
             context=path,
@@ -368,33 +534,60 @@ class QtReplay(Page):
         self.exported = path
 
     def _on_export_failed(self, path: str, exc: Exception) -> None:
-        self.error.setText(
-            f"Cannot write {shown_path(path)}: {getattr(exc, 'strerror', None) or exc}"
-        )
+        self.show_error(f"Cannot write {shown_path(path)}: {getattr(exc, 'strerror', None) or exc}")
 
     def _set_enabled(self, enabled: bool) -> None:
         for w in (
-            self.first_button,
             self.prev_button,
             self.next_button,
-            self.last_button,
-            self.slider,
             self.export_button,
+            self.prev_episode_button,
+            self.next_episode_button,
         ):
             w.setEnabled(enabled)
 
 
-def _read_runs(workspace: Workspace) -> tuple[list[tuple[str, str]], bool]:
+def _candidate_cell(summary: EpisodeSummary, kind: str) -> tuple[str, Any, str]:
+    text, tip = candidate_words(summary, kind)
+    return text, summary.candidate if summary.candidate is not None else -1, tip
+
+
+def _read_runs(workspace: Workspace) -> tuple[list[tuple[str, str, str]], bool]:
     with Store.open(workspace) as store:
         runs = store.list_runs()
         loose = any(e.run_id is None for e in store.list_episodes())
-    return [(r.id, f"{r.id[:8]}  {r.kind}  {r.name}") for r in reversed(runs)], loose
+    kinds = {"train": "training", "eval": "evaluation", "serve": "Playground"}
+    return [
+        (r.id, f"{r.name or r.id[:8]} ({kinds.get(r.kind, r.kind)})", r.kind)
+        for r in reversed(runs)
+    ], loose
 
 
-def _read_episodes(workspace: Workspace, run_id: str | None, query: dict[str, Any]) -> list[Any]:
+def _read_episodes(
+    workspace: Workspace, run_id: str | None, query: dict[str, Any], needle: str
+) -> EpisodeList:
+    """The run's episodes matching the filters, best candidate first, and what the
+    filters can offer (read in a background job)."""
     with Store.open(workspace) as store:
         found = store.list_episodes(run_id, **query)
-    return [e for e in found if e.run_id is None] if run_id is None else found
+        every = store.list_episodes(run_id) if any(v is not None for v in query.values()) else found
+        sample = next(iter(every), None)
+        pool = store.get_episode(sample.id).pool if sample is not None else ()
+    if run_id is None:
+        found = [e for e in found if e.run_id is None]
+        every = [e for e in every if e.run_id is None]
+    if needle:
+        found = [e for e in found if needle in e.task_id]
+    ordered, best, share = best_first(found)
+    return EpisodeList(
+        episodes=ordered,
+        matched=len(ordered),
+        best=best,
+        best_share=share,
+        generations=sorted({e.generation for e in every if e.generation is not None}),
+        candidates=sorted({e.candidate for e in every if e.candidate is not None}),
+        workers=list(pool),
+    )
 
 
 def _read_episode(workspace: Workspace, episode_id: str) -> tuple[Any, Any]:
@@ -414,3 +607,6 @@ def _export(workspace: Workspace, episode_id: str, path: str) -> str:
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
     return path
+
+
+__all__ = ["EPISODE_COLUMNS", "STOP_REASONS", "QtReplay", "best_first"]

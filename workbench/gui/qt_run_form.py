@@ -13,15 +13,18 @@ from workbench.gui.qt import (
     QComboBox,
     QDoubleSpinBox,
     QFormLayout,
+    QFrame,
     QLabel,
     QLineEdit,
     QListWidget,
     QListWidgetItem,
+    QScrollArea,
     QSpinBox,
     Qt,
     QTabWidget,
     QWidget,
 )
+from workbench.gui.words import worker_words
 
 # the tabs of the new-run form: the config sections each shows
 FORM_TABS = (
@@ -42,12 +45,14 @@ class RunForm(QTabWidget):
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self.fields: dict[str, QWidget] = {}
+        self.labels: dict[str, QLabel] = {}  # each field's label, in words
+        keys = config_keys()
         self.pool = QListWidget()
         self.pool.setDragDropMode(QAbstractItemView.DragDropMode.InternalMove)
         self.pool.setToolTip(
-            "Check the workers of the pool; drag to set their order (the head's rows)"
+            tooltip(next(k for k in keys if k.dotted == "pool.workers"))
+            + "\n\nCheck the workers of the team; drag to set their order."
         )
-        keys = config_keys()
         # keys that hold a list of names other than the pool (protocol.roles): a line of
         # comma-separated names
         self.lists = {k.dotted for k in keys if k.type_name == "list of strings"}
@@ -56,16 +61,24 @@ class RunForm(QTabWidget):
             form = QFormLayout(tab)
             for k in (k for section in sections for k in keys if k.section == section):
                 if k.dotted == "pool.workers":
-                    form.addRow(QLabel("Workers (checked, in order)"))
+                    label = QLabel(f"{k.key.label} (checked ones, in order)")
+                    label.setToolTip(self.pool.toolTip())
+                    self.labels[k.dotted] = label
+                    form.addRow(label)
                     form.addRow(self.pool)
                     continue
                 widget = self._editor(k)
-                widget.setToolTip(tooltip(k))
                 self.fields[k.dotted] = widget
                 label = QLabel(k.key.label)
-                label.setToolTip(tooltip(k))
+                for w in (label, widget):
+                    w.setToolTip(tooltip(k))
+                self.labels[k.dotted] = label
                 form.addRow(label, widget)
-            self.addTab(tab, title)
+            scroll = QScrollArea()  # the form's height never sets the window's
+            scroll.setWidgetResizable(True)
+            scroll.setFrameShape(QFrame.Shape.NoFrame)
+            scroll.setWidget(tab)
+            self.addTab(scroll, title)
         self.set_config(RunConfig())
 
     @staticmethod
@@ -134,6 +147,7 @@ class RunForm(QTabWidget):
 
     def _add_worker(self, wid: str, checked: bool) -> None:
         item = QListWidgetItem(wid)
+        item.setToolTip(f"{wid}: {worker_words(wid)}")
         item.setFlags(
             item.flags() | Qt.ItemFlag.ItemIsUserCheckable | Qt.ItemFlag.ItemIsDragEnabled
         )

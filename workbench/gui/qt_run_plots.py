@@ -1,14 +1,17 @@
-"""The Runs page's live plots: fitness per generation (with validation points), sigma, and
-the worker x role usage heatmap. Plot items are created once and redrawn from a timer with
-``setData`` on preallocated arrays that grow by doubling (docs: pyqtgraph's scrolling
-plots are the model)."""
+"""The Runs page's live plots: fitness per generation (with validation points), the search's
+step size (sigma), and who answered (turns per worker and role, a heatmap). Generations are
+numbered from 1 on every axis, with whole-number ticks. Plot items are created once and
+redrawn from a timer with ``setData`` on preallocated arrays that grow by doubling (docs:
+pyqtgraph's scrolling plots are the model)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from workbench.core.records import ROLES
+from workbench.gui.plots import generation_plot, legend_beside, show_generations
 from workbench.gui.qt import Qt, QWidget, pg
+from workbench.gui.words import ROLE_NAMES
 
 
 class Series:
@@ -77,7 +80,7 @@ class UsageGrid:
 
     @property
     def labels(self) -> list[str]:
-        return [f"{w} / {r}" for w in self.workers for r in ROLES]
+        return [f"{w} as {ROLE_NAMES[str(r)]}" for w in self.workers for r in ROLES]
 
 
 class RunPlots:
@@ -92,31 +95,42 @@ class RunPlots:
         self.validation = Series()
         self.usage = UsageGrid()
         self._dirty = False
-        self.fitness_plot = pg.PlotWidget(title="Fitness per generation")
-        self.fitness_plot.addLegend(offset=(5, 5))
-        self.fitness_plot.setLabel("bottom", "generation")
+        self.fitness_plot = generation_plot("How well the candidates answer", "fitness")
+        self.fitness_plot.setToolTip(
+            "Each generation tries a population of candidate coordinators on training "
+            "questions: the best, mean, median and worst candidate's average reward. "
+            "Validation: the search's current centre on questions it never trains on."
+        )
+        self.legend = legend_beside(self.fitness_plot)
         colors = {"best": "#2e7d32", "mean": "#1565c0", "median": "#6a1b9a", "worst": "#c62828"}
         self.curves = {}
         for name in self.CURVES:
-            curve = self.fitness_plot.plot(name=name, pen=pg.mkPen(colors[name], width=2))
+            curve = self.fitness_plot.plot(pen=pg.mkPen(colors[name], width=2))
             curve.setDownsampling(auto=True, method="peak")
             curve.setClipToView(True)
             self.curves[name] = curve
+            self.legend.addItem(curve, name)
         self.validation_points = self.fitness_plot.plot(
-            name="validation",
             pen=pg.mkPen("#ef6c00", width=2, style=Qt.PenStyle.DashLine),
             symbol="o",
             symbolSize=7,
             symbolBrush="#ef6c00",
         )
-        self.sigma_plot = pg.PlotWidget(title="Sigma")
-        self.sigma_plot.setLabel("bottom", "generation")
+        self.legend.addItem(self.validation_points, "validation")
+        self.sigma_plot = generation_plot("How widely the search still looks", "sigma")
+        self.sigma_plot.setToolTip(
+            "sigma: how far the search's candidates lie from its centre. It shrinks as the "
+            "search settles on what works."
+        )
         self.curves["sigma"] = self.sigma_plot.plot(pen=pg.mkPen("#455a64", width=2))
         self.curves["sigma"].setDownsampling(auto=True, method="peak")
         self.curves["sigma"].setClipToView(True)
-        self.usage_plot = pg.PlotWidget(title="Usage: worker x role per generation")
-        self.usage_plot.setLabel("bottom", "generation")
+        self.usage_plot = generation_plot("Who answered: turns per worker and role", "")
+        self.usage_plot.setToolTip(
+            "Brighter: more turns given to that worker in that role in that generation"
+        )
         self.usage_plot.invertY(True)
+        self.usage_plot.setYRange(0, 3)
         self.heatmap = pg.ImageItem(axisOrder="row-major")
         self.heatmap.setColorMap(pg.colormap.get("viridis"))
         self.usage_plot.addItem(self.heatmap)
@@ -145,13 +159,15 @@ class RunPlots:
         validation: float | None,
         usage: dict[str, int],
     ) -> None:
-        self.x.append(g)
+        """Add stored generation ``g`` (counted from 0 as the store keeps it); the plots
+        number it ``g + 1``."""
+        self.x.append(g + 1)
         for name, value in zip(
             (*self.CURVES, "sigma"), (best, mean, median, worst, sigma), strict=True
         ):
             self.series[name].append(value)
         if validation is not None:
-            self.validation_x.append(g)
+            self.validation_x.append(g + 1)
             self.validation.append(validation)
         self.usage.add(g, usage)
         self._dirty = True
@@ -165,10 +181,13 @@ class RunPlots:
         for name, curve in self.curves.items():
             curve.setData(x, self.series[name].view)
         self.validation_points.setData(self.validation_x.view, self.validation.view)
+        if x.size:
+            for plot in (self.fitness_plot, self.sigma_plot, self.usage_plot):
+                show_generations(plot, int(x[-1]))
         grid = self.usage.view
         if grid.size:
             self.heatmap.setImage(grid, autoLevels=True)
-            self.heatmap.setRect(0, 0, grid.shape[1], grid.shape[0])
+            self.heatmap.setRect(0.5, 0, grid.shape[1], grid.shape[0])  # column c: generation c+1
             axis = self.usage_plot.getAxis("left")
             axis.setTicks([[(i + 0.5, label) for i, label in enumerate(self.usage.labels)]])
         else:

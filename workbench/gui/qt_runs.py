@@ -28,21 +28,20 @@ from workbench.core.training.events import (
     where_episodes_ran,
 )
 from workbench.core.workspace import Workspace, resources_dir
-from workbench.gui import background
+from workbench.gui import background, tables
 from workbench.gui.page import Page, message_label
 from workbench.gui.qt import (
+    QCheckBox,
     QFileDialog,
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QPlainTextEdit,
     QProgressBar,
     QPushButton,
     QSplitter,
     Qt,
-    QTableWidgetItem,
     QTimer,
     QVBoxLayout,
     QWidget,
@@ -53,6 +52,7 @@ from workbench.gui.qt_learned import LearnedView
 from workbench.gui.qt_run_form import RunForm
 from workbench.gui.qt_run_plots import RunPlots
 from workbench.gui.run_thread import RunThread
+from workbench.gui.words import status_words, stop_sentence
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +86,7 @@ class QtRuns(Page):
 
     runs_listed = Signal(int)  # after each runs-list read: how many runs there are
     config_done = Signal(bool)  # a config file was read or written (True) or not (False)
+    strip_changed = Signal(str)  # the window's status strip: the current run in a line
 
     def __init__(self, workspace: Workspace, *, parent: QWidget | None = None):
         super().__init__(parent)
@@ -100,6 +101,12 @@ class QtRuns(Page):
         self._refreshing = False
         self._refresh_again = False
         self.opened: str | None = None  # the run whose stored plots are shown
+        self._run_name = ""  # the run in progress (or the one opened), for the strip
+        self._generation = 0  # generations done (numbered from 1)
+        self._best: float | None = None  # its best fitness so far
+        self._spent = ""  # what it spent, in words
+        self._log_entries: list[tuple[str, str]] = []  # (plain line, technical details)
+        self._last_run_id: str | None = None  # the run that last ended here
         self.runs: dict[str, RunSummary] = {}  # the listed runs, as core summarised them
         self.listed = False  # read the runs list once yet? (the first listing opens the latest run)
         self._build()
@@ -120,8 +127,10 @@ class QtRuns(Page):
 
     def _build(self) -> None:
         # runs list
-        self.runs_table = read_only_table(("Run", "Name", "Status", "Stop reason", "Generations"))
-        self.runs_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        self.runs_table = read_only_table(RUN_COLUMNS)
+        tables.sortable(self.runs_table)
+        self.runs_table.sortByColumn(RUN_COLUMNS.index("Started"), Qt.SortOrder.DescendingOrder)
+        self.runs_table.setMinimumHeight(140)
         self.runs_table.itemSelectionChanged.connect(self._update_buttons)
         self.refresh_button = QPushButton("Refresh")
         self.open_button = QPushButton("Open")
@@ -133,7 +142,7 @@ class QtRuns(Page):
         for b in (self.refresh_button, self.open_button, self.resume_run_button):
             runs_buttons.addWidget(b)
         runs_buttons.addStretch(1)
-        runs_box = QGroupBox("Runs")
+        runs_box = QGroupBox("Runs in this workspace")
         runs_layout = QVBoxLayout(runs_box)
         runs_layout.addWidget(self.runs_table)
         runs_layout.addLayout(runs_buttons)
@@ -142,16 +151,28 @@ class QtRuns(Page):
         self.form = RunForm()
         self.source_label = QLabel("defaults")
         self.source_label.setWordWrap(True)
-        self.load_button = QPushButton("Load config…")
-        self.save_button = QPushButton("Save config…")
+        self.load_button = QPushButton("Open…")
+        self.load_button.setToolTip("Load a run config file (TOML) into the form")
+        self.save_button = QPushButton("Save…")
+        self.save_button.setToolTip(
+            "Save the form as a run config file (what trinity-workbench train reads)"
+        )
         self.example_button = QPushButton("Sandbox example")
+        self.example_button.setToolTip(
+            "One turn per question on the simulated team (offline, free): it learns which "
+            "simulated specialist answers which kind of question, in about 5 minutes"
+        )
         self.load_button.clicked.connect(self._choose_config)
         self.save_button.clicked.connect(self._choose_save_path)
-        self.example_button.clicked.connect(lambda: self.load_config(SANDBOX_EXAMPLE))
-        self.team_example_button = QPushButton("Team example (multi-turn)")
+        self.example_button.clicked.connect(self.load_example)
+        self.team_example_button = QPushButton("Team example")
+        self.team_example_button.setToolTip(
+            "Several turns per question on the simulated team (Thinker, Worker, Verifier): "
+            "slower, it learns who plans, who answers and who checks"
+        )
         self.team_example_button.clicked.connect(lambda: self.load_config(TEAM_EXAMPLE))
         source_row = QFormLayout()
-        source_row.addRow("Loaded from", self.source_label)
+        source_row.addRow("Settings from", self.source_label)
         load_row = QHBoxLayout()
         for b in (
             self.load_button,
@@ -172,7 +193,7 @@ class QtRuns(Page):
         control_row = QHBoxLayout()
         for b in (self.start_button, self.pause_button, self.resume_button, self.stop_button):
             control_row.addWidget(b)
-        self.status_label = QLabel("idle")
+        self.status_label = QLabel(STATE_WORDS["idle"])
         self.message_label = message_label()
         self.progress = QProgressBar()
         self.progress.setFormat("generation %v of %m")
@@ -181,7 +202,7 @@ class QtRuns(Page):
         self.executor_label = QLabel("")
         new_box = QGroupBox("New run")
         new_layout = QVBoxLayout(new_box)
-        new_layout.addWidget(self.form)
+        new_layout.addWidget(self.form, 1)
         new_layout.addLayout(source_row)
         new_layout.addLayout(load_row)
         new_layout.addLayout(control_row)
@@ -204,18 +225,33 @@ class QtRuns(Page):
         self.log_view = QPlainTextEdit()
         self.log_view.setReadOnly(True)
         self.log_view.setMaximumBlockCount(5000)
+        self.details_box = QCheckBox("Technical details")
+        self.details_box.setToolTip(
+            "Also show each generation's technical figures: the step size (sigma), where the "
+            "coordinator's time went (tokens, forwards), fp32 rechecks"
+        )
+        self.details_box.toggled.connect(lambda _: self._show_log())
+        log_box = QWidget()
+        log_layout = QVBoxLayout(log_box)
+        log_layout.setContentsMargins(0, 0, 0, 0)
+        log_head = QHBoxLayout()
+        log_head.addWidget(QLabel("What happened"))
+        log_head.addStretch(1)
+        log_head.addWidget(self.details_box)
+        log_layout.addLayout(log_head)
+        log_layout.addWidget(self.log_view)
 
         # what the opened (or just ended) run learned
         self.learned_view = LearnedView("What it learned: shown once a run has been validated.")
 
         plots = QSplitter(Qt.Orientation.Vertical)
-        for w in (*self.plots.widgets, self.learned_view, self.log_view):
+        for w in (*self.plots.widgets, self.learned_view, log_box):
             plots.addWidget(w)
-        left = QWidget()
-        left_layout = QVBoxLayout(left)
-        left_layout.setContentsMargins(0, 0, 0, 0)
-        left_layout.addWidget(new_box)
-        left_layout.addWidget(runs_box, 1)
+        left = QSplitter(Qt.Orientation.Vertical)
+        left.addWidget(new_box)
+        left.addWidget(runs_box)
+        left.setStretchFactor(0, 3)
+        left.setStretchFactor(1, 2)
         splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.addWidget(left)
         splitter.addWidget(plots)
@@ -232,6 +268,10 @@ class QtRuns(Page):
         )
         if path:
             self.load_config(path)
+
+    def load_example(self) -> None:
+        """Load the sandbox example (the simulated team, offline and free) into the form."""
+        self.load_config(SANDBOX_EXAMPLE)
 
     def load_config(self, path: str | Path, *, missing_ok: bool = False) -> None:
         """Load a run config TOML into the form, read in the background (the Settings
@@ -254,11 +294,20 @@ class QtRuns(Page):
         self.config_file = None
         if config is not None:
             self.form.set_config(config)
-            self.source_label.setText(shown_path(path))
-            self.source_label.setToolTip(str(path))
+            self._show_source(path)
             self.message_label.clear()
         self._update_buttons()
         self.config_done.emit(config is not None)
+
+    def _show_source(self, path: str) -> None:
+        """Where the form's settings came from: the example's name, or the file's path
+        shortened (the whole path in the tooltip)."""
+        examples = {
+            str(SANDBOX_EXAMPLE): "the sandbox example",
+            str(TEAM_EXAMPLE): "the team example",
+        }
+        self.source_label.setText(examples.get(str(path)) or shown_path(path, self.workspace.root))
+        self.source_label.setToolTip(str(path))
 
     def _on_config_failed(self, path: str, exc: Exception) -> None:
         self.config_file = None
@@ -294,9 +343,8 @@ class QtRuns(Page):
 
     def _on_config_written(self, path: str, _result: Any) -> None:
         self.config_file = None
-        self.source_label.setText(shown_path(path))
-        self.source_label.setToolTip(str(path))
-        self.log(f"saved the run config to {shown_path(path)}")
+        self._show_source(path)
+        self.log(f"saved the run config to {shown_path(path, self.workspace.root)}")
         self._update_buttons()
         self.config_done.emit(True)
 
@@ -346,8 +394,12 @@ class QtRuns(Page):
 
     def _launch(self, thread: RunThread) -> None:
         self.clear_plots()
+        self.learned_view.clear_learned()  # the previous run's lesson is not this one's
         self.message_label.clear()
         self.run_thread = thread
+        self._run_name = thread.config.run.name if thread.config is not None else ""
+        self._generation, self._best, self._spent = 0, None, ""
+        self.progress.setRange(0, 0)  # busy: nothing to count until the run has started
         thread.started_run.connect(self._on_started)
         thread.generation.connect(self._on_generation)
         thread.finished_run.connect(self._on_finished)
@@ -357,6 +409,8 @@ class QtRuns(Page):
         self.log(
             "starting "
             + (f"run {thread.resume_id[:8]}" if thread.resume_id else f"'{thread.config.run.name}'")
+            + ": loading the language model the coordinator reads with (the first start on "
+            "this computer also converts it once, a minute or more)"
         )
         thread.start()
 
@@ -397,14 +451,18 @@ class QtRuns(Page):
         self._done_live = 0
         self.progress.setRange(0, max(self._budget_generations, 1))
         self.progress.setValue(event.start_generation)
+        self._run_name, self._generation = event.name, event.start_generation
         if self.state == "starting":
             self._set_state("running")
         # where the episodes run: this computer, or Ray actors on the cluster's nodes
         self.executor_label.setText(where_episodes_ran(event.executor, event.actors, event.nodes))
         self.log(
-            f"run {event.run_id[:8]} '{event.name}': {event.n_params} parameters, population "
-            f"{event.popsize} x {event.rollouts} rollouts, from generation {event.start_generation}"
-            f"{event.executor_note()}"
+            f"run {event.run_id[:8]} '{event.name}' started: each generation tries "
+            f"{event.popsize} candidate coordinators on {event.rollouts} questions each; "
+            f"generation {event.start_generation + 1} is running (the first reads every "
+            "question once, the slowest)",
+            f"{event.n_params} parameters, population {event.popsize} x {event.rollouts} "
+            f"rollouts, from stored generation {event.start_generation}{event.executor_note()}",
         )
         self.refresh_runs()
 
@@ -429,26 +487,44 @@ class QtRuns(Page):
             self.eta_label.setText("")
         t = event.totals
         spend = spend_kind(self.usage.workers)  # the workers called so far
+        self._spent = dollars(t.get("dollars", 0.0), spend)
+        self._generation = event.generation + 1
+        self._best = event.best if self._best is None else max(self._best, event.best)
         self.spend_label.setText(
             f"Spent: {int(t.get('episodes', 0))} episodes, {int(t.get('calls', 0))} calls, "
-            f"{dollars(t.get('dollars', 0.0), spend)}, {t.get('minutes', 0.0):.1f} min"
+            f"{self._spent}, {t.get('minutes', 0.0):.1f} min"
         )
-        val = "" if event.validation is None else f", validation {event.validation:.3f}"
+        self._emit_strip()
+        val = (
+            ""
+            if event.validation is None
+            else f"; on the validation questions {event.validation:.0%} right"
+        )
+        of = f" of {self._budget_generations}" if self._budget_generations else ""
         self.log(
-            f"generation {event.generation}: best {event.best:.3f}, mean {event.mean:.3f}, "
-            f"sigma {event.sigma:.4f}{val}{event.opening_note()}; {event.calls} calls, "
-            f"{dollars(event.dollars, spend)}, {event.wall_s:.1f} s"
-            f" (coordinator {event.coordinator_s:.1f} s: {event.tokens_forwarded} tokens in "
-            f"{event.batches} forwards of {event.mean_batch:.1f} transcripts{event.recheck_note()})"
+            f"generation {event.generation + 1}{of}: the best candidate answered "
+            f"{event.best:.0%} right, the average {event.mean:.0%}{val}; {event.calls} "
+            f"worker calls, {dollars(event.dollars, spend)}, {event.wall_s:.1f} s",
+            f"best {event.best:.3f}, mean {event.mean:.3f}, median {event.median:.3f}, worst "
+            f"{event.worst:.3f}, sigma {event.sigma:.4f}{event.opening_note()}; coordinator "
+            f"{event.coordinator_s:.1f} s: {event.tokens_forwarded} tokens in {event.batches} "
+            f"forwards of {event.mean_batch:.1f} transcripts{event.recheck_note()}; workers "
+            f"{event.worker_s:.1f} s, {event.cache_hits} cached replies",
         )
 
     def _on_finished(self, event: RunFinished) -> None:
         self._set_state("stopped" if event.stop_reason == "stopped" else "finished")
         self.eta_label.setText("")
-        best = "–" if event.best_validation is None else f"{event.best_validation:.3f}"
+        best = (
+            ""
+            if event.best_validation is None
+            else f"; its best coordinator answered {event.best_validation:.0%} of the "
+            "validation questions right"
+        )
         self.log(
-            f"run {event.run_id[:8]} ended ({event.stop_reason}) after {event.generations} "
-            f"generations; best validation {best}"
+            f"run {event.run_id[:8]} ended after {event.generations} generations: "
+            f"{stop_sentence(event.stop_reason).lower()}{best}",
+            f"stop reason {event.stop_reason}",
         )
 
     def _on_failed(self, event: RunFailed) -> None:
@@ -459,14 +535,21 @@ class QtRuns(Page):
 
     def _on_thread_done(self) -> None:
         thread, self.run_thread = self.run_thread, None
+        if self.progress.maximum() == 0:  # it ended before it started: no more busy bar
+            self.progress.setRange(0, 1)
+            self.progress.setValue(0)
         if self.state not in ("finished", "stopped", "failed"):
             self._set_state("idle")
         self.redraw()
         self.refresh_runs()
         self._update_buttons()
         run_id = getattr(thread, "run_id", None)
+        self._last_run_id = run_id
         if run_id is not None:
             self.show_learned_of(run_id)
+
+    def _ended_run_id(self) -> str | None:
+        return self._last_run_id
 
     def show_learned_of(self, run_id: str) -> None:
         """Show what run ``run_id`` learned, read in the background; a run whose result
@@ -483,6 +566,8 @@ class QtRuns(Page):
         self.log(f"cannot read what run {run_id[:8]} learned: {background.readable(exc)}")
 
     def _on_learned(self, run_id: str, learned: list[Any]) -> None:
+        if self.running or run_id not in (self.opened, self._ended_run_id()):
+            return  # another run is shown by now
         self.learned_view.show_learned(learned, _LEARNED_HEADING.format(run=run_id[:8]))
 
     # ------------------------------------------------------------------ plots
@@ -524,15 +609,27 @@ class QtRuns(Page):
             self.refresh_runs()
         selected = self.selected_run_id()
         self.runs = {run.id: run for run in runs}
-        self.runs_table.setRowCount(len(runs))
-        for row, run in enumerate(runs):
-            cells = (run.id[:8], run.name, run.status, run.stop_reason, str(run.generations))
-            for col, text in enumerate(cells):
-                item = QTableWidgetItem(text)
-                item.setData(Qt.ItemDataRole.UserRole, run.id)
-                self.runs_table.setItem(row, col, item)
-            if run.id == selected:
-                self.runs_table.selectRow(row)
+        rows = []
+        for run in runs:
+            started = time.strftime("%Y-%m-%d %H:%M", time.localtime(run.created_at))
+            cells = (
+                tables.Cell(run.name or "(no name)", tooltip=f"{run.name}\nrun id {run.id}"),
+                tables.Cell(status_words(run.status), run.status, f"status: {run.status}"),
+                tables.Cell(
+                    stop_sentence(run.stop_reason) or "–",
+                    tooltip=(run.error or "")
+                    + (f"\nstop reason: {run.stop_reason}" if run.stop_reason else ""),
+                ),
+                tables.number(run.generations),
+                tables.Cell(started, run.created_at),
+            )
+            for cell in cells:
+                cell.setData(Qt.ItemDataRole.UserRole, run.id)
+            rows.append(cells)
+        self.runs_table.blockSignals(True)
+        tables.fill(self.runs_table, rows)
+        self.runs_table.blockSignals(False)
+        self.select_run(selected or "")
         first_listing = not self.listed
         self.listed = True
         if first_listing and runs and selected is None and not self.running:
@@ -543,6 +640,7 @@ class QtRuns(Page):
         self.runs_listed.emit(len(runs))
 
     def row_of(self, run_id: str) -> int | None:
+        """The row where run ``run_id`` is shown now (the table can be sorted)."""
         for row in range(self.runs_table.rowCount()):
             if self.runs_table.item(row, 0).data(Qt.ItemDataRole.UserRole) == run_id:
                 return row
@@ -588,6 +686,8 @@ class QtRuns(Page):
         if self.running:
             return
         record, generations, budget, spent = stored
+        self.opened = run_id
+        self.learned_view.clear_learned()
         self.show_learned_of(run_id)
         self.clear_plots()
         for s in generations:
@@ -605,9 +705,10 @@ class QtRuns(Page):
         self.progress.setValue(len(generations))
         self.eta_label.setText("")
         workers = (record.config_data.get("pool") or {}).get("workers") or ()
+        self._spent = dollars(spent["dollars"], spend_kind(workers))
         self.spend_label.setText(
             f"Spent: {int(spent['episodes'])} episodes, {int(spent['calls'])} calls, "
-            f"{dollars(spent['dollars'], spend_kind(workers))}, {spent['minutes']:.1f} min"
+            f"{self._spent}, {spent['minutes']:.1f} min"
         )
         result = record.run_result()
         self.executor_label.setText(
@@ -615,19 +716,52 @@ class QtRuns(Page):
             if result is not None
             else ""
         )
+        status = effective_status(record)
         self.log(
             f"opened run {run_id[:8]} '{record.name}': {len(generations)} generations, "
-            f"{effective_status(record)}"
+            f"{status_words(status)}"
         )
         self.redraw()
-        self.opened = run_id
+        self._run_name, self._generation = record.name, len(generations)
+        self._best = max((s.best for s in generations), default=None)
+        self._emit_strip(status)
 
     # ------------------------------------------------------------------ state
 
     def _set_state(self, state: str) -> None:
         self.state = state
-        self.status_label.setText(state)
+        self.status_label.setText(STATE_WORDS.get(state, state))
         self._update_buttons()
+        self._emit_strip()
+
+    def strip_text(self, opened_status: str | None = None) -> str:
+        """The current run in one line, for the window's status strip: what it is doing,
+        its generation, its best fitness and its spend."""
+        name = f"'{self._run_name}'" if self._run_name else "the run"
+        of = f" of {self._budget_generations}" if self._budget_generations else ""
+        figures = []
+        if self._generation:
+            figures.append(f"generation {self._generation}{of}")
+        if self._best is not None:
+            figures.append(f"best fitness {self._best:.3f}")
+        if self._spent:
+            figures.append(f"spent {self._spent}")
+        tail = "".join(f" · {f}" for f in figures)
+        if self.state == "starting":
+            return f"Starting {name}: loading the language model…"
+        if self.state in ("running", "paused", "stopping"):
+            doing = {"running": "Training", "paused": "Paused", "stopping": "Stopping"}
+            eta = self.eta_label.text()
+            return f"{doing[self.state]} {name}{tail}" + (f" · {eta}" if eta else "")
+        if self.state in ("finished", "stopped", "failed"):
+            return f"{STATE_WORDS[self.state]}: {name}{tail}"
+        if opened_status is not None or self.opened:
+            shown = status_words(opened_status) if opened_status else "opened"
+            return f"No run in progress · shown: {name} ({shown}){tail}"
+        return "No run in progress"
+
+    def _emit_strip(self, opened_status: str | None = None) -> None:
+        self.strip_changed.emit(self.strip_text(opened_status))
 
     def _update_buttons(self) -> None:
         running = self.running or self.state == "starting"
@@ -652,11 +786,38 @@ class QtRuns(Page):
         super().show_error(message)
         self.log("error: " + message)
 
-    def log(self, line: str) -> None:
-        self.log_view.appendPlainText(time.strftime("%H:%M:%S ") + line)
+    def log(self, line: str, details: str = "") -> None:
+        """A line of the run's log, in words; ``details`` (technical figures) show too
+        when "Technical details" is checked."""
+        entry = (time.strftime("%H:%M:%S ") + line, details)
+        self._log_entries.append(entry)
+        del self._log_entries[:-5000]
+        self.log_view.appendPlainText(self._log_text(entry))
+
+    def _log_text(self, entry: tuple[str, str]) -> str:
+        line, details = entry
+        return f"{line}\n    ({details})" if details and self.details_box.isChecked() else line
+
+    def _show_log(self) -> None:
+        self.log_view.setPlainText("\n".join(self._log_text(e) for e in self._log_entries))
+        self.log_view.verticalScrollBar().setValue(self.log_view.verticalScrollBar().maximum())
 
 
-_LEARNED_HEADING = "What run {run} learned (its result head on validation, per category):"
+RUN_COLUMNS = ("Name", "Status", "Why it ended", "Generations", "Started")
+_LEARNED_HEADING = (
+    "What run {run} learned: on the validation questions, per kind of question, the "
+    "turns its coordinator played most often:"
+)
+STATE_WORDS = {
+    "idle": "Ready to start",
+    "starting": "Starting: loading the language model…",
+    "running": "Training",
+    "paused": "Paused",
+    "stopping": "Stopping after the episodes in flight…",
+    "finished": "Finished",
+    "stopped": "Stopped (you can resume it)",
+    "failed": "Failed",
+}
 
 
 def read_config(path: str | Path, *, missing_ok: bool = False) -> RunConfig | None:

@@ -298,7 +298,9 @@ class QtSettings(Page):
             self.next_workspace_label.setText(
                 f"At next start: {shown_path(chosen)}. Restart the workbench to open it."
             )
+        self.next_workspace_label.setToolTip(str(chosen) if chosen else "")
         self.saved_label.setText(f"Settings file: {shown_path(self.path)}")
+        self.saved_label.setToolTip(str(self.path))
 
     # ------------------------------------------------------------------ editing
 

@@ -18,13 +18,13 @@ from workbench.core.tasks.jsonl import SuiteValidationError
 from workbench.core.tasks.model import SPLITS, Suite, Task
 from workbench.core.tasks.suites import SuiteInfo, import_suite, list_suites, load_suite
 from workbench.core.workspace import Workspace
+from workbench.gui import tables
 from workbench.gui.page import Page, message_label
 from workbench.gui.qt import (
     ERROR_STYLE,
     QCheckBox,
     QFileDialog,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QLineEdit,
     QListWidget,
@@ -154,7 +154,7 @@ class QtTasks(Page):
 
         self.suites = read_only_table(SUITE_COLUMNS)
         self.tasks = read_only_table(TASK_COLUMNS)
-        self.tasks.horizontalHeader().setSectionResizeMode(4, QHeaderView.ResizeMode.Stretch)
+        tables.sortable(self.tasks)
         self.task_header = QLabel("Pick a task")
         self.task_header.setWordWrap(True)
         self.prompt, self.reference, self.tests = text_view(), text_view(), text_view()
@@ -225,9 +225,11 @@ class QtTasks(Page):
             )
             for column, text in enumerate(cells):
                 item = QTableWidgetItem(text)
-                item.setToolTip(info.description)
+                item.setToolTip(f"{text}\n\n{info.description}" if column else info.description)
+                if column == SUITE_COLUMNS.index("Tasks"):
+                    item.setTextAlignment(tables.NUMBER)
                 self.suites.setItem(row, column, item)
-        self.suites.resizeColumnsToContents()
+        tables.fit(self.suites)
         self.suites.clearSelection()
         row = self.suite_row(self._select_next or "")
         if row is not None:
@@ -265,18 +267,19 @@ class QtTasks(Page):
         self.tasks.blockSignals(True)
         self.tasks.clearContents()
         tasks = self.suite.tasks if self.suite else ()
-        self.tasks.setRowCount(len(tasks))
-        for row, task in enumerate(tasks):
+        rows = []
+        for index, task in enumerate(tasks):
             cells = (
-                task.id,
-                task.kind,
-                task.group,
-                entry.split_of.get(task.id, ""),
-                _one_line(task.prompt),
+                tables.Cell(task.id),
+                tables.Cell(task.kind),
+                tables.Cell(task.group or ""),
+                tables.Cell(entry.split_of.get(task.id, "")),
+                tables.Cell(_one_line(task.prompt), tooltip=task.prompt[:1500]),
             )
-            for column, text in enumerate(cells):
-                self.tasks.setItem(row, column, QTableWidgetItem(text))
-        self.tasks.resizeColumnToContents(0)
+            for cell in cells:
+                cell.setData(Qt.ItemDataRole.UserRole, index)  # the row may be sorted
+            rows.append(cells)
+        tables.fill(self.tasks, rows)
         self.tasks.blockSignals(False)
         self._show_task(None)
         if entry is not None and entry.suite is None:
@@ -289,13 +292,21 @@ class QtTasks(Page):
     def select_task(self, task_id: str) -> None:
         if self.suite is None:
             return
-        row = next((i for i, t in enumerate(self.suite.tasks) if t.id == task_id), None)
-        if row is not None:
-            self.tasks.selectRow(row)
+        for row in range(self.tasks.rowCount()):
+            if (
+                self.suite.tasks[self.tasks.item(row, 0).data(Qt.ItemDataRole.UserRole)].id
+                == task_id
+            ):
+                self.tasks.selectRow(row)
+                return
 
     def _task_picked(self) -> None:
         rows = self.tasks.selectionModel().selectedRows()
-        self._show_task(self.suite.tasks[rows[0].row()] if rows and self.suite else None)
+        if not rows or self.suite is None:
+            self._show_task(None)
+            return
+        index = self.tasks.item(rows[0].row(), 0).data(Qt.ItemDataRole.UserRole)
+        self._show_task(self.suite.tasks[index])
 
     def _show_task(self, task: Task | None) -> None:
         if task is None:

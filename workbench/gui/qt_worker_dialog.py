@@ -4,7 +4,7 @@ background. The spec and the key are stored through core's ``Registry``."""
 
 from __future__ import annotations
 
-from workbench.core.keychain import KeyStatus, clean_key
+from workbench.core.keychain import KeychainUnavailable, KeyStatus, clean_key
 from workbench.core.workers.checks import endpoint_models
 from workbench.core.workers.registry import Registry
 from workbench.core.workers.spec import PRESETS, WorkerSpec, spec_from_options
@@ -18,6 +18,7 @@ from workbench.gui.qt import (
     QFormLayout,
     QHBoxLayout,
     QLabel,
+    QLayout,
     QLineEdit,
     QPushButton,
     QSpinBox,
@@ -25,7 +26,9 @@ from workbench.gui.qt import (
     QVBoxLayout,
     QWidget,
     Signal,
+    text_view,
 )
+from workbench.gui.words import keychain_sentence
 
 PROVIDER_CHOICES = (*PRESETS, "local")  # presets fill the base URL; "local" is an in-process model
 # Fields the dialog does not show: an edit keeps them as they are in workers.toml.
@@ -79,6 +82,16 @@ class WorkerDialog(QDialog):
         self.error.setStyleSheet(ERROR_STYLE)
         self.error.setWordWrap(True)
         self.error.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.error.setOpenExternalLinks(True)
+        # the whole of a long error (a keychain's fix with its commands), shown on request
+        # in a box of fixed height: the form's fields keep their size
+        self.details_button = QPushButton("Show the details")
+        self.details_button.setCheckable(True)
+        self.details_button.hide()
+        self.details = text_view()
+        self.details.setFixedHeight(110)
+        self.details.hide()
+        self.details_button.toggled.connect(self._show_details)
         self.buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
         )
@@ -99,9 +112,14 @@ class WorkerDialog(QDialog):
         form.addRow("Price out", self.price_out)
         form.addRow("Concurrency", self.concurrency)
         form.addRow("API key", key_row)
+        for field in (self.worker_id, self.provider, self.base_url, self.model, self.key):
+            field.setMinimumHeight(field.sizeHint().height())  # a long error never squashes them
         layout = QVBoxLayout(self)
+        layout.setSizeConstraint(QLayout.SizeConstraint.SetMinimumSize)  # grows instead
         layout.addLayout(form)
         layout.addWidget(self.error)
+        layout.addWidget(self.details_button, 0, Qt.AlignmentFlag.AlignLeft)
+        layout.addWidget(self.details)
         layout.addWidget(self.buttons)
 
         if spec is not None:
@@ -203,14 +221,14 @@ class WorkerDialog(QDialog):
             spec = self._spec(draft=True)
             key = self._entered_key(spec.id)
         except ValueError as exc:
-            self.error.setText(str(exc))
+            self.show_error(str(exc))
             return
         registry = self.registry
 
         async def call() -> list[str]:
             return await endpoint_models(spec, key=key, registry=registry)
 
-        self.error.setText("")
+        self.show_error("")
         self.fetch_button.setEnabled(False)
         self.fetch_button.setText("Fetching…")
         background.start(self._owner, "list models", call, self._models_fetched, self._fetch_failed)
@@ -222,11 +240,11 @@ class WorkerDialog(QDialog):
         self.model.addItems(models)
         self.model.setEditText(typed if typed else (models[0] if models else ""))
         if not models:
-            self.error.setText("The server lists no models: type the model name.")
+            self.show_error("The server lists no models: type the model name.")
 
     def _fetch_failed(self, _context, exc: Exception) -> None:
         self._fetch_done()
-        self.error.setText(f"Cannot list models: {background.readable(exc)}")
+        self.show_error(f"Cannot list models: {background.readable(exc)}")
 
     def _fetch_done(self) -> None:
         self.fetch_button.setText("Fetch models")
@@ -241,10 +259,10 @@ class WorkerDialog(QDialog):
             spec = self._spec()
             key = self._entered_key(spec.id)
         except ValueError as exc:
-            self.error.setText(str(exc))
+            self.show_error(str(exc))
             return
         registry, replace = self.registry, self.spec is not None
-        self.error.setText("")
+        self.show_error("")
         self.buttons.setEnabled(False)
         background.start(
             self._owner,
@@ -263,7 +281,30 @@ class WorkerDialog(QDialog):
 
     def _store_failed(self, worker_id: str, exc: Exception) -> None:
         self.buttons.setEnabled(True)
-        self.error.setText(f"Worker '{worker_id}' was not saved: {background.readable(exc)}")
+        if isinstance(exc, KeychainUnavailable):
+            try:
+                env = self._spec().effective_key_env
+            except ValueError:
+                env = None
+            self.show_error(
+                f"Worker '{worker_id}' was not saved: {keychain_sentence(env)}", str(exc)
+            )
+            return
+        self.show_error(f"Worker '{worker_id}' was not saved: {background.readable(exc)}")
+
+    def _show_details(self, shown: bool) -> None:
+        self.details.setVisible(shown)
+        self.adjustSize()
+
+    def show_error(self, sentence: str, details: str = "") -> None:
+        """The error under the form: one sentence, and the full text behind a button."""
+        self.error.setText(sentence)
+        self.details.setPlainText(details)
+        self.details_button.setVisible(bool(details))
+        if not details:
+            self.details_button.setChecked(False)
+        if self.isVisible():
+            self.adjustSize()  # room for the sentence: the dialog grows, the fields keep theirs
 
     def _forget_key(self) -> None:
         self.key.clear()

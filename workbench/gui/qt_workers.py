@@ -21,7 +21,7 @@ from workbench.core.workers.pool import builtin_workers
 from workbench.core.workers.registry import Registry
 from workbench.core.workers.spec import WorkerSpec
 from workbench.core.workspace import Workspace
-from workbench.gui import background
+from workbench.gui import background, tables
 from workbench.gui.page import Page, message_label
 from workbench.gui.qt import (
     QColor,
@@ -39,6 +39,7 @@ from workbench.gui.qt import (
 )
 from workbench.gui.qt_recorded import RecordedPoolsBox
 from workbench.gui.qt_worker_dialog import WorkerDialog
+from workbench.gui.words import worker_words
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +54,16 @@ COLUMNS = (
     "Last test",
     "Latency",
 )
+
+
+NUMBER_COLUMNS = (3, 4, 5, 8)  # prices, concurrency, latency: right-aligned
+HEADER_TIPS = {
+    "$/M in": "Price in dollars per million tokens sent to the model",
+    "$/M out": "Price in dollars per million tokens the model writes",
+    "Concurrency": "How many calls to this worker may run at once",
+    "Key": "Where the API key comes from (the OS keychain or an environment variable)",
+    "Last test": "The outcome of the last Test connection",
+}
 
 
 @dataclass(frozen=True)
@@ -102,6 +113,9 @@ class QtWorkers(Page):
         self.status = self.message_label = message_label(error=False)
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.table = read_only_table(COLUMNS)
+        for column, name in enumerate(COLUMNS):
+            if name in HEADER_TIPS:
+                self.table.horizontalHeaderItem(column).setToolTip(HEADER_TIPS[name])
         self.table.horizontalHeader().setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
         self.add_button = QPushButton("Add…")
         self.edit_button = QPushButton("Edit…")
@@ -114,9 +128,13 @@ class QtWorkers(Page):
         buttons.addStretch(1)
         buttons.addWidget(self.refresh_button)
         note = QLabel(
-            f"Registered workers live in {shown_path(self.registry.path)}; their keys live in the OS keychain, "
-            "never in that file. Built-in workers (grey) need no registration."
+            "Workers are the models that answer. Built-in ones (grey) need nothing: "
+            "'sandbox' and 'team' are simulated teams (offline, free, answering only the "
+            "bundled suites' questions), 'local:' ones run a real model on this computer. "
+            f"Add a real model with Add…: it is listed in {shown_path(self.registry.path)}, "
+            "its key kept in the OS keychain, never in that file."
         )
+        note.setToolTip(str(self.registry.path))
         note.setWordWrap(True)
         layout = QVBoxLayout(self)
         layout.addWidget(note)
@@ -171,14 +189,17 @@ class QtWorkers(Page):
             ]
             for column, text in enumerate(cells):
                 item = QTableWidgetItem(text)
+                item.setToolTip(text)  # the whole value where the column elides it
+                if column in NUMBER_COLUMNS:
+                    item.setTextAlignment(tables.NUMBER)
                 if row.builtin:
                     item.setForeground(QColor("gray"))
-                    item.setToolTip("built-in worker (read-only)")
+                    item.setToolTip(f"{text}\n\nbuilt-in: {worker_words(row.id)}")
                 elif column == 1 and spec.base_url:
                     item.setToolTip(spec.base_url)
                 self.table.setItem(index, column, item)
             self._show_test(index)
-        self.table.resizeColumnsToContents()
+        tables.fit(self.table)
         if selected is not None:
             self.select(selected)
         self._update_buttons()
@@ -202,7 +223,9 @@ class QtWorkers(Page):
             latency, tip = f"{report.latency_s * 1000:.0f} ms", report.error or report.reply
         for column, text in ((7, outcome), (8, latency)):
             item = QTableWidgetItem(text)
-            item.setToolTip(tip)
+            item.setToolTip(tip or text)
+            if column in NUMBER_COLUMNS:
+                item.setTextAlignment(tables.NUMBER)
             self.table.setItem(index, column, item)
 
     def row_of(self, worker_id: str) -> int | None:

@@ -83,6 +83,17 @@ def wait_for(condition: Callable[[], bool], what: str, timeout_s: float = WAIT_S
         time.sleep(0.01)
 
 
+def settle(seconds: float) -> None:
+    """Run the event loop for ``seconds`` (layout requests are posted events)."""
+    from workbench.gui.qt import QApplication
+
+    app = QApplication.instance()
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        app.processEvents()
+        time.sleep(0.01)
+
+
 def file_name(title: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-") + ".png"
 
@@ -92,19 +103,22 @@ def take(
     workspace: str | Path | None = None,
     backbone: Any = None,
     config: RunConfig | None = None,
+    on_page: Callable[[Any, str], None] | None = None,
 ) -> list[Path]:
-    """Make the sample content, render every page to ``out_dir`` and return the files."""
+    """Make the sample content, render every page to ``out_dir`` and return the files.
+    ``on_page(window, title)`` is called on each page before it is grabbed (a test's
+    checks of the page with its content)."""
     from workbench.gui import app as gui_app
     from workbench.gui.qt import QApplication
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    qt_app = QApplication.instance() or QApplication(sys.argv[:1])
+    _app = QApplication.instance() or QApplication(sys.argv[:1])  # kept alive while in use
     with tempfile.TemporaryDirectory(prefix="trinity-screenshots-") as tmp:
         ws = Workspace.open(workspace if workspace is not None else Path(tmp) / "workspace")
         sample = make_sample(ws, config, backbone)
         window = gui_app.MainWindow(ws, backbone=backbone)
-        window.resize(1440, 900)
+        window.resize(1280, 800)  # a laptop's screen: what a new user has
         window.show()
         files = []
         try:
@@ -118,7 +132,9 @@ def take(
                 if prepare is not None:
                     prepare(page, sample)
                 wait_for(lambda page=page: not _busy(page), f"{title} page")
-                qt_app.processEvents()
+                settle(0.3)  # the layouts of what was just shown (posted events) settle
+                if on_page is not None:
+                    on_page(window, title)
                 path = out / file_name(title)
                 if not window.grab().save(str(path)):
                     raise OSError(f"could not write {path}")
@@ -153,15 +169,13 @@ def _replay(page: Any, sample: Sample) -> None:
     run_id = sample.run_id
     wait_for(lambda: page.runs.findData(run_id) >= 0 and not page.loading, "runs list")
     page.runs.setCurrentIndex(page.runs.findData(run_id))
-    wait_for(lambda: not page.loading and page.episodes.count() > 0, "episode list")
-    from workbench.gui.qt import Qt
-
-    # the longest episode of the list, shown at its second turn
-    items = [page.episodes.item(i) for i in range(page.episodes.count())]
-    longest = max(items, key=lambda item: int(re.search(r"(\d+) turns", item.text()).group(1)))
-    page.episodes.setCurrentItem(longest)
-    page.open_episode(longest.data(Qt.ItemDataRole.UserRole))
-    wait_for(lambda: page.replay is not None, "episode")
+    wait_for(lambda: not page.loading and page.episodes.rowCount() > 0, "episode list")
+    # among the best candidate's first episodes, the longest, shown at its second turn
+    turns = page.episode_ids()[:20]
+    rows = range(len(turns))
+    row = max(rows, key=lambda r: int(page.episodes.item(r, 2).text()))
+    page.episodes.selectRow(row)
+    wait_for(lambda: page.replay is not None and not page.loading, "episode")
     if page.replay.n_turns > 1:
         page.replay.go(1)
 

@@ -1,0 +1,230 @@
+"""The cards of the Replay page's conversation: the question, one card per turn (its
+number, role and worker, the coordinator's probabilities as small labelled bars, what the
+worker was asked and what it answered, the grade), and the outcome. Views only: they show
+a stored ``Turn`` / ``Episode`` and hold nothing else."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from workbench.core.records import Episode, Turn
+from workbench.core.replay import turn_cost
+from workbench.gui.qt import (
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    Qt,
+    QVBoxLayout,
+    QWidget,
+)
+from workbench.gui.words import ROLE_SENTENCES, role_name, stop_sentence
+
+BAR_STEPS = 1000
+ROLE_COLORS = {"thinker": "#6a1b9a", "worker": "#1565c0", "verifier": "#2e7d32"}
+CARD_STYLE = "QFrame#card {{ border: {width}px solid {color}; border-radius: 6px; }}"
+TEXT_CHARS = 4000  # a longer prompt or answer is cut on the card (the export has all)
+
+
+def _text(value: str, chars: int = TEXT_CHARS) -> str:
+    return value if len(value) <= chars else value[:chars] + f"… ({len(value) - chars} more)"
+
+
+def text_label(text: str = "") -> QLabel:
+    """Wrapped, selectable plain text (it takes no keyboard focus: arrows stay the page's)."""
+    label = QLabel(text)
+    label.setWordWrap(True)
+    label.setTextFormat(Qt.TextFormat.PlainText)
+    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    label.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+    return label
+
+
+class BarList(QWidget):
+    """A small labelled bar chart: one row per option (its name, a bar, the value); the
+    chosen option in bold and marked. ``values`` and ``chosen`` are what is drawn."""
+
+    def __init__(self, title: str, names: Sequence[str], values: Sequence[float], chosen: int):
+        super().__init__()
+        self.names, self.values, self.chosen = tuple(names), tuple(values), chosen
+        grid = QGridLayout(self)
+        grid.setContentsMargins(0, 0, 0, 0)
+        grid.setVerticalSpacing(1)
+        heading = QLabel(title)
+        heading.setStyleSheet("font-weight: bold")
+        grid.addWidget(heading, 0, 0, 1, 3)
+        self.bars: list[QProgressBar] = []
+        for row, (name, value) in enumerate(zip(names, values, strict=True), start=1):
+            mark = " ◀ chosen" if row - 1 == chosen else ""
+            label = QLabel(name)
+            bar = QProgressBar()
+            bar.setRange(0, BAR_STEPS)
+            bar.setValue(round(max(0.0, min(1.0, value)) * BAR_STEPS))
+            bar.setTextVisible(False)
+            bar.setFixedHeight(10)
+            bar.setMinimumWidth(60)
+            number = QLabel(f"{value:.0%}{mark}")
+            if mark:
+                for w in (label, number):
+                    w.setStyleSheet("font-weight: bold")
+            bar.setToolTip(f"{name}: probability {value:.3f}")
+            grid.addWidget(label, row, 0)
+            grid.addWidget(bar, row, 1)
+            grid.addWidget(number, row, 2)
+            self.bars.append(bar)
+        grid.setColumnStretch(1, 1)
+
+
+def _toggle(title: str, body: QWidget) -> QPushButton:
+    """A flat button that shows and hides ``body`` (hidden at first)."""
+    button = QPushButton(f"▸ {title}")
+    button.setFlat(True)
+    button.setCheckable(True)
+    button.setStyleSheet("text-align: left; padding: 0")
+    body.hide()
+
+    def flip(shown: bool) -> None:
+        body.setVisible(shown)
+        button.setText(f"{'▾' if shown else '▸'} {title}")
+
+    button.toggled.connect(flip)
+    return button
+
+
+class Card(QFrame):
+    """A framed card; ``set_current`` draws the current one's border thicker."""
+
+    def __init__(self, color: str = "#9e9e9e"):
+        super().__init__()
+        self.setObjectName("card")
+        self.color = color
+        self.layout_ = QVBoxLayout(self)
+        self.layout_.setContentsMargins(10, 8, 10, 8)
+        self.set_current(False)
+
+    def set_current(self, current: bool) -> None:
+        self.current = current
+        width, color = (3, "#ef6c00") if current else (1, self.color)
+        self.setStyleSheet(CARD_STYLE.format(width=width, color=color))
+
+
+def grade_text(turn: Turn) -> str:
+    """What became of a turn, in words."""
+    if turn.error:
+        return f"The call failed: {turn.error}"
+    if not turn.messages:
+        return "Not called: a Verifier before any answer ends the episode"
+    if turn.verdict and not turn.verdict_parsed:
+        return "No readable verdict: counted as a request to revise"
+    if turn.verdict == "ACCEPT":
+        return "Verdict: accepted the answer"
+    if turn.verdict:
+        return "Verdict: asked for a revision"
+    if str(turn.role) == "worker":
+        return "Gave an answer (graded at the end)"
+    return "Gave guidance (not graded)"
+
+
+class TurnCard(Card):
+    """One turn: who and in which role, the coordinator's probabilities, what the worker
+    was asked (shown on request) and answered, and the grade."""
+
+    def __init__(self, episode: Episode, index: int, role_text: str):
+        turn = episode.turns[index]
+        role = str(turn.role)
+        super().__init__(ROLE_COLORS.get(role, "#9e9e9e"))
+        self.index = index
+        self.title = QLabel(
+            f"<b>Turn {index + 1}</b> · <b>{role_name(role)}</b> · {turn.worker}"
+            + (f" · <i>{role_text.partition('(')[2].rstrip(')')}</i>" if "(" in role_text else "")
+        )
+        self.title.setTextFormat(Qt.TextFormat.RichText)
+        self.title.setToolTip(f"{ROLE_SENTENCES.get(role, role)}\nrole id: {role}")
+        roles = ("thinker", "worker", "verifier")
+        self.worker_bars = BarList(
+            "Which worker",
+            episode.pool,
+            turn.worker_probs,
+            episode.pool.index(turn.worker) if turn.worker in episode.pool else -1,
+        )
+        self.role_bars = BarList(
+            "Which role", [role_name(r) for r in roles], turn.role_probs, roles.index(role)
+        )
+        charts = QHBoxLayout()
+        charts.addWidget(self.worker_bars, 3)
+        charts.addSpacing(16)
+        charts.addWidget(self.role_bars, 2)
+        charts_note = QLabel("The coordinator's probabilities:")
+        charts_note.setStyleSheet("color: gray")
+        self.prompt = text_label(
+            _text("\n\n".join(f"[{m['role']}]\n{m['content']}" for m in turn.messages))
+            or "(not called)"
+        )
+        self.prompt_button = _toggle("What it was asked", self.prompt)
+        said = {"worker": "It answered:", "thinker": "Its guidance:", "verifier": "Its check:"}
+        self.answer_heading = QLabel(said.get(role, "It replied:"))
+        self.answer_heading.setStyleSheet("color: gray")
+        self.answer = text_label(_text(turn.response or turn.error or "(no reply)"))
+        self.grade = QLabel(grade_text(turn))
+        self.grade.setStyleSheet("font-weight: bold")
+        cost = turn_cost(turn)
+        self.figures = QLabel(
+            f"{turn.tokens_in} tokens in, {turn.tokens_out} out · {turn.latency_s:.2f} s · {cost}"
+        )
+        self.figures.setStyleSheet("color: gray")
+        for widget in (
+            self.title,
+            charts_note,
+        ):
+            self.layout_.addWidget(widget)
+        self.layout_.addLayout(charts)
+        for widget in (
+            self.prompt_button,
+            self.prompt,
+            self.answer_heading,
+            self.answer,
+            self.grade,
+            self.figures,
+        ):
+            self.layout_.addWidget(widget)
+
+
+class QuestionCard(Card):
+    """The question the episode answered."""
+
+    def __init__(self, episode: Episode, prompt: str | None):
+        super().__init__("#607d8b")
+        title = QLabel(f"<b>Question</b> · {episode.task_id} ({episode.suite})")
+        title.setTextFormat(Qt.TextFormat.RichText)
+        self.text = text_label(_text(prompt) if prompt else "(the question's suite is not here)")
+        self.layout_.addWidget(title)
+        self.layout_.addWidget(self.text)
+
+
+class OutcomeCard(Card):
+    """The end: right or not, why it ended, the final answer and the reference; the
+    grader's details on request."""
+
+    def __init__(self, outcome: dict, stop_reason: str):
+        right = outcome["reward"] >= 1.0
+        super().__init__("#2e7d32" if right else "#c62828")
+        verdict = (
+            "Right answer"
+            if right
+            else ("Partly right" if outcome["reward"] > 0 else "Wrong answer")
+        )
+        self.title = QLabel(
+            f"<b>{'✓' if right else '✗'} {verdict}</b> (reward {outcome['reward']:g}) · "
+            f"{stop_sentence(stop_reason)}"
+        )
+        self.title.setTextFormat(Qt.TextFormat.RichText)
+        self.title.setToolTip(f"stop reason: {stop_reason}")
+        self.answer = text_label(f"Final answer:\n{_text(outcome['answer'] or '(none)')}")
+        self.reference = text_label(f"Reference:\n{_text(outcome['reference'] or '(unknown)')}")
+        self.details = text_label(json.dumps(outcome["grader"], indent=2, default=str))
+        details_button = _toggle("How it was graded", self.details)
+        for widget in (self.title, self.answer, self.reference, details_button, self.details):
+            self.layout_.addWidget(widget)

@@ -1,0 +1,81 @@
+"""Tables that fit: columns sized to their content (a long value elided, its whole text in
+the cell's tooltip), sortable by clicking a header, numbers right-aligned and sorted as
+numbers. ``fill(table, rows)`` writes rows with sorting paused (a sorted table moves rows
+while they are being written) and sizes the columns afterwards."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from workbench.gui.qt import QHeaderView, Qt, QTableWidget, QTableWidgetItem
+
+WIDEST_COLUMN = 320  # pixels: a longer value is elided (the tooltip has all of it)
+NUMBER = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
+
+
+class Cell(QTableWidgetItem):
+    """A cell with its full text as tooltip; ``sort_key`` orders it (a number sorts as a
+    number, right-aligned)."""
+
+    def __init__(self, text: str, sort_key: Any = None, tooltip: str | None = None):
+        super().__init__(text)
+        self.sort_key = text.lower() if sort_key is None else sort_key
+        self.setToolTip(text if tooltip is None else tooltip)
+        if isinstance(sort_key, int | float) and not isinstance(sort_key, bool):
+            self.setTextAlignment(NUMBER)
+
+    def __lt__(self, other: QTableWidgetItem) -> bool:
+        mine, theirs = self.sort_key, getattr(other, "sort_key", other.text())
+        try:
+            return bool(mine < theirs)
+        except TypeError:  # a number beside a text ("–"): numbers first
+            return isinstance(mine, int | float)
+
+
+def number(value: float | int | None, text: str | None = None, tooltip: str | None = None) -> Cell:
+    """A right-aligned number cell: ``text`` as shown (default: the value), sorted by value
+    (a missing value sorts first)."""
+    shown = ("–" if value is None else str(value)) if text is None else text
+    return Cell(shown, float("-inf") if value is None else value, tooltip)
+
+
+def sortable(table: QTableWidget) -> None:
+    """Sort by a click on a header (until then the rows keep the order they were written
+    in); columns sized to content by ``fit``."""
+    table.horizontalHeader().setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
+    table.setSortingEnabled(True)
+    table.setWordWrap(False)
+    table.setTextElideMode(Qt.TextElideMode.ElideRight)
+    table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+    table.horizontalHeader().setStretchLastSection(True)
+
+
+@contextmanager
+def filling(table: QTableWidget) -> Iterator[None]:
+    """Write cells with sorting paused; then sort again and size the columns."""
+    sorting = table.isSortingEnabled()
+    table.setSortingEnabled(False)
+    try:
+        yield
+    finally:
+        table.setSortingEnabled(sorting)
+        fit(table)
+
+
+def fill(table: QTableWidget, rows: Sequence[Sequence[QTableWidgetItem | str]]) -> None:
+    """Replace the table's rows (text cells become ``Cell``s)."""
+    with filling(table):
+        table.setRowCount(len(rows))
+        for r, row in enumerate(rows):
+            for c, value in enumerate(row):
+                table.setItem(r, c, value if isinstance(value, QTableWidgetItem) else Cell(value))
+
+
+def fit(table: QTableWidget, widest: int = WIDEST_COLUMN) -> None:
+    """Each column as wide as its content (and header), at most ``widest`` pixels."""
+    table.resizeColumnsToContents()
+    for column in range(table.columnCount()):
+        if table.columnWidth(column) > widest:
+            table.setColumnWidth(column, widest)
