@@ -17,6 +17,11 @@ def gui_workspace(tmp_path):
     return Workspace.open(tmp_path / "ws")
 
 
+def _stop_running(window) -> None:
+    for page in window.running_pages():
+        page.stop_and_wait()
+
+
 @pytest.fixture()
 def make_main_window(qtbot, gui_workspace, tiny_backbone):
     """Builds the main window over a temporary workspace with the tiny backbone (or the
@@ -36,7 +41,9 @@ def make_main_window(qtbot, gui_workspace, tiny_backbone):
             backbone=kwargs.pop("backbone", tiny_backbone),
             **kwargs,
         )
-        qtbot.addWidget(window)
+        # a test that failed mid-run leaves work going: stop it before qtbot closes the
+        # window, or the close would wait on the "Work in progress" question forever
+        qtbot.addWidget(window, before_close_func=_stop_running)
         window.show()
         qtbot.waitExposed(window)
         windows.append(window)

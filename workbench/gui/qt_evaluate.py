@@ -47,6 +47,7 @@ from workbench.gui.qt import (
     QSplitter,
     Qt,
     QTableWidgetItem,
+    QTabWidget,
     QThread,
     QVBoxLayout,
     QWidget,
@@ -256,25 +257,34 @@ class QtEvaluate(Page):
         exports.addStretch(1)
         exports.addWidget(self.export_md_button)
         exports.addWidget(self.export_csv_button)
-        results = QSplitter(Qt.Orientation.Vertical)
-        for title, widget in (
-            ("Accuracy", self.results_table),
+        # the results in tabs, so the page fits a laptop screen (1280 x 800) unscrolled
+        self.results_tabs = QTabWidget()
+
+        def tab(title: str, *parts: tuple[str, QWidget]) -> None:
+            split = QSplitter(Qt.Orientation.Vertical)
+            for heading, widget in parts:
+                if heading:
+                    box = QGroupBox(heading)
+                    QVBoxLayout(box).addWidget(widget)
+                    widget = box
+                split.addWidget(widget)
+            self.results_tabs.addTab(split, title)
+
+        tab("Accuracy", ("Accuracy", self.results_table), ("", self.chart))
+        tab("Against the best worker", ("", self.paired_chart))
+        tab(
+            "Usage and categories",
             ("Usage: turns per worker and role", self.usage_table),
             ("Accuracy per category (n tasks)", self.category_table),
             ("What the coordinator played, by category", self.learned_view),
-        ):
-            box = QGroupBox(title)
-            QVBoxLayout(box).addWidget(widget)
-            results.addWidget(box)
-        results.insertWidget(1, self.chart)
-        results.insertWidget(2, self.paired_chart)
+        )
         # before training and after it: the headroom check and the cost-quality frontier
         self.headroom_panel = HeadroomPanel(self, self.workspace)
-        results.addWidget(self.headroom_panel)
+        tab("Headroom and cost", ("", self.headroom_panel))
         right = QWidget()
         right_layout = QVBoxLayout(right)
         right_layout.setContentsMargins(0, 0, 0, 0)
-        right_layout.addWidget(results, 1)
+        right_layout.addWidget(self.results_tabs, 1)
         right_layout.addLayout(exports)
 
         splitter = QSplitter(Qt.Orientation.Horizontal)

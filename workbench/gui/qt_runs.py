@@ -460,9 +460,9 @@ class QtRuns(Page):
             f"run {event.run_id[:8]} '{event.name}' started: each generation tries "
             f"{event.popsize} candidate coordinators on {event.rollouts} questions each; "
             f"generation {event.start_generation + 1} is running (the first reads every "
-            "question once, the slowest)",
+            f"question once, the slowest){event.executor_note()}",
             f"{event.n_params} parameters, population {event.popsize} x {event.rollouts} "
-            f"rollouts, from stored generation {event.start_generation}{event.executor_note()}",
+            f"rollouts, from stored generation {event.start_generation}",
         )
         self.refresh_runs()
 

@@ -3,7 +3,7 @@
 Checks what a user does first, each on a line of its own with a verdict (``PASS``,
 ``WARN``: works with a limitation the line names and how to lift it, ``FAIL``: broken)::
 
-    self-test GUI        PASS  7 pages built offscreen: Runs, ...
+    self-test GUI        PASS  8 pages built offscreen: Start, Workers, ...
     self-test backbone   PASS  offline SmolLM2 loaded; episode ... stored (2 turns, reward 1)
     self-test keychain   PASS  keyring.backends.SecretService.Keyring
     self-test sandbox    PASS  HumanEval/0: the right program passes, the wrong one fails (bwrap)
