@@ -1,0 +1,136 @@
+"""Render measured figures into the documentation from their results files.
+
+A MkDocs hook (``hooks:`` in mkdocs.yml). A page quotes a results file
+``docs/results/data/<name>.json`` (``tests/benchmarks/results.py`` writes them) with
+placeholders that the build replaces:
+
+``{{ NAME.figures.KEY.SUBKEY }}``           a value, as the file holds it
+``{{ NAME.figures.KEY | .3f }}``            a number, formatted (any format spec)
+``{{ provenance NAME }}``                   the file's command, commit, machine and date
+``{{ table NAME KEY }}``                    a table the file holds: {"columns": [...],
+                                            "rows": [[...], ...]} or a list of objects
+``{{ text NAME KEY }}``                     Markdown the file holds as recorded (``text``)
+
+Every file under docs/results/data/ is found by its name; a new one needs no code. A
+placeholder that names a missing file or key fails the build (``ResultsError``).
+``tests/test_results_pages.py`` checks that every number a page quotes outside its
+placeholders is held by a file the page quotes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "docs" / "results" / "data"
+PLACEHOLDER = re.compile(r"\{\{\s*(.+?)\s*\}\}")
+
+
+class ResultsError(ValueError):
+    """A placeholder that the results files cannot answer."""
+
+
+def load(name: str, data_dir: Path = DATA) -> dict[str, Any]:
+    path = data_dir / f"{name}.json"
+    if not path.is_file():
+        known = ", ".join(sorted(p.stem for p in data_dir.glob("*.json"))) or "none"
+        raise ResultsError(f"no results file {name}.json in {data_dir} (known: {known})")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    missing = [k for k in ("command", "commit", "machine", "date", "figures") if k not in data]
+    if missing:
+        raise ResultsError(f"{path.name} lacks {', '.join(missing)} (tests/benchmarks/results.py)")
+    return data
+
+
+def lookup(data: dict[str, Any], name: str, dotted: str) -> Any:
+    value: Any = data
+    for part in dotted.split("."):
+        if isinstance(value, dict) and part in value:
+            value = value[part]
+        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            raise ResultsError(f"{name}.json holds no {dotted!r} (stopped at {part!r})")
+    return value
+
+
+def _cell(value: Any) -> str:
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def render_table(table: Any, where: str) -> str:
+    if isinstance(table, dict) and "columns" in table and "rows" in table:
+        columns, rows = table["columns"], table["rows"]
+    elif isinstance(table, list) and table and all(isinstance(r, dict) for r in table):
+        columns = list(table[0])
+        rows = [[r.get(c, "") for c in columns] for r in table]
+    else:
+        raise ResultsError(f"{where} is not a table ({{columns, rows}} or a list of objects)")
+    lines = ["| " + " | ".join(_cell(c) for c in columns) + " |"]
+    lines.append("|" + "---|" * len(columns))
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def render_provenance(data: dict[str, Any], name: str) -> str:
+    lines = [
+        f'!!! info "Where these figures come from: `{name}.json`"',
+        f"    `{data['command']}`, at commit `{data['commit']}`, on {data['machine']},"
+        f" {data['date']}.",
+    ]
+    if data.get("recorded"):
+        lines.append(f"    {data['recorded']}")
+    return "\n".join(lines)
+
+
+def expand(expression: str, data_dir: Path = DATA) -> tuple[str, str]:
+    """One placeholder's text and the results file it quotes."""
+    words = expression.split()
+    if words[0] in ("provenance", "table", "text"):
+        if len(words) != (2 if words[0] == "provenance" else 3):
+            raise ResultsError(f"malformed placeholder {{{{ {expression} }}}}")
+        name = words[1]
+        data = load(name, data_dir)
+        if words[0] == "provenance":
+            return render_provenance(data, name), name
+        value = lookup(data, name, words[2])
+        if words[0] == "table":
+            return render_table(value, f"{name}.{words[2]}"), name
+        if not isinstance(value, str):
+            raise ResultsError(f"{name}.{words[2]} is not text")
+        return value, name
+    path, _, spec = expression.partition("|")
+    name, _, dotted = path.strip().partition(".")
+    if not dotted:
+        raise ResultsError(f"{{{{ {expression} }}}} names no key: {{{{ NAME.figures.KEY }}}}")
+    value = lookup(load(name, data_dir), name, dotted)
+    spec = spec.strip()
+    if isinstance(value, (dict, list)):
+        raise ResultsError(f"{name}.{dotted} is not one value")
+    if spec:
+        if not isinstance(value, (int, float)):
+            raise ResultsError(f"{name}.{dotted} is not a number to format with {spec!r}")
+        return format(value, spec), name
+    return str(value), name
+
+
+def render(markdown: str, data_dir: Path = DATA) -> tuple[str, set[str]]:
+    """The page with its placeholders replaced, and the names of the files it quotes."""
+    quoted: set[str] = set()
+
+    def one(match: re.Match[str]) -> str:
+        text, name = expand(match.group(1), data_dir)
+        quoted.add(name)
+        return text
+
+    return PLACEHOLDER.sub(one, markdown), quoted
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
+    try:
+        return render(markdown, DATA)[0]
+    except ResultsError as error:
+        raise ResultsError(f"{page.file.src_path}: {error}") from None
