@@ -8,10 +8,11 @@ converted from its GGUF file as on a first install), exactly the README's comman
 
     trinity-workbench train workbench/resources/examples/sandbox.toml
 
-then ``trinity-workbench eval --run RUN --json`` on the run. Writes the wall times (train
-start to end, of which the offline model's first conversion as the train log reports it;
-eval) and every system's test reward with its 95% interval to ``--out``
-(``tests/benchmarks/results.py``).
+then ``trinity-workbench eval --run RUN --json`` on the run, and last, in another new
+cache folder, the offline model's conversion from its GGUF file alone
+(``workbench.core.models.local_directory``). Writes the wall times (train start to end,
+eval, the conversion), the example's budget as its config says, and every system's test
+reward with its 95% Wilson interval to ``--out`` (``tests/benchmarks/results.py``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -45,6 +47,7 @@ def main() -> int:
     parser.add_argument("--out", required=True, help="results file to write (JSON)")
     args = parser.parse_args()
 
+    load_at_start = round(os.getloadavg()[0], 1)
     with tempfile.TemporaryDirectory(prefix="first-run-") as home:
         env = dict(os.environ, XDG_DATA_HOME=f"{home}/data", XDG_CACHE_HOME=f"{home}/cache")
         start = time.perf_counter()
@@ -77,6 +80,23 @@ def main() -> int:
             check=True,
         )
         eval_s = time.perf_counter() - start
+    with tempfile.TemporaryDirectory(prefix="first-run-cache-") as cache:
+        timed = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "import time; from workbench.core.models import local_directory; "
+                "t = time.perf_counter(); local_directory('offline'); "
+                "print(time.perf_counter() - t)",
+            ],
+            cwd=ROOT,
+            env=dict(os.environ, XDG_CACHE_HOME=cache),
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        convert_s = float(timed.stdout.strip().splitlines()[-1])
+    config = tomllib.loads((ROOT / EXAMPLE).read_text(encoding="utf-8"))
     systems = json.loads(evaluated.stdout)
     log = train.stdout + train.stderr
     generations = len(re.findall(r"(?m)^\s*(?:gen|generation)\s+\d+", log))
@@ -86,6 +106,15 @@ def main() -> int:
         "train_minutes": round(train_s / 60, 1),
         "train_seconds": round(train_s),
         "eval_seconds": round(eval_s),
+        "model_conversion_seconds": round(convert_s, 1),
+        "generations": config["budget"]["generations"],
+        "rollouts": config["optimizer"]["rollouts"],
+        "max_turns": config["protocol"]["max_turns"],
+        "validation_tasks": config["tasks"]["validation"],
+        "interval_percent": 95,
+        "population": int(m.group(1)) if (m := re.search(r"population (\d+)", log)) else None,
+        "load_average_at_start": load_at_start,
+        "load_average_at_end": round(os.getloadavg()[0], 1),
         "test_tasks": coordinator["n"],
         "coordinator": {
             "reward": round(coordinator["accuracy"], 3),
