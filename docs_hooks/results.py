@@ -20,6 +20,7 @@ placeholders is held by a file the page quotes.
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "docs" / "results" / "data"
 PLACEHOLDER = re.compile(r"\{\{\s*(.+?)\s*\}\}")
+# code (fenced blocks and inline spans) is shown as written: a placeholder there is an example
+CODE_OR_PLACEHOLDER = re.compile(r"(?ms)(^```.*?^```|`[^`\n]*`)|\{\{\s*(.+?)\s*\}\}")
 
 
 class ResultsError(ValueError):
@@ -75,18 +78,23 @@ def render_table(table: Any, where: str) -> str:
     return "\n".join(lines)
 
 
-def render_provenance(data: dict[str, Any], name: str) -> str:
+def render_provenance(data: dict[str, Any], name: str, link: str | None = None) -> str:
+    title = f"[`{name}.json`]({link}/{name}.json)" if link else f"`{name}.json`"
     lines = [
-        f'!!! info "Where these figures come from: `{name}.json`"',
-        f"    `{data['command']}`, at commit `{data['commit']}`, on {data['machine']},"
-        f" {data['date']}.",
+        '!!! info "Where these figures come from"',
+        f"    The results file {title}, written by",
+        "",
+        f"    - command: `{data['command']}`",
+        f"    - commit: `{data['commit']}`",
+        f"    - machine: {data['machine']}",
+        f"    - date: {data['date']}",
     ]
     if data.get("recorded"):
-        lines.append(f"    {data['recorded']}")
+        lines += ["", f"    {data['recorded']}"]
     return "\n".join(lines)
 
 
-def expand(expression: str, data_dir: Path = DATA) -> tuple[str, str]:
+def expand(expression: str, data_dir: Path = DATA, link: str | None = None) -> tuple[str, str]:
     """One placeholder's text and the results file it quotes."""
     words = expression.split()
     if words[0] in ("provenance", "table", "text"):
@@ -95,7 +103,7 @@ def expand(expression: str, data_dir: Path = DATA) -> tuple[str, str]:
         name = words[1]
         data = load(name, data_dir)
         if words[0] == "provenance":
-            return render_provenance(data, name), name
+            return render_provenance(data, name, link), name
         value = lookup(data, name, words[2])
         if words[0] == "table":
             return render_table(value, f"{name}.{words[2]}"), name
@@ -117,20 +125,38 @@ def expand(expression: str, data_dir: Path = DATA) -> tuple[str, str]:
     return str(value), name
 
 
-def render(markdown: str, data_dir: Path = DATA) -> tuple[str, set[str]]:
-    """The page with its placeholders replaced, and the names of the files it quotes."""
+def render(markdown: str, data_dir: Path = DATA, link: str | None = None) -> tuple[str, set[str]]:
+    """The page with its placeholders replaced, and the names of the files it quotes.
+    ``link``: the results folder relative to the page, to link each file from its
+    provenance (the site copies the files beside the pages)."""
     quoted: set[str] = set()
 
     def one(match: re.Match[str]) -> str:
-        text, name = expand(match.group(1), data_dir)
+        if match.group(1) is not None:
+            return match.group(1)
+        text, name = expand(match.group(2), data_dir, link)
         quoted.add(name)
         return text
 
-    return PLACEHOLDER.sub(one, markdown), quoted
+    return CODE_OR_PLACEHOLDER.sub(one, markdown), quoted
+
+
+def placeholders(markdown: str) -> list[str]:
+    """The placeholders of a page, outside code."""
+    return [m.group(2) for m in CODE_OR_PLACEHOLDER.finditer(markdown) if m.group(1) is None]
+
+
+def without_placeholders(markdown: str) -> str:
+    """The page with its placeholders (outside code) blanked."""
+    return CODE_OR_PLACEHOLDER.sub(
+        lambda m: m.group(1) if m.group(1) is not None else " ", markdown
+    )
 
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
+    here = posixpath.dirname(page.file.src_uri)
+    link = posixpath.relpath("results/data", here or ".")
     try:
-        return render(markdown, DATA)[0]
+        return render(markdown, DATA, link)[0]
     except ResultsError as error:
         raise ResultsError(f"{page.file.src_path}: {error}") from None
