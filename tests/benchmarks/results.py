@@ -11,7 +11,8 @@ numbers against. Its format (shared by every writer)::
      "figures": {...},            # every number a page quotes
      ...further tables...}
 
-``write_results(path, figures, **tables)`` fills command, commit, machine and date.
+``write_results(path, figures, **tables)`` fills command, commit (as it was when this
+module was imported, at the benchmark's start), machine and date.
 """
 
 from __future__ import annotations
@@ -52,6 +53,14 @@ def commit() -> str:
         raise RuntimeError(f"results: git cannot name the commit in {ROOT}: {head.stderr.strip()}")
     dirty = git("status", "--porcelain", "--untracked-files=no").stdout.strip()
     return head.stdout.strip() + ("+dirty" if dirty else "")
+
+
+# the code that runs is the code at the start: a commit made while a long benchmark runs
+# must not be written as the one it measured
+try:
+    _AT_START: str | None = commit()
+except RuntimeError:
+    _AT_START = None
 
 
 def _cpu_model() -> str:
@@ -106,7 +115,7 @@ def write_results(path: str | Path, figures: dict[str, Any], **tables: Any) -> P
         raise ValueError(f"results: {sorted(reserved)} are the file's own keys, not tables")
     data: dict[str, Any] = {
         "command": command_line(),
-        "commit": commit(),
+        "commit": _AT_START or commit(),
         "machine": machine(),
         "date": datetime.datetime.now(datetime.UTC).date().isoformat(),
         "figures": figures,
