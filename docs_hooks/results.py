@@ -9,6 +9,7 @@ placeholders that the build replaces:
 ``{{ provenance NAME }}``                   the file's command, commit, machine and date
 ``{{ table NAME KEY }}``                    a table the file holds: {"columns": [...],
                                             "rows": [[...], ...]} or a list of objects
+``{{ table NAME KEY | .3f }}``              the same, its fractional numbers formatted
 ``{{ text NAME KEY }}``                     Markdown the file holds as recorded (``text``)
 
 Every file under docs/results/data/ is found by its name; a new one needs no code. A
@@ -64,7 +65,8 @@ def _cell(value: Any) -> str:
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
-def render_table(table: Any, where: str) -> str:
+def render_table(table: Any, where: str, spec: str = "") -> str:
+    """A Markdown table; ``spec`` formats its non-integer numbers (e.g. ``.3f``)."""
     if isinstance(table, dict) and "columns" in table and "rows" in table:
         columns, rows = table["columns"], table["rows"]
     elif isinstance(table, list) and table and all(isinstance(r, dict) for r in table):
@@ -74,7 +76,13 @@ def render_table(table: Any, where: str) -> str:
         raise ResultsError(f"{where} is not a table ({{columns, rows}} or a list of objects)")
     lines = ["| " + " | ".join(_cell(c) for c in columns) + " |"]
     lines.append("|" + "---|" * len(columns))
-    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+
+    def shown(value: Any) -> str:
+        if spec and isinstance(value, float):
+            return format(value, spec)
+        return _cell(value)
+
+    lines += ["| " + " | ".join(shown(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
 
 
@@ -97,6 +105,11 @@ def render_provenance(data: dict[str, Any], name: str, link: str | None = None) 
 def expand(expression: str, data_dir: Path = DATA, link: str | None = None) -> tuple[str, str]:
     """One placeholder's text and the results file it quotes."""
     words = expression.split()
+    if words[0] == "table" and "|" in expression:
+        head, _, spec = expression.partition("|")
+        name, key = head.split()[1:3]
+        table = lookup(load(name, data_dir), name, key)
+        return render_table(table, f"{name}.{key}", spec.strip()), name
     if words[0] in ("provenance", "table", "text"):
         if len(words) != (2 if words[0] == "provenance" else 3):
             raise ResultsError(f"malformed placeholder {{{{ {expression} }}}}")

@@ -142,6 +142,8 @@ def test_a_number_missing_from_the_file_is_caught(tmp_path):
     assert unheld_numbers("{{ provenance x }} about 0.783", tmp_path)[0] == ["0.783"]
     rendered, names = hook.render(page.replace("{}", "1"), tmp_path)
     assert "Reward 0.800" in rendered and "`abc1234`" in rendered and names == {"x"}
+    table = hook.render("{{ provenance x }}\n{{ table x figures.runs | .2f }}", tmp_path)[0]
+    assert "| minutes |\n|---|\n| 2.40 |" in table
     # a placeholder in code is an example, shown as written
     example = "`{{ y.figures.reward }}` and\n```\n{{ provenance y }}\n```\n"
     assert hook.render(example, tmp_path) == (example, set())
