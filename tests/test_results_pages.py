@@ -177,3 +177,28 @@ def test_readme_results_rows_link_their_page_and_quote_its_files():
         assert not quoted or names, f"{links[-1]} quotes no results file, yet the row has {quoted}"
         missing = [n for n in quoted if not is_held(n, held)]
         assert not missing, f"README row quotes {missing}, not held by {sorted(names)}: {row}"
+
+
+def test_write_results_names_command_commit_machine_and_date(tmp_path, monkeypatch):
+    spec = importlib.util.spec_from_file_location(
+        "benchmark_results", ROOT / "tests/benchmarks/results.py"
+    )
+    assert spec and spec.loader
+    results = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(results)
+    script = str(ROOT / "tests/benchmarks/bench_x.py")
+    monkeypatch.setattr(sys, "argv", [script, "--out", "docs/results/data/x.json", "--n", "3"])
+    path = results.write_results(tmp_path / "x.json", {"reward": 0.8}, systems=[{"a": 1}])
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert data["command"] == (
+        "python tests/benchmarks/bench_x.py --out docs/results/data/x.json --n 3"
+    )
+    head = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    assert data["commit"].removesuffix("+dirty") == head
+    assert "cores" in data["machine"] and "GiB" in data["machine"]
+    assert data["date"] == datetime.datetime.now(datetime.UTC).date().isoformat()
+    assert data["figures"] == {"reward": 0.8} and data["systems"] == [{"a": 1}]
+    with pytest.raises(ValueError, match="the file's own keys"):
+        results.write_results(tmp_path / "y.json", {}, commit="abc")
