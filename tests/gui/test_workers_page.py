@@ -239,7 +239,7 @@ def test_without_a_keyring_the_key_is_refused_with_the_fix_and_nothing_is_saved(
     text = dialog.error.text()
     # one sentence: what is missing and what to do, and where the docs say how
     assert text.startswith("Worker 'gpt' was not saved: this computer has no secure keychain")
-    assert "OPENAI_API_KEY" in text and "docs/guides/gui.md#no-keychain" in text
+    assert "OPENAI_API_KEY" in text and "docs/guides/workers.md#no-keychain" in text
     assert "keyring.backends" not in text and "`" not in text and KEY not in text
     # the technical fix (commands, backends) behind a button, in a box of fixed height
     assert dialog.details_button.isVisible() and not dialog.details.isVisible()

@@ -6,7 +6,7 @@ identifier stays available as a tooltip."""
 
 from __future__ import annotations
 
-KEYCHAIN_HELP = "docs/guides/gui.md#no-keychain"
+KEYCHAIN_HELP = "docs/guides/workers.md#no-keychain"
 
 
 def keychain_sentence(env: str | None) -> str:
