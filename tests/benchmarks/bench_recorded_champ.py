@@ -91,8 +91,29 @@ def crossval(config: Path, folds: int, seed: int | None) -> dict:
         subprocess.run(command, check=True, cwd=ROOT, env={**os.environ})
         wall = time.perf_counter() - started
         report = json.loads(Path(f"{tmp}/out/crossval.json").read_text(encoding="utf-8"))
+        report["routing"] = routing(Path(f"{tmp}/ws"), report["evaluations"])
     report["wall_seconds"] = round(wall, 1)
     return report
+
+
+def routing(workspace: Path, evaluations: list[str]) -> dict[str, dict[str, int]]:
+    """How often the coordinator sent a problem to each worker (its first turn, over every
+    fold's evaluation), and how often that worker had no recorded answer (the mask then
+    moved the choice: the turn names the worker that answered)."""
+    from workbench.core.store import Store
+    from workbench.core.workspace import Workspace
+
+    counts: dict[str, dict[str, int]] = {}
+    with Store.open(Workspace.open(workspace)) as store:
+        for eval_id in evaluations:
+            for summary in store.list_episodes(eval_id, candidate=0):
+                turns = store.get_episode(summary.id).turns
+                if not turns:
+                    continue
+                d = counts.setdefault(turns[0].worker, {"problems": 0, "right": 0})
+                d["problems"] += 1
+                d["right"] += int(summary.reward == 1.0)
+    return counts
 
 
 def figures_of(single: dict, cv: dict | None) -> dict:
@@ -125,6 +146,10 @@ def figures_of(single: dict, cv: dict | None) -> dict:
         figures[f"cv/{name}/vs_best/wins"] = p["wins"]
         figures[f"cv/{name}/vs_best/losses"] = p["losses"]
         figures[f"cv/{name}/vs_best/p_value"] = float(f"{p['p_value']:.3g}")
+    for worker, d in cv["routing"].items():
+        name = worker.removeprefix("recorded:champ/")
+        figures[f"cv/coordinator/routed/{name}"] = d["problems"]
+        figures[f"cv/coordinator/routed/{name}/right"] = d["right"]
     for group, pairs in cv["paired_by_category"].items():
         for p in pairs:
             if p["system"] != "coordinator":
