@@ -79,8 +79,15 @@ def alone() -> dict:
     return {"rows": rows, "grade_seconds": round(time.perf_counter() - started, 1)}
 
 
-def crossval(config: Path, folds: int, seed: int | None) -> dict:
+def crossval(config: Path, folds: int, seed: int | None, generations: int | None) -> dict:
+    from workbench.core.config import RunConfig
+
+    loaded = RunConfig.load(config)
     with tempfile.TemporaryDirectory(prefix="champ-cv-") as tmp:
+        if generations is not None:  # the config with another budget, in the temporary folder
+            loaded = loaded.replace(budget={"generations": generations})
+            config = Path(tmp) / config.name
+            config.write_text(loaded.to_toml(), encoding="utf-8")
         command = [
             sys.executable, "-m", "workbench", "--workspace", f"{tmp}/ws", "crossval",
             str(config), "--folds", str(folds), "--out", f"{tmp}/out", "--quiet",
@@ -93,6 +100,7 @@ def crossval(config: Path, folds: int, seed: int | None) -> dict:
         report = json.loads(Path(f"{tmp}/out/crossval.json").read_text(encoding="utf-8"))
         report["routing"] = routing(Path(f"{tmp}/ws"), report["evaluations"])
     report["wall_seconds"] = round(wall, 1)
+    report["generations"] = loaded.budget.generations
     return report
 
 
@@ -129,6 +137,7 @@ def figures_of(single: dict, cv: dict | None) -> dict:
     figures["champ_paper/gpt-4-turbo"] = 0.581
     if cv is None:
         return figures
+    figures["cv/generations"] = cv["generations"]
     figures["cv/folds"] = cv["folds"]
     figures["cv/seed"] = cv["seed"]
     figures["cv/best_single"] = cv["best_single"]
@@ -167,10 +176,11 @@ def main() -> None:
     parser.add_argument("--crossval", type=Path, metavar="CONFIG", help="also cross-validate")
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=None, help="the folds' seed")
+    parser.add_argument("--generations", type=int, help="override the config's budget")
     parser.add_argument("--out", type=Path, help="write the results file here")
     args = parser.parse_args()
     single = alone()
-    cv = crossval(args.crossval, args.folds, args.seed) if args.crossval else None
+    cv = crossval(args.crossval, args.folds, args.seed, args.generations) if args.crossval else None
     if cv is not None:
         print(f"crossval: {cv['train_seconds']:.0f} s training, {cv['wall_seconds']:.0f} s in all")
     if args.out:
