@@ -71,6 +71,21 @@ def test_a_sandbox_frontier_holds_the_exact_accuracies_in_its_intervals(tmp_path
     assert [p.name for p in paths] == ["frontier.json", "frontier.md", "frontier.svg"]
 
 
+def test_random_routing_over_the_worker_role_alone_has_its_exact_value(tmp_path, tiny_backbone):
+    # roles = ["worker"] at one turn: random routing draws the worker uniformly (the role
+    # is masked to Worker), so its exact accuracy is the workers' mean skill, and the
+    # measured random point's interval must hold it
+    config = _config().replace(
+        protocol={"roles": ["worker"]}, tasks={"train": 20, "validation": 4, "test": 0}
+    )
+    frontier = study_frontier(config, Workspace.open(tmp_path / "ws"), [0], backbone=tiny_backbone)
+    points = {p.name: p for p in frontier.points}
+    singles = [p.exact for name, p in points.items() if name.startswith("single:")]
+    random = points["random"]
+    assert random.exact == pytest.approx(sum(singles) / len(singles))
+    assert random.ci_low <= random.exact <= random.ci_high, random
+
+
 def _system(name, kind, rewards, cost, penalty=None):
     ids = [str(i) for i in range(len(rewards))]
     return SystemOutcomes(

@@ -369,7 +369,8 @@ def exact_accuracies(
     pool: Sequence[str], tasks: Sequence[Task], max_turns: int, roles: Sequence[str]
 ) -> dict[str, float]:
     """The exact expected test accuracy of the baselines of a simulated pool on ``tasks``:
-    each single worker, random routing (all three roles only), the sandbox's oracles and
+    each single worker, random routing (all three roles, or the Worker role alone at one
+    turn), the sandbox's oracles and
     the one-turn oracle of any worker right; empty for a pool that is not simulated."""
     p = simulated_skills(pool, tasks)
     if p is None:
@@ -380,6 +381,9 @@ def exact_accuracies(
     if tuple(roles) == tuple(str(r) for r in ROLES):
         values = {k: random_routing_value(pool, *k, max_turns) for k in set(keys)}
         out["random"] = float(np.mean([values[k] for k in keys]))
+    elif tuple(roles) == ("worker",) and max_turns == 1:
+        # the role masked to Worker, the worker drawn uniformly: the workers' mean skill
+        out["random"] = float(p.mean())
     one = {k: best_plan(pool, *k, 1).expected_reward for k in set(keys)}
     out["oracle"] = float(np.mean([one[k] for k in keys]))
     if max_turns > 1:
