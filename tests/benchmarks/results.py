@@ -7,7 +7,9 @@ page quotes, with how it was measured.
 writes ``{"command", "commit", "machine", "date", "figures", ...tables}``: the command
 from ``sys.argv`` (as it can be re-run from the repository root), the commit from
 ``git rev-parse --short HEAD`` (``+dirty`` when tracked files differ from it), the machine
-in one line (CPU model, cores, memory, GPU or none) and today's date (UTC).
+in one line (CPU model, cores, memory, GPU or none) and today's date (UTC). ``load``, beside
+them, is the machine's 1-, 5- and 15-minute load average when the file was written: on a
+shared machine it says how far to trust the wall times.
 """
 
 from __future__ import annotations
@@ -83,7 +85,7 @@ def machine() -> str:
 
 def write_results(path: str | Path, figures: dict[str, Any], **tables: Any) -> Path:
     """Write the results file at ``path`` (folders made) and return its path."""
-    clash = {"command", "commit", "machine", "date", "figures"} & set(tables)
+    clash = {"command", "commit", "machine", "date", "load", "figures"} & set(tables)
     if clash:
         raise ValueError(f"table names {sorted(clash)} are the format's own fields: rename them")
     document = {
@@ -91,6 +93,7 @@ def write_results(path: str | Path, figures: dict[str, Any], **tables: Any) -> P
         "commit": commit(),
         "machine": machine(),
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d"),
+        "load": [round(x, 2) for x in os.getloadavg()],
         "figures": figures,
         **tables,
     }
