@@ -286,7 +286,9 @@ def build_frontier(
     if not singles:
         raise InvalidInput("a frontier needs every single worker's answers on the test split")
     systems = [*systems, any_right_oracle(singles)] if len(singles) > 1 else list(systems)
-    tasks = [t for t in singles[0].rewards if all(t in s.rewards for s in systems)]
+    # sorted: the bootstrap resamples positions, so the tasks' order must not depend on the
+    # order the evaluation's episodes were stored in (their finishing order)
+    tasks = sorted(t for t in singles[0].rewards if all(t in s.rewards for s in systems))
     points = [_point(s, tasks) for s in systems]
     deployable = [i for i, p in enumerate(points) if p.kind in DEPLOYABLE]
     front = pareto_front([(points[i].dollars, points[i].accuracy) for i in deployable])
