@@ -16,6 +16,14 @@ with PYTHONPATH pointing at that version's checkout and from a folder outside th
 
     git -C REPO archive main workbench | tar -x -C /tmp/main_pkg
     cd /tmp && PYTHONPATH=/tmp/main_pkg python REPO/tests/benchmarks/bench_champ_grading.py
+
+or let ``--before REV[,REV...]`` do that for each named commit (each graded in a
+subprocess with only that commit's ``workbench`` package on its path), and ``--out`` write
+the results file (tests/benchmarks/results.py) with this grader's and each earlier one's
+accuracy and agreement figures:
+
+    python tests/benchmarks/bench_champ_grading.py --before 000c052,86371b0 \
+        --out docs/results/data/champ-grading.json
 """
 
 from __future__ import annotations
@@ -23,6 +31,11 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -38,6 +51,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--setting", default="0-Shot", help="CHAMP prompt setting")
     parser.add_argument("--json", type=Path, help="write every verdict here")
+    parser.add_argument("--before", help="also grade with these commits' graders (comma-separated)")
+    parser.add_argument("--out", type=Path, help="write the results file here")
     args = parser.parse_args()
     logging.getLogger("math_verify").setLevel(logging.CRITICAL)
     import champ_dataset
@@ -86,6 +101,71 @@ def main() -> None:
                   f"false accepts {false_accepts}, false rejects {false_rejects}")  # fmt: skip
     if args.json:
         args.json.write_text(json.dumps(list(verdicts.values()), indent=1), encoding="utf-8")
+    if args.out:
+        graders = {"current": summary(list(verdicts.values()))}
+        graders["current"]["grade_seconds"] = round(elapsed, 1)
+        for rev in (args.before or "").split(","):
+            if rev.strip():
+                graders[rev.strip()] = earlier(rev.strip(), args.setting)
+        figures = {"setting": args.setting, "champ_paper/gpt-4-turbo": 0.581}
+        for name, g in graders.items():
+            for key, value in g.items():
+                figures[f"{name}/{key}"] = value
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from results import write_results
+
+        write_results(args.out, figures, graders=graders)
+
+
+def summary(verdicts: list[dict]) -> dict:
+    """Accuracy per model (right, share, Wilson interval) and agreement with the labels."""
+    out: dict = {}
+    for model in MODELS:
+        rewards = [v["reward"] for v in verdicts if v["model"] == model]
+        right = int(sum(r == 1.0 for r in rewards))
+        low, high = wilson(right, len(rewards))
+        key = model.lower().replace(" medium", "").replace(" ", "-")
+        out[f"{key}/right"] = right
+        out[f"{key}/accuracy"] = round(right / len(rewards), 4)
+        out[f"{key}/ci"] = [round(low, 4), round(high, 4)]
+    paid_of = {(v["problem"], v["model"]): v["reward"] == 1.0 for v in verdicts}
+    rows = [json.loads(line) for line in LABELS.read_text(encoding="utf-8").splitlines()]
+    for sample in ("random", None):
+        chosen = [r for r in rows if sample is None or r["sample"] == sample]
+        paid = [paid_of[(r["problem"], r["model"])] for r in chosen]
+        right = [r["label"] == "right" for r in chosen]
+        agree = sum(p == g for p, g in zip(paid, right, strict=True))
+        low, high = wilson(agree, len(chosen))
+        name = f"labels/{sample or 'all'}"
+        out[f"{name}/n"] = len(chosen)
+        out[f"{name}/agree"] = agree
+        out[f"{name}/agreement"] = round(agree / len(chosen), 4)
+        out[f"{name}/ci"] = [round(low, 4), round(high, 4)]
+        out[f"{name}/false_accepts"] = sum(p and not g for p, g in zip(paid, right, strict=True))
+        out[f"{name}/false_rejects"] = sum(g and not p for p, g in zip(paid, right, strict=True))
+    return out
+
+
+def earlier(rev: str, setting: str) -> dict:
+    """The summary of commit ``rev``'s grader: its ``workbench`` package extracted alone,
+    this file run on it in a subprocess from a folder outside the checkout."""
+    root = Path(__file__).resolve().parents[2]
+    with tempfile.TemporaryDirectory(prefix="grader-") as tmp:
+        archive = subprocess.run(
+            ["git", "-C", str(root), "archive", rev, "workbench"], capture_output=True, check=True
+        ).stdout
+        with tarfile.open(fileobj=__import__("io").BytesIO(archive)) as tar:
+            tar.extractall(tmp, filter="data")
+        out = Path(tmp) / "verdicts.json"
+        env = {**os.environ, "PYTHONPATH": tmp}
+        started = time.monotonic()
+        subprocess.run(
+            [sys.executable, str(Path(__file__).resolve()), "--setting", setting, "--json", str(out)],
+            check=True, cwd=tmp, env=env,
+        )  # fmt: skip
+        result = summary(json.loads(out.read_text(encoding="utf-8")))
+        result["grade_seconds"] = round(time.monotonic() - started, 1)
+        return result
 
 
 if __name__ == "__main__":

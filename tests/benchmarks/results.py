@@ -8,11 +8,13 @@ numbers against. Its format (shared by every writer)::
      "commit": "<git rev-parse --short HEAD at run time>",
      "machine": "<CPU model, cores, memory, GPU or none>",
      "date": "YYYY-MM-DD",
+     "load": [1-, 5- and 15-minute load average when written],
      "figures": {...},            # every number a page quotes
      ...further tables...}
 
 ``write_results(path, figures, **tables)`` fills command, commit (as it was when this
-module was imported, at the benchmark's start), machine and date.
+module was imported, at the benchmark's start), machine, date and load (on a shared
+machine it says how far to trust the wall times).
 """
 
 from __future__ import annotations
@@ -110,7 +112,7 @@ def machine() -> str:
 
 def write_results(path: str | Path, figures: dict[str, Any], **tables: Any) -> Path:
     """Write a results file at ``path`` (see the module's docstring) and return its path."""
-    reserved = {"command", "commit", "machine", "date", "figures"} & set(tables)
+    reserved = {"command", "commit", "machine", "date", "load", "figures"} & set(tables)
     if reserved:
         raise ValueError(f"results: {sorted(reserved)} are the file's own keys, not tables")
     data: dict[str, Any] = {
@@ -118,10 +120,12 @@ def write_results(path: str | Path, figures: dict[str, Any], **tables: Any) -> P
         "commit": _AT_START or commit(),
         "machine": machine(),
         "date": datetime.datetime.now(datetime.UTC).date().isoformat(),
+        "load": [round(x, 2) for x in os.getloadavg()],
         "figures": figures,
         **tables,
     }
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    out.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"wrote {out}", file=sys.stderr)
     return out

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+import numpy as np
 import pytest
 
 from workbench.core.config import RunConfig
@@ -71,6 +72,21 @@ def test_a_sandbox_frontier_holds_the_exact_accuracies_in_its_intervals(tmp_path
     assert [p.name for p in paths] == ["frontier.json", "frontier.md", "frontier.svg"]
 
 
+def test_random_routing_over_the_worker_role_alone_has_its_exact_value(tmp_path, tiny_backbone):
+    # roles = ["worker"] at one turn: random routing draws the worker uniformly (the role
+    # is masked to Worker), so its exact accuracy is the workers' mean skill, and the
+    # measured random point's interval must hold it
+    config = _config().replace(
+        protocol={"roles": ["worker"]}, tasks={"train": 20, "validation": 4, "test": 0}
+    )
+    frontier = study_frontier(config, Workspace.open(tmp_path / "ws"), [0], backbone=tiny_backbone)
+    points = {p.name: p for p in frontier.points}
+    singles = [p.exact for name, p in points.items() if name.startswith("single:")]
+    random = points["random"]
+    assert random.exact == pytest.approx(sum(singles) / len(singles))
+    assert random.ci_low <= random.exact <= random.ci_high, random
+
+
 def _system(name, kind, rewards, cost, penalty=None):
     ids = [str(i) for i in range(len(rewards))]
     return SystemOutcomes(
@@ -80,6 +96,36 @@ def _system(name, kind, rewards, cost, penalty=None):
         dict.fromkeys(ids, cost),
         penalty,
     )
+
+
+def test_the_same_outcomes_in_another_order_give_the_same_frontier():
+    # an evaluation stores its episodes as they finish: the order of a system's rewards
+    # varies from run to run, and the paired bootstrap's interval must not
+    rng = np.random.default_rng(3)
+    right = {name: rng.random(400) < p for name, p in (("a", 0.5), ("b", 0.6), ("c", 0.65))}
+
+    def systems(order):
+        out = []
+        for name, kind in (("a", "single"), ("b", "single"), ("c", "coordinator")):
+            ids = [str(i) for i in order]
+            out.append(
+                SystemOutcomes(
+                    f"single:{name}" if kind == "single" else "cost_penalty 0",
+                    kind,
+                    {i: float(right[name][int(i)]) for i in ids},
+                    {i: 1.0 if name == "a" else 2.0 for i in ids},
+                    0.0 if kind == "coordinator" else None,
+                )
+            )
+        return out
+
+    kwargs = {"suite": "s", "pool": ("a", "b"), "penalties": (0.0,), "budget": {}}
+    first = build_frontier(systems(range(400)), **kwargs)
+    again = build_frontier(systems(rng.permutation(400)), **kwargs)
+    assert first.cheapest_within_one_point == again.cheapest_within_one_point
+    assert first.best_at_best_single_cost == again.best_at_best_single_cost
+    assert first.points == again.points
+    assert "points [" in first.cheapest_within_one_point  # an interval, stated
 
 
 def test_the_front_and_the_two_sentences_follow_from_the_points():

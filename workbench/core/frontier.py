@@ -286,7 +286,9 @@ def build_frontier(
     if not singles:
         raise InvalidInput("a frontier needs every single worker's answers on the test split")
     systems = [*systems, any_right_oracle(singles)] if len(singles) > 1 else list(systems)
-    tasks = [t for t in singles[0].rewards if all(t in s.rewards for s in systems)]
+    # sorted: the bootstrap resamples positions, so the tasks' order must not depend on the
+    # order the evaluation's episodes were stored in (their finishing order)
+    tasks = sorted(t for t in singles[0].rewards if all(t in s.rewards for s in systems))
     points = [_point(s, tasks) for s in systems]
     deployable = [i for i, p in enumerate(points) if p.kind in DEPLOYABLE]
     front = pareto_front([(points[i].dollars, points[i].accuracy) for i in deployable])
@@ -369,7 +371,8 @@ def exact_accuracies(
     pool: Sequence[str], tasks: Sequence[Task], max_turns: int, roles: Sequence[str]
 ) -> dict[str, float]:
     """The exact expected test accuracy of the baselines of a simulated pool on ``tasks``:
-    each single worker, random routing (all three roles only), the sandbox's oracles and
+    each single worker, random routing (all three roles, or the Worker role alone at one
+    turn), the sandbox's oracles and
     the one-turn oracle of any worker right; empty for a pool that is not simulated."""
     p = simulated_skills(pool, tasks)
     if p is None:
@@ -380,6 +383,9 @@ def exact_accuracies(
     if tuple(roles) == tuple(str(r) for r in ROLES):
         values = {k: random_routing_value(pool, *k, max_turns) for k in set(keys)}
         out["random"] = float(np.mean([values[k] for k in keys]))
+    elif tuple(roles) == ("worker",) and max_turns == 1:
+        # the role masked to Worker, the worker drawn uniformly: the workers' mean skill
+        out["random"] = float(p.mean())
     one = {k: best_plan(pool, *k, 1).expected_reward for k in set(keys)}
     out["oracle"] = float(np.mean([one[k] for k in keys]))
     if max_turns > 1:
