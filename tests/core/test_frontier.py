@@ -105,12 +105,21 @@ def test_the_front_and_the_two_sentences_follow_from_the_points():
     assert "by cost_penalty 0" in second
     # +5 points on 100 tasks, paired: the interval includes 0, so no win is claimed
     assert "not separated from single:big" in second
-    # right wherever big is and on 5 more: the paired interval lies above 0
-    better = _system("cost_penalty 0", "coordinator", [1] * 85 + [0] * 15, 9.0, 0.0)
+    # right wherever big is and on 5 more: the bootstrap interval lies above 0 ([+1, +10]),
+    # but 5 wins and 0 losses is p = 0.0625 by the exact sign test: no win is claimed
+    five = _system("cost_penalty 0", "coordinator", [1] * 85 + [0] * 15, 9.0, 0.0)
+    not_won = build_frontier(
+        [five, cheap, best, small], suite="s", pool=("big", "small"), penalties=(0, 5), budget={}
+    )
+    assert "not separated from single:big" in not_won.best_at_best_single_cost
+    assert "won 5 lost 0, sign test p = 0.062" in not_won.best_at_best_single_cost
+    # right wherever big is and on 8 more: 8 wins, 0 losses is p = 0.0078, a win
+    better = _system("cost_penalty 0", "coordinator", [1] * 88 + [0] * 12, 9.0, 0.0)
     won = build_frontier(
         [better, cheap, best, small], suite="s", pool=("big", "small"), penalties=(0, 5), budget={}
     )
-    assert "above single:big by +5.0 points [+1.0" in won.best_at_best_single_cost
+    assert "above single:big by +8.0 points [" in won.best_at_best_single_cost
+    assert "won 8 lost 0, sign test p = 0.0078" in won.best_at_best_single_cost
     oracle = next(p for p in frontier.points if p.name == ANY_RIGHT)
     assert oracle.accuracy == pytest.approx(0.80) and oracle.n == n and not oracle.pareto
 

@@ -39,18 +39,18 @@ import numpy as np
 from workbench.core.config import RunConfig
 from workbench.core.coordinator import Backbone
 from workbench.core.errors import InvalidInput
-from workbench.core.evaluate import MULTI_TURN_ORACLE, wilson
-from workbench.core.headroom import (
-    ONE_POINT,
-    best_index,
-    bootstrap_mean,
-    columns,
-    mean_interval,
-    simulated_skills,
+from workbench.core.evaluate import (
+    MULTI_TURN_ORACLE,
+    Paired,
+    any_right_index,
+    best_single_index,
+    paired_values,
+    wilson,
 )
+from workbench.core.headroom import ONE_POINT, columns, simulated_skills
 from workbench.core.oracle import best_plan, random_routing_value
 from workbench.core.records import ROLES
-from workbench.core.runs import backbone_for, evaluate_run, train
+from workbench.core.runs import backbone_for, evaluate_run, mean_ci, train
 from workbench.core.spend import dollars, spend_kind
 from workbench.core.store import Store
 from workbench.core.tasks.model import Task
@@ -222,9 +222,10 @@ def any_right_oracle(singles: Sequence[SystemOutcomes]) -> SystemOutcomes:
     tasks = [t for t in singles[0].rewards if all(t in s.rewards for s in singles)]
     rewards, costs = {}, {}
     for t in tasks:
-        right = [s.costs[t] for s in singles if s.rewards[t] >= 1.0]
-        rewards[t] = 1.0 if right else 0.0
-        costs[t] = min(right) if right else min(s.costs[t] for s in singles)
+        pick = singles[
+            any_right_index([s.rewards[t] for s in singles], [s.costs[t] for s in singles])
+        ]
+        rewards[t], costs[t] = pick.rewards[t], pick.costs[t]
     return SystemOutcomes(ANY_RIGHT, "oracle", rewards, costs)
 
 
@@ -250,7 +251,7 @@ def _point(s: SystemOutcomes, tasks: Sequence[str]) -> FrontierPoint:
         s.kind,
         float(r.mean()),
         *wilson(float(r.sum()), len(r)),
-        *mean_interval(c),
+        *mean_ci(list(c), upper=float("inf")),
         len(r),
         s.penalty,
         s.run_id,
@@ -259,12 +260,17 @@ def _point(s: SystemOutcomes, tasks: Sequence[str]) -> FrontierPoint:
     )
 
 
-def _diff(a: SystemOutcomes, b: SystemOutcomes, tasks: Sequence[str], seed: int):
-    return bootstrap_mean(np.array([a.rewards[t] - b.rewards[t] for t in tasks]), seed=seed)
+def _diff(a: SystemOutcomes, b: SystemOutcomes, tasks: Sequence[str], seed: int) -> Paired:
+    return paired_values(a.name, b.name, [a.rewards[t] - b.rewards[t] for t in tasks], seed=seed)
 
 
-def _pts(x: tuple[float, float, float]) -> str:
-    return f"{100 * x[0]:+.1f} points [{100 * x[1]:+.1f}, {100 * x[2]:+.1f}]"
+def _pts(d: Paired) -> str:
+    """A paired difference in points with its interval, its wins and losses and the sign
+    test's p-value (the ground of any claim)."""
+    return (
+        f"{100 * d.difference:+.1f} points [{100 * d.ci_low:+.1f}, {100 * d.ci_high:+.1f}], "
+        f"won {d.wins} lost {d.losses}, sign test p = {d.p_value:.2g}"
+    )
 
 
 def build_frontier(
@@ -295,10 +301,7 @@ def build_frontier(
     by_name = {s.name: s for s in systems}
     single_points = [p for p in points if p.kind == "single"]
     b = single_points[
-        best_index(
-            np.array([p.accuracy for p in single_points]),
-            np.array([p.dollars for p in single_points]),
-        )
+        best_single_index([p.accuracy for p in single_points], [p.dollars for p in single_points])
     ]
     best = by_name[b.name]
     label = spend
@@ -342,7 +345,7 @@ def build_frontier(
         d = _diff(by_name[top.name], best, tasks, seed)
         verdict = (
             f"above {b.name} by {_pts(d)}"
-            if d[1] > 0
+            if d.better
             else f"not separated from {b.name}'s {b.accuracy:.3f} ({_pts(d)})"
         )
         second = (

@@ -726,15 +726,16 @@ _T975 = (
 )
 
 
-def mean_ci(values: Sequence[float]) -> tuple[float, float, float]:
-    """Mean reward and its 95% t-interval over seeds, clipped to the rewards' range [0, 1]
-    (one value: the interval is the point)."""
+def mean_ci(values: Sequence[float], *, upper: float = 1.0) -> tuple[float, float, float]:
+    """Mean and its 95% t-interval, clipped to [0, ``upper``] (rewards over seeds: [0, 1];
+    dollars per task: ``upper=inf``), the workbench's one interval of a mean (one value:
+    the interval is the point)."""
     n = len(values)
     mean = statistics.fmean(values)
     if n < 2:
         return mean, mean, mean
     half = (_T975[n - 2] if n - 1 <= len(_T975) else 1.96) * statistics.stdev(values) / math.sqrt(n)
-    return mean, max(0.0, mean - half), min(1.0, mean + half)
+    return mean, max(0.0, mean - half), min(upper, mean + half)
 
 
 @dataclass(frozen=True)
