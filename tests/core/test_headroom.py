@@ -204,3 +204,26 @@ def test_a_category_lead_is_clear_only_when_the_sign_test_separates_it():
     outcomes = Outcomes(("a", "b"), tuple("0123456789"), ("x",) * 10, right, np.ones((2, 10)))
     (large,) = analyse(outcomes)[5]
     assert large.p_value == pytest.approx(2 / 2**8) and large.clear
+
+
+def test_the_check_reads_a_pool_imported_into_the_workspace(tmp_path):
+    """An imported recorded pool (``recorded:NAME``) is found in the check's workspace."""
+    import json
+
+    from workbench.core.recordings import import_file
+
+    ws = Workspace.open(tmp_path / "ws")
+    config = _config(["recorded:mine"], suite="arithmetic")
+    train = task_splits(config, load_suite("arithmetic"))["train"][:12]
+    lines = [
+        json.dumps({"task_id": t.id, "worker": w, "response": f"\\boxed{{{answer}}}"})
+        for t in train
+        for w, answer in (("alpha", t.answer), ("beta", "-12345"))
+    ]
+    (tmp_path / "a.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    import_file(ws, tmp_path / "a.jsonl", "mine", "arithmetic")
+    report = check_headroom(config, ws, sample=0)
+    assert report.pool == ("recorded:mine/alpha", "recorded:mine/beta")
+    assert report.n == 12 and report.best == "recorded:mine/alpha"
+    assert [w.accuracy for w in report.workers] == [1.0, 0.0]
+    assert report.cost.recorded == 24 and report.cost.calls == 0

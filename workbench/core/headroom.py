@@ -536,7 +536,7 @@ def check_headroom(
     prompts = Prompts.load()
     policy = "replay-only" if config.cache.policy == "replay-only" else "read-write"
     with Store.open(workspace) as store:
-        session = open_worker_pool(config.pool.workers)
+        session = open_worker_pool(config.pool.workers, workspace)
         from workbench.core.workers.cache import cached_pool
 
         cached, cache = cached_pool(session.pool, store, policy)
