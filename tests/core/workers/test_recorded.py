@@ -20,6 +20,7 @@ from workbench.core.workers.recorded import (
     RecordedWorker,
     Recording,
     champ_tables,
+    conversation_tokens,
 )
 
 TASK = Task(id="t1", kind="math", prompt="What is 2+3?", answer="5")
@@ -89,6 +90,42 @@ def test_champ_recordings_cover_270_problems_from_4_models():
     assert [w.id for w in build_pool(["recorded:champ"])] == [
         f"recorded:champ/{m}" for m in CHAMP_MODELS
     ]
+
+
+def test_champ_tokens_are_the_whole_conversations():
+    # every model message was a call: its input all messages before it, its output itself
+    assert conversation_tokens(
+        [(False, "s" * 40), (True, "a" * 400), (False, "u" * 80), (True, "b" * 40)]
+    ) == (
+        (40 + 40 + 400 + 80) // 4,
+        (400 + 40) // 4,
+    )
+    import champ_dataset
+
+    problem_id, problem = next(iter(champ_dataset.load("v0").problems.items()))
+    messages = problem.conversations["GPT-4 Turbo|0-Shot"].messages
+    model = [m for m in messages if str(m.role).startswith("Model.")]
+    assert len(model) == 2  # the solution, then the one-sentence summary
+    rec = champ_tables()["recorded:champ/gpt-4-turbo"][problem_id]
+    assert rec.response == model[-1].text
+    # the solution's characters are paid for as output, and sent again as input
+    assert rec.tokens_out == sum(len(m.text) for m in model) // 4
+    sent = [sum(len(m.text) for m in messages[: messages.index(m)]) for m in model]
+    assert rec.tokens_in == sum(sent) // 4 and sent[1] > len(model[0].text)
+    assert rec.tokens_out > 10 * len(rec.response) // 4  # not the summary's alone
+    # a worker's dollars come from those tokens and the list prices
+    ep = asyncio.run(
+        run_episode(
+            FixedPolicy(1, 0),
+            build_pool(["recorded:champ/gpt-4-turbo"]),
+            Task(id=problem_id, kind="math", prompt="p", answer="1"),
+            _settings(),
+        )
+    )
+    _, pin, pout = CHAMP_MODELS["gpt-4-turbo"]
+    assert (ep.turns[0].tokens_in, ep.turns[0].tokens_out) == (rec.tokens_in, rec.tokens_out)
+    assert ep.turns[0].usage_estimated  # 4 characters a token: CHAMP records no counts
+    assert ep.cost == pytest.approx((rec.tokens_in * pin + rec.tokens_out * pout) / 1e6)
 
 
 def test_an_unknown_recorded_worker_names_the_known_ones():

@@ -9,7 +9,7 @@ never a crash and never a made-up answer. Recorded workers mix with live ones in
 Built in: ``recorded:champ`` (the four CHAMP models' 0-shot answers) and one worker per
 model and setting, ``recorded:champ/<model>`` (0-shot) and ``recorded:champ/<model>-5shot``,
 read from the ``champ-dataset`` package (the last assistant message of each conversation
-is the answer). CHAMP's "No C w/o H" setting is a byte-identical copy of "0-Shot" and is
+is the answer; its tokens are the whole conversation's, ``conversation_tokens``). CHAMP's "No C w/o H" setting is a byte-identical copy of "0-Shot" and is
 not offered; the settings that feed CHAMP's own solution steps or hints are left out.
 
 Imported: ``recorded:NAME`` (every worker of the pool) and ``recorded:NAME/WORKER``, a
@@ -101,11 +101,13 @@ class RecordedWorker(Worker):
         model: str = "recorded",
         price_in: float = 0.0,
         price_out: float = 0.0,
+        usage_estimated: bool = False,
     ):
         super().__init__(worker_id, model)
         self.table = table
         self.price_in = price_in
         self.price_out = price_out
+        self.usage_estimated = usage_estimated  # the table's tokens are estimates (CHAMP)
 
     def answers_task(self, task_id: str) -> bool:
         """Whether the table holds this worker's answer to ``task_id`` (the episode's
@@ -135,7 +137,7 @@ class RecordedWorker(Worker):
                 f"{len(self.table)} tasks; use a suite the recording covers or add a live worker",
             )
         prompt = "".join(m["content"] for m in messages)
-        estimated = rec.tokens_in is None or rec.tokens_out is None
+        estimated = self.usage_estimated or rec.tokens_in is None or rec.tokens_out is None
         tokens_in = rec.tokens_in if rec.tokens_in is not None else _estimate_tokens(prompt)
         tokens_out = (
             rec.tokens_out if rec.tokens_out is not None else _estimate_tokens(rec.response)
@@ -169,6 +171,21 @@ class RecordedWorker(Worker):
         return ident
 
 
+def conversation_tokens(messages: Sequence[tuple[bool, str]]) -> tuple[int, int]:
+    """Estimated (tokens in, tokens out) of a recorded conversation, (is the model's,
+    text) per message, at 4 characters a token: every model message was one call whose
+    input was every message before it, and whose output was that message. CHAMP's answers
+    are a full solution and then a one-sentence summary asked for in a second call: both
+    calls were paid for, not only the summary (the answer a recorded worker gives)."""
+    chars_in = chars_out = seen = 0
+    for is_model, text in messages:
+        if is_model:
+            chars_in += seen
+            chars_out += len(text)
+        seen += len(text)
+    return max(1, chars_in // 4), max(1, chars_out // 4)
+
+
 @functools.lru_cache(maxsize=1)
 def champ_tables() -> dict[str, dict[str, Recording]]:
     """worker id -> task id -> Recording, from the champ-dataset package."""
@@ -191,7 +208,18 @@ def champ_tables() -> dict[str, dict[str, Recording]]:
                 answers = [m for m in conv.messages if str(m.role).startswith("Model.")]
                 if not answers or not answers[-1].text:
                     continue
-                table[pid] = Recording(pid, wid, answers[-1].text, role="worker", setting=setting)
+                tokens_in, tokens_out = conversation_tokens(
+                    [(str(m.role).startswith("Model."), m.text or "") for m in conv.messages]
+                )
+                table[pid] = Recording(
+                    pid,
+                    wid,
+                    answers[-1].text,
+                    role="worker",
+                    setting=setting,
+                    tokens_in=tokens_in,
+                    tokens_out=tokens_out,
+                )
             tables[wid] = table
     return tables
 
@@ -206,7 +234,12 @@ def champ_worker(worker_id: str) -> RecordedWorker:
         )
     model, pin, pout = CHAMP_MODELS[name]
     return RecordedWorker(
-        worker_id, champ_tables()[worker_id], model=model, price_in=pin, price_out=pout
+        worker_id,
+        champ_tables()[worker_id],
+        model=model,
+        price_in=pin,
+        price_out=pout,
+        usage_estimated=True,
     )
 
 
