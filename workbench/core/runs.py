@@ -39,6 +39,7 @@ from workbench.core.training.executors import Executor
 from workbench.core.training.trainer import Trainer, coordinator_from_vector, task_splits
 from workbench.core.workers.base import Worker
 from workbench.core.workers.pool import build_pool, describe_pool
+from workbench.core.workers.recorded import check_recorded_roles
 from workbench.core.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -271,6 +272,11 @@ def open_pool(config: RunConfig, store: Store, workspace: Workspace | None = Non
     """The config's pool (registered and built-in workers, recorded pools imported into
     ``workspace``) behind the config's cache policy."""
     session = open_worker_pool(config.pool.workers, workspace)
+    try:
+        check_recorded_roles(session.pool, config.protocol.roles)
+    except InvalidInput:
+        session.run(asyncio.sleep(0))  # closes the workers and the client
+        raise
     pool, cache = session.pool, None
     policy = cache_policy(config)
     if policy != "off":

@@ -194,3 +194,43 @@ def test_recorded_workers_bypass_the_response_cache(tmp_path):
         wrapped, _ = cached_pool([_worker(), *live], store, "read-write")
     assert isinstance(wrapped[0], RecordedWorker)
     assert type(wrapped[1]).__name__ == "CachedWorker"
+
+
+class _AsThinker:
+    """A policy that always picks worker 0 as Thinker."""
+
+    n_workers = 1
+
+    async def adecide(self, transcript, rng=None):
+        return Action(0, 0, (1.0,), (1.0, 0.0, 0.0))
+
+
+def test_a_recorded_worker_answers_only_in_its_recorded_role():
+    settings = EpisodeSettings(max_turns=1, roles=("thinker", "worker", "verifier"))
+    ep = asyncio.run(run_episode(_AsThinker(), [_worker()], TASK, settings))
+    turn = ep.turns[0]
+    assert str(turn.role) == "thinker" and turn.response == "" and ep.reward == 0.0
+    assert turn.error is not None and "only in the role it was recorded in" in turn.error
+    with pytest.raises(NotRecorded, match='roles = \\["worker"\\]'):
+        from workbench.core.workers.base import EpisodeContext
+
+        asyncio.run(
+            _worker().complete(
+                [],
+                max_tokens=5,
+                temperature=0.0,
+                context=EpisodeContext(TASK, "verifier", r"\\boxed{5}"),
+            )
+        )
+
+
+def test_a_pool_of_recorded_workers_only_is_refused_with_roles_it_has_no_answers_in():
+    from workbench.core.errors import InvalidInput
+    from workbench.core.workers.recorded import check_recorded_roles
+
+    champ = build_pool(["recorded:champ"])
+    with pytest.raises(InvalidInput, match=r'roles = \["worker"\]'):
+        check_recorded_roles(champ, ("thinker", "worker", "verifier"))
+    check_recorded_roles(champ, ("worker",))  # routing only: fine
+    # a live worker can play the other roles: a mixed pool is not refused
+    check_recorded_roles(build_pool(["recorded:champ/gpt-4", "sandbox:mathlete"]), ("thinker",))

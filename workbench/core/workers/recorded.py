@@ -4,7 +4,10 @@ never from the network.
 
 A task the table has no answer for, for that worker, raises ``NotRecorded`` (a
 ``WorkerError``): the turn records it as a failed call and the episode goes on; it is
-never a crash and never a made-up answer. Recorded workers mix with live ones in a pool.
+never a crash and never a made-up answer. So does a turn in another role than the one the
+answer was recorded in (``Recording.role``, Worker when absent): a recorded final answer
+is no Thinker plan or Verifier verdict. A run of a pool of recorded workers only is
+refused unless ``[protocol] roles = ["worker"]`` (``check_recorded_roles``). Recorded workers mix with live ones in a pool.
 
 Built in: ``recorded:champ`` (the four CHAMP models' 0-shot answers) and one worker per
 model and setting, ``recorded:champ/<model>`` (0-shot) and ``recorded:champ/<model>-5shot``,
@@ -28,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from workbench.core.errors import InvalidInput
 from workbench.core.workers.base import (
     Completion,
     EpisodeContext,
@@ -136,6 +140,15 @@ class RecordedWorker(Worker):
                 f"no recorded answer for task '{context.task.id}': this pool covers "
                 f"{len(self.table)} tasks; use a suite the recording covers or add a live worker",
             )
+        recorded_role = rec.role or "worker"
+        if context.role != recorded_role:
+            raise NotRecorded(
+                self.id,
+                f"a recorded worker answers only in the role it was recorded in "
+                f"({recorded_role}), not as {context.role}: its table holds final answers, "
+                'not plans or verdicts; set [protocol] roles = ["worker"] for a recorded pool, '
+                "or add a live worker for the other roles",
+            )
         prompt = "".join(m["content"] for m in messages)
         estimated = self.usage_estimated or rec.tokens_in is None or rec.tokens_out is None
         tokens_in = rec.tokens_in if rec.tokens_in is not None else _estimate_tokens(prompt)
@@ -184,6 +197,25 @@ def conversation_tokens(messages: Sequence[tuple[bool, str]]) -> tuple[int, int]
             chars_out += len(text)
         seen += len(text)
     return max(1, chars_in // 4), max(1, chars_out // 4)
+
+
+def check_recorded_roles(pool: Sequence[Worker], roles: Sequence[str]) -> None:
+    """Refuse a pool of recorded workers only with a role none of them was recorded in
+    (the default three roles on ``recorded:champ``): every such turn would be a failed
+    call. A pool with a live worker may use any role: its recorded workers' turns in
+    another role fail (``NotRecorded``) and the coordinator learns to avoid them."""
+    inner = [getattr(w, "inner", w) for w in pool]  # a cached worker's own
+    recorded = [w for w in inner if isinstance(w, RecordedWorker)]
+    if not recorded or len(recorded) != len(inner):
+        return
+    have = {r.role or "worker" for w in recorded for r in w.table.values()}
+    missing = [r for r in roles if r not in have]
+    if missing:
+        raise InvalidInput(
+            f"this pool answers only from recordings, in the role(s) {', '.join(sorted(have))}; "
+            f"every {', '.join(missing)} turn would fail: set [protocol] roles = "
+            f"{json.dumps(sorted(have))} in the config (or add a live worker)",
+        )
 
 
 @functools.lru_cache(maxsize=1)
