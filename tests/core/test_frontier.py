@@ -57,7 +57,9 @@ def test_a_sandbox_frontier_holds_the_exact_accuracies_in_its_intervals(tmp_path
     coordinators = [p for p in frontier.points if p.kind == "coordinator"]
     assert {p.penalty for p in coordinators} == {0.0, 2000.0}
     assert all(p.training["episodes"] > 0 for p in coordinators)
-    assert frontier.cache_policy == "read-write"
+    # the config's "off" is overridden (the runs share the cache), and the table says so
+    assert frontier.cache_policy.startswith("read-write, not the config's off")
+    assert "not the config's off" in frontier.table()
     text = frontier.table()
     assert "(simulated)" in text and frontier.cheapest_within_one_point in text
     # stored, listed and loaded back as it was
@@ -138,3 +140,29 @@ def test_pareto_front_and_penalties_are_checked():
     for bad in ([], [-1], [1, 1], [float("nan")]):
         with pytest.raises(InvalidInput):
             check_penalties(bad)
+
+
+def test_the_frontier_is_measured_on_the_tasks_every_worker_covers():
+    # small has no recorded answer for the last 10 tasks (read as wrong), where the
+    # coordinator was routed to big: on all 100 tasks it would be 10 points above small
+    big = _system("single:big", "single", [1] * 50 + [0] * 40 + [1] * 10, 2.0)
+    small = _system("single:small", "single", [1] * 60 + [0] * 40, 1.0)
+    coordinator = _system("cost_penalty 0", "coordinator", [1] * 60 + [0] * 30 + [1] * 10, 1.0, 0)
+    covered = {str(i) for i in range(90)}
+    frontier = build_frontier(
+        [coordinator, big, small],
+        suite="s",
+        pool=("big", "small"),
+        penalties=(0.0,),
+        budget={},
+        covered=covered,
+    )
+    assert frontier.left_out == 10 and all(p.n == 90 for p in frontier.points)
+    assert frontier.best_single == "single:small"  # 60 of 90 against big's 50
+    by_name = {p.name: p for p in frontier.points}
+    assert by_name["cost_penalty 0"].accuracy == pytest.approx(60 / 90)
+    assert "10 left out" in frontier.table()
+    everything = build_frontier(
+        [coordinator, big, small], suite="s", pool=("big", "small"), penalties=(0.0,), budget={}
+    )
+    assert everything.left_out == 0 and everything.points[0].n == 100

@@ -31,6 +31,7 @@ from workbench.core.protocol import (
     EpisodeSettings,
     EpisodeTag,
     Prompts,
+    answers_task,
     episode_gate,
     run_episode,
 )
@@ -200,6 +201,21 @@ class Report:
     # every other system against the best single worker, task by task (``paired``)
     best_single: str = ""
     paired: tuple[Paired, ...] = ()
+    # tasks left out of ``paired``: some worker of the pool has no recorded answer for them
+    # (a single worker's miss would count as wrong while the coordinator is routed around
+    # it, which favours the coordinator): the comparison is on the tasks every worker covers
+    paired_left_out: int = 0
+
+    @property
+    def paired_words(self) -> str:
+        """Which tasks the paired comparison is on, in words."""
+        n = self.paired[0].n if self.paired else 0
+        if not self.paired_left_out:
+            return f"on all {n} tasks"
+        return (
+            f"on the {n} tasks every worker has an answer for ({self.paired_left_out} left "
+            "out: a recorded worker has none)"
+        )
 
     @property
     def groups(self) -> list[str]:
@@ -235,6 +251,7 @@ class Report:
                 "learned": [c.to_json() for c in self.learned],
                 "best_single": self.best_single,
                 "paired": [asdict(p) for p in self.paired],
+                "paired_left_out": self.paired_left_out,
             },
             indent=2,
         )
@@ -295,7 +312,8 @@ class Report:
         if self.paired:
             lines += [
                 "",
-                f"Against the best single worker ({self.best_single}), task by task:",
+                f"Against the best single worker ({self.best_single}), task by task "
+                f"{self.paired_words}:",
                 "",
                 "| system | difference | 95% CI (bootstrap) | won | lost | p (sign test) |",
                 "|---|---|---|---|---|---|",
@@ -342,7 +360,10 @@ class Report:
                 )
                 for p in self.paired
             ]
-            text += f"\n\nagainst {self.best_single}, task by task:\n" + _columns(per_task)
+            text += (
+                f"\n\nagainst {self.best_single}, task by task {self.paired_words}:\n"
+                + _columns(per_task)
+            )
         if self.group_rows():
             per = [("system", "category", "accuracy", "95% CI", "n")]
             per += [
@@ -573,9 +594,16 @@ async def evaluate(
         eps = recorded_oracle(episodes, [s[0] for s in systems], len(systems), len(tasks))
         results.append(summarise(RECORDED_ORACLE, "oracle", eps, {t.id: t.group for t in tasks}))
         episodes += eps
-    best, pairs = against_best_single(results, episodes, [t.id for t in tasks], seed)
+    covered = [t.id for t in tasks if all(answers_task(pool, t))]
+    best, pairs = against_best_single(results, episodes, covered, seed)
     report = Report(
-        suite, split, tuple(results), learned=tuple(learned), best_single=best, paired=pairs
+        suite,
+        split,
+        tuple(results),
+        learned=tuple(learned),
+        best_single=best,
+        paired=pairs,
+        paired_left_out=len(tasks) - len(covered) if pairs else 0,
     )
     return report, episodes
 
@@ -583,18 +611,24 @@ async def evaluate(
 def against_best_single(
     results: Sequence[SystemResult], episodes: Sequence[Episode], task_ids: Sequence[str], seed: int
 ) -> tuple[str, tuple[Paired, ...]]:
-    """The best single worker (``best_single_index``) and every other system
-    against it, task by task (``paired``); ("", ()) without a single worker. ``episodes``
-    are the systems' in report order (``candidate``: the system's index)."""
+    """The best single worker (``best_single_index`` on ``task_ids``) and every other
+    system against it, task by task on ``task_ids`` (``paired``: pass the tasks every
+    worker covers); ("", ()) without a single worker or a task. ``episodes`` are the
+    systems' in report order (``candidate``: the system's index)."""
     singles = [s for s in results if s.kind == "single"]
-    if not singles or len(set(task_ids)) != len(task_ids):
+    if not singles or not task_ids or len(set(task_ids)) != len(task_ids):
         return "", ()
     rewards: dict[str, dict[str, float]] = {}
+    costs: dict[str, dict[str, float]] = {}
     for episode in episodes:
         name = results[episode.candidate or 0].name
         rewards.setdefault(name, {})[episode.task_id] = episode.reward
+        costs.setdefault(name, {})[episode.task_id] = episode.cost
     best = singles[
-        best_single_index([s.accuracy for s in singles], [s.avg_cost for s in singles])
+        best_single_index(
+            [float(np.mean([rewards[s.name][t] for t in task_ids])) for s in singles],
+            [float(np.mean([costs[s.name][t] for t in task_ids])) for s in singles],
+        )
     ].name
     return best, tuple(
         paired(s.name, best, rewards[s.name], rewards[best], task_ids, seed)

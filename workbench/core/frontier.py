@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,7 +47,7 @@ from workbench.core.evaluate import (
     paired_values,
     wilson,
 )
-from workbench.core.headroom import ONE_POINT, columns, simulated_skills
+from workbench.core.headroom import ONE_POINT, columns, overridden_policy, simulated_skills
 from workbench.core.oracle import best_plan, random_routing_value
 from workbench.core.records import ROLES
 from workbench.core.runs import backbone_for, evaluate_run, mean_ci, train
@@ -113,6 +113,9 @@ class Frontier:
     cache_policy: str = "read-write"
     wall_s: float = 0.0
     run_id: str | None = None
+    # test tasks left out: some worker has no recorded answer for them (a single worker's
+    # miss would read as wrong while a coordinator is routed around it)
+    left_out: int = 0
 
     @property
     def dollars_label(self) -> str:
@@ -169,6 +172,11 @@ class Frontier:
             "",
             "front: * on the Pareto front of the deployable systems (point estimates)",
         ]
+        if self.left_out:
+            lines.append(
+                f"on the {n} test tasks every worker has an answer for ({self.left_out} left "
+                "out: a recorded worker has none)"
+            )
         if exact:
             lines.append("exact: the simulation's expected accuracy on these tasks")
         spent = [p for p in self.points if p.training]
@@ -284,15 +292,20 @@ def build_frontier(
     seed: int = 0,
     cache_policy: str = "read-write",
     wall_s: float = 0.0,
+    covered: Collection[str] | None = None,
 ) -> Frontier:
     """The frontier of ``systems`` (the coordinators, every single worker, random routing
     and any oracles, measured on the same test tasks); adds the one-turn oracle of the
-    single workers, marks the Pareto front and writes the two sentences."""
+    single workers, marks the Pareto front and writes the two sentences. Every figure is
+    on ``covered`` (the tasks every worker has an answer for; default all)."""
     singles = [s for s in systems if s.kind == "single"]
     if not singles:
         raise InvalidInput("a frontier needs every single worker's answers on the test split")
     systems = [*systems, any_right_oracle(singles)] if len(singles) > 1 else list(systems)
-    tasks = [t for t in singles[0].rewards if all(t in s.rewards for s in systems)]
+    measured = [t for t in singles[0].rewards if all(t in s.rewards for s in systems)]
+    tasks = [t for t in measured if covered is None or t in covered]
+    if not tasks:
+        raise InvalidInput("no test task has an answer from every worker of the pool")
     points = [_point(s, tasks) for s in systems]
     deployable = [i for i, p in enumerate(points) if p.kind in DEPLOYABLE]
     front = pareto_front([(points[i].dollars, points[i].accuracy) for i in deployable])
@@ -365,6 +378,7 @@ def build_frontier(
         spend,
         cache_policy,
         wall_s,
+        left_out=len(measured) - len(tasks),
     )
 
 
@@ -465,6 +479,7 @@ def study_frontier(
     penalties = check_penalties(penalties)
     started = time.perf_counter()
     policy = "replay-only" if config.cache.policy == "replay-only" else "read-write"
+    shown_policy = overridden_policy(policy, config.cache.policy)
     config = config.replace(cache={"policy": policy})
     backbone = backbone_for(config, backbone)
     suite = load_suite(config.tasks.suite, workspace)
@@ -512,6 +527,7 @@ def study_frontier(
                 f"at {dollars(coordinator.avg_cost, spend_kind(pool), 6)} per task "
                 f"({time.perf_counter() - run_started:.0f} s)"
             )
+    covered = _covered(pool, test_tasks, workspace)
     exact = exact_accuracies(pool, test_tasks, p.max_turns, p.roles)
     systems = [_with_exact(s, exact[s.name]) if s.name in exact else s for s in systems]
     frontier = build_frontier(
@@ -522,7 +538,8 @@ def study_frontier(
         budget=dict(config.to_dict()["budget"]),
         spend=spend_kind(pool),
         seed=config.run.seed,
-        cache_policy=policy,
+        cache_policy=shown_policy,
+        covered=covered,
     )
     if ANY_RIGHT in exact:
         frontier = _replace_exact(frontier, ANY_RIGHT, exact[ANY_RIGHT])
@@ -537,6 +554,18 @@ def study_frontier(
             run_id, "finished", stop_reason="done", result={"frontier": frontier.to_dict()}
         )
     return frontier
+
+
+def _covered(pool: Sequence[str], tasks: Sequence[Task], workspace: Workspace) -> set[str] | None:
+    """The test tasks every worker of ``pool`` has an answer for; None (all) for a pool
+    without recorded workers, every other worker answering any task."""
+    if not any(w.startswith("recorded") for w in pool):
+        return None
+    from workbench.core.protocol import answers_task
+    from workbench.core.workers.pool import build_pool
+
+    workers = build_pool(list(pool), workspace=workspace)
+    return {t.id for t in tasks if all(answers_task(workers, t))}
 
 
 def _with_exact(s: SystemOutcomes, value: float) -> SystemOutcomes:

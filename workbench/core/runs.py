@@ -18,7 +18,7 @@ import dataclasses
 import logging
 import math
 import statistics
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,7 @@ from typing import Any
 from workbench.core.config import ConfigError, RunConfig
 from workbench.core.coordinator import Backbone
 from workbench.core.errors import BadInput, InvalidInput
-from workbench.core.evaluate import MULTI_TURN_ORACLE
+from workbench.core.evaluate import MULTI_TURN_ORACLE, EvaluationStopped, Report
 from workbench.core.learned import CategoryLearned, summarise_learned
 from workbench.core.power import PowerEstimate
 from workbench.core.records import Episode
@@ -589,7 +589,7 @@ def evaluate_run(
     ``final_turn``: ``free`` (the paper's protocol) or ``worker`` (an episode's turn that
     would end it without a Worker's answer is played as a Worker, as ``serve`` does).
     """
-    from workbench.core.evaluate import EvaluationStopped, evaluate
+    from workbench.core.evaluate import evaluate
     from workbench.core.export import load_coordinator
 
     with Store.open(workspace) as store:
@@ -619,9 +619,12 @@ def evaluate_run(
                 "evaluation": {**source.reference, "split": split, "final_turn": final_turn},
             },
         )
-        try:
-            p = config.protocol
-            report, episodes = session.run(
+        p = config.protocol
+        report, _ = session.run(
+            stored_evaluation(
+                store,
+                eval_id,
+                source.pool,
                 evaluate(
                     coordinator,
                     session.pool,
@@ -640,24 +643,41 @@ def evaluate_run(
                     thinker_suggests_role=p.thinker_suggests_role,
                     final_turn=final_turn,
                     roles=p.roles,
-                )
+                ),
             )
-        except EvaluationStopped:
-            store.set_run_status(eval_id, "stopped", stop_reason="stopped")
-            raise
-        except Exception as exc:
-            store.set_run_status(
-                eval_id, "failed", stop_reason="error", error=f"{type(exc).__name__}: {exc}"
-            )
-            raise
-        report = dataclasses.replace(report, spend=spend_kind(source.pool))
-        store.add_episodes(episodes)
-        store.set_run_status(
-            eval_id, "finished", stop_reason="done", result={"report": report.to_json()}
         )
     if out_dir is not None:
         report.write(out_dir)
     return EvaluationResult(report, eval_id)
+
+
+async def stored_evaluation(
+    store: Store,
+    eval_id: str,
+    pool: Sequence[str],
+    evaluation: Awaitable[tuple[Report, list[Episode]]],
+) -> tuple[Report, list[Episode]]:
+    """Await ``evaluation`` (``evaluate.evaluate``) into the stored run ``eval_id``: its
+    report labelled with the pool's spend (simulated, recorded or real dollars), its
+    episodes stored, the run finished; or the run marked stopped or failed when the
+    evaluation raises, never left "running". Every stored evaluation goes through it
+    (``evaluate_run``, each cross-validation fold)."""
+    try:
+        report, episodes = await evaluation
+    except EvaluationStopped:
+        store.set_run_status(eval_id, "stopped", stop_reason="stopped")
+        raise
+    except Exception as exc:
+        store.set_run_status(
+            eval_id, "failed", stop_reason="error", error=f"{type(exc).__name__}: {exc}"
+        )
+        raise
+    report = dataclasses.replace(report, spend=spend_kind(pool))
+    store.add_episodes(episodes)
+    store.set_run_status(
+        eval_id, "finished", stop_reason="done", result={"report": report.to_json()}
+    )
+    return report, episodes
 
 
 def export_run(
