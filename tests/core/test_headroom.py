@@ -56,6 +56,8 @@ def test_the_sandbox_check_holds_the_exact_figures_in_its_intervals(tmp_path):
     assert clear == {"choice": True, "code": True, "math": False}, report.categories
     # the check paid for every answer (simulated dollars), and stored them as a run
     assert report.cost.calls == 60 * 3 and report.cost.cached == 0
+    # the config says cache "off": the check records its answers anyway, and says so
+    assert "(cache: read-write, not the config's off" in report.table()
     assert report.cost.dollars > 0 and "(simulated)" in report.cost_line()
     assert "routing can gain at most" in report.sentence.lower()
     # again: every answer comes from the response cache, and costs nothing

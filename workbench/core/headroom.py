@@ -507,6 +507,18 @@ def check_tasks(
     return [train[i] for i in keep], words, left_out
 
 
+def overridden_policy(policy: str, configured: str) -> str:
+    """The cache policy a check or study used, in words, saying so when it is not the
+    config's: an explicit ``off`` (or ``read-only``) is not honoured, since the answers
+    are recorded for training runs of the same pool to reuse."""
+    if policy == configured:
+        return policy
+    return (
+        f"{policy}, not the config's {configured}: every answer is recorded in the "
+        "response cache for training to reuse"
+    )
+
+
 def _task_seed(seed: int, task: Task) -> int:
     """The check's episode seed for ``task``: the same in every check of the same run
     seed, whatever the sample, so a repeated check finds its answers in the cache."""
@@ -535,6 +547,7 @@ def check_headroom(
     p = config.protocol
     prompts = Prompts.load()
     policy = "replay-only" if config.cache.policy == "replay-only" else "read-write"
+    shown_policy = overridden_policy(policy, config.cache.policy)
     with Store.open(workspace) as store:
         session = open_worker_pool(config.pool.workers, workspace)
         from workbench.core.workers.cache import cached_pool
@@ -643,7 +656,7 @@ def check_headroom(
             spend_kind(ids),
             time.perf_counter() - started,
             left_out,
-            policy,
+            shown_policy,
             run_id,
             exact["oracle"] if exact else None,
             exact["gap"] if exact else None,
