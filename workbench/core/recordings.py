@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.core.errors import BadInput, FileEncodingError, read_text
+from workbench.core.printable import shown_path
 from workbench.core.protocol import Prompts, build_messages
 from workbench.core.records import Role
 from workbench.core.store import Store
@@ -46,6 +47,7 @@ from workbench.core.tasks.model import Task
 from workbench.core.tasks.suites import load_suite
 from workbench.core.workers.recorded import (
     CHAMP_MODELS,
+    RecordedPoolDamaged,
     Recording,
     champ_tables,
     imported_pool_names,
@@ -280,7 +282,7 @@ def import_file(
     nothing imported) or ``RecordedPoolError``."""
     check_name(name, workspace, replace=replace)
     file = Path(path)
-    shown = str(file)
+    shown = shown_path(file, workspace.root)  # no user name or home layout in a message
     if not file.is_file():
         what = "does not exist" if not file.exists() else "is not a regular file"
         raise RecordsValidationError(
@@ -500,7 +502,13 @@ def _temporary(folder: Path, text: str) -> Path:
 def list_pools(workspace: Workspace, suite: str | None = None) -> list[PoolInfo]:
     """The built-in pool (CHAMP) and every pool imported into ``workspace``, each with its
     workers' coverage of its own suite (or of ``suite``)."""
-    return [show_pool(workspace, n, suite) for n in (*BUILT_IN, *imported_pool_names(workspace))]
+    pools = []
+    for name in (*BUILT_IN, *imported_pool_names(workspace)):
+        try:
+            pools.append(show_pool(workspace, name, suite))
+        except RecordedPoolDamaged as error:  # one broken pool hides none of the others
+            pools.append(PoolInfo(name, "damaged", "", None, notes=(str(error),)))
+    return pools
 
 
 def show_pool(workspace: Workspace, name: str, suite: str | None = None) -> PoolInfo:
@@ -527,8 +535,8 @@ def show_pool(workspace: Workspace, name: str, suite: str | None = None) -> Pool
     if name not in imported_pool_names(workspace):
         known = ", ".join([*BUILT_IN, *imported_pool_names(workspace)])
         raise RecordedPoolError(
-            f"no recorded pool named '{name}' in workspace {workspace.root}: the recorded "
-            f"pools are {known}"
+            f"no recorded pool named '{name}' in workspace {shown_path(workspace.root)}: the "
+            f"recorded pools are {known}"
         )
     pool = load_recorded_pool(workspace, name)
     meta = json.loads(pool_paths(workspace, name)[1].read_text(encoding="utf-8"))

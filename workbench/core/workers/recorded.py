@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workbench.core.errors import InvalidInput
+from workbench.core.printable import shown_path
 from workbench.core.workers.base import (
     Completion,
     EpisodeContext,
@@ -49,6 +50,11 @@ if TYPE_CHECKING:
 
 class NotRecorded(WorkerError):
     """The recorded table has no answer for this task from this worker (not retryable)."""
+
+
+class RecordedPoolDamaged(InvalidInput):
+    """An imported pool's files cannot be read (edited by hand, cut short): the message
+    names the file and line and how to get the pool back."""
 
 
 class RecordedPoolNotFound(UnknownWorker):
@@ -329,28 +335,53 @@ def load_recorded_pool(workspace: Workspace, name: str) -> RecordedPool:
     if not answers.is_file() or not meta.is_file():
         known = ", ".join(["champ (built in)", *imported_pool_names(workspace)])
         raise RecordedPoolNotFound(
-            f"no recorded pool named '{name}' in workspace {workspace.root}: the recorded "
-            f"pools are {known}; import one with trinity-workbench records import FILE "
+            f"no recorded pool named '{name}' in workspace {shown_path(workspace.root)}: the "
+            f"recorded pools are {known}; import one with trinity-workbench records import FILE "
             f"--name {name} --suite SUITE",
         )
     stamp = (answers.stat().st_mtime_ns, meta.stat().st_mtime_ns)
-    return _read_pool(str(answers), str(meta), stamp)
+    return _read_pool(str(answers), str(meta), stamp, str(workspace.root))
+
+
+def _damaged(name: str, path: str, line: int, problem: str, root: str) -> RecordedPoolDamaged:
+    where = shown_path(path, root) + (f":{line}" if line else "")
+    return RecordedPoolDamaged(
+        f"recorded pool '{name}' is damaged: {where}: {problem}; import it again with "
+        f"trinity-workbench records import FILE --name {name} --suite SUITE --replace, or "
+        f"remove it with trinity-workbench records remove {name}"
+    )
 
 
 @functools.lru_cache(maxsize=16)
-def _read_pool(answers: str, meta: str, _stamp: tuple[int, int]) -> RecordedPool:
-    info: dict[str, Any] = json.loads(Path(meta).read_text(encoding="utf-8"))
-    tables: dict[str, dict[str, Recording]] = {w: {} for w in info.get("workers", [])}
-    with open(answers, encoding="utf-8") as lines:
-        for line in lines:
-            if line.strip():
-                record = json.loads(line)
-                rec = Recording(**record)
+def _read_pool(answers: str, meta: str, _stamp: tuple[int, int], root: str) -> RecordedPool:
+    name = Path(meta).stem
+    try:
+        info: Any = json.loads(Path(meta).read_text(encoding="utf-8"))
+        if not isinstance(info, dict):
+            raise ValueError("expected a JSON object")
+        prices = {w: (float(p[0]), float(p[1])) for w, p in info.get("prices", {}).items()}
+        header = (info["name"], info["suite"], info["source"], float(info["created_at"]))
+        workers = list(info.get("workers", []))
+    except (ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError) as exc:
+        problem = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
+        raise _damaged(name, meta, 0, problem, root) from None
+    tables: dict[str, dict[str, Recording]] = {w: {} for w in workers}
+    try:
+        with open(answers, encoding="utf-8") as lines:
+            for number, line in enumerate(lines, 1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                    if not isinstance(record, dict):
+                        raise TypeError("expected a JSON object")
+                    rec = Recording(**record)
+                except (ValueError, TypeError) as exc:
+                    raise _damaged(name, answers, number, str(exc), root) from None
                 tables.setdefault(rec.worker, {})[rec.task_id] = rec
-    prices = {w: (float(p[0]), float(p[1])) for w, p in info.get("prices", {}).items()}
-    return RecordedPool(
-        info["name"], info["suite"], info["source"], float(info["created_at"]), tables, prices
-    )
+    except UnicodeDecodeError as exc:
+        raise _damaged(name, answers, 0, f"not UTF-8 ({exc.reason})", root) from None
+    return RecordedPool(*header, tables, prices)
 
 
 def _resolve(worker_id: str, workspace: Workspace | None = None) -> list[Worker]:
