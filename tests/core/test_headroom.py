@@ -166,9 +166,19 @@ def test_the_best_worker_right_whenever_any_is_says_a_coordinator_cannot_help(tm
     report = HeadroomReport(
         "s", ("a", "b"), 4, "all", workers, best, oracle, gap, pairwise, categories, CheckCost()
     )
-    assert gap == (0.0, 0.0, 0.0)
+    # a gap of 0 on 4 tasks: up to 3/4 is not ruled out (rule of three), so no verdict
+    assert gap == (0.0, 0.0, 0.75)
     assert "right whenever any worker is" in report.sentence
-    assert "cannot help" in report.sentence
+    assert "up to 75 points is not ruled out" in report.sentence
+    assert "check more tasks" in report.sentence
+    # on 200 tasks the bound is 1.5 points: below 2, so the coordinator cannot help
+    right = np.array([[1] * 150 + [0] * 50, [1] * 100 + [0] * 100], dtype=bool)
+    ids = tuple(str(i) for i in range(200))
+    outcomes = Outcomes(("a", "b"), ids, ("x",) * 200, right, np.ones((2, 200)))
+    figures = analyse(outcomes, resamples=200)
+    report = HeadroomReport("s", ("a", "b"), 200, "all", *figures, CheckCost())
+    assert report.gap == (0.0, 0.0, 0.015)
+    assert report.sentence.endswith("training a coordinator cannot help here.")
 
 
 def test_the_sample_is_a_seeded_prefix_and_uncovered_tasks_are_left_out():

@@ -181,10 +181,18 @@ class HeadroomReport:
         """The check's conclusion in one plain sentence, claiming nothing the interval
         does not show."""
         gap, low, high = (100 * x for x in self.gap)
+        if self.gap[0] == 0 and high < 100 * 2 * ONE_POINT:
+            return (
+                f"The best worker ({self.best}) is right whenever any worker is, on these "
+                f"{self.n} tasks (a gap above {high:.1f} points is ruled out): training a "
+                "coordinator cannot help here."
+            )
         if self.gap[0] == 0:
             return (
                 f"The best worker ({self.best}) is right whenever any worker is, on these "
-                f"{self.n} tasks: training a coordinator cannot help here."
+                f"{self.n} tasks, but on so few a gap of up to {high:.0f} points is not ruled "
+                "out (95%): check more tasks (--sample) before concluding a coordinator "
+                "cannot help."
             )
         if high < 100 * 2 * ONE_POINT:
             return (
@@ -345,6 +353,10 @@ def analyse(
     gap = bootstrap_mean(
         any_right.astype(float) - right[b].astype(float), seed=seed, resamples=resamples
     )
+    if gap[0] == 0:
+        # no task where another worker was right and the best wrong: the bootstrap interval
+        # is [0, 0], but with n tasks a gap up to 3/n is not ruled out (95%, rule of three)
+        gap = (0.0, 0.0, min(1.0, 3 / n))
     pairwise = {
         a: {
             c: float((right[i] & ~right[j]).mean())
