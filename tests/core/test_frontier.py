@@ -103,6 +103,19 @@ def test_the_front_and_the_two_sentences_follow_from_the_points():
     assert frontier.best_single == "single:big"
     first = frontier.cheapest_within_one_point
     assert "is cost_penalty 5" in first and "40% of single:big's" in first
+    # 79 against 80, one task lost: the interval reaches below -1 point, so "within one
+    # point" is the point estimate only, and the loss the interval allows is said
+    assert first.startswith("The cheapest coordinator whose point estimate is within one")
+    assert "a loss of up to 3.0 points is not ruled out" in first
+    # right on exactly big's tasks: the paired interval is [0, 0], within one point stands
+    same = _system("cost_penalty 5", "coordinator", [1] * 80 + [0] * 20, 4.0, 5.0)
+    tied = build_frontier(
+        [same, best, small], suite="s", pool=("big", "small"), penalties=(5.0,), budget={}
+    )
+    assert tied.cheapest_within_one_point.startswith(
+        "The cheapest coordinator within one point of the best single worker"
+    )
+    assert "not ruled out" not in tied.cheapest_within_one_point
     second = frontier.best_at_best_single_cost
     assert "by cost_penalty 0" in second
     # +5 points on 100 tasks, paired: the interval includes 0, so no win is claimed

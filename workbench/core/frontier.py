@@ -328,12 +328,24 @@ def build_frontier(
             if b.dollars > 0
             else f" ({b.name} costs {dollars(0.0, label)})"
         )
+        d = _diff(by_name[c.name], best, tasks, seed)
+        # "within one point" is claimed only when the paired interval rules out a larger
+        # loss; otherwise it is the point estimate, and the interval's loss is said
+        within = (
+            "within one point"
+            if d.ci_low >= -ONE_POINT - 1e-12
+            else "whose point estimate is within one point"
+        )
+        caveat = (
+            ""
+            if d.ci_low >= -ONE_POINT - 1e-12
+            else f"; a loss of up to {-100 * d.ci_low:.1f} points is not ruled out"
+        )
         first = (
-            f"The cheapest coordinator within one point of the best single worker "
+            f"The cheapest coordinator {within} of the best single worker "
             f"({b.name}, {b.accuracy:.3f} [{b.ci_low:.3f}, {b.ci_high:.3f}]) is {c.name}: "
             f"{c.accuracy:.3f} [{c.ci_low:.3f}, {c.ci_high:.3f}], "
-            f"{_pts(_diff(by_name[c.name], best, tasks, seed))}, at "
-            f"{dollars(c.dollars, label, 6)} per task{share}."
+            f"{_pts(d)}, at {dollars(c.dollars, label, 6)} per task{share}{caveat}."
         )
     elif coordinators:
         c = max(coordinators, key=lambda p: (p.accuracy, -p.dollars))
