@@ -129,8 +129,12 @@ def test_champ_tokens_are_the_whole_conversations():
 
 
 def test_an_unknown_recorded_worker_names_the_known_ones():
-    with pytest.raises(ValueError, match="recorded:champ/gpt-4-turbo"):
+    from workbench.core.errors import BadInput
+    from workbench.core.workers.recorded import RecordedPoolNotFound
+
+    with pytest.raises(RecordedPoolNotFound, match="recorded:champ/gpt-4-turbo") as error:
         build_pool(["recorded:champ/gpt-5"])
+    assert isinstance(error.value, BadInput)  # bad input (exit 2), like the other misses
 
 
 class _Prefers:

@@ -266,7 +266,7 @@ def champ_worker(worker_id: str) -> RecordedWorker:
     name = worker_id.removeprefix("recorded:champ/").removesuffix("-5shot")
     if name not in CHAMP_MODELS or worker_id not in champ_tables():
         known = ", ".join(sorted(champ_tables()))
-        raise ValueError(
+        raise RecordedPoolNotFound(
             f"unknown recorded worker '{worker_id}': the champ recordings are {known} "
             "(or 'recorded:champ' for the four 0-shot ones)"
         )
