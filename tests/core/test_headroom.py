@@ -239,3 +239,26 @@ def test_the_check_reads_a_pool_imported_into_the_workspace(tmp_path):
     assert report.n == 12 and report.best == "recorded:mine/alpha"
     assert [w.accuracy for w in report.workers] == [1.0, 0.0]
     assert report.cost.recorded == 24 and report.cost.calls == 0
+
+
+def test_the_cli_writes_the_report_and_says_where_on_stderr(tmp_path):
+    import subprocess
+    import sys
+
+    config = tmp_path / "c.toml"
+    config.write_text(
+        '[run]\nname = "h"\n[pool]\nworkers = ["sandbox"]\n[tasks]\nsuite = "mixed"\n'
+        "[protocol]\nmax_turns = 1\n",
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "workbench", "--workspace", str(tmp_path / "ws"), "headroom"]
+        + [str(config), "--sample", "6", "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Headroom on `mixed`" in done.stdout and "wrote" not in done.stdout
+    assert f"wrote {tmp_path / 'out' / 'headroom.json'}" in done.stderr
+    assert (tmp_path / "out" / "headroom.md").read_text(encoding="utf-8").startswith("```")

@@ -33,6 +33,7 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -228,6 +229,15 @@ class HeadroomReport:
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
+
+    def write(self, folder: str | Path) -> list[Path]:
+        """headroom.json and headroom.md (the table) in ``folder``."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        paths = [folder / "headroom.json", folder / "headroom.md"]
+        paths[0].write_text(self.to_json(), encoding="utf-8")
+        paths[1].write_text("```\n" + self.table() + "\n```\n", encoding="utf-8")
+        return paths
 
     def table(self) -> str:
         """The report as text: the workers, the oracle and its gap, the pairwise table,
