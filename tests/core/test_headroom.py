@@ -194,6 +194,14 @@ def test_the_sample_is_a_seeded_prefix_and_uncovered_tasks_are_left_out():
     assert len(every) == len(train) and words.startswith("all")
     at_hand, words, _ = check_tasks(train, pool, 10, 0, lambda w, t: True)
     assert len(at_hand) == len(train) and "already cached or recorded" in words
+    # a recorded worker with answers to 5 training tasks only: the others are left out
+    from workbench.core.workers.recorded import RecordedWorker, Recording
+
+    table = {t.id: Recording(t.id, "rec", "\\boxed{1}") for t in train[:5]}
+    recorded = [*pool, RecordedWorker("recorded:x/rec", table)]
+    kept, _, left = check_tasks(train, recorded, 0, 0, lambda w, t: w.covers(t))
+    assert {t.id for t in kept} == set(table)
+    assert left == {"no recorded answer from every worker": len(train) - 5}
 
 
 def test_the_cli_default_sample_is_the_documented_one():
