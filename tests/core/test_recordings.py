@@ -375,3 +375,10 @@ def test_messages_show_short_paths_not_the_full_ones(tmp_path, monkeypatch):
             else:
                 show_pool(ws, "nothing")
         assert "workspace ~/ws:" in str(unknown.value) and str(tmp_path) not in str(unknown.value)
+
+
+def test_unknown_task_ids_with_an_apostrophe_are_counted_one_each(ws, tmp_path):
+    lines = [_line(task_id=t, worker="w", response="r") for t in ("a'b", "a'c", "a'c")]
+    with pytest.raises(RecordsValidationError) as error:
+        import_file(ws, _write(tmp_path / "q.jsonl", lines), "mine", SUITE)
+    assert "(2 unknown task ids)" in error.value.summary

@@ -42,7 +42,7 @@ from workbench.core.printable import shown_path
 from workbench.core.protocol import Prompts, build_messages
 from workbench.core.records import Role
 from workbench.core.store import Store
-from workbench.core.tasks.jsonl import ValidationIssue, _bad_text, _loads, split_lines
+from workbench.core.tasks.jsonl import ValidationIssue, json_objects, split_lines
 from workbench.core.tasks.model import Task
 from workbench.core.tasks.suites import load_suite
 from workbench.core.workers.recorded import (
@@ -144,29 +144,23 @@ class PoolInfo:
 
 
 def parse_records(
-    lines: Iterable[str], path: str, task_ids: set[str] | None
+    lines: Iterable[str],
+    path: str,
+    task_ids: set[str] | None,
+    unknown: set[str] | None = None,
 ) -> tuple[list[Recording], list[ValidationIssue]]:
     """Validate recorded-answer lines; return the answers and every problem found.
-    ``task_ids``: the suite's, to list unknown ids (None: not checked)."""
+    ``task_ids``: the suite's, to list unknown ids (None: not checked); ``unknown``
+    collects those ids."""
     records: list[Recording] = []
     issues: list[ValidationIssue] = []
     first: dict[tuple[str, str], int] = {}
-    for number, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
-        try:
-            record = _loads(raw)
-        except BadInput as error:
-            issues.append(ValidationIssue(path, number, None, str(error)))
-            continue
-        problem = _bad_text(record)
-        if problem is not None:
-            issues.append(ValidationIssue(path, number, None, problem))
-            continue
-        if not isinstance(record, dict):
-            issues.append(ValidationIssue(path, number, None, "expected a JSON object"))
-            continue
+    for number, record in json_objects(lines, path, issues):
         found = _check(record, task_ids)
+        task_id = record.get("task_id")
+        if unknown is not None and task_ids is not None and isinstance(task_id, str):
+            if task_id.strip() and task_id not in task_ids:
+                unknown.add(task_id)
         pair = (record.get("task_id"), record.get("worker"))
         if not found and isinstance(pair[0], str) and isinstance(pair[1], str):
             key = (pair[0], pair[1])
@@ -297,13 +291,11 @@ def import_file(
             summary=f"{error}; nothing was imported",
         ) from None
     tasks = load_suite(suite, workspace)
-    records, issues = parse_records(split_lines(text), shown, {t.id for t in tasks.tasks})
+    unknown: set[str] = set()
+    records, issues = parse_records(split_lines(text), shown, {t.id for t in tasks.tasks}, unknown)
     if not records and not issues:
         issues.append(ValidationIssue(shown, 0, None, "the file holds no answers"))
     if issues:
-        unknown = sorted(
-            {i.message.split("'")[1] for i in issues if i.message.startswith("unknown task id")}
-        )
         tail = f" ({len(unknown)} unknown task ids)" if unknown else ""
         raise RecordsValidationError(
             issues,
