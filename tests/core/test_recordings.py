@@ -291,6 +291,18 @@ def test_the_records_commands_import_list_show_and_remove(tmp_path, tasks):
     assert "recorded:mine/alpha" in shown.stdout and f"2/{len(tasks)}" in shown.stdout
     assert cli("records", "remove", "mine").returncode == 0
     assert cli("records", "show", "mine").returncode == 2
+    # prices for the answers without a recorded cost
+    done = cli("records", "import", good, "--name", "p", "--suite", SUITE, "--price", "alpha=x")
+    assert done.returncode == 2 and "WORKER=IN,OUT" in done.stderr
+    args = ("records", "import", good, "--name", "p", "--suite", SUITE)
+    done = cli(*args, "--price", "gamma=1,2")
+    assert done.returncode == 2 and "no worker 'gamma'" in done.stderr
+    assert cli(*args, "--price", "alpha=2,8").returncode == 0
+    (alpha, _beta) = build_pool(["recorded:p"], workspace=Workspace.open(tmp_path / "w"))
+    assert (alpha.price_in, alpha.price_out) == (2.0, 8.0)
+    settings = EpisodeSettings(max_turns=1, roles=("worker",))
+    turn = asyncio.run(run_episode(FixedPolicy(1, 0), [alpha], tasks[1], settings)).turns[0]
+    assert turn.tokens_in == 9 and turn.cost == pytest.approx((9 * 2 + turn.tokens_out * 8) / 1e6)
 
 
 def test_an_evaluation_of_a_recorded_pool_has_the_oracle_and_paired_differences(

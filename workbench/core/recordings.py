@@ -32,7 +32,7 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -270,10 +270,12 @@ def import_file(
     suite: str,
     *,
     replace: bool = False,
+    prices: Mapping[str, tuple[float, float]] | None = None,
 ) -> PoolInfo:
     """Validate the JSONL file at ``path`` against ``suite``'s task ids and keep it as the
     recorded pool ``name``; raises ``RecordsValidationError`` (every problem with its line,
-    nothing imported) or ``RecordedPoolError``."""
+    nothing imported) or ``RecordedPoolError``. ``prices``: worker -> (USD per million
+    tokens in, out), for the answers that record no ``cost`` (without one they cost $0)."""
     check_name(name, workspace, replace=replace)
     file = Path(path)
     shown = shown_path(file, workspace.root)  # no user name or home layout in a message
@@ -302,7 +304,19 @@ def import_file(
             summary=f"{len(issues)} problem(s) in {shown}{tail}; fix them and import it "
             "again: nothing was imported",
         )
-    _write_pool(workspace, name, tasks.name, f"file {file.name}", records)
+    workers = {r.worker for r in records}
+    for worker, (price_in, price_out) in (prices or {}).items():
+        if worker not in workers:
+            raise RecordedPoolError(
+                f"--price {worker}=...: the file has no worker '{worker}'; its workers are "
+                f"{', '.join(sorted(workers))}; nothing was imported"
+            )
+        if not all(math.isfinite(x) and x >= 0 for x in (price_in, price_out)):
+            raise RecordedPoolError(
+                f"--price {worker}={price_in},{price_out}: prices are USD per million tokens, "
+                "0 or more; nothing was imported"
+            )
+    _write_pool(workspace, name, tasks.name, f"file {file.name}", records, prices=prices)
     return show_pool(workspace, name)
 
 
@@ -450,6 +464,7 @@ def _write_pool(
     source: str,
     records: Sequence[Recording],
     notes: Sequence[str] = (),
+    prices: Mapping[str, tuple[float, float]] | None = None,
 ) -> None:
     """Both files written to temporary names first, then moved in place (answers, then
     metadata: a pool exists once its metadata does)."""
@@ -464,7 +479,7 @@ def _write_pool(
         "source": source,
         "created_at": time.time(),
         "workers": workers,
-        "prices": {},
+        "prices": {w: [float(i), float(o)] for w, (i, o) in (prices or {}).items()},
         "notes": list(notes),
     }
     lines = "".join(
