@@ -135,6 +135,18 @@ def test_the_front_and_the_two_sentences_follow_from_the_points():
     )
     assert "above single:big by +8.0 points [" in won.best_at_best_single_cost
     assert "won 8 lost 0, sign test p = 0.0078" in won.best_at_best_single_cost
+    # 6 wins, 0 losses is p = 0.031, but the winner is the best of 3 systems at big's cost
+    # on the same test tasks: Bonferroni asks p < 0.017, so no win is claimed
+    six = _system("cost_penalty 0", "coordinator", [1] * 86 + [0] * 14, 9.0, 0.0)
+    picked = build_frontier(
+        [six, cheap, best, small], suite="s", pool=("big", "small"), penalties=(0, 5), budget={}
+    )
+    assert "not separated from single:big" in picked.best_at_best_single_cost
+    assert "the best of 3 systems on these tasks, so a win needs p < 0.017" in (
+        picked.best_at_best_single_cost
+    )
+    alone = build_frontier([six, best], suite="s", pool=("big",), penalties=(0,), budget={})
+    assert "above single:big by +6.0 points" in alone.best_at_best_single_cost
     oracle = next(p for p in frontier.points if p.name == ANY_RIGHT)
     assert oracle.accuracy == pytest.approx(0.80) and oracle.n == n and not oracle.pareto
 

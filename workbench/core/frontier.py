@@ -41,6 +41,7 @@ from workbench.core.coordinator import Backbone
 from workbench.core.errors import InvalidInput
 from workbench.core.evaluate import (
     MULTI_TURN_ORACLE,
+    SIGNIFICANCE,
     Paired,
     any_right_index,
     best_single_index,
@@ -368,10 +369,17 @@ def build_frontier(
         )
     else:
         d = _diff(by_name[top.name], best, tasks, seed)
+        # ``top`` is the best of ``m`` systems on these same test tasks: a win must clear
+        # the sign test at SIGNIFICANCE / m (Bonferroni), or picking the luckiest of several
+        # coordinators on the test split would overstate it
+        m = sum(1 for p in affordable if p.name != b.name)
+        level = SIGNIFICANCE / max(1, m)
+        picked = f"; the best of {m} systems on these tasks, so a win needs p < {level:.2g}"
         verdict = (
-            f"above {b.name} by {_pts(d)}"
-            if d.better
-            else f"not separated from {b.name}'s {b.accuracy:.3f} ({_pts(d)})"
+            f"above {b.name} by {_pts(d)}{picked if m > 1 else ''}"
+            if d.wins > d.losses and d.p_value < level
+            else f"not separated from {b.name}'s {b.accuracy:.3f} ({_pts(d)}"
+            f"{picked if m > 1 else ''})"
         )
         second = (
             f"{at} the best accuracy reached is {top.accuracy:.3f} "
