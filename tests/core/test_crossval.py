@@ -42,8 +42,17 @@ def test_every_task_is_in_exactly_one_fold_and_folds_are_balanced_and_seeded():
     ids = [t.id for f in folds for t in f]
     assert sorted(ids) == sorted(t.id for t in tasks)  # each task once
     assert max(map(len, folds)) - min(map(len, folds)) <= 1
-    for fold in folds:  # each category spread over the folds
-        assert {t.category for t in fold} == {"a", "b"}
+    for category in "ab":  # each category spread evenly over the folds
+        counts = [sum(t.category == category for t in fold) for fold in folds]
+        assert max(counts) - min(counts) <= 1, (category, counts)
+    # an uneven suite: 3 of category a, 17 of b over 4 folds
+    uneven = [
+        Task(id=f"u{i:02d}", kind="math", prompt="p", answer="1", category="a" if i < 3 else "b")
+        for i in range(20)
+    ]
+    for category in "ab":
+        counts = [sum(t.category == category for t in f) for f in make_folds(uneven, 4, 1)]
+        assert max(counts) - min(counts) <= 1, (category, counts)
     assert make_folds(list(reversed(tasks)), 5, seed=7) == folds  # file order does not matter
     assert make_folds(tasks, 5, seed=8) != folds
     with pytest.raises(InvalidInput, match="at least 2 folds"):
@@ -100,6 +109,32 @@ def test_the_report_pairs_every_system_with_the_best_single_worker_per_category(
     per_y = next(p for p in report.paired_by_group["y"] if p.system == "coordinator")
     assert (per_y.n, per_y.wins, per_y.difference) == (2, 1, 0.5)
     assert "single:a" in report.table() and json.loads(report.to_json())["folds"] == 2
+    assert report.paired_left_out == 0
+
+
+def test_the_paired_comparison_is_on_the_tasks_every_worker_covers():
+    # single:b has no recorded answer for t3 and t4 (a miss reads as wrong); the
+    # coordinator was routed around it there. On all tasks the coordinator would "win" 2-0
+    # against b; on the covered tasks t1, t2 the two are equal and b (cheaper) is the best
+    groups = dict.fromkeys(("t1", "t2", "t3", "t4"), "x")
+    rewards = {
+        "coordinator": {"t1": 1.0, "t2": 0.0, "t3": 1.0, "t4": 1.0},
+        "single:a": {"t1": 1.0, "t2": 0.0, "t3": 0.0, "t4": 0.0},
+        "single:b": {"t1": 1.0, "t2": 0.0, "t3": 0.0, "t4": 0.0},
+    }
+    kinds = {"coordinator": "coordinator", "single:a": "single", "single:b": "single"}
+    costs = {
+        "single:a": dict.fromkeys(groups, 2.0),
+        "single:b": dict.fromkeys(groups, 1.0),
+        "coordinator": dict.fromkeys(groups, 1.0),
+    }
+    report = summarise_folds("s", 2, 0, rewards, kinds, groups, covered={"t1", "t2"}, costs=costs)
+    assert report.best_single == "single:b"  # a tie in accuracy: the cheaper (one rule)
+    coordinator = next(p for p in report.paired if p.system == "coordinator")
+    assert (coordinator.n, coordinator.wins, coordinator.losses) == (2, 0, 0)
+    assert report.paired_left_out == 2 and "(2 left out" in report.table()
+    everything = summarise_folds("s", 2, 0, rewards, kinds, groups)
+    assert next(p for p in everything.paired if p.system == "coordinator").wins == 2
 
 
 def test_cross_validated_training_on_a_recorded_pool_tests_every_task_once(tmp_path, tiny_backbone):
@@ -163,6 +198,9 @@ def test_cross_validated_training_on_a_recorded_pool_tests_every_task_once(tmp_p
         assert len(trained) == 3 and {r.id for r in trained} == set(report.runs)
         evaluations = store.list_runs("eval")
         assert {r.id for r in evaluations} == set(report.evaluations)
+        for r in evaluations:  # recorded dollars are labelled so, not read as real ones
+            assert r.status == "finished"
+            assert json.loads(r.result["report"])["spend"] == "recorded", r.result
         # the folds' test tasks: disjoint, together the suite
         tested = [
             e.task_id
@@ -173,3 +211,21 @@ def test_cross_validated_training_on_a_recorded_pool_tests_every_task_once(tmp_p
     assert sorted(tested) == sorted(ids)
     assert np.isfinite(report.train_seconds) and report.train_seconds > 0
     assert load_suite("tiny", ws).tasks == tuple(tasks)  # the stored suite is unchanged
+
+
+def test_a_stored_evaluation_that_fails_is_marked_failed_not_left_running(tmp_path):
+    import asyncio
+
+    from workbench.core.runs import stored_evaluation
+
+    ws = Workspace.open(tmp_path / "ws")
+
+    async def broken():
+        raise RuntimeError("the pool went away")
+
+    with Store.open(ws) as store:
+        eval_id = store.create_run("eval of x", "eval", {})
+        with pytest.raises(RuntimeError):
+            asyncio.run(stored_evaluation(store, eval_id, ["recorded:champ/gpt-4"], broken()))
+        record = store.get_run(eval_id)
+    assert record.status == "failed" and "the pool went away" in (record.error or "")

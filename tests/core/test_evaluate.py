@@ -139,3 +139,31 @@ def test_final_turn_worker_leaves_no_episode_without_an_answer(ws, tiny_backbone
             assert role_label(episode, index) == "worker (worker only)"  # replays say so
     with pytest.raises(ValueError, match="unknown final_turn 'last'"):
         evaluate_run(ws, run=trained, baselines=False, backbone=tiny_backbone, final_turn="last")
+
+
+def test_one_bootstrap_one_best_single_rule_one_any_right_oracle_one_mean_interval():
+    """Review items 13-15: every module uses evaluate's helpers, not copies of them."""
+    import numpy as np
+
+    from workbench.core import crossval, frontier, headroom, runs
+    from workbench.core import evaluate as ev
+
+    # the headroom check and the frontier have no bootstrap or best-single rule of their own
+    assert headroom.bootstrap_mean is ev.bootstrap_mean and headroom.RESAMPLES == ev.BOOTSTRAP
+    assert not hasattr(headroom, "best_index") and not hasattr(headroom, "mean_interval")
+    assert frontier.best_single_index is ev.best_single_index
+    assert crossval.best_single_index is ev.best_single_index
+    assert frontier.mean_ci is runs.mean_ci
+    # the paired difference's interval is the bootstrap's, clamped to hold the mean
+    d = np.array([1.0] * 3 + [0.0] * 97)
+    p = ev.paired_values("a", "b", d, seed=3)
+    assert (p.difference, p.ci_low, p.ci_high) == ev.bootstrap_mean(d, seed=3)
+    # best single: the most accurate, a tie to the cheaper, then to the earlier
+    assert ev.best_single_index([0.5, 0.7, 0.7], [1.0, 2.0, 1.0]) == 2
+    assert ev.best_single_index([0.7, 0.7], [1.0, 1.0]) == 0
+    # any right: the cheapest right answer; none right: the best reward, the cheapest
+    assert ev.any_right_index([1.0, 0.0, 1.0], [3.0, 0.5, 2.0]) == 2
+    assert ev.any_right_index([0.0, 0.5, 0.0], [1.0, 9.0, 0.1]) == 1
+    # dollars per task are not clipped at 1 (rewards are)
+    assert runs.mean_ci([2.0, 4.0], upper=float("inf"))[2] > 3.0
+    assert runs.mean_ci([0.9, 1.0])[2] == 1.0

@@ -58,7 +58,9 @@ def test_a_sandbox_frontier_holds_the_exact_accuracies_in_its_intervals(tmp_path
     coordinators = [p for p in frontier.points if p.kind == "coordinator"]
     assert {p.penalty for p in coordinators} == {0.0, 2000.0}
     assert all(p.training["episodes"] > 0 for p in coordinators)
-    assert frontier.cache_policy == "read-write"
+    # the config's "off" is overridden (the runs share the cache), and the table says so
+    assert frontier.cache_policy.startswith("read-write, not the config's off")
+    assert "not the config's off" in frontier.table()
     text = frontier.table()
     assert "(simulated)" in text and frontier.cheapest_within_one_point in text
     # stored, listed and loaded back as it was
@@ -147,16 +149,50 @@ def test_the_front_and_the_two_sentences_follow_from_the_points():
     assert frontier.best_single == "single:big"
     first = frontier.cheapest_within_one_point
     assert "is cost_penalty 5" in first and "40% of single:big's" in first
+    # 79 against 80, one task lost: the interval reaches below -1 point, so "within one
+    # point" is the point estimate only, and the loss the interval allows is said
+    assert first.startswith("The cheapest coordinator whose point estimate is within one")
+    assert "a loss of up to 3.0 points is not ruled out" in first
+    # right on exactly big's tasks: the paired interval is [0, 0], within one point stands
+    same = _system("cost_penalty 5", "coordinator", [1] * 80 + [0] * 20, 4.0, 5.0)
+    tied = build_frontier(
+        [same, best, small], suite="s", pool=("big", "small"), penalties=(5.0,), budget={}
+    )
+    assert tied.cheapest_within_one_point.startswith(
+        "The cheapest coordinator within one point of the best single worker"
+    )
+    assert "not ruled out" not in tied.cheapest_within_one_point
     second = frontier.best_at_best_single_cost
     assert "by cost_penalty 0" in second
     # +5 points on 100 tasks, paired: the interval includes 0, so no win is claimed
     assert "not separated from single:big" in second
-    # right wherever big is and on 5 more: the paired interval lies above 0
-    better = _system("cost_penalty 0", "coordinator", [1] * 85 + [0] * 15, 9.0, 0.0)
+    # right wherever big is and on 5 more: the bootstrap interval lies above 0 ([+1, +10]),
+    # but 5 wins and 0 losses is p = 0.0625 by the exact sign test: no win is claimed
+    five = _system("cost_penalty 0", "coordinator", [1] * 85 + [0] * 15, 9.0, 0.0)
+    not_won = build_frontier(
+        [five, cheap, best, small], suite="s", pool=("big", "small"), penalties=(0, 5), budget={}
+    )
+    assert "not separated from single:big" in not_won.best_at_best_single_cost
+    assert "won 5 lost 0, sign test p = 0.062" in not_won.best_at_best_single_cost
+    # right wherever big is and on 8 more: 8 wins, 0 losses is p = 0.0078, a win
+    better = _system("cost_penalty 0", "coordinator", [1] * 88 + [0] * 12, 9.0, 0.0)
     won = build_frontier(
         [better, cheap, best, small], suite="s", pool=("big", "small"), penalties=(0, 5), budget={}
     )
-    assert "above single:big by +5.0 points [+1.0" in won.best_at_best_single_cost
+    assert "above single:big by +8.0 points [" in won.best_at_best_single_cost
+    assert "won 8 lost 0, sign test p = 0.0078" in won.best_at_best_single_cost
+    # 6 wins, 0 losses is p = 0.031, but the winner is the best of 3 systems at big's cost
+    # on the same test tasks: Bonferroni asks p < 0.017, so no win is claimed
+    six = _system("cost_penalty 0", "coordinator", [1] * 86 + [0] * 14, 9.0, 0.0)
+    picked = build_frontier(
+        [six, cheap, best, small], suite="s", pool=("big", "small"), penalties=(0, 5), budget={}
+    )
+    assert "not separated from single:big" in picked.best_at_best_single_cost
+    assert "the best of 3 systems on these tasks, so a win needs p < 0.017" in (
+        picked.best_at_best_single_cost
+    )
+    alone = build_frontier([six, best], suite="s", pool=("big",), penalties=(0,), budget={})
+    assert "above single:big by +6.0 points" in alone.best_at_best_single_cost
     oracle = next(p for p in frontier.points if p.name == ANY_RIGHT)
     assert oracle.accuracy == pytest.approx(0.80) and oracle.n == n and not oracle.pareto
 
@@ -175,3 +211,29 @@ def test_pareto_front_and_penalties_are_checked():
     for bad in ([], [-1], [1, 1], [float("nan")]):
         with pytest.raises(InvalidInput):
             check_penalties(bad)
+
+
+def test_the_frontier_is_measured_on_the_tasks_every_worker_covers():
+    # small has no recorded answer for the last 10 tasks (read as wrong), where the
+    # coordinator was routed to big: on all 100 tasks it would be 10 points above small
+    big = _system("single:big", "single", [1] * 50 + [0] * 40 + [1] * 10, 2.0)
+    small = _system("single:small", "single", [1] * 60 + [0] * 40, 1.0)
+    coordinator = _system("cost_penalty 0", "coordinator", [1] * 60 + [0] * 30 + [1] * 10, 1.0, 0)
+    covered = {str(i) for i in range(90)}
+    frontier = build_frontier(
+        [coordinator, big, small],
+        suite="s",
+        pool=("big", "small"),
+        penalties=(0.0,),
+        budget={},
+        covered=covered,
+    )
+    assert frontier.left_out == 10 and all(p.n == 90 for p in frontier.points)
+    assert frontier.best_single == "single:small"  # 60 of 90 against big's 50
+    by_name = {p.name: p for p in frontier.points}
+    assert by_name["cost_penalty 0"].accuracy == pytest.approx(60 / 90)
+    assert "10 left out" in frontier.table()
+    everything = build_frontier(
+        [coordinator, big, small], suite="s", pool=("big", "small"), penalties=(0.0,), budget={}
+    )
+    assert everything.left_out == 0 and everything.points[0].n == 100

@@ -291,6 +291,18 @@ def test_the_records_commands_import_list_show_and_remove(tmp_path, tasks):
     assert "recorded:mine/alpha" in shown.stdout and f"2/{len(tasks)}" in shown.stdout
     assert cli("records", "remove", "mine").returncode == 0
     assert cli("records", "show", "mine").returncode == 2
+    # prices for the answers without a recorded cost
+    done = cli("records", "import", good, "--name", "p", "--suite", SUITE, "--price", "alpha=x")
+    assert done.returncode == 2 and "WORKER=IN,OUT" in done.stderr
+    args = ("records", "import", good, "--name", "p", "--suite", SUITE)
+    done = cli(*args, "--price", "gamma=1,2")
+    assert done.returncode == 2 and "no worker 'gamma'" in done.stderr
+    assert cli(*args, "--price", "alpha=2,8").returncode == 0
+    (alpha, _beta) = build_pool(["recorded:p"], workspace=Workspace.open(tmp_path / "w"))
+    assert (alpha.price_in, alpha.price_out) == (2.0, 8.0)
+    settings = EpisodeSettings(max_turns=1, roles=("worker",))
+    turn = asyncio.run(run_episode(FixedPolicy(1, 0), [alpha], tasks[1], settings)).turns[0]
+    assert turn.tokens_in == 9 and turn.cost == pytest.approx((9 * 2 + turn.tokens_out * 8) / 1e6)
 
 
 def test_an_evaluation_of_a_recorded_pool_has_the_oracle_and_paired_differences(
@@ -322,11 +334,63 @@ def test_an_evaluation_of_a_recorded_pool_has_the_oracle_and_paired_differences(
         "recorded oracle",
     ]
     assert [by_name[n].accuracy for n in by_name] == [0.5, 0.5, 0.5, 1.0]
-    assert report.best_single == "single:recorded:mine/alpha"  # a tie: the first
+    # beta has no answer to tasks[0]: counted as wrong for single:beta while the coordinator
+    # would be routed around it, so the paired comparison is on tasks[1] alone, which every
+    # worker covers (there alpha is wrong, beta right: beta is the best single worker)
+    assert report.best_single == "single:recorded:mine/beta" and report.paired_left_out == 1
     coordinator = report.paired[0]
-    assert (coordinator.system, coordinator.wins, coordinator.losses) == ("coordinator", 1, 1)
-    assert coordinator.difference == 0.0 and coordinator.p_value == 1.0
-    oracle = next(p for p in report.paired if p.system == "recorded oracle")
-    assert (oracle.wins, oracle.losses, oracle.difference) == (1, 0, 0.5)
+    assert (coordinator.system, coordinator.wins, coordinator.losses) == ("coordinator", 0, 0)
+    assert coordinator.n == 1 and coordinator.difference == 0.0
+    alpha = next(p for p in report.paired if p.system == "single:recorded:mine/alpha")
+    assert (alpha.wins, alpha.losses, alpha.n) == (0, 1, 1)
     assert len([e for e in episodes if e.candidate == 3]) == 2  # the oracle's, replayable
-    assert "task by task" in report.to_markdown() and "task by task" in report.table()
+    for text in (report.to_markdown(), report.table()):
+        assert "task by task on the 1 tasks every worker has an answer for (1 left out" in text
+
+
+def test_a_damaged_pool_file_is_a_clear_error_and_hides_no_other_pool(ws, tmp_path, tasks):
+    from workbench.core.workers.recorded import RecordedPoolDamaged, pool_paths
+
+    import_file(ws, _write(tmp_path / "a.jsonl", _good(tasks)), "mine", SUITE)
+    import_file(ws, _write(tmp_path / "b.jsonl", _good(tasks)), "other", SUITE)
+    answers, meta = pool_paths(ws, "mine")
+    lines = answers.read_text(encoding="utf-8").splitlines()
+    # an extra field on line 2 (edited by hand)
+    answers.write_text(
+        lines[0] + "\n" + lines[1][:-1] + ', "answr": "x"}\n' + lines[2] + "\n", encoding="utf-8"
+    )
+    with pytest.raises(RecordedPoolDamaged, match=r"workspace/records/mine\.jsonl:2: .*answr"):
+        build_pool(["recorded:mine"], workspace=ws)
+    answers.write_text("not json\n", encoding="utf-8")
+    with pytest.raises(RecordedPoolDamaged, match=r"mine\.jsonl:1: .*--replace"):
+        build_pool(["recorded:mine"], workspace=ws)
+    meta.write_text("{", encoding="utf-8")
+    with pytest.raises(RecordedPoolDamaged, match=r"workspace/records/mine\.json: "):
+        build_pool(["recorded:mine"], workspace=ws)
+    # the listing (records list, the Workers page) shows the others and says what is wrong
+    pools = {p.name: p for p in list_pools(ws)}
+    assert set(pools) == {"champ", "mine", "other"} and pools["other"].answers == 3
+    assert pools["mine"].source == "damaged" and "mine.json" in pools["mine"].notes[0]
+    assert str(ws.root) not in pools["mine"].notes[0]  # no full path in output
+
+
+def test_messages_show_short_paths_not_the_full_ones(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    ws = Workspace.open(tmp_path / "ws")
+    with pytest.raises(RecordsValidationError) as missing:
+        import_file(ws, ws.root / "none.jsonl", "mine", SUITE)
+    assert "workspace/none.jsonl does not exist" in str(missing.value)
+    for error in (RecordedPoolNotFound, RecordedPoolError):
+        with pytest.raises(error) as unknown:
+            if error is RecordedPoolNotFound:
+                build_pool(["recorded:nothing"], workspace=ws)
+            else:
+                show_pool(ws, "nothing")
+        assert "workspace ~/ws:" in str(unknown.value) and str(tmp_path) not in str(unknown.value)
+
+
+def test_unknown_task_ids_with_an_apostrophe_are_counted_one_each(ws, tmp_path):
+    lines = [_line(task_id=t, worker="w", response="r") for t in ("a'b", "a'c", "a'c")]
+    with pytest.raises(RecordsValidationError) as error:
+        import_file(ws, _write(tmp_path / "q.jsonl", lines), "mine", SUITE)
+    assert "(2 unknown task ids)" in error.value.summary

@@ -79,8 +79,10 @@ def test_the_evaluate_page_charts_paired_differences_from_the_best_single(
     qtbot.waitUntil(lambda: not page.listing and not page.reading)
     page.show_report(report)
     assert [s.name for s in report.systems][-1] == "recorded oracle"
+    # paired on the one task both workers answer (the second), where beta is right
+    assert report.best_single == "single:recorded:mine/beta" and report.paired_left_out == 1
     names = [p.system for p in report.paired]
-    assert names == ["coordinator", "single:recorded:mine/beta", "random", "recorded oracle"]
+    assert names == ["coordinator", "single:recorded:mine/alpha", "random", "recorded oracle"]
     bars, errors = page.paired_items
     assert list(bars.opts["height"]) == [p.difference for p in report.paired]
     tops = [y + t for y, t in zip(errors.opts["y"], errors.opts["top"], strict=True)]

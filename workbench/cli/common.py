@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Sequence
 
 from workbench.core.errors import BadInput
@@ -20,6 +21,15 @@ def workspace(args):
 
 def print_json(obj) -> None:
     print(json.dumps(obj, indent=2, ensure_ascii=False, default=str))
+
+
+def print_written(paths) -> None:
+    """One 'wrote PATH' line per file a command wrote (a report's --out), on stderr, so
+    stdout holds only the report; paths shortened as everywhere (``shown_path``)."""
+    from workbench.core.printable import shown_path
+
+    for path in paths:
+        print(f"wrote {shown_path(path)}", file=sys.stderr)
 
 
 def table(rows: Sequence[Sequence[object]], header: Sequence[str]) -> str:

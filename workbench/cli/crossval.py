@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from workbench.cli.common import workspace
+from workbench.cli.common import print_written, workspace
 
 
 def cmd_crossval(args) -> int:
@@ -36,9 +36,7 @@ def cmd_crossval(args) -> int:
         progress=said,
     )
     print(report.table())
-    if args.out:
-        for path in report.write(args.out):
-            print(f"wrote {path}", file=sys.stderr)
+    print_written(report.write(args.out) if args.out else [])
     return 0
 
 

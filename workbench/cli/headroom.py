@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import sys
 
-from workbench.cli.common import UserError, print_json, workspace
+from workbench.cli.common import UserError, print_json, print_written, workspace
+from workbench.core.headroom import DEFAULT_SAMPLE
 
 
 def cmd_headroom(args) -> int:
@@ -24,19 +25,12 @@ def cmd_headroom(args) -> int:
     report = check_headroom(config, workspace(args), sample=args.sample, progress=progress)
     if progress is not None:
         print(file=sys.stderr)
-    if args.out:
-        from pathlib import Path
-
-        folder = Path(args.out)
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "headroom.json").write_text(report.to_json(), encoding="utf-8")
-        (folder / "headroom.md").write_text("```\n" + report.table() + "\n```\n", encoding="utf-8")
+    written = report.write(args.out) if args.out else []
     if args.json:
         print_json(report.to_dict())
     else:
         print(report.table())
-        if args.out:
-            print(f"wrote {args.out}/headroom.json and headroom.md")
+    print_written(written)
     return 0
 
 
@@ -79,15 +73,13 @@ def cmd_frontier(args) -> int:
         parse_penalties(args.penalties),
         progress=lambda line: print(line, file=sys.stderr),
     )
-    if args.out:
-        frontier.write(args.out)
+    written = frontier.write(args.out) if args.out else []
     if args.json:
         print_json(frontier.to_dict())
     else:
         print(frontier.table())
         print(f"\nstored as run {frontier.run_id[:8] if frontier.run_id else '-'}")
-        if args.out:
-            print(f"wrote {args.out}/frontier.json, frontier.md and frontier.svg")
+    print_written(written)
     return 0
 
 
@@ -103,8 +95,8 @@ def register(sub, common) -> None:
     p.add_argument(
         "--sample",
         type=int,
-        default=100,
-        help="training tasks to check (default 100; 0: all), plus every training task "
+        default=DEFAULT_SAMPLE,
+        help=f"training tasks to check (default {DEFAULT_SAMPLE}; 0: all), plus every training task "
         "whose answers are already cached or recorded",
     )
     p.add_argument("--pool", help="comma-separated worker ids instead of the config's pool")

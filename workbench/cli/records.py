@@ -49,9 +49,14 @@ def cmd_records_import(args) -> int:
             "--suite is needed: the suite whose task ids the answers belong to (e.g. --suite "
             "champ); an import checks every task id against it"
         )
+    prices = _prices(args.price or [])
+    if prices and not args.file:
+        raise UserError("--price applies to a FILE import: the cache and runs hold real costs")
     try:
         if args.file:
-            info = import_file(ws, args.file, args.name, args.suite, replace=args.replace)
+            info = import_file(
+                ws, args.file, args.name, args.suite, replace=args.replace, prices=prices
+            )
         elif args.from_cache:
             info = import_from_cache(
                 ws, args.suite, args.name, prompts=args.prompts, replace=args.replace
@@ -67,6 +72,24 @@ def cmd_records_import(args) -> int:
     )
     _print_pool(info, header=False)
     return 0
+
+
+def _prices(values: list[str]) -> dict[str, tuple[float, float]]:
+    """``WORKER=IN,OUT`` (USD per million tokens) per --price, checked."""
+    out: dict[str, tuple[float, float]] = {}
+    for value in values:
+        worker, _, pair = value.partition("=")
+        parts = pair.split(",")
+        try:
+            if not worker.strip() or len(parts) != 2:
+                raise ValueError
+            out[worker.strip()] = (float(parts[0]), float(parts[1]))
+        except ValueError:
+            raise UserError(
+                f"--price {value}: write WORKER=IN,OUT in USD per million tokens, e.g. "
+                "--price gpt-4o=2.5,10"
+            ) from None
+    return out
 
 
 def cmd_records_list(args) -> int:
@@ -138,6 +161,13 @@ def register(sub, common) -> None:
     )
     p.add_argument(
         "--replace", action="store_true", help="replace an imported pool of the same name"
+    )
+    p.add_argument(
+        "--price",
+        action="append",
+        metavar="WORKER=IN,OUT",
+        help="a FILE's worker's price in USD per million tokens in and out, for answers "
+        "without a recorded cost (repeat per worker; without one they cost $0)",
     )
     p.set_defaults(func=cmd_records_import)
     p = rs.add_parser("list", parents=[common], help="built-in and imported recorded pools")

@@ -17,7 +17,7 @@ import dataclasses
 import json
 import random
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,13 +29,15 @@ from workbench.core.evaluate import (
     RECORDED_ORACLE,
     Paired,
     baseline_names,
+    best_single_index,
     evaluate,
     paired,
     sign_test,
     wilson,
 )
+from workbench.core.protocol import answers_task
 from workbench.core.records import Episode
-from workbench.core.runs import backbone_for, open_pool
+from workbench.core.runs import backbone_for, open_pool, stored_evaluation
 from workbench.core.store import Store
 from workbench.core.tasks.model import Suite, Task
 from workbench.core.tasks.suites import load_suite
@@ -141,6 +143,8 @@ class CrossValReport:
     train_seconds: float
     runs: tuple[str, ...]  # each fold's training run id
     evaluations: tuple[str, ...]  # each fold's evaluation run id
+    # tasks left out of the paired comparison: some worker has no recorded answer for them
+    paired_left_out: int = 0
 
     @property
     def groups(self) -> list[str]:
@@ -159,6 +163,7 @@ class CrossValReport:
                 "train_seconds": round(self.train_seconds, 1),
                 "runs": list(self.runs),
                 "evaluations": list(self.evaluations),
+                "paired_left_out": self.paired_left_out,
                 "systems": [
                     {k: v for k, v in dataclasses.asdict(s).items() if k != "rewards"}
                     for s in self.systems
@@ -180,6 +185,13 @@ class CrossValReport:
             "",
             f"{'system':34s} {'accuracy':>8s}  95% CI          vs {self.best_single}",
         ]
+        if self.paired_left_out:
+            n = self.paired[0].n if self.paired else 0
+            lines.insert(
+                1,
+                f"paired differences on the {n} tasks every worker has an answer for "
+                f"({self.paired_left_out} left out: a recorded worker has none)",
+            )
         diffs = {p.system: p for p in self.paired}
         for s in self.systems:
             p = diffs.get(s.name)
@@ -223,14 +235,28 @@ def summarise_folds(
     train_seconds: float = 0.0,
     runs: Sequence[str] = (),
     evaluations: Sequence[str] = (),
+    covered: Collection[str] | None = None,
+    costs: Mapping[str, Mapping[str, float]] | None = None,
 ) -> CrossValReport:
-    """The report from every system's per-task rewards (system -> task id -> reward)."""
+    """The report from every system's per-task rewards (system -> task id -> reward).
+    The paired comparisons are on ``covered`` (the tasks every worker has an answer for;
+    default all), against the best single worker there (``best_single_index``, ties to
+    the cheaper by ``costs``: system -> task id -> dollars)."""
     systems = tuple(_system(n, kinds[n], r, groups) for n, r in rewards.items())
     singles = [s for s in systems if s.kind == "single"]
     if not singles:
         raise InvalidInput("a cross-validation needs the single workers as its reference")
-    best = max(singles, key=lambda s: s.accuracy)  # the first of equals, in pool order
-    ids = sorted(best.rewards)
+    ids = sorted(t for t in singles[0].rewards if covered is None or t in covered)
+
+    def mean(values: Mapping[str, float] | None) -> float:
+        return sum(values[i] for i in ids) / len(ids) if values and ids else 0.0
+
+    best = singles[
+        best_single_index(
+            [mean(s.rewards) for s in singles],
+            [mean((costs or {}).get(s.name)) for s in singles],
+        )
+    ]
     pairs = tuple(
         paired(s.name, best.name, s.rewards, best.rewards, ids, seed)
         for s in systems
@@ -255,6 +281,7 @@ def summarise_folds(
         train_seconds,
         tuple(runs),
         tuple(evaluations),
+        len(singles[0].rewards) - len(ids),
     )
 
 
@@ -291,6 +318,7 @@ def cross_validate(
     dealt = make_folds(suite.tasks, folds, seed)
     groups = {t.id: t.group for t in suite.tasks}
     rewards: dict[str, dict[str, float]] = {}
+    costs: dict[str, dict[str, float]] = {}
     kinds: dict[str, str] = {}
     runs: list[str] = []
     evaluations: list[str] = []
@@ -299,6 +327,7 @@ def cross_validate(
     with Store.open(workspace) as store:
         session = open_pool(fold_config, store, workspace)
         ids = [w.id for w in session.pool]
+        covered = {t.id for t in suite.tasks if all(answers_task(session.pool, t))}
 
         async def all_folds() -> float:
             # one event loop for every fold: the pool's client is closed once, at the end
@@ -336,6 +365,7 @@ def cross_validate(
                 for episode in episodes:
                     name = report.systems[episode.candidate or 0].name
                     rewards.setdefault(name, {})[episode.task_id] = episode.reward
+                    costs.setdefault(name, {})[episode.task_id] = episode.cost
                 if progress is not None:
                     progress(FoldProgress(index + 1, folds, "evaluated", eval_id))
             return trained
@@ -351,6 +381,8 @@ def cross_validate(
         train_seconds=trained,
         runs=runs,
         evaluations=evaluations,
+        covered=covered,
+        costs=costs,
     )
 
 
@@ -370,7 +402,7 @@ async def _evaluate_fold(
     eval_id = store.create_run(
         f"eval of {cfg.run.name}", "eval", {**cfg.to_dict(), "evaluation": {"split": "test"}}
     )
-    report, episodes = await evaluate(
+    evaluation = evaluate(
         coordinator,
         pool,
         tasks,
@@ -385,10 +417,8 @@ async def _evaluate_fold(
         thinker_suggests_role=p.thinker_suggests_role,
         roles=p.roles,
     )
-    store.add_episodes(episodes)
-    store.set_run_status(
-        eval_id, "finished", stop_reason="done", result={"report": report.to_json()}
-    )
+    # labelled with the pool's spend, stored, and never left "running" on an error
+    report, episodes = await stored_evaluation(store, eval_id, ids, evaluation)
     return report, episodes, eval_id
 
 

@@ -31,6 +31,7 @@ from workbench.core.protocol import (
     EpisodeSettings,
     EpisodeTag,
     Prompts,
+    answers_task,
     episode_gate,
     run_episode,
 )
@@ -55,6 +56,28 @@ def wilson(successes: float, n: int, z: float = 1.96) -> tuple[float, float]:
 
 
 BOOTSTRAP = 10_000  # resamples of a paired difference's interval
+# A difference is claimed (a win, a "clear" lead, "above") only when the exact two-sided
+# sign test on its paired wins and losses gives p below this: a percentile bootstrap
+# interval of right/wrong differences is too narrow at small counts (4 wins, 0 losses out
+# of 100 gives [+1, +8] points, at p = 0.125). The interval is still shown beside it.
+SIGNIFICANCE = 0.05
+
+
+def bootstrap_mean(
+    values: Sequence[float] | np.ndarray, *, seed: int = 0, resamples: int = BOOTSTRAP
+) -> tuple[float, float, float]:
+    """The mean of ``values`` (one per task) and its 95% percentile bootstrap interval,
+    resampling tasks; the interval always holds the mean. The one bootstrap of the
+    workbench: paired differences (``paired``), the headroom check's gaps and leads."""
+    values = np.asarray(values, dtype=np.float64)
+    n = len(values)
+    if n == 0:
+        return 0.0, 0.0, 0.0
+    mean = float(values.mean())
+    rng = np.random.default_rng(seed)
+    means = values[rng.integers(0, n, size=(resamples, n))].mean(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    return mean, min(mean, float(low)), max(mean, float(high))
 
 
 @dataclass(frozen=True)
@@ -73,6 +96,34 @@ class Paired:
     n: int
     p_value: float
 
+    @property
+    def significant(self) -> bool:
+        """Whether the sign test separates the two (p < ``SIGNIFICANCE``): the only
+        ground on which a win or a loss is claimed."""
+        return self.p_value < SIGNIFICANCE
+
+    @property
+    def better(self) -> bool:
+        """A win that may be claimed: more wins than losses, and significant."""
+        return self.significant and self.wins > self.losses
+
+
+def paired_values(
+    system: str,
+    against: str,
+    differences: Sequence[float] | np.ndarray,
+    *,
+    seed: int = 0,
+    resamples: int = BOOTSTRAP,
+) -> Paired:
+    """``Paired`` from the per-task differences (system minus reference)."""
+    d = np.asarray(differences, dtype=np.float64)
+    if len(d) == 0:
+        return Paired(system, against, 0.0, 0.0, 0.0, 0, 0, 0, 1.0)
+    mean, low, high = bootstrap_mean(d, seed=seed, resamples=resamples)
+    wins, losses = int((d > 0).sum()), int((d < 0).sum())
+    return Paired(system, against, mean, low, high, wins, losses, len(d), sign_test(wins, losses))
+
 
 def paired(
     system: str,
@@ -83,25 +134,7 @@ def paired(
     seed: int = 0,
 ) -> Paired:
     """``a`` against ``b`` (task id -> reward) on the tasks ``ids``."""
-    d = np.array([a[i] - b[i] for i in ids], dtype=np.float64)
-    n = len(d)
-    if n == 0:
-        return Paired(system, against, 0.0, 0.0, 0.0, 0, 0, 0, 1.0)
-    rng = np.random.default_rng(seed)
-    means = d[rng.integers(0, n, size=(BOOTSTRAP, n))].mean(axis=1)
-    low, high = np.percentile(means, [2.5, 97.5])
-    wins, losses = int((d > 0).sum()), int((d < 0).sum())
-    return Paired(
-        system,
-        against,
-        float(d.mean()),
-        float(low),
-        float(high),
-        wins,
-        losses,
-        n,
-        sign_test(wins, losses),
-    )
+    return paired_values(system, against, [a[i] - b[i] for i in ids], seed=seed)
 
 
 def sign_test(wins: int, losses: int) -> float:
@@ -112,6 +145,21 @@ def sign_test(wins: int, losses: int) -> float:
         return 1.0
     tail = sum(math.comb(m, j) for j in range(min(wins, losses) + 1)) / 2**m
     return min(1.0, 2 * tail)
+
+
+def best_single_index(accuracy: Sequence[float], dollars: Sequence[float]) -> int:
+    """The best single worker, the one rule of the workbench (evaluation, headroom,
+    frontier, cross-validation): the highest accuracy; a tie goes to the cheaper, then to
+    the earlier in the pool."""
+    order = sorted(range(len(accuracy)), key=lambda i: (-accuracy[i], dollars[i], i))
+    return order[0]
+
+
+def any_right_index(rewards: Sequence[float], dollars: Sequence[float]) -> int:
+    """The one-turn oracle's pick among the single workers' answers to one task, the one
+    rule of the workbench: the cheapest worker that was right (reward 1), else the one
+    with the highest reward, the cheapest of those; ties go to the earlier in the pool."""
+    return min(range(len(rewards)), key=lambda i: (-min(rewards[i], 1.0), dollars[i], i))
 
 
 @dataclass(frozen=True)
@@ -153,6 +201,21 @@ class Report:
     # every other system against the best single worker, task by task (``paired``)
     best_single: str = ""
     paired: tuple[Paired, ...] = ()
+    # tasks left out of ``paired``: some worker of the pool has no recorded answer for them
+    # (a single worker's miss would count as wrong while the coordinator is routed around
+    # it, which favours the coordinator): the comparison is on the tasks every worker covers
+    paired_left_out: int = 0
+
+    @property
+    def paired_words(self) -> str:
+        """Which tasks the paired comparison is on, in words."""
+        n = self.paired[0].n if self.paired else 0
+        if not self.paired_left_out:
+            return f"on all {n} tasks"
+        return (
+            f"on the {n} tasks every worker has an answer for ({self.paired_left_out} left "
+            "out: a recorded worker has none)"
+        )
 
     @property
     def groups(self) -> list[str]:
@@ -188,6 +251,7 @@ class Report:
                 "learned": [c.to_json() for c in self.learned],
                 "best_single": self.best_single,
                 "paired": [asdict(p) for p in self.paired],
+                "paired_left_out": self.paired_left_out,
             },
             indent=2,
         )
@@ -248,7 +312,8 @@ class Report:
         if self.paired:
             lines += [
                 "",
-                f"Against the best single worker ({self.best_single}), task by task:",
+                f"Against the best single worker ({self.best_single}), task by task "
+                f"{self.paired_words}:",
                 "",
                 "| system | difference | 95% CI (bootstrap) | won | lost | p (sign test) |",
                 "|---|---|---|---|---|---|",
@@ -295,7 +360,10 @@ class Report:
                 )
                 for p in self.paired
             ]
-            text += f"\n\nagainst {self.best_single}, task by task:\n" + _columns(per_task)
+            text += (
+                f"\n\nagainst {self.best_single}, task by task {self.paired_words}:\n"
+                + _columns(per_task)
+            )
         if self.group_rows():
             per = [("system", "category", "accuracy", "95% CI", "n")]
             per += [
@@ -526,9 +594,16 @@ async def evaluate(
         eps = recorded_oracle(episodes, [s[0] for s in systems], len(systems), len(tasks))
         results.append(summarise(RECORDED_ORACLE, "oracle", eps, {t.id: t.group for t in tasks}))
         episodes += eps
-    best, pairs = against_best_single(results, episodes, [t.id for t in tasks], seed)
+    covered = [t.id for t in tasks if all(answers_task(pool, t))]
+    best, pairs = against_best_single(results, episodes, covered, seed)
     report = Report(
-        suite, split, tuple(results), learned=tuple(learned), best_single=best, paired=pairs
+        suite,
+        split,
+        tuple(results),
+        learned=tuple(learned),
+        best_single=best,
+        paired=pairs,
+        paired_left_out=len(tasks) - len(covered) if pairs else 0,
     )
     return report, episodes
 
@@ -536,17 +611,25 @@ async def evaluate(
 def against_best_single(
     results: Sequence[SystemResult], episodes: Sequence[Episode], task_ids: Sequence[str], seed: int
 ) -> tuple[str, tuple[Paired, ...]]:
-    """The best single worker (the first of equals, in pool order) and every other system
-    against it, task by task (``paired``); ("", ()) without a single worker. ``episodes``
-    are the systems' in report order (``candidate``: the system's index)."""
+    """The best single worker (``best_single_index`` on ``task_ids``) and every other
+    system against it, task by task on ``task_ids`` (``paired``: pass the tasks every
+    worker covers); ("", ()) without a single worker or a task. ``episodes`` are the
+    systems' in report order (``candidate``: the system's index)."""
     singles = [s for s in results if s.kind == "single"]
-    if not singles or len(set(task_ids)) != len(task_ids):
+    if not singles or not task_ids or len(set(task_ids)) != len(task_ids):
         return "", ()
     rewards: dict[str, dict[str, float]] = {}
+    costs: dict[str, dict[str, float]] = {}
     for episode in episodes:
         name = results[episode.candidate or 0].name
         rewards.setdefault(name, {})[episode.task_id] = episode.reward
-    best = max(singles, key=lambda s: s.accuracy).name
+        costs.setdefault(name, {})[episode.task_id] = episode.cost
+    best = singles[
+        best_single_index(
+            [float(np.mean([rewards[s.name][t] for t in task_ids])) for s in singles],
+            [float(np.mean([costs[s.name][t] for t in task_ids])) for s in singles],
+        )
+    ].name
     return best, tuple(
         paired(s.name, best, rewards[s.name], rewards[best], task_ids, seed)
         for s in results
@@ -557,18 +640,18 @@ def against_best_single(
 def recorded_oracle(
     episodes: Sequence[Episode], names: Sequence[str], index: int, n_tasks: int
 ) -> list[Episode]:
-    """The recorded oracle's episodes: per task, a copy of the first single worker's
-    episode with the highest reward (any worker right: right), recorded as system
-    ``index``. ``names`` are the systems' names in the order of ``episodes`` (each system's
+    """The recorded oracle's episodes: per task, a copy of the single worker's episode
+    ``any_right_index`` picks (the cheapest right one: any worker right, right), recorded
+    as system ``index``. ``names`` are the systems' names in the order of ``episodes`` (each system's
     ``n_tasks`` episodes in task order)."""
     import uuid
 
     singles = [i for i, n in enumerate(names) if n.startswith("single:")]
     out = []
+    if not singles:
+        return []
     for j in range(n_tasks):
-        best = max(
-            (episodes[i * n_tasks + j] for i in singles), key=lambda e: e.reward, default=None
-        )
-        if best is not None:
-            out.append(replace(best, id=uuid.uuid4().hex, candidate=index))
+        answers = [episodes[i * n_tasks + j] for i in singles]
+        best = answers[any_right_index([e.reward for e in answers], [e.cost for e in answers])]
+        out.append(replace(best, id=uuid.uuid4().hex, candidate=index))
     return out

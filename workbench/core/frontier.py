@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,18 +39,19 @@ import numpy as np
 from workbench.core.config import RunConfig
 from workbench.core.coordinator import Backbone
 from workbench.core.errors import InvalidInput
-from workbench.core.evaluate import MULTI_TURN_ORACLE, wilson
-from workbench.core.headroom import (
-    ONE_POINT,
-    best_index,
-    bootstrap_mean,
-    columns,
-    mean_interval,
-    simulated_skills,
+from workbench.core.evaluate import (
+    MULTI_TURN_ORACLE,
+    SIGNIFICANCE,
+    Paired,
+    any_right_index,
+    best_single_index,
+    paired_values,
+    wilson,
 )
+from workbench.core.headroom import ONE_POINT, columns, overridden_policy, simulated_skills
 from workbench.core.oracle import best_plan, random_routing_value
 from workbench.core.records import ROLES
-from workbench.core.runs import backbone_for, evaluate_run, train
+from workbench.core.runs import backbone_for, evaluate_run, mean_ci, train
 from workbench.core.spend import dollars, spend_kind
 from workbench.core.store import Store
 from workbench.core.tasks.model import Task
@@ -113,6 +114,9 @@ class Frontier:
     cache_policy: str = "read-write"
     wall_s: float = 0.0
     run_id: str | None = None
+    # test tasks left out: some worker has no recorded answer for them (a single worker's
+    # miss would read as wrong while a coordinator is routed around it)
+    left_out: int = 0
 
     @property
     def dollars_label(self) -> str:
@@ -169,6 +173,11 @@ class Frontier:
             "",
             "front: * on the Pareto front of the deployable systems (point estimates)",
         ]
+        if self.left_out:
+            lines.append(
+                f"on the {n} test tasks every worker has an answer for ({self.left_out} left "
+                "out: a recorded worker has none)"
+            )
         if exact:
             lines.append("exact: the simulation's expected accuracy on these tasks")
         spent = [p for p in self.points if p.training]
@@ -222,9 +231,10 @@ def any_right_oracle(singles: Sequence[SystemOutcomes]) -> SystemOutcomes:
     tasks = [t for t in singles[0].rewards if all(t in s.rewards for s in singles)]
     rewards, costs = {}, {}
     for t in tasks:
-        right = [s.costs[t] for s in singles if s.rewards[t] >= 1.0]
-        rewards[t] = 1.0 if right else 0.0
-        costs[t] = min(right) if right else min(s.costs[t] for s in singles)
+        pick = singles[
+            any_right_index([s.rewards[t] for s in singles], [s.costs[t] for s in singles])
+        ]
+        rewards[t], costs[t] = pick.rewards[t], pick.costs[t]
     return SystemOutcomes(ANY_RIGHT, "oracle", rewards, costs)
 
 
@@ -250,7 +260,7 @@ def _point(s: SystemOutcomes, tasks: Sequence[str]) -> FrontierPoint:
         s.kind,
         float(r.mean()),
         *wilson(float(r.sum()), len(r)),
-        *mean_interval(c),
+        *mean_ci(list(c), upper=float("inf")),
         len(r),
         s.penalty,
         s.run_id,
@@ -259,12 +269,17 @@ def _point(s: SystemOutcomes, tasks: Sequence[str]) -> FrontierPoint:
     )
 
 
-def _diff(a: SystemOutcomes, b: SystemOutcomes, tasks: Sequence[str], seed: int):
-    return bootstrap_mean(np.array([a.rewards[t] - b.rewards[t] for t in tasks]), seed=seed)
+def _diff(a: SystemOutcomes, b: SystemOutcomes, tasks: Sequence[str], seed: int) -> Paired:
+    return paired_values(a.name, b.name, [a.rewards[t] - b.rewards[t] for t in tasks], seed=seed)
 
 
-def _pts(x: tuple[float, float, float]) -> str:
-    return f"{100 * x[0]:+.1f} points [{100 * x[1]:+.1f}, {100 * x[2]:+.1f}]"
+def _pts(d: Paired) -> str:
+    """A paired difference in points with its interval, its wins and losses and the sign
+    test's p-value (the ground of any claim)."""
+    return (
+        f"{100 * d.difference:+.1f} points [{100 * d.ci_low:+.1f}, {100 * d.ci_high:+.1f}], "
+        f"won {d.wins} lost {d.losses}, sign test p = {d.p_value:.2g}"
+    )
 
 
 def build_frontier(
@@ -278,17 +293,22 @@ def build_frontier(
     seed: int = 0,
     cache_policy: str = "read-write",
     wall_s: float = 0.0,
+    covered: Collection[str] | None = None,
 ) -> Frontier:
     """The frontier of ``systems`` (the coordinators, every single worker, random routing
     and any oracles, measured on the same test tasks); adds the one-turn oracle of the
-    single workers, marks the Pareto front and writes the two sentences."""
+    single workers, marks the Pareto front and writes the two sentences. Every figure is
+    on ``covered`` (the tasks every worker has an answer for; default all)."""
     singles = [s for s in systems if s.kind == "single"]
     if not singles:
         raise InvalidInput("a frontier needs every single worker's answers on the test split")
     systems = [*systems, any_right_oracle(singles)] if len(singles) > 1 else list(systems)
     # sorted: the bootstrap resamples positions, so the tasks' order must not depend on the
     # order the evaluation's episodes were stored in (their finishing order)
-    tasks = sorted(t for t in singles[0].rewards if all(t in s.rewards for s in systems))
+    measured = sorted(t for t in singles[0].rewards if all(t in s.rewards for s in systems))
+    tasks = [t for t in measured if covered is None or t in covered]
+    if not tasks:
+        raise InvalidInput("no test task has an answer from every worker of the pool")
     points = [_point(s, tasks) for s in systems]
     deployable = [i for i, p in enumerate(points) if p.kind in DEPLOYABLE]
     front = pareto_front([(points[i].dollars, points[i].accuracy) for i in deployable])
@@ -297,10 +317,7 @@ def build_frontier(
     by_name = {s.name: s for s in systems}
     single_points = [p for p in points if p.kind == "single"]
     b = single_points[
-        best_index(
-            np.array([p.accuracy for p in single_points]),
-            np.array([p.dollars for p in single_points]),
-        )
+        best_single_index([p.accuracy for p in single_points], [p.dollars for p in single_points])
     ]
     best = by_name[b.name]
     label = spend
@@ -314,12 +331,24 @@ def build_frontier(
             if b.dollars > 0
             else f" ({b.name} costs {dollars(0.0, label)})"
         )
+        d = _diff(by_name[c.name], best, tasks, seed)
+        # "within one point" is claimed only when the paired interval rules out a larger
+        # loss; otherwise it is the point estimate, and the interval's loss is said
+        within = (
+            "within one point"
+            if d.ci_low >= -ONE_POINT - 1e-12
+            else "whose point estimate is within one point"
+        )
+        caveat = (
+            ""
+            if d.ci_low >= -ONE_POINT - 1e-12
+            else f"; a loss of up to {-100 * d.ci_low:.1f} points is not ruled out"
+        )
         first = (
-            f"The cheapest coordinator within one point of the best single worker "
+            f"The cheapest coordinator {within} of the best single worker "
             f"({b.name}, {b.accuracy:.3f} [{b.ci_low:.3f}, {b.ci_high:.3f}]) is {c.name}: "
             f"{c.accuracy:.3f} [{c.ci_low:.3f}, {c.ci_high:.3f}], "
-            f"{_pts(_diff(by_name[c.name], best, tasks, seed))}, at "
-            f"{dollars(c.dollars, label, 6)} per task{share}."
+            f"{_pts(d)}, at {dollars(c.dollars, label, 6)} per task{share}{caveat}."
         )
     elif coordinators:
         c = max(coordinators, key=lambda p: (p.accuracy, -p.dollars))
@@ -342,10 +371,17 @@ def build_frontier(
         )
     else:
         d = _diff(by_name[top.name], best, tasks, seed)
+        # ``top`` is the best of ``m`` systems on these same test tasks: a win must clear
+        # the sign test at SIGNIFICANCE / m (Bonferroni), or picking the luckiest of several
+        # coordinators on the test split would overstate it
+        m = sum(1 for p in affordable if p.name != b.name)
+        level = SIGNIFICANCE / max(1, m)
+        picked = f"; the best of {m} systems on these tasks, so a win needs p < {level:.2g}"
         verdict = (
-            f"above {b.name} by {_pts(d)}"
-            if d[1] > 0
-            else f"not separated from {b.name}'s {b.accuracy:.3f} ({_pts(d)})"
+            f"above {b.name} by {_pts(d)}{picked if m > 1 else ''}"
+            if d.wins > d.losses and d.p_value < level
+            else f"not separated from {b.name}'s {b.accuracy:.3f} ({_pts(d)}"
+            f"{picked if m > 1 else ''})"
         )
         second = (
             f"{at} the best accuracy reached is {top.accuracy:.3f} "
@@ -364,6 +400,7 @@ def build_frontier(
         spend,
         cache_policy,
         wall_s,
+        left_out=len(measured) - len(tasks),
     )
 
 
@@ -468,6 +505,7 @@ def study_frontier(
     penalties = check_penalties(penalties)
     started = time.perf_counter()
     policy = "replay-only" if config.cache.policy == "replay-only" else "read-write"
+    shown_policy = overridden_policy(policy, config.cache.policy)
     config = config.replace(cache={"policy": policy})
     backbone = backbone_for(config, backbone)
     suite = load_suite(config.tasks.suite, workspace)
@@ -515,6 +553,7 @@ def study_frontier(
                 f"at {dollars(coordinator.avg_cost, spend_kind(pool), 6)} per task "
                 f"({time.perf_counter() - run_started:.0f} s)"
             )
+    covered = _covered(pool, test_tasks, workspace)
     exact = exact_accuracies(pool, test_tasks, p.max_turns, p.roles)
     systems = [_with_exact(s, exact[s.name]) if s.name in exact else s for s in systems]
     frontier = build_frontier(
@@ -525,7 +564,8 @@ def study_frontier(
         budget=dict(config.to_dict()["budget"]),
         spend=spend_kind(pool),
         seed=config.run.seed,
-        cache_policy=policy,
+        cache_policy=shown_policy,
+        covered=covered,
     )
     if ANY_RIGHT in exact:
         frontier = _replace_exact(frontier, ANY_RIGHT, exact[ANY_RIGHT])
@@ -540,6 +580,18 @@ def study_frontier(
             run_id, "finished", stop_reason="done", result={"frontier": frontier.to_dict()}
         )
     return frontier
+
+
+def _covered(pool: Sequence[str], tasks: Sequence[Task], workspace: Workspace) -> set[str] | None:
+    """The test tasks every worker of ``pool`` has an answer for; None (all) for a pool
+    without recorded workers, every other worker answering any task."""
+    if not any(w.startswith("recorded") for w in pool):
+        return None
+    from workbench.core.protocol import answers_task
+    from workbench.core.workers.pool import build_pool
+
+    workers = build_pool(list(pool), workspace=workspace)
+    return {t.id for t in tasks if all(answers_task(workers, t))}
 
 
 def _with_exact(s: SystemOutcomes, value: float) -> SystemOutcomes:

@@ -33,13 +33,22 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from workbench.core.config import RunConfig
 from workbench.core.errors import InvalidInput, WorkFailed
-from workbench.core.evaluate import EvaluationStopped, wilson
+from workbench.core.evaluate import (
+    BOOTSTRAP,
+    SIGNIFICANCE,
+    EvaluationStopped,
+    best_single_index,
+    bootstrap_mean,
+    paired_values,
+    wilson,
+)
 from workbench.core.policies import FixedPolicy
 from workbench.core.protocol import (
     EpisodeSettings,
@@ -67,35 +76,8 @@ from workbench.core.workspace import Workspace
 # is usually measured to a few points; a pool that costs money pays for 100 calls per
 # worker. ``sample=0`` takes the whole training split.
 DEFAULT_SAMPLE = 100
-RESAMPLES = 2000  # bootstrap resamples of the tasks
+RESAMPLES = BOOTSTRAP  # bootstrap resamples of the tasks (evaluate's one bootstrap)
 ONE_POINT = 0.01
-
-
-def bootstrap_mean(
-    values: np.ndarray, *, seed: int = 0, resamples: int = RESAMPLES
-) -> tuple[float, float, float]:
-    """The mean of ``values`` (one per task) and its 95% percentile bootstrap interval,
-    resampling tasks."""
-    values = np.asarray(values, dtype=float)
-    n = len(values)
-    if n == 0:
-        return 0.0, 0.0, 0.0
-    mean = float(values.mean())
-    rng = np.random.default_rng(seed)
-    means = values[rng.integers(0, n, size=(resamples, n))].mean(axis=1)
-    low, high = np.percentile(means, [2.5, 97.5])
-    return mean, min(mean, float(low)), max(mean, float(high))
-
-
-def mean_interval(values: np.ndarray) -> tuple[float, float, float]:
-    """Mean of ``values`` and its normal 95% interval (dollars per task), never below 0."""
-    values = np.asarray(values, dtype=float)
-    n = len(values)
-    if n == 0:
-        return 0.0, 0.0, 0.0
-    mean = float(values.mean())
-    half = 1.96 * float(values.std(ddof=1)) / np.sqrt(n) if n > 1 else 0.0
-    return mean, max(0.0, mean - half), mean + half
 
 
 @dataclass(frozen=True)
@@ -127,7 +109,9 @@ class WorkerFigures:
 @dataclass(frozen=True)
 class CategoryWinner:
     """The best worker of one category, the runner-up, and the winner's lead over it with
-    a paired bootstrap interval: ``clear`` when the interval lies above 0."""
+    a paired bootstrap interval, its tasks won and lost against the runner-up and the exact
+    sign test's p-value on them: ``clear`` only when that test separates the two
+    (p < 0.05, which takes at least 6 tasks won and none lost), whatever the interval."""
 
     category: str
     n: int
@@ -139,10 +123,13 @@ class CategoryWinner:
     lead: float
     lead_low: float
     lead_high: float
+    wins: int = 0  # tasks the winner got right and the runner-up wrong
+    losses: int = 0  # and the other way round
+    p_value: float = 1.0  # the exact two-sided sign test on wins and losses
 
     @property
     def clear(self) -> bool:
-        return self.runner_up is None or self.lead_low > 0
+        return self.runner_up is None or (self.p_value < SIGNIFICANCE and self.wins > self.losses)
 
 
 @dataclass(frozen=True)
@@ -195,10 +182,18 @@ class HeadroomReport:
         """The check's conclusion in one plain sentence, claiming nothing the interval
         does not show."""
         gap, low, high = (100 * x for x in self.gap)
+        if self.gap[0] == 0 and high < 100 * 2 * ONE_POINT:
+            return (
+                f"The best worker ({self.best}) is right whenever any worker is, on these "
+                f"{self.n} tasks (a gap above {high:.1f} points is ruled out): training a "
+                "coordinator cannot help here."
+            )
         if self.gap[0] == 0:
             return (
                 f"The best worker ({self.best}) is right whenever any worker is, on these "
-                f"{self.n} tasks: training a coordinator cannot help here."
+                f"{self.n} tasks, but on so few a gap of up to {high:.0f} points is not ruled "
+                "out (95%): check more tasks (--sample) before concluding a coordinator "
+                "cannot help."
             )
         if high < 100 * 2 * ONE_POINT:
             return (
@@ -234,6 +229,15 @@ class HeadroomReport:
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
+
+    def write(self, folder: str | Path) -> list[Path]:
+        """headroom.json and headroom.md (the table) in ``folder``."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        paths = [folder / "headroom.json", folder / "headroom.md"]
+        paths[0].write_text(self.to_json(), encoding="utf-8")
+        paths[1].write_text("```\n" + self.table() + "\n```\n", encoding="utf-8")
+        return paths
 
     def table(self) -> str:
         """The report as text: the workers, the oracle and its gap, the pairwise table,
@@ -290,6 +294,7 @@ class HeadroomReport:
             for c in self.categories:
                 lead = (
                     f"{c.lead:+.3f} [{c.lead_low:+.3f}, {c.lead_high:+.3f}] over {c.runner_up}"
+                    f", won {c.wins} lost {c.losses}, p={c.p_value:.2g}"
                     + ("" if c.clear else " (not separated)")
                     if c.runner_up
                     else ""
@@ -337,13 +342,6 @@ def columns(rows: Sequence[Sequence[str]]) -> str:
 # --------------------------------------------------------------------------- analysis
 
 
-def best_index(accuracy: np.ndarray, dollars_per_task: np.ndarray) -> int:
-    """The best single worker: the highest accuracy; a tie goes to the cheaper, then to the
-    earlier in the pool."""
-    order = sorted(range(len(accuracy)), key=lambda i: (-accuracy[i], dollars_per_task[i], i))
-    return order[0]
-
-
 def analyse(
     outcomes: Outcomes, *, seed: int = 0, resamples: int = RESAMPLES
 ) -> tuple[tuple[WorkerFigures, ...], str, Any, Any, dict, tuple[CategoryWinner, ...]]:
@@ -359,12 +357,16 @@ def analyse(
         WorkerFigures(w, float(acc[i]), *wilson(int(right[i].sum()), n), n, float(per_task[i]))
         for i, w in enumerate(outcomes.workers)
     )
-    b = best_index(acc, per_task)
+    b = best_single_index(list(acc), list(per_task))
     any_right = right.any(axis=0)
     oracle = (float(any_right.mean()), *wilson(int(any_right.sum()), n))
     gap = bootstrap_mean(
         any_right.astype(float) - right[b].astype(float), seed=seed, resamples=resamples
     )
+    if gap[0] == 0:
+        # no task where another worker was right and the best wrong: the bootstrap interval
+        # is [0, 0], but with n tasks a gap up to 3/n is not ruled out (95%, rule of three)
+        gap = (0.0, 0.0, min(1.0, 3 / n))
     pairwise = {
         a: {
             c: float((right[i] & ~right[j]).mean())
@@ -382,16 +384,35 @@ def analyse(
         order = sorted(range(n_workers), key=lambda i: (-cat_acc[i], per_task[i], i))
         win = order[0]
         m = int(mask.sum())
-        figures = (float(cat_acc[win]), *wilson(int(sub[win].sum()), m))
+        low, high = wilson(int(sub[win].sum()), m)
         if n_workers > 1:
             nxt = order[1]
-            lead = bootstrap_mean(
-                sub[win].astype(float) - sub[nxt].astype(float), seed=seed, resamples=resamples
+            d = paired_values(
+                outcomes.workers[win],
+                outcomes.workers[nxt],
+                sub[win].astype(float) - sub[nxt].astype(float),
+                seed=seed,
+                resamples=resamples,
             )
-            runner: str | None = outcomes.workers[nxt]
         else:
-            lead, runner = (0.0, 0.0, 0.0), None
-        categories.append(CategoryWinner(g, m, outcomes.workers[win], *figures, runner, *lead))
+            nxt, d = None, paired_values(outcomes.workers[win], "", [])
+        categories.append(
+            CategoryWinner(
+                g,
+                m,
+                outcomes.workers[win],
+                float(cat_acc[win]),
+                low,
+                high,
+                None if nxt is None else outcomes.workers[nxt],
+                d.difference,
+                d.ci_low,
+                d.ci_high,
+                d.wins,
+                d.losses,
+                d.p_value,
+            )
+        )
     return workers, outcomes.workers[b], oracle, gap, pairwise, tuple(categories)
 
 
@@ -508,6 +529,18 @@ def check_tasks(
     return [train[i] for i in keep], words, left_out
 
 
+def overridden_policy(policy: str, configured: str) -> str:
+    """The cache policy a check or study used, in words, saying so when it is not the
+    config's: an explicit ``off`` (or ``read-only``) is not honoured, since the answers
+    are recorded for training runs of the same pool to reuse."""
+    if policy == configured:
+        return policy
+    return (
+        f"{policy}, not the config's {configured}: every answer is recorded in the "
+        "response cache for training to reuse"
+    )
+
+
 def _task_seed(seed: int, task: Task) -> int:
     """The check's episode seed for ``task``: the same in every check of the same run
     seed, whatever the sample, so a repeated check finds its answers in the cache."""
@@ -536,8 +569,9 @@ def check_headroom(
     p = config.protocol
     prompts = Prompts.load()
     policy = "replay-only" if config.cache.policy == "replay-only" else "read-write"
+    shown_policy = overridden_policy(policy, config.cache.policy)
     with Store.open(workspace) as store:
-        session = open_worker_pool(config.pool.workers)
+        session = open_worker_pool(config.pool.workers, workspace)
         from workbench.core.workers.cache import cached_pool
 
         cached, cache = cached_pool(session.pool, store, policy)
@@ -644,7 +678,7 @@ def check_headroom(
             spend_kind(ids),
             time.perf_counter() - started,
             left_out,
-            policy,
+            shown_policy,
             run_id,
             exact["oracle"] if exact else None,
             exact["gap"] if exact else None,

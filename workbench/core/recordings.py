@@ -32,20 +32,22 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from workbench.core.errors import BadInput, FileEncodingError, read_text
+from workbench.core.printable import shown_path
 from workbench.core.protocol import Prompts, build_messages
 from workbench.core.records import Role
 from workbench.core.store import Store
-from workbench.core.tasks.jsonl import ValidationIssue, _bad_text, _loads, split_lines
+from workbench.core.tasks.jsonl import ValidationIssue, json_objects, split_lines
 from workbench.core.tasks.model import Task
 from workbench.core.tasks.suites import load_suite
 from workbench.core.workers.recorded import (
     CHAMP_MODELS,
+    RecordedPoolDamaged,
     Recording,
     champ_tables,
     imported_pool_names,
@@ -142,29 +144,23 @@ class PoolInfo:
 
 
 def parse_records(
-    lines: Iterable[str], path: str, task_ids: set[str] | None
+    lines: Iterable[str],
+    path: str,
+    task_ids: set[str] | None,
+    unknown: set[str] | None = None,
 ) -> tuple[list[Recording], list[ValidationIssue]]:
     """Validate recorded-answer lines; return the answers and every problem found.
-    ``task_ids``: the suite's, to list unknown ids (None: not checked)."""
+    ``task_ids``: the suite's, to list unknown ids (None: not checked); ``unknown``
+    collects those ids."""
     records: list[Recording] = []
     issues: list[ValidationIssue] = []
     first: dict[tuple[str, str], int] = {}
-    for number, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
-        try:
-            record = _loads(raw)
-        except BadInput as error:
-            issues.append(ValidationIssue(path, number, None, str(error)))
-            continue
-        problem = _bad_text(record)
-        if problem is not None:
-            issues.append(ValidationIssue(path, number, None, problem))
-            continue
-        if not isinstance(record, dict):
-            issues.append(ValidationIssue(path, number, None, "expected a JSON object"))
-            continue
+    for number, record in json_objects(lines, path, issues):
         found = _check(record, task_ids)
+        task_id = record.get("task_id")
+        if unknown is not None and task_ids is not None and isinstance(task_id, str):
+            if task_id.strip() and task_id not in task_ids:
+                unknown.add(task_id)
         pair = (record.get("task_id"), record.get("worker"))
         if not found and isinstance(pair[0], str) and isinstance(pair[1], str):
             key = (pair[0], pair[1])
@@ -274,13 +270,15 @@ def import_file(
     suite: str,
     *,
     replace: bool = False,
+    prices: Mapping[str, tuple[float, float]] | None = None,
 ) -> PoolInfo:
     """Validate the JSONL file at ``path`` against ``suite``'s task ids and keep it as the
     recorded pool ``name``; raises ``RecordsValidationError`` (every problem with its line,
-    nothing imported) or ``RecordedPoolError``."""
+    nothing imported) or ``RecordedPoolError``. ``prices``: worker -> (USD per million
+    tokens in, out), for the answers that record no ``cost`` (without one they cost $0)."""
     check_name(name, workspace, replace=replace)
     file = Path(path)
-    shown = str(file)
+    shown = shown_path(file, workspace.root)  # no user name or home layout in a message
     if not file.is_file():
         what = "does not exist" if not file.exists() else "is not a regular file"
         raise RecordsValidationError(
@@ -295,20 +293,30 @@ def import_file(
             summary=f"{error}; nothing was imported",
         ) from None
     tasks = load_suite(suite, workspace)
-    records, issues = parse_records(split_lines(text), shown, {t.id for t in tasks.tasks})
+    unknown: set[str] = set()
+    records, issues = parse_records(split_lines(text), shown, {t.id for t in tasks.tasks}, unknown)
     if not records and not issues:
         issues.append(ValidationIssue(shown, 0, None, "the file holds no answers"))
     if issues:
-        unknown = sorted(
-            {i.message.split("'")[1] for i in issues if i.message.startswith("unknown task id")}
-        )
         tail = f" ({len(unknown)} unknown task ids)" if unknown else ""
         raise RecordsValidationError(
             issues,
             summary=f"{len(issues)} problem(s) in {shown}{tail}; fix them and import it "
             "again: nothing was imported",
         )
-    _write_pool(workspace, name, tasks.name, f"file {file.name}", records)
+    workers = {r.worker for r in records}
+    for worker, (price_in, price_out) in (prices or {}).items():
+        if worker not in workers:
+            raise RecordedPoolError(
+                f"--price {worker}=...: the file has no worker '{worker}'; its workers are "
+                f"{', '.join(sorted(workers))}; nothing was imported"
+            )
+        if not all(math.isfinite(x) and x >= 0 for x in (price_in, price_out)):
+            raise RecordedPoolError(
+                f"--price {worker}={price_in},{price_out}: prices are USD per million tokens, "
+                "0 or more; nothing was imported"
+            )
+    _write_pool(workspace, name, tasks.name, f"file {file.name}", records, prices=prices)
     return show_pool(workspace, name)
 
 
@@ -456,6 +464,7 @@ def _write_pool(
     source: str,
     records: Sequence[Recording],
     notes: Sequence[str] = (),
+    prices: Mapping[str, tuple[float, float]] | None = None,
 ) -> None:
     """Both files written to temporary names first, then moved in place (answers, then
     metadata: a pool exists once its metadata does)."""
@@ -470,7 +479,7 @@ def _write_pool(
         "source": source,
         "created_at": time.time(),
         "workers": workers,
-        "prices": {},
+        "prices": {w: [float(i), float(o)] for w, (i, o) in (prices or {}).items()},
         "notes": list(notes),
     }
     lines = "".join(
@@ -500,7 +509,13 @@ def _temporary(folder: Path, text: str) -> Path:
 def list_pools(workspace: Workspace, suite: str | None = None) -> list[PoolInfo]:
     """The built-in pool (CHAMP) and every pool imported into ``workspace``, each with its
     workers' coverage of its own suite (or of ``suite``)."""
-    return [show_pool(workspace, n, suite) for n in (*BUILT_IN, *imported_pool_names(workspace))]
+    pools = []
+    for name in (*BUILT_IN, *imported_pool_names(workspace)):
+        try:
+            pools.append(show_pool(workspace, name, suite))
+        except RecordedPoolDamaged as error:  # one broken pool hides none of the others
+            pools.append(PoolInfo(name, "damaged", "", None, notes=(str(error),)))
+    return pools
 
 
 def show_pool(workspace: Workspace, name: str, suite: str | None = None) -> PoolInfo:
@@ -527,8 +542,8 @@ def show_pool(workspace: Workspace, name: str, suite: str | None = None) -> Pool
     if name not in imported_pool_names(workspace):
         known = ", ".join([*BUILT_IN, *imported_pool_names(workspace)])
         raise RecordedPoolError(
-            f"no recorded pool named '{name}' in workspace {workspace.root}: the recorded "
-            f"pools are {known}"
+            f"no recorded pool named '{name}' in workspace {shown_path(workspace.root)}: the "
+            f"recorded pools are {known}"
         )
     pool = load_recorded_pool(workspace, name)
     meta = json.loads(pool_paths(workspace, name)[1].read_text(encoding="utf-8"))

@@ -18,7 +18,7 @@ import dataclasses
 import logging
 import math
 import statistics
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,7 @@ from typing import Any
 from workbench.core.config import ConfigError, RunConfig
 from workbench.core.coordinator import Backbone
 from workbench.core.errors import BadInput, InvalidInput
-from workbench.core.evaluate import MULTI_TURN_ORACLE
+from workbench.core.evaluate import MULTI_TURN_ORACLE, EvaluationStopped, Report
 from workbench.core.learned import CategoryLearned, summarise_learned
 from workbench.core.power import PowerEstimate
 from workbench.core.records import Episode
@@ -39,6 +39,7 @@ from workbench.core.training.executors import Executor
 from workbench.core.training.trainer import Trainer, coordinator_from_vector, task_splits
 from workbench.core.workers.base import Worker
 from workbench.core.workers.pool import build_pool, describe_pool
+from workbench.core.workers.recorded import check_recorded_roles
 from workbench.core.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -271,6 +272,11 @@ def open_pool(config: RunConfig, store: Store, workspace: Workspace | None = Non
     """The config's pool (registered and built-in workers, recorded pools imported into
     ``workspace``) behind the config's cache policy."""
     session = open_worker_pool(config.pool.workers, workspace)
+    try:
+        check_recorded_roles(session.pool, config.protocol.roles)
+    except InvalidInput:
+        session.run(asyncio.sleep(0))  # closes the workers and the client
+        raise
     pool, cache = session.pool, None
     policy = cache_policy(config)
     if policy != "off":
@@ -583,7 +589,7 @@ def evaluate_run(
     ``final_turn``: ``free`` (the paper's protocol) or ``worker`` (an episode's turn that
     would end it without a Worker's answer is played as a Worker, as ``serve`` does).
     """
-    from workbench.core.evaluate import EvaluationStopped, evaluate
+    from workbench.core.evaluate import evaluate
     from workbench.core.export import load_coordinator
 
     with Store.open(workspace) as store:
@@ -613,9 +619,12 @@ def evaluate_run(
                 "evaluation": {**source.reference, "split": split, "final_turn": final_turn},
             },
         )
-        try:
-            p = config.protocol
-            report, episodes = session.run(
+        p = config.protocol
+        report, _ = session.run(
+            stored_evaluation(
+                store,
+                eval_id,
+                source.pool,
                 evaluate(
                     coordinator,
                     session.pool,
@@ -634,24 +643,41 @@ def evaluate_run(
                     thinker_suggests_role=p.thinker_suggests_role,
                     final_turn=final_turn,
                     roles=p.roles,
-                )
+                ),
             )
-        except EvaluationStopped:
-            store.set_run_status(eval_id, "stopped", stop_reason="stopped")
-            raise
-        except Exception as exc:
-            store.set_run_status(
-                eval_id, "failed", stop_reason="error", error=f"{type(exc).__name__}: {exc}"
-            )
-            raise
-        report = dataclasses.replace(report, spend=spend_kind(source.pool))
-        store.add_episodes(episodes)
-        store.set_run_status(
-            eval_id, "finished", stop_reason="done", result={"report": report.to_json()}
         )
     if out_dir is not None:
         report.write(out_dir)
     return EvaluationResult(report, eval_id)
+
+
+async def stored_evaluation(
+    store: Store,
+    eval_id: str,
+    pool: Sequence[str],
+    evaluation: Awaitable[tuple[Report, list[Episode]]],
+) -> tuple[Report, list[Episode]]:
+    """Await ``evaluation`` (``evaluate.evaluate``) into the stored run ``eval_id``: its
+    report labelled with the pool's spend (simulated, recorded or real dollars), its
+    episodes stored, the run finished; or the run marked stopped or failed when the
+    evaluation raises, never left "running". Every stored evaluation goes through it
+    (``evaluate_run``, each cross-validation fold)."""
+    try:
+        report, episodes = await evaluation
+    except EvaluationStopped:
+        store.set_run_status(eval_id, "stopped", stop_reason="stopped")
+        raise
+    except Exception as exc:
+        store.set_run_status(
+            eval_id, "failed", stop_reason="error", error=f"{type(exc).__name__}: {exc}"
+        )
+        raise
+    report = dataclasses.replace(report, spend=spend_kind(pool))
+    store.add_episodes(episodes)
+    store.set_run_status(
+        eval_id, "finished", stop_reason="done", result={"report": report.to_json()}
+    )
+    return report, episodes
 
 
 def export_run(
@@ -726,15 +752,16 @@ _T975 = (
 )
 
 
-def mean_ci(values: Sequence[float]) -> tuple[float, float, float]:
-    """Mean reward and its 95% t-interval over seeds, clipped to the rewards' range [0, 1]
-    (one value: the interval is the point)."""
+def mean_ci(values: Sequence[float], *, upper: float = 1.0) -> tuple[float, float, float]:
+    """Mean and its 95% t-interval, clipped to [0, ``upper``] (rewards over seeds: [0, 1];
+    dollars per task: ``upper=inf``), the workbench's one interval of a mean (one value:
+    the interval is the point)."""
     n = len(values)
     mean = statistics.fmean(values)
     if n < 2:
         return mean, mean, mean
     half = (_T975[n - 2] if n - 1 <= len(_T975) else 1.96) * statistics.stdev(values) / math.sqrt(n)
-    return mean, max(0.0, mean - half), min(1.0, mean + half)
+    return mean, max(0.0, mean - half), min(upper, mean + half)
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from workbench.core.workers.recorded import (
     RecordedWorker,
     Recording,
     champ_tables,
+    conversation_tokens,
 )
 
 TASK = Task(id="t1", kind="math", prompt="What is 2+3?", answer="5")
@@ -91,9 +92,49 @@ def test_champ_recordings_cover_270_problems_from_4_models():
     ]
 
 
+def test_champ_tokens_are_the_whole_conversations():
+    # every model message was a call: its input all messages before it, its output itself
+    assert conversation_tokens(
+        [(False, "s" * 40), (True, "a" * 400), (False, "u" * 80), (True, "b" * 40)]
+    ) == (
+        (40 + 40 + 400 + 80) // 4,
+        (400 + 40) // 4,
+    )
+    import champ_dataset
+
+    problem_id, problem = next(iter(champ_dataset.load("v0").problems.items()))
+    messages = problem.conversations["GPT-4 Turbo|0-Shot"].messages
+    model = [m for m in messages if str(m.role).startswith("Model.")]
+    assert len(model) == 2  # the solution, then the one-sentence summary
+    rec = champ_tables()["recorded:champ/gpt-4-turbo"][problem_id]
+    assert rec.response == model[-1].text
+    # the solution's characters are paid for as output, and sent again as input
+    assert rec.tokens_out == sum(len(m.text) for m in model) // 4
+    sent = [sum(len(m.text) for m in messages[: messages.index(m)]) for m in model]
+    assert rec.tokens_in == sum(sent) // 4 and sent[1] > len(model[0].text)
+    assert rec.tokens_out > 10 * len(rec.response) // 4  # not the summary's alone
+    # a worker's dollars come from those tokens and the list prices
+    ep = asyncio.run(
+        run_episode(
+            FixedPolicy(1, 0),
+            build_pool(["recorded:champ/gpt-4-turbo"]),
+            Task(id=problem_id, kind="math", prompt="p", answer="1"),
+            _settings(),
+        )
+    )
+    _, pin, pout = CHAMP_MODELS["gpt-4-turbo"]
+    assert (ep.turns[0].tokens_in, ep.turns[0].tokens_out) == (rec.tokens_in, rec.tokens_out)
+    assert ep.turns[0].usage_estimated  # 4 characters a token: CHAMP records no counts
+    assert ep.cost == pytest.approx((rec.tokens_in * pin + rec.tokens_out * pout) / 1e6)
+
+
 def test_an_unknown_recorded_worker_names_the_known_ones():
-    with pytest.raises(ValueError, match="recorded:champ/gpt-4-turbo"):
+    from workbench.core.errors import BadInput
+    from workbench.core.workers.recorded import RecordedPoolNotFound
+
+    with pytest.raises(RecordedPoolNotFound, match="recorded:champ/gpt-4-turbo") as error:
         build_pool(["recorded:champ/gpt-5"])
+    assert isinstance(error.value, BadInput)  # bad input (exit 2), like the other misses
 
 
 class _Prefers:
@@ -157,3 +198,43 @@ def test_recorded_workers_bypass_the_response_cache(tmp_path):
         wrapped, _ = cached_pool([_worker(), *live], store, "read-write")
     assert isinstance(wrapped[0], RecordedWorker)
     assert type(wrapped[1]).__name__ == "CachedWorker"
+
+
+class _AsThinker:
+    """A policy that always picks worker 0 as Thinker."""
+
+    n_workers = 1
+
+    async def adecide(self, transcript, rng=None):
+        return Action(0, 0, (1.0,), (1.0, 0.0, 0.0))
+
+
+def test_a_recorded_worker_answers_only_in_its_recorded_role():
+    settings = EpisodeSettings(max_turns=1, roles=("thinker", "worker", "verifier"))
+    ep = asyncio.run(run_episode(_AsThinker(), [_worker()], TASK, settings))
+    turn = ep.turns[0]
+    assert str(turn.role) == "thinker" and turn.response == "" and ep.reward == 0.0
+    assert turn.error is not None and "only in the role it was recorded in" in turn.error
+    with pytest.raises(NotRecorded, match='roles = \\["worker"\\]'):
+        from workbench.core.workers.base import EpisodeContext
+
+        asyncio.run(
+            _worker().complete(
+                [],
+                max_tokens=5,
+                temperature=0.0,
+                context=EpisodeContext(TASK, "verifier", r"\\boxed{5}"),
+            )
+        )
+
+
+def test_a_pool_of_recorded_workers_only_is_refused_with_roles_it_has_no_answers_in():
+    from workbench.core.errors import InvalidInput
+    from workbench.core.workers.recorded import check_recorded_roles
+
+    champ = build_pool(["recorded:champ"])
+    with pytest.raises(InvalidInput, match=r'roles = \["worker"\]'):
+        check_recorded_roles(champ, ("thinker", "worker", "verifier"))
+    check_recorded_roles(champ, ("worker",))  # routing only: fine
+    # a live worker can play the other roles: a mixed pool is not refused
+    check_recorded_roles(build_pool(["recorded:champ/gpt-4", "sandbox:mathlete"]), ("thinker",))

@@ -26,7 +26,7 @@ import difflib
 import json
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -188,13 +188,12 @@ def _bad_text(value: Any) -> str | None:
     return None
 
 
-def parse_lines(
-    lines: Iterable[str], path: str = "<suite>"
-) -> tuple[list[Task], list[ValidationIssue]]:
-    """Validate JSONL lines; return the valid tasks and every problem found."""
-    tasks: list[Task] = []
-    issues: list[ValidationIssue] = []
-    first_line_of: dict[str, int] = {}
+def json_objects(
+    lines: Iterable[str], path: str, issues: list[ValidationIssue]
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank JSONL line that is a JSON object of
+    storable text; every other line adds its ``ValidationIssue`` to ``issues``. The one
+    line reader of the workbench's JSONL imports (suites, recorded answers)."""
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
@@ -214,6 +213,17 @@ def parse_lines(
                 )
             )
             continue
+        yield number, record
+
+
+def parse_lines(
+    lines: Iterable[str], path: str = "<suite>"
+) -> tuple[list[Task], list[ValidationIssue]]:
+    """Validate JSONL lines; return the valid tasks and every problem found."""
+    tasks: list[Task] = []
+    issues: list[ValidationIssue] = []
+    first_line_of: dict[str, int] = {}
+    for number, record in json_objects(lines, path, issues):
         found = _check_record(record)
         task_id = record.get("id")
         if isinstance(task_id, str) and task_id.strip():

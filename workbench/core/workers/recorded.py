@@ -4,12 +4,15 @@ never from the network.
 
 A task the table has no answer for, for that worker, raises ``NotRecorded`` (a
 ``WorkerError``): the turn records it as a failed call and the episode goes on; it is
-never a crash and never a made-up answer. Recorded workers mix with live ones in a pool.
+never a crash and never a made-up answer. So does a turn in another role than the one the
+answer was recorded in (``Recording.role``, Worker when absent): a recorded final answer
+is no Thinker plan or Verifier verdict. A run of a pool of recorded workers only is
+refused unless ``[protocol] roles = ["worker"]`` (``check_recorded_roles``). Recorded workers mix with live ones in a pool.
 
 Built in: ``recorded:champ`` (the four CHAMP models' 0-shot answers) and one worker per
 model and setting, ``recorded:champ/<model>`` (0-shot) and ``recorded:champ/<model>-5shot``,
 read from the ``champ-dataset`` package (the last assistant message of each conversation
-is the answer). CHAMP's "No C w/o H" setting is a byte-identical copy of "0-Shot" and is
+is the answer; its tokens are the whole conversation's, ``conversation_tokens``). CHAMP's "No C w/o H" setting is a byte-identical copy of "0-Shot" and is
 not offered; the settings that feed CHAMP's own solution steps or hints are left out.
 
 Imported: ``recorded:NAME`` (every worker of the pool) and ``recorded:NAME/WORKER``, a
@@ -28,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from workbench.core.errors import InvalidInput
+from workbench.core.printable import shown_path
 from workbench.core.workers.base import (
     Completion,
     EpisodeContext,
@@ -45,6 +50,11 @@ if TYPE_CHECKING:
 
 class NotRecorded(WorkerError):
     """The recorded table has no answer for this task from this worker (not retryable)."""
+
+
+class RecordedPoolDamaged(InvalidInput):
+    """An imported pool's files cannot be read (edited by hand, cut short): the message
+    names the file and line and how to get the pool back."""
 
 
 class RecordedPoolNotFound(UnknownWorker):
@@ -101,11 +111,13 @@ class RecordedWorker(Worker):
         model: str = "recorded",
         price_in: float = 0.0,
         price_out: float = 0.0,
+        usage_estimated: bool = False,
     ):
         super().__init__(worker_id, model)
         self.table = table
         self.price_in = price_in
         self.price_out = price_out
+        self.usage_estimated = usage_estimated  # the table's tokens are estimates (CHAMP)
 
     def answers_task(self, task_id: str) -> bool:
         """Whether the table holds this worker's answer to ``task_id`` (the episode's
@@ -134,8 +146,17 @@ class RecordedWorker(Worker):
                 f"no recorded answer for task '{context.task.id}': this pool covers "
                 f"{len(self.table)} tasks; use a suite the recording covers or add a live worker",
             )
+        recorded_role = rec.role or "worker"
+        if context.role != recorded_role:
+            raise NotRecorded(
+                self.id,
+                f"a recorded worker answers only in the role it was recorded in "
+                f"({recorded_role}), not as {context.role}: its table holds final answers, "
+                'not plans or verdicts; set [protocol] roles = ["worker"] for a recorded pool, '
+                "or add a live worker for the other roles",
+            )
         prompt = "".join(m["content"] for m in messages)
-        estimated = rec.tokens_in is None or rec.tokens_out is None
+        estimated = self.usage_estimated or rec.tokens_in is None or rec.tokens_out is None
         tokens_in = rec.tokens_in if rec.tokens_in is not None else _estimate_tokens(prompt)
         tokens_out = (
             rec.tokens_out if rec.tokens_out is not None else _estimate_tokens(rec.response)
@@ -169,6 +190,40 @@ class RecordedWorker(Worker):
         return ident
 
 
+def conversation_tokens(messages: Sequence[tuple[bool, str]]) -> tuple[int, int]:
+    """Estimated (tokens in, tokens out) of a recorded conversation, (is the model's,
+    text) per message, at 4 characters a token: every model message was one call whose
+    input was every message before it, and whose output was that message. CHAMP's answers
+    are a full solution and then a one-sentence summary asked for in a second call: both
+    calls were paid for, not only the summary (the answer a recorded worker gives)."""
+    chars_in = chars_out = seen = 0
+    for is_model, text in messages:
+        if is_model:
+            chars_in += seen
+            chars_out += len(text)
+        seen += len(text)
+    return max(1, chars_in // 4), max(1, chars_out // 4)
+
+
+def check_recorded_roles(pool: Sequence[Worker], roles: Sequence[str]) -> None:
+    """Refuse a pool of recorded workers only with a role none of them was recorded in
+    (the default three roles on ``recorded:champ``): every such turn would be a failed
+    call. A pool with a live worker may use any role: its recorded workers' turns in
+    another role fail (``NotRecorded``) and the coordinator learns to avoid them."""
+    inner = [getattr(w, "inner", w) for w in pool]  # a cached worker's own
+    recorded = [w for w in inner if isinstance(w, RecordedWorker)]
+    if not recorded or len(recorded) != len(inner):
+        return
+    have = {r.role or "worker" for w in recorded for r in w.table.values()}
+    missing = [r for r in roles if r not in have]
+    if missing:
+        raise InvalidInput(
+            f"this pool answers only from recordings, in the role(s) {', '.join(sorted(have))}; "
+            f"every {', '.join(missing)} turn would fail: set [protocol] roles = "
+            f"{json.dumps(sorted(have))} in the config (or add a live worker)",
+        )
+
+
 @functools.lru_cache(maxsize=1)
 def champ_tables() -> dict[str, dict[str, Recording]]:
     """worker id -> task id -> Recording, from the champ-dataset package."""
@@ -191,7 +246,18 @@ def champ_tables() -> dict[str, dict[str, Recording]]:
                 answers = [m for m in conv.messages if str(m.role).startswith("Model.")]
                 if not answers or not answers[-1].text:
                     continue
-                table[pid] = Recording(pid, wid, answers[-1].text, role="worker", setting=setting)
+                tokens_in, tokens_out = conversation_tokens(
+                    [(str(m.role).startswith("Model."), m.text or "") for m in conv.messages]
+                )
+                table[pid] = Recording(
+                    pid,
+                    wid,
+                    answers[-1].text,
+                    role="worker",
+                    setting=setting,
+                    tokens_in=tokens_in,
+                    tokens_out=tokens_out,
+                )
             tables[wid] = table
     return tables
 
@@ -200,13 +266,18 @@ def champ_worker(worker_id: str) -> RecordedWorker:
     name = worker_id.removeprefix("recorded:champ/").removesuffix("-5shot")
     if name not in CHAMP_MODELS or worker_id not in champ_tables():
         known = ", ".join(sorted(champ_tables()))
-        raise ValueError(
+        raise RecordedPoolNotFound(
             f"unknown recorded worker '{worker_id}': the champ recordings are {known} "
             "(or 'recorded:champ' for the four 0-shot ones)"
         )
     model, pin, pout = CHAMP_MODELS[name]
     return RecordedWorker(
-        worker_id, champ_tables()[worker_id], model=model, price_in=pin, price_out=pout
+        worker_id,
+        champ_tables()[worker_id],
+        model=model,
+        price_in=pin,
+        price_out=pout,
+        usage_estimated=True,
     )
 
 
@@ -264,28 +335,53 @@ def load_recorded_pool(workspace: Workspace, name: str) -> RecordedPool:
     if not answers.is_file() or not meta.is_file():
         known = ", ".join(["champ (built in)", *imported_pool_names(workspace)])
         raise RecordedPoolNotFound(
-            f"no recorded pool named '{name}' in workspace {workspace.root}: the recorded "
-            f"pools are {known}; import one with trinity-workbench records import FILE "
+            f"no recorded pool named '{name}' in workspace {shown_path(workspace.root)}: the "
+            f"recorded pools are {known}; import one with trinity-workbench records import FILE "
             f"--name {name} --suite SUITE",
         )
     stamp = (answers.stat().st_mtime_ns, meta.stat().st_mtime_ns)
-    return _read_pool(str(answers), str(meta), stamp)
+    return _read_pool(str(answers), str(meta), stamp, str(workspace.root))
+
+
+def _damaged(name: str, path: str, line: int, problem: str, root: str) -> RecordedPoolDamaged:
+    where = shown_path(path, root) + (f":{line}" if line else "")
+    return RecordedPoolDamaged(
+        f"recorded pool '{name}' is damaged: {where}: {problem}; import it again with "
+        f"trinity-workbench records import FILE --name {name} --suite SUITE --replace, or "
+        f"remove it with trinity-workbench records remove {name}"
+    )
 
 
 @functools.lru_cache(maxsize=16)
-def _read_pool(answers: str, meta: str, _stamp: tuple[int, int]) -> RecordedPool:
-    info: dict[str, Any] = json.loads(Path(meta).read_text(encoding="utf-8"))
-    tables: dict[str, dict[str, Recording]] = {w: {} for w in info.get("workers", [])}
-    with open(answers, encoding="utf-8") as lines:
-        for line in lines:
-            if line.strip():
-                record = json.loads(line)
-                rec = Recording(**record)
+def _read_pool(answers: str, meta: str, _stamp: tuple[int, int], root: str) -> RecordedPool:
+    name = Path(meta).stem
+    try:
+        info: Any = json.loads(Path(meta).read_text(encoding="utf-8"))
+        if not isinstance(info, dict):
+            raise ValueError("expected a JSON object")
+        prices = {w: (float(p[0]), float(p[1])) for w, p in info.get("prices", {}).items()}
+        header = (info["name"], info["suite"], info["source"], float(info["created_at"]))
+        workers = list(info.get("workers", []))
+    except (ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError) as exc:
+        problem = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
+        raise _damaged(name, meta, 0, problem, root) from None
+    tables: dict[str, dict[str, Recording]] = {w: {} for w in workers}
+    try:
+        with open(answers, encoding="utf-8") as lines:
+            for number, line in enumerate(lines, 1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                    if not isinstance(record, dict):
+                        raise TypeError("expected a JSON object")
+                    rec = Recording(**record)
+                except (ValueError, TypeError) as exc:
+                    raise _damaged(name, answers, number, str(exc), root) from None
                 tables.setdefault(rec.worker, {})[rec.task_id] = rec
-    prices = {w: (float(p[0]), float(p[1])) for w, p in info.get("prices", {}).items()}
-    return RecordedPool(
-        info["name"], info["suite"], info["source"], float(info["created_at"]), tables, prices
-    )
+    except UnicodeDecodeError as exc:
+        raise _damaged(name, answers, 0, f"not UTF-8 ({exc.reason})", root) from None
+    return RecordedPool(*header, tables, prices)
 
 
 def _resolve(worker_id: str, workspace: Workspace | None = None) -> list[Worker]:
