@@ -153,6 +153,41 @@ def test_a_number_missing_from_the_file_is_caught(tmp_path):
         hook.render("{{ provenance y }}", tmp_path)
 
 
+def test_percentages_points_and_keys_with_dots(tmp_path):
+    (tmp_path / "c.json").write_text(
+        json.dumps(
+            {
+                "command": "python tests/benchmarks/bench_x.py",
+                "commit": "abc1234",
+                "machine": "a CPU",
+                "date": "2026-12-05",
+                "figures": {
+                    "alone/gpt-3.5/accuracy": 0.2259,
+                    "alone/gpt-3.5/ci": [0.1801, 0.2795],
+                    "cv/coordinator/vs_best/difference": -0.0074,
+                    "cv/oracle of the four/vs_best/difference": 0.1333,
+                    "gpt-3": {"5": 1},
+                },
+            }
+        )
+    )
+    page = (
+        "{{ provenance c }} {{ c.figures.alone/gpt-3.5/accuracy | .1% }} "
+        "[{{ c.figures.alone/gpt-3.5/ci.0 | points }}, "
+        "{{ c.figures.alone/gpt-3.5/ci.1 | points .1f }}]; "
+        "{{ c.figures.cv/coordinator/vs_best/difference | points +.1f }} and "
+        "{{ c.figures.cv/oracle of the four/vs_best/difference | points +.1f }} points; "
+        "{{ c.figures.gpt-3.5 }}"
+    )
+    rendered = hook.render(page, tmp_path)[0]
+    assert rendered.endswith(" 22.6% [18.0, 28.0]; -0.7 and +13.3 points; 1")
+    assert unheld_numbers(page, tmp_path)[0] == []
+    with pytest.raises(hook.ResultsError, match="holds no 'figures.alone/gpt-3.6/accuracy'"):
+        hook.render("{{ c.figures.alone/gpt-3.6/accuracy | .1% }}", tmp_path)
+    with pytest.raises(hook.ResultsError, match="not one value"):
+        hook.render("{{ c.figures.gpt-3 | points }}", tmp_path)
+
+
 def readme_results_rows() -> list[str]:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     section = readme.split("## Results so far", 1)[1].split("\n## ", 1)[0]
