@@ -33,11 +33,18 @@ FENCE = re.compile(r"^```.*?^```", re.S | re.M)
 CODE = re.compile(r"`[^`\n]*`")
 LINK_TARGET = re.compile(r"\]\([^)]*\)")
 COMMENT = re.compile(r"<!--.*?-->", re.S)
+# what is no measured figure: a date (prices as of 2024-06-01) and an interval's confidence
+# level (95% Wilson interval, [95% CI], 95% paired bootstrap)
+ISO_DATE = re.compile(r"(?<![\w.-])\d{4}-\d{2}-\d{2}(?![\w-])")
+CONFIDENCE_LEVEL = re.compile(
+    r"(?<![\w.])\d{2}(?:\.\d+)?% (?=(?:Wilson|CI|bootstrap|paired|normal|intervals?)\b)"
+)
 
 
 def numbers_in(text: str) -> list[str]:
-    """The numbers a piece of Markdown quotes, outside code, link targets and comments."""
-    for pattern in (FENCE, COMMENT, CODE, LINK_TARGET):
+    """The numbers a piece of Markdown quotes, outside code, link targets and comments, and
+    not counting dates and confidence levels."""
+    for pattern in (FENCE, COMMENT, CODE, LINK_TARGET, ISO_DATE, CONFIDENCE_LEVEL):
         text = pattern.sub(" ", text)
     return [m.group(0) for m in NUMBER.finditer(text)]
 
@@ -140,6 +147,9 @@ def test_a_number_missing_from_the_file_is_caught(tmp_path):
     assert unheld_numbers(page.replace("{}", "2.5"), tmp_path)[0] == ["2.5"]
     assert unheld_numbers("{{ provenance x }} about 0.80 and `--seeds 7`", tmp_path)[0] == []
     assert unheld_numbers("{{ provenance x }} about 0.783", tmp_path)[0] == ["0.783"]
+    # a date and a confidence level are no figures; a percentage is one
+    dated = "{{ provenance x }} prices of 2024-06-01, a 95% Wilson interval [95% CI], 95% right"
+    assert unheld_numbers(dated, tmp_path)[0] == ["95"]
     rendered, names = hook.render(page.replace("{}", "1"), tmp_path)
     assert "Reward 0.800" in rendered and "`abc1234`" in rendered and names == {"x"}
     table = hook.render("{{ provenance x }}\n{{ table x figures.runs | .2f }}", tmp_path)[0]
