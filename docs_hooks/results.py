@@ -5,14 +5,20 @@ A MkDocs hook (``hooks:`` in mkdocs.yml). A page quotes a results file
 placeholders that the build replaces:
 
 ``{{ NAME.figures.KEY.SUBKEY }}``           a value, as the file holds it
-``{{ NAME.figures.KEY | .3f }}``            a number, formatted (any format spec)
+``{{ NAME.figures.KEY | .3f }}``            a number, formatted (any format spec; ``.1%``
+                                            shows a fraction as a percentage: 52.6%)
+``{{ NAME.figures.KEY | points .1f }}``     a fraction in percentage points, no % sign
+                                            (0.4664 shows as 46.6; the spec after
+                                            ``points`` formats it, ``.1f`` if none)
 ``{{ provenance NAME }}``                   the file's command, commit, machine and date
 ``{{ table NAME KEY }}``                    a table the file holds: {"columns": [...],
                                             "rows": [[...], ...]} or a list of objects
 ``{{ table NAME KEY | .3f }}``              the same, its fractional numbers formatted
 ``{{ text NAME KEY }}``                     Markdown the file holds as recorded (``text``)
 
-Every file under docs/results/data/ is found by its name; a new one needs no code. A
+A KEY may hold dots itself (``alone/gpt-3.5/accuracy``): a part that is not a key is
+joined with the next ones until it is. Every file under docs/results/data/ is found by its
+name; a new one needs no code. A
 placeholder that names a missing file or key fails the build (``ResultsError``).
 ``tests/test_results_pages.py`` checks that every number a page quotes outside its
 placeholders is held by a file the page quotes.
@@ -51,14 +57,28 @@ def load(name: str, data_dir: Path = DATA) -> dict[str, Any]:
 
 def lookup(data: dict[str, Any], name: str, dotted: str) -> Any:
     value: Any = data
-    for part in dotted.split("."):
-        if isinstance(value, dict) and part in value:
-            value = value[part]
+    parts = dotted.split(".")
+    i = 0
+    while i < len(parts):
+        part = parts[i]
+        if isinstance(value, dict):
+            # a key with dots of its own (gpt-3.5): the shortest run of parts that is a key
+            ends = [j for j in range(i + 1, len(parts) + 1) if ".".join(parts[i:j]) in value]
+            if not ends:
+                raise ResultsError(f"{name}.json holds no {dotted!r} (stopped at {part!r})")
+            value, i = value[".".join(parts[i : ends[0]])], ends[0]
         elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
-            value = value[int(part)]
+            value, i = value[int(part)], i + 1
         else:
             raise ResultsError(f"{name}.json holds no {dotted!r} (stopped at {part!r})")
     return value
+
+
+def format_number(value: float, spec: str) -> str:
+    """``format(value, spec)``; ``points SPEC``: a fraction as percentage points, no % sign."""
+    if spec.split()[0] == "points":
+        return format(value * 100, spec.removeprefix("points").strip() or ".1f")
+    return format(value, spec)
 
 
 def _cell(value: Any) -> str:
@@ -134,7 +154,7 @@ def expand(expression: str, data_dir: Path = DATA, link: str | None = None) -> t
     if spec:
         if not isinstance(value, (int, float)):
             raise ResultsError(f"{name}.{dotted} is not a number to format with {spec!r}")
-        return format(value, spec), name
+        return format_number(value, spec), name
     return str(value), name
 
 

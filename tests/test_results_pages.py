@@ -33,11 +33,18 @@ FENCE = re.compile(r"^```.*?^```", re.S | re.M)
 CODE = re.compile(r"`[^`\n]*`")
 LINK_TARGET = re.compile(r"\]\([^)]*\)")
 COMMENT = re.compile(r"<!--.*?-->", re.S)
+# what is no measured figure: a date (prices as of 2024-06-01) and an interval's confidence
+# level (95% Wilson interval, [95% CI], 95% paired bootstrap)
+ISO_DATE = re.compile(r"(?<![\w.-])\d{4}-\d{2}-\d{2}(?![\w-])")
+CONFIDENCE_LEVEL = re.compile(
+    r"(?<![\w.])\d{2}(?:\.\d+)?% (?=(?:Wilson|CI|bootstrap|paired|normal|intervals?)\b)"
+)
 
 
 def numbers_in(text: str) -> list[str]:
-    """The numbers a piece of Markdown quotes, outside code, link targets and comments."""
-    for pattern in (FENCE, COMMENT, CODE, LINK_TARGET):
+    """The numbers a piece of Markdown quotes, outside code, link targets and comments, and
+    not counting dates and confidence levels."""
+    for pattern in (FENCE, COMMENT, CODE, LINK_TARGET, ISO_DATE, CONFIDENCE_LEVEL):
         text = pattern.sub(" ", text)
     return [m.group(0) for m in NUMBER.finditer(text)]
 
@@ -140,6 +147,9 @@ def test_a_number_missing_from_the_file_is_caught(tmp_path):
     assert unheld_numbers(page.replace("{}", "2.5"), tmp_path)[0] == ["2.5"]
     assert unheld_numbers("{{ provenance x }} about 0.80 and `--seeds 7`", tmp_path)[0] == []
     assert unheld_numbers("{{ provenance x }} about 0.783", tmp_path)[0] == ["0.783"]
+    # a date and a confidence level are no figures; a percentage is one
+    dated = "{{ provenance x }} prices of 2024-06-01, a 95% Wilson interval [95% CI], 95% right"
+    assert unheld_numbers(dated, tmp_path)[0] == ["95"]
     rendered, names = hook.render(page.replace("{}", "1"), tmp_path)
     assert "Reward 0.800" in rendered and "`abc1234`" in rendered and names == {"x"}
     table = hook.render("{{ provenance x }}\n{{ table x figures.runs | .2f }}", tmp_path)[0]
@@ -151,6 +161,41 @@ def test_a_number_missing_from_the_file_is_caught(tmp_path):
         hook.render("{{ x.figures.nothing }}", tmp_path)
     with pytest.raises(hook.ResultsError, match="no results file"):
         hook.render("{{ provenance y }}", tmp_path)
+
+
+def test_percentages_points_and_keys_with_dots(tmp_path):
+    (tmp_path / "c.json").write_text(
+        json.dumps(
+            {
+                "command": "python tests/benchmarks/bench_x.py",
+                "commit": "abc1234",
+                "machine": "a CPU",
+                "date": "2026-12-05",
+                "figures": {
+                    "alone/gpt-3.5/accuracy": 0.2259,
+                    "alone/gpt-3.5/ci": [0.1801, 0.2795],
+                    "cv/coordinator/vs_best/difference": -0.0074,
+                    "cv/oracle of the four/vs_best/difference": 0.1333,
+                    "gpt-3": {"5": 1},
+                },
+            }
+        )
+    )
+    page = (
+        "{{ provenance c }} {{ c.figures.alone/gpt-3.5/accuracy | .1% }} "
+        "[{{ c.figures.alone/gpt-3.5/ci.0 | points }}, "
+        "{{ c.figures.alone/gpt-3.5/ci.1 | points .1f }}]; "
+        "{{ c.figures.cv/coordinator/vs_best/difference | points +.1f }} and "
+        "{{ c.figures.cv/oracle of the four/vs_best/difference | points +.1f }} points; "
+        "{{ c.figures.gpt-3.5 }}"
+    )
+    rendered = hook.render(page, tmp_path)[0]
+    assert rendered.endswith(" 22.6% [18.0, 28.0]; -0.7 and +13.3 points; 1")
+    assert unheld_numbers(page, tmp_path)[0] == []
+    with pytest.raises(hook.ResultsError, match="holds no 'figures.alone/gpt-3.6/accuracy'"):
+        hook.render("{{ c.figures.alone/gpt-3.6/accuracy | .1% }}", tmp_path)
+    with pytest.raises(hook.ResultsError, match="not one value"):
+        hook.render("{{ c.figures.gpt-3 | points }}", tmp_path)
 
 
 def readme_results_rows() -> list[str]:
