@@ -11,11 +11,12 @@ the ``.desktop`` entry on Linux; on Windows run Inno Setup on
 ``--offline`` bundles the offline starter model (the "offline" edition); ``--self-test``
 runs the built app's ``--self-test``; ``--deb`` (Linux) also makes the Debian package
 ``dist/trinity-workbench_VERSION_ARCH.deb`` (packaging/linux/deb.py). On Linux torch's
-libraries are stripped of their symbol tables (``strip --strip-unneeded``: its 415 MB CPU
-library loses 85 MB; what the dynamic linker needs stays). Only torch's: libraries that
-auditwheel vendored and patchelf rewrote (numpy's OpenBLAS, ``*.libs``) no longer load
-once stripped ("ELF load command address/offset not page-aligned"). Prints the build
-time, the bundle's size and its ten biggest packages (packaging/sizes.py lists them all).
+libraries, libpython and the native modules are stripped of their symbol tables (``strip
+--strip-unneeded``: torch's 415 MB CPU library loses 85 MB; what the dynamic linker needs
+stays). Not all: libraries that auditwheel vendored and patchelf rewrote (numpy's
+OpenBLAS, ``*.libs``, and the modules whose RPATH points there) no longer load once
+stripped ("ELF load command address/offset not page-aligned"). Prints the build time, the
+bundle's size and its ten biggest packages (packaging/sizes.py lists them all).
 Build it from the lock (packaging/requirements-lock.txt), as CI and the installers
 workflow do: the bundle carries exactly the locked versions.
 """
@@ -65,24 +66,37 @@ def version() -> str:
     return dist_version(NAME)
 
 
-STRIPPED = ("torch/lib",)  # see the module's docstring: not patchelf-rewritten libraries
+def strippable(path: Path, internal: Path) -> bool:
+    """An ELF shared library over 1 MiB that survives ``strip``: not one that auditwheel
+    vendored (``NAME.libs/``) or rewrote with patchelf to find those (its RPATH names a
+    ``.libs`` folder: numpy's extension modules), where stripping breaks loading (the
+    module's docstring), and not Qt's (PySide6's are stripped already but for ICU's, which
+    gain 1 MiB)."""
+    relative = path.relative_to(internal)
+    if relative.parts[0] == "PySide6" or any(p.endswith(".libs") for p in relative.parts):
+        return False
+    if path.is_symlink() or not path.is_file() or path.stat().st_size < 2**20:
+        return False
+    with path.open("rb") as file:
+        if file.read(4) != b"\x7fELF":
+            return False
+    dynamic = subprocess.run(["objdump", "-p", str(path)], capture_output=True, text=True).stdout
+    return re.search(r"^\s+(RPATH|RUNPATH)\s+\S*\.libs", dynamic, re.M) is None
 
 
 def strip_libraries(app: Path) -> int:
-    """Strip the symbol tables of torch's ELF shared libraries over 1 MiB (Linux); returns
-    the bytes saved. Symbols the dynamic linker needs are kept (--strip-unneeded)."""
+    """Strip the symbol tables of the bundle's ELF shared libraries that allow it (Linux;
+    ``strippable``); returns the bytes saved. Symbols the dynamic linker needs are kept
+    (--strip-unneeded). What it saves: torch's CPU library 85 MB, libpython 17 MB (a Python
+    built from source, as pyenv builds it, keeps its debug symbols), tokenizers',
+    cryptography's, PyYAML's and regex's native modules 10 MB."""
     strip = shutil.which("strip")
-    if strip is None:
-        print("build: no `strip` (binutils) here: the libraries keep their symbol tables")
+    if strip is None or shutil.which("objdump") is None:
+        print("build: no `strip` or `objdump` (binutils) here: libraries keep their symbols")
         return 0
     saved = 0
-    libraries = [p for f in STRIPPED for p in (app / "_internal" / f).rglob("*.so*")]
-    for path in sorted(libraries):
-        if path.is_symlink() or not path.is_file() or path.stat().st_size < 2**20:
-            continue
-        with path.open("rb") as file:
-            if file.read(4) != b"\x7fELF":
-                continue
+    internal = app / "_internal"
+    for path in sorted(p for p in internal.rglob("*.so*") if strippable(p, internal)):
         before = path.stat().st_size
         subprocess.run([strip, "--strip-unneeded", str(path)], check=True)
         saved += before - path.stat().st_size
@@ -149,9 +163,8 @@ def main() -> None:
     if not executable.is_file():
         fail(f"PyInstaller finished but {executable} is missing")
     if sys.platform.startswith("linux"):
-        print(
-            f"stripped torch's libraries' symbol tables: {strip_libraries(app) / 2**20:.0f} MiB saved"
-        )
+        saved = strip_libraries(app) / 2**20
+        print(f"stripped the shared libraries' symbol tables: {saved:.0f} MiB saved")
     built = time.perf_counter() - started
     print(f"built {app} in {built:.0f} s: {folder_size(app) / 2**20:.0f} MiB")
     sys.path.insert(0, str(ROOT / "packaging"))

@@ -46,7 +46,12 @@ def pyz_sizes(executable: Path) -> Counter[str]:
         print("sizes: PyInstaller is not installed; the PYZ is counted whole", file=sys.stderr)
         sizes["(pyz: python modules)"] = executable.stat().st_size
         return sizes
-    archive = CArchiveReader(str(executable))
+    try:
+        archive = CArchiveReader(str(executable))
+    except Exception as exc:  # ArchiveReadError: not an executable PyInstaller wrote
+        print(f"sizes: {executable.name} has no PyInstaller archive ({exc}); counted whole")
+        sizes["(pyz: python modules)"] = executable.stat().st_size
+        return sizes
     for name, entry in archive.toc.items():
         if entry[-1] != PKG_ITEM_PYZ:
             continue

@@ -1,9 +1,11 @@
 """The packaging scripts: the lock is in step with pyproject.toml and the README, sizes.py
-counts a bundle by package, and the .deb is a real Debian package (dpkg-deb) with the app
-under /opt, the command and the menu entry."""
+counts a bundle by package, the .deb is a real Debian package (dpkg-deb) with the app
+under /opt, the command and the menu entry, and the build strips only the native modules
+that still load stripped."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -129,3 +131,58 @@ def test_the_bundles_slim_champ_file_gives_the_same_suite(tmp_path, monkeypatch)
     monkeypatch.setattr(champ_dataset, "load", lambda name: real_load(str(slim_file)))
     slim = load_jsonl(write_champ_jsonl(tmp_path / "slim.jsonl"), name="champ").tasks
     assert len(full) == 270 and slim == full
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") or shutil.which("strip") is None,
+    reason="stripping is the Linux build's (binutils)",
+)
+def test_the_build_strips_native_modules_that_still_load_and_skips_the_patchelf_rewritten(
+    tmp_path,
+):
+    """build.py strips a real Rust module (tokenizers') which then still imports and works,
+    and leaves alone numpy's extension (its RPATH names numpy.libs: auditwheel rewrote it
+    with patchelf), numpy.libs' OpenBLAS and Qt's libraries."""
+    import numpy
+    import PySide6
+    import tokenizers
+
+    import build
+
+    internal = tmp_path / "app" / "_internal"
+    shutil.copytree(Path(tokenizers.__file__).parent, internal / "tokenizers")
+    numpy_dir = Path(numpy.__file__).parent
+    numpy_module = next((numpy_dir / "_core").glob("_multiarray_umath*.so"))
+    openblas = next((numpy_dir.parent / "numpy.libs").glob("*openblas*.so"))
+    icu = next((Path(PySide6.__file__).parent / "Qt" / "lib").glob("libicui18n.so*"))
+    kept = {
+        "numpy/_core": numpy_module,
+        "numpy.libs": openblas,
+        "PySide6/Qt/lib": icu,
+    }
+    for folder, source in kept.items():
+        (internal / folder).mkdir(parents=True)
+        shutil.copy(source, internal / folder / source.name)
+    module = next((internal / "tokenizers").glob("tokenizers*.so"))
+    before = module.stat().st_size
+
+    saved = build.strip_libraries(tmp_path / "app")
+
+    assert module.stat().st_size < before
+    assert saved == before - module.stat().st_size
+    for folder, source in kept.items():
+        assert (internal / folder / source.name).read_bytes() == source.read_bytes()
+    program = (
+        "import tokenizers; from tokenizers import Tokenizer, models, pre_tokenizers; "
+        "t = Tokenizer(models.WordLevel({'a': 0, 'b': 1, '[UNK]': 2}, unk_token='[UNK]')); "
+        "t.pre_tokenizer = pre_tokenizers.Whitespace(); "
+        "print(tokenizers.__file__, t.encode('a b c').ids)"
+    )
+    ran = subprocess.run(
+        [sys.executable, "-c", program],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(internal)},
+        check=True,
+    )
+    assert ran.stdout.split() == [str(internal / "tokenizers" / "__init__.py"), "[0,", "1,", "2]"]
