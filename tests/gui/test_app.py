@@ -126,7 +126,8 @@ def test_self_test_checks_the_installation_end_to_end(tmp_path):
         and "keychain backends present" in result.stdout
     )
     assert (
-        "Workers, Tasks, Runs, Replay, Evaluate, Playground, Settings pages built" in result.stderr
+        "Start, Workers, Tasks, Runs, Compare, Replay, Evaluate, Playground, Settings pages built"
+        in result.stderr
     )
     assert not list(tmp_path.iterdir())  # its temporary workspace is gone
 

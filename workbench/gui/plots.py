@@ -58,6 +58,7 @@ def generation_plot(title: str, y_label: str) -> pg.PlotWidget:
     plot.setLabel("bottom", "generation")
     if y_label:
         plot.setLabel("left", y_label)
+    plot.getAxis("left").enableAutoSIPrefix(False)  # 0.6, not "600 (x0.001)"
     plot.showGrid(x=False, y=True, alpha=0.2)
     plot.setMinimumHeight(120)
     show_generations(plot, 1)  # empty: generations 1 and 2, not -0.5..0.5
