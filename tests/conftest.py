@@ -57,7 +57,7 @@ def _session_cache():
     return _CACHE
 
 
-def build_tiny_lm(tie_word_embeddings: bool = True, seed: int = 0):
+def build_tiny_lm(tie_word_embeddings: bool = True, seed: int = 0, hidden_size: int = 32):
     """A 3-layer Llama with hidden size 32 and a BPE tokenizer trained on a few lines."""
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -86,8 +86,8 @@ def build_tiny_lm(tie_word_embeddings: bool = True, seed: int = 0):
     tokenizer.chat_template = CHAT_TEMPLATE
     config = LlamaConfig(
         vocab_size=tokenizer.vocab_size,
-        hidden_size=32,
-        intermediate_size=64,
+        hidden_size=hidden_size,
+        intermediate_size=2 * hidden_size,
         num_hidden_layers=3,
         num_attention_heads=4,
         num_key_value_heads=2,

@@ -30,6 +30,27 @@ def test_import_linter_contracts_hold():
         assert f"{contract} KEPT" in result.stdout, result.stdout
 
 
+def test_every_module_of_core_has_its_place_in_the_layers():
+    """A module left out of the layers contract has its imports unchecked: each module and
+    package directly under workbench/core is named in it."""
+    import tomllib
+
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    (contract,) = [
+        c
+        for c in data["tool"]["importlinter"]["contracts"]
+        if c["name"].startswith("core's layers")
+    ]
+    named = {m.strip() for layer in contract["layers"] for m in layer.split("|")}
+    core = ROOT / "workbench" / "core"
+    modules = {
+        f"workbench.core.{p.stem}"
+        for p in core.iterdir()
+        if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").is_file()
+    }
+    assert modules - named == set(), "add these to the core layers in pyproject.toml"
+
+
 def test_the_circle_contract_catches_a_circle(tmp_path):
     """The no-circles contract is not vacuous: the same contract fails on a package whose
     two modules import each other."""

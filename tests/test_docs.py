@@ -9,6 +9,9 @@ ROOT = Path(__file__).resolve().parents[1]
 CITATION = re.compile(r"(?<![\w/.-])((?:docs/)?[\w./-]*[A-Z][A-Z_]+\.md)\b|(docs/[\w./-]+\.md)")
 
 
+DOC_FOLDERS = [d for d in (ROOT / "docs").rglob("*") if d.is_dir()]
+
+
 def _sources() -> list[Path]:
     files = [ROOT / "README.md"]
     for folder in ("workbench", "tests", "packaging", "docs"):
@@ -29,6 +32,9 @@ def test_every_cited_document_exists():
             for match in CITATION.finditer(line):
                 cited = match.group(1) or match.group(2)
                 places = [ROOT / cited] if "/" in cited else [ROOT / "docs" / cited, ROOT / cited]
+                # a link of a docs page, relative to it (or, in the code that generates
+                # a page, to the docs folder the page is written to)
+                places += [path.parent / cited, *(d / cited for d in DOC_FOLDERS)]
                 if not any(p.is_file() for p in places):
                     missing.append(f"{path.relative_to(ROOT)}:{line_no}: {cited}")
     assert not missing, "cited documents that are not in the repository:\n" + "\n".join(missing)

@@ -1,57 +1,80 @@
-"""Figures of the OpenAI-compatible server (``trinity-workbench serve``) on this machine.
+"""Load on the OpenAI-compatible server (``trinity-workbench serve``), with the official
+``openai`` client.
 
-    python tests/benchmarks/bench_serve.py [--requests 320] [--clients 16] [--latency 0.2]
+    python tests/benchmarks/bench_serve.py [--requests 400] [--clients 16] [--latency 0.2]
+        [--backbone offline|tiny] [--stream-share 0.5]
 
 Set-up, each part in a process of its own: a fixed-latency loopback worker
 (tests/support/fault_server.py answering every call after ``--latency`` seconds), the
-``serve`` command with a coordinator file over that one worker (the tiny test backbone,
-steered to one Worker turn per episode, so a request is one coordinator forward plus one
-worker call), and this script as the client (httpx, ``--clients`` at once).
+``serve`` command with a coordinator file over that one worker (steered to one Worker
+turn per episode, so a request is one coordinator forward plus one worker call; the
+backbone is SmolLM2-135M, ``offline``, or the tiny test model), and this script as the
+client: ``openai.AsyncOpenAI``, ``--clients`` at once, each request streaming with
+probability ``--stream-share``. Every request asks a question not asked before, so that
+the coordinator's feature cache cannot answer it: each costs a real forward.
 
-Prints:
-- requests per second and p50/p99 latency at ``--clients`` concurrent clients (the
-  ceiling is clients / latency; the worker admits as many calls at once as there are
-  clients), and the episode's share of that latency;
-- the server's own overhead per request, measured one request at a time: the client's
-  wall time minus the episode's time as the server reports it (``Server-Timing:
-  episode``: coordinator, worker call and storing the episode), p50 and p99 in ms; the
-  goal is under 5 ms p50. It includes the HTTP round trip and the client's own cost,
-  shown for scale by a bare ``GET /health``.
+Prints, on this machine:
+- throughput; latency p50/p95/p99 for streaming and plain requests (a stream's time to
+  its first content chunk as well); errors by kind (exception class and status);
+- the server's resident memory (RSS) before and after the load;
+- where a request's time goes, one at a time: the worker's own latency (the loopback
+  worker's handling time), the episode as the server times it (``Server-Timing:
+  episode``: coordinator forward, worker call, storing), and the client's wall time. The
+  episode less the worker is the coordinator's own overhead per request; the wall time
+  less the episode is the HTTP server's.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import platform
+import random
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
+from collections import Counter
 from pathlib import Path
-
-import httpx
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.conftest import build_tiny_lm  # noqa: E402
-from tests.core.test_serve import steered_file  # noqa: E402
-from tests.support.fault_server import MODEL  # noqa: E402
-from workbench.core.coordinator import Backbone  # noqa: E402
-
 QUESTION = [{"role": "user", "content": "What is 12 + 30?"}]
+_asked = iter(range(10**9))
+
+
+def question() -> list[dict[str, str]]:
+    """A question not asked before in this process: the coordinator's feature cache
+    cannot answer it, so every request costs a real forward."""
+    return [{"role": "user", "content": f"What is {next(_asked)} + 30?"}]
+
+
+MODEL_ID = "trinity-team"
+FILLER = "the number 12 and "
 
 
 def quantile(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
-def start(command: list[str], env: dict[str, str], prefix: str) -> tuple[subprocess.Popen, str]:
+def spread(values: list[float], scale: float = 1000.0) -> str:
+    """p50/p95/p99 of ``values`` (seconds) in ms."""
+    return "p50 {:.1f}, p95 {:.1f}, p99 {:.1f} ms".format(
+        *(quantile(values, q) * scale for q in (0.5, 0.95, 0.99))
+    )
+
+
+def start(
+    command: list[str], env: dict[str, str], prefix: str, cwd: Path = ROOT
+) -> tuple[subprocess.Popen, str]:
+    """A child process and the first line it prints (which must start with ``prefix``)."""
     process = subprocess.Popen(
         command,
         stdin=subprocess.PIPE,
@@ -59,7 +82,7 @@ def start(command: list[str], env: dict[str, str], prefix: str) -> tuple[subproc
         stderr=subprocess.DEVNULL,
         text=True,
         env=env,
-        cwd=ROOT,
+        cwd=cwd,
     )
     line = process.stdout.readline().strip()
     if not line.startswith(prefix):
@@ -68,159 +91,265 @@ def start(command: list[str], env: dict[str, str], prefix: str) -> tuple[subproc
     return process, line
 
 
-def episode_ms(response: httpx.Response) -> float:
-    """The episode's own time as the server reports it (``Server-Timing: episode;dur=``)."""
-    return float(response.headers["server-timing"].split("dur=")[1])
+class Stack:
+    """A loopback worker of fixed latency and a ``serve`` process over it, in ``tmp``.
+    ``root``: the source tree the server runs from (another checkout measures 'before')."""
 
+    def __init__(
+        self,
+        tmp: Path,
+        *,
+        latency: float,
+        backbone: str = "offline",
+        concurrency: int = 16,
+        root: Path = ROOT,
+        serve_options: tuple[str, ...] = (),
+    ):
+        self.tmp = tmp
+        self.env = {
+            **os.environ,
+            "XDG_DATA_HOME": str(tmp / "data"),
+            "XDG_CONFIG_HOME": str(tmp / "config"),
+            "HF_HUB_OFFLINE": "1",
+            "PYTHONPATH": str(root),
+        }
+        os.environ.update({k: self.env[k] for k in ("XDG_DATA_HOME", "XDG_CONFIG_HOME")})
+        self.worker, line = start(
+            [sys.executable, "-m", "tests.support.fault_server", "--latency", str(latency)],
+            {**self.env, "PYTHONPATH": str(ROOT)},
+            "PORT",
+        )
+        self.worker_url = f"http://127.0.0.1:{int(line.split()[1])}"
+        self.server: subprocess.Popen | None = None
+        try:
+            path = self._team(backbone, concurrency)
+            self.server, self.url = start(
+                [
+                    sys.executable,
+                    "-m",
+                    "workbench",
+                    "serve",
+                    "--workspace",
+                    str(tmp / "ws"),
+                    "--coordinator",
+                    str(path),
+                    "--port",
+                    "0",
+                    "--concurrency",
+                    str(concurrency),
+                    *serve_options,
+                ],
+                self.env,
+                "http://",
+                cwd=root,
+            )
+        except BaseException:
+            self.close()
+            raise
 
-async def load(
-    url: str, model: str, requests: int, clients: int
-) -> tuple[list[float], list[float], float]:
-    """Latencies (s) and the server's episode times (ms) of ``requests`` sent by ``clients``
-    at once, and the wall time of it all."""
-    latencies: list[float] = []
-    episodes: list[float] = []
-    pending = iter(range(requests))
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
-    async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as client:
-
-        async def one_client() -> None:
-            for _ in pending:
-                started = time.perf_counter()
-                response = await client.post(
-                    "/chat/completions", json={"model": model, "messages": QUESTION}
-                )
-                response.raise_for_status()
-                latencies.append(time.perf_counter() - started)
-                episodes.append(episode_ms(response))
-
-        started = time.perf_counter()
-        await asyncio.gather(*(one_client() for _ in range(clients)))
-        return latencies, episodes, time.perf_counter() - started
-
-
-def overhead(url: str, model: str, requests: int) -> tuple[list[float], list[float]]:
-    """Per request: wall time minus the episode's time (ms); and, for scale, the round trip
-    of the bare ``/health`` route with the same client (HTTP and the client's own cost)."""
-    out, bare = [], []
-    with httpx.Client(base_url=url, timeout=120) as client:
-        for _ in range(requests):
-            started = time.perf_counter()
-            client.get(url.removesuffix("/v1") + "/health").raise_for_status()
-            bare.append((time.perf_counter() - started) * 1000)
-        for _ in range(requests):
-            started = time.perf_counter()
-            response = client.post("/chat/completions", json={"model": model, "messages": QUESTION})
-            wall = time.perf_counter() - started
-            response.raise_for_status()
-            out.append(wall * 1000 - episode_ms(response))
-    return out, bare
-
-
-def main() -> None:
-    tmp = Path(tempfile.mkdtemp(prefix="bench-serve-"))
-    try:
-        measure(tmp)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def measure(tmp: Path) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--requests", type=int, default=320)
-    parser.add_argument("--clients", type=int, default=16)
-    parser.add_argument("--latency", type=float, default=0.2)
-    parser.add_argument("--overhead-requests", type=int, default=200)
-    args = parser.parse_args()
-
-    env = {
-        **os.environ,
-        "XDG_DATA_HOME": str(tmp / "data"),
-        "XDG_CONFIG_HOME": str(tmp / "config"),
-        "HF_HUB_OFFLINE": "1",
-    }
-    os.environ.update({k: env[k] for k in ("XDG_DATA_HOME", "XDG_CONFIG_HOME")})
-    model, tokenizer = build_tiny_lm()
-    model.save_pretrained(tmp / "tiny")
-    tokenizer.save_pretrained(tmp / "tiny")
-    backbone = Backbone("tiny", model=model, tokenizer=tokenizer, input="chat")
-
-    worker, line = start(
-        [sys.executable, "-m", "tests.support.fault_server", "--latency", str(args.latency)],
-        env,
-        "PORT",
-    )
-    server = None
-    try:
-        port = int(line.split()[1])
+    def _team(self, backbone_name: str, concurrency: int) -> Path:
+        from tests.conftest import build_tiny_lm
+        from tests.core.test_serve import steered_file
+        from tests.support.fault_server import MODEL
+        from workbench.core.coordinator import Backbone
         from workbench.core.workers.registry import Registry
         from workbench.core.workers.spec import spec_from_options
 
-        # as many calls in flight as clients (a worker's default is 8): the figure is the
-        # server's, not the worker's concurrency bound
+        # as many calls in flight as episodes (a worker's default is 8): the figures are
+        # the server's, not the worker's concurrency bound
         Registry().add(
             spec_from_options(
                 "loop",
                 "transformers",
                 MODEL,
-                base_url=f"http://127.0.0.1:{port}/v1",
-                concurrency=args.clients,
+                base_url=f"{self.worker_url}/v1",
+                concurrency=concurrency,
             )
         )
+        if backbone_name == "tiny":
+            model, tokenizer = build_tiny_lm()
+            model.save_pretrained(self.tmp / "tiny")
+            tokenizer.save_pretrained(self.tmp / "tiny")
+            backbone = Backbone("tiny", model=model, tokenizer=tokenizer, input="chat")
+            source = str(self.tmp / "tiny")
+        else:
+            backbone = Backbone("offline", input="chat")
+            source = "offline"
         path = steered_file(
-            tmp / "team.safetensors", backbone, ["loop"], max_turns=1, source=str(tmp / "tiny")
+            self.tmp / "team.safetensors", backbone, ["loop"], max_turns=1, source=source
         )
-        server, url = start(
-            [
-                sys.executable,
-                "-m",
-                "workbench",
-                "serve",
-                "--workspace",
-                str(tmp / "ws"),
-                "--coordinator",
-                str(path),
-                "--port",
-                "0",
-                "--concurrency",
-                str(args.clients),
-            ],
-            env,
-            "http://",
-        )
-        team = "trinity-team"
-        asyncio.run(load(url, team, args.clients, args.clients))  # warm-up
-        latencies, episodes, wall = asyncio.run(load(url, team, args.requests, args.clients))
-        extra, bare = overhead(url, team, args.overhead_requests)
-    finally:
-        for process in (server, worker):
-            if process is not None:
-                process.send_signal(2) if process is server else process.stdin.close()
-                process.wait(60)
+        # tokens the coordinator reads per repetition of FILLER: a prompt of a chosen length
+        self.filler_tokens = (
+            len(backbone.encode(FILLER * 201)) - len(backbone.encode(FILLER))
+        ) / 200
+        backbone.close()
+        return path
 
-    print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, {platform.python_version()}")
-    ceiling = f" (ceiling {args.clients / args.latency:.0f} req/s)" if args.latency > 0 else ""
+    @property
+    def pid(self) -> int:
+        assert self.server is not None
+        return self.server.pid
+
+    def rss_mb(self) -> float:
+        import psutil
+
+        return psutil.Process(self.pid).memory_info().rss / 2**20
+
+    def prompt_of(self, tokens: int) -> list[dict[str, str]]:
+        """A one-message conversation of about ``tokens`` backbone tokens."""
+        return [{"role": "user", "content": FILLER * int(tokens / self.filler_tokens)}]
+
+    def worker_handling_s(self) -> list[float]:
+        """The loopback worker's handling time of every call since the last asking."""
+        with urllib.request.urlopen(f"{self.worker_url}/_stats", timeout=30) as response:
+            return list(json.loads(response.read())["handling_s"])
+
+    def close(self) -> None:
+        if self.server is not None and self.server.poll() is None:
+            self.server.send_signal(2)
+            try:
+                self.server.wait(60)
+            except subprocess.TimeoutExpired:
+                self.server.kill()
+        if self.worker.poll() is None:
+            self.worker.stdin.close()
+            self.worker.wait(60)
+
+
+async def load(
+    url: str, requests: int, clients: int, stream_share: float, seed: int = 0
+) -> dict[str, object]:
+    """``requests`` chat requests from ``clients`` concurrent clients of one AsyncOpenAI,
+    each streaming with probability ``stream_share``: latencies by mode, a stream's time
+    to its first content, errors by kind, wall time."""
+    import httpx
+    import openai
+
+    rng = random.Random(seed)
+    modes = ["stream" if rng.random() < stream_share else "plain" for _ in range(requests)]
+    latency: dict[str, list[float]] = {"stream": [], "plain": []}
+    first_content: list[float] = []
+    errors: Counter[str] = Counter()
+    pending = iter(modes)
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    async with openai.AsyncOpenAI(
+        base_url=url,
+        api_key="unused",
+        max_retries=0,
+        timeout=120,
+        http_client=httpx.AsyncClient(limits=limits, timeout=120),
+    ) as client:
+
+        async def one_client() -> None:
+            for mode in pending:
+                started = time.perf_counter()
+                try:
+                    if mode == "plain":
+                        completion = await client.chat.completions.create(
+                            model=MODEL_ID, messages=question()
+                        )
+                        assert completion.choices[0].message.content
+                    else:
+                        stream = await client.chat.completions.create(
+                            model=MODEL_ID, messages=question(), stream=True
+                        )
+                        text = ""
+                        async for chunk in stream:
+                            if chunk.choices and chunk.choices[0].delta.content:
+                                if not text:
+                                    first_content.append(time.perf_counter() - started)
+                                text += chunk.choices[0].delta.content
+                        assert text
+                except openai.APIStatusError as exc:
+                    errors[f"{type(exc).__name__} {exc.status_code}"] += 1
+                    continue
+                except Exception as exc:  # connection errors, timeouts, empty answers
+                    errors[type(exc).__name__] += 1
+                    continue
+                latency[mode].append(time.perf_counter() - started)
+
+        started = time.perf_counter()
+        await asyncio.gather(*(one_client() for _ in range(clients)))
+        wall = time.perf_counter() - started
+    return {"latency": latency, "first": first_content, "errors": errors, "wall": wall}
+
+
+def breakdown(stack: Stack, requests: int) -> tuple[list[float], list[float], list[float]]:
+    """One request at a time: the worker's handling (s), the episode (s) and the client's
+    wall time (s), each a list over ``requests`` plain requests."""
+    import openai
+
+    client = openai.OpenAI(base_url=stack.url, api_key="unused", max_retries=0, timeout=120)
+    stack.worker_handling_s()  # reset its list
+    episode, wall = [], []
+    for _ in range(requests):
+        started = time.perf_counter()
+        raw = client.chat.completions.with_raw_response.create(model=MODEL_ID, messages=question())
+        raw.parse()
+        wall.append(time.perf_counter() - started)
+        episode.append(float(raw.headers["server-timing"].split("dur=")[1]) / 1000)
+    # the list opens with the resetting /_stats call itself (recorded after its reply)
+    worker = stack.worker_handling_s()[-requests:]
+    if len(worker) != requests:
+        raise RuntimeError(f"the worker handled {len(worker)} calls for {requests} requests")
+    return worker, episode, wall
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=400)
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--latency", type=float, default=0.2)
+    parser.add_argument("--stream-share", type=float, default=0.5)
+    parser.add_argument("--backbone", choices=("offline", "tiny"), default="offline")
+    parser.add_argument("--one-at-a-time", type=int, default=100)
+    args = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="bench-serve-"))
+    stack = None
+    try:
+        stack = Stack(tmp, latency=args.latency, backbone=args.backbone, concurrency=args.clients)
+        asyncio.run(load(stack.url, args.clients, args.clients, args.stream_share))  # warm-up
+        rss_before = stack.rss_mb()
+        result = asyncio.run(load(stack.url, args.requests, args.clients, args.stream_share))
+        rss_after = stack.rss_mb()
+        worker, episode, wall = breakdown(stack, args.one_at_a_time)
+    finally:
+        if stack is not None:
+            stack.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    latency = result["latency"]
+    assert isinstance(latency, dict)
+    done = sum(len(v) for v in latency.values())
     print(
-        f"{args.clients} clients, {args.requests} requests, worker latency "
-        f"{args.latency * 1000:.0f} ms{ceiling}:"
+        f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python "
+        f"{platform.python_version()}; backbone {args.backbone}"
     )
-    print(f"  throughput      {args.requests / wall:.1f} req/s")
     print(
-        f"  latency         p50 {quantile(latencies, 0.5) * 1000:.1f} ms, "
-        f"p99 {quantile(latencies, 0.99) * 1000:.1f} ms"
+        f"{args.clients} concurrent clients (openai.AsyncOpenAI), {args.requests} requests, "
+        f"{args.stream_share:.0%} streaming, worker latency {args.latency * 1000:.0f} ms:"
     )
+    print(f"  throughput     {done / float(result['wall']):.1f} answered req/s")
+    print(f"  plain          {len(latency['plain'])} answered, {spread(latency['plain'])}")
+    print(f"  streaming      {len(latency['stream'])} answered, {spread(latency['stream'])}")
+    print(f"    first content {spread(result['first'])}")  # type: ignore[arg-type]
+    errors = result["errors"]
+    print(f"  errors         {dict(errors) if errors else 'none'}")  # type: ignore[arg-type]
     print(
-        f"  of which the episode (coordinator, worker, storing): p50 "
-        f"{statistics.median(episodes):.1f} ms, p99 {quantile(episodes, 0.99):.1f} ms"
+        f"  server RSS     {rss_before:.0f} MiB before, {rss_after:.0f} MiB after "
+        f"({rss_after - rss_before:+.0f} MiB)"
     )
+    coordinator = [e - w for e, w in zip(episode, worker, strict=False)]
+    http = [w - e for w, e in zip(wall, episode, strict=True)]
+    print(f"one request at a time ({args.one_at_a_time} plain requests):")
+    print(f"  worker's own latency        {spread(worker)}")
+    print(f"  episode (server-timed)      {spread(episode)}")
+    print(f"  coordinator's own overhead  {spread(coordinator)} (episode less the worker)")
+    print(f"  HTTP server and client      {spread(http)} (wall less the episode)")
     print(
-        f"server overhead per request (one at a time, {args.overhead_requests} requests): "
-        f"p50 {statistics.median(extra):.2f} ms, p99 {quantile(extra, 0.99):.2f} ms "
-        "(goal: < 5 ms p50)"
-    )
-    print(
-        f"  for scale: a bare GET /health round trip with the same client: p50 "
-        f"{statistics.median(bare):.2f} ms"
+        f"  the coordinator adds {statistics.median(coordinator) * 1000:.1f} ms to a "
+        f"{statistics.median(worker) * 1000:.0f} ms worker call "
+        f"({statistics.median(coordinator) / statistics.median(worker):.0%})"
     )
 
 

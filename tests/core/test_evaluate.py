@@ -6,6 +6,7 @@ import pytest
 from tests.core.test_training import config
 from workbench.core.evaluate import EvaluationProgress, EvaluationStopped, baseline_names
 from workbench.core.export import CoordinatorFileError
+from workbench.core.replay import role_label
 from workbench.core.runs import evaluable_runs, evaluate_run, evaluation_source, export_run, train
 from workbench.core.store import Store
 from workbench.core.training.events import StopToken
@@ -112,3 +113,29 @@ def test_a_backbone_that_reads_transcripts_otherwise_is_refused_before_anything_
         evaluate_run(ws, run=trained, backbone=tiny_chat_backbone)
     with Store.open(ws) as store:
         assert len(store.list_runs(kind=None)) == before
+
+
+def test_final_turn_worker_leaves_no_episode_without_an_answer(ws, tiny_backbone, trained):
+    """The option ``serve`` uses by default, offered to evaluation: random routing (which
+    often picks a Verifier first or ends on a Thinker) then always has an answer, and
+    the evaluation's record says which protocol it used."""
+    outcomes = {}
+    for final_turn in ("free", "worker"):
+        result = evaluate_run(
+            ws, run=trained, baselines=["random"], backbone=tiny_backbone, final_turn=final_turn
+        )
+        with Store.open(ws) as store:
+            record = store.get_run(result.run_id)
+            assert record.config_data["evaluation"]["final_turn"] == final_turn
+            episodes = [store.get_episode(e.id) for e in store.list_episodes(result.run_id)]
+        outcomes[final_turn] = episodes
+    assert any(e.answer is None for e in outcomes["free"])  # the paper's protocol allows it
+    assert all(e.answer is not None for e in outcomes["worker"])
+    forced = [e for e in outcomes["worker"] if "worker_only_turns" in e.grade_details]
+    assert forced
+    for episode in forced:
+        for index in episode.grade_details["worker_only_turns"]:
+            assert episode.turns[index].role == "worker"
+            assert role_label(episode, index) == "worker (worker only)"  # replays say so
+    with pytest.raises(ValueError, match="unknown final_turn 'last'"):
+        evaluate_run(ws, run=trained, baselines=False, backbone=tiny_backbone, final_turn="last")

@@ -102,3 +102,75 @@ def test_precision_auto_is_bf16_mixed_on_gpu_and_on_a_native_bf16_cpu_else_fp32(
     assert weights_dtype("bf16") == torch.bfloat16
     with pytest.raises(ModelSourceError, match="unknown precision 'int4'.*auto, fp32, bf16-mixed"):
         pick_precision("cpu", "int4")
+
+
+def _raise_from(tmp_path, monkeypatch, package, body):
+    """Import a real package written to ``tmp_path`` whose import fails as ``body`` says;
+    returns the error as a caller (transformers) wraps it."""
+    (tmp_path / package).mkdir()
+    (tmp_path / package / "__init__.py").write_text(body)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        try:
+            importlib.import_module(package)
+        except Exception as inner:
+            raise RuntimeError(f"Failed to import {package}") from inner
+    except RuntimeError as outer:
+        return outer
+    raise AssertionError(f"{package} imported")
+
+
+def test_a_package_missing_its_data_file_is_an_incomplete_installation(tmp_path, monkeypatch):
+    # what kernels raises inside a bundle that did not carry its data files
+    error = _raise_from(
+        tmp_path,
+        monkeypatch,
+        "kernels_like",
+        'raise FileNotFoundError("Cannot load dependency data, is kernels_like correctly installed?")',
+    )
+    fault = models.installation_fault(error)
+    assert fault is not None and "installed package 'kernels_like'" in fault
+    assert "Cannot load dependency data" in fault
+    message = str(models._incomplete("offline", fault))
+    assert "installation is incomplete" in message and "not at fault" in message
+    assert "GGUF" not in message
+
+
+def test_a_package_missing_a_file_in_its_own_folder_names_the_file(tmp_path, monkeypatch):
+    error = _raise_from(
+        tmp_path,
+        monkeypatch,
+        "data_like",
+        "from pathlib import Path\n(Path(__file__).parent / 'table.json').read_text()\n",
+    )
+    fault = models.installation_fault(error)
+    assert fault is not None and "table.json" in fault and "'data_like'" in fault
+
+
+def test_a_missing_module_is_an_incomplete_installation(tmp_path, monkeypatch):
+    error = _raise_from(tmp_path, monkeypatch, "needs_absent", "import absent_module_xyz\n")
+    fault = models.installation_fault(error)
+    assert fault is not None and "'absent_module_xyz'" in fault
+
+
+def test_a_missing_model_file_is_the_models_fault_not_the_installations(tmp_path, monkeypatch):
+    model_file = tmp_path / "model.gguf"  # outside the package that reads it
+    error = _raise_from(
+        tmp_path,
+        monkeypatch,
+        "reader_like",
+        f"open({str(model_file)!r}, 'rb')\n",
+    )
+    assert models.installation_fault(error) is None
+    assert models.installation_fault(ValueError("not a GGUF file")) is None
+
+
+def test_a_cache_miss_naming_no_file_is_not_an_incomplete_installation(tmp_path, monkeypatch):
+    # huggingface_hub's LocalEntryNotFoundError is a FileNotFoundError naming no file
+    error = _raise_from(
+        tmp_path,
+        monkeypatch,
+        "hub_like",
+        'raise FileNotFoundError("Cannot find the requested files in the disk cache")\n',
+    )
+    assert models.installation_fault(error) is None

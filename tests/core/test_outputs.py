@@ -65,3 +65,15 @@ def test_episodes_export_to_a_folder_a_device_and_a_blocked_path(tmp_path: Path,
         )
         err = capsys.readouterr().err
         assert fragment in err and "Traceback" not in err
+
+
+def test_a_shown_path_hides_the_home_folder_and_the_install_location(monkeypatch, tmp_path):
+    from workbench.core.printable import RESOURCES, shown_path
+
+    monkeypatch.setenv("HOME", str(tmp_path / "alice"))
+    assert shown_path(tmp_path / "alice" / "ws" / "workbench.db") == "~/ws/workbench.db"
+    assert shown_path(tmp_path / "alice") == "~"
+    assert shown_path(tmp_path / "alicette" / "x") == str(tmp_path / "alicette" / "x")
+    assert shown_path("/srv/data/suite.jsonl") == "/srv/data/suite.jsonl"
+    example = RESOURCES / "examples" / "sandbox.toml"
+    assert example.is_file() and shown_path(example) == "bundled examples/sandbox.toml"

@@ -29,7 +29,7 @@ pytestmark = pytest.mark.slow
 
 HEAD = Path(__file__).resolve().parents[1] / "data" / "team-head-smollm2-raw.npy"
 TASKS = 24  # of the test split, each played argmax and sampled
-MIN_COSINE = 0.999  # the stated tolerance (README, "Precision"); measured: 0.9999+
+MIN_COSINE = 0.999  # the stated tolerance (docs/results/figures.md, "Precision"); measured: 0.9999+
 
 
 def held_out_transcripts(backbone: Backbone) -> tuple[Coordinator, dict[int, list[str]]]:

@@ -16,6 +16,7 @@ from workbench.core.protocol import (
     parse_verdict,
     render_transcript,
     run_episode,
+    worker_only_turn,
 )
 from workbench.core.records import ROLES, Role, StopReason, Turn
 from workbench.core.tasks.model import Task
@@ -231,3 +232,29 @@ def test_the_coordinator_reads_whole_turns_and_drops_the_oldest_only_past_its_co
     stored = [Turn.from_dict(t.to_dict()) for t in played.turns]
     assert [t.context_omitted for t in stored] == [0, 0, 1]
     assert "context_omitted" not in played.turns[0].to_dict()  # stored only when it happened
+
+
+@pytest.mark.parametrize(
+    ("final_turn", "index", "role", "answer", "restricted"),
+    [
+        ("worker", 2, Role.THINKER, None, True),  # the last of K = 3, no answer yet
+        ("worker", 2, Role.VERIFIER, None, True),
+        ("worker", 0, Role.VERIFIER, None, True),  # a Verifier with nothing to judge
+        ("worker", 0, Role.THINKER, None, False),  # the episode goes on: not restricted
+        ("worker", 2, Role.THINKER, "42", False),  # an answer exists
+        ("worker", 1, Role.VERIFIER, "42", False),
+        ("worker", 2, Role.WORKER, None, False),  # already a Worker
+        ("free", 2, Role.THINKER, None, False),  # the paper's protocol
+        ("free", 0, Role.VERIFIER, None, False),
+    ],
+)
+def test_which_turns_final_turn_worker_restricts_to_the_worker_role(
+    final_turn, index, role, answer, restricted
+):
+    settings = EpisodeSettings(max_turns=3, final_turn=final_turn)
+    assert worker_only_turn(settings, index, role, answer) is restricted
+
+
+def test_an_unknown_final_turn_is_refused():
+    with pytest.raises(ValueError, match="unknown final_turn 'last': use free or worker"):
+        EpisodeSettings(final_turn="last")

@@ -231,10 +231,13 @@ def test_the_trace_shows_each_turn_by_field_or_header(serve, sandbox_team, ws):
             assert shown["verdict"] is None and shown["error"] is None
 
 
-def test_no_answer_is_a_502_that_says_why_with_the_trace(serve, ws, tiny_chat_backbone, tmp_path):
-    # one steered Verifier with no answer to check: the episode ends without one
+def test_with_final_turn_free_no_answer_is_a_502_that_says_why(
+    serve, ws, tiny_chat_backbone, tmp_path
+):
+    # one steered Verifier with no answer to check: the paper's protocol ends the episode
     path = steered_file(tmp_path / "v.safetensors", tiny_chat_backbone, SANDBOX, role=Role.VERIFIER)
-    served = serve(load_team(ws, coordinator_file=path, backbone=tiny_chat_backbone))
+    team = load_team(ws, coordinator_file=path, backbone=tiny_chat_backbone, final_turn="free")
+    served = serve(team)
     with pytest.raises(openai.InternalServerError) as caught:
         served.chat(extra_body={"trace": True})
     body = caught.value.response.json()
@@ -243,6 +246,38 @@ def test_no_answer_is_a_502_that_says_why_with_the_trace(serve, ws, tiny_chat_ba
     (turn,) = body["trinity"]["turns"]
     assert turn["role"] == "verifier" and turn["called"] is False
     assert stored(ws, body["trinity"]["episode_id"]).stop_reason == "verifier_without_answer"
+
+
+@pytest.mark.parametrize(
+    ("role", "forced", "roles"),
+    [
+        # a Thinker every turn: the last of K = 2 is played as a Worker
+        (Role.THINKER, [1], ["thinker", "worker"]),
+        # a Verifier before any answer would end the episode: played as a Worker, and
+        # the Verifier the coordinator asks for next judges that answer
+        (Role.VERIFIER, [0], ["worker", "verifier"]),
+    ],
+)
+def test_by_default_a_turn_that_would_leave_no_answer_is_played_as_a_worker(
+    serve, ws, tiny_chat_backbone, tmp_path, role, forced, roles
+):
+    path = steered_file(
+        tmp_path / "t.safetensors", tiny_chat_backbone, SANDBOX, worker=1, role=role
+    )
+    served = serve(load_team(ws, coordinator_file=path, backbone=tiny_chat_backbone))
+    completion = served.chat(extra_body={"trace": True})
+    assert completion.choices[0].message.content  # an answer, through the official client
+    assert completion.trinity["worker_only_turns"] == forced
+    turns = completion.trinity["turns"]
+    assert [t["role"] for t in turns] == roles
+    # the coordinator still chose the worker (steered to the scholar); its role
+    # probabilities are recorded as it gave them, favouring the role it wanted
+    assert {t["worker"] for t in turns} == {"sandbox:scholar"}
+    assert all(t["role_probs"][str(role)] > 0.99 for t in turns)
+    episode = stored(ws, completion.trinity["episode_id"])
+    assert episode.answer == completion.choices[0].message.content
+    assert episode.grade_details["worker_only_turns"] == forced
+    assert served.team.describe()["final_turn"] == "worker"
 
 
 def test_streaming_sends_the_answer_in_openai_chunks_then_done(serve, sandbox_team, ws):
@@ -435,7 +470,7 @@ def test_stopping_lets_in_flight_episodes_finish_and_closes_the_run(
     with Store.open(ws) as store:
         (run,) = store.list_runs(kind="serve")
     assert run.status == "finished" and run.stop_reason == "shutdown"
-    assert run.result == {"episodes": 1}
+    assert run.result == {"episodes": 1, "cancelled": 0}
     with pytest.raises(openai.APIConnectionError):
         served.chat()
 
@@ -496,7 +531,7 @@ def test_the_serve_command_serves_until_interrupted(tmp_path, tiny_chat_backbone
     assert "stopped; 1 episode(s) stored in run" in stderr
     with Store.open(Workspace.open(ws)) as store:
         (run,) = store.list_runs(kind="serve")
-        assert run.status == "finished" and run.result == {"episodes": 1}
+        assert run.status == "finished" and run.result == {"episodes": 1, "cancelled": 0}
         (episode,) = store.list_episodes(run.id)
     assert episode.id == completion.trinity["episode_id"]
 
@@ -525,6 +560,15 @@ def test_the_serve_command_names_a_bad_port_busy_port_or_turn_count(
     assert bad.returncode == 2 and "'70000' is not a port: give 0-65535" in bad.stderr
     no_turns = serve("--port", "0", "--max-turns", "0")  # 0 once fell back to the run's K
     assert no_turns.returncode == 2 and "--max-turns must be at least 1" in no_turns.stderr
+    for option, value, said in [
+        ("--grace", "0", "--grace must be at least 1 second"),
+        ("--max-connections", "0", "--max-connections must be at least 1"),
+        ("--max-prompt-tokens", "0", "--max-prompt-tokens must be at least 1"),
+        ("--final-turn", "last", "invalid choice: 'last'"),
+    ]:
+        refused = serve("--port", "0", option, value)
+        assert refused.returncode == 2 and said in refused.stderr, refused.stderr
+        assert "loading the coordinator" not in refused.stderr
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()

@@ -13,6 +13,10 @@ def test_sandbox_workers_are_simulated_and_registered_ones_real():
     assert spend_kind(["sandbox:coder", "sandbox:scholar"]) == "simulated"
     assert spend_kind(["sandbox:coder", "gpt-4o"]) == "partly simulated"
     assert spend_kind(["gpt-4o"]) == "" and spend_kind([]) == ""
+    assert spend_kind(["recorded:champ/gpt-4", "recorded:mine/a"]) == "recorded"
+    assert spend_kind(["recorded:champ/gpt-4", "gpt-4o"]) == "partly recorded"
+    assert spend_kind(["recorded:champ/gpt-4", "sandbox:coder"]) == "simulated or recorded"
+    assert spend_kind(["recorded:x/a", "sandbox:coder", "gpt-4o"]) == "partly simulated or recorded"
 
 
 def test_every_simulated_pool_and_its_workers_read_simulated():
@@ -55,3 +59,27 @@ def test_a_simulated_report_labels_its_cost_column_in_every_format():
     assert simulated.to_csv().splitlines()[1].endswith(",simulated")
     assert '"spend": "simulated"' in simulated.to_json()
     assert "| $ / query |" in real.to_markdown() and real.to_csv().splitlines()[1].endswith(",real")
+
+
+def test_recorded_spend_is_never_less_than_any_record_of_it():
+    """A run killed mid-generation: its result still holds what it wrote when it started
+    (nothing), its last stored generation's totals count the calibration calls that store
+    no episode, its stored episodes may hold more than those totals (validation calls),
+    and what it recorded while running covers the generation in flight."""
+    from workbench.core.spend import recorded_spend
+
+    generations = [
+        {"totals": {"episodes": 448, "calls": 300, "dollars": 0.04, "minutes": 0.1}},
+        {"totals": {"episodes": 896, "calls": 590, "dollars": 0.09, "minutes": 0.2}},
+    ]
+    stored = {"episodes": 896, "calls": 650, "dollars": 0.095}
+    started = {"episodes": 0, "calls": 0, "dollars": 0.0, "minutes": 0.0}
+    assert recorded_spend(generations, stored, started) == {
+        "episodes": 896,
+        "calls": 650,
+        "dollars": 0.095,
+        "minutes": 0.2,
+    }
+    in_flight = {"episodes": 1100, "calls": 800, "dollars": 0.12, "minutes": 0.3}
+    assert recorded_spend(generations, stored, in_flight) == in_flight
+    assert recorded_spend([], {"episodes": 0, "calls": 0, "dollars": 0.0}, None) == started

@@ -30,6 +30,7 @@ from workbench.core.store import (
     StoreError,
     StoreVersionError,
     parse_episode_json,
+    schema,
     schema_version,
 )
 from workbench.core.workspace import Workspace
@@ -171,9 +172,9 @@ def test_older_schema_is_migrated_in_order(tmp_path: Path, monkeypatch) -> None:
     path = tmp_path / "workbench.sqlite3"
     with Store(path) as s:
         run_id = s.create_run("old run", "train", {"lr": 0.1})
-    step2 = store_module._sql("ALTER TABLE runs ADD COLUMN note TEXT")
-    step3 = store_module._sql("UPDATE runs SET note = 'migrated'")
-    monkeypatch.setattr(store_module, "MIGRATIONS", [*store_module.MIGRATIONS, step2, step3])
+    step2 = schema._sql("ALTER TABLE runs ADD COLUMN note TEXT")
+    step3 = schema._sql("UPDATE runs SET note = 'migrated'")
+    monkeypatch.setattr(schema, "MIGRATIONS", [*schema.MIGRATIONS, step2, step3])
     with Store(path) as s:
         assert s.get_run(run_id).config_data == {"lr": 0.1}
     conn = sqlite3.connect(path)
@@ -185,9 +186,9 @@ def test_older_schema_is_migrated_in_order(tmp_path: Path, monkeypatch) -> None:
 def test_failed_migration_leaves_database_unchanged(tmp_path: Path, monkeypatch) -> None:
     path = tmp_path / "workbench.sqlite3"
     Store(path).close()
-    good = store_module._sql("ALTER TABLE runs ADD COLUMN note TEXT")
-    bad = store_module._sql("ALTER TABLE no_such_table ADD COLUMN x TEXT")
-    monkeypatch.setattr(store_module, "MIGRATIONS", [*store_module.MIGRATIONS, good, bad])
+    good = schema._sql("ALTER TABLE runs ADD COLUMN note TEXT")
+    bad = schema._sql("ALTER TABLE no_such_table ADD COLUMN x TEXT")
+    monkeypatch.setattr(schema, "MIGRATIONS", [*schema.MIGRATIONS, good, bad])
     with pytest.raises(StoreError, match="from schema version 2 to 3") as info:
         Store(path)
     assert str(path) in str(info.value)

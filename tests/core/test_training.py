@@ -480,7 +480,10 @@ def test_config_errors_name_the_key(tmp_path):
     with pytest.raises(ConfigError, match=r"optimizer.nmae: unknown key"):
         RunConfig.load(bad)
     bad.write_text("[optimizer]\nconcurrency = -1\n")
-    with pytest.raises(ConfigError, match=r"optimizer.concurrency: must be 0 \(every episode"):
+    with pytest.raises(
+        ConfigError,
+        match=r"optimizer.concurrency: -1 is negative: use 0 or more; 0 means every episode",
+    ):
         RunConfig.load(bad)
     bad.write_text("[optimizer]\nname = 'adam'\n")
     with pytest.raises(ConfigError, match=r"unknown optimizer 'adam'"):

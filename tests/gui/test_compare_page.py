@@ -7,10 +7,12 @@ from __future__ import annotations
 import pytest
 
 from tests.core.test_training import config
+from workbench.core.config import config_keys
 from workbench.core.runs import train
 from workbench.core.store import Store
 from workbench.core.workspace import Workspace
 from workbench.gui.qt_compare import config_differences, flat_settings
+from workbench.gui.qt_run_form import tooltip
 
 
 @pytest.fixture()
@@ -72,7 +74,10 @@ def test_two_runs_overlay_their_curves_and_list_only_the_settings_that_differ(qt
     headers = [page.diff_table.horizontalHeaderItem(c).text() for c in range(3)]
     assert headers == ["Setting", "second", "first"]
     row = page.difference_keys().index("optimizer.rollouts")
-    assert page.diff_table.item(row, 0).text() == "Questions per candidate"  # in words
+    # in the config key's own words, the run form's label and tooltip (one source)
+    (rollouts,) = [k for k in config_keys() if k.dotted == "optimizer.rollouts"]
+    assert page.diff_table.item(row, 0).text() == rollouts.key.label == "Tasks per candidate"
+    assert page.diff_table.item(row, 0).toolTip() == tooltip(rollouts)
     assert [page.diff_table.item(row, c).text() for c in (1, 2)] == ["2", "3"]
     assert "4 settings differ" in page.diff_note.text()
 

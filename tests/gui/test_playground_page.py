@@ -21,6 +21,7 @@ from workbench.gui.qt_playground import LATENCY, P_ROLE, P_WORKER, REPLY, waitin
 from workbench.gui.qt_probabilities import ProbabilityCell
 
 TIMEOUT = 120_000
+LOCAL_MODEL_TIMEOUT = 240_000  # loading SmolLM2 and 8 tokens on a loaded 2-core CPU
 
 
 # First in the file, as in tests/core/test_serve.py: the test Secret Service (a session
@@ -127,11 +128,14 @@ def test_a_simulated_team_says_so_and_the_offline_model_can_answer_in_its_place(
     local GGUF model) writes each reply, and the turns and the stored episode name it."""
     from workbench.core.workers.local import SMOLLM2_ID
 
-    path = steered_file(tmp_path / "team.safetensors", tiny_chat_backbone, SANDBOX, max_turns=1)
+    # one turn, a short reply: SmolLM2 on a CPU writes 8 tokens in seconds
+    path = steered_file(
+        tmp_path / "team.safetensors", tiny_chat_backbone, SANDBOX, max_turns=1, max_tokens=8
+    )
     window = make_main_window(backbone=tiny_chat_backbone)
     page = window.pages["Playground"]
     page.choose_coordinator_file(path)
-    qtbot.waitUntil(lambda: page.local_box.isVisible(), timeout=TIMEOUT)
+    qtbot.waitUntil(lambda: not page.local_box.isHidden(), timeout=TIMEOUT)
     note = page.simulated_label.text()
     assert note.startswith("Every worker of this team are simulated") or note.startswith(
         "Every worker of this team is simulated"
@@ -148,7 +152,7 @@ def test_a_simulated_team_says_so_and_the_offline_model_can_answer_in_its_place(
     page.ask_button.click()
     qtbot.waitUntil(
         lambda: page.episode is not None and page.episode.id != simulated.id and not page.running,
-        timeout=300_000,
+        timeout=LOCAL_MODEL_TIMEOUT,
     )
     episode = page.episode
     (turn,) = episode.turns

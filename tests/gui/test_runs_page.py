@@ -97,6 +97,41 @@ def test_a_short_run_fills_the_plots_and_ends_finished(
     assert all(line in page.learned_view.toPlainText() for line in describe_learned(learned))
 
 
+def test_a_run_on_ray_says_where_its_episodes_run(
+    make_main_window, qtbot, tmp_path, tiny_model_dir
+):
+    """A run with run.executor = "ray" (the training child starts Ray on this machine):
+    the page names the executor, its actors and their node."""
+    import socket
+
+    window = make_main_window()
+    page = window.pages["Runs"]
+    path = tmp_path / "ray.toml"
+    path.write_text(
+        config(
+            run={"executor": "ray", "actors": 1},
+            budget={"generations": 2},
+            backbone={"model": str(tiny_model_dir), "device": "cpu"},
+        ).to_toml()
+    )
+    assert load(qtbot, page, path)
+    assert page.executor_label.text() == ""
+    qtbot.mouseClick(page.start_button, qtbot_button())
+    with qtbot.waitSignal(page.run_thread.finished_run, timeout=TIMEOUT) as finished:
+        pass
+    assert finished.args[0].stop_reason == "budget.generations"
+    assert page.executor_label.text() == f"Episodes on Ray: 1 actor on {socket.gethostname()}"
+    assert "episodes on Ray: 1 actor" in page.log_view.toPlainText()
+    # a stored Ray run says so when it is opened again
+    run_id = finished.args[0].run_id
+    qtbot.waitUntil(lambda: page.run_thread is None, timeout=TIMEOUT)
+    page.executor_label.clear()
+    page.select_run(run_id)
+    qtbot.mouseClick(page.open_button, qtbot_button())
+    qtbot.waitUntil(lambda: page.opened == run_id, timeout=10_000)
+    assert page.executor_label.text() == f"Episodes on Ray: 1 actor on {socket.gethostname()}"
+
+
 def test_pause_resume_stop_then_resume_from_the_list(
     make_main_window, qtbot, tmp_path, tiny_model_dir
 ):
@@ -346,3 +381,27 @@ def qtbot_button():
     from workbench.gui.qt import Qt
 
     return Qt.MouseButton.LeftButton
+
+
+def test_the_run_form_speaks_in_words_with_the_config_key_in_its_tooltip(make_main_window):
+    """Labels, tooltips, bounds and choices come from the config's own keys (config.Key):
+    the form says "Initial step size", the tooltip its sentence, range and file key."""
+    from workbench.core.config import config_keys
+    from workbench.gui.qt import QFormLayout
+
+    form = make_main_window().pages["Runs"].form
+    for k in config_keys():
+        if k.dotted == "pool.workers":
+            continue
+        widget = form.fields[k.dotted]
+        layout = widget.parentWidget().layout()
+        assert isinstance(layout, QFormLayout)
+        label = layout.labelForField(widget)
+        assert label.text() == k.key.label and "." not in label.text(), k.dotted
+        assert k.key.help in widget.toolTip() and f"[{k.section}] {k.name}" in widget.toolTip()
+    sigma0 = form.fields["optimizer.sigma0"].toolTip()
+    assert "Accepts a number above 0." in sigma0
+    assert form.fields["protocol.max_turns"].maximum() == 50
+    combo = form.fields["run.executor"]
+    assert [combo.itemText(i) for i in range(combo.count())] == ["local", "ray"]
+    assert not combo.isEditable() and form.fields["backbone.device"].isEditable()

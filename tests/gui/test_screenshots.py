@@ -59,3 +59,38 @@ def test_every_page_is_rendered_with_sample_content(qtbot, tmp_path, tiny_backbo
         "train",
     ]  # two runs to compare  # the Playground's question is a serve run
     assert len(answered) == 1  # ... answered, so its page shows an episode
+
+
+def test_no_page_shows_the_home_folder_or_the_workspace_path(
+    qtbot, tmp_path, tiny_backbone, monkeypatch
+):
+    """Every page's screenshot, read back with tesseract-ocr: paths under the home folder
+    are shown as ~/..., so neither the user's home nor the workspace's full path is on
+    the screen (or in the docs' screenshots)."""
+    import shutil
+    import subprocess
+
+    from workbench.gui.screenshots import take
+
+    home = tmp_path / "home-of-someone"
+    (home / ".config").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
+    ws = home / "workbench-space"
+    files = take(
+        tmp_path / "shots", ws, backbone=tiny_backbone, config=config(budget={"generations": 2})
+    )
+    tesseract = shutil.which("tesseract")
+    assert tesseract, "tesseract-ocr is a test dependency (scripts/system-packages.sh)"
+    seen = {}
+    for f in files:
+        text = subprocess.run(
+            [tesseract, str(f), "-"], capture_output=True, text=True, timeout=120, check=True
+        ).stdout
+        seen[f.name] = text
+        assert "home-of-someone" not in text, (f.name, text)
+        assert str(tmp_path) not in text, (f.name, text)
+    # the check reads paths where they are shown: the settings file and the workspace, as ~/
+    assert "~/.config/trinity-workbench/settings" in seen["settings.png"].replace(" ", "")
+    assert "~/workbench-space" in seen["settings.png"].replace(" ", "")

@@ -43,16 +43,16 @@ def test_changes_are_saved_and_read_back_by_the_next_window(
 ):
     window = make_main_window()
     page = settings_page(window, qtbot)
-    from workbench.gui.words import short_path
+    from workbench.core.printable import shown_path
 
-    assert page.workspace_label.text() == short_path(window.workspace.root)
+    assert page.workspace_label.text() == shown_path(window.workspace.root)
     assert page.workspace_label.toolTip() == str(window.workspace.root)
     assert "default workspace" in page.next_workspace_label.text()
     assert not settings_path().exists()  # nothing written until something changes
 
     elsewhere = tmp_path / "elsewhere"
     assert saved(qtbot, page, lambda: page.choose_workspace(elsewhere))
-    assert f"At next start: {short_path(elsewhere.resolve())}" in page.next_workspace_label.text()
+    assert f"At next start: {shown_path(elsewhere.resolve())}" in page.next_workspace_label.text()
     assert "Restart" in page.next_workspace_label.text()
     # as a user picks them, one right after the other: saved in order
     with qtbot.waitSignal(page.settings_saved, timeout=10_000):
@@ -62,7 +62,7 @@ def test_changes_are_saved_and_read_back_by_the_next_window(
     assert load_settings() == Settings(
         workspace=str(elsewhere.resolve()), device="cpu", cache_policy="replay-only"
     )
-    assert short_path(settings_path()) in page.saved_label.text()
+    assert shown_path(settings_path()) in page.saved_label.text()
     assert page.saved_label.toolTip() == str(settings_path())
 
     light = window_lightness()
@@ -80,7 +80,7 @@ def test_changes_are_saved_and_read_back_by_the_next_window(
         and again.cache_combo.currentData() == "replay-only"
     )
     assert again.theme_combo.currentText() == "Dark"
-    assert f"At next start: {short_path(elsewhere.resolve())}" in again.next_workspace_label.text()
+    assert f"At next start: {shown_path(elsewhere.resolve())}" in again.next_workspace_label.text()
     assert again.message_label.text() == ""
 
     assert saved(qtbot, again, lambda: again.choose_workspace(None))  # back to the default

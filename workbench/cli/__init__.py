@@ -1,7 +1,10 @@
 """The ``trinity-workbench`` command: no argument starts the GUI (``--workspace DIR``); subcommands do
 headless work through ``workbench.core`` (never the GUI).
 
-Exit codes: 0 success, 1 the work failed, 2 bad input (a usage error or an invalid file).
+Exit codes (docs/guides/exit-codes.md), by the error's branch in ``workbench.core.errors``:
+0 success, 1 the work failed, 2 bad input (a usage error or an invalid file), 3
+interrupted (Ctrl-C), 4 the operating system refused (disk full, permission denied, a
+read-only file system). Errors print as one sentence; ``-v`` adds the traceback.
 Each command module has a ``register(sub, common)`` that adds its subcommands.
 """
 
@@ -10,15 +13,33 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import traceback
 from collections.abc import Sequence
 
 from workbench import __version__
-from workbench.cli import doctor, episodes, serve, suites, training, workers
-from workbench.cli.common import UserError
+from workbench.cli import (
+    crossval,
+    doctor,
+    episodes,
+    headroom,
+    records,
+    serve,
+    suites,
+    training,
+    workers,
+)
+from workbench.core.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    WorkbenchError,
+    exit_code,
+    sentence,
+)
 
 log = logging.getLogger("workbench")
 
-COMMAND_MODULES = (suites, episodes, training, workers, serve, doctor)
+COMMAND_MODULES = (suites, records, episodes, training, crossval, headroom, workers, serve, doctor)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -102,17 +123,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         return gui_main(args.gui_workspace, quit_after_ms=args.quit_after)
     try:
         return args.func(args)
-    except _user_errors() as exc:
-        # Errors that carry a sentence for the user: no traceback (unless --verbose).
-        log.debug("details", exc_info=True)
-        print(f"error: {exc}", file=sys.stderr)
-        return 1 if _work_failed(exc) else 2
     except BrokenPipeError:  # output piped into head, less, ...
         sys.stderr.close()
-        return 0
+        return EXIT_OK
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
+    except Exception as exc:  # every error ends as a sentence, never a traceback (but -v)
+        return report(exc, verbose=args.verbose)
+
+
+def report(exc: BaseException, *, verbose: bool) -> int:
+    """Print ``exc`` as the sentence it carries (the traceback only when ``verbose``) and
+    return its exit code (by its branch of the error tree, ``workbench.core.errors``). An
+    OSError of the project's own making (disk full, permission denied, a read-only file
+    system) gets one sentence naming its path and the fix."""
+    if verbose:
+        traceback.print_exception(exc, file=sys.stderr)
+    print(f"error: {sentence(exc)}", file=sys.stderr)
+    if isinstance(exc, ValueError | LookupError) and not isinstance(exc, WorkbenchError):
+        # a standard-library error raised with a sentence (a value given that cannot be
+        # used): bad input, as the tree's BadInput
+        return EXIT_BAD_INPUT
+    return exit_code(exc)
 
 
 def _screenshots(out_dir: str, workspace: str | None) -> int:
@@ -127,37 +160,3 @@ def _screenshots(out_dir: str, workspace: str | None) -> int:
     for path in take(out_dir, workspace):
         print(path)
     return 0
-
-
-def _user_errors() -> tuple[type[BaseException], ...]:
-    from workbench.core.models import ModelSourceError
-    from workbench.core.store import StoreError
-    from workbench.core.tasks.model import TaskNotFound
-    from workbench.core.tasks.suites import SuiteNotFound
-    from workbench.core.workers.base import UnknownWorker, WorkerError
-    from workbench.core.workspace import WorkspaceError
-
-    return (
-        UserError,
-        WorkspaceError,
-        ModelSourceError,
-        StoreError,
-        TaskNotFound,
-        SuiteNotFound,
-        UnknownWorker,
-        WorkerError,
-        ValueError,
-        FileNotFoundError,
-        FileExistsError,
-        NotADirectoryError,
-    )
-
-
-def _work_failed(exc: BaseException) -> bool:
-    """Whether ``exc`` means the work failed (exit 1) rather than that the input was bad
-    (2). A model source that cannot be loaded (a missing path, an unknown precision, no
-    GPU for ``--device cuda``) is bad input, though it is raised as a RuntimeError."""
-    from workbench.core.models import ModelSourceError
-    from workbench.core.workers.base import WorkerError
-
-    return isinstance(exc, RuntimeError | WorkerError) and not isinstance(exc, ModelSourceError)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from workbench.core.errors import BadInput
 
-class UserError(Exception):
+
+class UserError(BadInput):
     """Bad input from the user: printed without a traceback, exit code 2."""
 
 

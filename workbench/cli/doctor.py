@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from workbench.cli.common import UserError, print_json
+from workbench.core.errors import EXIT_OK, EXIT_WORK_FAILED
 
 
 def cmd_doctor(args) -> int:
@@ -29,7 +30,7 @@ def cmd_doctor(args) -> int:
         print_json(_as_json(report, salvaged))
     else:
         _print(report, salvaged)
-    return 0 if report.healthy or salvaged is not None else 1
+    return EXIT_OK if report.healthy or salvaged is not None else EXIT_WORK_FAILED
 
 
 def _print(report, salvaged) -> None:

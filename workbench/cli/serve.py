@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import os
 import signal
 import sys
+import threading
 
 from workbench.cli.common import UserError, workspace
 
@@ -22,14 +24,37 @@ def cmd_serve(args) -> int:
     from workbench.core.serving.server import Server, is_loopback, listen_socket, loopback_key
     from workbench.core.serving.team import load_team
 
+    # refused before anything loads
+    if args.grace < 1:
+        raise UserError("--grace must be at least 1 second")
+    if args.max_connections < 1:
+        raise UserError("--max-connections must be at least 1")
+    if args.max_prompt_tokens is not None and args.max_prompt_tokens < 1:
+        raise UserError("--max-prompt-tokens must be at least 1")
     key = loopback_key() if is_loopback(args.host) else _required_key(args.host)
     settings = ServeSettings(concurrency=args.concurrency, queue=args.queue, api_key=key)
     sock = listen_socket(args.host, args.port)  # a busy port is said before the model loads
     print("loading the coordinator ...", file=sys.stderr)
     team = load_team(
-        workspace(args), run=args.run, coordinator_file=args.coordinator, max_turns=args.max_turns
+        workspace(args),
+        run=args.run,
+        coordinator_file=args.coordinator,
+        max_turns=args.max_turns,
+        final_turn=args.final_turn,
+        max_prompt_tokens=args.max_prompt_tokens,
     )
-    server = Server(team, settings, host=args.host, port=args.port, log_level="warning", sock=sock)
+    watchdog = _Watchdog(args.grace + FORCE_MARGIN_S)
+    server = Server(
+        team,
+        settings,
+        host=args.host,
+        port=args.port,
+        log_level="warning",
+        sock=sock,
+        graceful_s=args.grace,
+        max_connections=args.max_connections,
+        on_stop=watchdog.signalled,
+    )
 
     def ready(url: str) -> None:
         print(
@@ -41,7 +66,7 @@ def cmd_serve(args) -> int:
         print(url, flush=True)  # standard output: the URL alone, for scripts
 
     # uvicorn shuts down gracefully on SIGINT/SIGTERM, then raises the signal again: end
-    # quietly with 0 after that, since the stop was asked for and the run is complete
+    # quietly after that, with the code that says how the stop went
     previous = signal.signal(signal.SIGTERM, _exit_quietly)
     try:
         server.run(ready)
@@ -49,8 +74,69 @@ def cmd_serve(args) -> int:
         pass
     finally:
         signal.signal(signal.SIGTERM, previous)
-    print(f"stopped; {team.episodes} episode(s) stored in run {team.run_id}", file=sys.stderr)
-    return 0
+    code = EXIT_CANCELLED if server.cancelled_on_stop else EXIT_CLEAN
+    stored = f"{team.episodes} episode(s) stored in run {team.run_id}"
+    if code == EXIT_CANCELLED:
+        print(
+            f"stopped after the {args.grace:g} s grace: {server.cancelled_on_stop} request(s) "
+            f"in flight cancelled (the turns they played stored as cancelled); {stored}",
+            file=sys.stderr,
+        )
+    else:
+        print(f"stopped; {stored}", file=sys.stderr)
+    # a forward or a worker thread still running (abandoned by a cancelled episode) must
+    # not hold the exit: leave with this code if the interpreter has not within seconds
+    watchdog.finish(code)
+    return code
+
+
+# exit codes of `serve` (docs/guides/serving.md)
+EXIT_CLEAN = 0  # stopped; every admitted request was answered
+EXIT_CANCELLED = 3  # stopped after the grace; requests in flight were cancelled
+EXIT_FORCED = 4  # the stop itself overran grace + FORCE_MARGIN_S (or a second signal)
+FORCE_MARGIN_S = 5.0  # past the grace: the lifespan's shutdown and storing what finished
+EXIT_AFTER_S = 2.0  # once stopped, how long the interpreter's own exit may take
+
+
+class _Watchdog:
+    """Ends the process when a stop overruns: ``signalled`` (each signal) starts a
+    deadline of ``limit_s`` (a second signal ends it at once), ``finish(code)`` one of
+    ``EXIT_AFTER_S`` with the stop's own code. ``os._exit`` then, whatever a thread is
+    doing: a backbone forward cannot be interrupted, and Python waits for it otherwise."""
+
+    def __init__(self, limit_s: float):
+        self.limit_s = limit_s
+        self._signals = 0
+        self._lock = threading.Lock()
+        self._timer: threading.Timer | None = None
+
+    def signalled(self, signum: int) -> None:
+        with self._lock:
+            self._signals += 1
+            if self._signals == 1:
+                self._start(self.limit_s, EXIT_FORCED)
+                return
+        print("a second signal: stopping now", file=sys.stderr, flush=True)
+        self._exit(EXIT_FORCED)
+
+    def finish(self, code: int) -> None:
+        with self._lock:
+            self._start(EXIT_AFTER_S, code)
+
+    def _start(self, seconds: float, code: int) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = threading.Timer(seconds, self._exit, args=(code,))
+        self._timer.daemon = True
+        self._timer.start()
+
+    @staticmethod
+    def _exit(code: int) -> None:
+        if code == EXIT_FORCED:
+            print("the stop overran its grace: exiting now", file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
 
 
 def _exit_quietly(signum, frame) -> None:
@@ -140,6 +226,35 @@ def register(sub, common) -> None:
         type=int,
         default=16,
         help="requests that may wait for a slot before 429 (default 16)",
+    )
+    p.add_argument(
+        "--max-prompt-tokens",
+        type=int,
+        default=None,
+        help="longest conversation the coordinator reads, in its backbone's tokens; longer "
+        "requests get 400 context_length_exceeded (default 4096, or the backbone's context "
+        "if smaller)",
+    )
+    p.add_argument(
+        "--final-turn",
+        choices=("worker", "free"),
+        default="worker",
+        help="worker (default): a turn that would end an episode without a Worker's answer "
+        "is played as a Worker, so every request gets an answer; free: the paper's protocol "
+        "(such a request gets 502 no_answer)",
+    )
+    p.add_argument(
+        "--grace",
+        type=float,
+        default=30.0,
+        help="seconds (at least 1) a stopping server (SIGTERM, Ctrl+C) lets requests in "
+        "flight finish before cancelling them (default 30); it exits within grace + 5 s",
+    )
+    p.add_argument(
+        "--max-connections",
+        type=int,
+        default=256,
+        help="open connections at most; more get 503 (default 256)",
     )
     p.set_defaults(func=cmd_serve, serve_command=None)
     actions = p.add_subparsers(dest="serve_command", metavar="ACTION")

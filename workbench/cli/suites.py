@@ -67,7 +67,7 @@ def cmd_suites_check(args) -> int:
         suite = load_jsonl(args.file)
     except SuiteValidationError as exc:
         print(str(exc), file=sys.stderr)
-        return 2
+        return exc.exit_code
     print(f"{args.file}: {len(suite)} tasks, valid")
     return 0
 
@@ -81,7 +81,7 @@ def cmd_suites_import(args) -> int:
     except SuiteValidationError as exc:
         print(str(exc), file=sys.stderr)
         print("nothing was imported", file=sys.stderr)
-        return 2
+        return exc.exit_code
     print(f"imported {len(suite)} tasks as suite '{suite.name}'")
     return 0
 

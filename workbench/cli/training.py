@@ -40,7 +40,7 @@ class Progress:
             )
             print(
                 f"run {event.run_id} '{event.name}': {event.n_params} parameters, population {event.popsize}, "
-                f"{event.rollouts} rollouts per candidate{resumed}",
+                f"{event.rollouts} rollouts per candidate{resumed}{event.executor_note()}",
                 file=self.stream,
             )
         elif isinstance(event, GenerationStats):
@@ -76,15 +76,17 @@ class Progress:
                 file=self.stream,
             )
         elif isinstance(event, RunFailed):
+            # the error's own sentence follows (the command's "error: ..." line)
             print(
-                f"\nrun {event.run_id} failed: {event.error}; resume it with "
-                f"trinity-workbench train CONFIG --resume {event.run_id[:8]}",
+                f"\nrun {event.run_id} stopped on an error; once it is fixed, resume it with "
+                f"trinity-workbench train --resume {event.run_id[:8]}",
                 file=self.stream,
             )
 
 
 def cmd_train(args) -> int:
     from workbench.core.config import RunConfig
+    from workbench.core.errors import EXIT_INTERRUPTED
     from workbench.core.runs import train
     from workbench.core.training.events import StopToken
 
@@ -100,13 +102,20 @@ def cmd_train(args) -> int:
     else:
         listeners = [Progress()]
     try:
-        run_id = train(config, workspace(args), resume=args.resume, listeners=listeners, stop=stop)
+        run_id = train(
+            config,
+            workspace(args),
+            resume=args.resume,
+            listeners=listeners,
+            stop=stop,
+            ray_address=args.ray_address,
+        )
     except KeyboardInterrupt:
         print(
             "\ninterrupted: the last completed generation is checkpointed; resume with --resume",
             file=sys.stderr,
         )
-        return 130
+        return EXIT_INTERRUPTED
     if not args.events:
         print(run_id)
     return 0
@@ -145,13 +154,15 @@ def cmd_runs_show(args) -> int:
     from workbench.core.config import ConfigError
     from workbench.core.learned import describe_learned
     from workbench.core.runs import run_learned, summarise_run
-    from workbench.core.spend import dollars, spend_kind
+    from workbench.core.spend import dollars, recorded_spend, spend_kind
     from workbench.core.store import Store
+    from workbench.core.training.events import where_episodes_ran
 
     with Store.open(workspace(args)) as store:
         record = store.get_run(args.run)
         generations = store.generations(record.id)  # as stored: what --json prints
         stats = store.generation_stats(record.id)  # typed: what the table shows
+        stored_spend = store.stored_spend(record.id)
     summary = summarise_run(record, len(stats))
     try:  # every effective setting, keys the run predates included (as it ran)
         config = record.config().to_dict()
@@ -169,6 +180,8 @@ def cmd_runs_show(args) -> int:
         "config": config,
         "result": record.result,
         "spend": spend or "real",
+        # what the run used, from its stored records: never less than what they hold
+        "spent": recorded_spend(generations, stored_spend, (record.result or {}).get("spend")),
         "generations": generations,
         "learned": [c.to_json() for c in learned],
     }
@@ -180,14 +193,21 @@ def cmd_runs_show(args) -> int:
     )
     if record.error:
         print(f"error: {record.error}")
-    result = record.run_result()
-    if result is not None:
-        spent = result.spend
+    if record.kind == "train":  # from the stored generations and episodes (a killed run too)
+        spent = data["spent"]
         print(
-            f"spent: {int(spent.get('episodes', 0))} episodes, {int(spent.get('calls', 0))} "
-            f"calls, {dollars(spent.get('dollars', 0.0), spend)}, "
-            f"{spent.get('minutes', 0.0):.1f} min"
+            f"spent: {int(spent['episodes'])} episodes, {int(spent['calls'])} "
+            f"calls, {dollars(spent['dollars'], spend)}, {spent['minutes']:.1f} min"
+            + (
+                " (from its stored generations and what it recorded while running)"
+                if data["status"] == "interrupted"
+                else ""
+            )
         )
+        result = record.run_result()
+        where = result and where_episodes_ran(result.executor, result.actors, result.nodes or ())
+        if where:
+            print(where)
     explored = any(g.opening_share for g in stats)  # optimizer.exploring_starts
     rows = [
         (
@@ -252,6 +272,7 @@ def cmd_eval(args) -> int:
         split=args.split,
         baselines=not args.no_baselines,
         out_dir=args.out,
+        final_turn=args.final_turn,
     )
     report = result.report
     if args.json:
@@ -354,13 +375,19 @@ def register(sub, common) -> None:
     p = sub.add_parser(
         "train", parents=[common], help="train a coordinator (sep-CMA-ES or a baseline)"
     )
-    p.add_argument("config", nargs="?", help="run config (TOML; see README)")
+    p.add_argument("config", nargs="?", help="run config (TOML; see docs/reference/config.md)")
     p.add_argument("--resume", metavar="RUN_ID", help="continue a stopped, failed or killed run")
     p.add_argument(
         "--events",
         action="store_true",
         help="for programs: one JSON event per line on stdout instead of the progress bar; "
         "reads pause, resume and stop lines on stdin (its end stops the run)",
+    )
+    p.add_argument(
+        "--ray-address",
+        metavar="HOST:PORT",
+        help='with run.executor = "ray": the Ray cluster to join (default: RAY_ADDRESS, '
+        "else a Ray instance started on this machine)",
     )
     p.set_defaults(func=cmd_train)
 
@@ -389,6 +416,14 @@ def register(sub, common) -> None:
     p.add_argument("--suite", help="another suite than the run's")
     p.add_argument("--split", default="test", choices=("train", "validation", "test"))
     p.add_argument("--no-baselines", action="store_true", help="only the coordinator")
+    p.add_argument(
+        "--final-turn",
+        choices=("free", "worker"),
+        default="free",
+        help="free (default, the paper's protocol): an episode may end without a Worker's "
+        "answer; worker: a turn that would leave it without one is played as a Worker, as "
+        "`serve` does (scores of every multi-turn system rise: docs/guides/serving.md)",
+    )
     p.add_argument("--out", metavar="DIR", help="write evaluation.json, .csv and .md here")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_eval)
@@ -433,3 +468,6 @@ def register(sub, common) -> None:
     )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_study)
+    from workbench.cli.headroom import register_study
+
+    register_study(ss, common)  # study frontier

@@ -14,6 +14,7 @@ import json
 import sys
 
 from workbench.cli.common import UserError, print_json, table
+from workbench.core.errors import EXIT_OK, EXIT_WORK_FAILED
 
 
 def _registry():
@@ -184,7 +185,7 @@ def cmd_workers_test(args) -> int:
         )
     else:
         print(f"FAILED after {report.latency_s * 1000:.0f} ms: {report.error}", file=sys.stderr)
-    return 0 if report.ok else 1
+    return EXIT_OK if report.ok else EXIT_WORK_FAILED
 
 
 def cmd_workers_models(args) -> int:

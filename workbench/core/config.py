@@ -1,7 +1,7 @@
 """The run configuration: one TOML file, one frozen dataclass per section.
 
 ```toml
-[run]        name, seed
+[run]        name, seed, executor, actors
 [backbone]   model ("offline", a Hub id, a folder, a .gguf), device, precision, input
 [pool]       workers (registered ids, "local:smollm2", "sandbox", "sandbox:<name>")
 [tasks]      suite, train, validation, test (sizes; 0 = all of that split), split_seed
@@ -15,7 +15,7 @@
 ```
 
 Unknown keys and wrong types are errors that name the key. Every default is the
-paper's where it has one (README, "Relation to the paper"); our
+paper's where it has one (docs/METHOD.md, "Relation to the paper"); our
 improvements are named options. A run stored before a key existed is read with the value
 it ran with (``STORED_BEFORE``), not today's default.
 """
@@ -32,29 +32,35 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbench.core.errors import BadInput, FileEncodingError, read_text
 from workbench.core.models import PRECISIONS, device_problem
+from workbench.core.optimizer_registry import OPTIMIZER_REGISTRY
 
-OPTIMIZERS = ("sep-cma-es", "random-search", "reinforce", "imitation")
-# the optimizers that rank a population of different candidates by fitness: they can
-# search SVF offsets and widen openings (exploring_starts); REINFORCE and imitation
-# follow their own policy's gradient, which a widened choice would bias
-RANKING_OPTIMIZERS = ("sep-cma-es", "random-search")
+# read from the optimizers' table (optimizer_registry.py): the optimizers that rank a
+# population of different candidates by fitness can search SVF offsets; exploring starts
+# apply to those whose entry says so (REINFORCE and imitation follow their own policy's
+# gradient, which a widened choice would bias)
+OPTIMIZERS = tuple(OPTIMIZER_REGISTRY)
+RANKING_OPTIMIZERS = tuple(n for n, e in OPTIMIZER_REGISTRY.items() if e.ranks_candidates)
+EXPLORING_OPTIMIZERS = tuple(n for n, e in OPTIMIZER_REGISTRY.items() if e.exploring_starts)
 SVF_OPTIMIZERS = RANKING_OPTIMIZERS
 CACHE_POLICIES = ("auto", "off", "read-write", "replay-only")
 SEARCH_BASES = ("identity", "balanced", "whitened")
 SIGMA0_SCALES = ("literal", "width")
 INPUTS = ("raw", "chat")
 DEVICES = ("auto", "cpu", "cuda", "mps")
-# the keys whose value is one of a known set (a form offers them as a list)
-CHOICES: dict[str, tuple[str, ...]] = {
-    "optimizer.name": OPTIMIZERS,
-    "cache.policy": CACHE_POLICIES,
-    "optimizer.search_basis": SEARCH_BASES,
-    "backbone.device": DEVICES,
-    "backbone.precision": PRECISIONS,
-    "backbone.input": INPUTS,
-    "optimizer.sigma0_scale": SIGMA0_SCALES,
-}
+# where a generation's training episodes run: in this process, or on Ray actors
+# (training.ray_executor; the cluster's address is the machine's, not the run's: --ray-address)
+EXECUTORS = ("local", "ray")
+# an integer key beyond this is a typo (and would overflow numpy or pycma later)
+MAX_INT = 2**31 - 1
+
+
+MAX_TEMPERATURE = 2.0  # the largest temperature the OpenAI-compatible APIs accept
+MAX_RUN_NAME = 200
+MAX_TOKENS = 1_000_000
+
+
 # keys added after runs were stored, with the behaviour those runs had (absent = this)
 STORED_BEFORE: dict[tuple[str, str], Any] = {
     ("backbone", "input"): "chat",
@@ -62,7 +68,7 @@ STORED_BEFORE: dict[tuple[str, str], Any] = {
 }
 
 
-class ConfigError(ValueError):
+class ConfigError(BadInput, ValueError):
     """A config that cannot be used. ``problems`` lists every problem found, each naming
     its key (``section.key``) and the fix; the message is all of them, one a line."""
 
@@ -72,98 +78,357 @@ class ConfigError(ValueError):
 
 
 @dataclass(frozen=True)
+class Key:
+    """One config key's documentation and bounds, kept where the key is defined (its
+    dataclass field's ``metadata["key"]``): the config check, the run form's labels,
+    tooltips and choices, and the config reference (docs/reference/config.md) all read it.
+
+    ``low`` / ``high``: inclusive bounds of a number (``low_open``: strictly above
+    ``low``); ``choices``: the values allowed (``strict=False``: the values offered, the
+    check being the key's own rule); ``zero``: what 0 means ("no limit"); ``ours``: an option of ours
+    that departs from the paper (docs/METHOD.md)."""
+
+    label: str
+    help: str
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    choices: tuple[str, ...] = ()
+    strict: bool = True
+    zero: str = ""
+    unit: str = ""
+    ours: bool = False
+
+    def bounds(self, whole: bool) -> str:
+        """The allowed range in words: "a number from 0 to 2", "1 or more", ..."""
+        kind = "a whole number" if whole else "a number"
+
+        def n(x: float) -> str:
+            return f"{x:,g}" if not whole else f"{int(x):,}"
+
+        if self.low is not None and self.high is not None:
+            text = f"{kind} from {n(self.low)} to {n(self.high)}"
+        elif self.low is not None and self.low_open:
+            text = f"{kind} above {n(self.low)}"
+        elif self.low is not None:
+            text = f"{n(self.low)} or more"
+        elif self.high is not None:
+            text = f"at most {n(self.high)}"
+        else:
+            text = kind
+        return f"{text}; 0 means {self.zero}" if self.zero else text
+
+
+def key(default: Any, label: str, help: str, **bounds: Any) -> Any:
+    """A config key: its default and its ``Key`` (label, one-sentence help, bounds)."""
+    return field(default=default, metadata={"key": Key(label, help, **bounds)})
+
+
+@dataclass(frozen=True)
 class RunSection:
-    name: str = "run"
-    seed: int = 0
+    name: str = key("run", "Run name", "The name the run is listed under.")
+    seed: int = key(
+        0,
+        "Seed",
+        "The run's seed: the same seed and config give the same run, to the byte.",
+        low=0,
+        high=MAX_INT,
+    )
+    executor: str = key(
+        "local",
+        "Where episodes run",
+        "local: every episode in this process; ray: a generation's training episodes on "
+        "Ray actors, each with its own backbone and workers, with the same results "
+        "(docs/guides/ray.md).",
+        choices=EXECUTORS,
+    )
+    actors: int = key(
+        0,
+        "Ray actors",
+        "With the ray executor: how many actors play the episodes.",
+        low=0,
+        zero="one per GPU of the cluster, or one per node without GPUs",
+    )
 
 
 @dataclass(frozen=True)
 class BackboneSection:
-    model: str = "offline"
-    device: str = "auto"
-    precision: str = "auto"
-    # what the coordinator reads: "raw" (the transcript's text, as the paper's released
-    # code) or "chat" (the transcript as one user message in the backbone's chat template)
-    input: str = "raw"
+    model: str = key(
+        "offline",
+        "Coordinator model",
+        'The frozen small language model the coordinator reads with: "offline" (the '
+        "bundled SmolLM2-135M-Instruct), a Hugging Face id, a model folder or a .gguf file.",
+    )
+    device: str = key(
+        "auto",
+        "Device",
+        "Where the backbone runs: auto (CUDA if present, else the CPU), cpu, cuda, cuda:N or mps.",
+        choices=DEVICES,
+        strict=False,
+    )
+    precision: str = key(
+        "auto",
+        "Precision",
+        "auto: bf16-mixed on CUDA and on a CPU with native bf16, else fp32; fp32 is "
+        "bit-faithful; bf16-mixed rechecks near ties in fp32; bf16 is the fastest.",
+        choices=PRECISIONS,
+    )
+    input: str = key(
+        "raw",
+        "What the coordinator reads",
+        "raw: the transcript's text, as the paper's released code; chat: the transcript as "
+        "one user message in the backbone's chat template.",
+        choices=INPUTS,
+    )
 
 
 @dataclass(frozen=True)
 class PoolSection:
-    workers: tuple[str, ...] = ("sandbox",)
+    workers: tuple[str, ...] = key(
+        ("sandbox",),
+        "Workers",
+        'The worker ids in the head\'s row order: registered workers, "local:smollm2", '
+        '"sandbox" (the whole simulated pool) or "sandbox:NAME".',
+    )
 
 
 @dataclass(frozen=True)
 class TasksSection:
-    suite: str = "mixed"
-    train: int = 0  # 0: the whole train split
-    validation: int = 0
-    test: int = 0
-    split_seed: int = 0
+    suite: str = key(
+        "mixed", "Task suite", "A bundled or imported suite's name, or a .jsonl file's path."
+    )
+    train: int = key(
+        0,
+        "Training tasks",
+        "How many tasks of the seeded training split to use.",
+        low=0,
+        zero="the whole split",
+    )
+    validation: int = key(
+        0,
+        "Validation tasks",
+        "How many tasks of the validation split to use.",
+        low=0,
+        zero="the whole split",
+    )
+    test: int = key(
+        0,
+        "Test tasks",
+        "How many tasks of the test split to use.",
+        low=0,
+        zero="the whole split",
+    )
+    split_seed: int = key(
+        0,
+        "Split seed",
+        "The seed of the 60/20/20 split of the suite's tasks.",
+        low=0,
+        high=MAX_INT,
+    )
 
 
 @dataclass(frozen=True)
 class OptimizerSection:
-    name: str = "sep-cma-es"
-    popsize: int = 0  # 0: pycma's default 4 + floor(3 ln n)
-    sigma0: float = 0.03
-    # "literal": head weights move at sigma0 (the paper); "width": at sigma0 x
-    # sqrt(1024 / d), the paper's exploration in logit space on any backbone width
-    sigma0_scale: str = "literal"
-    rollouts: int = 16  # m: tasks per candidate, shared by all candidates of a generation
-    svf: bool = False
-    svf_layer: int = -2
-    validate_every: int = 5  # generations between validations of the distribution mean
-    cost_penalty: float = 0.0  # fitness -= weight x dollars per episode
-    turn_penalty: float = 0.0  # fitness -= weight x turns per episode
-    learning_rate: float = 0.01  # REINFORCE and imitation (Adam)
-    # the coordinates the optimizer searches in: "identity" (the head's weights themselves,
-    # as in the paper), "balanced" (the backbone's shared feature direction scaled down
-    # to the weight of the rest) or "whitened" (the calibration features' top
-    # search_rank directions evened out), fitted on a seeded random sample of training
-    # tasks, see training.basis.SearchBasis
-    search_basis: str = "identity"
-    search_rank: int = 8  # the whitened basis's rank
-    # episodes in flight at once; 0: every episode of a generation (or a validation, an
-    # evaluation) at once, so their coordinator decisions share few, large forwards (the
-    # workers' own concurrency and rate limits still bound their calls)
-    concurrency: int = 0
-    # fitness shaping of the released run (off by default; issue 15): fitness += bonus if
-    # an episode called two or more distinct workers, and += turn_bonus x turns
-    diversity_bonus: float = 0.0  # released run: 0.15
-    turn_bonus: float = 0.0  # released run: 0.10; the only way to reward turns
-    # (ours) multi-start: budget.generations split into restarts + 1 equal attempts, each
-    # a fresh optimizer with its own seed; the run keeps the best validation over all of
-    # them (training.trainer.Trainer._restart_if_due). 0: one attempt (the paper)
-    restarts: int = 0
-    # (ours) exploring starts: over the first N generations (of each attempt) a training
-    # episode's first decision is drawn from the head's distributions mixed with uniform
-    # ones, the uniform share falling from 1 to 0; validation and evaluation act by argmax
-    # as always (training.trainer.Trainer.opening_share, policies.ExploringStart).
-    # 0: off (the paper). With two or more turns it lets the search learn what pays after
-    # each opening before the opening settles (README, "Exploring starts")
-    exploring_starts: int = 0
+    name: str = key(
+        "sep-cma-es",
+        "Optimizer",
+        "sep-cma-es (the paper), or a baseline: random-search, reinforce, imitation.",
+        choices=OPTIMIZERS,
+    )
+    popsize: int = key(
+        0,
+        "Population",
+        "Candidates per generation.",
+        low=0,
+        zero="pycma's default, 4 + 3 ln n",
+    )
+    sigma0: float = key(
+        0.03,
+        "Initial step size",
+        "The search's initial step size (the paper's 0.03).",
+        low=0,
+        low_open=True,
+    )
+    sigma0_scale: str = key(
+        "literal",
+        "Step size scale",
+        "literal: head weights move at sigma0 (the paper); width: at sigma0 x sqrt(1024 / d), "
+        "the paper's exploration in logit space on any backbone width.",
+        choices=SIGMA0_SCALES,
+        ours=True,
+    )
+    rollouts: int = key(
+        16,
+        "Tasks per candidate",
+        "m: the tasks each candidate is scored on, shared by a generation's candidates.",
+        low=1,
+    )
+    svf: bool = key(
+        False, "Tune SVF offsets", "Also evolve singular-value offsets of one backbone layer."
+    )
+    svf_layer: int = key(-2, "SVF layer", "The backbone layer whose singular values SVF tunes.")
+    validate_every: int = key(
+        5,
+        "Validate every",
+        "Generations between validations of the search's mean.",
+        low=1,
+        unit="generations",
+    )
+    cost_penalty: float = key(
+        0.0,
+        "Cost penalty",
+        "Fitness minus this weight times each episode's dollars.",
+        low=0,
+        unit="per dollar",
+    )
+    turn_penalty: float = key(
+        0.0,
+        "Turn penalty",
+        "Fitness minus this weight times each episode's turns.",
+        low=0,
+        unit="per turn",
+    )
+    learning_rate: float = key(
+        0.01,
+        "Learning rate",
+        "REINFORCE's and imitation's Adam step size.",
+        low=0,
+        low_open=True,
+    )
+    search_basis: str = key(
+        "identity",
+        "Search basis",
+        "identity: the head's own weights (the paper); balanced: the backbone's shared "
+        "feature direction scaled down; whitened: the calibration features' leading "
+        "directions evened out.",
+        choices=SEARCH_BASES,
+        ours=True,
+    )
+    search_rank: int = key(
+        8,
+        "Whitened rank",
+        "How many leading feature directions the whitened basis evens out.",
+        low=2,
+    )
+    concurrency: int = key(
+        0,
+        "Episodes at once",
+        "Episodes in flight at once; the workers' own limits still bound their calls.",
+        low=0,
+        zero="every episode of a generation, validation or evaluation at once",
+    )
+    diversity_bonus: float = key(
+        0.0,
+        "Diversity bonus",
+        "Fitness plus this when an episode called two or more distinct workers (the released "
+        "run: 0.15).",
+        low=0,
+        high=1,
+        zero="off",
+    )
+    turn_bonus: float = key(
+        0.0,
+        "Turn bonus",
+        "Fitness plus this times the turns (the released run: 0.10).",
+        low=0,
+        high=1,
+        zero="off",
+    )
+    restarts: int = key(
+        0,
+        "Restarts",
+        "Split the generations into restarts + 1 attempts, each a fresh optimizer; the run "
+        "keeps the best coordinator on validation.",
+        low=0,
+        zero="one attempt (the paper)",
+        ours=True,
+    )
+    exploring_starts: int = key(
+        0,
+        "Exploring starts",
+        "Over an attempt's first N generations, a training episode's first decision is "
+        "widened toward uniform (share 1 -> 0), so the search learns what pays after every "
+        "opening.",
+        low=0,
+        zero="off (the paper)",
+        unit="generations",
+        ours=True,
+    )
 
 
 @dataclass(frozen=True)
 class BudgetSection:
-    generations: int = 60
-    episodes: int = 0  # 0: no limit
-    calls: int = 0
-    dollars: float = 0.0
-    minutes: float = 0.0
+    generations: int = key(60, "Generations", "The most generations the run trains.", low=1)
+    episodes: int = key(
+        0, "Episode budget", "Stop before passing this many episodes.", low=0, zero="no limit"
+    )
+    calls: int = key(
+        0,
+        "Call budget",
+        "Stop once the workers were called this often.",
+        low=0,
+        zero="no limit",
+    )
+    dollars: float = key(
+        0.0,
+        "Dollar budget",
+        "Stop once this much was spent.",
+        low=0,
+        zero="no limit",
+        unit="dollars",
+    )
+    minutes: float = key(
+        0.0,
+        "Time budget",
+        "Stop after this many minutes of training.",
+        low=0,
+        zero="no limit",
+        unit="minutes",
+    )
 
 
 @dataclass(frozen=True)
 class ProtocolSection:
-    max_turns: int = 5
-    temperature: float = 0.1
-    max_tokens: int = 4096
-    thinker_suggests_role: bool = False  # a Thinker's "Next role: X" replaces the next role
+    max_turns: int = key(5, "Turns", "K: the most turns an episode takes.", low=1, high=50)
+    temperature: float = key(
+        0.1,
+        "Worker temperature",
+        "The workers' sampling temperature.",
+        low=0,
+        high=MAX_TEMPERATURE,
+    )
+    max_tokens: int = key(
+        4096,
+        "Reply limit",
+        "The most tokens a worker's reply may have.",
+        low=1,
+        high=MAX_TOKENS,
+        unit="tokens",
+    )
+    thinker_suggests_role: bool = key(
+        False,
+        "Thinker names the next role",
+        'A Thinker names the next role ("Next role: Worker") and that role replaces the '
+        "coordinator's choice (the released code's option).",
+    )
+    roles: tuple[str, ...] = key(
+        ("thinker", "worker", "verifier"),
+        "Roles",
+        "The roles the coordinator may give a turn: the paper's three, or e.g. "
+        '["worker"] for a pool of recorded final answers (routing only); the head keeps a '
+        "row per role and the others are masked.",
+    )
 
 
 @dataclass(frozen=True)
 class CacheSection:
-    policy: str = "auto"  # auto: read-write at temperature 0, else off
+    policy: str = key(
+        "auto",
+        "Response cache",
+        "auto: read-write at temperature 0, else off; off; read-write; replay-only (never "
+        "call a worker: only cached answers).",
+        choices=CACHE_POLICIES,
+    )
 
 
 @dataclass(frozen=True)
@@ -261,6 +526,49 @@ class RunConfig:
         return RunConfig.from_dict(data)
 
 
+@dataclass(frozen=True)
+class ConfigKey:
+    """One key of the run config as the docs and the form list it."""
+
+    section: str
+    name: str
+    type: Any
+    default: Any
+    key: Key
+
+    @property
+    def dotted(self) -> str:
+        return f"{self.section}.{self.name}"
+
+    @property
+    def type_name(self) -> str:
+        return {int: "integer", float: "number", str: "string", bool: "true or false"}.get(
+            self.type, "list of strings"
+        )
+
+
+def config_keys() -> list[ConfigKey]:
+    """Every key of the run config, in file order, with its documentation and bounds."""
+    out = []
+    for section in dataclasses.fields(RunConfig):
+        cls = typing.get_type_hints(RunConfig)[section.name]
+        hints = typing.get_type_hints(cls)
+        for f in dataclasses.fields(cls):
+            if "key" not in f.metadata:
+                raise TypeError(
+                    f"config key {section.name}.{f.name} is not documented: define it with "
+                    "key(default, label, help, ...) (config.Key)"
+                )
+            out.append(ConfigKey(section.name, f.name, hints[f.name], f.default, f.metadata["key"]))
+    return out
+
+
+# the keys whose value is one of a known set (a form offers them as a list)
+CHOICES: dict[str, tuple[str, ...]] = {
+    k.dotted: k.key.choices for k in config_keys() if k.key.choices
+}
+
+
 # a config file is a few hundred bytes; anything far larger is not one
 MAX_CONFIG_BYTES = 1_000_000
 
@@ -289,17 +597,15 @@ def _read_toml(path: Path) -> dict[str, Any]:
             f"(at most {MAX_CONFIG_BYTES:,}): check that it is the right file"
         )
     try:
-        text = path.read_bytes().decode("utf-8-sig")  # a BOM (Windows Notepad) is no error
+        text = read_text("config file", path)  # a BOM (Windows Notepad) is no error
     except PermissionError:
         raise ConfigError(
             f"config file {path} is not readable by you: check its permissions"
         ) from None
     except OSError as exc:
         raise ConfigError(f"config file {path} cannot be read ({exc.strerror})") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(
-            f"config file {path} is not UTF-8 text (byte {exc.start}): save it as UTF-8"
-        ) from None
+    except FileEncodingError as exc:
+        raise ConfigError(str(exc)) from None
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -336,10 +642,6 @@ def _section(cls: type, values: dict[str, Any], where: str, problems: list[str])
     return cls(**kwargs)  # the keys in error keep their defaults
 
 
-# an integer key beyond this is a typo (and would overflow numpy or pycma later)
-MAX_INT = 2**31 - 1
-
-
 def _coerce(value: Any, hint: Any, where: str) -> Any:
     origin = typing.get_origin(hint)
     if origin is tuple:
@@ -373,43 +675,57 @@ def _coerce(value: Any, hint: Any, where: str) -> Any:
     raise ConfigError(f"{where}: unsupported type {hint}")
 
 
-# pycma's sep-CMA-ES fails with 2 candidates ("unused injected direction") on heads of a
-# few hundred parameters or more; 3 is the smallest population it runs with (the other
-# optimizers run with 2, as before, so runs stored with 2 still load)
-MIN_POPSIZE = 3
-MAX_TEMPERATURE = 2.0  # the largest temperature the OpenAI-compatible APIs accept
-MAX_RUN_NAME = 200
-MAX_TOKENS = 1_000_000
+def _bounds_problem(value: Any, k: ConfigKey) -> str | None:
+    """What is wrong with ``value`` by ``k``'s own bounds and choices, or None."""
+    spec = k.key
+    if spec.choices and spec.strict:
+        if value in spec.choices:
+            return None
+        what = {"name": k.section, "policy": f"{k.section} policy"}.get(
+            k.name, k.name.replace("_", " ")
+        )
+        return f"unknown {what} '{_key(str(value))}'; choose one of {', '.join(spec.choices)}"
+    if k.type not in (int, float) or (spec.low is None and spec.high is None):
+        return None
+    use = spec.bounds(whole=k.type is int)
+    if not math.isfinite(value):
+        return f"{value} is not a finite number: use {use}"
+    low_ok = spec.low is None or (value > spec.low if spec.low_open else value >= spec.low)
+    if not low_ok and spec.low == 0 and not spec.low_open:
+        return f"{value} is negative: use {use}"
+    if not low_ok or (spec.high is not None and value > spec.high):
+        return f"{value} is out of range: use {use}"
+    return None
 
 
 def _check(cfg: RunConfig) -> None:
-    """Every out-of-range value of ``cfg``, all at once (one ``ConfigError``)."""
+    """Every out-of-range value of ``cfg``, all at once (one ``ConfigError``): each key's
+    own bounds and choices (its ``Key``), then the rules that join keys."""
     problems: list[str] = []
 
     def need(ok: bool, where: str, message: str) -> None:
         if not ok:
             problems.append(f"{where}: {message}")
 
-    def finite(x: float) -> bool:
-        return isinstance(x, int | float) and math.isfinite(x)
+    for k in config_keys():
+        problem = _bounds_problem(getattr(getattr(cfg, k.section), k.name), k)
+        need(problem is None, k.dotted, problem or "")
 
     r, o, b, p, t = cfg.run, cfg.optimizer, cfg.budget, cfg.protocol, cfg.tasks
+    need(
+        bool(p.roles)
+        and len(set(p.roles)) == len(p.roles)
+        and set(p.roles) <= {"thinker", "worker", "verifier"},
+        "protocol.roles",
+        'name each of "thinker", "worker", "verifier" at most once, at least one '
+        '(e.g. roles = ["worker"] for a pool of final answers)',
+    )
     need(
         0 < len(r.name) <= MAX_RUN_NAME and r.name.isprintable(),
         "run.name",
         f"give a name of 1 to {MAX_RUN_NAME} printable characters",
     )
-    need(  # pycma takes seed + 1: 0 there means "seed from the clock", below 0 a ValueError
-        r.seed >= 0,
-        "run.seed",
-        f"{r.seed} is negative: use a whole number from 0 to {MAX_INT}",
-    )
-    need(
-        o.name in OPTIMIZERS,
-        "optimizer.name",
-        f"unknown optimizer '{_key(o.name)}'; choose one of {', '.join(OPTIMIZERS)}",
-    )
-    least = MIN_POPSIZE if o.name == "sep-cma-es" else 2
+    least = OPTIMIZER_REGISTRY[o.name].min_population if o.name in OPTIMIZER_REGISTRY else 2
     need(
         o.popsize == 0 or o.popsize >= least,
         "optimizer.popsize",
@@ -417,54 +733,23 @@ def _check(cfg: RunConfig) -> None:
         f"or at least {least}",
     )
     need(
-        finite(o.sigma0) and o.sigma0 > 0,
-        "optimizer.sigma0",
-        f"{o.sigma0} is not a positive finite number: use e.g. 0.03",
-    )
-    need(o.rollouts >= 1, "optimizer.rollouts", "must be at least 1")
-    need(o.validate_every >= 1, "optimizer.validate_every", "must be at least 1")
-    need(
-        o.search_basis in SEARCH_BASES,
-        "optimizer.search_basis",
-        f"choose one of {', '.join(SEARCH_BASES)}",
-    )
-    need(o.search_rank >= 2, "optimizer.search_rank", "must be at least 2")
-    need(
-        o.concurrency >= 0,
-        "optimizer.concurrency",
-        "must be 0 (every episode at once) or a positive number of episodes",
-    )
-    need(
-        finite(o.learning_rate) and o.learning_rate > 0,
-        "optimizer.learning_rate",
-        f"{o.learning_rate} is not a positive finite number: use e.g. 0.01",
-    )
-    for key in ("cost_penalty", "turn_penalty"):
-        value = getattr(o, key)
-        need(
-            finite(value) and value >= 0,
-            f"optimizer.{key}",
-            "must be a finite number, 0 or more",
-        )
-    need(b.generations >= 1, "budget.generations", "must be at least 1")
-    need(
-        0 <= o.restarts < b.generations,
+        o.restarts < b.generations,
         "optimizer.restarts",
         f"{o.restarts}: use 0 (one attempt) up to budget.generations - 1",
     )
     attempt = cfg.attempt_generations if 0 <= o.restarts < b.generations else 0
     need(
-        o.exploring_starts == 0 or 0 < o.exploring_starts < attempt,
+        o.exploring_starts <= 0 or o.exploring_starts < attempt,
         "optimizer.exploring_starts",
         f"{o.exploring_starts}: use 0 (off) or fewer generations than an attempt has "
         f"({attempt}: budget.generations / (restarts + 1)), leaving generations in which "
         "the opening is the head's own",
     )
     need(
-        not o.exploring_starts or o.name in RANKING_OPTIMIZERS,
+        not o.exploring_starts or o.name in EXPLORING_OPTIMIZERS,
         "optimizer.exploring_starts",
         f"{_key(o.name)} follows its own policy's gradient, which widened openings would "
-        f"bias (only {' and '.join(RANKING_OPTIMIZERS)} use them): set exploring_starts = 0 "
+        f"bias (only {' and '.join(EXPLORING_OPTIMIZERS)} use them): set exploring_starts = 0 "
         "or choose one of those",
     )
     need(
@@ -473,57 +758,16 @@ def _check(cfg: RunConfig) -> None:
         "with protocol.max_turns = 1 the opening is the whole episode and nothing is "
         "learned after it: set exploring_starts = 0 or max_turns to 2 or more",
     )
-    for key in ("episodes", "calls", "dollars", "minutes"):
-        value = getattr(b, key)
-        need(
-            finite(value) and value >= 0,
-            f"budget.{key}",
-            "must be a finite number, 0 or more (0 means no limit)",
-        )
-    need(1 <= p.max_turns <= 50, "protocol.max_turns", "must be between 1 and 50")
-    need(
-        finite(p.temperature) and 0 <= p.temperature <= MAX_TEMPERATURE,
-        "protocol.temperature",
-        f"{p.temperature} is out of range: use a number from 0 to {MAX_TEMPERATURE:g}",
-    )
-    need(
-        1 <= p.max_tokens <= MAX_TOKENS,
-        "protocol.max_tokens",
-        f"must be between 1 and {MAX_TOKENS:,} (a reply longer than any model's context)",
-    )
     need(len(cfg.pool.workers) >= 1, "pool.workers", 'name at least one worker, e.g. ["sandbox"]')
     need(
         all(w.strip() for w in cfg.pool.workers),
         "pool.workers",
         "an empty worker id: remove it or name a worker",
     )
-    for key in ("train", "validation", "test"):
-        need(getattr(t, key) >= 0, f"tasks.{key}", "must not be negative (0 means the whole split)")
     need(bool(t.suite.strip()), "tasks.suite", "name a suite, e.g. mixed")
     need(bool(cfg.backbone.model.strip()), "backbone.model", "name a model, e.g. offline")
     device = device_problem(cfg.backbone.device)
     need(device is None, "backbone.device", device or "")
-    need(
-        cfg.backbone.precision in PRECISIONS,
-        "backbone.precision",
-        f"unknown precision '{_key(cfg.backbone.precision)}'; "
-        f"choose one of {', '.join(PRECISIONS)}",
-    )
-    need(
-        cfg.backbone.input in INPUTS,
-        "backbone.input",
-        f"unknown input '{cfg.backbone.input}'; choose one of {', '.join(INPUTS)}",
-    )
-    need(
-        o.sigma0_scale in SIGMA0_SCALES,
-        "optimizer.sigma0_scale",
-        f"unknown scale '{o.sigma0_scale}'; choose one of {', '.join(SIGMA0_SCALES)}",
-    )
-    need(
-        cfg.cache.policy in CACHE_POLICIES,
-        "cache.policy",
-        f"choose one of {', '.join(CACHE_POLICIES)}",
-    )
     if problems:
         raise ConfigError(problems)
 

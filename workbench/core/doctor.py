@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbench.core.errors import WorkFailed
 from workbench.core.store import (
     TABLES,
     Store,
@@ -46,7 +47,7 @@ _PARENTS = (
 )
 
 
-class DoctorError(Exception):
+class DoctorError(WorkFailed):
     """A check or salvage that cannot start (no workspace, no database, a target in use)."""
 
 

@@ -17,12 +17,13 @@ import json
 import math
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from workbench.core.errors import Interrupted, InvalidInput
 from workbench.core.learned import CategoryLearned, describe_learned, summarise_learned
 from workbench.core.oracle import PlanPolicy, oracle_plans
 from workbench.core.policies import FixedPolicy, Policy, RandomPolicy
@@ -51,6 +52,66 @@ def wilson(successes: float, n: int, z: float = 1.96) -> tuple[float, float]:
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
     # the interval always holds p; min/max keep rounding (1 - 1e-16 at p = 1) from losing it
     return max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half))
+
+
+BOOTSTRAP = 10_000  # resamples of a paired difference's interval
+
+
+@dataclass(frozen=True)
+class Paired:
+    """A system against a reference, task by task: the mean per-task difference with its
+    bootstrap 95% interval, the tasks it wins and loses, and the exact two-sided sign
+    test's p-value on those (McNemar's exact test for right/wrong rewards)."""
+
+    system: str
+    against: str
+    difference: float
+    ci_low: float
+    ci_high: float
+    wins: int
+    losses: int
+    n: int
+    p_value: float
+
+
+def paired(
+    system: str,
+    against: str,
+    a: Mapping[str, float],
+    b: Mapping[str, float],
+    ids: Sequence[str],
+    seed: int = 0,
+) -> Paired:
+    """``a`` against ``b`` (task id -> reward) on the tasks ``ids``."""
+    d = np.array([a[i] - b[i] for i in ids], dtype=np.float64)
+    n = len(d)
+    if n == 0:
+        return Paired(system, against, 0.0, 0.0, 0.0, 0, 0, 0, 1.0)
+    rng = np.random.default_rng(seed)
+    means = d[rng.integers(0, n, size=(BOOTSTRAP, n))].mean(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    wins, losses = int((d > 0).sum()), int((d < 0).sum())
+    return Paired(
+        system,
+        against,
+        float(d.mean()),
+        float(low),
+        float(high),
+        wins,
+        losses,
+        n,
+        sign_test(wins, losses),
+    )
+
+
+def sign_test(wins: int, losses: int) -> float:
+    """The exact two-sided sign test's p-value of ``wins`` against ``losses`` (ties left
+    out): the chance of a split at least this uneven if either side were as likely."""
+    m = wins + losses
+    if m == 0:
+        return 1.0
+    tail = sum(math.comb(m, j) for j in range(min(wins, losses) + 1)) / 2**m
+    return min(1.0, 2 * tail)
 
 
 @dataclass(frozen=True)
@@ -89,6 +150,9 @@ class Report:
     spend: str = ""  # "simulated" (a sandbox pool), "partly simulated" or "" (real dollars)
     # what the coordinator played per category, beside the oracle's plan (``learned``)
     learned: tuple[CategoryLearned, ...] = ()
+    # every other system against the best single worker, task by task (``paired``)
+    best_single: str = ""
+    paired: tuple[Paired, ...] = ()
 
     @property
     def groups(self) -> list[str]:
@@ -122,6 +186,8 @@ class Report:
                 "spend": self.spend or "real",
                 "systems": [asdict(s) for s in self.systems],
                 "learned": [c.to_json() for c in self.learned],
+                "best_single": self.best_single,
+                "paired": [asdict(p) for p in self.paired],
             },
             indent=2,
         )
@@ -179,6 +245,19 @@ class Report:
                 f"| {s.name} | {s.accuracy:.3f} | [{s.ci_low:.3f}, {s.ci_high:.3f}] | {s.avg_turns:.2f} "
                 f"| {s.avg_tokens:.0f} | {s.avg_cost:.6f} |"
             )
+        if self.paired:
+            lines += [
+                "",
+                f"Against the best single worker ({self.best_single}), task by task:",
+                "",
+                "| system | difference | 95% CI (bootstrap) | won | lost | p (sign test) |",
+                "|---|---|---|---|---|---|",
+            ]
+            lines += [
+                f"| {p.system} | {p.difference:+.3f} | [{p.ci_low:+.3f}, {p.ci_high:+.3f}] "
+                f"| {p.wins} | {p.losses} | {p.p_value:.3g} |"
+                for p in self.paired
+            ]
         if self.group_rows():
             lines += ["", "Per category:", "", "| system | category | accuracy | 95% CI | n |"]
             lines.append("|---|---|---|---|---|")
@@ -203,6 +282,20 @@ class Report:
                 )
             )
         text = _columns(rows)
+        if self.paired:
+            per_task = [("system", "difference", "95% CI (bootstrap)", "won", "lost", "p")]
+            per_task += [
+                (
+                    p.system,
+                    f"{p.difference:+.3f}",
+                    f"[{p.ci_low:+.3f}, {p.ci_high:+.3f}]",
+                    str(p.wins),
+                    str(p.losses),
+                    f"{p.p_value:.3g}",
+                )
+                for p in self.paired
+            ]
+            text += f"\n\nagainst {self.best_single}, task by task:\n" + _columns(per_task)
         if self.group_rows():
             per = [("system", "category", "accuracy", "95% CI", "n")]
             per += [
@@ -246,22 +339,32 @@ class EvaluationProgress:
     system: str  # the system whose episode just ended
 
 
-class EvaluationStopped(Exception):
+class EvaluationStopped(Interrupted):
     """An evaluation stopped by its ``StopToken`` before it ended; it has no report."""
 
 
 MULTI_TURN_ORACLE = "multi-turn oracle"
+RECORDED_ORACLE = "recorded oracle"
+
+
+def recorded_pool(worker_ids: Sequence[str]) -> bool:
+    """Whether every worker of the pool answers from a recorded table (``recorded:...``)."""
+    return bool(worker_ids) and all(w.startswith("recorded:") for w in worker_ids)
 
 
 def baseline_names(worker_ids: Sequence[str], max_turns: int = 1) -> list[str]:
     """The baselines ``evaluate`` can run for a pool, in report order: each single worker
     (``single:<id>``), ``random`` and, on a simulated pool only, ``oracle`` and (when
-    ``max_turns`` > 1) ``multi-turn oracle``."""
+    ``max_turns`` > 1) ``multi-turn oracle``; on a recorded pool, ``recorded oracle``
+    (a task counts as solved when any single worker's recorded answer is right: read
+    from the single workers' episodes, which it needs)."""
     names = [f"single:{wid}" for wid in worker_ids] + ["random"]
     if worker_ids and all(w in PROFILES_BY_ID for w in worker_ids):
         names.append("oracle")
         if max_turns > 1:
             names.append(MULTI_TURN_ORACLE)
+    if recorded_pool(worker_ids):
+        names.append(RECORDED_ORACLE)
     return names
 
 
@@ -273,9 +376,11 @@ def _chosen_baselines(
         return available if baselines else []
     unknown = sorted(set(baselines) - set(available))
     if unknown:
-        raise ValueError(
+        raise InvalidInput(
             f"unknown baseline(s) {', '.join(unknown)} for this pool: choose from {', '.join(available)}"
         )
+    if RECORDED_ORACLE in baselines:  # read from every single worker's episodes
+        baselines = {*baselines, *(f"single:{w}" for w in worker_ids)}
     return [b for b in available if b in baselines]
 
 
@@ -330,6 +435,8 @@ async def evaluate(
     progress: Callable[[EvaluationProgress], None] | None = None,
     stop: StopToken | None = None,
     thinker_suggests_role: bool = False,
+    final_turn: str = "free",
+    roles: tuple[str, ...] = ("thinker", "worker", "verifier"),
 ) -> tuple[Report, list[Episode]]:
     """Run every system on ``tasks``; returns the report and all episodes (candidate =
     the system's index in the report, so Replay can show the evaluation).
@@ -337,7 +444,9 @@ async def evaluate(
     ``baselines``: all of them (True), none (False), or the names to run, from
     ``baseline_names``. ``progress`` hears of every finished episode; once ``stop`` is
     stopped, no further episode starts and ``EvaluationStopped`` is raised.
-    ``thinker_suggests_role``: the run's protocol option (``EpisodeSettings``).
+    ``thinker_suggests_role``: the run's protocol option; ``final_turn``: ``free`` (the
+    paper's protocol) or ``worker`` (a turn that would end an episode without a Worker's
+    answer is played as a Worker, as the server does): both ``EpisodeSettings``.
     """
     prompts = prompts or Prompts.load()
     L = len(pool)
@@ -382,6 +491,8 @@ async def evaluate(
                     temperature=temperature,
                     prompts=prompts,
                     thinker_suggests_role=thinker_suggests_role,
+                    final_turn=final_turn,
+                    roles=roles,
                 ),
                 rng=np.random.default_rng(derived_seed(seed, "eval", index, j))
                 if isinstance(policy, RandomPolicy)
@@ -411,4 +522,53 @@ async def evaluate(
         if kind == "coordinator":
             learned = summarise_learned(eps, {t.id: t for t in tasks}, ids, max_turns)
         episodes += eps
-    return Report(suite, split, tuple(results), learned=tuple(learned)), episodes
+    if RECORDED_ORACLE in chosen:
+        eps = recorded_oracle(episodes, [s[0] for s in systems], len(systems), len(tasks))
+        results.append(summarise(RECORDED_ORACLE, "oracle", eps, {t.id: t.group for t in tasks}))
+        episodes += eps
+    best, pairs = against_best_single(results, episodes, [t.id for t in tasks], seed)
+    report = Report(
+        suite, split, tuple(results), learned=tuple(learned), best_single=best, paired=pairs
+    )
+    return report, episodes
+
+
+def against_best_single(
+    results: Sequence[SystemResult], episodes: Sequence[Episode], task_ids: Sequence[str], seed: int
+) -> tuple[str, tuple[Paired, ...]]:
+    """The best single worker (the first of equals, in pool order) and every other system
+    against it, task by task (``paired``); ("", ()) without a single worker. ``episodes``
+    are the systems' in report order (``candidate``: the system's index)."""
+    singles = [s for s in results if s.kind == "single"]
+    if not singles or len(set(task_ids)) != len(task_ids):
+        return "", ()
+    rewards: dict[str, dict[str, float]] = {}
+    for episode in episodes:
+        name = results[episode.candidate or 0].name
+        rewards.setdefault(name, {})[episode.task_id] = episode.reward
+    best = max(singles, key=lambda s: s.accuracy).name
+    return best, tuple(
+        paired(s.name, best, rewards[s.name], rewards[best], task_ids, seed)
+        for s in results
+        if s.name != best and s.name in rewards
+    )
+
+
+def recorded_oracle(
+    episodes: Sequence[Episode], names: Sequence[str], index: int, n_tasks: int
+) -> list[Episode]:
+    """The recorded oracle's episodes: per task, a copy of the first single worker's
+    episode with the highest reward (any worker right: right), recorded as system
+    ``index``. ``names`` are the systems' names in the order of ``episodes`` (each system's
+    ``n_tasks`` episodes in task order)."""
+    import uuid
+
+    singles = [i for i, n in enumerate(names) if n.startswith("single:")]
+    out = []
+    for j in range(n_tasks):
+        best = max(
+            (episodes[i * n_tasks + j] for i in singles), key=lambda e: e.reward, default=None
+        )
+        if best is not None:
+            out.append(replace(best, id=uuid.uuid4().hex, candidate=index))
+    return out

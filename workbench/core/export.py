@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from workbench.core.coordinator import Backbone, Coordinator, Head, HeadConfig
+from workbench.core.errors import BadInput
 from workbench.core.outputs import OutputError, output_path, write_atomically
 from workbench.core.records import ROLES
 
@@ -33,7 +34,7 @@ FEATURE = {"layer": "final", "token": "penultimate", "normalisation": "unit-rms"
 FEATURE_INPUTS = {"raw", "chat"}
 
 
-class CoordinatorFileError(ValueError):
+class CoordinatorFileError(BadInput, ValueError):
     """A coordinator file that cannot be used or written; the message names the file and
     the fix."""
 

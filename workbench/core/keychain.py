@@ -15,10 +15,12 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from workbench.core.errors import BadInput
+
 SERVICE = "trinity-workbench"  # the keychain service name; one entry per worker id
 
 
-class KeychainError(ValueError):
+class KeychainError(BadInput, ValueError):
     """A key cannot be used or kept as asked; the message names the worker and the fix."""
 
 
@@ -34,13 +36,14 @@ class Secret:
     """An API key that does not print itself: ``repr``, ``str`` and f-strings show a mask.
     ``reveal()`` is the only way to the value (for the one request header that needs it)."""
 
-    __slots__ = ("_value", "_echoes")
+    __slots__ = ("_value", "_echoes", "_pieces")
 
     def __init__(self, value: str):
         if not isinstance(value, str) or not value.strip():
             raise ValueError("an API key must be a non-empty string")
         self._value = value.strip()
         self._echoes: re.Pattern[str] | None = None
+        self._pieces: PieceMasker | None = None
 
     def reveal(self) -> str:
         return self._value
@@ -48,14 +51,16 @@ class Secret:
     def redact(self, text: str) -> str:
         """``text`` with every echo of the key replaced by a mask: the key itself in any
         letter case, split by blanks, quotes or escapes, JSON-, URL- or HTML-escaped, in
-        base64 (any alignment, standard or URL-safe) or hex, and any long piece of it (a
-        key echoed in halves). Used on everything a worker returns (replies, errors)
+        base64 (any alignment, standard or URL-safe) or hex, and any piece of it of
+        ``PIECE`` (8) characters or more, in any of those forms (a key echoed in pieces). Used on everything a worker returns (replies, errors)
         before it is stored or printed."""
         if not text:
             return text
         if self._echoes is None:
             self._echoes = echo_pattern(self._value)
-        return mask_pieces(self._echoes.sub("****", text), self._value)
+            self._pieces = PieceMasker([self._value])
+        assert self._pieces is not None
+        return self._pieces.mask(self._echoes.sub("****", text))
 
     def __repr__(self) -> str:
         return "Secret('****')"
@@ -69,8 +74,6 @@ class Secret:
 # what may sit between two characters of a key echoed "split": blanks, quotes, commas,
 # dots, zero-width characters and escaped line breaks
 _SPLIT = r"""(?:[\s"'`+,.|;:\\/*_-]|\\[nrt]|[\u200b-\u200f\u2060\ufeff]){0,6}"""
-# the shortest piece of a key masked on its own: long enough not to hit ordinary words
-_MIN_PIECE = 10
 
 
 def _char(c: str) -> str:
@@ -109,37 +112,132 @@ def echo_pattern(key: str) -> re.Pattern[str]:
     return re.compile(f"(?i:{pattern})" + (f"|{b64}" if b64 else ""))
 
 
+# the shortest piece of a key that is masked wherever it turns up (issue #40): a provider
+# prefix such as ``sk-proj-`` is 8 characters, so any piece of the secret part of that
+# length is masked too
+PIECE = 8
+# characters ignored between two characters of a key echoed "split" or "spaced": blanks,
+# quotes, separators and zero-width characters (the normalised view of a text)
+_IGNORED = frozenset(" \t\r\n\x0b\x0c\"'`+,.|;:\\/*_-\u200b\u200c\u200d\u200e\u200f\u2060\ufeff")
+
+
+# the public prefixes of providers' keys (they name the provider, not the key): a piece
+# that lies wholly inside one is left as it is, any piece reaching past it is masked
+KEY_PREFIXES = (
+    "sk-ant-admin01-",
+    "sk-ant-api03-",
+    "sk-svcacct-",
+    "sk-or-v1-",
+    "sk-admin-",
+    "sk-proj-",
+    "sk-ant-",
+    "AIza",
+    "gsk_",
+    "xai-",
+    "hf_",
+    "sk-",
+)
+
+
+def public_prefix(key: str) -> str:
+    """The longest provider prefix ``key`` starts with (``KEY_PREFIXES``), or ``""``."""
+    return max((p for p in KEY_PREFIXES if key.startswith(p)), key=len, default="")
+
+
+def _forms(key: str) -> set[str]:
+    """The texts whose pieces are masked: the key, its hex and its base64 (every
+    alignment, both alphabets), lower-cased (the masker compares letters case-blind)."""
+    raw = key.encode("utf-8")
+    forms = {key, raw.hex()}
+    for core in _base64_cores(raw):
+        forms.add(core)
+    return {f.lower() for f in forms}
+
+
+def _normalised(text: str) -> tuple[str, list[int]]:
+    """``text`` lower-cased without the characters in ``_IGNORED``, and the index in
+    ``text`` of each character kept."""
+    kept, where = [], []
+    for i, c in enumerate(text):
+        if c not in _IGNORED:
+            kept.append(c)
+            where.append(i)
+    return "".join(kept).lower(), where
+
+
+class PieceMasker:
+    """Masks every piece of at least ``PIECE`` characters of a set of keys wherever it
+    occurs in a text: the key's own characters in any letter case, its hex or its base64,
+    contiguous or with blanks, quotes or separators between them. An Aho-Corasick
+    automaton (pyahocorasick) over every ``PIECE``-gram of every form of every key finds
+    all of them in one pass over the text and one over its normalised view; overlapping
+    and adjacent hits merge into one mask, so a run of key characters is masked whole."""
+
+    def __init__(self, keys: list[str]):
+        import ahocorasick
+
+        self._raw = ahocorasick.Automaton()
+        self._flat = ahocorasick.Automaton()
+        for key in keys:
+            prefix = public_prefix(key).lower()
+            for form in _forms(key):
+                for i in range(len(form) - PIECE + 1):
+                    gram = form[i : i + PIECE]
+                    if form.startswith(prefix) and i + PIECE <= len(prefix):
+                        continue  # wholly inside the provider's public prefix
+                    self._raw.add_word(gram, PIECE)
+                    flat = "".join(c for c in gram if c not in _IGNORED)
+                    if len(flat) == PIECE:
+                        self._flat.add_word(flat, PIECE)
+                # the pieces of a form with its separators left out (``sk-proj-ab...``
+                # echoed as ``skprojab...``)
+                bare = "".join(c for c in form if c not in _IGNORED)
+                inside = len("".join(c for c in prefix if c not in _IGNORED))
+                for i in range(len(bare) - PIECE + 1):
+                    if form.startswith(prefix) and i + PIECE <= inside:
+                        continue
+                    self._flat.add_word(bare[i : i + PIECE], PIECE)
+        self._empty = not len(self._raw) and not len(self._flat)
+        if len(self._raw):
+            self._raw.make_automaton()
+        if len(self._flat):
+            self._flat.make_automaton()
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """The spans ``[start, end)`` of ``text`` to mask, merged and in order."""
+        if self._empty or len(text) < PIECE:
+            return []
+        hits: list[tuple[int, int]] = []
+        if len(self._raw):
+            lowered = text.lower()
+            if len(lowered) == len(text):  # else a character whose lower case is longer
+                hits += [(end - n + 1, end + 1) for end, n in self._raw.iter(lowered)]
+        if len(self._flat):
+            flat, where = _normalised(text)
+            if len(flat) == len(where):
+                hits += [(where[end - n + 1], where[end] + 1) for end, n in self._flat.iter(flat)]
+        merged: list[tuple[int, int]] = []
+        for start, end in sorted(hits):
+            if merged and start <= merged[-1][1]:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+            else:
+                merged.append((start, end))
+        return merged
+
+    def mask(self, text: str) -> str:
+        """``text`` with every span of ``spans`` replaced by ``****``."""
+        out, copied = [], 0
+        for start, end in self.spans(text):
+            out += [text[copied:start], "****"]
+            copied = end
+        out.append(text[copied:])
+        return "".join(out)
+
+
 def mask_pieces(text: str, key: str) -> str:
-    """``text`` with every run of at least ``max(10, len(key) // 3)`` characters that also
-    occurs in ``key`` (any letter case) masked, each run as long as it goes: a key echoed
-    in halves or pieces leaves nothing of itself longer than that behind."""
-    piece = max(_MIN_PIECE, len(key) // 3)
-    if len(key) < piece or len(text) < piece:
-        return text
-    lowered, low_key = text.lower(), key.lower()
-    if len(lowered) != len(text):  # a character whose lower case is longer: compare as is
-        lowered, low_key = text, key
-    starts: dict[str, list[int]] = {}
-    for i in range(len(low_key) - piece + 1):
-        starts.setdefault(low_key[i : i + piece], []).append(i)
-    out, j, copied = [], 0, 0
-    while j <= len(lowered) - piece:
-        where = starts.get(lowered[j : j + piece])
-        if where is None:
-            j += 1
-            continue
-        longest = piece
-        for i in where:
-            n = piece
-            while (
-                i + n < len(low_key) and j + n < len(lowered) and low_key[i + n] == lowered[j + n]
-            ):
-                n += 1
-            longest = max(longest, n)
-        out += [text[copied:j], "****"]
-        j = copied = j + longest
-    out.append(text[copied:])
-    return "".join(out)
+    """``text`` with every piece of ``key`` of at least ``PIECE`` characters masked, in
+    any letter case, hex or base64, contiguous or spaced (``PieceMasker``)."""
+    return PieceMasker([key]).mask(text)
 
 
 def clean_key(worker_id: str, key: str) -> str:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from workbench.core.errors import BadInput
 from workbench.core.workspace import model_cache_dir
 
 log = logging.getLogger(__name__)
@@ -38,8 +39,72 @@ OFFLINE_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_ONLINE_BACKBONE = "Qwen/Qwen3-0.6B"
 
 
-class ModelSourceError(RuntimeError):
+class ModelSourceError(BadInput, RuntimeError):
     """A model source that cannot be loaded; the message names the source and the fix."""
+
+
+class IncompleteInstallation(ModelSourceError):
+    """Loading a model failed because this installation lacks a Python module or a
+    package's data file (a broken install or a bundle that did not carry them), not
+    because of the model: the message names what is missing and where it was needed."""
+
+
+def installation_fault(exc: BaseException) -> str | None:
+    """What is missing from this installation when ``exc`` (or an error it was raised
+    from) is a missing module, or a missing file of the installed package that raised it
+    (a file it names inside its own folder, or none but "is X correctly installed?");
+    None when the failure is the model's (a missing model or weights file, a bad file)."""
+    seen: set[int] = set()
+    error: BaseException | None = exc
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, ImportError):
+            module = error.name or "a module"
+            return f"the Python module '{module}' ({type(error).__name__}: {error})"
+        if isinstance(error, FileNotFoundError):
+            package, folder = _raising_package(error)
+            missing = error.filename
+            if package is not None and package not in ("workbench", "__main__"):
+                # no file named: only a package that says it is not installed right ("is
+                # `kernels` correctly installed?"); the Hub's cache misses name none either
+                if missing is None and re.search(r"\binstall", str(error), re.I):
+                    return f"a data file of the installed package '{package}' ({error})"
+                if folder is not None and Path(str(missing)).resolve().is_relative_to(folder):
+                    return f"'{missing}' of the installed package '{package}' ({error})"
+        error = error.__cause__ or error.__context__
+    return None
+
+
+def _raising_package(error: BaseException) -> tuple[str | None, Path | None]:
+    """The top-level package (not the standard library's) of the innermost frame that
+    raised ``error``, and its folder."""
+    import sys
+
+    frames = []
+    tb = error.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    for frame in reversed(frames):
+        name = frame.f_globals.get("__name__")
+        if not isinstance(name, str) or not name:
+            continue
+        package = name.split(".")[0]
+        if package in sys.stdlib_module_names or package == "importlib":
+            continue
+        file = frame.f_globals.get("__file__")
+        folders = [p for p in Path(file).resolve().parents if p.name == package] if file else []
+        return package, folders[0] if folders else None
+    return None, None
+
+
+def _incomplete(source: str, fault: str) -> IncompleteInstallation:
+    return IncompleteInstallation(
+        f"loading the model '{source}' needs {fault}, which this installation lacks: the "
+        "installation is incomplete, the model file is not at fault. Reinstall the app (a "
+        "pip install: `pip install --force-reinstall` of that package); a bundle you built "
+        "must carry it (packaging/trinity-workbench.spec)"
+    )
 
 
 @dataclass(frozen=True)
@@ -140,6 +205,9 @@ def _convert_gguf(resolved: ResolvedSource) -> Path:
                 resolved.location, gguf_file=resolved.gguf_file, dtype=torch.float32
             )
         except Exception as exc:  # transformers raises many kinds here
+            fault = installation_fault(exc)
+            if fault is not None:
+                raise _incomplete(resolved.source, fault) from exc
             raise ModelSourceError(
                 f"{resolved.location}/{resolved.gguf_file} could not be read as a GGUF model "
                 f"({type(exc).__name__}: {exc}); check that the file is a complete GGUF "
@@ -243,7 +311,7 @@ def describe_device() -> str:
     return f"CPU ({torch.get_num_threads()} threads; no CUDA GPU visible), {precision} ({why})"
 
 
-# How the backbone computes (README, "Precision"):
+# How the backbone computes (docs/results/figures.md, "Precision"):
 # - fp32: fp32 weights and arithmetic, the bit-faithful reference;
 # - bf16-mixed: fp32 weights, matrix products in bf16 under torch.autocast (activations
 #   stay fp32 between them; the backbone keeps bf16 copies of the linear layers' weights
@@ -254,7 +322,7 @@ def describe_device() -> str:
 # "auto" is bf16-mixed on a GPU and on a CPU with native bf16 instructions (AVX512-BF16 or
 # AMX): the fastest choice that passes the fidelity check (a trained head's argmax
 # decisions on held-out transcripts equal fp32's: tests/core/test_precision.py; on an H200
-# bf16 weights flip 1.3% of them, README "Figures"); fp32 on other CPUs, where bf16 is
+# bf16 weights flip 1.3% of them, docs/results/figures.md); fp32 on other CPUs, where bf16 is
 # emulated and slower than fp32.
 PRECISIONS = ("auto", "fp32", "bf16-mixed", "bf16")
 FAST_PRECISION = "bf16-mixed"
@@ -283,7 +351,7 @@ def pick_precision(device: str, precision: str = "auto", *, native_bf16: bool | 
     fp32 and its features stay within cosine 0.9998 of fp32; alone they
     flip about 1% of a trained head's argmax decisions, all near ties, which the
     coordinator therefore recomputes in fp32 (``Head.near_tie``), so that its argmax
-    decisions are fp32's (README, "Precision"). Full bf16 weights are faster still but
+    decisions are fp32's (docs/results/figures.md, "Precision"). Full bf16 weights are faster still but
     drift further and have no fp32 to recompute with (on an H200 they flipped 1.3% of a
     head's argmax decisions, at the same generation speed as bf16-mixed); they are opt-in,
     for a backbone whose fp32 weights do not fit the GPU. ``fp32`` is the bit-faithful
@@ -331,13 +399,19 @@ def load_causal_lm(
             location, dtype=dtype, local_files_only=cached_only
         )
     except OSError as exc:
+        fault = installation_fault(exc)
+        if fault is not None:
+            raise _incomplete(source, fault) from exc
         if resolved.kind == "hub":
             raise ModelSourceError(
                 f"could not load '{source}' from the Hugging Face Hub ({exc.__class__.__name__}): "
                 "check the id and your network, or use a local folder, a .gguf file or 'offline'"
             ) from exc
         raise ModelSourceError(f"could not load model from {location}: {exc}") from exc
-    except ValueError as exc:
+    except (ImportError, ValueError) as exc:
+        fault = installation_fault(exc)
+        if fault is not None:
+            raise _incomplete(source, fault) from exc
         raise ModelSourceError(
             f"{source} is not a causal language model transformers can load: {exc}"
         ) from exc

@@ -16,8 +16,10 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from workbench.core.errors import BadInput
 
-class OutputError(ValueError):
+
+class OutputError(BadInput, ValueError):
     """A place a file cannot be written; the message names it and the fix."""
 
 

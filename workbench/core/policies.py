@@ -68,7 +68,7 @@ class ExploringStart:
     the policy's own. Exploring starts (Monte Carlo control's remedy for a first choice
     the policy stops trying): while ``share`` is high, a candidate's fitness measures what
     it does after every opening, so what pays after a Thinker turn is learned before the
-    opening's role settles (``optimizer.exploring_starts``, README "Exploring starts").
+    opening's role settles (``optimizer.exploring_starts``, docs/guides/training.md, "Exploring starts").
     Sampled decisions only: with ``rng`` None (argmax: validation, evaluation) it is the
     policy itself. Other attributes (``context_fits``) are the policy's."""
 
@@ -84,6 +84,6 @@ class ExploringStart:
         self._opened = True
         # the policy's distributions, from a generator of its own: the episode's generator
         # makes the one draw per choice that an unwidened decision makes, so candidates
-        # sharing random numbers (``training.trainer.episode_seeds``) still draw alike
+        # sharing random numbers (``training.executors.episode_seeds``) still draw alike
         own = await self.policy.adecide(transcript, np.random.default_rng(0))
         return explore(own, self.share, rng)

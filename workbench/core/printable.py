@@ -1,4 +1,5 @@
-"""Text from untrusted programs, made safe to show: control characters removed.
+"""Text made safe and short to show: an untrusted program's output without control
+characters, and a path with the user's home folder written as ``~``.
 
 A program's output is data. Before it reaches a terminal, the GUI or the store, escape
 sequences (ESC, CSI), other C0/C1 control characters, DEL and the bidirectional overrides
@@ -7,7 +8,9 @@ that make text read differently than it runs are dropped; line feeds and tabs st
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
@@ -16,3 +19,34 @@ def printable(text: str) -> str:
     """``text`` without control characters (``\\n`` and ``\\t`` kept; ``\\r\\n`` becomes
     ``\\n``), for showing or storing what an untrusted program wrote."""
     return _CONTROL.sub("", text.replace("\r\n", "\n"))
+
+
+RESOURCES = Path(__file__).resolve().parents[1] / "resources"
+
+
+def shown_path(
+    path: str | os.PathLike[str], workspace: str | os.PathLike[str] | None = None
+) -> str:
+    """``path`` as a page or a message shows it: a file the workbench ships as
+    ``bundled examples/...``; inside ``workspace`` (when given) relative to it as
+    ``workspace/...``; under the home folder as ``~/...``, so the user's name and home
+    layout stay off the screen (and out of screenshots). The full path is for tooltips and
+    logs."""
+    text = str(path)
+    bundled = str(RESOURCES)
+    if text.startswith(bundled + os.sep):  # a file the workbench ships (an example config)
+        return "bundled " + text[len(bundled) + 1 :]
+    if workspace is not None:
+        try:
+            inside = Path(path).resolve().relative_to(Path(workspace).resolve())
+        except (ValueError, OSError):
+            pass
+        else:
+            return "workspace" if str(inside) == "." else f"workspace/{inside}"
+    try:
+        home = str(Path.home())
+    except RuntimeError:  # no home folder to shorten against
+        return text
+    if home not in ("", "/") and (text == home or text.startswith(home + os.sep)):
+        return "~" + text[len(home) :]
+    return text

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from workbench.core.coordinator import Action
 from workbench.core.policies import Policy
 from workbench.core.records import ROLES, Episode, Role, StopReason, Turn
 from workbench.core.tasks.graders import grade_cached
@@ -173,10 +174,27 @@ def suggested_role(text: str) -> Role | None:
 # --------------------------------------------------------------------------- episode
 
 
-def _turn_seed(seed: int | None, index: int) -> int | None:
+def turn_seed(seed: int | None, index: int) -> int | None:
+    """The seed sent with turn ``index``'s call of an episode seeded ``seed`` (a response
+    cache key holds it: ``headroom`` asks whether a call is already recorded)."""
     if seed is None:
         return None
     return int.from_bytes(hashlib.sha256(f"{seed}:{index}".encode()).digest()[:4], "big")
+
+
+FINAL_TURNS = ("free", "worker")
+
+
+def worker_only_turn(settings: EpisodeSettings, index: int, role: Role, answer: str | None) -> bool:
+    """Whether turn ``index`` is restricted to the Worker role (``final_turn = "worker"``):
+    no Worker has answered yet and the turn would otherwise end the episode without an
+    answer, being the last of K or a Verifier's. The coordinator's worker choice stands."""
+    return (
+        settings.final_turn == "worker"
+        and answer is None
+        and role is not Role.WORKER
+        and (index == settings.max_turns - 1 or role is Role.VERIFIER)
+    )
 
 
 @dataclass(frozen=True)
@@ -194,6 +212,81 @@ class EpisodeSettings:
     temperature: float = 0.1
     prompts: Prompts | None = None
     thinker_suggests_role: bool = False
+    final_turn: str = "free"
+    # the roles the coordinator may choose (``[protocol] roles``); the head keeps a row
+    # for every role of ROLES and the others' probabilities are masked to zero
+    roles: tuple[str, ...] = tuple(str(r) for r in ROLES)
+
+    def __post_init__(self) -> None:
+        if self.final_turn not in FINAL_TURNS:
+            raise ValueError(
+                f"unknown final_turn '{self.final_turn}': use {' or '.join(FINAL_TURNS)}"
+            )
+        check_roles(self.roles)
+
+
+def check_roles(roles: Sequence[str]) -> tuple[str, ...]:
+    """``roles`` checked: a non-empty set of the protocol's roles, each once."""
+    names = [str(r) for r in ROLES]
+    bad = [r for r in roles if r not in names]
+    if bad or not roles or len(set(roles)) != len(roles):
+        raise ValueError(
+            f"protocol roles {list(roles)!r} are invalid: name each of {', '.join(names)} "
+            'at most once, at least one (e.g. roles = ["worker"] for a pool of final answers)'
+        )
+    return tuple(roles)
+
+
+def mask_roles(action: Action, roles: Sequence[str], rng: np.random.Generator | None) -> Action:
+    """``action`` with its role distribution restricted to ``roles`` (the other roles'
+    logits masked to minus infinity: their probabilities zeroed, the rest renormalised).
+    A chosen role that is allowed stands; otherwise the role is drawn again from the
+    masked distribution (with ``rng``) or its argmax taken (without): together, a draw
+    from the masked distribution. Unchanged when every role is allowed."""
+    if len(roles) == len(ROLES):
+        return action
+    allowed = np.array([str(r) in roles for r in ROLES])
+    p = np.asarray(action.role_probs, dtype=np.float64) * allowed
+    total = p.sum()
+    p = p / total if total > 0 else allowed / allowed.sum()
+    role = action.role
+    if not allowed[role]:
+        role = int(rng.choice(len(p), p=p)) if rng is not None else int(np.argmax(p))
+    return Action(action.worker, role, action.worker_probs, tuple(float(x) for x in p))
+
+
+def mask_workers(
+    action: Action, answers: Sequence[bool], rng: np.random.Generator | None
+) -> Action:
+    """``action`` with its worker distribution restricted to the workers that can answer
+    this task (``answers``: a recorded worker without a recorded answer for it cannot),
+    as ``mask_roles`` restricts roles: the others' probabilities zeroed and the rest
+    renormalised, a chosen worker that can answer kept, otherwise one drawn from the
+    masked distribution (with ``rng``) or its argmax taken. Unchanged when every worker
+    can answer, or when the policy gives those that can no probability at all (a single
+    worker's baseline): that worker is called and its miss recorded on the turn."""
+    if all(answers):
+        return action
+    allowed = np.array(answers, dtype=bool)
+    p = np.asarray(action.worker_probs, dtype=np.float64) * allowed
+    total = p.sum()
+    if total <= 0:
+        return action
+    p = p / total
+    worker = action.worker
+    if not allowed[worker]:
+        worker = int(rng.choice(len(p), p=p)) if rng is not None else int(np.argmax(p))
+    return Action(worker, action.role, tuple(float(x) for x in p), action.role_probs)
+
+
+def answers_task(pool: Sequence[Worker], task: Task) -> tuple[bool, ...]:
+    """For each worker of ``pool``, whether it can answer ``task`` at all: a worker that
+    answers from a recorded table says so (``answers_task(task_id)``); any other can."""
+    found = []
+    for worker in pool:
+        check = getattr(worker, "answers_task", None)
+        found.append(True if check is None else bool(check(task.id)))
+    return tuple(found)
 
 
 @dataclass(frozen=True)
@@ -223,6 +316,7 @@ async def run_episode(
     rng: np.random.Generator | None = None,
     seed: int | None = None,
     tag: EpisodeTag = EpisodeTag(),
+    on_turn: Callable[[Turn], None] | None = None,
 ) -> Episode:
     """Solve ``task`` with ``pool`` over at most ``settings.max_turns`` turns and grade it.
 
@@ -232,7 +326,13 @@ async def run_episode(
     recorded on its turn and the episode goes on; an episode whose every call failed ends
     with reward 0. With ``settings.thinker_suggests_role`` the turns whose role a
     Thinker's suggestion replaced are listed in ``grade_details["thinker_role_turns"]``
-    (their ``role_probs`` stay the coordinator's).
+    (their ``role_probs`` stay the coordinator's); with ``settings.final_turn`` ``worker``
+    the turns restricted to the Worker role are in ``grade_details["worker_only_turns"]``.
+    A worker that cannot answer ``task`` (a recorded worker without its answer) is masked
+    out of the policy's worker choice (``mask_workers``) while another can; when none of
+    the policy's choices can, the call is made and its ``NotRecorded`` miss recorded.
+    ``on_turn`` hears each turn once recorded (a caller that cancels the episode keeps
+    the turns already played).
     """
     coordinator = policy
     max_turns, max_tokens, temperature = (
@@ -248,22 +348,30 @@ async def run_episode(
     if max_turns < 1:
         raise ValueError("max_turns must be at least 1")
     prompts = settings.prompts or Prompts.load()
-    turns: list[Turn] = []
     answer: str | None = None
     thinkers: list[str] = []
     stop = StopReason.MAX_TURNS
     suggested: Role | None = None  # the last Thinker's suggestion for this turn
     overridden: list[int] = []
+    forced: list[int] = []  # turns restricted to the Worker role (final_turn = "worker")
+    turns: list[Turn] = _Turns(on_turn) if on_turn is not None else []
+    answering = answers_task(pool, task)  # recorded workers without this task's answer
     for index in range(max_turns):
         transcript, omitted = fit_transcript(
             task, turns, getattr(coordinator, "context_fits", None)
         )
-        action = await coordinator.adecide(transcript, rng)
+        action = mask_roles(await coordinator.adecide(transcript, rng), settings.roles, rng)
+        action = mask_workers(action, answering, rng)
         worker, role = pool[action.worker], ROLES[action.role]
+        if suggested is not None and str(suggested) not in settings.roles:
+            suggested = None  # a suggestion of a role this run does not use is ignored
         if suggested is not None:
             if suggested is not role:
                 overridden.append(index)
             role, suggested = suggested, None
+        if worker_only_turn(settings, index, role, answer):
+            role = Role.WORKER
+            forced.append(index)
         decision: dict[str, Any] = dict(
             index=index,
             context_omitted=omitted,
@@ -288,14 +396,19 @@ async def run_episode(
                 messages,
                 max_tokens=max_tokens,
                 temperature=temperature,
-                seed=_turn_seed(seed, index),
+                seed=turn_seed(seed, index),
                 context=context,
             )
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # recorded on the turn; the episode goes on
+            # masked as the turn's error is: a log line leaves the worker too
             log.warning(
-                "turn %d of task %s: %s", index, task.id, exc, exc_info=not _is_worker_error(exc)
+                "turn %d of task %s: %s",
+                index,
+                task.id,
+                worker.redact(str(exc)),
+                exc_info=not _is_worker_error(exc),
             )
             turns.append(
                 Turn(
@@ -343,6 +456,8 @@ async def run_episode(
         reward, details = graded.reward, graded.details
     if overridden:
         details = {**details, "thinker_role_turns": overridden}
+    if forced:
+        details = {**details, "worker_only_turns": forced}
     return Episode(
         id=tag.episode_id or uuid.uuid4().hex,
         suite=settings.suite,
@@ -360,6 +475,18 @@ async def run_episode(
         candidate=tag.candidate,
         created_at=time.time(),
     )
+
+
+class _Turns(list[Turn]):
+    """The episode's turn list, telling ``on_turn`` each turn appended."""
+
+    def __init__(self, on_turn: Callable[[Turn], None]):
+        super().__init__()
+        self._on_turn = on_turn
+
+    def append(self, turn: Turn) -> None:
+        super().append(turn)
+        self._on_turn(turn)
 
 
 def _is_worker_error(exc: Exception) -> bool:

@@ -27,6 +27,7 @@ class StopReason(StrEnum):
     MAX_TURNS = "max_turns"  # K turns were used
     VERIFIER_WITHOUT_ANSWER = "verifier_without_answer"  # Verifier before any Worker answer
     WORKER_ERRORS = "worker_errors"  # every worker call failed
+    CANCELLED = "cancelled"  # stopped before its end (a served request's client left)
 
 
 @dataclass(frozen=True)
@@ -130,6 +131,9 @@ _RESULT_OPTIONAL = (
     "sigma0_head_scale",
     "backbone_device",
     "backbone_precision",
+    "executor",
+    "actors",
+    "nodes",
     "pid",
     "host",
 )
@@ -150,6 +154,9 @@ class RunResult:
     sigma0_head_scale: float | None = None
     backbone_device: str | None = None  # what the coordinator's features were computed on
     backbone_precision: str | None = None  # and in (fp32, bf16-mixed, bf16)
+    executor: str | None = None  # where its training episodes ran: local, ray
+    actors: int | None = None  # with ray: how many actors
+    nodes: list[str] | None = None  # and on which nodes (host names)
     pid: int | None = None
     host: str | None = None
 

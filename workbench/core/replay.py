@@ -14,7 +14,7 @@ from typing import Any
 
 from workbench.core.protocol import render_transcript
 from workbench.core.records import ROLES, Episode, Turn
-from workbench.core.spend import dollars, is_simulated
+from workbench.core.spend import dollars, spend_kind
 from workbench.core.tasks.model import Task
 
 
@@ -36,15 +36,19 @@ THINKER_CHOSE = "role chosen by the Thinker before it (the coordinator's choice 
 def role_label(episode: Episode, index: int) -> str:
     """Turn ``index``'s role as replays show it: marked "(Thinker's pick)" when the
     previous Thinker's suggested role replaced the coordinator's (protocol option
-    ``thinker_suggests_role``; the turns are listed in ``grade_details``)."""
+    ``thinker_suggests_role``; the turns are listed in ``grade_details``), or "(worker
+    only)" when the turn was restricted to the Worker role so that the episode would not
+    end without an answer (``final_turn = "worker"``, the server's default)."""
     role = str(episode.turns[index].role)
+    if index in episode.grade_details.get("worker_only_turns", ()):
+        return f"{role} (worker only)"
     chosen_by_thinker = index in episode.grade_details.get("thinker_role_turns", ())
     return f"{role} (Thinker's pick)" if chosen_by_thinker else role
 
 
 def turn_cost(turn: Turn) -> str:
     """A turn's dollars, labelled simulated when a sandbox worker answered it."""
-    return dollars(turn.cost, "simulated" if is_simulated(turn.worker) else "", 6)
+    return dollars(turn.cost, spend_kind([turn.worker]), 6)
 
 
 TIMELINE = ("Turn", "Role", "Worker", "p(worker)", "p(role)", "Verdict", "Tokens in/out", "Cost")

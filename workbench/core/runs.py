@@ -25,6 +25,7 @@ from typing import Any
 
 from workbench.core.config import ConfigError, RunConfig
 from workbench.core.coordinator import Backbone
+from workbench.core.errors import BadInput, InvalidInput
 from workbench.core.evaluate import MULTI_TURN_ORACLE
 from workbench.core.learned import CategoryLearned, summarise_learned
 from workbench.core.power import PowerEstimate
@@ -34,6 +35,7 @@ from workbench.core.store import RunRecord, Store, StoreError
 from workbench.core.tasks.suites import SuiteNotFound, load_suite
 from workbench.core.training.checkpoint import best_vector
 from workbench.core.training.events import Listener, StopToken
+from workbench.core.training.executors import Executor
 from workbench.core.training.trainer import Trainer, coordinator_from_vector, task_splits
 from workbench.core.workers.base import Worker
 from workbench.core.workers.pool import build_pool, describe_pool
@@ -67,7 +69,7 @@ def backbone_for(
     if given is None:
         return shared_backbone(config, model)
     if given.input != config.backbone.input:
-        raise ValueError(
+        raise InvalidInput(
             f"the backbone reads transcripts as {given.input!r} but the run's config says "
             f"backbone.input = {config.backbone.input!r}: use a backbone loaded with "
             f"input={config.backbone.input!r} (or none: the run's own is loaded)"
@@ -129,7 +131,7 @@ def effective_status(record: RunRecord) -> str:
     return status
 
 
-class RunLocked(StoreError):
+class RunLocked(StoreError, BadInput):
     """Another process is driving this run (training or resuming it)."""
 
 
@@ -265,9 +267,10 @@ class PoolSession:
         return asyncio.run(job())
 
 
-def open_pool(config: RunConfig, store: Store) -> PoolSession:
-    """The config's pool (registered and built-in workers) behind the config's cache policy."""
-    session = open_worker_pool(config.pool.workers)
+def open_pool(config: RunConfig, store: Store, workspace: Workspace | None = None) -> PoolSession:
+    """The config's pool (registered and built-in workers, recorded pools imported into
+    ``workspace``) behind the config's cache policy."""
+    session = open_worker_pool(config.pool.workers, workspace)
     pool, cache = session.pool, None
     policy = cache_policy(config)
     if policy != "off":
@@ -277,7 +280,7 @@ def open_pool(config: RunConfig, store: Store) -> PoolSession:
     return PoolSession(pool, cache, session.client)
 
 
-def open_worker_pool(worker_ids: Sequence[str]) -> PoolSession:
+def open_worker_pool(worker_ids: Sequence[str], workspace: Workspace | None = None) -> PoolSession:
     """Workers by id (built-in and registered) over one shared HTTP client, uncached: a
     single episode outside a run has no cache policy. Each worker is prepared first
     (``Worker.prepare``: a local model is loaded), so a worker that cannot serve is an
@@ -286,7 +289,7 @@ def open_worker_pool(worker_ids: Sequence[str]) -> PoolSession:
 
     client = open_client()
     try:
-        pool = build_pool(worker_ids, client=client)
+        pool = build_pool(worker_ids, client=client, workspace=workspace)
         for worker in pool:
             worker.prepare()
     except BaseException:
@@ -329,7 +332,7 @@ def run_one_episode(
     the_task = task_suite.get(task)
     # Opened first: a database that cannot store the episode is refused before it plays.
     with Store.open(workspace) as store:
-        session = open_worker_pool([p for p in pool if p.strip()])
+        session = open_worker_pool([p for p in pool if p.strip()], workspace)
         loaded = Prompts.load(prompts)
         model: Backbone | None = None
         if backbone is not None:
@@ -393,13 +396,17 @@ def _check_resume_config(stored: RunConfig, given: RunConfig | None) -> RunConfi
     changed = [
         f"{s}.{k}" for s in a if s not in ("budget", "run") for k in a[s] if a[s][k] != b[s][k]
     ]
-    changed += [f"run.{k}" for k in a["run"] if k != "name" and a["run"][k] != b["run"][k]]
+    # where episodes run changes no result (training.executors): it may change on resume
+    free = ("name", "executor", "actors")
+    changed += [f"run.{k}" for k in a["run"] if k not in free and a["run"][k] != b["run"][k]]
     if changed:
         raise ConfigError(
             f"the config differs from the run's stored config in {', '.join(changed)}: "
-            "only [budget] may change on resume (start a new run for anything else)"
+            "only [budget], run.executor and run.actors may change on resume (start a new "
+            "run for anything else)"
         )
-    return stored.replace(budget=b["budget"])
+    run = {**a["run"], "executor": b["run"]["executor"], "actors": b["run"]["actors"]}
+    return stored.replace(budget=b["budget"], run=run)
 
 
 def train(
@@ -410,9 +417,13 @@ def train(
     listeners: Sequence[Listener] = (),
     stop: StopToken | None = None,
     backbone: Backbone | None = None,
+    ray_address: str | None = None,
 ) -> str:
     """Train a new run from ``config``, or resume run ``resume``; returns the run id.
-    Raises ``RunLocked`` (changing nothing) if another process drives that run."""
+    Raises ``RunLocked`` (changing nothing) if another process drives that run. With
+    ``run.executor = "ray"`` the training episodes run on Ray actors (``ray_address``, else
+    ``RAY_ADDRESS``, else a Ray instance on this machine): an unreachable cluster is an
+    ``ExecutorError`` before anything is stored."""
     with Store.open(workspace) as store, contextlib.ExitStack() as held:
         if resume is not None:
             record = store.get_run(resume)
@@ -423,8 +434,10 @@ def train(
                 store.update_run_config(record.id, config.to_dict())
         assert config is not None
         suite = load_suite(config.tasks.suite, workspace)
+        stop = stop or StopToken()
+        executor = held.enter_context(open_executor(config, ray_address, stop))
         backbone = backbone_for(config, backbone)
-        session = open_pool(config, store)
+        session = open_pool(config, store, workspace)
         cache = session.cache
         trainer = Trainer(
             config,
@@ -435,6 +448,7 @@ def train(
             listeners=listeners,
             stop=stop,
             cache_stats=(lambda: cache.hits) if cache is not None else None,
+            executor=executor,
         )
         if resume is not None:
             trainer.resume(resume)
@@ -443,6 +457,31 @@ def train(
             held.enter_context(run_lock(workspace, trainer.start()))
         session.run(trainer.run_async())
         return trainer.current_run_id
+
+
+@contextlib.contextmanager
+def open_executor(
+    config: RunConfig, ray_address: str | None, stop: StopToken
+) -> Iterator[Executor | None]:
+    """The run's executor: None for ``local`` (the trainer plays episodes itself), the Ray
+    executor for ``ray``, closed (its actors stopped) when the run ends."""
+    if config.run.executor == "local":
+        yield None
+        return
+    from workbench.core.training.ray_executor import ExecutorError, RayExecutor, recipe_for
+
+    if cache_policy(config) == "replay-only":
+        raise ExecutorError(
+            'cache.policy = "replay-only" cannot be kept on Ray: the actors\' workers do not '
+            'read the workspace\'s response cache; use run.executor = "local" to replay it'
+        )
+    executor = RayExecutor(
+        recipe_for(config), actors=config.run.actors, address=ray_address, stop=stop
+    )
+    try:
+        yield executor
+    finally:
+        executor.close()
 
 
 @dataclass(frozen=True)
@@ -494,18 +533,21 @@ def evaluation_source(
     a backbone; raises ``RunNotFound``, ``ConfigError`` or ``CoordinatorFileError`` with a
     readable message."""
     with Store.open(workspace) as store:
-        return _evaluation_source(store, run, coordinator_file)
+        return _evaluation_source(store, run, coordinator_file, workspace)
 
 
 def _evaluation_source(
-    store: Store, run: str | None, coordinator_file: str | Path | None
+    store: Store,
+    run: str | None,
+    coordinator_file: str | Path | None,
+    workspace: Workspace | None = None,
 ) -> EvaluationSource:
     from workbench.core.export import read_manifest
 
     if run is not None:
         record = store.get_run(run)
         config = record.config()
-        pool = tuple(wid for wid, _ in describe_pool(config.pool.workers))
+        pool = tuple(wid for wid, _ in describe_pool(config.pool.workers, workspace=workspace))
         return EvaluationSource(config, pool, config.backbone.model, run_id=record.id)
     if coordinator_file is not None:
         manifest = read_manifest(coordinator_file)
@@ -514,7 +556,7 @@ def _evaluation_source(
         return EvaluationSource(
             config, pool, manifest["backbone"]["model"], coordinator_file=str(coordinator_file)
         )
-    raise ValueError(
+    raise InvalidInput(
         "evaluate what? give a run (--run RUN) or a coordinator file (--coordinator FILE)"
     )
 
@@ -531,21 +573,24 @@ def evaluate_run(
     backbone: Backbone | None = None,
     progress: Callable[[Any], None] | None = None,
     stop: StopToken | None = None,
+    final_turn: str = "free",
 ) -> EvaluationResult:
     """Evaluate a trained run's best vector, or a coordinator file, on a split.
 
     ``baselines``: all (True), none (False) or the names to run (``EvaluationSource.baselines``).
     ``progress`` hears an ``EvaluationProgress`` per episode; ``stop`` ends the evaluation
     early: its run record is then ``stopped`` and ``EvaluationStopped`` is raised.
+    ``final_turn``: ``free`` (the paper's protocol) or ``worker`` (an episode's turn that
+    would end it without a Worker's answer is played as a Worker, as ``serve`` does).
     """
     from workbench.core.evaluate import EvaluationStopped, evaluate
     from workbench.core.export import load_coordinator
 
     with Store.open(workspace) as store:
-        source = _evaluation_source(store, run, coordinator_file)
+        source = _evaluation_source(store, run, coordinator_file, workspace)
         config = source.config
         if split not in ("train", "validation", "test"):
-            raise ValueError(f"unknown split '{split}': use train, validation or test")
+            raise InvalidInput(f"unknown split '{split}': use train, validation or test")
         if suite is not None:
             config = config.replace(tasks={"suite": suite})
         task_suite = load_suite(config.tasks.suite, workspace)
@@ -559,11 +604,14 @@ def evaluate_run(
         else:
             assert source.coordinator_file is not None  # a source is a run or a file
             coordinator, _ = load_coordinator(source.coordinator_file, backbone)
-        session = open_pool(config, store)  # a worker that cannot serve: nothing stored
+        session = open_pool(config, store, workspace)  # a worker that cannot serve: nothing stored
         eval_id = store.create_run(
             f"eval of {source.reference}",
             "eval",
-            {**config.to_dict(), "evaluation": {**source.reference, "split": split}},
+            {
+                **config.to_dict(),
+                "evaluation": {**source.reference, "split": split, "final_turn": final_turn},
+            },
         )
         try:
             p = config.protocol
@@ -584,6 +632,8 @@ def evaluate_run(
                     progress=progress,
                     stop=stop,
                     thinker_suggests_role=p.thinker_suggests_role,
+                    final_turn=final_turn,
+                    roles=p.roles,
                 )
             )
         except EvaluationStopped:
@@ -618,7 +668,7 @@ def export_run(
         config = record.config()
         vector, checkpoint = best_vector(store, record.id)
         backbone = backbone_for(config, backbone)
-        pool = describe_pool(config.pool.workers)
+        pool = describe_pool(config.pool.workers, workspace=workspace)
         coordinator = coordinator_from_vector(backbone, len(pool), vector, config.optimizer.svf)
         training = {
             "run_id": record.id,
@@ -831,13 +881,13 @@ def study_optimizers(
     optimizers = tuple(optimizers or OPTIMIZERS)
     unknown = [o for o in optimizers if o not in OPTIMIZERS]
     if unknown:
-        raise ValueError(
+        raise InvalidInput(
             f"unknown optimizer(s) {', '.join(unknown)}: choose from {', '.join(OPTIMIZERS)}"
         )
     if seeds < 1:
-        raise ValueError("--seeds must be at least 1")
+        raise InvalidInput("--seeds must be at least 1")
     if not 0 < margin <= 1:
-        raise ValueError(f"--margin must lie in (0, 1], got {margin}: e.g. 0.05")
+        raise InvalidInput(f"--margin must lie in (0, 1], got {margin}: e.g. 0.05")
     test_tasks = 0
     backbone = backbone_for(config, backbone)
     forced: dict[str, Any] = {}

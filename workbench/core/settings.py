@@ -25,6 +25,7 @@ from typing import Any
 import platformdirs
 
 from workbench.core.config import CACHE_POLICIES, RunConfig
+from workbench.core.errors import BadInput, FileEncodingError, read_text
 from workbench.core.workspace import APP_NAME
 
 FILE_NAME = "settings.toml"
@@ -32,7 +33,7 @@ DEVICES = ("auto", "cpu", "cuda", "mps")
 THEMES = ("system", "light", "dark")
 
 
-class SettingsError(ValueError):
+class SettingsError(BadInput, ValueError):
     """A settings file or value that cannot be used; the message names the key and the fix."""
 
 
@@ -107,10 +108,12 @@ def load_settings(path: str | Path | None = None) -> Settings:
     file. Raises ``SettingsError`` for a file that cannot be read or used."""
     path = Path(path) if path is not None else settings_path()
     try:
-        text = path.read_text(encoding="utf-8-sig")  # a byte order mark is no error
+        text = read_text("the settings file", path)  # a byte order mark is no error
     except FileNotFoundError:
         return Settings()
-    except (OSError, UnicodeDecodeError) as exc:
+    except FileEncodingError as exc:
+        raise SettingsError(f"{exc}; or remove it to start from the defaults") from None
+    except OSError as exc:
         raise SettingsError(f"cannot read the settings file {path}: {exc}") from None
     try:
         data = tomllib.loads(text)

@@ -1,10 +1,13 @@
 """How spend is shown: dollars a simulated worker (of the built-in ``sandbox`` or ``team``
-pool) "costs" are simulated (its profile's price times simulated tokens), so every place
-that shows them says so, and a reader never takes a sandbox run's dollars for real spend."""
+pool) "costs" are simulated (its profile's price times simulated tokens), and a recorded
+worker's are those of calls made before (or priced at the recording's list prices), so
+every place that shows them says so, and a reader never takes a sandbox or recorded run's
+dollars for real spend."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 # The built-in simulated pools (``workbench.core.workers.simulated.POOLS``): the ids
 # <pool> and <pool>:<name> name simulated workers (no registered worker may take them).
@@ -16,13 +19,24 @@ def is_simulated(worker_id: str) -> bool:
     return worker_id.strip().split(":", 1)[0] in SIMULATED_POOLS
 
 
+def is_recorded(worker_id: str) -> bool:
+    """Whether a worker id names a recorded worker (``recorded:...``): its dollars are what
+    its recorded calls cost, or would have at the recording's list prices, not spent now."""
+    return worker_id.strip().split(":", 1)[0] == "recorded"
+
+
 def spend_kind(worker_ids: Iterable[str]) -> str:
-    """``"simulated"`` when every worker of a pool is simulated, ``"partly simulated"``
-    when some are, ``""`` when the spend is real."""
-    flags = [is_simulated(w) for w in worker_ids]
-    if flags and all(flags):
-        return "simulated"
-    return "partly simulated" if any(flags) else ""
+    """``"simulated"`` when every worker of a pool is simulated, ``"recorded"`` when every
+    one answers from a recording (``"simulated or recorded"`` for a mix of the two),
+    ``"partly ..."`` when only some are, ``""`` when the spend is real."""
+    kinds = [
+        "simulated" if is_simulated(w) else "recorded" if is_recorded(w) else "" for w in worker_ids
+    ]
+    unreal = sorted({k for k in kinds if k}, reverse=True)  # simulated before recorded
+    if not unreal:
+        return ""
+    label = " or ".join(unreal)
+    return label if all(kinds) else f"partly {label}"
 
 
 def dollars(amount: float, kind: str, digits: int = 4) -> str:
@@ -30,3 +44,28 @@ def dollars(amount: float, kind: str, digits: int = 4) -> str:
     real: ``$0.0123 (simulated)``."""
     text = f"${amount:.{digits}f}"
     return f"{text} ({kind})" if kind else text
+
+
+SPEND_KEYS = ("episodes", "calls", "dollars", "minutes")
+
+
+def recorded_spend(
+    generations: Sequence[Mapping[str, Any]],
+    stored: Mapping[str, float],
+    reported: Mapping[str, float] | None = None,
+) -> dict[str, float]:
+    """A run's spend from what is stored, never less than any record of it: per quantity
+    the largest of the last stored generation's running totals (``generations``, as
+    ``Store.generations`` gives them: they include the search basis's calibration calls,
+    which store no episode), the sums over its stored episodes (``stored``,
+    ``Store.stored_spend``) and what the run last reported (``reported``, its result's
+    spend, which a killed run wrote when it started). A generation in flight when a run
+    was killed stored nothing: its calls are in no record (docs/guides/resume.md)."""
+    totals = dict(generations[-1].get("totals") or {}) if generations else {}
+    out: dict[str, float] = {}
+    for key in SPEND_KEYS:
+        values = [float(totals.get(key, 0.0)), float(stored.get(key, 0.0))]
+        if reported:
+            values.append(float(reported.get(key, 0.0)))
+        out[key] = max(values)
+    return out

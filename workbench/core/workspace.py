@@ -13,6 +13,8 @@ from pathlib import Path
 
 import platformdirs
 
+from workbench.core.errors import BadInput, describe_os_error, system_failure
+
 APP_NAME = "trinity-workbench"
 
 
@@ -21,8 +23,12 @@ def resources_dir() -> Path:
     return Path(str(resources.files("workbench") / "resources"))
 
 
-class WorkspaceError(Exception):
+class WorkspaceError(BadInput):
     """A workspace folder that cannot be made or used; the message names it and the fix."""
+
+
+class WorkspaceIsAFile(WorkspaceError, NotADirectoryError):
+    """``--workspace`` names a file."""
 
 
 @dataclass(frozen=True)
@@ -37,13 +43,15 @@ class Workspace:
         path = Path(root) if root is not None else Path(platformdirs.user_data_dir(APP_NAME))
         path = path.expanduser().resolve()
         if path.exists() and not path.is_dir():
-            raise NotADirectoryError(
+            raise WorkspaceIsAFile(
                 f"workspace {path} is a file, not a folder: pass --workspace with a folder path"
             )
         # private to the user: runs, transcripts and cached replies may be confidential
         try:
             path.mkdir(mode=0o700, parents=True, exist_ok=True)
         except OSError as error:
+            if describe_os_error(error) is not None:  # disk full, no permission, read-only
+                raise system_failure(error, error.filename or path) from None
             raise WorkspaceError(
                 f"cannot create workspace folder {path}: {error.strerror} "
                 f"({error.filename or path}): pass --workspace with a folder you can write to"
@@ -57,6 +65,11 @@ class Workspace:
     @property
     def suites_dir(self) -> Path:
         return self.root / "suites"
+
+    @property
+    def records_dir(self) -> Path:
+        """Recorded pools imported with ``records import``: NAME.jsonl and NAME.json."""
+        return self.root / "records"
 
     @property
     def log_dir(self) -> Path:

@@ -22,6 +22,7 @@ from typing import Any
 
 from workbench import __version__
 from workbench.core.models import describe_device
+from workbench.core.printable import shown_path
 from workbench.core.settings import load_settings_or_defaults, settings_path
 from workbench.core.workspace import Workspace, WorkspaceError, resources_dir
 from workbench.gui.qt import (
@@ -55,7 +56,6 @@ from workbench.gui.qt import (
     QUrl,
     QWidget,
 )
-from workbench.gui.words import short_path
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +79,8 @@ def _start_page(context: PageContext) -> QWidget:
 def _workers_page(context: PageContext) -> QWidget:
     from workbench.gui.qt_workers import QtWorkers
 
-    return QtWorkers()  # workers are per user (workers.toml and the keychain), not per workspace
+    # workers are per user (workers.toml and the keychain); recorded pools per workspace
+    return QtWorkers(workspace=context.workspace)
 
 
 def _tasks_page(context: PageContext) -> QWidget:
@@ -253,7 +254,7 @@ class MainWindow(QMainWindow):
     ):
         super().__init__()
         self.workspace = workspace
-        self.setWindowTitle(f"{APP_NAME} — {short_path(workspace.root)}")
+        self.setWindowTitle(f"{APP_NAME} — {shown_path(workspace.root)}")
         self.nav = QListWidget()
         self.nav.setItemDelegate(NavDelegate(self.nav))
         self.nav.setIconSize(QSize(22, 22))

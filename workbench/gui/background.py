@@ -78,18 +78,16 @@ class Job(QThread):
 
 
 def readable(exc: BaseException) -> str:
-    """A failure as a sentence for a page: core's errors (and value, lookup and OS errors)
-    carry their own; anything else is named, the details being in the log."""
+    """A failure as a sentence for a page, the same the command line prints
+    (``workbench.core.errors.sentence``): the error tree's own sentence, an OS failure's
+    path and fix; anything else is named, the details being in the log."""
+    from workbench.core.errors import WorkbenchError, sentence
+
+    if isinstance(exc, WorkbenchError | OSError | ValueError | LookupError):
+        return sentence(exc)
     text = str(exc).strip()
-    if isinstance(exc, ValueError | LookupError | OSError) or type(exc).__module__.startswith(
-        "workbench."
-    ):
-        return text or type(exc).__name__
-    return (
-        f"unexpected error ({type(exc).__name__}: {text}); details are in the log"
-        if text
-        else f"unexpected error ({type(exc).__name__}); details are in the log"
-    )
+    detail = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return f"unexpected error ({detail}); details are in the log"
 
 
 def start(

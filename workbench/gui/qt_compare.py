@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.core.config import ConfigError
+from workbench.core.config import ConfigError, ConfigKey, config_keys
 from workbench.core.records import GenerationStats
 from workbench.core.runs import RunSummary, list_runs
 from workbench.core.store import Store
@@ -37,7 +37,8 @@ from workbench.gui.qt import (
     pg,
     read_only_table,
 )
-from workbench.gui.words import config_label, status_words
+from workbench.gui.qt_run_form import tooltip
+from workbench.gui.words import status_words
 
 RUN_COLORS = ("#1565c0", "#c62828", "#2e7d32", "#ef6c00", "#6a1b9a", "#00838f", "#5d4037")
 SERIES = {  # curve: (pen style, symbol)
@@ -100,6 +101,19 @@ def read_compared(workspace: Workspace, run_ids: Sequence[str]) -> list[Compared
                 )
             )
     return found
+
+
+def _keys() -> dict[str, ConfigKey]:
+    return {k.dotted: k for k in config_keys()}
+
+
+def setting_cell(dotted: str, keys: Mapping[str, ConfigKey]) -> tables.Cell:
+    """A setting's row head: the config key's own label and help (the run form's words),
+    or the dotted name of a key this version no longer has."""
+    known = keys.get(dotted)
+    if known is None:
+        return tables.Cell(dotted, tooltip=f"{dotted} (not a setting of this version)")
+    return tables.Cell(known.key.label, tooltip=tooltip(known))
 
 
 def _shown(value: Any) -> str:
@@ -325,8 +339,9 @@ class QtCompare(Page):
             return
         differences = config_differences([r.settings for r in runs])
         rows = []
+        keys = _keys()
         for key, values in differences:
-            label = tables.Cell(config_label(key), tooltip=f"{config_label(key)}\n[{key}]")
+            label = setting_cell(key, keys)
             label.setData(Qt.ItemDataRole.UserRole, key)
             rows.append([label, *(tables.Cell(_shown(v)) for v in values)])
         tables.fill(table, rows)

@@ -1,6 +1,7 @@
 """The Evaluate page: pick a trained coordinator (a finished or stopped run, or a coordinator
 file), a suite, a split and the baselines; evaluate in the background with progress and
-Cancel; then the accuracy table with 95% intervals, a bar chart with error bars, the usage
+Cancel; then the accuracy table with 95% intervals, a bar chart with error bars, each
+system's paired difference from the best single worker (a second chart), the usage
 per worker and role, and the Report's own Markdown and CSV exports.
 
 The page holds no domain logic: what can be evaluated, which baselines exist, the figures
@@ -17,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from workbench.core.evaluate import EvaluationProgress, EvaluationStopped, Report
+from workbench.core.printable import shown_path
 from workbench.core.records import ROLES
 from workbench.core.runs import (
     EvaluationResult,
@@ -52,6 +54,7 @@ from workbench.gui.qt import (
     pg,
     read_only_table,
 )
+from workbench.gui.qt_headroom import HeadroomPanel
 from workbench.gui.qt_learned import LearnedView
 
 log = logging.getLogger(__name__)
@@ -169,6 +172,7 @@ class QtEvaluate(Page):
         self._reads = 0  # the latest source read asked for: older ones are dropped
         self._build()
         self.refresh_runs()
+        self.headroom_panel.refresh_frontiers()
 
     # ------------------------------------------------------------------ layout
 
@@ -236,6 +240,14 @@ class QtEvaluate(Page):
         self.chart.setMenuEnabled(False)
         self.bars: pg.BarGraphItem | None = None
         self.error_bars: pg.ErrorBarItem | None = None
+        # every other system minus the best single worker, task by task (``Report.paired``)
+        self.paired_chart = pg.PlotWidget(
+            title="Difference from the best single worker, task by task (95% bootstrap)"
+        )
+        self.paired_chart.setMouseEnabled(x=False, y=False)
+        self.paired_chart.setMenuEnabled(False)
+        self.paired_chart.addItem(pg.InfiniteLine(pos=0, angle=0, pen=pg.mkPen("#909090")))
+        self.paired_items: list[Any] = []
         self.export_md_button = QPushButton("Export Markdown…")
         self.export_csv_button = QPushButton("Export CSV…")
         self.export_md_button.clicked.connect(lambda: self.export_markdown())
@@ -255,6 +267,10 @@ class QtEvaluate(Page):
             QVBoxLayout(box).addWidget(widget)
             results.addWidget(box)
         results.insertWidget(1, self.chart)
+        results.insertWidget(2, self.paired_chart)
+        # before training and after it: the headroom check and the cost-quality frontier
+        self.headroom_panel = HeadroomPanel(self, self.workspace)
+        results.addWidget(self.headroom_panel)
         right = QWidget()
         right_layout = QVBoxLayout(right)
         right_layout.setContentsMargins(0, 0, 0, 0)
@@ -315,6 +331,7 @@ class QtEvaluate(Page):
         """Runs trained since the page was last shown appear when it is shown again."""
         if self.eval_thread is None:
             self.refresh_runs()
+        self.headroom_panel.refresh_frontiers()  # a study made since, in the CLI
         super().showEvent(event)
 
     def select_run(self, run_id: str) -> bool:
@@ -534,6 +551,10 @@ class QtEvaluate(Page):
                 self.chart.removeItem(item)
         self.bars = self.error_bars = None
         self.chart.getAxis("bottom").setTicks(None)
+        for item in self.paired_items:
+            self.paired_chart.removeItem(item)
+        self.paired_items = []
+        self.paired_chart.getAxis("bottom").setTicks(None)
 
     def show_report(self, report: Report) -> None:
         """Fill the accuracy table, the bar chart and the usage table from ``report``."""
@@ -564,6 +585,7 @@ class QtEvaluate(Page):
         self.chart.addItem(self.error_bars)
         self.chart.getAxis("bottom").setTicks([[(i, s.name) for i, s in enumerate(systems)]])
         self.chart.setXRange(-0.6, len(systems) - 0.4)
+        self._show_paired(report)
 
         keys = self._usage_columns(report)
         self.usage_table.setColumnCount(1 + len(keys))
@@ -582,6 +604,35 @@ class QtEvaluate(Page):
             report.learned, f"On the {report.split} split (the oracle: the exact best plan):"
         )
         self._update_buttons()
+
+    def _show_paired(self, report: Report) -> None:
+        """Each system's paired difference from the best single worker, with its interval."""
+        pairs = report.paired
+        self.paired_chart.setTitle(
+            f"Difference from {report.best_single}, task by task (95% bootstrap)"
+            if pairs
+            else "Difference from the best single worker: no single worker evaluated"
+        )
+        if not pairs:
+            return
+        x = np.arange(len(pairs), dtype=float)
+        diff = np.array([p.difference for p in pairs])
+        low, high = np.array([p.ci_low for p in pairs]), np.array([p.ci_high for p in pairs])
+        bars = pg.BarGraphItem(x=x, height=diff, width=0.6, brush=pg.mkBrush(*BAR))
+        errors = pg.ErrorBarItem(
+            x=x,
+            y=diff,
+            top=high - diff,
+            bottom=diff - low,
+            beam=0.25,
+            pen=pg.mkPen("#e0e0e0", width=2),
+        )
+        self.paired_items = [bars, errors]
+        for item in self.paired_items:
+            self.paired_chart.addItem(item)
+        self.paired_chart.getAxis("bottom").setTicks([[(i, p.system) for i, p in enumerate(pairs)]])
+        self.paired_chart.setXRange(-0.6, len(pairs) - 0.4)
+        self.paired_chart.setYRange(min(-0.1, float(low.min())), max(0.1, float(high.max())))
 
     def _show_categories(self, report: Report) -> None:
         """Each system's accuracy per category of the tasks, and the total (``all``)."""
@@ -651,13 +702,13 @@ class QtEvaluate(Page):
         )
 
     def _on_exported(self, path: Path, _written: Any) -> None:
-        self.status_label.setText(f"wrote {path}")
+        self.status_label.setText(f"wrote {shown_path(path)}")
         self.exported.emit(path)
 
     def _on_export_failed(self, path: Path, exc: Exception) -> None:
         self.status_label.setText(self.state)
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-        self.show_error(f"Could not write {path}: {reason}")
+        self.show_error(f"Could not write {shown_path(path)}: {reason}")
         self.exported.emit(None)
 
     # ------------------------------------------------------------------ state

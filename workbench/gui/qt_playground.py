@@ -369,7 +369,7 @@ class QtPlayground(Page):
         self.total_label.clear()
         self.episode = None
         emit, loaded = self._events.turn.emit, self._events.team.emit
-        local = self.local_box.isVisible() and self.local_box.isChecked()
+        local = not self.local_box.isHidden() and self.local_box.isChecked()
 
         async def episode() -> Any:
             import asyncio
@@ -410,7 +410,8 @@ class QtPlayground(Page):
         self._update_buttons()
 
     def stop(self) -> None:
-        """Stop the running episode (it is not stored)."""
+        """Stop the running episode: the turns it played are stored, stop reason
+        ``cancelled`` (none played: nothing is stored)."""
         if self._job is not None:
             self._job.cancel()
             self.status_label.setText("Stopping…")
@@ -519,7 +520,12 @@ class QtPlayground(Page):
 
     def _on_job_done(self) -> None:
         if self.episode is None and self.status_label.text().startswith("Stopping"):
-            self.status_label.setText("Stopped (not stored)")
+            played = sum(replied is not None for _, replied in self.turn_events)
+            self.status_label.setText(
+                f"Stopped ({played} played turn(s) stored, cancelled)"
+                if played
+                else "Stopped (not stored)"
+            )
         self._job = None
         self._update_buttons()
 

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from workbench.core.printable import shown_path
 from workbench.core.replay import Replay, role_label
 from workbench.core.store import EpisodeSummary, Store
 from workbench.core.tasks.suites import load_suite
@@ -533,7 +534,7 @@ class QtReplay(Page):
         self.exported = path
 
     def _on_export_failed(self, path: str, exc: Exception) -> None:
-        self.show_error(f"Cannot write {path}: {getattr(exc, 'strerror', None) or exc}")
+        self.show_error(f"Cannot write {shown_path(path)}: {getattr(exc, 'strerror', None) or exc}")
 
     def _set_enabled(self, enabled: bool) -> None:
         for w in (

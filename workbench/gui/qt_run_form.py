@@ -1,14 +1,12 @@
 """The new-run form of the Runs page: every key of a ``RunConfig``, editable, built from
-the config's own sections and types, each labelled in plain words with what it does in
-its tooltip (``words.CONFIG_WORDS``; the key as the config file spells it is there too)."""
+the config's own keys: their types, labels, help texts and bounds (``config.Key``, one
+source with the config check and docs/reference/config.md)."""
 
 from __future__ import annotations
 
-import dataclasses
-import typing
 from typing import Any
 
-from workbench.core.config import CHOICES, RunConfig
+from workbench.core.config import ConfigKey, RunConfig, config_keys
 from workbench.gui.qt import (
     QAbstractItemView,
     QCheckBox,
@@ -26,7 +24,7 @@ from workbench.gui.qt import (
     QTabWidget,
     QWidget,
 )
-from workbench.gui.words import config_help, config_label, worker_words
+from workbench.gui.words import worker_words
 
 # the tabs of the new-run form: the config sections each shows
 FORM_TABS = (
@@ -48,33 +46,34 @@ class RunForm(QTabWidget):
         super().__init__(parent)
         self.fields: dict[str, QWidget] = {}
         self.labels: dict[str, QLabel] = {}  # each field's label, in words
+        keys = config_keys()
         self.pool = QListWidget()
         self.pool.setDragDropMode(QAbstractItemView.DragDropMode.InternalMove)
         self.pool.setToolTip(
-            config_help("pool.workers")
+            tooltip(next(k for k in keys if k.dotted == "pool.workers"))
             + "\n\nCheck the workers of the team; drag to set their order."
         )
-        hints = typing.get_type_hints(RunConfig)
+        # keys that hold a list of names other than the pool (protocol.roles): a line of
+        # comma-separated names
+        self.lists = {k.dotted for k in keys if k.type_name == "list of strings"}
         for title, sections in FORM_TABS:
             tab = QWidget()
             form = QFormLayout(tab)
-            for section in sections:
-                for f in dataclasses.fields(hints[section]):
-                    key = f"{section}.{f.name}"
-                    if key == "pool.workers":
-                        label = QLabel(f"{config_label(key)} (checked ones, in order)")
-                        label.setToolTip(self.pool.toolTip())
-                        self.labels[key] = label
-                        form.addRow(label)
-                        form.addRow(self.pool)
-                        continue
-                    widget = self._editor(key, typing.get_type_hints(hints[section])[f.name])
-                    self.fields[key] = widget
-                    label = QLabel(config_label(key))
-                    for w in (label, widget):
-                        w.setToolTip(config_help(key))
-                    self.labels[key] = label
-                    form.addRow(label, widget)
+            for k in (k for section in sections for k in keys if k.section == section):
+                if k.dotted == "pool.workers":
+                    label = QLabel(f"{k.key.label} (checked ones, in order)")
+                    label.setToolTip(self.pool.toolTip())
+                    self.labels[k.dotted] = label
+                    form.addRow(label)
+                    form.addRow(self.pool)
+                    continue
+                widget = self._editor(k)
+                self.fields[k.dotted] = widget
+                label = QLabel(k.key.label)
+                for w in (label, widget):
+                    w.setToolTip(tooltip(k))
+                self.labels[k.dotted] = label
+                form.addRow(label, widget)
             scroll = QScrollArea()  # the form's height never sets the window's
             scroll.setWidgetResizable(True)
             scroll.setFrameShape(QFrame.Shape.NoFrame)
@@ -83,23 +82,27 @@ class RunForm(QTabWidget):
         self.set_config(RunConfig())
 
     @staticmethod
-    def _editor(key: str, hint: Any) -> QWidget:
-        if hint is bool:
+    def _editor(k: ConfigKey) -> QWidget:
+        spec = k.key
+        if k.type is bool:
             return QCheckBox()
-        if hint is int:
+        if k.type is int:
             box = QSpinBox()
-            box.setRange(-1000, 1_000_000_000)
+            box.setRange(
+                int(spec.low) if spec.low is not None else -1000,
+                int(spec.high) if spec.high is not None else 1_000_000_000,
+            )
             return box
-        if hint is float:
-            box = QDoubleSpinBox()
-            box.setDecimals(4)
-            box.setRange(0.0, 1e9)
-            box.setSingleStep(0.01)
-            return box
-        if key in CHOICES or key in ("backbone.model", "tasks.suite"):
+        if k.type is float:
+            double = QDoubleSpinBox()
+            double.setDecimals(4)
+            double.setRange(spec.low or 0.0, spec.high if spec.high is not None else 1e9)
+            double.setSingleStep(0.01)
+            return double
+        if spec.choices or k.dotted in ("backbone.model", "tasks.suite"):
             combo = QComboBox()
-            combo.addItems(CHOICES.get(key) or (BACKBONES if key == "backbone.model" else ()))
-            combo.setEditable(key in ("backbone.model", "tasks.suite", "backbone.device"))
+            combo.addItems(spec.choices or (BACKBONES if k.dotted == "backbone.model" else ()))
+            combo.setEditable(not spec.strict or k.dotted in ("backbone.model", "tasks.suite"))
             return combo
         return QLineEdit()
 
@@ -116,6 +119,8 @@ class RunForm(QTabWidget):
                 if widget.findText(str(value)) < 0:
                     widget.addItem(str(value))
                 widget.setCurrentText(str(value))
+            elif key in self.lists:
+                widget.setText(", ".join(value))
             else:
                 widget.setText(str(value))
         available = [self.pool.item(i).text() for i in range(self.pool.count())]
@@ -167,7 +172,26 @@ class RunForm(QTabWidget):
                 value = widget.value()
             elif isinstance(widget, QComboBox):
                 value = widget.currentText().strip()
+            elif key in self.lists:  # a list of names, written comma-separated
+                value = [part.strip() for part in widget.text().split(",") if part.strip()]
             else:
                 value = widget.text().strip()
             data.setdefault(section, {})[name] = value
         return RunConfig.from_dict(data, "the new-run form")
+
+
+def tooltip(k: ConfigKey) -> str:
+    """A key's help in the form: its sentence, what it accepts, and its name in a config
+    file (what the docs and error messages call it)."""
+    spec = k.key
+    accepts = ""
+    if spec.choices:
+        accepts = f"One of: {', '.join(spec.choices)}."
+    elif k.type in (int, float) and (spec.low is not None or spec.high is not None):
+        accepts = f"Accepts {spec.bounds(whole=k.type is int)}."
+    elif spec.zero:
+        accepts = f"0 means {spec.zero}."
+    unit = f" In {spec.unit}." if spec.unit else ""
+    return f"{spec.help}{unit} {accepts}\nIn a config file: [{k.section}] {k.name}".replace(
+        "  ", " "
+    )

@@ -15,11 +15,18 @@ from pathlib import Path
 from typing import Any
 
 from workbench.core.config import ConfigError, RunConfig
+from workbench.core.printable import shown_path
 from workbench.core.runs import RunSummary, effective_status, list_runs, run_learned
 from workbench.core.settings import load_run_config
-from workbench.core.spend import dollars, spend_kind
+from workbench.core.spend import dollars, recorded_spend, spend_kind
 from workbench.core.store import Store
-from workbench.core.training.events import GenerationStats, RunFailed, RunFinished, RunStarted
+from workbench.core.training.events import (
+    GenerationStats,
+    RunFailed,
+    RunFinished,
+    RunStarted,
+    where_episodes_ran,
+)
 from workbench.core.workspace import Workspace, resources_dir
 from workbench.gui import background, tables
 from workbench.gui.page import Page, message_label
@@ -45,7 +52,7 @@ from workbench.gui.qt_learned import LearnedView
 from workbench.gui.qt_run_form import RunForm
 from workbench.gui.qt_run_plots import RunPlots
 from workbench.gui.run_thread import RunThread
-from workbench.gui.words import short_path, status_words, stop_sentence
+from workbench.gui.words import status_words, stop_sentence
 
 log = logging.getLogger(__name__)
 
@@ -59,11 +66,14 @@ def _choices(workspace: Workspace) -> tuple[list[str], list[str]]:
     """The workers a pool may name and the suites there are (read in the background)."""
     from workbench.core.tasks.suites import list_suites
     from workbench.core.workers.pool import builtin_workers
+    from workbench.core.workers.recorded import imported_pool_names
     from workbench.core.workers.registry import Registry
     from workbench.core.workers.simulated import POOLS
 
-    # each built-in sandbox pool as a whole ("sandbox", "team"), then its single workers
+    # each built-in sandbox pool as a whole ("sandbox", "team"), then its single workers,
+    # then the recorded pools (CHAMP's built in, those imported into the workspace)
     workers = [*POOLS, *(w.id for w in builtin_workers())]
+    workers += [f"recorded:{n}" for n in ("champ", *imported_pool_names(workspace))]
     try:
         workers += [spec.id for spec in Registry.open().list()]
     except Exception:  # a broken workers.toml is the Workers page's to report
@@ -189,6 +199,7 @@ class QtRuns(Page):
         self.progress.setFormat("generation %v of %m")
         self.eta_label = QLabel("")
         self.spend_label = QLabel("")
+        self.executor_label = QLabel("")
         new_box = QGroupBox("New run")
         new_layout = QVBoxLayout(new_box)
         new_layout.addWidget(self.form, 1)
@@ -202,6 +213,7 @@ class QtRuns(Page):
         new_layout.addLayout(status_row)
         new_layout.addWidget(self.progress)
         new_layout.addWidget(self.spend_label)
+        new_layout.addWidget(self.executor_label)
         new_layout.addWidget(self.message_label)
 
         # plots: created once, fed with setData from the timer
@@ -294,13 +306,13 @@ class QtRuns(Page):
             str(SANDBOX_EXAMPLE): "the sandbox example",
             str(TEAM_EXAMPLE): "the team example",
         }
-        self.source_label.setText(examples.get(str(path)) or short_path(path, self.workspace.root))
+        self.source_label.setText(examples.get(str(path)) or shown_path(path, self.workspace.root))
         self.source_label.setToolTip(str(path))
 
     def _on_config_failed(self, path: str, exc: Exception) -> None:
         self.config_file = None
         self._update_buttons()
-        self.show_error(f"Cannot load {path}: {background.readable(exc)}")
+        self.show_error(f"Cannot load {shown_path(path)}: {background.readable(exc)}")
         self.config_done.emit(False)
 
     def _choose_save_path(self) -> None:
@@ -332,14 +344,14 @@ class QtRuns(Page):
     def _on_config_written(self, path: str, _result: Any) -> None:
         self.config_file = None
         self._show_source(path)
-        self.log(f"saved the run config to {short_path(path, self.workspace.root)}")
+        self.log(f"saved the run config to {shown_path(path, self.workspace.root)}")
         self._update_buttons()
         self.config_done.emit(True)
 
     def _on_config_write_failed(self, path: str, exc: Exception) -> None:
         self.config_file = None
         self._update_buttons()
-        self.show_error(f"Cannot write {path}: {background.readable(exc)}")
+        self.show_error(f"Cannot write {shown_path(path)}: {background.readable(exc)}")
         self.config_done.emit(False)
 
     def form_config(self) -> RunConfig | None:
@@ -442,13 +454,15 @@ class QtRuns(Page):
         self._run_name, self._generation = event.name, event.start_generation
         if self.state == "starting":
             self._set_state("running")
+        # where the episodes run: this computer, or Ray actors on the cluster's nodes
+        self.executor_label.setText(where_episodes_ran(event.executor, event.actors, event.nodes))
         self.log(
             f"run {event.run_id[:8]} '{event.name}' started: each generation tries "
             f"{event.popsize} candidate coordinators on {event.rollouts} questions each; "
             f"generation {event.start_generation + 1} is running (the first reads every "
             "question once, the slowest)",
             f"{event.n_params} parameters, population {event.popsize} x {event.rollouts} "
-            f"rollouts, from stored generation {event.start_generation}",
+            f"rollouts, from stored generation {event.start_generation}{event.executor_note()}",
         )
         self.refresh_runs()
 
@@ -666,10 +680,12 @@ class QtRuns(Page):
     def _on_open_failed(self, run_id: str, exc: Exception) -> None:
         self.show_error(f"Cannot open run {run_id[:8]}: {exc}")
 
-    def _on_opened(self, run_id: str, stored: tuple[Any, list[GenerationStats], int]) -> None:
+    def _on_opened(
+        self, run_id: str, stored: tuple[Any, list[GenerationStats], int, dict[str, float]]
+    ) -> None:
         if self.running:
             return
-        record, generations, budget = stored
+        record, generations, budget, spent = stored
         self.opened = run_id
         self.learned_view.clear_learned()
         self.show_learned_of(run_id)
@@ -688,6 +704,18 @@ class QtRuns(Page):
         self.progress.setRange(0, max(budget, 1))
         self.progress.setValue(len(generations))
         self.eta_label.setText("")
+        workers = (record.config_data.get("pool") or {}).get("workers") or ()
+        self._spent = dollars(spent["dollars"], spend_kind(workers))
+        self.spend_label.setText(
+            f"Spent: {int(spent['episodes'])} episodes, {int(spent['calls'])} calls, "
+            f"{self._spent}, {spent['minutes']:.1f} min"
+        )
+        result = record.run_result()
+        self.executor_label.setText(
+            where_episodes_ran(result.executor, result.actors, result.nodes or ())
+            if result is not None
+            else ""
+        )
         status = effective_status(record)
         self.log(
             f"opened run {run_id[:8]} '{record.name}': {len(generations)} generations, "
@@ -696,8 +724,6 @@ class QtRuns(Page):
         self.redraw()
         self._run_name, self._generation = record.name, len(generations)
         self._best = max((s.best for s in generations), default=None)
-        totals = generations[-1].totals if generations else {}
-        self._spent = dollars(totals.get("dollars", 0.0), spend_kind(self.usage.workers))
         self._emit_strip(status)
 
     # ------------------------------------------------------------------ state
@@ -808,16 +834,24 @@ def write_config(path: str | Path, text: str) -> None:
     Path(path).write_text(text, encoding="utf-8")
 
 
-def _read_run(workspace: Workspace, run_id: str) -> tuple[Any, list[GenerationStats], int]:
-    """A stored run, its generations' stats and its budget of generations (0: none
-    readable from its config) for the plots: read in a background job."""
+def _read_run(
+    workspace: Workspace, run_id: str
+) -> tuple[Any, list[GenerationStats], int, dict[str, float]]:
+    """A stored run, its generations' stats, its budget of generations (0: none readable
+    from its config) for the plots, and its spend from its stored records (a killed run's
+    too): read in a background job."""
     with Store.open(workspace) as store:
         record, generations = store.get_run(run_id), store.generation_stats(run_id)
+        spent = recorded_spend(
+            store.generations(run_id),
+            store.stored_spend(run_id),
+            (record.result or {}).get("spend"),
+        )
     try:
         budget = record.config().budget.generations
     except ConfigError:  # a config of long ago: the plots show, the progress bar has no end
         budget = 0
-    return record, generations, budget
+    return record, generations, budget, spent
 
 
 def _duration(seconds: float) -> str:

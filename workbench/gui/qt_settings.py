@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.core.config import CACHE_POLICIES
+from workbench.core.printable import shown_path
 from workbench.core.settings import (
     DEVICES,
     THEMES,
@@ -42,7 +43,6 @@ from workbench.gui.qt import (
     QWidget,
     Signal,
 )
-from workbench.gui.words import short_path
 
 log = logging.getLogger(__name__)
 
@@ -148,7 +148,7 @@ class QtSettings(Page):
         self._build()
         self._show()
         self._set_editable(False)
-        self.saved_label.setText(f"Reading the settings file {self.path}…")
+        self.saved_label.setText(f"Reading the settings file {shown_path(self.path)}…")
         path = self.path
         self.in_background(
             "read settings",
@@ -176,7 +176,7 @@ class QtSettings(Page):
         self._set_editable(True)
         self._show()
         self.show_error(
-            f"Cannot read the settings file {self.path}: {background.readable(exc)}. "
+            f"Cannot read the settings file {shown_path(self.path)}: {background.readable(exc)}. "
             "Using the default settings; the file was left as it is."
         )
         self.settings_read.emit()
@@ -192,7 +192,7 @@ class QtSettings(Page):
             w.setEnabled(editable)
 
     def _build(self) -> None:
-        self.workspace_label = QLabel(short_path(self.workspace.root))
+        self.workspace_label = QLabel(shown_path(self.workspace.root))
         self.workspace_label.setToolTip(str(self.workspace.root))
         self.workspace_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.next_workspace_label = QLabel()
@@ -293,13 +293,13 @@ class QtSettings(Page):
                 "At start: the default workspace (the user data folder)."
             )
         elif chosen == self.workspace.root:
-            self.next_workspace_label.setText(f"At start: {short_path(chosen)}.")
+            self.next_workspace_label.setText(f"At start: {shown_path(chosen)}.")
         else:
             self.next_workspace_label.setText(
-                f"At next start: {short_path(chosen)}. Restart the workbench to open it."
+                f"At next start: {shown_path(chosen)}. Restart the workbench to open it."
             )
         self.next_workspace_label.setToolTip(str(chosen) if chosen else "")
-        self.saved_label.setText(f"Settings file: {short_path(self.path)}")
+        self.saved_label.setText(f"Settings file: {shown_path(self.path)}")
         self.saved_label.setToolTip(str(self.path))
 
     # ------------------------------------------------------------------ editing
@@ -355,7 +355,7 @@ class QtSettings(Page):
             return
         self._saving = True
         settings, path = self.settings, self.path
-        self.saved_label.setText(f"Saving to {path}…")
+        self.saved_label.setText(f"Saving to {shown_path(path)}…")
         self.in_background(
             "save settings",
             lambda: save_settings(settings, path),
@@ -371,18 +371,20 @@ class QtSettings(Page):
             self._save_again = False
             self._save()
             return
-        self.saved_label.setText(f"Saved to {self.path}")
+        self.saved_label.setText(f"Saved to {shown_path(self.path)}")
         self.settings_saved.emit(True)
 
     def _on_save_failed(self, settings: Settings, exc: Exception) -> None:
         """Nothing of this change is lost silently: the page says it was not saved and goes
         back to what the file holds."""
         self._saving = self._save_again = False
-        self.show_error(f"Settings not saved: cannot write {self.path}: {background.readable(exc)}")
+        self.show_error(
+            f"Settings not saved: cannot write {shown_path(self.path)}: {background.readable(exc)}"
+        )
         theme_changed = self.saved is not None and self.saved.theme != self.settings.theme
         self.settings = self.saved if self.saved is not None else Settings()
         self._show()
-        self.saved_label.setText(f"Settings file: {self.path}")
+        self.saved_label.setText(f"Settings file: {shown_path(self.path)}")
         if theme_changed:
             apply_theme(self.settings.theme)
         self.settings_saved.emit(False)

@@ -1,6 +1,7 @@
 """The Workers page: registered workers (and the built-in ones, read-only) with their
 model, prices, concurrency, where the key comes from and the last connection test; Add,
-Edit, Remove and Test connection.
+Edit, Remove and Test connection; below them, the workspace's recorded pools
+(``qt_recorded``).
 
 The page is a view over ``workbench.core.workers.registry.Registry``: specs, key statuses,
 storing keys in the keychain, tests and model lists all come from core. Every registry,
@@ -14,10 +15,12 @@ import logging
 from dataclasses import dataclass
 
 from workbench.core.keychain import KeyStatus
+from workbench.core.printable import shown_path
 from workbench.core.workers.checks import ConnectionReport, test_worker
 from workbench.core.workers.pool import builtin_workers
 from workbench.core.workers.registry import Registry
 from workbench.core.workers.spec import WorkerSpec
+from workbench.core.workspace import Workspace
 from workbench.gui import background, tables
 from workbench.gui.page import Page, message_label
 from workbench.gui.qt import (
@@ -34,8 +37,9 @@ from workbench.gui.qt import (
     Signal,
     read_only_table,
 )
+from workbench.gui.qt_recorded import RecordedPoolsBox
 from workbench.gui.qt_worker_dialog import WorkerDialog
-from workbench.gui.words import short_path, worker_words
+from workbench.gui.words import worker_words
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +96,12 @@ class QtWorkers(Page):
     refreshed = Signal()  # the table shows the registry as just read
     tested = Signal(str)  # a connection test of this worker ended (its row shows the outcome)
 
-    def __init__(self, registry: Registry | None = None, parent: QWidget | None = None):
+    def __init__(
+        self,
+        registry: Registry | None = None,
+        parent: QWidget | None = None,
+        workspace: Workspace | None = None,
+    ):
         super().__init__(parent)
         self.registry = registry or Registry.open()
         self.rows: list[WorkerRow] = []
@@ -122,7 +131,7 @@ class QtWorkers(Page):
             "Workers are the models that answer. Built-in ones (grey) need nothing: "
             "'sandbox' and 'team' are simulated teams (offline, free, answering only the "
             "bundled suites' questions), 'local:' ones run a real model on this computer. "
-            f"Add a real model with Add…: it is listed in {short_path(self.registry.path)}, "
+            f"Add a real model with Add…: it is listed in {shown_path(self.registry.path)}, "
             "its key kept in the OS keychain, never in that file."
         )
         note.setToolTip(str(self.registry.path))
@@ -132,6 +141,11 @@ class QtWorkers(Page):
         layout.addLayout(buttons)
         layout.addWidget(self.table, 1)
         layout.addWidget(self.status)
+        # the workspace's recorded pools (answers, not endpoints: nothing to edit or test)
+        self.recorded: RecordedPoolsBox | None = None
+        if workspace is not None:
+            self.recorded = RecordedPoolsBox(workspace, self)
+            layout.addWidget(self.recorded, 1)
 
         self.add_button.clicked.connect(lambda: self.open_dialog())
         self.edit_button.clicked.connect(self.edit_selected)

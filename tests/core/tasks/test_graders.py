@@ -110,6 +110,13 @@ def test_math_wrong(gold: str, answer: str) -> None:
         ("No", "\\boxed{\\text{No}}", 1.0),
         ("No", "So the answer is no.", 1.0),
         ("Yes", "\\boxed{No}", 0.0),
+        # CHAMP's plain-text sums (P_Combinatorics_33/37, P_Inequality_12) once read as "1"
+        ("sum_(i=1)^n i^3, or equivalently (n(n+1)/2)^2", "\\boxed{1}", 0.0),
+        ("sum_(i=1)^n i^2, or equivalently n(n+1)(2n+1)/6", "\\boxed{1}", 0.0),
+        ("sum_(k=1)^n 1/k", "\\boxed{1}", 0.0),
+        ("sum_(k=1)^n 1/k", "\\boxed{\\sum_{k=1}^{n} \\frac{1}{k}}", 1.0),
+        ("sum_(i=1)^n i^3, or equivalently (n(n+1)/2)^2", "\\boxed{\\frac{n^2(n+1)^2}{4}}", 1.0),
+        ("sum_(i=1)^n i^2, or equivalently n(n+1)(2n+1)/6", "\\boxed{\\frac{n(n+1)}{2}}", 0.0),
     ],
 )
 def test_math_messy_champ_references(gold: str, answer: str, reward: float) -> None:
@@ -489,3 +496,219 @@ def test_math_is_checked_in_process_when_no_helper_can_start(
     verdict = helper.check("\\frac{1}{2}", "\\boxed{0.5}")
     assert verdict["reward"] == 1.0
     assert helper._unusable
+
+
+@pytest.mark.parametrize(
+    ("gold", "answer", "reward"),
+    [  # CHAMP's one-sentence summaries (real GPT-4 Turbo 0-shot final messages)
+        (
+            "239",
+            "There are 239 strings of length 6 where each pair of adjacent digits "
+            "differs by at most 1.",
+            1.0,
+        ),
+        (
+            "144",
+            "There are 74 possible rearrangements, including the original one, where "
+            "each child in a row of 11 seats may move by at most one seat.",
+            0.0,
+        ),
+        (
+            "1/3",
+            "The smallest value of the expression \\((a^3+b^3+c^3)/((a+b+c)(a^2+b^2+c^2))"
+            "\\) for positive \\(a\\), \\(b\\), and \\(c\\) is \\(1/3\\), which occurs when "
+            "\\(a = b = c\\).",
+            1.0,
+        ),
+        (
+            "0",
+            "The smallest value of the expression \\(a^3 + b^3 + c^3 - a^2b - b^2c - c^2a\\)"
+            " for positive \\(a\\), \\(b\\), and \\(c\\) is \\(0\\), which occurs when "
+            "\\(a = b = c\\).",
+            1.0,
+        ),
+        (
+            "(2n)!/(2^n*n!)",
+            "The number of ways to form n pairs from 2n players for the first "
+            "round of a tennis tournament is given by the expression (2n)! / (2^n * n!).",
+            1.0,
+        ),
+        (
+            "n(n-3)/2",
+            "The number of diagonals in a convex polygon with n vertices is given by "
+            "the expression D = n(n - 3) / 2.",
+            1.0,
+        ),
+        (
+            "x=6, y=5",
+            "The only positive integer solution to the equation \\(x^3 - y^3 = xy + "
+            "61\\) is \\(x = 6\\) and \\(y = 5\\).",
+            1.0,
+        ),
+        (
+            "a=3, b=-4",
+            "The values of \\( a \\) and \\( b \\) such that \\( (x-1)^2 \\) divides"
+            " \\( ax^4 + bx^3 + 1 \\) are \\( a = 3 \\) and \\( b = -4 \\).",
+            1.0,
+        ),
+        (
+            "No integer solutions",
+            "There are no integer solutions to the equation x(x+1) = y^z for x > 0, y > 0, z > 1.",
+            1.0,
+        ),
+        (
+            "No integer solutions",
+            "The integer solution to the equation \\( x^2 - 3y^2 = 17 "
+            "\\) is \\( (x, y) = (33, 19) \\).",
+            0.0,
+        ),
+        (
+            "Infinitely many solutions",
+            "The equation x^2 + y^2 + z^2 = x^3 + y^3 + z^3 has 27 integer solutions.",
+            0.0,
+        ),
+        (
+            "0",
+            "The minimum value of the expression abc - (a+b-c)(a+c-b)(b+c-a) is 0, which "
+            "occurs when a = b = c.",
+            1.0,
+        ),
+        (
+            "2",
+            "The smallest value of the function (x^2 + 2) / sqrt(x^2 + 1) for real x is 3, "
+            "which occurs at x = 2.",
+            0.0,
+        ),
+    ],
+)
+def test_math_champ_prose_summaries(gold: str, answer: str, reward: float) -> None:
+    result = grade(math_task(gold), answer)
+    assert result.reward == reward, result.details
+
+
+# ---------------------------------------------------------------------------- prose answers
+
+CAN_LABEL = "Is it possible to label the edges of a cube by 1, 2,..., 12 so that ...?"
+
+
+@pytest.mark.parametrize(
+    ("gold", "answer", "question", "reward"),
+    [
+        # the value after "is / are / =", trailing clauses cut
+        (
+            "239",
+            "There are 239 strings of length 6 where adjacent digits differ by at most 1.",
+            "",
+            1.0,
+        ),
+        ("89", "There are 21 ways to fill a 2 x 21 rectangle with 2 x 1 tiles.", "", 0.0),
+        ("2^(m+1)", "The smallest value is \\(2^{m+1}\\), achieved when \\(a = b\\).", "", 1.0),
+        (
+            "2^n",
+            "The smallest value of (1+a_1)...(1+a_n) given that a_1...a_n=1 is \\(2^n\\), "
+            "achieved when all \\(a_i=1\\).",
+            "",
+            1.0,
+        ),
+        ("0", "The minimum value is 0, which occurs when x = 2.", "", 1.0),
+        ("2", "The minimum value is 0, which occurs when x = 2.", "", 0.0),
+        (
+            "n(n-3)/2",
+            "The number of diagonals is given by the expression D = n(n - 3) / 2.",
+            "",
+            1.0,
+        ),
+        ("1", "The value is 1 if n is odd and 0 otherwise.", "", 0.0),  # a condition, no value
+        ("0", "The smallest value is 0 when n = 1.", "", 0.0),  # one case of the parameter
+        ("5", "So we get x = 5.", "", 1.0),
+        ("5", "So we get x = 5 when y = 2 and x = 7 otherwise.", "", 0.0),
+        ("2001000", "The expansion will have 2,002,000 terms.", "", 0.0),
+        ("[-1, 1]", "The range of \\( x \\), which is a root, is \\( x \\in [-1, 1] \\).", "", 1.0),
+        # tuples and assignments
+        ("x=6, y=5", "The only solution is \\(x = 6\\) and \\(y = 5\\).", "", 1.0),
+        ("x=6, y=5", "The only solution is \\(x = 5\\) and \\(y = 6\\).", "", 0.0),
+        ("x=2, y=1", "The only solution is (x, y) = (2, 1).", "", 1.0),
+        ("x=y=0", "The only integer solution is (x, y) = (0, 0).", "", 1.0),
+        ("a=3, b=-7, c=4", "They are \\(a = 3\\), \\(b = -7\\), and \\(c = 4\\).", "", 1.0),
+        ("1, 4 and 9", "The possible values of p^2 mod 24 are 1, 4, and 9.", "", 1.0),
+        ("0 is the only possible value", "The possible values are 1, 2, 3, and 4.", "", 0.0),
+        (
+            "0 is the only possible value",
+            "The possible value of n mod 9, given that Q(n) = Q(2n), is 0.",
+            "",
+            1.0,
+        ),
+        # claims: none, infinitely many, counts, limits, phrases
+        ("No integer solutions", "There are no integer solutions to x(x+1) = y^z.", "", 1.0),
+        ("No integer solutions", "The integer solutions are (x, y) = (3, 0) and (-3, 0).", "", 0.0),
+        ("No integer solutions", "There are no integer solutions other than x = 0.", "", 0.0),
+        ("144", "There are 144 subsets that contain no two successive numbers.", "", 1.0),
+        ("0 (i.e., no real-valued zeros)", "The polynomial has no real-valued zeros.", "", 1.0),
+        (
+            "Infinitely many solutions",
+            "The equation has infinitely many integer solutions.",
+            "",
+            1.0,
+        ),
+        ("Infinitely many solutions", "The equation has 27 integer solutions.", "", 0.0),
+        ("At least 1 number", "At least one of x, y, z must be divisible by 5.", "", 1.0),
+        ("At least 1 number", "At least two of x, y, z must be divisible by 3.", "", 0.0),
+        ("Exactly one sequence", "There are infinitely many such sequences.", "", 0.0),
+        ("The limit does not exist", "The sequence does not have a finite limit.", "", 1.0),
+        (
+            "The limit exists and is equal to 2",
+            "The limit does not exist because it grows without bound.",
+            "",
+            0.0,
+        ),
+        ("The limit exists and is equal to 3", "The limit exists and is equal to 3.", "", 1.0),
+        ("Monotonically increasing", "The sequence a_n/b_n is monotonically increasing.", "", 1.0),
+        ("Monotonically increasing", "The sequence a_n/b_n is monotonically decreasing.", "", 0.0),
+        ("The sequence is not periodic", "The sequence is periodic with a period of 4.", "", 0.0),
+        # yes / no
+        ("No", "No, a polyhedron cannot exist with these properties.", "", 1.0),
+        ("Yes", "No, it does not necessarily divide ad + bc.", "", 0.0),
+        ("No", "It is not possible to label the edges that way.", CAN_LABEL, 1.0),
+        ("Yes", "It is not possible to label the edges that way.", CAN_LABEL, 0.0),
+        ("No", "It is not possible to label the edges that way.", "", 0.0),  # no question
+        (
+            "No",
+            "There are no trivial integer solutions, and determining non-trivial "
+            "solutions would require more advanced techniques.",
+            "Are there solutions?",
+            0.0,
+        ),
+        # hedged: claims nothing, whatever value it names
+        ("35", "Without knowing m, a possible value is 35.", "", 0.0),
+    ],
+)
+def test_prose_final_answers(gold: str, answer: str, question: str, reward: float) -> None:
+    task = Task(id="m", kind="math", prompt=question or "Compute it.", answer=gold)
+    result = grade(task, answer)
+    assert result.reward == reward, result.details
+    assert_details(result)
+
+
+@pytest.mark.parametrize(
+    "gold",
+    ["sum_(i=1)^n i^3, or equivalently (n(n+1)/2)^2", "sum_(i=1)^n i^2", "sum_(k=1)^n 1/k"],
+)
+def test_a_sum_reference_is_not_read_as_its_lower_bound(gold: str) -> None:
+    # math-verify read "sum_(i=1)^n i^3" as the 1 of "i=1": a bare \boxed{1} was paid
+    for answer in ("\\boxed{1}", "The answer is 1.", "The number of ways is 1."):
+        assert grade(math_task(gold), answer).reward == 0.0, answer
+    assert (
+        grade(
+            math_task(gold),
+            "\\boxed{"
+            + gold.split(",")[0].replace("sum_(", "\\sum_{").replace(")^n", "}^{n}")
+            + "}",
+        ).reward
+        == 1.0
+    )
+
+
+def test_sum_reference_accepts_its_closed_form() -> None:
+    gold = "sum_(i=1)^n i^3, or equivalently (n(n+1)/2)^2"
+    assert grade(math_task(gold), "\\boxed{\\frac{n^2(n+1)^2}{4}}").reward == 1.0
+    assert grade(math_task(gold), "The number of ways is (n(n+1)/2)².").reward == 1.0

@@ -82,7 +82,7 @@ def test_redact_masks_every_encoding_of_the_key(form):
 
 
 def test_redact_leaves_ordinary_text_alone():
-    text = "The answer is \\boxed{42}. sk-test- is a prefix; Bearer tokens; 0123 abc XYZ."
+    text = "The answer is \\boxed{42}. sk- is a prefix; Bearer tokens; 0123 abc XYZ."
     assert Secret(KEY).redact(text) == text
 
 

@@ -200,6 +200,18 @@ class Backbone:
         best one (``Head.near_tie``)."""
         return BF16_MIXED_FEATURE_ERROR if self.approximate else 0.0
 
+    def forget(self) -> None:
+        """Empty the feature and KV-prefix caches. A feature computed in a batch (or over a
+        cached prefix) can differ in its last bits from the same transcript's feature
+        computed in another batch, and in bf16-mixed by far more; a trainer calls this at
+        every generation's start, so that a generation's features depend on that
+        generation's own requests only and a resumed run computes the ones an uninterrupted
+        run computed (docs/guides/resume.md)."""
+        with self._lock:
+            self._feature_cache.clear()
+            self._prefixes.clear()
+            self._exact_prefixes.clear()
+
     def features(
         self, transcripts: Sequence[str], svf: np.ndarray | None = None, *, exact: bool = False
     ) -> np.ndarray:
@@ -440,7 +452,7 @@ class Backbone:
             restore_attention(self.model, self._attention_was)
 
 
-# bf16-mixed against fp32 on the offline SmolLM2-135M (README, "Precision"): on 537
+# bf16-mixed against fp32 on the offline SmolLM2-135M (docs/results/figures.md, "Precision"): on 537
 # held-out decision transcripts of a trained team head (tests/core/test_precision.py), the
 # error of a unit-RMS feature is 0.008 RMS per coordinate, and projected on the unit
 # directions w_i - w_j of that head and of 16 random heads at most 0.056 (median 0.005).

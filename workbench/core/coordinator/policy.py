@@ -42,7 +42,7 @@ class Coordinator:
     def _recheck(self, feature: np.ndarray, rng: np.random.Generator | None) -> bool:
         """Whether an argmax decision on a lower-precision feature is close enough to a
         tie that the precision's error could flip it: then the feature is recomputed in
-        fp32, so argmax decisions are fp32's (README, "Precision"). Sampled decisions
+        fp32, so argmax decisions are fp32's (docs/results/figures.md, "Precision"). Sampled decisions
         (training) take the fast feature: their probabilities move by at most a few
         hundredths of a logit."""
         error = self.backbone.feature_error

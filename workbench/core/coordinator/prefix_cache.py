@@ -53,6 +53,12 @@ class PrefixCache:
     def __len__(self) -> int:
         return len(self._entries)
 
+    def clear(self) -> None:
+        """Drop every entry."""
+        self._entries.clear()
+        self._index.clear()
+        self.nbytes = 0
+
     def lookup(self, digest: str, ids: list[int], limit: int) -> tuple[int, PrefixEntry | None]:
         """The longest prefix of ``ids`` (at most ``limit`` tokens; among recent entries when
         several share its last whole block) held under ``digest``, and the entry holding

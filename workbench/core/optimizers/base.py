@@ -4,11 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from workbench.core.records import Episode
+
+if TYPE_CHECKING:
+    from workbench.core.config import RunConfig
+    from workbench.core.coordinator import HeadConfig
+    from workbench.core.tasks.model import Task
 
 Features = Callable[[list[str]], np.ndarray]  # transcripts -> features in the search basis
 
@@ -28,7 +33,7 @@ class Optimizer(Protocol):
     popsize: int  # proposals per generation
     rollouts: int  # tasks per proposal (the shared minibatch)
     # whether the trainer gives every proposal of a generation the same random numbers
-    # per task (``training.trainer.episode_seeds``): for optimizers that rank candidates
+    # per task (``training.executors.episode_seeds``): for optimizers that rank candidates
     common_random_numbers: bool
 
     def ask(self) -> list[Proposal]: ...
@@ -54,3 +59,21 @@ class Optimizer(Protocol):
 def default_popsize(n: int) -> int:
     """pycma's default population for ``n`` parameters: 4 + floor(3 ln n)."""
     return 4 + int(3 * np.log(n))
+
+
+@dataclass(frozen=True, kw_only=True)
+class OptimizerBuild:
+    """What every optimizer class's ``from_config`` gets (``make.make_optimizer``): the run's
+    config, ``n`` parameters, the head's shape, and for the gradient baselines the features
+    of recorded turns (``features``) and the tasks they were played on."""
+
+    config: RunConfig
+    n: int
+    head: HeadConfig
+    features: Features
+    tasks: dict[str, Task]
+
+    @property
+    def popsize(self) -> int:
+        """``optimizer.popsize``, or pycma's default for ``n`` when it is 0."""
+        return self.config.optimizer.popsize or default_popsize(self.n)

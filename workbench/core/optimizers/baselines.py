@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Sequence
+from typing import Self
 
 import numpy as np
 
 from workbench.core.coordinator import HeadConfig, softmax
-from workbench.core.optimizers.base import Features, Proposal
+from workbench.core.optimizers.base import Features, OptimizerBuild, Proposal
 from workbench.core.protocol import render_transcript
 from workbench.core.records import ROLES, Episode, Role
 
@@ -29,6 +30,11 @@ class RandomSearch:
     """Each candidate drawn U[-0.5, 0.5]^n; the best by training fitness is kept."""
 
     common_random_numbers = True  # it ranks different candidates
+
+    @classmethod
+    def from_config(cls, build: OptimizerBuild) -> RandomSearch:
+        o = build.config.optimizer
+        return cls(build.n, popsize=build.popsize, rollouts=o.rollouts, seed=build.config.run.seed)
 
     def __init__(self, n: int, *, popsize: int, rollouts: int, seed: int):
         self.n, self.popsize, self.rollouts = n, popsize, rollouts
@@ -76,12 +82,25 @@ class Adam:
 
 
 class _HeadLearner:
-    """Shared by the gradient baselines: the head vector, Adam, and features of turns."""
+    """Shared by the gradient baselines: the head vector, Adam, features of turns, and how
+    a config builds one."""
 
     def __init__(self, head: HeadConfig, features: Features, lr: float, tasks: dict):
         self.head, self.features, self.tasks = head, features, tasks
         self.theta = np.zeros(head.n_params)
         self.adam = Adam(head.n_params, lr)
+
+    @classmethod
+    def from_config(cls, build: OptimizerBuild) -> Self:
+        o = build.config.optimizer
+        return cls(
+            build.head,
+            build.features,
+            popsize=build.popsize,  # type: ignore[call-arg]  # the subclasses take these
+            rollouts=o.rollouts,
+            lr=o.learning_rate,
+            tasks=build.tasks or {},
+        )
 
     def center(self) -> np.ndarray:
         return self.theta.copy()

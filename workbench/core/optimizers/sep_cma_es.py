@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from workbench.core.optimizers.base import Proposal
+from workbench.core.optimizers.base import OptimizerBuild, Proposal
 
 REFERENCE_WIDTH = 1024  # the paper's backbone width (Qwen3-0.6B), for which sigma0 is given
 
@@ -38,6 +38,22 @@ class SepCMAES:
 
     common_random_numbers = True  # candidates are ranked against each other
 
+    @classmethod
+    def from_config(cls, build: OptimizerBuild) -> SepCMAES:
+        """The optimizer ``build.config`` asks for; ``stds``: [SVF offsets || head], the SVF
+        offsets relative (sigma0), the head's weights at ``optimizer.sigma0_scale``."""
+        o, n = build.config.optimizer, build.n
+        stds = np.ones(n)
+        stds[n - build.head.n_params :] = head_sigma_factor(o.sigma0_scale, build.head.hidden_size)
+        return cls(
+            n,
+            sigma0=o.sigma0,
+            popsize=o.popsize,
+            rollouts=o.rollouts,
+            seed=build.config.run.seed,
+            stds=stds,
+        )
+
     def __init__(
         self,
         n: int,
@@ -51,9 +67,15 @@ class SepCMAES:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # pycma warns when matplotlib is absent
             import cma
+        # the strategy samples from its own generator (seeded as pycma seeds the global one,
+        # so a seed draws what it drew before), pickled with it: numpy's global generator,
+        # which pycma uses by default, is shared by the process, and a pickled bound
+        # ``np.random.randn`` unpickles as a detached copy of it, so a restored strategy
+        # drifted from an uninterrupted one two generations after a resume
+        self._random = np.random.RandomState(seed + 1)
         options: dict[str, Any] = {
             "CMA_diagonal": True,
-            "seed": seed + 1,
+            "randn": self._random.randn,
             "verbose": -9,
             "verb_log": 0,
             "verb_disp": 0,
@@ -81,10 +103,11 @@ class SepCMAES:
         return float(self._es.sigma)
 
     def dumps(self) -> bytes:
-        # pycma samples from numpy's global generator: keep its state with the optimizer
-        return pickle.dumps({"es": self._es.pickle_dumps(), "np_random": np.random.get_state()})
+        # the strategy pickles with its generator: everything random is in this blob
+        return pickle.dumps({"es": self._es.pickle_dumps()})
 
     def loads(self, state: bytes) -> None:
         data = pickle.loads(state)
         self._es = pickle.loads(data["es"])
-        np.random.set_state(data["np_random"])
+        if "np_random" in data:  # a checkpoint of a version that sampled numpy's global
+            np.random.set_state(data["np_random"])

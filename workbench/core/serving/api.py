@@ -27,12 +27,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from workbench.core.errors import BadInput
 from workbench.core.records import ROLES, Episode, StopReason, Turn
-from workbench.core.serving.team import CHAT_ROLES, Team, TurnDecided, TurnReplied
+from workbench.core.serving.team import (
+    CHAT_ROLES,
+    PromptTooLong,
+    Team,
+    TurnDecided,
+    TurnReplied,
+    question_task,
+)
 from workbench.core.spend import spend_kind
 
 log = logging.getLogger(__name__)
@@ -53,6 +62,7 @@ class ServeSettings:
     api_key: str | None = None
     max_body_bytes: int = MAX_BODY_BYTES
     keepalive_s: float = KEEPALIVE_S
+    body_timeout_s: float = 30.0  # a request's body must arrive within this
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -61,13 +71,15 @@ class ServeSettings:
             raise ValueError("--queue must be 0 or more")
         if not self.keepalive_s > 0:
             raise ValueError("keepalive_s must be more than 0 seconds")
+        if not self.body_timeout_s > 0:
+            raise ValueError("body_timeout_s must be more than 0 seconds")
 
     def __repr__(self) -> str:  # the key never prints
         key = "****" if self.api_key else None
         return f"ServeSettings(concurrency={self.concurrency}, queue={self.queue}, api_key={key})"
 
 
-class BadRequest(Exception):
+class BadRequest(BadInput):
     """A request the server refuses; ``response()`` is its OpenAI-shaped error."""
 
     def __init__(
@@ -82,7 +94,8 @@ class BadRequest(Exception):
     ):
         super().__init__(message)
         self.status, self.message, self.type = status, message, type
-        self.code, self.param, self.headers = code, param, headers
+        self.code = code or DEFAULT_CODES.get(status, "invalid_request")
+        self.param, self.headers = param, headers
 
     def body(self) -> dict[str, Any]:
         return {
@@ -95,7 +108,30 @@ class BadRequest(Exception):
         }
 
     def response(self) -> JSONResponse:
-        return JSONResponse(self.body(), status_code=self.status, headers=self.headers)
+        return SafeJSONResponse(self.body(), status_code=self.status, headers=self.headers)
+
+
+# the error code a status gets when the raise names none (OpenAI's error object always
+# carries a type and, from this server, a code a client can branch on)
+DEFAULT_CODES = {
+    400: "invalid_value",
+    401: "invalid_api_key",
+    404: "not_found",
+    405: "method_not_allowed",
+    429: "rate_limit_exceeded",
+    408: "request_timeout",
+    500: "server_error",
+    502: "bad_gateway",
+    503: "service_unavailable",
+}
+
+
+class SafeJSONResponse(JSONResponse):
+    """JSON with non-ASCII escaped: an error message that quotes a client's text (a lone
+    surrogate included) always encodes."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, ensure_ascii=True, separators=(",", ":")).encode("ascii")
 
 
 # --------------------------------------------------------------------------- admission
@@ -248,18 +284,138 @@ def parse_chat_request(body: Any, model_id: str, trace_header: bool = False) -> 
     if options is not None and not isinstance(options, dict):
         raise BadRequest(400, "stream_options must be an object", param="stream_options")
     include_usage = _flag(options or {}, "include_usage")
-    n = body.get("n", 1)
-    if n != 1:
-        raise BadRequest(400, "n must be 1: the team gives one answer per request", param="n")
+    check_sampling(body)
     seed = body.get("seed")
-    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
-        raise BadRequest(400, "seed must be an integer", param="seed")
     kind = body.get("task_kind", "text")
     if kind not in ("math", "choice", "code", "text"):
         raise BadRequest(
             400, "task_kind must be one of math, choice, code, text", param="task_kind"
         )
     return ChatRequest(tuple(messages), stream, include_usage, trace, kind, seed)
+
+
+INT64 = (-(2**63), 2**63 - 1)  # SQLite's integers (and vLLM's range for seed)
+INT32_MAX = 2**31 - 1
+# OpenAI's documented ranges for the sampling parameters (API reference, chat
+# completions). The team's episodes use the run's own protocol settings, so most of
+# these do not change what it does (docs/guides/serving.md); a bad value is still a 400
+# naming the field, as OpenAI and vLLM answer it.
+NUMBER_RANGES = {
+    "temperature": (0.0, 2.0),
+    "top_p": (0.0, 1.0),
+    "frequency_penalty": (-2.0, 2.0),
+    "presence_penalty": (-2.0, 2.0),
+}
+INTEGER_RANGES = {
+    "max_tokens": (1, INT32_MAX),
+    "max_completion_tokens": (1, INT32_MAX),
+    "n": (1, 1),  # the team gives one answer per request
+    "seed": INT64,
+    "top_logprobs": (0, 20),
+}
+MAX_STOP_SEQUENCES = 4
+
+
+def _number(body: dict[str, Any], name: str, low: float, high: float) -> None:
+    value = body.get(name)
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise BadRequest(
+            400,
+            f"{name} must be a number from {low:g} to {high:g}",
+            param=name,
+            code="invalid_type",
+        )
+    if not math.isfinite(value) or not low <= value <= high:
+        raise BadRequest(400, f"{name} must be from {low:g} to {high:g} (got {value})", param=name)
+
+
+def _integer(body: dict[str, Any], name: str, low: int, high: int) -> None:
+    value = body.get(name)
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise BadRequest(400, f"{name} must be an integer", param=name, code="invalid_type")
+    if name == "n" and value != 1:
+        raise BadRequest(400, "n must be 1: the team gives one answer per request", param="n")
+    if not low <= value <= high:
+        shown = str(value) if abs(value) < 10**30 else f"an integer of {len(str(value))} digits"
+        raise BadRequest(400, f"{name} must be from {low} to {high} (got {shown})", param=name)
+
+
+def check_sampling(body: dict[str, Any]) -> None:
+    """The sampling parameters within OpenAI's documented ranges and types; what the team
+    cannot honour (log probabilities, tools, a JSON response format) is refused."""
+    for name, (low, high) in NUMBER_RANGES.items():
+        _number(body, name, low, high)
+    for name, (low, high) in INTEGER_RANGES.items():
+        _integer(body, name, low, high)
+    stop = body.get("stop")
+    if stop is not None:
+        sequences = [stop] if isinstance(stop, str) else stop
+        if not isinstance(sequences, list) or not all(isinstance(x, str) for x in sequences):
+            raise BadRequest(
+                400, "stop must be a string or a list of strings", param="stop", code="invalid_type"
+            )
+        if len(sequences) > MAX_STOP_SEQUENCES:
+            raise BadRequest(
+                400, f"stop holds at most {MAX_STOP_SEQUENCES} sequences", param="stop"
+            )
+    bias = body.get("logit_bias")
+    if bias is not None:
+        if not isinstance(bias, dict):
+            raise BadRequest(400, "logit_bias must be an object", param="logit_bias")
+        for token, value in bias.items():
+            if not token.isdigit() or isinstance(value, bool) or not isinstance(value, int | float):
+                raise BadRequest(
+                    400,
+                    "logit_bias maps token ids to numbers from -100 to 100",
+                    param="logit_bias",
+                )
+            if not -100 <= value <= 100:
+                raise BadRequest(
+                    400, "logit_bias values must be from -100 to 100", param="logit_bias"
+                )
+    user = body.get("user")
+    if user is not None and not isinstance(user, str):
+        raise BadRequest(400, "user must be a string", param="user", code="invalid_type")
+    if _flag(body, "logprobs"):
+        raise BadRequest(
+            400,
+            "logprobs is not available: the team's answer is a worker's text, without "
+            "log probabilities (leave logprobs out or false)",
+            param="logprobs",
+            code="unsupported_value",
+        )
+    tools = body.get("tools")
+    if tools is not None and not isinstance(tools, list):
+        raise BadRequest(400, "tools must be a list", param="tools", code="invalid_type")
+    if tools:
+        raise BadRequest(
+            400,
+            "tools are not available: the team answers in text and calls no functions "
+            "(leave tools out)",
+            param="tools",
+            code="unsupported_value",
+        )
+    response_format = body.get("response_format")
+    if response_format is not None:
+        kind = response_format.get("type") if isinstance(response_format, dict) else None
+        if kind not in ("text", "json_object", "json_schema"):
+            raise BadRequest(
+                400,
+                "response_format must be an object whose type is text, json_object or json_schema",
+                param="response_format",
+            )
+        if kind != "text":
+            raise BadRequest(
+                400,
+                f"response_format {kind} is not available: the team answers in text "
+                "(ask for JSON in the message instead)",
+                param="response_format",
+                code="unsupported_value",
+            )
 
 
 def _flag(body: dict[str, Any], name: str) -> bool:
@@ -271,7 +427,21 @@ def _flag(body: dict[str, Any], name: str) -> bool:
     return value
 
 
-async def _read_json(request: Request, limit: int) -> Any:
+async def _read_json(request: Request, limit: int, timeout_s: float) -> Any:
+    """The request's body as JSON, read within ``timeout_s`` (408 after) and ``limit``
+    bytes, parsed and checked (``check_json_text``); every failure a ``BadRequest``."""
+    try:
+        async with asyncio.timeout(timeout_s):
+            return await _read_body_json(request, limit)
+    except TimeoutError:
+        raise BadRequest(
+            408,
+            f"the request body did not arrive within {timeout_s:g} s: send it whole",
+            code="request_timeout",
+        ) from None
+
+
+async def _read_body_json(request: Request, limit: int) -> Any:
     too_big = BadRequest(
         400,
         f"the request body is larger than {limit} bytes: send a shorter conversation",
@@ -285,10 +455,71 @@ async def _read_json(request: Request, limit: int) -> Any:
         body += chunk
         if len(body) > limit:
             raise too_big
+    return _parse_json(bytes(body))
+
+
+def _parse_json(body: bytes) -> Any:
     try:
-        return json.loads(body)
+        parsed = json.loads(body, parse_constant=_no_constant)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise BadRequest(400, f"the request body is not valid JSON ({exc})") from None
+        raise BadRequest(
+            400, f"the request body is not valid JSON ({exc})", code="invalid_json"
+        ) from None
+    except RecursionError:
+        raise BadRequest(
+            400,
+            f"the request body is nested too deeply: at most {MAX_DEPTH} levels",
+            code="invalid_json",
+        ) from None
+    except ValueError as exc:  # an integer of more digits than Python converts, NaN
+        raise BadRequest(
+            400, f"the request body is not valid JSON ({exc})", code="invalid_json"
+        ) from None
+    check_json_text(parsed)
+    return parsed
+
+
+MAX_DEPTH = 64  # far beyond any chat request; the JSON decoder's own limit is ~1,000
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def check_json_text(value: Any) -> None:
+    """Refuse a parsed body nested deeper than ``MAX_DEPTH`` or holding a string that is
+    not valid Unicode (a lone surrogate escape such as \\ud800, which JSON's grammar
+    allows): 400 naming where. Iterative, so no body can exhaust the stack."""
+    stack: list[tuple[Any, str, int]] = [(value, "body", 0)]
+    while stack:
+        item, where, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise BadRequest(
+                400,
+                f"the request body is nested too deeply: at most {MAX_DEPTH} levels",
+                code="invalid_json",
+            )
+        if isinstance(item, str):
+            _check_unicode(item, where)
+        elif isinstance(item, dict):
+            for key, inner in item.items():
+                _check_unicode(key, where)
+                stack.append((inner, f"{where}.{key}" if where != "body" else key, depth + 1))
+        elif isinstance(item, list):
+            stack.extend((inner, f"{where}[{i}]", depth + 1) for i, inner in enumerate(item))
+
+
+def _check_unicode(text: str, where: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise BadRequest(
+            400,
+            f"{where} holds a character that is not valid Unicode at position {exc.start} "
+            "(a lone surrogate): send UTF-8 text",
+            param=None if where == "body" else where,
+            code="invalid_unicode",
+        ) from None
 
 
 # --------------------------------------------------------------------------- responses
@@ -355,6 +586,9 @@ def _extension(episode: Episode, trace: bool) -> dict[str, Any]:
         "cost_kind": spend_kind(t.worker for t in episode.turns) or "real",
         "stop_reason": str(episode.stop_reason),
         "turns_used": len(episode.turns),
+        # the turns played in the Worker role because the episode would otherwise have
+        # ended without an answer (``--final-turn worker``, docs/guides/serving.md)
+        "worker_only_turns": list(episode.grade_details.get("worker_only_turns", [])),
     }
     if trace:
         out["turns"] = [turn_trace(t, episode.pool) for t in episode.turns]
@@ -449,9 +683,10 @@ def create_app(team: Team, settings: ServeSettings | None = None) -> Starlette:
     async def chat(request: Request) -> Response:
         try:
             authorise(request)
-            body = await _read_json(request, settings.max_body_bytes)
+            body = await _read_json(request, settings.max_body_bytes, settings.body_timeout_s)
             trace_header = request.headers.get(TRACE_HEADER, "").lower() in ("1", "true", "yes")
             chat_request = parse_chat_request(body, team.model_id, trace_header)
+            await _check_prompt(chat_request)
             ticket = state["gate"].admit()
             if ticket is None:
                 raise BadRequest(
@@ -477,12 +712,34 @@ def create_app(team: Team, settings: ServeSettings | None = None) -> Starlette:
         try:
             async with ticket.slot():
                 started = time.perf_counter()
-                episode = await team.answer(
-                    chat_request.messages,
-                    kind=chat_request.kind,
-                    seed=chat_request.seed,
-                    episode_id=episode_id,
+                job = asyncio.create_task(
+                    team.answer(
+                        chat_request.messages,
+                        kind=chat_request.kind,
+                        seed=chat_request.seed,
+                        episode_id=episode_id,
+                    )
                 )
+                if not await _until_done_or_gone(job, request):
+                    # the client left: the episode is cancelled (its turns stored) and
+                    # nobody reads this; 499 is the status proxies log for it
+                    return _client_closed()
+                episode = job.result()
+        except BadRequest as exc:
+            return exc.response()
+        except asyncio.CancelledError:
+            if not team.stopping:
+                raise
+            app.state.cancelled_on_stop += 1
+            # the server stopped past its grace: the episode's turns are stored, cancelled;
+            # the client, if still there, hears why (uvicorn would log a traceback)
+            return BadRequest(
+                503,
+                f"the server stopped before the episode ended (episode {episode_id}: the "
+                "turns it played are stored, cancelled): retry when it is back",
+                type="server_error",
+                code="server_stopping",
+            ).response()
         except Exception as exc:  # not a worker's failure (those end on the episode's turns)
             log.exception("episode %s failed", episode_id)
             return _server_error(exc).response()
@@ -495,8 +752,8 @@ def create_app(team: Team, settings: ServeSettings | None = None) -> Starlette:
         if failure is not None:
             body = failure.body()
             body["trinity"] = _extension(episode, chat_request.trace)
-            return JSONResponse(body, status_code=failure.status, headers=headers)
-        return JSONResponse(
+            return SafeJSONResponse(body, status_code=failure.status, headers=headers)
+        return SafeJSONResponse(
             {
                 "id": completion_id,
                 "object": "chat.completion",
@@ -515,7 +772,28 @@ def create_app(team: Team, settings: ServeSettings | None = None) -> Starlette:
             headers=headers,
         )
 
+    async def _check_prompt(chat_request: ChatRequest) -> None:
+        """The prompt budget, before the request is admitted or any forward runs: 400
+        ``context_length_exceeded`` (OpenAI's code; vLLM answers the same)."""
+        try:
+            await team.check_prompt(question_task(chat_request.messages, chat_request.kind))
+        except PromptTooLong as exc:
+            raise BadRequest(
+                400, str(exc), param="messages", code="context_length_exceeded"
+            ) from None
+
     async def _stream(
+        chat_request: ChatRequest, ticket: Ticket, completion_id: str, episode_id: str
+    ) -> AsyncIterator[bytes]:
+        try:
+            async for piece in _stream_episode(chat_request, ticket, completion_id, episode_id):
+                yield piece
+        except asyncio.CancelledError:
+            if team.stopping:  # the server stopped past its grace (counted for the exit code)
+                app.state.cancelled_on_stop += 1
+            raise
+
+    async def _stream_episode(
         chat_request: ChatRequest, ticket: Ticket, completion_id: str, episode_id: str
     ) -> AsyncIterator[bytes]:
         created = int(time.time())
@@ -561,6 +839,8 @@ def create_app(team: Team, settings: ServeSettings | None = None) -> Starlette:
                     with contextlib.suppress(asyncio.CancelledError):
                         await job
         if job.cancelled():
+            if team.stopping:
+                raise asyncio.CancelledError  # the stop cancelled it: counted above
             return
         exc = job.exception()
         if exc is not None:
@@ -607,7 +887,32 @@ def create_app(team: Team, settings: ServeSettings | None = None) -> Starlette:
         finally:
             await team.aclose(stop_reason="shutdown")
 
-    return Starlette(
+    async def http_error(request: Request, exc: Exception) -> Response:
+        """Starlette's own 404 (no such path) and 405 (wrong method) in OpenAI's shape."""
+        assert isinstance(exc, HTTPException)
+        where = f"{request.method} {request.url.path}"
+        if exc.status_code == 404:
+            error = BadRequest(
+                404,
+                f"Invalid URL ({where}): this server serves /v1/models and /v1/chat/completions",
+                code="unknown_url",
+            )
+        elif exc.status_code == 405:
+            allowed = (exc.headers or {}).get("Allow", "")
+            error = BadRequest(
+                405,
+                f"Method {request.method} is not allowed on {request.url.path}: use {allowed}",
+                headers={"Allow": allowed} if allowed else None,
+            )
+        else:
+            error = BadRequest(exc.status_code, str(exc.detail))
+        return error.response()
+
+    async def crash(request: Request, exc: Exception) -> Response:
+        """Anything unforeseen: a 500 in OpenAI's shape (the traceback goes to the log)."""
+        return _server_error(exc).response()
+
+    app = Starlette(
         routes=[
             Route("/health", health),
             Route("/v1/models", models),
@@ -615,7 +920,37 @@ def create_app(team: Team, settings: ServeSettings | None = None) -> Starlette:
             Route("/v1/chat/completions", chat, methods=["POST"]),
         ],
         lifespan=lifespan,
+        exception_handlers={HTTPException: http_error, Exception: crash},
     )
+    app.state.cancelled_on_stop = 0  # requests the server's stop cancelled (the exit code)
+    return app
+
+
+async def _until_done_or_gone(job: asyncio.Task[Any], request: Request) -> bool:
+    """Wait for ``job``; if the client disconnects first, cancel it (and wait for it to
+    store what it played) and return False. A cancellation of this request (the server
+    stopping past its grace) cancels the job too."""
+    gone = asyncio.create_task(_disconnected(request))
+    try:
+        await asyncio.wait((job, gone), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        if not job.done():
+            job.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(job)  # let it store its turns
+        gone.cancel()
+    return not job.cancelled()
+
+
+async def _disconnected(request: Request) -> None:
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+def _client_closed() -> Response:
+    return BadRequest(
+        499, "the client closed the request: the episode was cancelled", code="client_closed"
+    ).response()
 
 
 def _server_error(exc: BaseException) -> BadRequest:

@@ -10,17 +10,22 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import math
 import socket
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
+from workbench.core.errors import BadInput
 from workbench.core.serving.api import ServeSettings, create_app
 from workbench.core.serving.team import Team
 
 KEY_ENTRY = "server:api-key"
 GRACEFUL_S = 30.0  # how long a stopping server lets in-flight episodes finish
+HEADER_TIMEOUT_S = 10.0  # a request's head (line and headers) must arrive within this
+IDLE_TIMEOUT_S = 5.0  # an idle keep-alive connection is closed after this (uvicorn's)
+MAX_CONNECTIONS = 256  # open connections; more are answered 503 and closed at once
 
 
 def is_loopback(host: str) -> bool:
@@ -65,7 +70,7 @@ def delete_server_key(keystore: Any = None) -> bool:
     return (keystore or KeyStore()).delete(KEY_ENTRY)
 
 
-class PortUnavailable(ValueError):
+class PortUnavailable(BadInput, ValueError):
     """The server cannot listen where it was asked to (a busy port, a foreign address)."""
 
 
@@ -108,10 +113,17 @@ class Server:
         graceful_s: float = GRACEFUL_S,
         log_level: str = "warning",
         sock: socket.socket | None = None,
+        header_timeout_s: float = HEADER_TIMEOUT_S,
+        idle_timeout_s: float = IDLE_TIMEOUT_S,
+        max_connections: int = MAX_CONNECTIONS,
+        on_stop: Callable[[int], None] | None = None,
     ):
         """``sock``: a socket ``listen_socket(host, port)`` bound already (else bound here,
-        raising ``PortUnavailable``)."""
+        raising ``PortUnavailable``). ``on_stop`` hears the signal that asked the
+        foreground server to stop (each one, a second included), on the signal's thread."""
         import uvicorn
+
+        from workbench.core.serving.connections import guarded_protocol
 
         settings = settings or ServeSettings()
         if not is_loopback(host) and not settings.api_key:
@@ -122,16 +134,21 @@ class Server:
         self.team = team
         self.settings = settings
         self.host = host
+        if graceful_s < 1:
+            raise ValueError("--grace must be at least 1 second")
         self.app = create_app(team, settings)
+        self.graceful_s = graceful_s
         config = uvicorn.Config(
             self.app,
             host=host,
             port=port,
             log_level=log_level,
-            timeout_graceful_shutdown=max(1, round(graceful_s)),
+            timeout_graceful_shutdown=math.ceil(graceful_s),  # uvicorn takes whole seconds
+            timeout_keep_alive=max(1, round(idle_timeout_s)),
             lifespan="on",
+            http=guarded_protocol(header_timeout_s, max_connections),
         )
-        self._server = uvicorn.Server(config)
+        self._server = _uvicorn_server(config, team, on_stop)
         self._socket = sock if sock is not None else listen_socket(host, port)
         self._thread: threading.Thread | None = None
 
@@ -183,11 +200,37 @@ class Server:
 
     def stop(self, timeout_s: float | None = None) -> None:
         """Stop gracefully and wait for the thread (in-flight episodes finish first)."""
+        self.team.stopping = True
         self._server.should_exit = True
         if self._thread is not None:
             self._thread.join(timeout_s)
+
+    @property
+    def cancelled_on_stop(self) -> int:
+        """Requests in flight (running or queued) that the stop cancelled past its grace."""
+        return int(self.app.state.cancelled_on_stop)
+
+    @property
+    def stopping(self) -> bool:
+        """Whether the server was asked to stop (a signal, or ``stop()``)."""
+        return bool(self._server.should_exit)
 
     def _raise_startup_error(self) -> None:
         error = getattr(self.app.state, "startup_error", None)
         if error is not None:
             raise error
+
+
+def _uvicorn_server(config: Any, team: Team, on_stop: Callable[[int], None] | None) -> Any:
+    """uvicorn's server, telling the team (and ``on_stop``) when a signal asks it to stop,
+    so that the episodes it cancels past the grace count as the stop's."""
+    import uvicorn
+
+    class StoppableServer(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            team.stopping = True
+            super().handle_exit(sig, frame)
+            if on_stop is not None:
+                on_stop(sig)
+
+    return StoppableServer(config)

@@ -11,8 +11,10 @@ coordinator has chosen (worker, role), ``TurnReplied`` when the worker has answe
 from __future__ import annotations
 
 import asyncio
+import copy
 import hashlib
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -21,14 +23,17 @@ from pathlib import Path
 from typing import Any
 
 from workbench.core.coordinator import Backbone, Coordinator
+from workbench.core.errors import BadInput
 from workbench.core.protocol import (
+    FINAL_TURNS,
     EpisodeSettings,
     EpisodeTag,
     Prompts,
     parse_verdict,
+    render_transcript,
     run_episode,
 )
-from workbench.core.records import ROLES, Episode, Role
+from workbench.core.records import ROLES, Episode, Role, StopReason, Turn
 from workbench.core.runs import EvaluationSource, backbone_for, evaluation_source
 from workbench.core.store import Store
 from workbench.core.tasks.model import KINDS, Task
@@ -46,6 +51,24 @@ log = logging.getLogger(__name__)
 SUITE = "serve"  # the suite name served episodes carry
 NOT_GRADED = "a served question has no reference answer: not graded"
 CHAT_ROLES = ("system", "developer", "user", "assistant", "tool")
+CANCELLED = "the request was cancelled before the episode ended (its client left, or the "
+"server stopped): not graded"
+# the longest prompt the coordinator reads by default: well inside a small backbone's
+# context (SmolLM2: 8,192 positions), leaving room for the turns' replies, and a forward
+# whose memory this machine holds several of at once (docs/guides/serving.md)
+MAX_PROMPT_TOKENS = 4096
+
+
+class PromptTooLong(BadInput, ValueError):
+    """A conversation longer than the team's prompt budget (``tokens`` counted)."""
+
+    def __init__(self, tokens: int, budget: int):
+        super().__init__(
+            f"This model's maximum context length is {budget} tokens. However, your messages "
+            f"resulted in {tokens} tokens. Please reduce the length of the messages (or start "
+            "the server with a larger --max-prompt-tokens)."
+        )
+        self.tokens, self.budget = tokens, budget
 
 
 # --------------------------------------------------------------------------- events
@@ -233,6 +256,8 @@ class Team:
         *,
         max_turns: int | None = None,
         prompts: Prompts | None = None,
+        final_turn: str = "worker",
+        max_prompt_tokens: int | None = None,
     ):
         if coordinator.n_workers != len(source.pool):
             raise ValueError(
@@ -245,6 +270,22 @@ class Team:
         self.max_turns = source.config.protocol.max_turns if max_turns is None else max_turns
         if self.max_turns < 1:
             raise ValueError("--max-turns must be at least 1")
+        if final_turn not in FINAL_TURNS:
+            raise ValueError(f"--final-turn must be {' or '.join(FINAL_TURNS)}")
+        self.final_turn = final_turn
+        context = int(getattr(coordinator.backbone, "context_tokens", MAX_PROMPT_TOKENS))
+        self.max_prompt_tokens = (
+            min(MAX_PROMPT_TOKENS, context) if max_prompt_tokens is None else max_prompt_tokens
+        )
+        if not 1 <= self.max_prompt_tokens <= context:
+            raise ValueError(
+                f"--max-prompt-tokens must be from 1 to the backbone's context, {context}"
+            )
+        self._tokenizer: Any = None  # a copy for counting prompts off the backbone's thread
+        self._count_lock = threading.Lock()
+        self._answering: set[asyncio.Task[Any]] = set()
+        self.stopping = False  # set when the server stops: cancellations are the stop's
+        self.cancelled = 0  # episodes cancelled before their end (a client left, a stop)
         self.prompts = prompts or Prompts.load()
         self.pool: list[Worker] = []
         self.run_id: str | None = None
@@ -266,6 +307,8 @@ class Team:
             "pool": list(self.source.pool),
             "backbone": self.source.backbone_model,
             "max_turns": self.max_turns,
+            "final_turn": self.final_turn,
+            "max_prompt_tokens": self.max_prompt_tokens,
             "serve_run": self.run_id,
         }
 
@@ -275,7 +318,9 @@ class Team:
         from workbench.core.workers.transport import open_client
 
         self._client = client or open_client()
-        self.pool = build_pool(self.source.config.pool.workers, client=self._client)
+        self.pool = build_pool(
+            self.source.config.pool.workers, client=self._client, workspace=self.workspace
+        )
         ids = tuple(w.id for w in self.pool)
         if ids != self.source.pool:
             raise ValueError(
@@ -287,12 +332,48 @@ class Team:
         self._store = Store.open(self.workspace)
         config = {
             **self.source.config.to_dict(),
-            "serving": {**self.source.reference, "max_turns": self.max_turns},
+            "serving": {
+                **self.source.reference,
+                "max_turns": self.max_turns,
+                "final_turn": self.final_turn,
+                "max_prompt_tokens": self.max_prompt_tokens,
+            },
         }
         self.run_id = await asyncio.to_thread(
             self._store.create_run, f"serve {self.model_id}", "serve", config
         )
         await asyncio.to_thread(self._store.set_run_status, self.run_id, "running")
+
+    def prompt_tokens(self, task: Task) -> int:
+        """How many tokens the coordinator would read for ``task`` at its first turn (the
+        query as the transcript shows it, in the backbone's input format). Blocking:
+        call it off the event loop. Counted with a copy of the backbone's tokenizer, one
+        count at a time (a fast tokenizer is not safe to share between threads)."""
+        backbone = self.coordinator.backbone
+        text = render_transcript(task, [])
+        with self._count_lock:
+            if self._tokenizer is None:
+                self._tokenizer = copy.deepcopy(backbone.tokenizer)
+            tok = self._tokenizer
+            # as Backbone.encode reads it (chat template or raw text), with this copy
+            if backbone.input == "chat" and tok.chat_template:
+                ids = tok.apply_chat_template(
+                    [{"role": "user", "content": text}], add_generation_prompt=True, tokenize=True
+                )
+                if isinstance(ids, dict) or hasattr(ids, "keys"):
+                    ids = ids["input_ids"]
+                return len(ids)
+            return len(tok(text)["input_ids"])
+
+    async def check_prompt(self, task: Task) -> None:
+        """Raise ``PromptTooLong`` when ``task`` exceeds the prompt budget; a text of no
+        more UTF-8 bytes than the budget fits without being tokenized (a byte-level
+        tokenizer spends at most one token per byte, less the template's few)."""
+        if len(task.full_prompt().encode()) + 64 <= self.max_prompt_tokens:
+            return
+        tokens = await asyncio.to_thread(self.prompt_tokens, task)
+        if tokens > self.max_prompt_tokens:
+            raise PromptTooLong(tokens, self.max_prompt_tokens)
 
     async def answer(
         self,
@@ -304,39 +385,107 @@ class Team:
         listener: Listener | None = None,
     ) -> Episode:
         """Run one episode on the question ``messages`` ask, store it and return it.
-        ``listener`` hears each turn as it happens. A cancelled episode is not stored."""
+        ``listener`` hears each turn as it happens. An episode cancelled midway (its client
+        left, the server stopped) is stored with the turns it played, stop reason
+        ``cancelled`` (one cancelled in its first turn is not stored), and the
+        cancellation goes on. Raises ``PromptTooLong`` before any
+        forward when the conversation exceeds the prompt budget."""
         if self._store is None:
             raise RuntimeError("the team is not started: call start() first")
         task = question_task(messages, kind)
+        await self.check_prompt(task)
         coordinator: Any = self.coordinator
         pool: list[Worker] = self.pool
         if listener is not None:
             coordinator = _WatchedCoordinator(self.coordinator, self.source.pool, listener)
             pool = [_WatchedWorker(w, coordinator, listener) for w in self.pool]
         protocol = self.source.config.protocol
-        episode = await run_episode(
-            coordinator,
-            pool,
-            task,
-            EpisodeSettings(
-                suite=SUITE,
-                max_turns=self.max_turns,
-                max_tokens=protocol.max_tokens,
-                temperature=protocol.temperature,
-                prompts=self.prompts,
-                thinker_suggests_role=protocol.thinker_suggests_role,
-            ),
-            rng=None,  # argmax acting, as in evaluation
-            seed=seed,
-            tag=EpisodeTag(run_id=self.run_id, episode_id=episode_id or uuid.uuid4().hex),
+        settings = EpisodeSettings(
+            suite=SUITE,
+            max_turns=self.max_turns,
+            max_tokens=protocol.max_tokens,
+            temperature=protocol.temperature,
+            prompts=self.prompts,
+            thinker_suggests_role=protocol.thinker_suggests_role,
+            final_turn=self.final_turn,
         )
-        episode = replace(episode, reward=0.0, grade_details={"reason": NOT_GRADED})
+        tag = EpisodeTag(run_id=self.run_id, episode_id=episode_id or uuid.uuid4().hex)
+        played: list[Turn] = []
+        current = asyncio.current_task()
+        if current is not None:
+            self._answering.add(current)
+        try:
+            episode = await run_episode(
+                coordinator,
+                pool,
+                task,
+                settings,
+                rng=None,  # argmax acting, as in evaluation
+                seed=seed,
+                tag=tag,
+                on_turn=played.append,
+            )
+        except asyncio.CancelledError:
+            self._store_cancelled(task, tag, seed, played)
+            raise
+        finally:
+            if current is not None:
+                self._answering.discard(current)
+        details: dict[str, Any] = {"reason": NOT_GRADED}
+        for key in ("worker_only_turns", "thinker_role_turns"):
+            if key in episode.grade_details:
+                details[key] = episode.grade_details[key]
+        episode = replace(episode, reward=0.0, grade_details=details)
         await asyncio.to_thread(self._store.add_episode, episode)
         self.episodes += 1
         return episode
 
+    def _store_cancelled(
+        self, task: Task, tag: EpisodeTag, seed: int | None, played: Sequence[Turn]
+    ) -> None:
+        """Count a cancelled request and store the turns it played (on the caller's
+        thread: a cancelled task should not wait on another); one cancelled before any
+        turn ended stores nothing."""
+        self.cancelled += 1
+        if self._store is None or not played:
+            return
+        answers = [t.response for t in played if t.role is Role.WORKER and t.error is None]
+        episode = Episode(
+            id=tag.episode_id or uuid.uuid4().hex,
+            suite=SUITE,
+            task_id=task.id,
+            pool=tuple(self.source.pool),
+            max_turns=self.max_turns,
+            turns=tuple(played),
+            answer=answers[-1] if answers else None,
+            reward=0.0,
+            stop_reason=StopReason.CANCELLED,
+            grade_details={"reason": CANCELLED},
+            seed=seed,
+            run_id=tag.run_id,
+            created_at=time.time(),
+        )
+        try:
+            self._store.add_episode(episode)
+        except Exception:  # the store closing under a stop: say so, lose nothing else
+            log.exception("could not store the cancelled episode %s", episode.id)
+            return
+        self.episodes += 1
+
+    async def cancel_answers(self) -> int:
+        """Cancel the episodes still running (their turns are stored, cancelled) and wait
+        for them to let go; returns how many there were."""
+        tasks = [t for t in self._answering if not t.done()]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=5.0)
+        return len(tasks)
+
     async def aclose(self, stop_reason: str = "done") -> None:
-        """Close the pool and its client; mark the ``serve`` run finished."""
+        """Cancel what still runs (stored, cancelled), close the pool and its client;
+        mark the ``serve`` run finished."""
+        await self.cancel_answers()
         for worker in self.pool:
             await worker.aclose()
         if self._client is not None:
@@ -349,7 +498,7 @@ class Team:
                     self.run_id,
                     "finished",
                     stop_reason=stop_reason,
-                    result={"episodes": self.episodes},
+                    result={"episodes": self.episodes, "cancelled": self.cancelled},
                 )
             self._store.close()
             self._store = None
@@ -362,6 +511,8 @@ def load_team(
     coordinator_file: str | Path | None = None,
     backbone: Backbone | None = None,
     max_turns: int | None = None,
+    final_turn: str = "worker",
+    max_prompt_tokens: int | None = None,
 ) -> Team:
     """A trained run's best coordinator (``run``: id or prefix) or a coordinator file's,
     with the pool it was trained for; loads the backbone unless given. Raises
@@ -382,4 +533,11 @@ def load_team(
     else:
         assert source.coordinator_file is not None  # a source is a run or a file
         coordinator, _ = load_coordinator(source.coordinator_file, backbone)
-    return Team(coordinator, source, workspace, max_turns=max_turns)
+    return Team(
+        coordinator,
+        source,
+        workspace,
+        max_turns=max_turns,
+        final_turn=final_turn,
+        max_prompt_tokens=max_prompt_tokens,
+    )

@@ -136,7 +136,7 @@ def grade_math(task: Task, answer: str) -> Grade:
     final value) with any reading of the reference (see ``mathcheck.gold_variants``);
     prose references such as ``No`` are compared as normalised text."""
     reference = task.answer if task.answer is not None else ""
-    verdict = check_math(reference, answer)
+    verdict = check_math(reference, answer, task.prompt or None)
     details = {
         "extracted": _clip(verdict.get("extracted")),
         "expected": reference,

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from workbench.core.errors import BadInput, read_text
 from workbench.core.tasks.model import Suite, Task
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -60,7 +61,7 @@ HUB_DATASETS: dict[str, HubDataset] = {
 }
 
 
-class HubRowError(ValueError):
+class HubRowError(BadInput, ValueError):
     """A dataset row that does not have the dataset's schema."""
 
 
@@ -244,7 +245,7 @@ def _read_local(path: Path) -> list[dict[str, Any]]:
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
         rows = []
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        for number, line in enumerate(read_text("data file", path).splitlines(), start=1):
             if line.strip():
                 try:
                     rows.append(json.loads(line))
@@ -252,7 +253,7 @@ def _read_local(path: Path) -> list[dict[str, Any]]:
                     raise ValueError(f"{path}:{number}: not valid JSON: {error.msg}") from None
         return rows
     if suffix == ".json":
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_text("data file", path))
         if isinstance(data, dict) and isinstance(data.get("rows"), list):
             data = [r.get("row", r) for r in data["rows"]]  # the Hub's rows API
         if not isinstance(data, list):

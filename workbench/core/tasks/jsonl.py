@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from workbench.core.errors import BadInput, FileEncodingError, read_text
 from workbench.core.tasks.model import KINDS, SPLITS, Suite, Task
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -55,7 +56,7 @@ class ValidationIssue:
         )
 
 
-class SuiteValidationError(ValueError):
+class SuiteValidationError(BadInput, ValueError):
     """A suite file that does not follow the JSONL suite format; ``issues`` lists every
     problem found, each with its line."""
 
@@ -89,13 +90,17 @@ def load_jsonl(path: str | os.PathLike[str], name: str | None = None) -> Suite:
                 [ValidationIssue(shown, 0, None, "not a regular file (a pipe or a device)")],
                 summary=f"suite file {shown} is not a file: save the suite to a .jsonl file",
             )
-        text = file.read_text(encoding="utf-8-sig")  # a byte order mark is no error
+        text = read_text("suite file", file)  # a byte order mark is no error
     except FileNotFoundError:
         raise SuiteValidationError(
             [ValidationIssue(shown, 0, None, "file not found: check the path")],
             summary=f"suite file {shown} does not exist",
         ) from None
-    except (OSError, UnicodeDecodeError) as error:
+    except FileEncodingError as error:
+        raise SuiteValidationError(
+            [ValidationIssue(shown, error.line, None, str(error))], summary=str(error)
+        ) from None
+    except OSError as error:
         raise SuiteValidationError(
             [ValidationIssue(shown, 0, None, f"cannot read the file: {error}")],
             summary=f"suite file {shown} cannot be read (it must be UTF-8 text)",
@@ -128,7 +133,7 @@ def split_lines(text: str) -> list[str]:
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
-class _NotJson(ValueError):
+class _NotJson(BadInput, ValueError):
     """One line that cannot be read as JSON; the message says why and what to do."""
 
 

@@ -26,6 +26,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from workbench.core.tasks import prose
 from workbench.core.tasks.extract import (
     ANSWER_CUE as _ANSWER_CUE,
 )
@@ -36,6 +37,8 @@ from workbench.core.tasks.extract import (
     normalize_unicode_math,
     strip_text_macro,
 )
+
+log = logging.getLogger(__name__)
 
 CHECK_TIMEOUT_S = 20.0  # the helper is killed after this long on one check
 PARSE_TIMEOUT_S = 2  # math-verify's own limit per parse or comparison (whole seconds)
@@ -52,7 +55,6 @@ _ALTERNATIVES = re.compile(
 )
 _TEXT_CONNECTIVE = re.compile(r"\\(?:text|textrm|mathrm|mbox)\s*\{\s*(and|or)\s*\}", re.IGNORECASE)
 _PARTS = re.compile(r",?\s+(?:and|or)\s+", re.IGNORECASE)
-_PARENTHETICAL = re.compile(r"\s*\((?:i\.e\.|e\.g\.|that is|no |none)[^)]*\)", re.IGNORECASE)
 # "98 values", "0 is the only possible value": a number and a unit or a remark, nothing more
 _NUMBER_WITH_UNIT = re.compile(
     r"^\s*(-?\d+(?:[./]\d+)?)\s+(?:is\s+the\s+only\s+possible\s+value|[A-Za-z-]+)\s*$",
@@ -81,12 +83,95 @@ _MATH_WORDS = {
 @dataclass(frozen=True)
 class Reading:
     """One way to read a reference: ``math`` (compared by math-verify, ``names`` set when it
-    came from assignments such as ``x=6, y=5`` and is an ordered tuple) or ``text`` (a
-    reference with no mathematical reading, such as ``No``, compared as text)."""
+    came from assignments such as ``x=6, y=5`` and is an ordered tuple), ``text`` (a
+    reference with no mathematical reading, such as ``No``, compared as text), or a claim
+    that a prose answer must make: ``none`` ("No integer solutions"), ``limit_none``
+    ("The limit does not exist"), ``infinite`` ("Infinitely many solutions"), ``count``
+    ("At least 1 number": ``text`` is "at least|1") or ``phrase`` ("Monotonically
+    increasing": ``text`` is the words the answer must say)."""
 
     kind: str
     text: str
     names: tuple[str, ...] = ()
+
+
+_CLAIM_KINDS = ("none", "limit_none", "infinite", "count", "phrase")
+_NONE_REFERENCE = re.compile(
+    r"^(?:no\s+\w+|there\s+(?:is|are)\s+no\b|.*\b(?:(?:does|do)\s+not\s+exist|not\s+possible"
+    r"|impossible)\b|at\s+most\s+0\b|0\s+(?:pairs|roots|zeros|values|solutions|ways)\b)",
+    re.IGNORECASE,
+)
+_COUNT_REFERENCE = re.compile(
+    r"^(at\s+least|at\s+most|exactly)\s+(\d+|one|two|three|four|five)\b", re.IGNORECASE
+)
+_PHRASE_SUBJECT = re.compile(r"^(?:the|such\s+a|this)\s+\w+\s+", re.IGNORECASE)
+# CHAMP writes references in ASCII notation that math-verify misreads: it takes the
+# "1" of "sum_(i=1)^n i^3" for the whole answer, so a bare \boxed{1} was paid.
+_ASCII_SUM = re.compile(r"\bsum_\((\w+)\s*=\s*([^()]+)\)\^(\w+|\([^()]*\))\s*(.+)$")
+_ASCII_BINOM = re.compile(r"(?<![A-Za-z\\])C\(([^(),]+),\s*([^(),]+)\)")
+_ASCII_FLOOR = re.compile(r"\bfloor\(([^()]+)\)")
+
+
+def ascii_to_latex(text: str) -> str:
+    """CHAMP's ASCII notation as LaTeX: ``sum_(i=1)^n i^3`` -> ``\\sum_{i=1}^{n} i^3``,
+    ``C(10, 5)`` -> ``\\binom{10}{5}``, ``floor(n/2)`` -> ``\\lfloor n/2 \\rfloor``."""
+    text = _ASCII_SUM.sub(
+        lambda m: f"\\sum_{{{m.group(1)}={m.group(2)}}}^{{{m.group(3).strip('()')}}} {m.group(4)}",
+        text,
+    )
+    text = _ASCII_BINOM.sub(lambda m: f"\\binom{{{m.group(1)}}}{{{m.group(2)}}}", text)
+    return _ASCII_FLOOR.sub(lambda m: f"\\lfloor {m.group(1)} \\rfloor", text)
+
+
+def _split_remark(text: str) -> tuple[str, str]:
+    """``0 (i.e., no such values)`` -> (``0``, ``i.e., no such values``): a remark in
+    parentheses (nested parentheses included) and the text without it."""
+    match = re.search(r"\s*\((?=i\.e\.|e\.g\.|that is|no |none)", text, re.IGNORECASE)
+    if not match:
+        return text, ""
+    depth = 0
+    for j in range(match.end() - 1, len(text)):
+        depth += {"(": 1, ")": -1}.get(text[j], 0)
+        if depth == 0:
+            return (text[: match.start()] + text[j + 1 :]).strip() or text, text[match.end() : j]
+    return text, ""
+
+
+def _unchain(text: str) -> str:
+    """``x=y=0`` as the assignments ``x=0, y=0`` (the pair (x, y) = (0, 0))."""
+    chained = re.fullmatch(r"\s*([A-Za-z])\s*=\s*([A-Za-z])\s*=\s*([^=]+?)\s*", text)
+    if not chained:
+        return text
+    return ", ".join(f"{name}={chained.group(3)}" for name in chained.group(1, 2))
+
+
+def _claim_readings(alternative: str, remark: str) -> list[Reading]:
+    """The claims a prose answer can make that state this reference."""
+    readings = []
+    lowered = " ".join(alternative.lower().split())
+    if re.match(r"^the\s+limit\s+does\s+not\s+exist", lowered):
+        readings.append(Reading("limit_none", alternative))
+    elif _NONE_REFERENCE.match(lowered) or re.search(r"\b(?:no|none)\b", remark, re.IGNORECASE):
+        readings.append(Reading("none", alternative))
+    if lowered.startswith("infinitely many"):
+        readings.append(Reading("infinite", alternative))
+    count = _COUNT_REFERENCE.match(lowered)
+    if count:
+        qualifier = " ".join(count.group(1).split())
+        readings.append(
+            Reading(
+                "count", f"{qualifier}|{prose.NUMBER_WORDS.get(count.group(2), count.group(2))}"
+            )
+        )
+    if (
+        not readings
+        and re.fullmatch(r"[a-z ]+", lowered)
+        and not re.match(r"(?:yes|no)\b", lowered)
+    ):
+        phrase = _PHRASE_SUBJECT.sub("", lowered).strip()
+        if len(phrase.split()) >= 2:
+            readings.append(Reading("phrase", phrase))
+    return readings
 
 
 def _is_prose(text: str) -> bool:
@@ -177,18 +262,23 @@ def gold_readings(gold: str) -> list[Reading]:
     CHAMP writes references like ``C(10, 5), or equivalently 252``, ``376 and 625``,
     ``x=6, y=5`` or ``0 is the only possible value``: each alternative is a reading;
     parts joined by "and" are all required; assignments are tuples in order; a number
-    with a unit or a value named in prose is read as that value; a reference with no
-    mathematical reading (``No``) is compared as text.
+    with a unit or a value named in prose is read as that value (ASCII notation such as
+    ``sum_(i=1)^n`` is parsed as LaTeX, see ``ascii_to_latex``); a reference with no mathematical
+    reading (``No``) is compared as text, and a prose one also as the claim an answer
+    must make (``No integer solutions``: that there are none).
     """
     gold = normalize_unicode_math(gold).strip()
-    cleaned = _PARENTHETICAL.sub("", gold).strip() or gold
+    cleaned, remark = _split_remark(gold)
     readings: list[Reading] = []
     for alternative in _ALTERNATIVES.split(cleaned):
         alternative = alternative.strip().rstrip(".").strip()
         if not alternative:
             continue
+        alternative = _unchain(alternative)
         if _reads_as_math(alternative):
             readings.append(_math_reading(alternative))
+            if remark:
+                readings += _claim_readings(alternative, remark)
             continue
         readings.append(Reading("text", alternative))
         number = _NUMBER_WITH_UNIT.match(alternative)
@@ -197,6 +287,7 @@ def gold_readings(gold: str) -> list[Reading]:
         value = _TRAILING_VALUE.search(alternative)
         if value and not _is_prose(value.group(1)):
             readings.append(_math_reading(value.group(1).strip()))
+        readings += _claim_readings(alternative, remark)
     return list(dict.fromkeys(readings))
 
 
@@ -262,6 +353,27 @@ def _parse_boxed(text: str) -> list[Any]:
     return _parse("\\boxed{" + text + "}")
 
 
+_NOT_VARIABLES = re.compile(
+    r"\\[A-Za-z]+|\b(?:sqrt|floor|ceil|sum|prod|binom|frac|log|ln|exp|sin|cos|tan|mod|gcd|lcm|max|min|pi)\b"
+)
+
+
+def _faithful(reading: Reading) -> bool:
+    """math-verify reads the reference as written: a reference with variables is not
+    read as a constant (``sum_(i=1)^n i^3`` read as the 1 of ``i=1`` paid a bare
+    \\boxed{1}). A reading it cannot parse at all is kept (it only ever equals itself)."""
+    text = ascii_to_latex(reading.text)
+    parsed = _parse_boxed(text)
+    if not parsed or isinstance(parsed[0], str):
+        return True
+    letters = re.findall(r"[A-Za-z]", _NOT_VARIABLES.sub(" ", text))
+    free = getattr(parsed[0], "free_symbols", None)
+    if letters and free is not None and not free:
+        log.debug("reference reading %r parses as a constant; ignored", reading.text)
+        return False
+    return True
+
+
 def _verify(gold: list[Any], target: list[Any]) -> bool:
     from math_verify import verify
 
@@ -288,7 +400,7 @@ def _bare_latex(answer: str) -> str | None:
 
 def _without_remark(text: str) -> str:
     """``100 (i.e., all values)`` -> ``100``: a remark in parentheses is not the answer."""
-    return _PARENTHETICAL.sub("", text).strip() or text
+    return _split_remark(text)[0]
 
 
 def _stated_answer(answer: str) -> str | None:
@@ -323,6 +435,10 @@ def _final_answer(answer: str) -> tuple[str | None, str, list[str]]:
     stated = _stated_answer(answer)
     if stated is not None:
         return stated, "stated answer", []
+    if prose.is_prose(" ".join(prose.final_sentences(answer[-_ANSWER_TAIL_CHARS:]))):
+        # a sentence in words: its claims are read by _prose_check, never "the last
+        # number a parser finds" ("... to fill a 2 x 21 rectangle" is not an answer of 21)
+        return None, "prose", []
     parsed = _parse(answer[-_ANSWER_TAIL_CHARS:])
     if len(parsed) >= 2:
         return str(parsed[-1]), "final value", []
@@ -334,11 +450,12 @@ def _final_answer(answer: str) -> tuple[str | None, str, list[str]]:
 
 def _equal(reading: Reading, text: str) -> bool:
     """The answer text ``text`` equals a math reading of the reference (math-verify)."""
+    text = _unchain(ascii_to_latex(text))
     target = _math_reading(text, reading.names) if reading.names else _math_reading(text)
     candidate = target.text
     if reading.names and not target.names and "(" not in candidate and "," in candidate:
         candidate = "(" + candidate + ")"  # "6, 5" for x=6, y=5: the values in order
-    gold = _parse_boxed(reading.text)
+    gold = _parse_boxed(ascii_to_latex(reading.text))
     answer = _parse_boxed(candidate)
     return bool(gold and answer and _verify(gold, answer))
 
@@ -356,16 +473,21 @@ def _math_match(readings: list[Reading], text: str) -> Reading | None:
     return matched
 
 
+def _first_word(text: str) -> str:
+    words = re.findall(r"[A-Za-z]+", text)
+    return words[0] if words else ""
+
+
 def _yes_no(answer: str, boxes: list[str]) -> str | None:
-    """The yes or no an answer gives: its box, the text after its answer cue, its first
-    word or its last line, the first of these that says exactly one of yes and no."""
+    """The yes or no an answer gives: its box, or the first word of the text after its
+    answer cue, of the answer or of its last line ("There are no solutions" says no
+    "no" to a yes/no question: it is read as a claim instead)."""
     views = dict(answer_views(answer))
-    words = answer.split()
     ordered = [
         boxes[-1] if boxes else "",
-        views.get("text after 'Answer:'", ""),
-        words[0] if words else "",
-        views.get("last line", ""),
+        _first_word(views.get("text after 'Answer:'", "")),
+        _first_word(answer),
+        _first_word(views.get("last line", "")),
     ]
     for view in ordered:
         said = {word.lower() for word in _YES_NO.findall(view)}
@@ -376,7 +498,9 @@ def _yes_no(answer: str, boxes: list[str]) -> str | None:
     return None
 
 
-def _text_match(readings: list[Reading], answer: str, boxes: list[str]) -> dict[str, Any] | None:
+def _text_match(
+    readings: list[Reading], answer: str, boxes: list[str], yes_no: bool = True
+) -> dict[str, Any] | None:
     views = [("boxed answer", boxes[-1])] if boxes else []
     views += [(label, text) for label, text in reversed(answer_views(answer))]
     for reading in readings:
@@ -392,7 +516,7 @@ def _text_match(readings: list[Reading], answer: str, boxes: list[str]) -> dict[
                     "text: exact after normalisation",
                     matched=reading.text,
                 )
-        if target in ("yes", "no"):
+        if target in ("yes", "no") and yes_no:
             said = _yes_no(answer, boxes)
             if said is not None:
                 right = said == target
@@ -406,6 +530,118 @@ def _text_match(readings: list[Reading], answer: str, boxes: list[str]) -> dict[
     return None
 
 
+_COUNT_GROUPS = {"": "", "only": "", "exactly": "", "precisely": "", "at most": "at most"}
+
+
+def _count_matches(want: str, claimed: tuple[str, str]) -> bool:
+    """A count claim (qualifier, number) states the reference's count ``want``
+    ("at least|1"): the same number, and "at least" only for "at least", "at most" only
+    for "at most"; "exactly" and "only" stand for no qualifier."""
+    qualifier, number = want.split("|")
+    said_qualifier, said_number = claimed
+    same = _COUNT_GROUPS.get(qualifier, qualifier) == _COUNT_GROUPS.get(
+        said_qualifier, said_qualifier
+    )
+    return same and Fraction(number) == Fraction(said_number)
+
+
+def _count_as_value(claimed: tuple[str, str], question: str | None) -> str | None:
+    """A count claim as a plain value for a numeric reference: "There are 239 ..." is
+    239; "at most 2" answers an "at most how many" question, "at least 26" a "minimum"
+    one; otherwise a qualified count is not a value."""
+    qualifier, number = claimed
+    asked = (question or "").lower()
+    if qualifier in ("", "only", "exactly", "precisely"):
+        return number
+    if qualifier == "at most" and re.search(r"\bat most\b|\bmaximum\b|\blargest\b", asked):
+        return number
+    if qualifier == "at least" and re.search(
+        r"\bat least\b|\bminimum\b|\bsmallest\b|\bfewest\b", asked
+    ):
+        return number
+    return None
+
+
+def _phrase_said(phrase: str, claims: prose.Claims) -> bool:
+    """The answer's main clause says ``phrase`` ("monotonically increasing") as it is:
+    no more negations than the phrase has, no alternatives, no "whether"."""
+    clause = " ".join(prose.main_clause(claims.sentence).lower().split())
+    if phrase not in clause or re.search(r"\bwhether\b|\bor\b|\bneither\b", clause):
+        return False
+    negations = re.compile(r"\b(?:not|no|never|cannot|neither|nor)\b|n't\b")
+    return len(negations.findall(clause)) == len(negations.findall(phrase))
+
+
+def _prose_check(
+    readings: list[Reading], answer: str, question: str | None
+) -> dict[str, Any] | None:
+    """Judge a final answer written as a sentence by what it claims (see ``prose``): a
+    verdict, or None when its claims say nothing about this reference."""
+    sentences = prose.final_sentences(answer[-_ANSWER_TAIL_CHARS:])
+    if not sentences:
+        return None
+    every = [prose.claims(sentence) for sentence in sentences]
+    claims = next((c for c in every if c.hedged or c != prose.Claims(c.sentence)), every[0])
+    if claims.hedged:
+        return _verdict(
+            0.0, claims.sentence, "the answer does not commit to an answer", "prose: hedged"
+        )
+    values = list(claims.values)
+    if claims.count is not None:
+        value = _count_as_value(claims.count, question)
+        if value is not None:
+            values.append(value)
+    for value in dict.fromkeys(values):
+        hit = _math_match(readings, value)
+        if hit is not None:
+            return _verdict(
+                1.0,
+                value,
+                "the value the sentence states equals the reference",
+                "prose: stated value equal" + (" (tuple in order)" if hit.names else ""),
+                matched=hit.text,
+            )
+    for reading in readings:
+        claimed = (
+            (reading.kind == "none" and claims.none)
+            or (reading.kind == "limit_none" and claims.limit_none)
+            or (reading.kind == "infinite" and claims.infinite)
+            or (reading.kind == "count" and claims.count is not None
+                and _count_matches(reading.text, claims.count))
+            or (reading.kind == "count" and reading.text == "at most|0" and claims.none)
+            or (reading.kind == "phrase" and _phrase_said(reading.text, claims))
+        )  # fmt: skip
+        if claimed:
+            return _verdict(
+                1.0,
+                claims.sentence,
+                f"the sentence claims what the reference says ({reading.kind})",
+                f"prose: {reading.kind} claim",
+                matched=reading.text,
+            )
+    target = next(
+        (r.text.lower() for r in readings if r.kind == "text" and r.text.lower() in ("yes", "no")),
+        None,
+    )
+    if target is not None:
+        said, how, rule = claims.polarity, f"says {claims.polarity}", "yes/no: "
+        if said is None and claims.negated and prose.is_polar_question(question):
+            said, how, rule = "no", "denies what the question asks (no)", "prose: yes/no denied, "
+        if said is not None:
+            right = said == target
+            return _verdict(
+                1.0 if right else 0.0,
+                said,
+                f"the answer {how}; the reference says {target}",
+                rule + ("same" if right else "differs"),
+                **({"matched": target} if right else {}),
+            )
+    shown = ", ".join(values) or claims.sentence
+    return _verdict(
+        0.0, shown, "the sentence does not state the reference", "prose: not the reference"
+    )
+
+
 def _boxes_agree(boxes: list[str]) -> bool:
     distinct = list(dict.fromkeys(b.strip() for b in boxes))
     if len(distinct) < 2:
@@ -414,14 +650,18 @@ def _boxes_agree(boxes: list[str]) -> bool:
     return bool(last) and all(_verify(last, _parse_boxed(b)) for b in distinct[:-1])
 
 
-def check_here(reference: str, answer: str, budget_s: float = BUDGET_S) -> dict[str, Any]:
+def check_here(
+    reference: str, answer: str, budget_s: float = BUDGET_S, question: str | None = None
+) -> dict[str, Any]:
     """The math check itself, in this process: math-verify equivalence of the answer's
-    final answer (its ``\\boxed{}``, else its final value) with a reading of the reference
-    (see ``gold_readings``); a normalised-text comparison only for readings with no
-    mathematical meaning (``No``). Several final answers that disagree score 0."""
+    final answer (its ``\\boxed{}``, its stated answer, else its final value) with a
+    reading of the reference (see ``gold_readings``); a normalised-text comparison only
+    for readings with no mathematical meaning (``No``); a final answer in prose judged by
+    what its sentence claims (``_prose_check``; ``question``, the problem's text, lets a
+    "cannot" answer a "Can ...?"). Several final answers that disagree score 0."""
     deadline = time.monotonic() + budget_s
     answer = normalize_unicode_math(answer)
-    readings = gold_readings(reference)
+    readings = [r for r in gold_readings(reference) if r.kind != "math" or _faithful(r)]
     final, source, boxes = _final_answer(answer)
     if len(boxes) > 1 and not _boxes_agree(boxes):
         if any(len(_PARTS.split(r.text)) > 1 or "," in r.text for r in readings):
@@ -445,9 +685,13 @@ def check_here(reference: str, answer: str, budget_s: float = BUDGET_S) -> dict[
                     "math-verify: equal" + (" (tuple in order)" if hit.names else ""),
                     matched=hit.text,
                 )
-    text = _text_match(readings, answer, boxes)
+    text = _text_match(readings, answer, boxes, yes_no=source != "prose")
     if text is not None:
         return text
+    if source == "prose":
+        verdict = _prose_check(readings, answer, question)
+        if verdict is not None:
+            return verdict
     if final is not None:
         return _verdict(
             0.0, final, f"the {source} does not equal the reference", "math-verify: not equal"
@@ -460,15 +704,16 @@ def check_here(reference: str, answer: str, budget_s: float = BUDGET_S) -> dict[
     )
 
 
-def check_math(reference: str, answer: str) -> dict[str, Any]:
+def check_math(reference: str, answer: str, question: str | None = None) -> dict[str, Any]:
     """Check ``answer`` against ``reference``: a dict with ``reward`` (0.0 or 1.0),
     ``extracted``, ``reason``, ``rule`` (which rule decided) and, on success, ``matched``
-    (the reading of the reference that matched). Safe from any thread; never raises
-    because of what the answer says."""
+    (the reading of the reference that matched). ``question`` (the problem's text, when
+    known) lets a prose "it cannot" answer a yes/no question. Safe from any thread; never
+    raises because of what the answer says."""
     fast = _fast_check(reference, answer)
     if fast is not None:
         return fast
-    return _helper.check(reference, answer[-_SENT_CHARS:])
+    return _helper.check(reference, answer[-_SENT_CHARS:], question)
 
 
 class _Helper:
@@ -491,22 +736,22 @@ class _Helper:
         self._unusable = False  # a helper could not even start: check in-process
         self._owner = os.getpid()
 
-    def check(self, reference: str, answer: str) -> dict[str, Any]:
+    def check(self, reference: str, answer: str, question: str | None = None) -> dict[str, Any]:
         if self._owner != os.getpid():  # forked: the helper belongs to the parent
             self._reset()
         with self._lock:
             if self._unusable or getattr(sys, "frozen", False) or not sys.executable:
-                return check_here(reference, answer)
+                return check_here(reference, answer, question=question)
             if self._process is None or self._process.poll() is not None:
                 self._stop()  # a helper that died between checks
                 try:
                     self._start()
                 except OSError:
                     self._unusable = True
-                    return check_here(reference, answer)
+                    return check_here(reference, answer, question=question)
             assert self._process is not None and self._process.stdin is not None
             try:
-                self._process.stdin.write(json.dumps([reference, answer]) + "\n")
+                self._process.stdin.write(json.dumps([reference, answer, question]) + "\n")
                 self._process.stdin.flush()
                 line = self._replies.get(timeout=CHECK_TIMEOUT_S)
             except queue.Empty:
@@ -526,7 +771,7 @@ class _Helper:
                     # it never worked (cannot import the package here?): check in this
                     # process from now on, so that a real error (math-verify missing) shows
                     self._unusable = True
-                    return check_here(reference, answer)
+                    return check_here(reference, answer, question=question)
                 return _verdict(
                     0.0,
                     None,
@@ -548,6 +793,7 @@ class _Helper:
             text=True,
             encoding="utf-8",
             env=env,
+            cwd=package_root,  # "-c" puts the working folder first on sys.path: this package
         )
         replies: queue.Queue[str] = queue.Queue()
 
@@ -590,7 +836,7 @@ class _Helper:
 
 
 def serve() -> None:
-    """The helper's loop: read ``[reference, answer]`` JSON lines from stdin, write
+    """The helper's loop: read ``[reference, answer, question]`` JSON lines from stdin, write
     verdicts as JSON lines to stdout."""
     try:
         import resource
@@ -603,8 +849,9 @@ def serve() -> None:
 
     for line in sys.stdin:
         try:
-            reference, answer = json.loads(line)
-            verdict = check_here(str(reference), str(answer))
+            reference, answer, question = json.loads(line)
+            question = str(question) if question is not None else None
+            verdict = check_here(str(reference), str(answer), question=question)
         except Exception as error:  # MemoryError included: one bad answer, not the helper
             verdict = _verdict(
                 0.0,

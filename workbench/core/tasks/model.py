@@ -7,11 +7,13 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from workbench.core.errors import BadInput
+
 KINDS = ("math", "choice", "code", "text")
 SPLITS = ("train", "validation", "test")
 
 
-class TaskNotFound(KeyError):
+class TaskNotFound(BadInput, KeyError):
     """A task id that the suite does not hold."""
 
     def __str__(self) -> str:  # KeyError quotes its argument; we want the sentence

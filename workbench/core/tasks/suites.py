@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+from workbench.core.errors import BadInput
 from workbench.core.tasks.jsonl import (
     SuiteValidationError,
     ValidationIssue,
@@ -37,7 +38,7 @@ MAX_NAME_LENGTH = 64  # a file name on every platform, and short enough to show 
 _RESERVED = {"con", "prn", "aux", "nul", *(f"{p}{i}" for p in ("com", "lpt") for i in range(10))}
 
 
-class SuiteImportError(ValueError):
+class SuiteImportError(BadInput, ValueError):
     """An import that could not write its copy into the workspace; nothing was imported."""
 
 
@@ -62,7 +63,7 @@ def name_problems(name: str) -> list[str]:
     return problems
 
 
-class SuiteNotFound(LookupError):
+class SuiteNotFound(BadInput, LookupError):
     """A suite name that is neither bundled, imported, nor a path to a suite file."""
 
     def __str__(self) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from workbench.core.errors import BadInput, InvalidInput
 from workbench.core.store import Store
 from workbench.core.training.basis import SearchBasis
 
@@ -107,7 +108,7 @@ class Checkpoint:
         )
 
 
-class CheckpointError(RuntimeError):
+class CheckpointError(BadInput, RuntimeError):
     """A stored checkpoint cannot be used by this version or this config."""
 
 
@@ -130,5 +131,7 @@ def best_vector(store: Store, run_id: str) -> tuple[np.ndarray, Checkpoint]:
     validated), with the checkpoint it comes from."""
     checkpoint = latest_checkpoint(store, run_id)
     if checkpoint is None:
-        raise ValueError(f"run {run_id} has no completed generation yet: train or resume it first")
+        raise InvalidInput(
+            f"run {run_id} has no completed generation yet: train or resume it first"
+        )
     return checkpoint.result_vector, checkpoint

@@ -8,10 +8,11 @@ import asyncio
 import json
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from workbench.core.errors import Interrupted
 from workbench.core.records import GenerationStats
 
 log = logging.getLogger(__name__)
@@ -26,6 +27,23 @@ class RunStarted:
     rollouts: int
     start_generation: int  # > 0 when resumed
     budget: dict[str, float]
+    executor: str = "local"  # where the training episodes run (run.executor)
+    actors: int | None = None  # with ray: how many actors, on which nodes
+    nodes: tuple[str, ...] = ()
+
+    def executor_note(self) -> str:
+        """Where the episodes run, in words ('' for this process), after a '; '."""
+        where = where_episodes_ran(self.executor, self.actors, self.nodes)
+        return f"; {where[:1].lower()}{where[1:]}" if where else ""
+
+
+def where_episodes_ran(executor: str | None, actors: int | None, nodes: Sequence[str]) -> str:
+    """A run's executor in words: '' for this process (the local executor), else e.g.
+    "Episodes on Ray: 2 actors on node-a, node-b" (the CLI, the progress line, the GUI)."""
+    if executor != "ray":
+        return ""
+    count = f"{actors} actor{'' if actors == 1 else 's'}"
+    return f"Episodes on Ray: {count} on {', '.join(nodes) or '?'}"
 
 
 @dataclass(frozen=True)
@@ -131,5 +149,5 @@ class StopToken:
             raise Stopped
 
 
-class Stopped(Exception):
+class Stopped(Interrupted):
     """Raised inside a run at a checkpoint after ``StopToken.stop``."""

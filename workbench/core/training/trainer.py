@@ -17,7 +17,6 @@ generation.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import os
 import socket
@@ -30,11 +29,12 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 
 from workbench.core.config import RunConfig
-from workbench.core.coordinator import Backbone, Coordinator, Head, HeadConfig
+from workbench.core.coordinator import Backbone, Coordinator, HeadConfig
+from workbench.core.errors import InvalidInput
 from workbench.core.optimizers.base import Proposal
 from workbench.core.optimizers.make import make_optimizer
 from workbench.core.optimizers.sep_cma_es import head_sigma_factor
-from workbench.core.policies import ExploringStart, FixedPolicy, Policy
+from workbench.core.policies import FixedPolicy
 from workbench.core.protocol import (
     EpisodeSettings,
     EpisodeTag,
@@ -59,35 +59,21 @@ from workbench.core.training.events import (
     Stopped,
     StopToken,
 )
+from workbench.core.training.executors import (
+    Candidate,
+    Executor,
+    GenerationWork,
+    LocalExecutor,
+    coordinator_from_vector,
+    derived_seed,
+)
 from workbench.core.workers.base import Worker
 
 log = logging.getLogger(__name__)
 
-
-def derived_seed(*parts: object) -> int:
-    """A 64-bit seed derived from a run's seed and what it is for (stable across runs)."""
-    return int.from_bytes(hashlib.sha256(":".join(map(str, parts)).encode()).digest()[:8], "big")
-
-
-def episode_seeds(run_seed: int, g: int, k: int, j: int, common: bool) -> tuple[int, int]:
-    """The seeds of candidate ``k``'s episode on minibatch task ``j`` in generation ``g``:
-    one for the coordinator's sampled choices, one for the worker calls.
-
-    ``common`` (common random numbers, for optimizers that rank different candidates:
-    sep-CMA-ES, random search): every candidate of a generation gets the same seeds on the
-    same task, so candidates that make the same choice draw it from the same uniform
-    (inverse-CDF sampling) and workers asked the same thing with the same seed answer
-    alike (as a real pool's seeded or cached calls do). Each episode's distribution is
-    unchanged; what changes is that two candidates' fitness differ by their policies, not
-    by independent luck. Without it (REINFORCE, imitation: their candidates are copies of
-    one policy, whose episodes must differ) each episode has its own seeds.
-    """
-    if common:
-        return (
-            derived_seed(run_seed, "crn", g, j),
-            derived_seed(run_seed, "crn-w", g, j) % 2**31,
-        )
-    return derived_seed(run_seed, g, k, j), derived_seed(run_seed, "w", g, k, j) % 2**31
+# how often a running generation's spend so far is written into the run's record: a run
+# killed mid-generation shows (and a resumed one counts) what it paid up to that moment
+SPEND_RECORD_S = 1.0
 
 
 @dataclass
@@ -109,11 +95,11 @@ def task_splits(config: RunConfig, suite: Suite) -> dict[str, tuple[Task, ...]]:
         size = getattr(config.tasks, name)
         out[name] = splits[name][:size] if size else splits[name]
     if not out["train"]:
-        raise ValueError(
+        raise InvalidInput(
             f"suite '{suite.name}' has no training tasks: give it a train split or more tasks"
         )
     if not out["validation"]:
-        raise ValueError(
+        raise InvalidInput(
             f"suite '{suite.name}' has no validation tasks: give it a validation split or more tasks"
         )
     return out
@@ -138,6 +124,7 @@ class Trainer:
         stop: StopToken | None = None,
         prompts: Prompts | None = None,
         cache_stats: Callable[[], int] | None = None,
+        executor: Executor | None = None,
     ):
         self.config = config
         self.store = store
@@ -156,6 +143,7 @@ class Trainer:
             temperature=config.protocol.temperature,
             prompts=self.prompts,
             thinker_suggests_role=config.protocol.thinker_suggests_role,
+            roles=config.protocol.roles,
         )
         self.head_config = HeadConfig(len(self.pool), backbone.hidden_size)
         self.n_svf = backbone.svf().n_params if config.optimizer.svf else 0
@@ -165,6 +153,14 @@ class Trainer:
         )
         self.state = TrainState()
         self.run_id: str | None = None
+        # where the training episodes run; validation and the basis's calibration always
+        # run here, on this process's backbone and pool
+        self.executor = executor or LocalExecutor(
+            backbone, self.pool, self.stop, config.optimizer.concurrency
+        )
+        # what the generation in flight has paid so far (``seconds``: when it started)
+        self._in_flight = Spend(seconds=time.perf_counter())
+        self._spend_recorded = time.monotonic()
 
     # -- public --------------------------------------------------------------
 
@@ -186,6 +182,37 @@ class Trainer:
         checkpoint = latest_checkpoint(self.store, self.run_id)
         if checkpoint is not None:
             self._restore(checkpoint)
+        self._count_lost_spend()
+
+    def _count_lost_spend(self) -> None:
+        """Add to the run's spend what its last process paid past its last checkpoint (the
+        episodes of a generation in flight when it was killed, which stored nothing), as
+        that process recorded it while it ran (``_record_spend``): a budget then counts
+        every call paid for, and a resumed run never reads lower than what was paid."""
+        result = self.store.get_run(self.current_run_id).run_result()
+        if result is None or not result.spend:
+            return
+        paid = result.spend
+        s = self.state.spend
+        lost = Spend(
+            episodes=max(0, int(paid.get("episodes", 0)) - s.episodes),
+            calls=max(0, int(paid.get("calls", 0)) - s.calls),
+            dollars=max(0.0, float(paid.get("dollars", 0.0)) - s.dollars),
+            seconds=max(0.0, float(paid.get("minutes", 0.0)) * 60 - s.seconds),
+        )
+        if lost.episodes or lost.calls or lost.dollars:
+            log.info(
+                "run %s: %d episodes, %d calls, $%.4f paid before it was killed and not "
+                "stored count in its spend",
+                self.run_id,
+                lost.episodes,
+                lost.calls,
+                lost.dollars,
+            )
+        s.episodes += lost.episodes
+        s.calls += lost.calls
+        s.dollars += lost.dollars
+        s.seconds += lost.seconds
 
     def run(self) -> TrainState:
         """Train until a budget, the generation limit or a stop ends the run."""
@@ -211,6 +238,9 @@ class Trainer:
                 self.optimizer.rollouts,
                 self.state.generation + 1,
                 {k: v for k, v in asdict(cfg.budget).items()},
+                self.executor.info.executor,
+                self.executor.info.actors,
+                self.executor.info.nodes,
             )
         )
         reason = None
@@ -226,7 +256,10 @@ class Trainer:
         except Stopped:
             reason = "stopped"
         except Exception as exc:
-            log.exception("run %s failed", run_id)
+            # the sentence, not a traceback: the caller shows the error (the CLI its
+            # traceback under -v); the details stay in the debug log
+            log.info("run %s failed: %s: %s", run_id, type(exc).__name__, exc)
+            log.debug("run %s failed", run_id, exc_info=True)
             self.store.set_run_status(
                 run_id, RunStatus.FAILED, stop_reason="error", error=f"{type(exc).__name__}: {exc}"
             )
@@ -240,6 +273,34 @@ class Trainer:
             RunFinished(run_id, reason, self.state.generation + 1, self.state.best_validation)
         )
         return self.state
+
+    def _paid(self, episode: Episode, training: bool) -> None:
+        """Count a finished episode's calls in the generation's in-flight spend, and record
+        the run's spend so far in its record at most every ``SPEND_RECORD_S`` seconds: a
+        run killed before its generation is stored then still shows what it paid."""
+        f = self._in_flight
+        f.episodes += 1 if training else 0
+        f.calls += worker_calls([episode])
+        f.dollars += episode.cost
+        now = time.monotonic()
+        if now - self._spend_recorded < SPEND_RECORD_S:
+            return
+        self._spend_recorded = now
+        s = self.state.spend
+        so_far = Spend(
+            episodes=s.episodes + f.episodes,
+            calls=s.calls + f.calls,
+            dollars=s.dollars + f.dollars,
+            seconds=s.seconds + (time.perf_counter() - f.seconds),
+        )
+        self._record_spend(so_far)
+
+    def _record_spend(self, spend: Spend) -> None:
+        """Write the run's spend so far into its record (with who runs it)."""
+        result = replace(
+            self._result(), spend=spend.as_totals(), pid=os.getpid(), host=socket.gethostname()
+        )
+        self.store.set_run_status(self.current_run_id, RunStatus.RUNNING, result=result.to_dict())
 
     def _budget_reason(
         self, before_generation: bool, spend: Spend | None = None, done: int | None = None
@@ -272,6 +333,10 @@ class Trainer:
         tokens0, batches0 = bs.tokens_forwarded, bs.batches
         exact0, exact_tokens0 = bs.exact, bs.exact_tokens
         hits0 = self.cache_hits()
+        self._in_flight = Spend(seconds=started)
+        # every generation starts from empty feature caches: its features are then a
+        # function of its own requests, which a resumed run repeats exactly
+        self.backbone.forget()
         self._restart_if_due(g)
         proposals = self.optimizer.ask()
         batch_rng = np.random.default_rng(derived_seed(cfg.run.seed, "minibatch", g))
@@ -280,43 +345,37 @@ class Trainer:
         picks = batch_rng.choice(len(train), size=m, replace=len(train) < m)
         minibatch = [train[int(i)] for i in picks]
 
-        gate = episode_gate(cfg.optimizer.concurrency, len(proposals) * len(minibatch))
-        crn = self.optimizer.common_random_numbers
         share = self.opening_share(g)
+        work = GenerationWork(
+            run_id=self.current_run_id,
+            generation=g,
+            run_seed=cfg.run.seed,
+            common_random_numbers=self.optimizer.common_random_numbers,
+            opening_share=share,
+            minibatch=tuple(minibatch),
+            settings=self.settings,
+            n_workers=len(self.pool),
+            svf=bool(self.n_svf),
+        )
 
-        async def one(k: int, j: int, task: Task) -> Episode:
-            async with gate:
-                await self.stop.checkpoint()
-                coordinator, turns = self._policy(proposals[k])
-                if share:
-                    coordinator = ExploringStart(coordinator, share)
-                rng_seed, worker_seed = episode_seeds(cfg.run.seed, g, k, j, crn)
-                episode = await run_episode(
-                    coordinator,
-                    self.pool,
-                    task,
-                    replace(self.settings, max_turns=turns),
-                    rng=np.random.default_rng(rng_seed),
-                    seed=worker_seed,
-                    tag=EpisodeTag(run_id=self.run_id, generation=g, candidate=k),
-                )
+        def done(k: int, episode: Episode) -> None:
+            self._paid(episode, training=True)
             self._emit(
                 EpisodeDone(
                     self.current_run_id,
                     g,
                     k,
-                    task.id,
+                    episode.task_id,
                     episode.reward,
                     len(episode.turns),
                     str(episode.stop_reason),
                     episode.cost,
                 )
             )
-            return episode
 
-        jobs = [one(k, j, task) for k in range(len(proposals)) for j, task in enumerate(minibatch)]
-        flat = await asyncio.gather(*jobs)
-        per = [flat[k * m : (k + 1) * m] for k in range(len(proposals))]
+        candidates = [self._candidate(k, p) for k, p in enumerate(proposals)]
+        per = await self.executor.run_generation(work, candidates, done)
+        flat = [e for eps in per for e in eps]
         fitness = [float(np.mean([self._score(e) for e in eps])) for eps in per]
         self.optimizer.tell(proposals, fitness, per)
         episodes = list(flat)
@@ -394,7 +453,7 @@ class Trainer:
         span every attempt, so the run keeps the best coordinator of any of them. Why: on
         the team at two turns a run settles in the first ~100 generations either in the
         planner's plan or in the one-turn plan, which its logits then hold too firmly for
-        its samples to leave (README, "Multi-turn coordination"). The boundaries are a
+        its samples to leave (docs/results/multi-turn.md). The boundaries are a
         function of ``g``, so a resumed run restarts where an uninterrupted one would (the
         checkpoint holds the current attempt's optimizer)."""
         cfg = self.config
@@ -434,11 +493,15 @@ class Trainer:
     def _score(self, episode: Episode) -> float:
         return fitness_score(self.config, episode)
 
-    def _policy(self, proposal: Proposal) -> tuple[Policy, int]:
+    def _candidate(self, k: int, proposal: Proposal) -> Candidate:
+        """Proposal ``k`` as the executor plays it: a fixed worker for one turn, or its
+        vector in head space for the config's turns."""
         if proposal.fixed_worker is not None:
-            return FixedPolicy(len(self.pool), proposal.fixed_worker), 1
+            return Candidate(k, 1, fixed_worker=proposal.fixed_worker)
         assert proposal.vector is not None  # a proposal is a vector or a fixed worker
-        return self.coordinator(proposal.vector), self.config.protocol.max_turns
+        return Candidate(
+            k, self.config.protocol.max_turns, vector=self._head_space(proposal.vector)
+        )
 
     def coordinator(self, vector: np.ndarray) -> Coordinator:
         """The coordinator of a search vector."""
@@ -501,7 +564,7 @@ class Trainer:
         async def one(j: int, w: int, role: Role, task: Task) -> Episode:
             async with gate:
                 await self.stop.checkpoint()
-                return await run_episode(
+                episode = await run_episode(
                     FixedPolicy(len(self.pool), w, role),
                     self.pool,
                     task,
@@ -509,6 +572,8 @@ class Trainer:
                     seed=derived_seed(cfg.run.seed, "basis", j, w, str(role)) % 2**31,
                     tag=EpisodeTag(run_id=self.run_id, generation=-1, candidate=None),
                 )
+            self._paid(episode, training=True)  # a calibration episode counts as one
+            return episode
 
         episodes = await asyncio.gather(
             *(
@@ -536,7 +601,7 @@ class Trainer:
         async def one(j: int, task: Task) -> Episode:
             async with gate:
                 await self.stop.checkpoint()
-                return await run_episode(
+                episode = await run_episode(
                     coordinator,
                     self.pool,
                     task,
@@ -545,6 +610,8 @@ class Trainer:
                     seed=derived_seed(cfg.run.seed, "val", j) % 2**31,
                     tag=EpisodeTag(run_id=self.run_id, generation=g, candidate=None),
                 )
+            self._paid(episode, training=False)
+            return episode
 
         episodes = await asyncio.gather(
             *(one(j, t) for j, t in enumerate(self.splits["validation"]))
@@ -607,6 +674,9 @@ class Trainer:
             search_basis_alpha=None if st.basis is None else st.basis.alpha,
             backbone_device=self.backbone.device,
             backbone_precision=self.backbone.precision,
+            executor=self.executor.info.executor,
+            actors=self.executor.info.actors,
+            nodes=list(self.executor.info.nodes) or None,
             sigma0_head_scale=head_sigma_factor(
                 self.config.optimizer.sigma0_scale, self.head_config.hidden_size
             )
@@ -637,12 +707,3 @@ def fitness_score(config: RunConfig, episode: Episode) -> float:
     if o.diversity_bonus and len({t.worker for t in episode.turns if t.messages}) >= 2:
         score += o.diversity_bonus
     return score + o.turn_bonus * turns
-
-
-def coordinator_from_vector(
-    backbone: Backbone, n_workers: int, vector: np.ndarray, svf: bool
-) -> Coordinator:
-    """The coordinator of a parameter vector ``[SVF offsets || head weights]`` (docs/METHOD.md)."""
-    n_svf = backbone.svf().n_params if svf else 0
-    head = Head(HeadConfig(n_workers, backbone.hidden_size), np.asarray(vector)[n_svf:])
-    return Coordinator(backbone, head, np.asarray(vector)[:n_svf] if n_svf else None)

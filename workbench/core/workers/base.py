@@ -1,8 +1,8 @@
 """The Worker protocol and its small types: the completion, the error hierarchy, the
 episode context, and the tables provider modules register themselves in.
 
-A provider implements one coroutine, ``complete()``. ``PROVIDERS`` maps a provider name
-(``"local"``, ``"sandbox"``, ``"openai"``, ``"anthropic"``, ``"gemini"``) to its class;
+A provider implements one coroutine, ``complete()``. ``PROVIDER_CLASSES`` maps a provider name
+(``"local"``, ``"sandbox"``, ``"recorded"``, ``"openai"``, ``"anthropic"``, ``"gemini"``) to its class;
 ``workbench.core.workers.pool`` turns worker ids into worker objects.
 
 Errors: every failed call raises a ``WorkerError`` subclass whose message names the
@@ -16,9 +16,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from workbench.core.errors import BadInput, WorkFailed
+
 if TYPE_CHECKING:
     from workbench.core.keychain import Secret
     from workbench.core.tasks.model import Task
+    from workbench.core.workspace import Workspace
 
 Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": str}
 
@@ -38,7 +41,7 @@ class Completion:
     cached: bool = False  # served from the response cache: no call was made, nothing spent
 
 
-class WorkerError(Exception):
+class WorkerError(WorkFailed):
     """A worker call failed after the client's own retries. The message names the worker
     and what to do next, and never contains a key.
 
@@ -116,7 +119,7 @@ class CacheMiss(WorkerError):
     """Replay-only cache policy and no recorded response for this request."""
 
 
-class UnknownWorker(KeyError):
+class UnknownWorker(BadInput, KeyError):
     def __str__(self) -> str:
         return str(self.args[0])
 
@@ -143,6 +146,9 @@ class Worker(abc.ABC):
     # the keys whose echoes ``redact`` masks: a worker's own key, and once ``build_pool``
     # has shared them, the keys of every worker of its pool
     secrets: tuple[Secret, ...] = ()
+    # True for a worker that reads recorded answers (``recorded.py``): a call spends
+    # nothing, so a check or a study counts its answers at no cost (``headroom.py``)
+    answers_at_no_cost: bool = False
 
     def __init__(self, worker_id: str, model: str):
         self.id = worker_id
@@ -167,6 +173,11 @@ class Worker(abc.ABC):
     ) -> Completion:
         """Send ``messages`` and return the reply; raise ``WorkerError`` on failure.
         ``context`` is the episode the call belongs to (None outside one)."""
+
+    def covers(self, task: Task) -> bool:
+        """Whether this worker can answer ``task`` at all: a live model can answer
+        anything; a worker of recorded answers only the tasks it has a recording for."""
+        return True
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook, not abstract
         """Release connections or models; the default holds nothing."""
@@ -198,7 +209,8 @@ class Worker(abc.ABC):
         return f"{type(self).__name__}({self.id!r}, model={self.model!r})"
 
 
-PROVIDERS: dict[str, type[Worker]] = {}
+# filled as the modules of spec.PROVIDER_MODULES are imported (pool.load_providers)
+PROVIDER_CLASSES: dict[str, type[Worker]] = {}
 
 
 def register_provider(name: str) -> Callable[[type[Worker]], type[Worker]]:
@@ -206,18 +218,20 @@ def register_provider(name: str) -> Callable[[type[Worker]], type[Worker]]:
 
     def wrap(cls: type[Worker]) -> type[Worker]:
         cls.provider = name
-        PROVIDERS[name] = cls
+        PROVIDER_CLASSES[name] = cls
         return cls
 
     return wrap
 
 
-# Resolvers for built-in worker ids: prefix -> function(id) -> list of workers. Each
-# built-in provider module registers its own when imported; workbench.core.workers.pool
-# imports them and reads this table.
-BUILTIN_RESOLVERS: dict[str, Callable[[str], list[Worker]]] = {}
+# Resolvers for built-in worker ids: prefix -> function(id, workspace) -> list of
+# workers (``workspace``: where the pool is built, or None; recorded pools imported into a
+# workspace are found there). Each built-in provider module registers its own when
+# imported; workbench.core.workers.pool imports them and reads this table.
+Resolver = Callable[[str, "Workspace | None"], list[Worker]]
+BUILTIN_RESOLVERS: dict[str, Resolver] = {}
 
 
-def register_builtin(prefix: str, resolve: Callable[[str], list[Worker]]) -> None:
+def register_builtin(prefix: str, resolve: Resolver) -> None:
     """Make built-in worker ids starting with ``prefix`` resolve through ``resolve``."""
     BUILTIN_RESOLVERS[prefix] = resolve

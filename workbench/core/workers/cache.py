@@ -41,6 +41,9 @@ from workbench.core.workers.base import CacheMiss, Completion, EpisodeContext, M
 KEY_VERSION = 1  # part of every key: bump it when the key's content changes
 # Providers whose reply depends on the episode context, not only on the messages.
 CONTEXT_PROVIDERS = frozenset({"sandbox"})
+# Providers that make no call to cache: recorded answers are read from their table (by
+# task id, which the messages do not determine), never from the cache.
+UNCACHED_PROVIDERS = frozenset({"recorded"})
 
 
 class CachePolicy(StrEnum):
@@ -298,6 +301,13 @@ class CachedWorker(Worker):
     def redact(self, text: str) -> str:
         return self.inner.redact(text)
 
+    @property
+    def answers_at_no_cost(self) -> bool:  # type: ignore[override]
+        return self.inner.answers_at_no_cost
+
+    def covers(self, task: Any) -> bool:
+        return self.inner.covers(task)
+
     def request_identity(
         self, *, max_tokens: int, temperature: float, seed: int | None
     ) -> dict[str, Any]:
@@ -321,6 +331,7 @@ def cached_pool(
     pool: list[Worker], store: Store, policy: CachePolicy | str
 ) -> tuple[list[Worker], ResponseCache]:
     """Wrap every worker of ``pool`` so its calls go through one ``ResponseCache`` in
-    ``store`` under ``policy``; returns (the wrapped pool, the cache with its counts)."""
+    ``store`` under ``policy``; returns (the wrapped pool, the cache with its counts).
+    Recorded workers are left unwrapped (``UNCACHED_PROVIDERS``)."""
     cache = ResponseCache(store, policy)
-    return [cache.wrap(w) for w in pool], cache
+    return [w if w.provider in UNCACHED_PROVIDERS else cache.wrap(w) for w in pool], cache

@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.core.models import OFFLINE, ModelSourceError, load_causal_lm
 from workbench.core.workers.base import (
@@ -28,6 +28,9 @@ from workbench.core.workers.base import (
     register_builtin,
     register_provider,
 )
+
+if TYPE_CHECKING:
+    from workbench.core.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -148,8 +151,18 @@ class LocalWorker(Worker):
             lm.executor, self._generate, messages, max_tokens, temperature, seed
         )
 
+    def request_identity(
+        self, *, max_tokens: int, temperature: float, seed: int | None
+    ) -> dict[str, Any]:
+        # at temperature 0 the reply is greedy and ignores the seed (``_generate``): left
+        # out of the cache key, an answer recorded with one seed (a headroom check's) is
+        # the answer a training episode's call with another seed gets
+        return super().request_identity(
+            max_tokens=max_tokens, temperature=temperature, seed=None if temperature == 0 else seed
+        )
 
-def _resolve(worker_id: str) -> list[Worker]:
+
+def _resolve(worker_id: str, workspace: Workspace | None = None) -> list[Worker]:
     if worker_id == SMOLLM2_ID:
         return [LocalWorker(SMOLLM2_ID, OFFLINE)]
     _, _, source = worker_id.partition(":")

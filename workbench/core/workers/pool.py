@@ -8,17 +8,25 @@ registered workers from their specs (``worker_for``) with their keys resolved no
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
 from workbench.core.keychain import KeyStatus, Secret, clean_key
-from workbench.core.workers.base import BUILTIN_RESOLVERS, PROVIDERS, UnknownWorker, Worker
+from workbench.core.workers.base import (
+    BUILTIN_RESOLVERS,
+    PROVIDER_CLASSES,
+    UnknownWorker,
+    Worker,
+)
 from workbench.core.workers.registry import Registry
-from workbench.core.workers.spec import WorkerSpec
+from workbench.core.workers.spec import PROVIDER_MODULES, WorkerSpec
 
 if TYPE_CHECKING:
     import httpx
+
+    from workbench.core.workspace import Workspace
 
 
 def builtin_prefixes() -> list[str]:
@@ -29,12 +37,14 @@ def builtin_prefixes() -> list[str]:
 
 def _load_builtin_modules() -> None:
     # Importing registers the providers; the heavy imports happen inside their classes.
-    from workbench.core.workers import local, simulated  # noqa: F401
+    from workbench.core.workers import local, recorded, simulated  # noqa: F401
 
 
-def load_http_providers() -> None:
-    """Import the HTTP provider modules so that they register their classes."""
-    from workbench.core.workers import anthropic, gemini, openai  # noqa: F401
+def load_providers() -> None:
+    """Import the module of every provider in ``spec.PROVIDER_MODULES`` (each registers
+    its Worker class); the heavy imports happen inside the classes."""
+    for module in PROVIDER_MODULES.values():
+        importlib.import_module(module)
 
 
 @dataclass(frozen=True)
@@ -66,11 +76,14 @@ def build_pool(
     *,
     registry: Registry | None = None,
     client: httpx.AsyncClient | None = None,
+    workspace: Workspace | None = None,
 ) -> list[Worker]:
     """Turn worker ids into workers, in order: built-in ids (``local:smollm2``,
     ``local:SOURCE``, ``sandbox``, ``sandbox:<name>``) and ids registered with
     ``trinity-workbench workers add`` (``registry``, default: the user's workers.toml).
-    ``sandbox`` expands to the whole built-in sandbox pool.
+    ``sandbox`` expands to the whole built-in sandbox pool; ``recorded:NAME`` to every
+    worker of a recorded pool (``recorded:champ`` built in, others imported into
+    ``workspace`` with ``trinity-workbench records import``).
 
     ``client`` is the run's shared ``httpx.AsyncClient`` (see
     ``workbench.core.workers.transport.open_client``); workers built without one open their
@@ -79,10 +92,23 @@ def build_pool(
     registry = registry or _registry_if_needed(worker_ids)
     pool = [
         w if isinstance(w, Worker) else worker_for(registry, w, client=client)
-        for w in _expand(worker_ids, registry)
+        for w in _expand(worker_ids, registry, workspace)
     ]
     share_secrets(pool)
     return pool
+
+
+def registered_specs(
+    worker_ids: Sequence[str], workspace: Workspace | None = None
+) -> dict[str, WorkerSpec]:
+    """The specs of the registered workers among ``worker_ids`` (none for built-in ones),
+    as ``build_pool`` would read them: what a Ray actor builds the same pool from. Specs
+    hold no key."""
+    return {
+        w.id: w
+        for w in _expand(worker_ids, _registry_if_needed(worker_ids), workspace)
+        if isinstance(w, WorkerSpec)
+    }
 
 
 def share_secrets(pool: Sequence[Worker]) -> None:
@@ -98,13 +124,17 @@ def share_secrets(pool: Sequence[Worker]) -> None:
 
 
 def describe_pool(
-    worker_ids: Sequence[str], *, registry: Registry | None = None
+    worker_ids: Sequence[str],
+    *,
+    registry: Registry | None = None,
+    workspace: Workspace | None = None,
 ) -> list[tuple[str, str]]:
     """(id, model) of each worker ``worker_ids`` names, in head order, as ``build_pool``
     would build them but without building registered workers: no key is read (listing
     a pool must not touch the keychain)."""
     return [
-        (w.id, w.model) for w in _expand(worker_ids, registry or _registry_if_needed(worker_ids))
+        (w.id, w.model)
+        for w in _expand(worker_ids, registry or _registry_if_needed(worker_ids), workspace)
     ]
 
 
@@ -115,7 +145,9 @@ def _registry_if_needed(worker_ids: Sequence[str]) -> Registry | None:
     return Registry.open()
 
 
-def _expand(worker_ids: Sequence[str], registry: Registry | None) -> list[Worker | WorkerSpec]:
+def _expand(
+    worker_ids: Sequence[str], registry: Registry | None, workspace: Workspace | None = None
+) -> list[Worker | WorkerSpec]:
     """Built-in workers (cheap: nothing loads until a call) and registered specs, in order."""
     _load_builtin_modules()
     pool: list[Worker | WorkerSpec] = []
@@ -123,7 +155,7 @@ def _expand(worker_ids: Sequence[str], registry: Registry | None) -> list[Worker
         wid = wid.strip()
         prefix = wid.split(":", 1)[0]
         if prefix in BUILTIN_RESOLVERS:
-            pool.extend(BUILTIN_RESOLVERS[prefix](wid))
+            pool.extend(BUILTIN_RESOLVERS[prefix](wid, workspace))
             continue
         spec = registry.find(wid) if registry is not None else None
         if spec is None:
@@ -170,7 +202,7 @@ def worker_for(
     else:
         registry = registry or Registry.open()
         secret, status = registry.resolve_key(spec)
-    load_http_providers()
-    # HTTP providers take the spec and the key (Worker subclasses with their own __init__)
-    provider = cast(Callable[..., Worker], PROVIDERS[spec.provider])
+    # the providers take the spec and the key (Worker subclasses with their own __init__)
+    load_providers()
+    provider = cast(Callable[..., Worker], PROVIDER_CLASSES[spec.provider])
     return provider(spec, key=secret, key_status=status, client=client)

@@ -24,6 +24,7 @@ from pathlib import Path
 import platformdirs
 import tomli_w
 
+from workbench.core.errors import FileEncodingError, read_text
 from workbench.core.keychain import KeychainUnavailable, KeyStatus, KeyStore, Secret
 from workbench.core.workers.base import UnknownWorker
 from workbench.core.workers.spec import RegistryError, SpecError, WorkerSpec, validate_worker_id
@@ -60,8 +61,10 @@ class Registry:
             return {}
         try:
             # utf-8-sig: a file saved with a byte order mark (Windows Notepad) still reads
-            doc = tomllib.loads(self.path.read_text(encoding="utf-8-sig"))
-        except (OSError, UnicodeDecodeError) as exc:
+            doc = tomllib.loads(read_text("worker registry", self.path))
+        except FileEncodingError as exc:
+            raise RegistryError(f"{exc}; or move it away and add the workers again") from None
+        except OSError as exc:
             raise RegistryError(f"cannot read worker registry {self.path}: {exc}") from None
         except RecursionError:
             raise RegistryError(
@@ -237,3 +240,20 @@ class Registry:
         if value.strip():
             return Secret(value), KeyStatus("environment", env, note)
         return None, KeyStatus("missing", env, note)
+
+
+class FixedRegistry(Registry):
+    """Registered workers given as specs, with no file: a Ray actor's registry, the
+    driver's specs as they were when the run started (``pool.registered_specs``). Keys
+    are resolved like any registry's, from this machine's keychain or environment.
+    Read-only."""
+
+    def __init__(self, specs: Mapping[str, WorkerSpec], *, keys: KeyStore | None = None):
+        super().__init__(os.devnull, keys=keys)
+        self._specs = dict(specs)
+
+    def _read(self) -> dict[str, WorkerSpec]:
+        return dict(self._specs)
+
+    def _write(self, specs: Mapping[str, WorkerSpec]) -> None:
+        raise RegistryError("a run's fixed worker registry cannot be changed")

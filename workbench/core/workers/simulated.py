@@ -39,7 +39,7 @@ import re
 import tokenize
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.core.workers.base import (
     Completion,
@@ -50,6 +50,9 @@ from workbench.core.workers.base import (
     register_builtin,
     register_provider,
 )
+
+if TYPE_CHECKING:
+    from workbench.core.workspace import Workspace
 
 THINK_GAIN = 0.4
 FALSE_REJECT = 0.05
@@ -453,7 +456,7 @@ def _broken_program(task) -> str:
     return f"def {entry}(*args, **kwargs):\n    return None"
 
 
-def _resolve(worker_id: str) -> list[Worker]:
+def _resolve(worker_id: str, workspace: Workspace | None = None) -> list[Worker]:
     prefix = worker_id.split(":", 1)[0]
     profiles = POOLS[prefix]
     if worker_id == prefix:

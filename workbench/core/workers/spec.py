@@ -16,8 +16,23 @@ from types import MappingProxyType
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-PROVIDERS = ("openai", "anthropic", "gemini", "local")
-BUILTIN_PREFIXES = ("local", "sandbox")  # ids that name built-in workers
+from workbench.core.errors import BadInput
+
+# The providers a registered worker may name, each with the module that implements it
+# (its Worker class registers itself there with @base.register_provider). One table: the
+# spec's check reads its names, the pool imports its modules, and a test checks that every
+# module registers exactly its row's name (tests/core/workers/test_provider_registry.py).
+PROVIDER_MODULES: dict[str, str] = {
+    "openai": "workbench.core.workers.openai",  # and every OpenAI-compatible server
+    "anthropic": "workbench.core.workers.anthropic",
+    "gemini": "workbench.core.workers.gemini",
+    "local": "workbench.core.workers.local",  # a model in this process
+    "sandbox": "workbench.core.workers.simulated",  # the simulation: built in only
+    "recorded": "workbench.core.workers.recorded",  # recorded answers: built in only
+}
+# what workers.toml may name (the sandbox's workers are built in: sandbox, sandbox:NAME)
+PROVIDERS = tuple(name for name in PROVIDER_MODULES if name not in ("sandbox", "recorded"))
+BUILTIN_PREFIXES = ("local", "sandbox", "recorded")  # ids that name built-in workers
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _ENV = re.compile(r"^[A-Z_][A-Z0-9_]*$")
@@ -71,7 +86,7 @@ _RESERVED_FIELDS = {"model", "messages", "stream", "contents", "system", "system
 MAX_TIMEOUT_S = 86_400  # a day: longer is a typo, and overflows the HTTP client's timers
 
 
-class RegistryError(ValueError):
+class RegistryError(BadInput, ValueError):
     """A registry operation cannot be done as asked (bad spec, unknown id, bad file)."""
 
 

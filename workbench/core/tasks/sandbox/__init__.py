@@ -56,8 +56,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from workbench.core.errors import WorkFailed
 from workbench.core.tasks.sandbox import limits as rlimits
-from workbench.core.tasks.sandbox import linux, macos, plaindata
+from workbench.core.tasks.sandbox import linux, macos, pids, plaindata
 from workbench.core.tasks.sandbox.isolation import (
     NOBODY,
     UNISOLATED_ENV,
@@ -65,16 +66,19 @@ from workbench.core.tasks.sandbox.isolation import (
     detect_isolation,
     unisolated_allowed,
 )
+from workbench.core.tasks.sandbox.pids import ProcessLimit, process_limit
 
 __all__ = [
     "UNISOLATED_ENV",
     "Check",
     "Isolation",
+    "ProcessLimit",
     "SandboxError",
     "SandboxResult",
     "check_function",
     "detect_isolation",
     "end_spare_sandboxes",
+    "process_limit",
     "run_program",
     "unisolated_allowed",
 ]
@@ -90,7 +94,7 @@ _READY = b"ready\n"  # what the checker writes on its verdict pipe once it has s
 _SPARE_MAX_AGE_S = 30.0
 
 
-class SandboxError(RuntimeError):
+class SandboxError(WorkFailed, RuntimeError):
     """The sandbox itself could not run (not the program's fault): no isolation here and
     no opt-in to run unisolated, or the interpreter could not be started."""
 
@@ -476,14 +480,19 @@ def _has_exited(proc: subprocess.Popen | None) -> bool:
 
 
 def _rlimits(limits: _Limits, isolation: Isolation) -> str:
-    """The limits spec a sandboxed interpreter applies to itself. The process limit counts
+    """The limits spec a sandboxed interpreter applies to itself. Where each sandbox has a
+    process limit of its own (``pids.py``) RLIMIT_NPROC is left as it is; else it counts
     every process of the sandbox's user (nobody, for a root caller) now, plus room."""
-    user = NOBODY if os.geteuid() == 0 and isolation.kind == "bubblewrap" else os.getuid()
+    if isolation.kind == "bubblewrap" and process_limit().per_sandbox:
+        processes = -1
+    else:
+        user = NOBODY if os.geteuid() == 0 and isolation.kind == "bubblewrap" else os.getuid()
+        processes = _count_tasks_of(user) + _EXTRA_PROCESSES
     return rlimits.spec(
         memory_bytes=limits.memory_mb * 2**20,
         cpu_s=int(limits.timeout_s) + 1,
         file_bytes=limits.file_bytes,
-        processes=_count_tasks_of(user) + _EXTRA_PROCESSES,
+        processes=processes,
     )
 
 
@@ -579,6 +588,7 @@ class _Box:
             **{n: t.encode("utf-8", errors="surrogatepass") for n, t in files.items()},
         }
         self.host: Path | None = None
+        self.group: pids.Group | None = None
         self.memfds: dict[str, int] = {}
         if isolation.kind == "bubblewrap":
             # handed to bwrap as in-memory files: nothing on disk, and nothing a root
@@ -607,6 +617,10 @@ class _Box:
         self.err.close()
         for fd in self.memfds.values():
             os.close(fd)
+        self.memfds = {}
+        if self.group is not None:
+            self.group.close()
+            self.group = None
         if self.host is not None:
             _remove_tree(self.host)
 
@@ -623,21 +637,33 @@ class _Box:
     ) -> subprocess.Popen:
         """Start this box's script (``harness.py`` or ``checker.py``) with the limits
         ``spec`` (which it applies to itself first) and ``args``. No Python runs in the child before exec (no ``preexec_fn``): the
-        interpreter starts it with ``vfork``; on Linux ``prlimit`` caps the processes and a
-        root caller's sandbox starts as nobody through ``setpriv`` (``linux.launch_prefix``)."""
+        interpreter starts it with ``vfork``; on Linux the sandbox joins a process group of
+        its own first (``pids.py``: a cgroup through ``sh``, or a systemd scope; else
+        ``prlimit`` caps the user's processes) and a root caller's sandbox starts as nobody
+        through ``setpriv`` (``linux.launch_prefix``)."""
         kind = self.isolation.kind
         if kind == "bubblewrap":
             python = self.python
             assert python is not None
+            processes = rlimits.processes(spec)
             try:
                 argv = linux.bwrap_argv(
                     linux.which("bwrap") or "bwrap",
                     python,
                     files=self.memfds,
-                    processes=rlimits.processes(spec),
+                    processes=processes if processes >= 0 else None,
                 )
+                limit = process_limit()
+                if limit.per_sandbox:
+                    # its own cgroup (or systemd scope), joined before anything else runs
+                    self.group = pids.Group(limit)
+                    argv = [*self.group.prefix, *argv]
             except linux.NoUtilLinux as error:
                 raise SandboxError(str(error)) from error
+            except OSError as error:
+                raise SandboxError(
+                    f"could not make the sandbox's process group: {error}"
+                ) from error
             argv += [python.executable, "-I", "-S", self.path(self.script), spec, *args]
             pass_fds = (*pass_fds, *self.memfds.values())
             cwd = "/"

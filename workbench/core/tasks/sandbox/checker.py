@@ -5,10 +5,12 @@ Started inside one sandbox per grade, ahead of its grade, as
 CHECKER_OUT_FD CHECKER_ERR_FD`` (the last two become its own stdout and stderr).
 Before anything of the grade arrives it
 
-1. sets the resource limits ``LIMITS`` on itself (``limits.py``), inherited by all below;
-2. imports the candidate's side (``harness.py``): nothing more, not even ``typing``
-   (21 of HumanEval's 164 prompts import it, and each import costs both processes
-   about 8 ms of CPU, which a grade that does not need it would pay for nothing);
+1. imports the candidate's side (``harness.py``), ``limits.py`` and ``plaindata.py``:
+   nothing more, not even ``typing`` (21 of HumanEval's 164 prompts import it, and each
+   import costs both processes about 8 ms of CPU, which a grade that does not need it
+   would pay for nothing); none of them does anything at import;
+2. (``main``) sets the resource limits ``LIMITS`` on itself (``limits.py``), inherited
+   by all below;
 3. makes itself non-dumpable (``prctl(PR_SET_DUMPABLE, 0)``): the kernel then refuses a
    process without ``CAP_SYS_PTRACE`` (the sandbox has no capability) to trace it, read
    or write its memory, or open its ``/proc/PID/fd``, ``mem``, ``environ``, even though
@@ -31,21 +33,23 @@ did not get that far is replaced by the host, as no grade ran in it):
 ``pass`` or ``fail``, a newline, the candidate's exit status (empty if it had not ended
 0.2 s after the last call), a newline, and why.
 
-It imports only the stdlib.
+It imports only the stdlib. Imported as a module of workbench (not run), it does nothing:
+the work is ``main()``, which runs only when the sandbox starts the file as a script.
 """
 
 import builtins
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import limits  # noqa: E402
+if __package__:  # imported as part of workbench (a check, a documentation tool): no action
+    from workbench.core.tasks.sandbox import harness, limits, plaindata
+else:  # run in the sandbox by path under -I -S: its siblings lie beside it
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import harness  # type: ignore[no-redef]
+    import limits  # type: ignore[no-redef]
+    import plaindata  # type: ignore[no-redef]
 
-limits.apply(sys.argv[1])
-import harness  # noqa: E402
-import plaindata  # noqa: E402
-
-del sys.path[0]
+    del sys.path[0]
 
 MAX_REPLY_BYTES = 16 * 2**20
 _PR_SET_DUMPABLE = 4
@@ -213,7 +217,9 @@ def _candidate_status(pid: int) -> str:
         time.sleep(0.0005)
 
 
-def _start() -> None:
+def main() -> None:
+    """The checker's process, as the sandbox starts it (see the module's docstring)."""
+    limits.apply(sys.argv[1])
     task_fd, candidate_task_fd, verdict_fd, out_fd, err_fd = map(int, sys.argv[2:7])
     # its own output files, not bwrap's (the sandbox's pid 1 holds those, within the
     # candidate's reach)
@@ -256,4 +262,5 @@ def _start() -> None:
     os._exit(0)  # at once: the interpreter's teardown would only make the grade wait
 
 
-_start()
+if __name__ == "__main__":
+    main()

@@ -14,20 +14,21 @@
   process writes can do more than answer a call.
 
 This process is as untrusted as the program it runs: it holds no secret and decides
-nothing. It imports only the stdlib.
+nothing. It imports only the stdlib, and does nothing at import (``main`` runs only when
+the sandbox starts the file as a script).
 """
 
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import limits  # noqa: E402
+if __package__:  # imported as part of workbench (a check, a documentation tool)
+    from workbench.core.tasks.sandbox import limits, plaindata
+else:  # in the sandbox, run by path (or imported by checker.py) under -I -S
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import limits  # type: ignore[no-redef]
+    import plaindata  # type: ignore[no-redef]
 
-if __name__ == "__main__":
-    limits.apply(sys.argv[1])
-import plaindata  # noqa: E402
-
-del sys.path[0]
+    del sys.path[0]
 
 
 def _traceback():
@@ -66,6 +67,8 @@ def _serve(namespace: dict, entry: str, in_fd: int, out_fd: int) -> None:
     for line in requests:
         try:
             args = plaindata.decode(line)
+            if type(args) is not list:
+                raise TypeError("the call's arguments are not a list")
             if function is None:
                 raise NameError(f"the program defines no function {entry!r}")
             reply = plaindata.encode(["ok", function(*args)])
@@ -130,7 +133,9 @@ def serve(task_fd: int, in_fd: int, out_fd: int, set_dumpable) -> None:
     os._exit(code)
 
 
-def _main() -> None:
+def main() -> None:
+    """``python -I -S harness.py LIMITS run PROGRAM``: set the limits, run the program."""
+    limits.apply(sys.argv[1])
     mode = sys.argv[2]
     if mode == "run":
         with open(sys.argv[3], "rb") as f:
@@ -140,4 +145,4 @@ def _main() -> None:
 
 
 if __name__ == "__main__":
-    _main()
+    main()

@@ -8,7 +8,8 @@ untrusted runs before ``apply``: the program is read and executed only after it.
 
 Limits: address space (``AS``), CPU seconds (``CPU``; hard limit one second later, so the
 soft limit's SIGXCPU comes first), bytes per written file (``FSIZE``), open files
-(``NOFILE``), processes and threads of the user (``NPROC``), and no core dumps (``CORE``).
+(``NOFILE``), processes and threads of the user (``NPROC``; -1 leaves it as it is, where
+each sandbox has a cgroup of its own: ``pids.py``), and no core dumps (``CORE``).
 
 This file runs inside the sandbox too (``python -I -S``), so it imports only the stdlib.
 """
@@ -26,7 +27,8 @@ def spec(*, memory_bytes: int, cpu_s: int, file_bytes: int, processes: int) -> s
 
 
 def processes(text: str) -> int:
-    """The process limit of a spec (the host also sets it before bwrap: ``linux.py``)."""
+    """The process limit of a spec (the host also sets it before bwrap: ``linux.py``); -1
+    when the spec leaves it as it is."""
     return int(dict(item.split("=", 1) for item in text.split(","))["NPROC"])
 
 
@@ -38,5 +40,7 @@ def apply(text: str) -> None:
         raise ValueError(f"not a limits spec: {text!r}")
     for name, value in pairs:
         soft = int(value)
+        if soft < 0:
+            continue  # left as it is (NPROC, where a cgroup caps the sandbox's processes)
         hard = soft + 1 if name == "CPU" else soft
         resource.setrlimit(getattr(resource, f"RLIMIT_{name}"), (soft, hard))

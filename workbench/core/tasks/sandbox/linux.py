@@ -30,6 +30,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from workbench.core.errors import WorkFailed
+
 NOBODY = 65534  # the uid and gid a root caller drops to before starting the sandbox
 
 TMP_BYTES = 64 * 2**20
@@ -49,7 +51,7 @@ ENV = {
 }
 
 
-class NoPython(RuntimeError):
+class NoPython(WorkFailed, RuntimeError):
     """No interpreter that the sandbox's user can run was found."""
 
 
@@ -111,7 +113,7 @@ def _others_can_run(executable: str, prefix: str) -> bool:
     return True
 
 
-class NoUtilLinux(RuntimeError):
+class NoUtilLinux(WorkFailed, RuntimeError):
     """``prlimit`` or (as root) ``setpriv``, both of util-linux, is not installed."""
 
 
@@ -182,11 +184,13 @@ def bwrap_argv(
             argv += ["--symlink", os.readlink(top), top]
         elif os.path.isdir(top):
             argv += ["--ro-bind", top, top]
-    for prefix in python.prefixes:
-        argv += ["--ro-bind", prefix, prefix]
     for device in ("/dev/null", "/dev/zero", "/dev/urandom"):
         argv += ["--dev-bind", device, device]
     argv += ["--proc", "/proc", "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
+    # after the private /tmp, so that an interpreter that lives under /tmp (a packaged
+    # app unpacked there) is bound on top of it instead of hidden by it
+    for prefix in python.prefixes:
+        argv += ["--ro-bind", prefix, prefix]
     for name, fd in files.items():
         argv += ["--perms", "0444", "--ro-bind-data", str(fd), f"{WORK_DIR}/{name}"]
     # bwrap builds the new root on an uncapped tmpfs the sandbox could fill: make it

@@ -43,8 +43,53 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from workbench.core.config import RunConfig
+from workbench.core.errors import InvalidInput
 from workbench.core.records import Episode, GenerationStats, Role, RunResult, StopReason, Turn
+from workbench.core.store import schema
+from workbench.core.store.errors import (
+    BUSY_TIMEOUT_S,
+    AmbiguousEpisodeId,
+    AmbiguousRunId,
+    DuplicateEpisode,
+    EpisodeNotFound,
+    GenerationExists,
+    RunNotFound,
+    StoreDamaged,
+    StoreError,
+    StoreFull,
+    StoreReadOnly,
+    StoreVersionError,
+    doctor_hint,
+    read_only_reason,
+    translate_error,
+)
+from workbench.core.store.schema import TABLES, schema_version
 from workbench.core.workspace import Workspace
+
+# the package's public names, its errors among them (defined in store/errors.py)
+__all__ = [
+    "AmbiguousEpisodeId",
+    "AmbiguousRunId",
+    "DuplicateEpisode",
+    "EpisodeNotFound",
+    "EpisodeSummary",
+    "GenerationExists",
+    "RunNotFound",
+    "RunRecord",
+    "RunStatus",
+    "Store",
+    "StoreDamaged",
+    "StoreError",
+    "StoreFull",
+    "StoreReadOnly",
+    "StoreVersionError",
+    "TABLES",
+    "doctor_hint",
+    "parse_episode_json",
+    "read_only_reason",
+    "schema_version",
+    "translate_error",
+]
 
 T = TypeVar("T")
 
@@ -52,50 +97,6 @@ EPISODE_FORMAT = "trinity-workbench/episode"
 EPISODE_FORMAT_VERSION = 1
 DEFAULT_KEEP_CHECKPOINTS = 3
 MIN_PREFIX = 4  # shortest run id prefix accepted, like git's short hashes
-BUSY_TIMEOUT_S = 30.0
-
-
-# --------------------------------------------------------------------------- errors
-
-
-class StoreError(Exception):
-    """A workspace database could not be opened, read or written."""
-
-
-class StoreVersionError(StoreError):
-    """The database was written by a newer workbench than this one."""
-
-
-class StoreDamaged(StoreError):
-    """The database file is damaged (corrupt pages, missing tables): see ``doctor``."""
-
-
-class StoreReadOnly(StoreError):
-    """The database file, or the folder that holds it, cannot be written."""
-
-
-class RunNotFound(StoreError, LookupError):
-    """No run has this id (or id prefix)."""
-
-
-class AmbiguousRunId(StoreError, LookupError):
-    """A run id prefix matches more than one run."""
-
-
-class EpisodeNotFound(StoreError, LookupError):
-    """No episode has this id."""
-
-
-class AmbiguousEpisodeId(StoreError, LookupError):
-    """An episode id prefix matches more than one episode."""
-
-
-class DuplicateEpisode(StoreError):
-    """An episode with this id is already stored."""
-
-
-class GenerationExists(StoreError):
-    """A generation number was committed twice for one run."""
 
 
 # --------------------------------------------------------------------------- records
@@ -156,201 +157,6 @@ class EpisodeSummary:
     tokens_in: int
     tokens_out: int
     created_at: float
-
-
-# --------------------------------------------------------------------------- schema
-
-Migration = Callable[[sqlite3.Connection], None]
-
-
-def _sql(*statements: str) -> Migration:
-    """A migration step made of SQL statements, run one by one inside the open transaction.
-
-    (``executescript`` would commit the transaction first, so it is not used.)
-    """
-
-    def step(conn: sqlite3.Connection) -> None:
-        for statement in statements:
-            conn.execute(statement)
-
-    return step
-
-
-_V1 = _sql(
-    """CREATE TABLE runs (
-        id          TEXT PRIMARY KEY,            -- uuid4 hex
-        name        TEXT NOT NULL,
-        kind        TEXT NOT NULL,               -- 'train', 'episode', 'eval', ...
-        config      TEXT NOT NULL,               -- JSON
-        status      TEXT NOT NULL,               -- RunStatus
-        stop_reason TEXT,
-        error       TEXT,
-        created_at  REAL NOT NULL,               -- unix time
-        updated_at  REAL NOT NULL,
-        result      TEXT                         -- JSON, or NULL
-    )""",
-    "CREATE INDEX runs_by_kind ON runs(kind, created_at)",
-    "CREATE INDEX runs_by_created ON runs(created_at)",
-    """CREATE TABLE generations (
-        run_id     TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-        generation INTEGER NOT NULL CHECK (generation >= 0),
-        stats      TEXT NOT NULL,                -- JSON
-        created_at REAL NOT NULL,
-        PRIMARY KEY (run_id, generation)
-    )""",
-    """CREATE TABLE checkpoints (
-        run_id     TEXT NOT NULL,
-        generation INTEGER NOT NULL,
-        state      BLOB NOT NULL,
-        created_at REAL NOT NULL,
-        PRIMARY KEY (run_id, generation),
-        FOREIGN KEY (run_id, generation)
-            REFERENCES generations(run_id, generation) ON DELETE CASCADE
-    )""",
-    """CREATE TABLE episodes (
-        id            TEXT PRIMARY KEY,
-        run_id        TEXT REFERENCES runs(id) ON DELETE CASCADE,
-        generation    INTEGER,
-        candidate     INTEGER,
-        suite         TEXT NOT NULL,
-        task_id       TEXT NOT NULL,
-        pool          TEXT NOT NULL,             -- JSON list of worker ids
-        max_turns     INTEGER NOT NULL,
-        answer        TEXT,
-        reward        REAL NOT NULL,
-        stop_reason   TEXT NOT NULL,
-        grade_details TEXT NOT NULL,             -- JSON
-        seed          INTEGER,
-        tokens_in     INTEGER NOT NULL,
-        tokens_out    INTEGER NOT NULL,
-        cost          REAL NOT NULL,
-        n_turns       INTEGER NOT NULL,
-        created_at    REAL NOT NULL
-    )""",
-    "CREATE INDEX episodes_by_run ON episodes(run_id, generation, candidate)",
-    "CREATE INDEX episodes_by_task ON episodes(task_id)",
-    "CREATE INDEX episodes_by_created ON episodes(created_at)",
-    """CREATE TABLE turns (
-        episode_id      TEXT NOT NULL REFERENCES episodes(id) ON DELETE CASCADE,
-        idx             INTEGER NOT NULL,
-        worker          TEXT NOT NULL,
-        role            TEXT NOT NULL,
-        worker_probs    TEXT NOT NULL,           -- JSON list of floats
-        role_probs      TEXT NOT NULL,           -- JSON list of floats
-        messages        TEXT NOT NULL,           -- JSON list of chat messages
-        response        TEXT NOT NULL,
-        verdict         TEXT,
-        verdict_parsed  INTEGER NOT NULL,        -- 0/1
-        tokens_in       INTEGER NOT NULL,
-        tokens_out      INTEGER NOT NULL,
-        latency_s       REAL NOT NULL,
-        cost            REAL NOT NULL,
-        usage_estimated INTEGER NOT NULL,        -- 0/1
-        error           TEXT,
-        PRIMARY KEY (episode_id, idx)
-    ) WITHOUT ROWID""",
-    "CREATE INDEX turns_by_worker ON turns(worker, episode_id)",
-    """CREATE TABLE responses (
-        key        TEXT PRIMARY KEY,             -- hex digest computed by the caller
-        provider   TEXT NOT NULL,
-        model      TEXT NOT NULL,
-        request    TEXT NOT NULL,                -- JSON
-        response   TEXT NOT NULL,                -- JSON
-        created_at REAL NOT NULL,
-        hits       INTEGER NOT NULL DEFAULT 0
-    )""",
-)
-
-# MIGRATIONS[i] takes the schema from version i to i + 1. Append, never edit a shipped step.
-MIGRATIONS: list[Migration] = [_V1]
-
-# The tables of the current schema, in an order where each table's references come first
-# (the order doctor salvages them in).
-TABLES = ("runs", "generations", "checkpoints", "episodes", "turns", "responses")
-
-
-def schema_version() -> int:
-    """The schema version this workbench writes (the number of migration steps)."""
-    return len(MIGRATIONS)
-
-
-# --------------------------------------------------------------------------- errors from SQLite
-
-
-def doctor_hint(path: Path) -> str:
-    """How to check a damaged workspace database and copy what is readable."""
-    return (
-        f"check it with `trinity-workbench doctor --workspace {path.parent}`, and copy what "
-        f"is readable into a new workspace with `--salvage NEW_FOLDER`"
-    )
-
-
-def _companions(path: Path) -> tuple[Path, ...]:
-    """The files SQLite keeps beside the database: write-ahead log, shared memory, journal."""
-    return tuple(Path(f"{path}{suffix}") for suffix in ("-wal", "-shm", "-journal"))
-
-
-def read_only_reason(path: Path) -> str:
-    """Which of the database file or its folder cannot be written (SQLite needs both: it
-    keeps its write-ahead log in files beside the database)."""
-    if path.exists() and not os.access(path, os.W_OK):
-        return f"the file {path} is read-only: make it writable (chmod u+w)"
-    if not os.access(path.parent, os.W_OK | os.X_OK):
-        return (
-            f"the folder {path.parent} is read-only, and SQLite keeps its journal files "
-            "beside the database: make the folder writable, or copy the workspace elsewhere"
-        )
-    for companion in _companions(path):
-        if companion.exists() and not os.access(companion, os.W_OK):
-            return (
-                f"SQLite's journal file {companion} is read-only (left by a copy or an earlier "
-                "opening of a read-only database): make it writable (chmod u+w), or delete it "
-                "while no workbench program has the workspace open"
-            )
-    return "the disk or the file system is read-only: copy the workspace to a writable place"
-
-
-def translate_error(error: sqlite3.Error, path: Path) -> StoreError:
-    """A ``StoreError`` that says what an SQLite error means for the workspace database at
-    ``path`` and what to do about it."""
-    name = getattr(error, "sqlite_errorname", "") or ""
-    text = str(error)
-    if name.startswith("SQLITE_READONLY") or "readonly database" in text:
-        return StoreReadOnly(f"cannot write workspace database {path}: {read_only_reason(path)}")
-    if name.startswith("SQLITE_CANTOPEN") or name.startswith("SQLITE_PERM"):
-        if (
-            not os.access(path.parent, os.W_OK | os.X_OK)
-            or (path.exists() and not os.access(path, os.R_OK | os.W_OK))
-            or any(c.exists() and not os.access(c, os.R_OK | os.W_OK) for c in _companions(path))
-        ):
-            return StoreReadOnly(f"cannot open workspace database {path}: {read_only_reason(path)}")
-        return StoreError(
-            f"cannot open workspace database {path} ({text}): check that the folder exists, "
-            "is on a local disk and is writable"
-        )
-    if name.startswith("SQLITE_CORRUPT") or name == "SQLITE_NOTADB":
-        return StoreDamaged(f"workspace database {path} is damaged ({text}): {doctor_hint(path)}")
-    if text.startswith(("no such table", "no such column")):
-        return StoreDamaged(
-            f"workspace database {path} lacks part of its schema ({text}): it was damaged or "
-            f"edited by another program; {doctor_hint(path)}"
-        )
-    if name == "SQLITE_FULL":
-        return StoreError(
-            f"cannot write workspace database {path}: the disk is full: free some space "
-            "and try again (nothing of the failed write was kept)"
-        )
-    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
-        return StoreError(
-            f"workspace database {path} stayed locked by another program for "
-            f"{BUSY_TIMEOUT_S:g} s: close other workbench windows or commands and try again"
-        )
-    if name.startswith("SQLITE_IOERR"):
-        return StoreError(
-            f"input/output error on workspace database {path} ({text}): check the disk; "
-            f"if it persists, {doctor_hint(path)}"
-        )
-    return StoreError(f"workspace database {path}: {text}: {doctor_hint(path)}")
 
 
 def _sqlite_errors(method: Callable[..., T]) -> Callable[..., T]:
@@ -454,7 +260,7 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         for step in range(version, schema_version()):
             try:
-                MIGRATIONS[step](conn)
+                schema.MIGRATIONS[step](conn)
             except Exception as e:
                 raise StoreError(
                     f"cannot upgrade workspace database {path} from schema version {step} "
@@ -971,6 +777,30 @@ class Store:
         return [{**json.loads(r["stats"]), "generation": r["generation"]} for r in rows]
 
     @_sqlite_errors
+    def stored_spend(self, run_id: str) -> dict[str, float]:
+        """What a run's stored episodes used: ``episodes`` (its training episodes, as a
+        run's spend counts them), ``calls`` (worker calls of every stored episode,
+        validation included), ``dollars``; read from the episodes, so it holds whatever
+        the run's own records say."""
+        row = (
+            self._reader()
+            .execute(
+                "SELECT COUNT(CASE WHEN e.candidate IS NOT NULL THEN 1 END) AS episodes,"
+                " COALESCE(SUM(e.cost), 0) AS dollars,"
+                " COALESCE(SUM((SELECT COUNT(*) FROM turns t WHERE t.episode_id = e.id"
+                " AND t.messages != '[]')), 0) AS calls"
+                " FROM episodes e WHERE e.run_id = ?",
+                (run_id,),
+            )
+            .fetchone()
+        )
+        return {
+            "episodes": int(row["episodes"]),
+            "calls": int(row["calls"]),
+            "dollars": float(row["dollars"]),
+        }
+
+    @_sqlite_errors
     def generation_counts(self) -> dict[str, int]:
         """How many generations each run has committed (runs with none are left out)."""
         rows = (
@@ -1040,6 +870,29 @@ class Store:
         )
 
     @_sqlite_errors
+    def list_responses(self) -> list[dict[str, Any]]:
+        """Every cached response, oldest first: provider, model, request and response (both
+        parsed), created_at (what ``records import --from-cache`` reads)."""
+        rows = (
+            self._reader()
+            .execute(
+                "SELECT provider, model, request, response, created_at FROM responses"
+                " ORDER BY created_at, key"
+            )
+            .fetchall()
+        )
+        return [
+            {
+                "provider": r["provider"],
+                "model": r["model"],
+                "request": json.loads(r["request"]),
+                "response": json.loads(r["response"]),
+                "created_at": r["created_at"],
+            }
+            for r in rows
+        ]
+
+    @_sqlite_errors
     def response_count(self) -> int:
         """How many responses the cache holds."""
         return self._reader().execute("SELECT count(*) FROM responses").fetchone()[0]
@@ -1049,9 +902,9 @@ def parse_episode_json(text: str) -> Episode:
     """An episode from the JSON ``Store.export_episode_json`` writes."""
     doc = json.loads(text)
     if not isinstance(doc, dict) or doc.get("format") != EPISODE_FORMAT:
-        raise ValueError(f"not a {EPISODE_FORMAT} document: export episodes with the workbench")
+        raise InvalidInput(f"not a {EPISODE_FORMAT} document: export episodes with the workbench")
     if doc.get("version") != EPISODE_FORMAT_VERSION:
-        raise ValueError(
+        raise InvalidInput(
             f"episode file version {doc.get('version')!r}, this workbench reads version "
             f"{EPISODE_FORMAT_VERSION}: use the workbench version that exported it"
         )
@@ -1102,7 +955,7 @@ def _run_status(status: RunStatus | str) -> RunStatus:
         return RunStatus(status)
     except ValueError:
         known = ", ".join(s.value for s in RunStatus)
-        raise ValueError(f"unknown run status {status!r}: use one of {known}") from None
+        raise InvalidInput(f"unknown run status {status!r}: use one of {known}") from None
 
 
 def _run_not_found(run_id: str, path: Path, *, short: bool = False) -> RunNotFound:

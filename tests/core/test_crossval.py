@@ -1,0 +1,175 @@
+"""k-fold cross-validation: the folds (every task tested exactly once, seeded,
+stratified), the paired statistics, and an end-to-end cross-validated training and
+evaluation of a tiny coordinator on an imported recorded pool (tiny backbone, seconds)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from workbench.core.config import RunConfig
+from workbench.core.crossval import (
+    cross_validate,
+    fold_suite,
+    make_folds,
+    paired,
+    sign_test,
+    summarise_folds,
+)
+from workbench.core.errors import InvalidInput
+from workbench.core.recordings import import_file
+from workbench.core.store import Store
+from workbench.core.tasks.model import Suite, Task
+from workbench.core.tasks.suites import import_suite, load_suite
+from workbench.core.workspace import Workspace
+
+
+def _tasks(n: int = 23) -> list[Task]:
+    return [
+        Task(
+            id=f"t{i:02d}", kind="math", prompt=f"{i} + 1?", answer=str(i + 1), category="ab"[i % 2]
+        )
+        for i in range(n)
+    ]
+
+
+def test_every_task_is_in_exactly_one_fold_and_folds_are_balanced_and_seeded():
+    tasks = _tasks(23)
+    folds = make_folds(tasks, 5, seed=7)
+    ids = [t.id for f in folds for t in f]
+    assert sorted(ids) == sorted(t.id for t in tasks)  # each task once
+    assert max(map(len, folds)) - min(map(len, folds)) <= 1
+    for fold in folds:  # each category spread over the folds
+        assert {t.category for t in fold} == {"a", "b"}
+    assert make_folds(list(reversed(tasks)), 5, seed=7) == folds  # file order does not matter
+    assert make_folds(tasks, 5, seed=8) != folds
+    with pytest.raises(InvalidInput, match="at least 2 folds"):
+        make_folds(tasks, 1, 0)
+    with pytest.raises(InvalidInput, match="one per task"):
+        make_folds(tasks[:3], 4, 0)
+
+
+def test_a_folds_suite_tests_the_fold_and_trains_and_validates_on_the_rest():
+    tasks = _tasks(20)
+    suite = Suite("s", tuple(tasks))
+    folds = make_folds(tasks, 4, seed=0)
+    tested = []
+    for index in range(4):
+        splits = fold_suite(suite, folds, index, seed=0).splits()
+        assert {t.id for t in splits["test"]} == {t.id for t in folds[index]}
+        assert len(splits["validation"]) == round(15 * 0.25)
+        assert len(splits["train"]) + len(splits["validation"]) + len(splits["test"]) == 20
+        tested += [t.id for t in splits["test"]]
+    assert sorted(tested) == sorted(t.id for t in tasks)
+
+
+def test_paired_difference_interval_and_exact_sign_test():
+    assert sign_test(0, 0) == 1.0
+    assert sign_test(34, 0) == pytest.approx(2 / 2**34)
+    assert sign_test(3, 3) == 1.0
+    # 8 wins, 2 losses: P(X <= 2 | n=10, p=1/2) * 2
+    assert sign_test(8, 2) == pytest.approx(2 * (1 + 10 + 45) / 1024)
+    ids = [f"t{i}" for i in range(40)]
+    a = {i: 1.0 for i in ids}
+    b = {i: 1.0 if n < 30 else 0.0 for n, i in enumerate(ids)}
+    p = paired("a", "b", a, b, ids, seed=0)
+    assert p.difference == pytest.approx(0.25) and (p.wins, p.losses, p.n) == (10, 0, 40)
+    assert 0.1 < p.ci_low < 0.25 < p.ci_high < 0.4
+    same = paired("b", "b", b, b, ids)
+    assert (same.difference, same.ci_low, same.ci_high, same.p_value) == (0.0, 0.0, 0.0, 1.0)
+
+
+def test_the_report_pairs_every_system_with_the_best_single_worker_per_category():
+    groups = {"t1": "x", "t2": "x", "t3": "y", "t4": "y"}
+    rewards = {
+        "coordinator": {"t1": 1.0, "t2": 1.0, "t3": 1.0, "t4": 0.0},
+        "single:a": {"t1": 1.0, "t2": 1.0, "t3": 0.0, "t4": 0.0},
+        "single:b": {"t1": 0.0, "t2": 0.0, "t3": 1.0, "t4": 0.0},
+        "recorded oracle": {"t1": 1.0, "t2": 1.0, "t3": 1.0, "t4": 0.0},
+    }
+    kinds = {"coordinator": "coordinator", "single:a": "single", "single:b": "single"}
+    kinds["recorded oracle"] = "oracle"
+    report = summarise_folds("s", 2, 0, rewards, kinds, groups)
+    assert report.best_single == "single:a"
+    coordinator = next(p for p in report.paired if p.system == "coordinator")
+    assert coordinator.difference == pytest.approx(0.25) and coordinator.wins == 1
+    assert report.system("coordinator").by_group["y"][0] == pytest.approx(0.5)
+    per_y = next(p for p in report.paired_by_group["y"] if p.system == "coordinator")
+    assert (per_y.n, per_y.wins, per_y.difference) == (2, 1, 0.5)
+    assert "single:a" in report.table() and json.loads(report.to_json())["folds"] == 2
+
+
+def test_cross_validated_training_on_a_recorded_pool_tests_every_task_once(tmp_path, tiny_backbone):
+    """A 12-task suite, a recorded pool of two workers each right on one category, 3
+    folds: 3 training runs and 3 evaluations stored, every system scored once per task,
+    the recorded oracle right everywhere and each single worker on its category."""
+    ws = Workspace.open(tmp_path / "ws")
+    tasks = _tasks(12)
+    suite_file = tmp_path / "s.jsonl"
+    suite_file.write_text("".join(json.dumps(t.to_dict()) + "\n" for t in tasks))
+    import_suite(suite_file, "tiny", ws)
+    lines = []
+    for t in tasks:
+        for worker, right in (("even", t.category == "a"), ("odd", t.category == "b")):
+            answer = t.answer if right else "0"
+            lines.append(
+                json.dumps({"task_id": t.id, "worker": worker, "response": f"\\boxed{{{answer}}}"})
+            )
+    (tmp_path / "r.jsonl").write_text("\n".join(lines) + "\n")
+    import_file(ws, tmp_path / "r.jsonl", "parity", "tiny")
+    config = RunConfig.from_dict(
+        {
+            "run": {"name": "cv", "seed": 0},
+            "pool": {"workers": ["recorded:parity"]},
+            "tasks": {"suite": "tiny"},
+            "optimizer": {"popsize": 4, "rollouts": 2, "validate_every": 1},
+            "budget": {"generations": 2},
+            "protocol": {"max_turns": 1, "temperature": 0.0, "roles": ["worker"]},
+            "cache": {"policy": "off"},
+        }
+    )
+    seen = []
+    report = cross_validate(
+        config, ws, folds=3, seed=1, backbone=tiny_backbone, progress=seen.append
+    )
+    assert [(e.fold, e.stage) for e in seen if e.stage != "training"] == [
+        (f, s) for f in (1, 2, 3) for s in ("trained", "evaluated")
+    ]
+    names = [s.name for s in report.systems]
+    assert names == [
+        "coordinator",
+        "single:recorded:parity/even",
+        "single:recorded:parity/odd",
+        "random",
+        "recorded oracle",
+    ]
+    ids = {t.id for t in tasks}
+    for system in report.systems:
+        assert set(system.rewards) == ids and system.n == 12  # every task tested once
+    assert report.system("recorded oracle").accuracy == 1.0
+    assert report.system("single:recorded:parity/even").by_group == {
+        "a": (1.0, *report.system("single:recorded:parity/even").by_group["a"][1:3], 6),
+        "b": (0.0, *report.system("single:recorded:parity/even").by_group["b"][1:3], 6),
+    }
+    assert report.best_single == "single:recorded:parity/even"  # a tie: the first in the pool
+    oracle = next(p for p in report.paired if p.system == "recorded oracle")
+    assert (oracle.wins, oracle.losses, oracle.difference) == (6, 0, 0.5)
+    assert math.isclose(oracle.p_value, 2 / 2**6)
+    with Store.open(ws) as store:
+        trained = [r for r in store.list_runs("train") if r.name.startswith("cv (cv ")]
+        assert len(trained) == 3 and {r.id for r in trained} == set(report.runs)
+        evaluations = store.list_runs("eval")
+        assert {r.id for r in evaluations} == set(report.evaluations)
+        # the folds' test tasks: disjoint, together the suite
+        tested = [
+            e.task_id
+            for r in report.evaluations
+            for e in store.list_episodes(r)
+            if e.candidate == 0
+        ]
+    assert sorted(tested) == sorted(ids)
+    assert np.isfinite(report.train_seconds) and report.train_seconds > 0
+    assert load_suite("tiny", ws).tasks == tuple(tasks)  # the stored suite is unchanged

@@ -1,0 +1,187 @@
+"""The headroom check (workbench/core/headroom.py): on the sandbox, whose skills are known,
+the measured figures must hold the exact ones in their intervals; answers read from the
+cache or from recorded answers cost nothing; the figures of hand-made outcomes are exact."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from workbench.core.config import RunConfig
+from workbench.core.headroom import (
+    DEFAULT_SAMPLE,
+    Outcomes,
+    analyse,
+    check_headroom,
+    check_tasks,
+    exact_headroom,
+)
+from workbench.core.store import Store
+from workbench.core.tasks.suites import load_suite
+from workbench.core.training.trainer import task_splits
+from workbench.core.workspace import Workspace
+
+
+def _config(workers, suite="mixed", **protocol) -> RunConfig:
+    return RunConfig.from_dict(
+        {
+            "run": {"name": "headroom", "seed": 0},
+            "pool": {"workers": workers},
+            "tasks": {"suite": suite},
+            "protocol": {"max_turns": 1, "temperature": 0.0, **protocol},
+            "cache": {"policy": "off"},
+        }
+    )
+
+
+def test_the_sandbox_check_holds_the_exact_figures_in_its_intervals(tmp_path):
+    ws = Workspace.open(tmp_path / "ws")
+    config = _config(["sandbox"])
+    report = check_headroom(config, ws, sample=60)
+    assert report.n == 60 and report.spend == "simulated"
+    train = task_splits(config, load_suite("mixed"))["train"]
+    exact = exact_headroom(report.pool, [t for t in train if t.id in _ids(ws, report)], report.best)
+    assert exact is not None
+    for w in report.workers:
+        assert w.exact == pytest.approx(exact["workers"][w.worker])
+        assert w.ci_low <= w.exact <= w.ci_high, w
+    assert report.oracle[1] <= exact["oracle"] <= report.oracle[2]
+    assert report.gap[1] <= exact["gap"] <= report.gap[2]
+    # the sandbox's specialists: each category's winner is its specialist, clearly
+    winners = {c.category: c.winner for c in report.categories}
+    assert winners["math"] == "sandbox:mathlete" and winners["code"] == "sandbox:coder"
+    # the check paid for every answer (simulated dollars), and stored them as a run
+    assert report.cost.calls == 60 * 3 and report.cost.cached == 0
+    assert report.cost.dollars > 0 and "(simulated)" in report.cost_line()
+    assert "routing can gain at most" in report.sentence.lower()
+    # again: every answer comes from the response cache, and costs nothing
+    again = check_headroom(config, ws, sample=60)
+    assert again.cost.calls == 0 and again.cost.dollars == 0 and again.cost.cached == 180
+    assert [w.accuracy for w in again.workers] == [w.accuracy for w in report.workers]
+    # a larger sample keeps the first one (a prefix of the same seeded order)
+    larger = check_headroom(config, ws, sample=70)
+    assert larger.cost.calls == 10 * 3 and larger.cost.cached == 180
+
+
+def _ids(ws: Workspace, report) -> set[str]:
+    with Store.open(ws) as store:
+        return {e.task_id for e in store.list_episodes(report.run_id)}
+
+
+def test_recorded_answers_cost_nothing_and_cover_the_whole_split(tmp_path):
+    ws = Workspace.open(tmp_path / "ws")
+    config = _config(["recorded:champ/gpt-3.5", "recorded:champ/gpt-4-turbo"], "champ")
+    config = config.replace(tasks={"train": 30}, protocol={"roles": ["worker"]})
+    report = check_headroom(config, ws, sample=10)
+    # every task both recordings cover is checked, whatever the sample size
+    from workbench.core.workers.pool import build_pool
+
+    pool = build_pool(list(config.pool.workers))
+    train = task_splits(config, load_suite("champ"))["train"]
+    assert report.n == sum(all(w.covers(t) for w in pool) for t in train) >= 25
+    assert report.cost.calls == 0 and report.cost.dollars == 0
+    assert report.cost.recorded == 2 * report.n
+    assert report.spend == "recorded" and report.workers[0].exact is None
+    # the recorded workers' own price per task: list prices times the recorded tokens
+    cheap, turbo = report.workers
+    assert 0 < cheap.dollars_per_task < turbo.dollars_per_task
+    assert "0 calls" in report.cost_line() and "from recorded answers" in report.cost_line()
+
+
+def test_a_live_model_is_paid_once_and_its_answers_are_reused_by_training(tmp_path):
+    """The offline model answers for real: the first check calls it, the second reads the
+    cache, and a training episode's call with another seed is the same request."""
+    import asyncio
+
+    from workbench.core.protocol import Prompts, build_messages
+    from workbench.core.records import Role
+    from workbench.core.runs import open_worker_pool
+    from workbench.core.workers.base import EpisodeContext
+    from workbench.core.workers.cache import ResponseCache
+
+    ws = Workspace.open(tmp_path / "ws")
+    config = _config(["local:smollm2", "sandbox:mathlete"], "arithmetic", max_tokens=12)
+    config = config.replace(tasks={"train": 3, "validation": 2, "test": 2})
+    first = check_headroom(config, ws, sample=0)
+    assert first.n == 3 and first.spend == "partly simulated"
+    assert first.cost.calls == 6 and first.cost.tokens_out > 0
+    second = check_headroom(config, ws, sample=0)
+    assert second.cost.calls == 0 and second.cost.cached == 6
+    task = task_splits(config, load_suite("arithmetic"))["train"][0]
+    session = open_worker_pool(["local:smollm2"])
+    with Store.open(ws) as store:
+        cache = ResponseCache(store, "read-write")
+        messages = build_messages(Prompts.load(), Role.WORKER, task, (), None)
+
+        async def training_call():
+            try:
+                return await cache.complete(
+                    session.pool[0],
+                    messages,
+                    max_tokens=12,
+                    temperature=0.0,
+                    seed=123456,  # a training episode's seed, not the check's
+                    context=EpisodeContext(task, "worker", None, ()),
+                )
+            finally:
+                await session.pool[0].aclose()
+                await session.client.aclose()
+
+        reply = asyncio.run(training_call())
+    assert reply.cached and cache.hits == 1 and cache.misses == 0
+
+
+def test_figures_of_hand_made_outcomes_are_exact():
+    right = np.array(
+        [
+            [1, 1, 0, 0, 1, 0],  # a
+            [0, 1, 1, 0, 0, 0],  # b
+        ],
+        dtype=bool,
+    )
+    cost = np.array([[2.0] * 6, [1.0] * 6])
+    outcomes = Outcomes(("a", "b"), tuple("123456"), ("x", "x", "x", "y", "y", "y"), right, cost)
+    workers, best, oracle, gap, pairwise, categories = analyse(outcomes, resamples=500)
+    assert best == "a" and workers[0].accuracy == pytest.approx(0.5)
+    assert oracle[0] == pytest.approx(4 / 6)  # tasks 1, 2, 3, 5
+    assert gap[0] == pytest.approx(1 / 6) and gap[1] >= 0 and gap[2] <= 0.5
+    assert pairwise["a"]["b"] == pytest.approx(2 / 6) and pairwise["b"]["a"] == pytest.approx(1 / 6)
+    x, y = categories
+    assert (x.category, x.winner, x.runner_up) == ("x", "b", "a")  # a tie: the cheaper wins
+    assert (y.winner, y.accuracy) == ("a", pytest.approx(1 / 3))
+
+
+def test_the_best_worker_right_whenever_any_is_says_a_coordinator_cannot_help(tmp_path):
+    from workbench.core.headroom import CheckCost, HeadroomReport
+
+    right = np.array([[1, 1, 0, 1], [0, 1, 0, 1]], dtype=bool)
+    outcomes = Outcomes(("a", "b"), tuple("1234"), ("x",) * 4, right, np.ones((2, 4)))
+    workers, best, oracle, gap, pairwise, categories = analyse(outcomes, resamples=200)
+    report = HeadroomReport(
+        "s", ("a", "b"), 4, "all", workers, best, oracle, gap, pairwise, categories, CheckCost()
+    )
+    assert gap == (0.0, 0.0, 0.0)
+    assert "right whenever any worker is" in report.sentence
+    assert "cannot help" in report.sentence
+
+
+def test_the_sample_is_a_seeded_prefix_and_uncovered_tasks_are_left_out():
+    from workbench.core.workers.pool import build_pool
+
+    train = task_splits(_config(["sandbox"]), load_suite("mixed"))["train"]
+    pool = build_pool(["sandbox:mathlete"])
+    small, words, left = check_tasks(train, pool, 10, 0, lambda w, t: False)
+    large, _, _ = check_tasks(train, pool, 20, 0, lambda w, t: False)
+    assert len(small) == 10 and {t.id for t in small} <= {t.id for t in large}
+    assert "seeded sample of 10" in words and left == {}
+    every, words, _ = check_tasks(train, pool, 0, 0, lambda w, t: False)
+    assert len(every) == len(train) and words.startswith("all")
+    at_hand, words, _ = check_tasks(train, pool, 10, 0, lambda w, t: True)
+    assert len(at_hand) == len(train) and "already cached or recorded" in words
+
+
+def test_the_cli_default_sample_is_the_documented_one():
+    from workbench.cli import build_parser
+
+    args = build_parser().parse_args(["headroom", "c.toml"])
+    assert args.sample == DEFAULT_SAMPLE

@@ -1,0 +1,136 @@
+"""``headroom`` (is a coordinator worth training on this pool?) and ``study frontier``
+(what do coordinators trained at several cost penalties buy, and at what price?):
+docs/guides/headroom-and-cost.md."""
+
+from __future__ import annotations
+
+import sys
+
+from workbench.cli.common import UserError, print_json, workspace
+
+
+def cmd_headroom(args) -> int:
+    from workbench.core.config import RunConfig
+    from workbench.core.headroom import check_headroom
+
+    config = RunConfig.load(args.config)
+    if args.pool:
+        config = config.replace(pool={"workers": [w.strip() for w in args.pool.split(",")]})
+    if args.suite:
+        config = config.replace(tasks={"suite": args.suite})
+    progress = None
+    if not args.json:
+        progress = _progress_line("answers")
+    report = check_headroom(config, workspace(args), sample=args.sample, progress=progress)
+    if progress is not None:
+        print(file=sys.stderr)
+    if args.out:
+        from pathlib import Path
+
+        folder = Path(args.out)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "headroom.json").write_text(report.to_json(), encoding="utf-8")
+        (folder / "headroom.md").write_text("```\n" + report.table() + "\n```\n", encoding="utf-8")
+    if args.json:
+        print_json(report.to_dict())
+    else:
+        print(report.table())
+        if args.out:
+            print(f"wrote {args.out}/headroom.json and headroom.md")
+    return 0
+
+
+def _progress_line(what: str):
+    tty = sys.stderr.isatty()
+
+    def show(event) -> None:
+        if tty or event.done == event.total:
+            end = "" if tty else "\n"
+            print(f"\r{event.done}/{event.total} {what}", end=end, file=sys.stderr, flush=True)
+
+    return show
+
+
+def parse_penalties(text: str) -> list[float]:
+    """``0,500,1000`` as numbers; a word that is not one is an error naming it."""
+    values = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            values.append(float(part))
+        except ValueError:
+            raise UserError(
+                f"--penalties: '{part}' is not a number: give cost penalties per dollar "
+                "separated by commas, e.g. --penalties 0,500,1000"
+            ) from None
+    return values
+
+
+def cmd_frontier(args) -> int:
+    from workbench.core.config import RunConfig
+    from workbench.core.frontier import study_frontier
+
+    config = RunConfig.load(args.config)
+    frontier = study_frontier(
+        config,
+        workspace(args),
+        parse_penalties(args.penalties),
+        progress=lambda line: print(line, file=sys.stderr),
+    )
+    if args.out:
+        frontier.write(args.out)
+    if args.json:
+        print_json(frontier.to_dict())
+    else:
+        print(frontier.table())
+        print(f"\nstored as run {frontier.run_id[:8] if frontier.run_id else '-'}")
+        if args.out:
+            print(f"wrote {args.out}/frontier.json, frontier.md and frontier.svg")
+    return 0
+
+
+def register(sub, common) -> None:
+    """Add ``headroom`` to the parser (``study frontier`` is added by ``register_study``)."""
+    p = sub.add_parser(
+        "headroom",
+        parents=[common],
+        help="before training: each worker's accuracy, the one-turn oracle's gap over the "
+        "best worker, and whether a coordinator can help",
+    )
+    p.add_argument("config", help="run config (TOML): its pool, suite and protocol are used")
+    p.add_argument(
+        "--sample",
+        type=int,
+        default=100,
+        help="training tasks to check (default 100; 0: all), plus every training task "
+        "whose answers are already cached or recorded",
+    )
+    p.add_argument("--pool", help="comma-separated worker ids instead of the config's pool")
+    p.add_argument("--suite", help="another suite than the config's")
+    p.add_argument("--out", metavar="DIR", help="write headroom.json and headroom.md here")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_headroom)
+
+
+def register_study(study_sub, common) -> None:
+    """Add ``study frontier`` to the ``study`` command's actions."""
+    p = study_sub.add_parser(
+        "frontier",
+        parents=[common],
+        help="train coordinators at several cost penalties and plot accuracy against "
+        "dollars per task beside every single worker, random routing and the oracle",
+    )
+    p.add_argument("config")
+    p.add_argument(
+        "--penalties",
+        required=True,
+        help="optimizer.cost_penalty values, per dollar, comma-separated (one run each), "
+        "e.g. 0,500,1000,2000",
+    )
+    p.add_argument(
+        "--out", metavar="DIR", help="write frontier.json, frontier.md and frontier.svg here"
+    )
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_frontier)

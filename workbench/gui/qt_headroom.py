@@ -1,0 +1,267 @@
+"""The Evaluate page's "Headroom and cost" panel: the headroom check of a run config (before
+training: is a coordinator worth it on this pool?) and the stored cost-quality frontiers
+(after it: accuracy against dollars per task, every point with its intervals and its
+details on hover, the Pareto front marked).
+
+A view only: the check is ``workbench.core.headroom.check_headroom`` and the frontier
+``workbench.core.frontier`` (``trinity-workbench study frontier`` makes one); both run in
+the page's background jobs, never on the GUI thread. docs/guides/headroom-and-cost.md.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from workbench.core.frontier import COLOURS, Frontier, list_frontiers, load_frontier, point_details
+from workbench.core.headroom import DEFAULT_SAMPLE, HeadroomReport
+from workbench.core.printable import shown_path
+from workbench.core.workspace import Workspace
+from workbench.gui.qt import (
+    QComboBox,
+    QFileDialog,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSpinBox,
+    Qt,
+    QVBoxLayout,
+    pg,
+    text_view,
+)
+
+
+def run_check(workspace: Workspace, config_path: str, sample: int) -> HeadroomReport:
+    """The headroom check of the config file at ``config_path`` (a background job)."""
+    from workbench.core.config import RunConfig
+    from workbench.core.headroom import check_headroom
+
+    return check_headroom(RunConfig.load(config_path), workspace, sample=sample)
+
+
+class HeadroomPanel(QGroupBox):
+    """The panel; ``page`` (a ``Page``) runs its jobs and shows its messages."""
+
+    def __init__(self, page: Any, workspace: Workspace):
+        super().__init__("Headroom and cost")
+        self.page = page
+        self.workspace = workspace
+        self.config_path: str | None = None
+        self.report: HeadroomReport | None = None
+        self.frontier: Frontier | None = None
+        self.checking = False
+        self.listing = False
+        self.loading = False
+
+        self.config_label = QLabel("no run config chosen")
+        self.config_label.setWordWrap(True)
+        self.config_button = QPushButton("Run config…")
+        self.config_button.clicked.connect(self._choose_config)
+        self.sample_box = QSpinBox()
+        self.sample_box.setRange(0, 1_000_000)
+        self.sample_box.setValue(DEFAULT_SAMPLE)
+        self.sample_box.setSpecialValueText("all")
+        self.sample_box.setToolTip(
+            "training tasks to check (0: all), plus every one already cached or recorded"
+        )
+        self.check_button = QPushButton("Check headroom")
+        self.check_button.clicked.connect(self.check)
+        row = QHBoxLayout()
+        row.addWidget(self.config_button)
+        row.addWidget(QLabel("tasks"))
+        row.addWidget(self.sample_box)
+        row.addWidget(self.check_button)
+        row.addStretch(1)
+        self.sentence_label = QLabel("")
+        self.sentence_label.setWordWrap(True)
+        self.report_view = text_view()
+
+        self.frontier_combo = QComboBox()
+        self.frontier_combo.currentIndexChanged.connect(lambda _: self._on_frontier_chosen())
+        self.frontier_refresh = QPushButton("Refresh")
+        self.frontier_refresh.clicked.connect(self.refresh_frontiers)
+        frontier_row = QHBoxLayout()
+        frontier_row.addWidget(QLabel("Frontier"))
+        frontier_row.addWidget(self.frontier_combo, 1)
+        frontier_row.addWidget(self.frontier_refresh)
+        self.plot = pg.PlotWidget(title="Accuracy against dollars per task (95% intervals)")
+        self.plot.setMenuEnabled(False)
+        self.plot.setLabel("left", "accuracy")
+        self.plot.setLabel("bottom", "$ / task")
+        self.scatter: Any = None
+        self.frontier_label = QLabel("Make one with: trinity-workbench study frontier CONFIG")
+        self.frontier_label.setWordWrap(True)
+
+        layout = QVBoxLayout(self)
+        layout.addLayout(row)
+        layout.addWidget(self.config_label)
+        layout.addWidget(self.sentence_label)
+        layout.addWidget(self.report_view, 1)
+        layout.addLayout(frontier_row)
+        layout.addWidget(self.plot, 1)
+        layout.addWidget(self.frontier_label)
+        self._update()
+
+    # ------------------------------------------------------------------ the check
+
+    def _choose_config(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Open a run config", str(Path.home()), "Run config (*.toml)"
+        )
+        if path:
+            self.choose_config(path)
+
+    def choose_config(self, path: str | Path) -> None:
+        self.config_path = str(path)
+        self.config_label.setText(
+            f"run config: {shown_path(self.config_path, self.workspace.root)}"
+        )
+        self.config_label.setToolTip(str(self.config_path))
+        self._update()
+
+    def check(self) -> None:
+        """Start the headroom check of the chosen config in the background."""
+        if self.config_path is None or self.checking:
+            return
+        self.checking = True
+        path, sample = self.config_path, self.sample_box.value()
+        self.sentence_label.setText("checking: every worker answers every task once …")
+        self._update()
+        job = self.page.in_background(
+            "headroom check",
+            lambda: run_check(self.workspace, path, sample),
+            self._on_checked,
+            self._on_check_failed,
+        )
+        if job is None:
+            self.checking = False
+
+    def _on_checked(self, _context: Any, report: HeadroomReport) -> None:
+        self.checking = False
+        self.show_report(report)
+
+    def _on_check_failed(self, _context: Any, exc: Exception) -> None:
+        self.checking = False
+        self.sentence_label.setText("")
+        self.page.show_error(self.page.failure("check the headroom", exc))
+        self._update()
+
+    def show_report(self, report: HeadroomReport) -> None:
+        self.report = report
+        self.sentence_label.setText(f"{report.sentence}\n{report.cost_line()}")
+        self.report_view.setPlainText(report.table())
+        self._update()
+
+    # ------------------------------------------------------------------ the frontier
+
+    def refresh_frontiers(self) -> None:
+        """List the workspace's stored frontier studies in the background."""
+        self.listing = True
+        self.page.in_background(
+            "frontier studies",
+            lambda: list_frontiers(self.workspace),
+            self._on_frontiers,
+            self._on_frontiers_failed,
+            latest=True,
+        )
+
+    def _on_frontiers(self, _context: Any, studies: list[Any]) -> None:
+        self.listing = False
+        chosen = self.frontier_combo.currentData()
+        self.frontier_combo.blockSignals(True)
+        self.frontier_combo.clear()
+        for s in studies:
+            self.frontier_combo.addItem(f"{s.run_id[:8]}  {s.name}", s.run_id)
+        index = self.frontier_combo.findData(chosen) if chosen is not None else 0
+        self.frontier_combo.setCurrentIndex(max(index, 0))
+        self.frontier_combo.blockSignals(False)
+        if studies and (self.frontier is None or self.frontier.run_id != chosen):
+            self._on_frontier_chosen()
+
+    def _on_frontiers_failed(self, _context: Any, exc: Exception) -> None:
+        self.listing = False
+        self.page.show_error(self.page.failure("list the frontier studies", exc))
+
+    def _on_frontier_chosen(self) -> None:
+        run_id = self.frontier_combo.currentData()
+        if run_id is None:
+            return
+        self.loading = True
+        self.page.in_background(
+            "frontier",
+            lambda: load_frontier(self.workspace, run_id),
+            self._on_frontier_loaded,
+            self._on_frontier_failed,
+            latest=True,
+        )
+
+    def _on_frontier_loaded(self, _context: Any, frontier: Frontier) -> None:
+        self.loading = False
+        self.show_frontier(frontier)
+
+    def _on_frontier_failed(self, _context: Any, exc: Exception) -> None:
+        self.loading = False
+        self.page.show_error(self.page.failure("read the frontier study", exc))
+
+    def show_frontier(self, frontier: Frontier) -> None:
+        """Draw ``frontier``: every point with both intervals, the front as a dashed line
+        through its points, each point's details on hover."""
+        self.frontier = frontier
+        self.plot.clear()
+        self.plot.setLabel("bottom", frontier.dollars_label)
+        points = frontier.points
+        for p in points:
+            colour = COLOURS.get(p.kind, "#000000")
+            self.plot.addItem(
+                pg.ErrorBarItem(
+                    x=[p.dollars],
+                    y=[p.accuracy],
+                    top=[p.ci_high - p.accuracy],
+                    bottom=[p.accuracy - p.ci_low],
+                    left=[p.dollars - p.dollars_low],
+                    right=[p.dollars_high - p.dollars],
+                    pen=pg.mkPen(colour),
+                )
+            )
+        front = sorted((p for p in points if p.pareto), key=lambda p: p.dollars)
+        if len(front) > 1:
+            self.plot.plot(
+                [p.dollars for p in front],
+                [p.accuracy for p in front],
+                pen=pg.mkPen("k", style=Qt.PenStyle.DashLine),
+            )
+        self.scatter = pg.ScatterPlotItem(
+            hoverable=True,
+            tip=lambda x, y, data: data,
+            hoverSize=14,
+        )
+        self.scatter.addPoints(
+            [
+                {
+                    "pos": (p.dollars, p.accuracy),
+                    "data": point_details(p, frontier.spend),
+                    "brush": pg.mkBrush(COLOURS.get(p.kind, "#000000")),
+                    "symbol": "s" if p.pareto else "o",
+                    "size": 10,
+                }
+                for p in points
+            ]
+        )
+        self.plot.addItem(self.scatter)
+        for p in points:
+            label = pg.TextItem(p.name, anchor=(0, 1), color="#333333")
+            label.setPos(p.dollars, p.accuracy)
+            self.plot.addItem(label)
+        self.frontier_label.setText(
+            f"{frontier.cheapest_within_one_point}\n{frontier.best_at_best_single_cost}"
+        )
+
+    def hover_texts(self) -> list[str]:
+        """The hover text of every point drawn (what a pointer over each shows)."""
+        if self.scatter is None:
+            return []
+        return [spot.data() for spot in self.scatter.points()]
+
+    def _update(self) -> None:
+        self.check_button.setEnabled(self.config_path is not None and not self.checking)
