@@ -47,6 +47,7 @@ from workbench.gui.qt import (
     QSplitter,
     Qt,
     QTableWidgetItem,
+    QTabWidget,
     QThread,
     QVBoxLayout,
     QWidget,
@@ -256,25 +257,39 @@ class QtEvaluate(Page):
         exports.addStretch(1)
         exports.addWidget(self.export_md_button)
         exports.addWidget(self.export_csv_button)
-        results = QSplitter(Qt.Orientation.Vertical)
-        for title, widget in (
-            ("Accuracy", self.results_table),
-            ("Usage: turns per worker and role", self.usage_table),
-            ("Accuracy per category (n tasks)", self.category_table),
-            ("What the coordinator played, by category", self.learned_view),
-        ):
-            box = QGroupBox(title)
-            QVBoxLayout(box).addWidget(widget)
-            results.addWidget(box)
-        results.insertWidget(1, self.chart)
-        results.insertWidget(2, self.paired_chart)
+
+        # three tabs, so that the page fits a laptop's screen: the scores, how they were
+        # reached, and the headroom check with the cost-quality frontier
+        def box(title: str, widget: QWidget) -> QGroupBox:
+            group = QGroupBox(title)
+            QVBoxLayout(group).addWidget(widget)
+            return group
+
+        scores = QSplitter(Qt.Orientation.Vertical)
+        scores.addWidget(box("Accuracy", self.results_table))
+        scores.addWidget(self.chart)
+        scores.addWidget(self.paired_chart)
+        played = QSplitter(Qt.Orientation.Vertical)
+        played.addWidget(box("Usage: turns per worker and role", self.usage_table))
+        played.addWidget(box("Accuracy per category (n tasks)", self.category_table))
+        played.addWidget(box("What the coordinator played, by category", self.learned_view))
         # before training and after it: the headroom check and the cost-quality frontier
         self.headroom_panel = HeadroomPanel(self, self.workspace)
-        results.addWidget(self.headroom_panel)
+        self.result_tabs = QTabWidget()
+        self.result_tabs.addTab(scores, "Scores")
+        self.result_tabs.setTabToolTip(0, "Accuracy of each system with 95% intervals")
+        self.result_tabs.addTab(played, "Usage and categories")
+        self.result_tabs.setTabToolTip(
+            1, "Which workers and roles were used, accuracy per category, what was played"
+        )
+        self.result_tabs.addTab(self.headroom_panel, "Headroom and cost")
+        self.result_tabs.setTabToolTip(
+            2, "Is there anything to learn (before training), and accuracy against dollars"
+        )
         right = QWidget()
         right_layout = QVBoxLayout(right)
         right_layout.setContentsMargins(0, 0, 0, 0)
-        right_layout.addWidget(results, 1)
+        right_layout.addWidget(self.result_tabs, 1)
         right_layout.addLayout(exports)
 
         splitter = QSplitter(Qt.Orientation.Horizontal)
