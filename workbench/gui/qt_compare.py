@@ -355,7 +355,5 @@ class QtCompare(Page):
 
     def difference_keys(self) -> list[str]:
         """The config keys the table lists (tests read it)."""
-        return [
-            self.diff_table.item(r, 0).data(Qt.ItemDataRole.UserRole)
-            for r in range(self.diff_table.rowCount())
-        ]
+        items = [self.diff_table.item(r, 0) for r in range(self.diff_table.rowCount())]
+        return [i.data(Qt.ItemDataRole.UserRole) for i in items if i is not None]

@@ -33,6 +33,7 @@ from workbench.core.training.events import StopToken
 from workbench.core.workspace import Workspace
 from workbench.gui import background
 from workbench.gui.page import Page, message_label
+from workbench.gui.plots import palette_colors, themed
 from workbench.gui.qt import (
     QCheckBox,
     QComboBox,
@@ -235,15 +236,17 @@ class QtEvaluate(Page):
         self.learned_view = LearnedView("What the coordinator played: shown after an evaluation.")
         for table in (self.results_table, self.usage_table, self.category_table):
             table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.chart = pg.PlotWidget(title="Accuracy with 95% intervals")
+        self.chart = themed(pg.PlotWidget(title="Accuracy with 95% intervals"))
         self.chart.setYRange(0, 1)
         self.chart.setMouseEnabled(x=False, y=False)
         self.chart.setMenuEnabled(False)
         self.bars: pg.BarGraphItem | None = None
         self.error_bars: pg.ErrorBarItem | None = None
         # every other system minus the best single worker, task by task (``Report.paired``)
-        self.paired_chart = pg.PlotWidget(
-            title="Difference from the best single worker, task by task (95% bootstrap)"
+        self.paired_chart = themed(
+            pg.PlotWidget(
+                title="Difference from the best single worker, task by task (95% bootstrap)"
+            )
         )
         self.paired_chart.setMouseEnabled(x=False, y=False)
         self.paired_chart.setMenuEnabled(False)
@@ -594,7 +597,7 @@ class QtEvaluate(Page):
             top=high - accuracy,
             bottom=accuracy - low,
             beam=0.25,
-            pen=pg.mkPen("#e0e0e0", width=2),
+            pen=pg.mkPen(palette_colors()[1], width=2),  # the text colour: read on either theme
         )
         self.chart.addItem(self.bars)
         self.chart.addItem(self.error_bars)
@@ -626,7 +629,8 @@ class QtEvaluate(Page):
         self.paired_chart.setTitle(
             f"Difference from {report.best_single}, task by task (95% bootstrap)"
             if pairs
-            else "Difference from the best single worker: no single worker evaluated"
+            else "Difference from the best single worker: no single worker evaluated",
+            color=palette_colors()[1],
         )
         if not pairs:
             return
@@ -640,7 +644,7 @@ class QtEvaluate(Page):
             top=high - diff,
             bottom=diff - low,
             beam=0.25,
-            pen=pg.mkPen("#e0e0e0", width=2),
+            pen=pg.mkPen(palette_colors()[1], width=2),  # the text colour: read on either theme
         )
         self.paired_items = [bars, errors]
         for item in self.paired_items:
