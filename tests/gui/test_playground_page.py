@@ -137,9 +137,7 @@ def test_a_simulated_team_says_so_and_the_offline_model_can_answer_in_its_place(
     page.choose_coordinator_file(path)
     qtbot.waitUntil(lambda: not page.local_box.isHidden(), timeout=TIMEOUT)
     note = page.simulated_label.text()
-    assert note.startswith("Every worker of this team are simulated") or note.startswith(
-        "Every worker of this team is simulated"
-    )
+    assert note.startswith("Every worker of this team is simulated")
     assert "only the bundled suites' questions" in note and "I am not sure." in note
 
     page.question.setPlainText("What is 12 + 30?")

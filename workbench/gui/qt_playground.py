@@ -188,8 +188,14 @@ class QtPlayground(Page):
         self.turns.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.turns.horizontalHeader().setStretchLastSection(True)
         self.turns.itemSelectionChanged.connect(self.show_selected_turn)
-        self.worker_bars = ProbabilityBars("Which worker (the coordinator's probabilities)")
+        # short headings: the two charts side by side fit beside the question at 1280 px
+        self.worker_bars = ProbabilityBars("Which worker")
         self.role_bars = ProbabilityBars("Which role")
+        for bars in (self.worker_bars, self.role_bars):
+            bars.setToolTip(
+                "The coordinator's probabilities for this turn: the longer the bar, the "
+                "likelier it was to pick that one; the chosen one is in bold"
+            )
         self.reply_view = text_view()
         self.turn_label = QLabel("")
         self.turn_label.setWordWrap(True)
@@ -327,9 +333,10 @@ class QtPlayground(Page):
         if not simulated:
             self.simulated_label.setText("Every worker of this team is a real model.")
             return
-        who = "Every worker" if len(simulated) == len(pool) else ", ".join(simulated)
+        every = len(simulated) == len(pool)
+        who = "Every worker" if every else ", ".join(simulated)
         self.simulated_label.setText(
-            f"{who} of this team {'is' if len(simulated) == 1 else 'are'} simulated: "
+            f"{who} of this team {'is' if every or len(simulated) == 1 else 'are'} simulated: "
             "made-up specialists that answer only the bundled suites' questions (a question "
             'of your own gets "I am not sure."). For real answers, let the offline model '
             "answer in their place:"

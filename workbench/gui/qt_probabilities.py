@@ -72,6 +72,7 @@ class ProbabilityBars(QWidget):
     def clear_distribution(self) -> None:
         if self.bars is not None:
             self.layout_.removeWidget(self.bars)
+            self.bars.hide()  # at once: deleted later, it was drawn under the new one
             self.bars.deleteLater()
             self.bars = None
         self.probs, self.chosen = (), -1
