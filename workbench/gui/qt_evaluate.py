@@ -151,6 +151,13 @@ def read_source(workspace: Workspace, data: str) -> tuple[EvaluationSource, list
     return source, [info.name for info in list_suites(workspace)]
 
 
+def tick_name(system: str) -> str:
+    """A system's name under its bar: a single worker by its own name (``mathlete`` for
+    ``single:sandbox:mathlete``), so that seven names fit side by side; the table above
+    the chart has each whole."""
+    return system.rsplit(":", 1)[-1] if system.startswith("single:") else system
+
+
 class QtEvaluate(Page):
     """The Evaluate page over a workspace. ``backbone``: an optional pre-built backbone for
     every evaluation started here (tests use the tiny one)."""
@@ -601,7 +608,9 @@ class QtEvaluate(Page):
         )
         self.chart.addItem(self.bars)
         self.chart.addItem(self.error_bars)
-        self.chart.getAxis("bottom").setTicks([[(i, s.name) for i, s in enumerate(systems)]])
+        self.chart.getAxis("bottom").setTicks(
+            [[(i, tick_name(s.name)) for i, s in enumerate(systems)]]
+        )
         self.chart.setXRange(-0.6, len(systems) - 0.4)
         self._show_paired(report)
 
@@ -649,7 +658,9 @@ class QtEvaluate(Page):
         self.paired_items = [bars, errors]
         for item in self.paired_items:
             self.paired_chart.addItem(item)
-        self.paired_chart.getAxis("bottom").setTicks([[(i, p.system) for i, p in enumerate(pairs)]])
+        self.paired_chart.getAxis("bottom").setTicks(
+            [[(i, tick_name(p.system)) for i, p in enumerate(pairs)]]
+        )
         self.paired_chart.setXRange(-0.6, len(pairs) - 0.4)
         self.paired_chart.setYRange(min(-0.1, float(low.min())), max(0.1, float(high.max())))
 
