@@ -66,6 +66,15 @@ def test_two_runs_overlay_their_curves_and_list_only_the_settings_that_differ(qt
         for series in ("best", "mean", "validation")
     ]
     assert page.plot.getPlotItem().getAxis("bottom").labelText == "generation"
+    # the legend beside the curves, never over them
+    view = page.plot.getPlotItem().getViewBox()
+
+    def legend_beside() -> None:
+        legend, curves = page.legend.sceneBoundingRect(), view.sceneBoundingRect()
+        # (a pen's half pixel of overlap at most)
+        assert legend.width() > 0 and legend.left() >= curves.right() - 1, (legend, curves)
+
+    qtbot.waitUntil(legend_beside, timeout=5_000)
 
     # the table: only what differs, one column per run
     assert sorted(page.difference_keys()) == sorted(
