@@ -15,8 +15,8 @@ from safetensors.numpy import load_file, save_file
 from tests.core.test_training import config
 from workbench.core.runs import evaluate_run, export_run, train
 from workbench.core.store import Store
-from workbench.gui.qt import Qt, QThread
-from workbench.gui.qt_evaluate import result_cells
+from workbench.gui.qt import QFontMetrics, Qt, QThread
+from workbench.gui.qt_evaluate import result_cells, tick_name
 
 TIMEOUT = 120_000
 SYSTEMS = [
@@ -92,6 +92,22 @@ def test_evaluating_a_run_shows_cores_figures_and_exports_them(
     assert [y - b for y, b in zip(errors["y"], errors["bottom"], strict=True)] == pytest.approx(
         [s.ci_low for s in expected.systems]
     )
+    # under each bar a name that leaves room for its neighbours' at 1280 x 800 (whole in
+    # the table): seven long names side by side overlapped
+    window.resize(1280, 800)
+    window.go("Evaluate")
+    qtbot.waitUntil(lambda: page.chart.isVisible(), timeout=5_000)
+    axis = page.chart.getAxis("bottom")
+    (ticks,) = axis._tickLevels
+    assert [name for _, name in ticks] == [tick_name(s) for s in SYSTEMS]
+    assert tick_name("single:sandbox:mathlete") == "mathlete"
+    spacing = axis.width() / (
+        page.chart.getViewBox().viewRange()[0][1] - page.chart.getViewBox().viewRange()[0][0]
+    )
+    metrics = QFontMetrics(axis.style["tickFont"] or page.chart.font())
+    widths = [metrics.horizontalAdvance(name) for _, name in ticks]
+    for left, right in zip(widths, widths[1:], strict=False):
+        assert (left + right) / 2 < spacing, (widths, spacing)
     # usage: every system's turns per worker and role, summing to its turns
     headers = [
         page.usage_table.horizontalHeaderItem(c).text()

@@ -21,6 +21,7 @@ from workbench.gui.qt_playground import LATENCY, P_ROLE, P_WORKER, REPLY, waitin
 from workbench.gui.qt_probabilities import ProbabilityCell
 
 TIMEOUT = 120_000
+LOCAL_MODEL_TIMEOUT = 240_000  # loading SmolLM2 and 8 tokens on a loaded 2-core CPU
 
 
 # First in the file, as in tests/core/test_serve.py: the test Secret Service (a session
@@ -71,7 +72,7 @@ def test_a_question_shows_its_turns_live_then_the_answer_and_opens_in_replay(
     assert f"pool: {', '.join(SANDBOX)}" in page.pool_label.text()
     for row, turn in enumerate(episode.turns):
         assert page.turns.item(row, 0).text() == str(row + 1)
-        assert page.turns.item(row, 1).text() == "worker"
+        assert page.turns.item(row, 1).text() == "Worker"  # the role, in words
         assert page.turns.item(row, 2).text() == turn.worker == "sandbox:mathlete"
         # both probabilities of the choice as bars, each with its value written on it
         p_worker = turn.worker_probs[SANDBOX.index(turn.worker)]
@@ -117,6 +118,50 @@ def test_choosing_a_coordinator_shows_its_pool_or_why_it_cannot(
     assert page.message_label.text().startswith("Cannot read the coordinator: ")
     assert "broken.safetensors" in page.message_label.text()
     assert "Traceback" not in page.message_label.text() and page.pool_label.text() == ""
+
+
+def test_a_simulated_team_says_so_and_the_offline_model_can_answer_in_its_place(
+    qtbot, make_main_window, gui_workspace, tiny_chat_backbone, tmp_path
+):
+    """The sandbox team answers only suite questions ("I am not sure." to 12 + 30): the
+    page says which workers are simulated; ticked, the real offline model (SmolLM2, a
+    local GGUF model) writes each reply, and the turns and the stored episode name it."""
+    from workbench.core.workers.local import SMOLLM2_ID
+
+    # one turn, a short reply: SmolLM2 on a CPU writes 8 tokens in seconds
+    path = steered_file(
+        tmp_path / "team.safetensors", tiny_chat_backbone, SANDBOX, max_turns=1, max_tokens=8
+    )
+    window = make_main_window(backbone=tiny_chat_backbone)
+    page = window.pages["Playground"]
+    page.choose_coordinator_file(path)
+    qtbot.waitUntil(lambda: not page.local_box.isHidden(), timeout=TIMEOUT)
+    note = page.simulated_label.text()
+    assert note.startswith("Every worker of this team is simulated")
+    assert "only the bundled suites' questions" in note and "I am not sure." in note
+
+    page.question.setPlainText("What is 12 + 30?")
+    page.ask_button.click()
+    qtbot.waitUntil(lambda: page.episode is not None and not page.running, timeout=TIMEOUT)
+    simulated = page.episode
+    assert simulated.turns[0].worker in SANDBOX and "I am not sure." in simulated.answer
+
+    page.local_box.setChecked(True)
+    page.ask_button.click()
+    qtbot.waitUntil(
+        lambda: page.episode is not None and page.episode.id != simulated.id and not page.running,
+        timeout=LOCAL_MODEL_TIMEOUT,
+    )
+    episode = page.episode
+    (turn,) = episode.turns
+    chosen_row = SANDBOX[turn.worker_probs.index(max(turn.worker_probs))]
+    assert turn.worker == f"{SMOLLM2_ID} as {chosen_row}"  # the row it chose, who answered
+    assert episode.pool == tuple(f"{SMOLLM2_ID} as {w}" for w in SANDBOX)
+    assert turn.response.strip() and "I am not sure." not in turn.response  # a real reply
+    assert page.turns.item(0, REPLY).text() == " ".join(turn.response.split())[:300]
+    assert "(simulated)" not in page.total_label.text()
+    with Store.open(gui_workspace) as store:
+        assert store.get_episode(episode.id).turns[0].worker == turn.worker
 
 
 def test_each_turn_shows_while_the_episode_runs(
@@ -170,7 +215,7 @@ def test_stop_ends_a_slow_episode_without_storing_it(
     qtbot.waitUntil(lambda: page.turns.rowCount() == 1, timeout=TIMEOUT)  # the call is out
     page.stop_button.click()
     qtbot.waitUntil(lambda: not page.running, timeout=TIMEOUT)
-    assert page.episode is None and page.status_label.text() == "stopped (not stored)"
+    assert page.episode is None and page.status_label.text() == "Stopped (not stored)"
     with Store.open(gui_workspace) as store:
         (run,) = store.list_runs(kind="serve")
         assert store.list_episodes(run.id) == []

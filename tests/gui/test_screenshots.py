@@ -52,7 +52,12 @@ def test_every_page_is_rendered_with_sample_content(qtbot, tmp_path, tiny_backbo
         kinds = sorted(r.kind for r in store.list_runs())
         (serve,) = store.list_runs(kind="serve")
         answered = store.list_episodes(serve.id)
-    assert kinds == ["eval", "serve", "train"]  # the Playground's question is a serve run
+    assert kinds == [
+        "eval",
+        "serve",
+        "train",
+        "train",
+    ]  # two runs to compare  # the Playground's question is a serve run
     assert len(answered) == 1  # ... answered, so its page shows an episode
 
 

@@ -95,6 +95,12 @@ def _runs_page(context: PageContext) -> QWidget:
     return QtRuns(context.workspace)
 
 
+def _compare_page(context: PageContext) -> QWidget:
+    from workbench.gui.qt_compare import QtCompare
+
+    return QtCompare(context.workspace)
+
+
 def _replay_page(context: PageContext) -> QWidget:
     from workbench.gui.qt_replay import QtReplay
 
@@ -125,6 +131,7 @@ PAGES: list[tuple[str, PageFactory]] = [
     ("Workers", _workers_page),
     ("Tasks", _tasks_page),
     ("Runs", _runs_page),
+    ("Compare", _compare_page),
     ("Replay", _replay_page),
     ("Evaluate", _evaluate_page),
     ("Playground", _playground_page),

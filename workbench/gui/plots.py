@@ -6,14 +6,15 @@ so that it never covers a curve."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
-from workbench.gui.qt import QApplication, QPalette, pg
+from workbench.gui.qt import QApplication, QEvent, QObject, QPalette, pg
 
 
 def palette_colors() -> tuple[str, str]:
     """(background, foreground) of the application's palette, as hex colours."""
     app = QApplication.instance()
-    palette = app.palette() if app is not None else QPalette()
+    palette = app.palette() if isinstance(app, QApplication) else QPalette()
     return (
         palette.color(QPalette.ColorRole.Base).name(),
         palette.color(QPalette.ColorRole.Text).name(),
@@ -21,17 +22,61 @@ def palette_colors() -> tuple[str, str]:
 
 
 def style_plot(plot: pg.PlotWidget) -> None:
-    """Colour ``plot`` as the rest of the window: the palette's base and text colours."""
+    """Colour ``plot`` as the rest of the window: the palette's base and text colours for
+    its background, axes, axis labels, title, legends and the texts made by ``text_item``.
+    Called again whenever the palette changes (``follow_palette``)."""
     background, foreground = palette_colors()
     plot.setBackground(background)
     item = plot.getPlotItem()
     for name in ("left", "bottom", "right", "top"):
         axis = item.getAxis(name)
         axis.setPen(pg.mkPen(foreground))
-        axis.setTextPen(pg.mkPen(foreground))
+        axis.setTextPen(pg.mkPen(foreground))  # the tick numbers and the axis label
     title = item.titleLabel
     if title.text:
         title.setText(title.text, color=foreground)
+    for thing in plot.scene().items():
+        if isinstance(thing, pg.LegendItem):
+            thing.setLabelTextColor(foreground)
+            for _, label in thing.items:
+                label.setText(label.text)  # redrawn in the colour just set
+        elif isinstance(thing, pg.TextItem) and getattr(thing, "themed", False):
+            thing.setColor(foreground)
+
+
+def text_item(text: str, **options: Any) -> pg.TextItem:
+    """A text in a plot in the palette's text colour (and recoloured with the palette)."""
+    _, foreground = palette_colors()
+    item = pg.TextItem(text, color=foreground, **options)
+    item.themed = True
+    return item
+
+
+class _PaletteFollower(QObject):
+    """Restyles each plot when its palette changes: a light or dark theme chosen in the
+    Settings, or the system's colour scheme switched while the app runs."""
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt's name)
+        if (
+            event.type() == QEvent.Type.PaletteChange
+            and isinstance(watched, pg.PlotWidget)
+            and getattr(watched, "plotItem", None) is not None  # not while being built
+        ):
+            style_plot(watched)
+        return False
+
+
+_follower: _PaletteFollower | None = None
+
+
+def follow_palette() -> None:
+    """Make every plot of the application follow the palette (once per application)."""
+    global _follower
+    app = QApplication.instance()
+    if app is None or _follower is not None and _follower.parent() is app:
+        return
+    _follower = _PaletteFollower(app)
+    app.installEventFilter(_follower)
 
 
 class GenerationAxis(pg.AxisItem):
@@ -58,10 +103,18 @@ def generation_plot(title: str, y_label: str) -> pg.PlotWidget:
     plot.setLabel("bottom", "generation")
     if y_label:
         plot.setLabel("left", y_label)
+    plot.getAxis("left").enableAutoSIPrefix(False)  # 0.6, not "600 (x0.001)"
     plot.showGrid(x=False, y=True, alpha=0.2)
     plot.setMinimumHeight(120)
     show_generations(plot, 1)  # empty: generations 1 and 2, not -0.5..0.5
+    themed(plot)
+    return plot
+
+
+def themed(plot: pg.PlotWidget) -> pg.PlotWidget:
+    """``plot`` coloured by the palette now and whenever it changes."""
     style_plot(plot)
+    follow_palette()
     return plot
 
 

@@ -7,6 +7,7 @@ import pyqtgraph as pg
 from PySide6 import __version__ as PYSIDE_VERSION
 from PySide6.QtCore import (
     QByteArray,
+    QEvent,
     QModelIndex,
     QObject,
     QSettings,
@@ -132,6 +133,7 @@ __all__ = [
     "QCheckBox",
     "QCloseEvent",
     "QColor",
+    "QEvent",
     "QComboBox",
     "QDialog",
     "QDialogButtonBox",

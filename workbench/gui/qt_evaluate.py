@@ -33,6 +33,7 @@ from workbench.core.training.events import StopToken
 from workbench.core.workspace import Workspace
 from workbench.gui import background
 from workbench.gui.page import Page, message_label
+from workbench.gui.plots import palette_colors, themed
 from workbench.gui.qt import (
     QCheckBox,
     QComboBox,
@@ -150,6 +151,13 @@ def read_source(workspace: Workspace, data: str) -> tuple[EvaluationSource, list
     return source, [info.name for info in list_suites(workspace)]
 
 
+def tick_name(system: str) -> str:
+    """A system's name under its bar: a single worker by its own name (``mathlete`` for
+    ``single:sandbox:mathlete``), so that seven names fit side by side; the table above
+    the chart has each whole."""
+    return system.rsplit(":", 1)[-1] if system.startswith("single:") else system
+
+
 class QtEvaluate(Page):
     """The Evaluate page over a workspace. ``backbone``: an optional pre-built backbone for
     every evaluation started here (tests use the tiny one)."""
@@ -235,15 +243,17 @@ class QtEvaluate(Page):
         self.learned_view = LearnedView("What the coordinator played: shown after an evaluation.")
         for table in (self.results_table, self.usage_table, self.category_table):
             table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.chart = pg.PlotWidget(title="Accuracy with 95% intervals")
+        self.chart = themed(pg.PlotWidget(title="Accuracy with 95% intervals"))
         self.chart.setYRange(0, 1)
         self.chart.setMouseEnabled(x=False, y=False)
         self.chart.setMenuEnabled(False)
         self.bars: pg.BarGraphItem | None = None
         self.error_bars: pg.ErrorBarItem | None = None
         # every other system minus the best single worker, task by task (``Report.paired``)
-        self.paired_chart = pg.PlotWidget(
-            title="Difference from the best single worker, task by task (95% bootstrap)"
+        self.paired_chart = themed(
+            pg.PlotWidget(
+                title="Difference from the best single worker, task by task (95% bootstrap)"
+            )
         )
         self.paired_chart.setMouseEnabled(x=False, y=False)
         self.paired_chart.setMenuEnabled(False)
@@ -257,34 +267,39 @@ class QtEvaluate(Page):
         exports.addStretch(1)
         exports.addWidget(self.export_md_button)
         exports.addWidget(self.export_csv_button)
-        # the results in tabs, so the page fits a laptop screen (1280 x 800) unscrolled
-        self.results_tabs = QTabWidget()
 
-        def tab(title: str, *parts: tuple[str, QWidget]) -> None:
-            split = QSplitter(Qt.Orientation.Vertical)
-            for heading, widget in parts:
-                if heading:
-                    box = QGroupBox(heading)
-                    QVBoxLayout(box).addWidget(widget)
-                    widget = box
-                split.addWidget(widget)
-            self.results_tabs.addTab(split, title)
+        # three tabs, so that the page fits a laptop's screen: the scores, how they were
+        # reached, and the headroom check with the cost-quality frontier
+        def box(title: str, widget: QWidget) -> QGroupBox:
+            group = QGroupBox(title)
+            QVBoxLayout(group).addWidget(widget)
+            return group
 
-        tab("Accuracy", ("Accuracy", self.results_table), ("", self.chart))
-        tab("Against the best worker", ("", self.paired_chart))
-        tab(
-            "Usage and categories",
-            ("Usage: turns per worker and role", self.usage_table),
-            ("Accuracy per category (n tasks)", self.category_table),
-            ("What the coordinator played, by category", self.learned_view),
-        )
+        scores = QSplitter(Qt.Orientation.Vertical)
+        scores.addWidget(box("Accuracy", self.results_table))
+        scores.addWidget(self.chart)
+        scores.addWidget(self.paired_chart)
+        played = QSplitter(Qt.Orientation.Vertical)
+        played.addWidget(box("Usage: turns per worker and role", self.usage_table))
+        played.addWidget(box("Accuracy per category (n tasks)", self.category_table))
+        played.addWidget(box("What the coordinator played, by category", self.learned_view))
         # before training and after it: the headroom check and the cost-quality frontier
         self.headroom_panel = HeadroomPanel(self, self.workspace)
-        tab("Headroom and cost", ("", self.headroom_panel))
+        self.result_tabs = QTabWidget()
+        self.result_tabs.addTab(scores, "Scores")
+        self.result_tabs.setTabToolTip(0, "Accuracy of each system with 95% intervals")
+        self.result_tabs.addTab(played, "Usage and categories")
+        self.result_tabs.setTabToolTip(
+            1, "Which workers and roles were used, accuracy per category, what was played"
+        )
+        self.result_tabs.addTab(self.headroom_panel, "Headroom and cost")
+        self.result_tabs.setTabToolTip(
+            2, "Is there anything to learn (before training), and accuracy against dollars"
+        )
         right = QWidget()
         right_layout = QVBoxLayout(right)
         right_layout.setContentsMargins(0, 0, 0, 0)
-        right_layout.addWidget(self.results_tabs, 1)
+        right_layout.addWidget(self.result_tabs, 1)
         right_layout.addLayout(exports)
 
         splitter = QSplitter(Qt.Orientation.Horizontal)
@@ -589,11 +604,13 @@ class QtEvaluate(Page):
             top=high - accuracy,
             bottom=accuracy - low,
             beam=0.25,
-            pen=pg.mkPen("#e0e0e0", width=2),
+            pen=pg.mkPen(palette_colors()[1], width=2),  # the text colour: read on either theme
         )
         self.chart.addItem(self.bars)
         self.chart.addItem(self.error_bars)
-        self.chart.getAxis("bottom").setTicks([[(i, s.name) for i, s in enumerate(systems)]])
+        self.chart.getAxis("bottom").setTicks(
+            [[(i, tick_name(s.name)) for i, s in enumerate(systems)]]
+        )
         self.chart.setXRange(-0.6, len(systems) - 0.4)
         self._show_paired(report)
 
@@ -621,7 +638,8 @@ class QtEvaluate(Page):
         self.paired_chart.setTitle(
             f"Difference from {report.best_single}, task by task (95% bootstrap)"
             if pairs
-            else "Difference from the best single worker: no single worker evaluated"
+            else "Difference from the best single worker: no single worker evaluated",
+            color=palette_colors()[1],
         )
         if not pairs:
             return
@@ -635,12 +653,14 @@ class QtEvaluate(Page):
             top=high - diff,
             bottom=diff - low,
             beam=0.25,
-            pen=pg.mkPen("#e0e0e0", width=2),
+            pen=pg.mkPen(palette_colors()[1], width=2),  # the text colour: read on either theme
         )
         self.paired_items = [bars, errors]
         for item in self.paired_items:
             self.paired_chart.addItem(item)
-        self.paired_chart.getAxis("bottom").setTicks([[(i, p.system) for i, p in enumerate(pairs)]])
+        self.paired_chart.getAxis("bottom").setTicks(
+            [[(i, tick_name(p.system)) for i, p in enumerate(pairs)]]
+        )
         self.paired_chart.setXRange(-0.6, len(pairs) - 0.4)
         self.paired_chart.setYRange(min(-0.1, float(low.min())), max(0.1, float(high.max())))
 

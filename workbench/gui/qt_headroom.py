@@ -17,6 +17,7 @@ from workbench.core.frontier import COLOURS, Frontier, list_frontiers, load_fron
 from workbench.core.headroom import DEFAULT_SAMPLE, HeadroomReport
 from workbench.core.printable import shown_path
 from workbench.core.workspace import Workspace
+from workbench.gui.plots import text_item, themed
 from workbench.gui.qt import (
     QComboBox,
     QFileDialog,
@@ -85,7 +86,7 @@ class HeadroomPanel(QGroupBox):
         frontier_row.addWidget(QLabel("Frontier"))
         frontier_row.addWidget(self.frontier_combo, 1)
         frontier_row.addWidget(self.frontier_refresh)
-        self.plot = pg.PlotWidget(title="Accuracy against dollars per task (95% intervals)")
+        self.plot = themed(pg.PlotWidget(title="Accuracy against dollars per task (95% intervals)"))
         self.plot.setMenuEnabled(False)
         self.plot.setLabel("left", "accuracy")
         self.plot.setLabel("bottom", "$ / task")
@@ -250,7 +251,7 @@ class HeadroomPanel(QGroupBox):
         )
         self.plot.addItem(self.scatter)
         for p in points:
-            label = pg.TextItem(p.name, anchor=(0, 1), color="#333333")
+            label = text_item(p.name, anchor=(0, 1))
             label.setPos(p.dollars, p.accuracy)
             self.plot.addItem(label)
         self.frontier_label.setText(

@@ -13,6 +13,7 @@ page shows what it hears.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +22,13 @@ from workbench.core.replay import turn_cost, turn_verdict
 from workbench.core.runs import evaluable_runs, evaluation_source
 from workbench.core.serving.team import TurnDecided, TurnReplied, load_team
 from workbench.core.spend import dollars, is_simulated, spend_kind
+from workbench.core.workers.local import SMOLLM2_ID
 from workbench.core.workspace import Workspace
 from workbench.gui import background
 from workbench.gui.page import Page, message_label
 from workbench.gui.qt import (
     QApplication,
+    QCheckBox,
     QComboBox,
     QFileDialog,
     QFormLayout,
@@ -46,6 +49,8 @@ from workbench.gui.qt import (
     text_view,
 )
 from workbench.gui.qt_probabilities import ProbabilityBars, ProbabilityCell
+from workbench.gui.standins import stand_in
+from workbench.gui.words import role_name, stop_sentence
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +58,8 @@ COLUMNS = (
     "Turn",
     "Role",
     "Worker",
-    "p(worker)",
-    "p(role)",
+    "Worker's chance",
+    "Role's chance",
     "Verdict",
     "Tokens in/out",
     "Latency",
@@ -127,6 +132,16 @@ class QtPlayground(Page):
         self.source_combo.setMinimumContentsLength(24)
         self.pool_label = QLabel("")  # the chosen coordinator's pool
         self.pool_label.setWordWrap(True)
+        # which workers are simulated and what they can answer; the real local model offered
+        self.simulated_label = QLabel("")
+        self.simulated_label.setWordWrap(True)
+        self.local_box = QCheckBox("Let the offline model answer (real answers, on this computer)")
+        self.local_box.setToolTip(
+            "The coordinator still picks which worker and which role, as it learned; the "
+            f"offline language model ({SMOLLM2_ID}, SmolLM2-135M) writes each simulated "
+            "worker's reply. Small and slow on a CPU, but a real model."
+        )
+        self.local_box.hide()
         self.refresh_button = QPushButton("Refresh")
         self.refresh_button.clicked.connect(self.refresh_runs)
         self.file_button = QPushButton("Coordinator file…")
@@ -148,11 +163,14 @@ class QtPlayground(Page):
         for button in (self.ask_button, self.stop_button, self.replay_button):
             buttons.addWidget(button)
         buttons.addStretch(1)
-        self.status_label = QLabel("idle")
+        self.status_label = QLabel("Ready")
+        self.status_label.setWordWrap(True)
         self.message_label = message_label()
         form = QFormLayout()
         form.addRow("Coordinator", source_row)
         form.addRow("Team", self.pool_label)
+        form.addRow("", self.simulated_label)
+        form.addRow("", self.local_box)
         form.addRow("Question", self.question)
         ask_box = QGroupBox("Ask the team")
         ask_layout = QVBoxLayout(ask_box)
@@ -162,15 +180,25 @@ class QtPlayground(Page):
         ask_layout.addWidget(self.message_label)
 
         self.turns = read_only_table(COLUMNS)
+        for column, tip in (
+            (P_WORKER, "The probability the coordinator gave the worker it chose"),
+            (P_ROLE, "The probability the coordinator gave the role it chose"),
+        ):
+            self.turns.horizontalHeaderItem(column).setToolTip(tip)
         self.turns.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.turns.horizontalHeader().setStretchLastSection(True)
         self.turns.itemSelectionChanged.connect(self.show_selected_turn)
-        self.worker_bars, self.role_bars = ProbabilityBars("p(worker)"), ProbabilityBars("p(role)")
+        # short headings: the two charts side by side fit beside the question at 1280 px
+        self.worker_bars = ProbabilityBars("Which worker")
+        self.role_bars = ProbabilityBars("Which role")
+        for bars in (self.worker_bars, self.role_bars):
+            bars.setToolTip(
+                "The coordinator's probabilities for this turn: the longer the bar, the "
+                "likelier it was to pick that one; the chosen one is in bold"
+            )
         self.reply_view = text_view()
         self.turn_label = QLabel("")
-        for bars in (self.worker_bars, self.role_bars):
-            bars.setMinimumHeight(140)
-            bars.setMaximumHeight(240)
+        self.turn_label.setWordWrap(True)
         charts = QHBoxLayout()
         charts.addWidget(self.worker_bars, 3)
         charts.addWidget(self.role_bars, 2)
@@ -181,6 +209,7 @@ class QtPlayground(Page):
         turn_layout.addWidget(self.reply_view, 1)
         self.answer_view = text_view()
         self.total_label = QLabel("")
+        self.total_label.setWordWrap(True)
         answer_box = QGroupBox("Answer")
         answer_layout = QVBoxLayout(answer_box)
         answer_layout.addWidget(self.answer_view)
@@ -294,6 +323,24 @@ class QtPlayground(Page):
                 f"pool: {', '.join(source.pool)} · backbone {source.backbone_model} · "
                 f"up to {source.config.protocol.max_turns} turns"
             )
+            self._describe_simulated(source.pool)
+
+    def _describe_simulated(self, pool: Sequence[str]) -> None:
+        """Say which of the team's workers are simulated and what they can answer; offer
+        the offline model in their place."""
+        simulated = [w for w in pool if is_simulated(w)]
+        self.local_box.setVisible(bool(simulated))
+        if not simulated:
+            self.simulated_label.setText("Every worker of this team is a real model.")
+            return
+        every = len(simulated) == len(pool)
+        who = "Every worker" if every else ", ".join(simulated)
+        self.simulated_label.setText(
+            f"{who} of this team {'is' if every or len(simulated) == 1 else 'are'} simulated: "
+            "made-up specialists that answer only the bundled suites' questions (a question "
+            'of your own gets "I am not sure."). For real answers, let the offline model '
+            "answer in their place:"
+        )
 
     def _on_source_failed(self, chosen: str, exc: Exception) -> None:
         if chosen == str(self.source_combo.currentData()):
@@ -329,6 +376,7 @@ class QtPlayground(Page):
         self.total_label.clear()
         self.episode = None
         emit, loaded = self._events.turn.emit, self._events.team.emit
+        local = not self.local_box.isHidden() and self.local_box.isChecked()
 
         async def episode() -> Any:
             import asyncio
@@ -336,8 +384,15 @@ class QtPlayground(Page):
             team = await asyncio.to_thread(self._load_team)
             loaded({**team.describe(), "model": team.model_id})
             reason = "failed"  # how the question's `serve` run ended, for the Runs page
+            answerer = None
             try:  # aclose() also releases what a start() that failed halfway opened
                 await team.start()
+                if local:  # the offline model answers in the simulated workers' place
+                    from workbench.core.workers.pool import build_pool
+
+                    (answerer,) = build_pool([SMOLLM2_ID])
+                    await asyncio.to_thread(answerer.prepare)
+                    team.pool = stand_in(team.pool, answerer)
                 answered = await team.answer([{"role": "user", "content": question}], listener=emit)
                 reason = "done"
                 return answered
@@ -346,13 +401,19 @@ class QtPlayground(Page):
                 raise
             finally:
                 await team.aclose(stop_reason=reason)
+                if answerer is not None:
+                    await answerer.aclose()
 
         self._job = background.start(
             self, "playground episode", episode, self._on_episode, self._on_failed, "ask"
         )
         if self._job is not None:
             self._job.finished.connect(self._on_job_done)
-        self.status_label.setText("running: loading the team…")
+        self.status_label.setText(
+            "Loading the coordinator and its language model"
+            + (" and the offline model that answers" if local else "")
+            + "… (the first time takes a minute)"
+        )
         self._update_buttons()
 
     def stop(self) -> None:
@@ -360,12 +421,12 @@ class QtPlayground(Page):
         ``cancelled`` (none played: nothing is stored)."""
         if self._job is not None:
             self._job.cancel()
-            self.status_label.setText("stopping…")
+            self.status_label.setText("Stopping…")
 
     def _on_team_loaded(self, team: dict[str, Any]) -> None:
         self.pool_label.setText(f"{team['model']} · pool: {', '.join(team['pool'])}")
         if self.running:
-            self.status_label.setText("running: the coordinator reads the question…")
+            self.status_label.setText("The coordinator reads the question…")
 
     def show_event(self, event: TurnDecided | TurnReplied) -> None:
         """A turn as it happens: a new row with both probability bars when decided, its
@@ -374,7 +435,7 @@ class QtPlayground(Page):
             row = self.turns.rowCount()
             self.turns.insertRow(row)
             self.turn_events.append([event, None])
-            cells = {0: str(event.index + 1), 1: str(event.role), 2: event.worker}
+            cells = {0: str(event.index + 1), 1: role_name(str(event.role)), 2: event.worker}
             cells[REPLY] = waiting_text(event.worker)
             for column, text in cells.items():
                 self.turns.setItem(row, column, QTableWidgetItem(text))
@@ -382,7 +443,7 @@ class QtPlayground(Page):
             self.turns.setCellWidget(row, P_ROLE, ProbabilityCell(event.role_prob))
             self.turns.selectRow(row)  # follow the episode: the newest turn is shown below
             self.status_label.setText(
-                f"running: turn {event.index + 1} ({event.role}, {event.worker}), "
+                f"Turn {event.index + 1}: {event.worker} as {role_name(str(event.role))}, "
                 "waiting for the reply…"
             )
             return
@@ -401,7 +462,7 @@ class QtPlayground(Page):
         for column, text in cells.items():
             self.turns.setItem(row, column, QTableWidgetItem(text))
         if self.running:
-            self.status_label.setText(f"running: turn {row + 1} answered")
+            self.status_label.setText(f"Turn {row + 1} answered")
         if self._selected_row() == row:
             self.show_selected_turn()
 
@@ -420,7 +481,9 @@ class QtPlayground(Page):
         self.worker_bars.show_distribution(
             decided.pool, decided.worker_probs, decided.pool.index(decided.worker)
         )
-        self.role_bars.show_distribution(roles, decided.role_probs, roles.index(str(decided.role)))
+        self.role_bars.show_distribution(
+            [role_name(r) for r in roles], decided.role_probs, roles.index(str(decided.role))
+        )
         head = (
             f"turn {row + 1}: {decided.role} by {decided.worker} · p(worker) "
             f"{decided.worker_prob:.2f} · p(role) {decided.role_prob:.2f}"
@@ -451,24 +514,24 @@ class QtPlayground(Page):
         self.answer_view.setPlainText(episode.answer or "(the team gave no answer)")
         spend = spend_kind(t.worker for t in episode.turns)
         self.total_label.setText(
-            f"{len(episode.turns)} turns · stop {episode.stop_reason} · tokens "
+            f"{len(episode.turns)} turns · {stop_sentence(str(episode.stop_reason))} · tokens "
             f"{episode.tokens_in}/{episode.tokens_out} · total cost "
             f"{dollars(episode.cost, spend, 6)} · episode {episode.id[:12]}"
         )
-        self.status_label.setText("done")
+        self.status_label.setText("Done")
 
     def _on_failed(self, context: Any, exc: Exception) -> None:
         self.show_error(f"Cannot {context}: {background.readable(exc)}")
         if context == "ask":
-            self.status_label.setText("failed")
+            self.status_label.setText("Failed")
 
     def _on_job_done(self) -> None:
-        if self.episode is None and self.status_label.text().startswith("stopping"):
+        if self.episode is None and self.status_label.text().startswith("Stopping"):
             played = sum(replied is not None for _, replied in self.turn_events)
             self.status_label.setText(
-                f"stopped ({played} played turn(s) stored, cancelled)"
+                f"Stopped ({played} played turn(s) stored, cancelled)"
                 if played
-                else "stopped (not stored)"
+                else "Stopped (not stored)"
             )
         self._job = None
         self._update_buttons()

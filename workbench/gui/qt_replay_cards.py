@@ -6,24 +6,21 @@ a stored ``Turn`` / ``Episode`` and hold nothing else."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 
 from workbench.core.records import Episode, Turn
 from workbench.core.replay import turn_cost
 from workbench.gui.qt import (
     QFrame,
-    QGridLayout,
     QHBoxLayout,
     QLabel,
-    QProgressBar,
     QPushButton,
     Qt,
     QVBoxLayout,
     QWidget,
 )
+from workbench.gui.qt_probabilities import BarList
 from workbench.gui.words import ROLE_SENTENCES, role_name, stop_sentence
 
-BAR_STEPS = 1000
 ROLE_COLORS = {"thinker": "#6a1b9a", "worker": "#1565c0", "verifier": "#2e7d32"}
 CARD_STYLE = "QFrame#card {{ border: {width}px solid {color}; border-radius: 6px; }}"
 TEXT_CHARS = 4000  # a longer prompt or answer is cut on the card (the export has all)
@@ -41,41 +38,6 @@ def text_label(text: str = "") -> QLabel:
     label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
     label.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
     return label
-
-
-class BarList(QWidget):
-    """A small labelled bar chart: one row per option (its name, a bar, the value); the
-    chosen option in bold and marked. ``values`` and ``chosen`` are what is drawn."""
-
-    def __init__(self, title: str, names: Sequence[str], values: Sequence[float], chosen: int):
-        super().__init__()
-        self.names, self.values, self.chosen = tuple(names), tuple(values), chosen
-        grid = QGridLayout(self)
-        grid.setContentsMargins(0, 0, 0, 0)
-        grid.setVerticalSpacing(1)
-        heading = QLabel(title)
-        heading.setStyleSheet("font-weight: bold")
-        grid.addWidget(heading, 0, 0, 1, 3)
-        self.bars: list[QProgressBar] = []
-        for row, (name, value) in enumerate(zip(names, values, strict=True), start=1):
-            mark = " ◀ chosen" if row - 1 == chosen else ""
-            label = QLabel(name)
-            bar = QProgressBar()
-            bar.setRange(0, BAR_STEPS)
-            bar.setValue(round(max(0.0, min(1.0, value)) * BAR_STEPS))
-            bar.setTextVisible(False)
-            bar.setFixedHeight(10)
-            bar.setMinimumWidth(60)
-            number = QLabel(f"{value:.0%}{mark}")
-            if mark:
-                for w in (label, number):
-                    w.setStyleSheet("font-weight: bold")
-            bar.setToolTip(f"{name}: probability {value:.3f}")
-            grid.addWidget(label, row, 0)
-            grid.addWidget(bar, row, 1)
-            grid.addWidget(number, row, 2)
-            self.bars.append(bar)
-        grid.setColumnStretch(1, 1)
 
 
 def _toggle(title: str, body: QWidget) -> QPushButton:

@@ -61,26 +61,57 @@ CACHE_NOTES = {
 THEME_NAMES = {"system": "System", "light": "Light", "dark": "Dark"}
 
 
-def apply_theme(theme: str) -> None:
-    """Apply ``theme`` to the running application: ``system`` follows the OS. Uses Qt's
-    colour scheme where this Qt has it and the platform honours it, else a palette."""
+_theme = "system"  # the theme applied last (a change of the system's scheme re-applies it)
+_following = False  # the system's colour scheme changes are listened to
+
+
+def apply_theme(theme: str, scheme: Qt.ColorScheme | None = None) -> None:
+    """Apply ``theme`` to the running application: ``system`` follows the OS's light or
+    dark colour scheme (``QStyleHints.colorScheme``; ``scheme`` stands for it in tests),
+    now and whenever it changes. Uses Qt's colour scheme where this Qt has it and the
+    platform honours it, else a palette of ours. The plots follow the palette
+    (``plots.follow_palette``)."""
+    global _theme, _following
     app = QApplication.instance()
-    if app is None:
+    if not isinstance(app, QApplication):
         return
+    _theme = theme
     hints = app.styleHints()
+    if not _following and hasattr(hints, "colorSchemeChanged"):
+        hints.colorSchemeChanged.connect(_on_system_scheme)
+        _following = True
     if theme == "system":
         if hasattr(hints, "unsetColorScheme"):
             hints.unsetColorScheme()
         app.setPalette(QPalette())  # drop any palette of ours: back to the platform's
+        if scheme is None:
+            scheme = hints.colorScheme() if hasattr(hints, "colorScheme") else None
+        # a platform that reports a dark (or light) scheme but keeps a palette of the
+        # other kind (Fusion on some desktops): our palette of the scheme's kind
+        if scheme in (Qt.ColorScheme.Dark, Qt.ColorScheme.Light):
+            dark = scheme == Qt.ColorScheme.Dark
+            if is_dark(app.palette()) != dark:
+                app.setPalette(_palette(dark))
         return
     dark = theme == "dark"
     if hasattr(hints, "setColorScheme"):
         wanted = Qt.ColorScheme.Dark if dark else Qt.ColorScheme.Light
         hints.setColorScheme(wanted)
         if hints.colorScheme() == wanted:
-            app.setPalette(QPalette())
-            return
+            app.setPalette(QPalette())  # the platform's palette of that scheme ...
+            if is_dark(app.palette()) == dark:
+                return  # ... unless the style keeps one of the other kind
     app.setPalette(_palette(dark))  # Qt before 6.8, or a platform without colour schemes
+
+
+def _on_system_scheme(scheme: Qt.ColorScheme) -> None:
+    if _theme == "system":
+        apply_theme("system", scheme)
+
+
+def is_dark(palette: QPalette) -> bool:
+    """Whether ``palette`` is a dark one (light text on a dark window)."""
+    return palette.color(QPalette.ColorRole.Window).lightness() < 128
 
 
 def _palette(dark: bool) -> QPalette:

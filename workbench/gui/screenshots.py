@@ -1,8 +1,9 @@
 """``trinity-workbench --screenshot DIR``: every page rendered with sample content to PNG.
 
 The sample content is made on the fly with the real engine: a short sep-CMA-ES run on
-the built-in sandbox pool with the offline backbone (a few minutes on a CPU), and an
-evaluation of its coordinator against each single worker, random and the oracle. It
+the built-in sandbox pool with the offline backbone (a few minutes on a CPU), an
+evaluation of its coordinator against each single worker, random and the oracle, and a
+second run (another seed and step size) for the Compare page. It
 goes into a temporary workspace, or into ``--workspace W`` when one is given (it is
 kept there). Then the main window opens on that workspace, each page is brought to a
 representative state (the run's plots, an episode mid-way, the evaluation table, a
@@ -44,6 +45,7 @@ def say(message: str) -> None:
 class Sample:
     run_id: str  # the sample training run
     evaluation: Any  # its evaluation (runs.EvaluationResult)
+    other_run_id: str = ""  # a second run, another seed and step size (the Compare page)
 
 
 def make_sample(
@@ -67,7 +69,13 @@ def make_sample(
     run_id = train(config, workspace, listeners=[progress], backbone=backbone)
     say("evaluating it against each single worker, random and the oracle ...")
     evaluation = evaluate_run(workspace, run=run_id, backbone=backbone)
-    return Sample(run_id, evaluation)
+    data = config.to_dict()
+    data["run"] = {**data["run"], "name": f"{config.run.name}, seed 1", "seed": 1}
+    data["optimizer"] = {**data["optimizer"], "sigma0": config.optimizer.sigma0 * 2}
+    other = RunConfig.from_dict(data)
+    say("training a second run (another seed, twice the step size) to compare ...")
+    other_id = train(other, workspace, listeners=[progress], backbone=backbone)
+    return Sample(run_id, evaluation, other_id)
 
 
 def wait_for(condition: Callable[[], bool], what: str, timeout_s: float = WAIT_S) -> None:
@@ -204,8 +212,15 @@ def _playground(page: Any, sample: Sample) -> None:
         page.turns.selectRow(0)
 
 
+def _compare(page: Any, sample: Sample) -> None:
+    wait_for(lambda: len(page.runs) >= 2 and not _busy(page), "runs list")
+    page.tick([sample.run_id, sample.other_run_id])
+    wait_for(lambda: len(page.shown) == 2 and not _busy(page), "runs compared")
+
+
 PREPARE: dict[str, Callable[[Any, Sample], None]] = {
     "Runs": _runs,
+    "Compare": _compare,
     "Replay": _replay,
     "Tasks": _tasks,
     "Evaluate": _evaluate,

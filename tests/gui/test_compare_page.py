@@ -1,0 +1,112 @@
+"""The Compare page over two real training runs: ticked, their best, mean and validation
+curves are overlaid on one plot with a legend (generations from 1), and the table lists
+exactly the settings in which their configs differ."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.core.test_training import config
+from workbench.core.config import config_keys
+from workbench.core.runs import train
+from workbench.core.store import Store
+from workbench.core.workspace import Workspace
+from workbench.gui.qt_compare import config_differences, flat_settings
+from workbench.gui.qt_run_form import tooltip
+
+
+@pytest.fixture()
+def two_runs(tmp_path, tiny_backbone):
+    ws = Workspace.open(tmp_path / "ws")
+    first = train(
+        config(run={"name": "first", "seed": 0}, budget={"generations": 3}),
+        ws,
+        backbone=tiny_backbone,
+    )
+    second = train(
+        config(
+            run={"name": "second", "seed": 1},
+            budget={"generations": 2},
+            optimizer={"rollouts": 2},
+        ),
+        ws,
+        backbone=tiny_backbone,
+    )
+    return ws, first, second
+
+
+def test_two_runs_overlay_their_curves_and_list_only_the_settings_that_differ(qtbot, two_runs):
+    from workbench.gui.qt_compare import QtCompare
+
+    ws, first, second = two_runs
+    page = QtCompare(ws)
+    qtbot.addWidget(page)
+    page.show()
+    qtbot.waitUntil(lambda: page.run_list.count() == 2, timeout=20_000)
+    with qtbot.waitSignal(page.compared, timeout=20_000):
+        page.tick([first, second])
+    assert page.ticked() == [second, first]  # the list is newest first
+
+    with Store.open(ws) as store:
+        stats = {run: store.generation_stats(run) for run in (first, second)}
+    for run in (first, second):
+        best = page.curves[(run, "best")].getData()
+        assert list(best[0]) == [s.generation + 1 for s in stats[run]]  # from 1
+        assert list(best[1]) == [s.best for s in stats[run]]
+        assert list(page.curves[(run, "mean")].getData()[1]) == [s.mean for s in stats[run]]
+        validated = [
+            (s.generation + 1, s.validation) for s in stats[run] if s.validation is not None
+        ]
+        vx, vy = page.curves[(run, "validation")].getData()
+        assert list(zip(vx, vy, strict=True)) == validated and validated
+    labels = [label.text for _, label in page.legend.items]
+    assert labels == [
+        f"{name}: {series}"
+        for name in ("second", "first")
+        for series in ("best", "mean", "validation")
+    ]
+    assert page.plot.getPlotItem().getAxis("bottom").labelText == "generation"
+    # the legend beside the curves, never over them
+    view = page.plot.getPlotItem().getViewBox()
+
+    def legend_beside() -> None:
+        legend, curves = page.legend.sceneBoundingRect(), view.sceneBoundingRect()
+        # (a pen's half pixel of overlap at most)
+        assert legend.width() > 0 and legend.left() >= curves.right() - 1, (legend, curves)
+
+    qtbot.waitUntil(legend_beside, timeout=5_000)
+
+    # the table: only what differs, one column per run
+    assert sorted(page.difference_keys()) == sorted(
+        ["run.name", "run.seed", "budget.generations", "optimizer.rollouts"]
+    )
+    headers = [page.diff_table.horizontalHeaderItem(c).text() for c in range(3)]
+    assert headers == ["Setting", "second", "first"]
+    row = page.difference_keys().index("optimizer.rollouts")
+    # in the config key's own words, the run form's label and tooltip (one source)
+    (rollouts,) = [k for k in config_keys() if k.dotted == "optimizer.rollouts"]
+    assert page.diff_table.item(row, 0).text() == rollouts.key.label == "Tasks per candidate"
+    assert page.diff_table.item(row, 0).toolTip() == tooltip(rollouts)
+    assert [page.diff_table.item(row, c).text() for c in (1, 2)] == ["2", "3"]
+    assert "4 settings differ" in page.diff_note.text()
+
+    # a curve kind switched off leaves the plot; one run alone asks for another
+    page.series_boxes["mean"].setChecked(False)
+    assert (first, "mean") not in page.curves and (first, "best") in page.curves
+    with qtbot.waitSignal(page.compared, timeout=20_000):
+        page.tick([first])
+    assert page.diff_table.rowCount() == 0 and "one more run" in page.message_label.text()
+    page.shutdown()
+
+
+def test_config_differences_are_the_keys_not_equal_in_every_config():
+    a = flat_settings({"run": {"name": "a", "seed": 0}, "pool": {"workers": ["sandbox"]}})
+    b = flat_settings({"run": {"name": "a", "seed": 1}, "pool": {"workers": ["sandbox"]}})
+    c = flat_settings({"run": {"name": "a", "seed": 0}, "pool": {"workers": ["team"]}, "x": 1})
+    assert config_differences([a, a]) == []
+    assert config_differences([a, b]) == [("run.seed", [0, 1])]
+    assert config_differences([a, b, c]) == [
+        ("run.seed", [0, 1, 0]),
+        ("pool.workers", [["sandbox"], ["sandbox"], ["team"]]),
+        ("x", [None, None, 1]),  # missing from some: different
+    ]

@@ -1,0 +1,77 @@
+"""Tables that fit and speak the user's words, on the Runs page over real training runs:
+every column as wide as its content (nothing cut) unless a value is long, which is elided
+at a bounded width with the whole value in its tooltip; why a run ended in a sentence with
+the identifier in the tooltip; numbers right-aligned and sorted as numbers."""
+
+from __future__ import annotations
+
+from tests.core.test_training import config
+from workbench.core.records import ROLES, StopReason
+from workbench.core.runs import train
+from workbench.gui import tables
+from workbench.gui.qt import Qt, QTableWidget
+from workbench.gui.words import ROLE_NAMES, STOP_REASONS, stop_sentence
+
+LONG_NAME = "a run with a long name that says everything about it " * 3  # 162 characters
+
+
+def test_the_runs_table_fits_its_content_and_elides_only_a_long_value(
+    make_main_window, qtbot, gui_workspace, tiny_backbone
+):
+    for name in ("short", LONG_NAME.strip()):
+        train(
+            config(run={"name": name}, budget={"generations": 1}),
+            gui_workspace,
+            backbone=tiny_backbone,
+        )
+    window = make_main_window()
+    window.resize(1280, 800)
+    page = window.pages["Runs"]
+    window.go("Runs")
+    table = page.runs_table
+    qtbot.waitUntil(lambda: table.rowCount() == 2, timeout=30_000)
+    header = [table.horizontalHeaderItem(c).text() for c in range(table.columnCount())]
+    name_column, why = header.index("Name"), header.index("Why it ended")
+    last = table.columnCount() - 1
+    for column in range(table.columnCount()):
+        needed = max(
+            table.sizeHintForColumn(column), table.horizontalHeader().sectionSizeHint(column)
+        )
+        width = table.columnWidth(column)
+        if column == name_column:  # the long name: bounded, the rest in the tooltip
+            assert width == tables.WIDEST_COLUMN < needed
+        elif column != last:  # the last one stretches to the table's edge
+            assert needed <= width, (header[column], needed, width)
+    rows = {table.item(r, name_column).text(): r for r in range(2)}
+    long_row = rows[LONG_NAME.strip()]
+    assert LONG_NAME.strip() in table.item(long_row, name_column).toolTip()
+    assert table.textElideMode() == Qt.TextElideMode.ElideRight and not table.wordWrap()
+    # why it ended: a sentence, the identifier behind it
+    cell = table.item(long_row, why)
+    assert cell.text() == "It ran all its generations"
+    assert "stop reason: budget.generations" in cell.toolTip()
+    generations = table.item(long_row, header.index("Generations"))
+    assert generations.textAlignment() & Qt.AlignmentFlag.AlignRight
+
+
+def test_numbers_sort_as_numbers_and_a_missing_one_first(qtbot):
+    table = QTableWidget(0, 1)
+    qtbot.addWidget(table)
+    tables.sortable(table)
+    tables.fill(
+        table,
+        [[tables.number(9)], [tables.number(100)], [tables.number(None)], [tables.number(10)]],
+    )
+    table.sortByColumn(0, Qt.SortOrder.AscendingOrder)
+    assert [table.item(r, 0).text() for r in range(4)] == ["–", "9", "10", "100"]
+    assert table.item(1, 0).textAlignment() & Qt.AlignmentFlag.AlignRight
+
+
+def test_every_episode_stop_reason_and_role_has_words():
+    """A stop reason or role added to the core without words here fails this test (the
+    GUI would show the identifier)."""
+    for reason in StopReason:
+        assert reason.value in STOP_REASONS and stop_sentence(reason) != reason.value
+    for reason in ("budget.generations", "budget.episodes", "budget.calls", "stopped", "error"):
+        assert stop_sentence(reason) != reason
+    assert set(ROLES) <= set(ROLE_NAMES)

@@ -1,0 +1,98 @@
+"""Light and dark themes: the palette follows the Settings' choice or, for "system", the
+system's colour scheme (QStyleHints.colorScheme, now and when it changes), and every plot
+of every page follows the palette: its background, axes, axis labels, title and legend."""
+
+from __future__ import annotations
+
+import pytest
+
+from workbench.gui.qt import QApplication, Qt, pg
+
+
+@pytest.fixture()
+def system_theme_after():
+    yield
+    from workbench.gui.qt_settings import apply_theme
+
+    apply_theme("system")  # the application palette outlives the test
+
+
+def lightness(name: str) -> int:
+    from workbench.gui.qt import QColor
+
+    return QColor(name).lightness()
+
+
+def plot_colours(plot) -> dict[str, int]:
+    """The lightness of a plot's background and of each of its texts."""
+    item = plot.getPlotItem()
+    found = {"background": plot.backgroundBrush().color().lightness()}
+    for name in ("left", "bottom"):
+        axis = item.getAxis(name)
+        found[f"{name} ticks"] = axis.textPen().color().lightness()
+        found[f"{name} label"] = lightness(axis.labelStyle.get("color", "#000000"))
+    if item.titleLabel.text:
+        found["title"] = pg.mkColor(item.titleLabel.opts.get("color") or "#000000").lightness()
+    for thing in plot.scene().items():
+        if isinstance(thing, pg.LegendItem):
+            found["legend"] = pg.mkColor(thing.opts["labelTextColor"]).lightness()
+    return found
+
+
+def every_plot(window) -> list:
+    plots = [p for page in window.pages.values() for p in page.findChildren(pg.PlotWidget)]
+    assert len(plots) >= 7  # Runs (3), Compare, Evaluate (2), its headroom panel
+    return plots
+
+
+def assert_theme(window, dark: bool) -> None:
+    """The palette and every plot in ``dark`` or light colours (the plots restyle when
+    their palette-change event arrives: a waitUntil condition)."""
+    from workbench.gui.qt_settings import is_dark
+
+    assert is_dark(QApplication.instance().palette()) == dark
+    for plot in every_plot(window):
+        colours = plot_colours(plot)
+        background = colours.pop("background")
+        title = plot.getPlotItem().titleLabel.text
+        assert (background < 80) if dark else (background > 200), (title, background)
+        for what, value in colours.items():  # text that reads on that background
+            assert (value > 180) if dark else (value < 80), (plot, what, value)
+
+
+def test_every_plot_follows_the_dark_and_light_themes(make_main_window, qtbot, system_theme_after):
+    from workbench.gui.qt_settings import apply_theme
+
+    window = make_main_window()
+    compare = window.pages["Compare"]
+    compare.legend.addItem(compare.plot.plot([1, 2], [0.1, 0.2]), "a run: best")
+    apply_theme("light")
+    qtbot.waitUntil(lambda: assert_theme(window, dark=False), timeout=5_000)
+    apply_theme("dark")
+    qtbot.waitUntil(lambda: assert_theme(window, dark=True), timeout=5_000)
+    # a legend entry added in the dark is written in the dark theme's text colour too
+    compare.legend.addItem(compare.plot.plot([1, 2], [0.3, 0.4]), "another run: best")
+    for _, label in compare.legend.items:
+        assert pg.mkColor(label.opts["color"]).lightness() > 180, label.text
+    apply_theme("light")
+    qtbot.waitUntil(lambda: assert_theme(window, dark=False), timeout=5_000)
+
+
+def test_the_system_theme_follows_the_systems_colour_scheme_as_it_changes(
+    make_main_window, qtbot, system_theme_after
+):
+    """With "system", a dark system scheme gives a dark window and dark plots even where
+    the platform keeps a light palette, and a change of scheme while the app runs (the
+    colorSchemeChanged signal) is followed."""
+    from workbench.gui.qt_settings import _on_system_scheme, apply_theme
+
+    window = make_main_window()
+    apply_theme("system", Qt.ColorScheme.Dark)
+    qtbot.waitUntil(lambda: assert_theme(window, dark=True), timeout=5_000)
+    _on_system_scheme(Qt.ColorScheme.Light)  # the user switched the desktop to light
+    qtbot.waitUntil(lambda: assert_theme(window, dark=False), timeout=5_000)
+    _on_system_scheme(Qt.ColorScheme.Dark)
+    qtbot.waitUntil(lambda: assert_theme(window, dark=True), timeout=5_000)
+    apply_theme("light")  # a theme chosen in the Settings is kept, whatever the system does
+    _on_system_scheme(Qt.ColorScheme.Dark)
+    qtbot.waitUntil(lambda: assert_theme(window, dark=False), timeout=5_000)
