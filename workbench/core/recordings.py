@@ -42,7 +42,12 @@ from workbench.core.printable import shown_path
 from workbench.core.protocol import Prompts, build_messages
 from workbench.core.records import Role
 from workbench.core.store import Store
-from workbench.core.tasks.jsonl import ValidationIssue, json_objects, split_lines
+from workbench.core.tasks.jsonl import (
+    SuiteValidationError,
+    ValidationIssue,
+    json_objects,
+    split_lines,
+)
 from workbench.core.tasks.model import Task
 from workbench.core.tasks.suites import load_suite
 from workbench.core.workers.recorded import (
@@ -72,7 +77,6 @@ BUILT_IN = ("champ",)
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _WORKER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _ROLES = ("worker", "thinker", "verifier")
-_MAX_ISSUES_SHOWN = 50
 FORMAT_VERSION = 1
 CHAMP_NOTES = (
     "recorded:champ names the four 0-shot workers; the -5shot workers are CHAMP's 5-shot "
@@ -83,20 +87,13 @@ CHAMP_NOTES = (
 )
 
 
-class RecordsValidationError(BadInput, ValueError):
+class RecordsValidationError(SuiteValidationError):
     """A recorded-answers file (or a run or cache to import) that cannot be imported;
-    ``issues`` lists every problem found, each with its line. Nothing was imported."""
+    ``issues`` lists every problem found, each with its line. Nothing was imported. Shown
+    as a suite file's problems are (its summary, then the issues)."""
 
     def __init__(self, issues: Iterable[ValidationIssue], summary: str) -> None:
-        self.issues = list(issues)
-        self.summary = summary
-        super().__init__(str(self))
-
-    def __str__(self) -> str:
-        lines = [str(issue) for issue in self.issues[:_MAX_ISSUES_SHOWN]]
-        if len(self.issues) > _MAX_ISSUES_SHOWN:
-            lines.append(f"... and {len(self.issues) - _MAX_ISSUES_SHOWN} more")
-        return "\n".join([self.summary, *lines])
+        super().__init__(issues, summary)
 
 
 class RecordedPoolError(BadInput, ValueError):
