@@ -98,6 +98,11 @@ def test_each_step_of_the_guide_is_a_button_that_goes_there(make_main_window, qt
     assert len(dialogs) == 1 and dialogs[0].windowTitle() == "Add worker"
     dialogs[0].reject()
 
+    evaluate = window.pages["Evaluate"]
+    guide.buttons["Evaluate:headroom"].click()
+    assert window.current_page() is evaluate
+    assert evaluate.result_tabs.currentWidget() is evaluate.headroom_panel
+
     for where in ("Tasks", "Runs", "Replay"):
         guide.buttons[where].click()
         assert window.nav.currentItem().text() == where

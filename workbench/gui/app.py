@@ -360,7 +360,8 @@ class MainWindow(QMainWindow):
     def go(self, where: str) -> None:
         """Show a page: ``"Title"``, or ``"Title:action"`` to also do one thing there (the
         first-run guide's buttons): ``Workers:add`` opens the Add worker dialog,
-        ``Runs:sandbox`` loads the sandbox example into the new-run form."""
+        ``Runs:sandbox`` loads the sandbox example into the new-run form,
+        ``Evaluate:headroom`` shows the headroom check."""
         title, _, action = where.partition(":")
         if title not in self.pages:
             return
@@ -370,6 +371,8 @@ class MainWindow(QMainWindow):
             page.open_dialog()
         elif action == "sandbox" and hasattr(page, "load_example"):
             page.load_example()
+        elif action == "headroom" and hasattr(page, "show_headroom"):
+            page.show_headroom()
 
     def _open_on_runs(self, count: int) -> None:
         """On the first runs-list read, show the Runs page (which opens the latest run) if

@@ -309,6 +309,10 @@ class QtEvaluate(Page):
         QVBoxLayout(self).addWidget(splitter)
         self._update_buttons()
 
+    def show_headroom(self) -> None:
+        """Show the Headroom and cost tab (the first-run guide's "Check the headroom")."""
+        self.result_tabs.setCurrentWidget(self.headroom_panel)
+
     # ------------------------------------------------------------------ choosing
 
     def refresh_runs(self) -> None:

@@ -1,6 +1,7 @@
 """The Start page: the first-run guide. Four steps, each a sentence and a button that goes
 where the step is done: choose who answers (the simulated team, offline and free, or a
-real model), pick the questions, train, replay. The window opens here on a workspace
+real model), pick the questions, check whether a team can gain anything (the headroom
+check), train, replay. The window opens here on a workspace
 without runs; once runs exist it opens on the Runs page, and this page says how many.
 """
 
@@ -50,10 +51,23 @@ STEPS: tuple[tuple[str, str, tuple[tuple[str, str, str], ...]], ...] = (
         (("Look at the suites", "Tasks", "Open the Tasks page"),),
     ),
     (
+        "Is a team worth it?",
+        "With real models, check first: the headroom check asks each worker a sample of "
+        "the training questions once and says how much a coordinator could gain over the "
+        "best of them (nothing, when the best is right whenever any worker is).",
+        (
+            (
+                "Check the headroom",
+                "Evaluate:headroom",
+                "Open the Headroom and cost tab of the Evaluate page",
+            ),
+        ),
+    ),
+    (
         "Train",
         "Training tries many coordinators and keeps the ones that answer best. The first "
         "start loads the language model the coordinator reads with (about a minute, once). "
-        "The sandbox example takes about 5 minutes on a laptop.",
+        "The sandbox example takes several minutes on a laptop's processor.",
         (("Go to training", "Runs", "Open the Runs page: press Start there"),),
     ),
     (
