@@ -21,7 +21,9 @@ def test_every_page_is_rendered_with_sample_content(qtbot, tmp_path, tiny_backbo
         page, scroll = window.pages[title], window.scrolls[title]
         assert window.width() == 1280 and window.height() == 800, title
         assert window.minimumSizeHint().height() <= 800, title
-        assert page.height() <= scroll.viewport().height(), title  # nothing to scroll
+        # nothing to scroll, down or across
+        assert page.height() <= scroll.viewport().height(), title
+        assert page.width() <= scroll.viewport().width(), title
         buttons = visible_buttons(page)
         for button in buttons:
             assert in_view(button, page, scroll.viewport()), f"{title}: {button.text()!r} cut off"

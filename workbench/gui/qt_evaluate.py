@@ -278,7 +278,6 @@ class QtEvaluate(Page):
         scores = QSplitter(Qt.Orientation.Vertical)
         scores.addWidget(box("Accuracy", self.results_table))
         scores.addWidget(self.chart)
-        scores.addWidget(self.paired_chart)
         played = QSplitter(Qt.Orientation.Vertical)
         played.addWidget(box("Usage: turns per worker and role", self.usage_table))
         played.addWidget(box("Accuracy per category (n tasks)", self.category_table))
@@ -288,13 +287,17 @@ class QtEvaluate(Page):
         self.result_tabs = QTabWidget()
         self.result_tabs.addTab(scores, "Scores")
         self.result_tabs.setTabToolTip(0, "Accuracy of each system with 95% intervals")
+        self.result_tabs.addTab(self.paired_chart, "Against the best worker")
+        self.result_tabs.setTabToolTip(
+            1, "Each system minus the best single worker, task by task, with 95% intervals"
+        )
         self.result_tabs.addTab(played, "Usage and categories")
         self.result_tabs.setTabToolTip(
-            1, "Which workers and roles were used, accuracy per category, what was played"
+            2, "Which workers and roles were used, accuracy per category, what was played"
         )
         self.result_tabs.addTab(self.headroom_panel, "Headroom and cost")
         self.result_tabs.setTabToolTip(
-            2, "Is there anything to learn (before training), and accuracy against dollars"
+            3, "Is there anything to learn (before training), and accuracy against dollars"
         )
         right = QWidget()
         right_layout = QVBoxLayout(right)

@@ -129,7 +129,7 @@ class QtPlayground(Page):
 
     def _build(self) -> None:
         self.source_combo = QComboBox()
-        self.source_combo.setMinimumContentsLength(24)
+        self.source_combo.setMinimumContentsLength(16)
         self.pool_label = QLabel("")  # the chosen coordinator's pool
         self.pool_label.setWordWrap(True)
         # which workers are simulated and what they can answer; the real local model offered
@@ -199,9 +199,11 @@ class QtPlayground(Page):
         self.reply_view = text_view()
         self.turn_label = QLabel("")
         self.turn_label.setWordWrap(True)
-        charts = QHBoxLayout()
-        charts.addWidget(self.worker_bars, 3)
-        charts.addWidget(self.role_bars, 2)
+        # one above the other: side by side, the two charts' labels made the page wider
+        # than a 1280-pixel window
+        charts = QVBoxLayout()
+        charts.addWidget(self.worker_bars)
+        charts.addWidget(self.role_bars)
         turn_box = QGroupBox("The selected turn (the latest while the episode runs)")
         turn_layout = QVBoxLayout(turn_box)
         turn_layout.addLayout(charts, 1)

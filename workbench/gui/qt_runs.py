@@ -256,6 +256,9 @@ class QtRuns(Page):
         splitter.addWidget(left)
         splitter.addWidget(plots)
         splitter.setStretchFactor(1, 2)
+        # at first, room for the runs table's columns beside the plots (the user's own
+        # sizes are remembered after that)
+        splitter.setSizes([600, 660])
         layout = QVBoxLayout(self)
         layout.addWidget(splitter)
         self._update_buttons()
