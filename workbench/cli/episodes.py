@@ -21,7 +21,7 @@ def print_episode(episode, file=None) -> None:
         status = one_line(turn_verdict(t), 57)  # as the Replay page's timeline says it
         rows.append(
             (
-                t.index,
+                t.index + 1,  # counted from 1, as the GUI counts
                 role_label(episode, i),
                 t.worker,
                 f"{t.worker_probs[w]:.2f}",

@@ -34,7 +34,7 @@ class Progress:
             self.total = int(event.budget["generations"])
             self.first = event.start_generation
             resumed = (
-                f", resumed at generation {event.start_generation}"
+                f", resumed at generation {event.start_generation + 1}"
                 if event.start_generation
                 else ""
             )
@@ -211,7 +211,7 @@ def cmd_runs_show(args) -> int:
     explored = any(g.opening_share for g in stats)  # optimizer.exploring_starts
     rows = [
         (
-            g.generation,
+            g.generation + 1,  # counted from 1, as the GUI and the progress line count
             f"{g.best:.3f}",
             f"{g.mean:.3f}",
             f"{g.median:.3f}",
@@ -310,6 +310,21 @@ def cmd_export(args) -> int:
     return 0
 
 
+def _counted(index: int | None) -> str:
+    """A stored index (from 0) as shown (from 1); "-" for an episode outside training."""
+    return "-" if index is None else str(index + 1)
+
+
+def _from_one(number: int | None, option: str) -> int | None:
+    """A generation or candidate as the user counts it (from 1, as every page and table
+    shows it) to its stored index (from 0)."""
+    if number is None:
+        return None
+    if number < 1:
+        raise UserError(f"{option} counts from 1 (the first is 1), not {number}")
+    return number - 1
+
+
 def cmd_replay(args) -> int:
     from workbench.cli.episodes import print_episode
     from workbench.core.store import Store
@@ -320,7 +335,10 @@ def cmd_replay(args) -> int:
             ids = [store.resolve_episode_id(args.episode, run_id=run_id)]
         else:
             summaries = store.list_episodes(
-                run_id, generation=args.generation, candidate=args.candidate, limit=args.limit
+                run_id,
+                generation=_from_one(args.generation, "--generation"),
+                candidate=_from_one(args.candidate, "--candidate"),
+                limit=args.limit,
             )
             ids = [e.id for e in summaries]
             if not ids:
@@ -328,12 +346,13 @@ def cmd_replay(args) -> int:
         for i, episode_id in enumerate(ids):
             episode = store.get_episode(episode_id)
             print(
-                f"== episode {episode.id[:12]}  task {episode.task_id}  generation {episode.generation}  "
-                f"candidate {episode.candidate}"
+                f"== episode {episode.id[:12]}  task {episode.task_id}  "
+                f"generation {_counted(episode.generation)}  "
+                f"candidate {_counted(episode.candidate)}"
             )
             if args.full:
                 for t in episode.turns:
-                    print(f"\n-- turn {t.index}: {t.role} by {t.worker}")
+                    print(f"\n-- turn {t.index + 1}: {t.role} by {t.worker}")
                     print(
                         f"   p(worker) {', '.join(f'{p:.2f}' for p in t.worker_probs)}   "
                         f"p(role) {', '.join(f'{p:.2f}' for p in t.role_probs)}"
@@ -442,8 +461,10 @@ def register(sub, common) -> None:
     p = sub.add_parser("replay", parents=[common], help="a run's episodes, turn by turn, as text")
     p.add_argument("run")
     p.add_argument("--episode", help="one episode (id or prefix)")
-    p.add_argument("--generation", type=int)
-    p.add_argument("--candidate", type=int)
+    p.add_argument(
+        "--generation", type=int, help="only this generation's episodes (counted from 1)"
+    )
+    p.add_argument("--candidate", type=int, help="only this candidate's episodes (counted from 1)")
     p.add_argument("--limit", type=int, default=5, help="episodes to show (default 5)")
     p.add_argument("--full", action="store_true", help="show prompts and full responses")
     p.set_defaults(func=cmd_replay)
