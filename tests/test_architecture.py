@@ -24,6 +24,7 @@ def test_import_linter_contracts_hold():
         "the program's layers: the CLI over the GUI over core",
         "core's layers: jobs over training over the episode over its parts",
         "the workers' layers: checks over pools over providers over the transport",
+        "the jobs' layers: the study over the single jobs over what they share",
         "the HTTP transport knows no API keys",
         "no import circles between the modules of any package",
     ):
@@ -80,7 +81,7 @@ def test_importing_core_and_cli_loads_neither_torch_nor_qt():
     code = (
         "import sys, workbench.cli, workbench.core.coordinator, workbench.core.protocol, "
         "workbench.core.store, workbench.core.workers.base, workbench.core.workers.pool, "
-        "workbench.core.training.trainer, workbench.core.runs;"
+        "workbench.core.training.trainer, workbench.core.jobs.train, workbench.core.jobs.study;"
         "print(sorted(m for m in ('torch', 'transformers', 'PySide6', 'pyqtgraph') if m in sys.modules))"
     )
     out = subprocess.run(

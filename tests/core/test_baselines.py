@@ -8,9 +8,11 @@ import pytest
 
 from tests.core.test_training import config
 from workbench.core.coordinator import HeadConfig
+from workbench.core.jobs.evaluate import evaluate_run
+from workbench.core.jobs.study import study_optimizers
+from workbench.core.jobs.train import train
 from workbench.core.optimizers.baselines import Imitation
 from workbench.core.records import Episode, Role, StopReason, Turn
-from workbench.core.runs import evaluate_run, study_optimizers, train
 from workbench.core.store import Store
 from workbench.core.tasks.model import Task
 from workbench.core.training.checkpoint import best_vector, latest_checkpoint
@@ -195,7 +197,7 @@ def test_the_study_chooses_its_best_single_worker_on_validation_and_reports_it_o
         assert chosen == next(s.name for s in singles if s.accuracy == best)
         test = evaluate_run(ws, run=run_id, backbone=tiny_backbone).report
         tests.append(next(s.accuracy for s in test.systems if s.name == chosen))
-    from workbench.core.runs import mean_ci
+    from workbench.core.jobs.study_stats import mean_ci
 
     assert study.references["best single"] == mean_ci(tests)
     assert "chosen on validation" in study.table()

@@ -6,8 +6,10 @@ import pytest
 from tests.core.test_training import config
 from workbench.core.evaluate import EvaluationProgress, EvaluationStopped, baseline_names
 from workbench.core.export import CoordinatorFileError
+from workbench.core.jobs.evaluate import evaluable_runs, evaluate_run, evaluation_source
+from workbench.core.jobs.export import export_run
+from workbench.core.jobs.train import train
 from workbench.core.replay import role_label
-from workbench.core.runs import evaluable_runs, evaluate_run, evaluation_source, export_run, train
 from workbench.core.store import Store
 from workbench.core.training.events import StopToken
 from workbench.core.workspace import Workspace
@@ -98,7 +100,7 @@ def test_a_backbone_that_reads_transcripts_otherwise_is_refused_before_anything_
     """A head trained on raw transcripts means nothing on chat-wrapped ones: train,
     evaluate and study refuse a given backbone whose input mode differs from the config's
     (issue 15), naming both modes and the fix."""
-    from workbench.core.runs import study_optimizers
+    from workbench.core.jobs.study import study_optimizers
 
     with Store.open(ws) as store:
         before = len(store.list_runs(kind=None))

@@ -93,9 +93,9 @@ def test_a_live_model_is_paid_once_and_its_answers_are_reused_by_training(tmp_pa
     cache, and a training episode's call with another seed is the same request."""
     import asyncio
 
+    from workbench.core.jobs.shared import open_worker_pool
     from workbench.core.protocol import Prompts, build_messages
     from workbench.core.records import Role
-    from workbench.core.runs import open_worker_pool
     from workbench.core.workers.base import EpisodeContext
     from workbench.core.workers.cache import ResponseCache
 

@@ -9,10 +9,12 @@ import sys
 import pytest
 
 from tests.core.test_training import config
+from workbench.core.jobs.evaluate import evaluate_run
+from workbench.core.jobs.learned import run_learned
+from workbench.core.jobs.train import train
 from workbench.core.learned import describe_learned, summarise_learned
 from workbench.core.oracle import Step, best_plan
 from workbench.core.records import Episode, Role, StopReason, Turn
-from workbench.core.runs import evaluate_run, run_learned, train
 from workbench.core.store import Store
 from workbench.core.tasks.model import Task
 from workbench.core.tasks.suites import load_suite

@@ -9,10 +9,10 @@ import pytest
 from tests.core.test_training import config
 from tests.support.fault_server import FaultServer, default_reply
 from workbench.core.config import ConfigError, RunConfig
+from workbench.core.jobs.train import train
 from workbench.core.oracle import PlanPolicy, Step
 from workbench.core.protocol import SUGGEST_ROLE_INSTRUCTION, EpisodeSettings, run_episode
 from workbench.core.records import Episode, Role, StopReason, Turn
-from workbench.core.runs import train
 from workbench.core.store import Store
 from workbench.core.tasks.model import Task
 from workbench.core.training.trainer import fitness_score

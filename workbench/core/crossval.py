@@ -34,8 +34,8 @@ from workbench.core.evaluate import (
     sign_test,
     wilson,
 )
+from workbench.core.jobs.shared import backbone_for, open_pool
 from workbench.core.records import Episode
-from workbench.core.runs import backbone_for, open_pool
 from workbench.core.store import Store
 from workbench.core.tasks.model import Suite, Task
 from workbench.core.tasks.suites import load_suite

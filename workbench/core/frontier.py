@@ -48,9 +48,11 @@ from workbench.core.headroom import (
     mean_interval,
     simulated_skills,
 )
+from workbench.core.jobs.evaluate import evaluate_run
+from workbench.core.jobs.shared import backbone_for
+from workbench.core.jobs.train import train
 from workbench.core.oracle import best_plan, random_routing_value
 from workbench.core.records import ROLES
-from workbench.core.runs import backbone_for, evaluate_run, train
 from workbench.core.spend import dollars, spend_kind
 from workbench.core.store import Store
 from workbench.core.tasks.model import Task
@@ -557,7 +559,7 @@ def _shallow(frontier: Frontier) -> dict[str, Any]:
 
 
 def _pool_of(workspace: Workspace, run_id: str) -> list[str]:
-    from workbench.core.runs import evaluation_source
+    from workbench.core.jobs.evaluate import evaluation_source
 
     return list(evaluation_source(workspace, run=run_id).pool)
 

@@ -40,6 +40,7 @@ import numpy as np
 from workbench.core.config import RunConfig
 from workbench.core.errors import InvalidInput, WorkFailed
 from workbench.core.evaluate import EvaluationStopped, wilson
+from workbench.core.jobs.shared import PoolSession, open_worker_pool
 from workbench.core.policies import FixedPolicy
 from workbench.core.protocol import (
     EpisodeSettings,
@@ -51,7 +52,6 @@ from workbench.core.protocol import (
     turn_seed,
 )
 from workbench.core.records import Episode, Role
-from workbench.core.runs import PoolSession, open_worker_pool
 from workbench.core.spend import dollars, spend_kind
 from workbench.core.store import Store
 from workbench.core.tasks.model import Task

@@ -1,7 +1,7 @@
 """How many seeds and test tasks a comparison needs to separate a given margin: a power
 estimate by the normal approximation (two-sided test, stdlib ``statistics.NormalDist``;
-the project has no scipy). The study prints it (``runs.Study.power``), so a user can
-tell whether a difference between two optimizers is real or within the noise.
+the project has no scipy). The study prints it (``jobs.study_stats.Study.power``), so a
+user can tell whether a difference between two optimizers is real or within the noise.
 
 Formulas (two-sided significance ``alpha``, power ``power``, z = standard normal quantile,
 k = z(1 - alpha/2) + z(power)):

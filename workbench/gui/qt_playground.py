@@ -16,9 +16,9 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from workbench.core.jobs.evaluate import evaluable_runs, evaluation_source
 from workbench.core.records import ROLES
 from workbench.core.replay import turn_cost, turn_verdict
-from workbench.core.runs import evaluable_runs, evaluation_source
 from workbench.core.serving.team import TurnDecided, TurnReplied, load_team
 from workbench.core.spend import dollars, is_simulated, spend_kind
 from workbench.core.workspace import Workspace

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from workbench.core.config import ConfigError, RunConfig
+from workbench.core.jobs.learned import run_learned
+from workbench.core.jobs.shared import RunSummary, effective_status, list_runs
 from workbench.core.printable import shown_path
-from workbench.core.runs import RunSummary, effective_status, list_runs, run_learned
 from workbench.core.settings import load_run_config
 from workbench.core.spend import dollars, recorded_spend, spend_kind
 from workbench.core.store import Store

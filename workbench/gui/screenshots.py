@@ -43,14 +43,15 @@ def say(message: str) -> None:
 @dataclass(frozen=True)
 class Sample:
     run_id: str  # the sample training run
-    evaluation: Any  # its evaluation (runs.EvaluationResult)
+    evaluation: Any  # its evaluation (jobs.evaluate.EvaluationResult)
 
 
 def make_sample(
     workspace: Workspace, config: RunConfig | None = None, backbone: Any = None
 ) -> Sample:
     """Train the sample run and evaluate it."""
-    from workbench.core.runs import evaluate_run, train
+    from workbench.core.jobs.evaluate import evaluate_run
+    from workbench.core.jobs.train import train
     from workbench.core.training.events import GenerationStats
 
     config = config or RunConfig.from_dict(SAMPLE_CONFIG)

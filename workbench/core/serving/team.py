@@ -24,6 +24,8 @@ from typing import Any
 
 from workbench.core.coordinator import Backbone, Coordinator
 from workbench.core.errors import BadInput
+from workbench.core.jobs.evaluate import EvaluationSource, evaluation_source
+from workbench.core.jobs.shared import backbone_for
 from workbench.core.protocol import (
     FINAL_TURNS,
     EpisodeSettings,
@@ -34,7 +36,6 @@ from workbench.core.protocol import (
     run_episode,
 )
 from workbench.core.records import ROLES, Episode, Role, StopReason, Turn
-from workbench.core.runs import EvaluationSource, backbone_for, evaluation_source
 from workbench.core.store import Store
 from workbench.core.tasks.model import KINDS, Task
 from workbench.core.workers.base import (
