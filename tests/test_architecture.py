@@ -106,3 +106,33 @@ def test_mypy_finds_no_type_errors_in_core():
     # the configuration (files, skipped heavy libraries) is [tool.mypy] in pyproject.toml
     result = _run(sys.executable, "-m", "mypy")
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-2000:]
+
+
+def test_records_of_more_than_four_fields_are_built_by_keyword():
+    """A dataclass of more than four fields is ``kw_only``: a record built from 6-11
+    positional values breaks silently when a field is added or two of one type swap."""
+    import ast
+
+    positional = []
+    for path in sorted((ROOT / "workbench").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            for deco in node.decorator_list:
+                call = deco if isinstance(deco, ast.Call) else None
+                name = call.func if call is not None else deco
+                if not (isinstance(name, ast.Name) and name.id == "dataclass"):
+                    continue
+                fields = [
+                    s
+                    for s in node.body
+                    if isinstance(s, ast.AnnAssign)
+                    and "ClassVar" not in ast.unparse(s.annotation)
+                    and not (s.value is not None and "init=False" in ast.unparse(s.value))
+                ]
+                kw_only = call is not None and any(
+                    k.arg == "kw_only" and ast.literal_eval(k.value) is True for k in call.keywords
+                )
+                if len(fields) > 4 and not kw_only:
+                    positional.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}")
+    assert positional == [], "add kw_only=True to these dataclasses: " + ", ".join(positional)

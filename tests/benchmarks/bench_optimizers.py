@@ -128,15 +128,24 @@ def train(
             episodes.append(
                 [
                     Episode(
-                        f"{seed}-{t}",
-                        "mixed",
-                        tasks[t].id,
-                        POOL,
-                        1,
-                        (Turn(0, POOL[w], ROLES[r], tuple(pw), tuple(pr), ()),),
-                        None,
-                        float(y),
-                        StopReason.MAX_TURNS,
+                        id=f"{seed}-{t}",
+                        suite="mixed",
+                        task_id=tasks[t].id,
+                        pool=POOL,
+                        max_turns=1,
+                        turns=(
+                            Turn(
+                                index=0,
+                                worker=POOL[w],
+                                role=ROLES[r],
+                                worker_probs=tuple(pw),
+                                role_probs=tuple(pr),
+                                messages=(),
+                            ),
+                        ),
+                        answer=None,
+                        reward=float(y),
+                        stop_reason=StopReason.MAX_TURNS,
                     )
                     for t, w, r, pw, pr, y in zip(
                         batch, workers, roles, p_workers, p_roles, rewards, strict=True

@@ -25,9 +25,25 @@ def ws(tmp_path):
 
 
 def _play(task: str, worker: int, reward: float, cost: float = 0.0) -> Episode:
-    turn = Turn(0, f"w{worker}", Role.WORKER, (1.0,), (0.0, 1.0, 0.0), (), cost=cost)
+    turn = Turn(
+        index=0,
+        worker=f"w{worker}",
+        role=Role.WORKER,
+        worker_probs=(1.0,),
+        role_probs=(0.0, 1.0, 0.0),
+        messages=(),
+        cost=cost,
+    )
     return Episode(
-        "e", "s", task, ("w0", "w1", "w2"), 1, (turn,), "x", reward, StopReason.MAX_TURNS
+        id="e",
+        suite="s",
+        task_id=task,
+        pool=("w0", "w1", "w2"),
+        max_turns=1,
+        turns=(turn,),
+        answer="x",
+        reward=reward,
+        stop_reason=StopReason.MAX_TURNS,
     )
 
 
@@ -44,11 +60,11 @@ def _imitation(tasks):
 
 def test_imitation_labels_the_best_worker_per_task_with_stated_tie_breaks():
     tasks = [
-        Task("c1", "choice", "q1", answer="A"),
-        Task("c2", "choice", "q2", answer="A"),
-        Task("c3", "choice", "q3", answer="A"),
-        Task("m1", "math", "q4", answer="1"),
-        Task("m2", "math", "q5", answer="1"),
+        Task(id="c1", kind="choice", prompt="q1", answer="A"),
+        Task(id="c2", kind="choice", prompt="q2", answer="A"),
+        Task(id="c3", kind="choice", prompt="q3", answer="A"),
+        Task(id="m1", kind="math", prompt="q4", answer="1"),
+        Task(id="m2", kind="math", prompt="q5", answer="1"),
     ]
     im = _imitation(tasks)
     plays = [
@@ -79,7 +95,7 @@ def test_imitation_labels_the_best_worker_per_task_with_stated_tie_breaks():
 
 
 def test_imitation_ties_on_task_and_category_go_to_the_cheaper_worker_then_pool_order():
-    tasks = [Task("t", "math", "q", answer="1")]
+    tasks = [Task(id="t", kind="math", prompt="q", answer="1")]
     im = _imitation(tasks)
     for worker, cost in ((0, 0.02), (1, 0.01), (2, 0.01)):
         im.record(worker, _play("t", worker, 1, cost))

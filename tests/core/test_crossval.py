@@ -54,7 +54,7 @@ def test_every_task_is_in_exactly_one_fold_and_folds_are_balanced_and_seeded():
 
 def test_a_folds_suite_tests_the_fold_and_trains_and_validates_on_the_rest():
     tasks = _tasks(20)
-    suite = Suite("s", tuple(tasks))
+    suite = Suite(name="s", tasks=tuple(tasks))
     folds = make_folds(tasks, 4, seed=0)
     tested = []
     for index in range(4):

@@ -74,11 +74,11 @@ def test_a_sandbox_frontier_holds_the_exact_accuracies_in_its_intervals(tmp_path
 def _system(name, kind, rewards, cost, penalty=None):
     ids = [str(i) for i in range(len(rewards))]
     return SystemOutcomes(
-        name,
-        kind,
-        dict(zip(ids, map(float, rewards), strict=True)),
-        dict.fromkeys(ids, cost),
-        penalty,
+        name=name,
+        kind=kind,
+        rewards=dict(zip(ids, map(float, rewards), strict=True)),
+        costs=dict.fromkeys(ids, cost),
+        penalty=penalty,
     )
 
 

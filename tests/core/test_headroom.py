@@ -140,7 +140,13 @@ def test_figures_of_hand_made_outcomes_are_exact():
         dtype=bool,
     )
     cost = np.array([[2.0] * 6, [1.0] * 6])
-    outcomes = Outcomes(("a", "b"), tuple("123456"), ("x", "x", "x", "y", "y", "y"), right, cost)
+    outcomes = Outcomes(
+        workers=("a", "b"),
+        tasks=tuple("123456"),
+        groups=("x", "x", "x", "y", "y", "y"),
+        right=right,
+        cost=cost,
+    )
     workers, best, oracle, gap, pairwise, categories = analyse(outcomes, resamples=500)
     assert best == "a" and workers[0].accuracy == pytest.approx(0.5)
     assert oracle[0] == pytest.approx(4 / 6)  # tasks 1, 2, 3, 5
@@ -155,10 +161,26 @@ def test_the_best_worker_right_whenever_any_is_says_a_coordinator_cannot_help(tm
     from workbench.core.headroom import CheckCost, HeadroomReport
 
     right = np.array([[1, 1, 0, 1], [0, 1, 0, 1]], dtype=bool)
-    outcomes = Outcomes(("a", "b"), tuple("1234"), ("x",) * 4, right, np.ones((2, 4)))
+    outcomes = Outcomes(
+        workers=("a", "b"),
+        tasks=tuple("1234"),
+        groups=("x",) * 4,
+        right=right,
+        cost=np.ones((2, 4)),
+    )
     workers, best, oracle, gap, pairwise, categories = analyse(outcomes, resamples=200)
     report = HeadroomReport(
-        "s", ("a", "b"), 4, "all", workers, best, oracle, gap, pairwise, categories, CheckCost()
+        suite="s",
+        pool=("a", "b"),
+        n=4,
+        sample="all",
+        workers=workers,
+        best=best,
+        oracle=oracle,
+        gap=gap,
+        pairwise=pairwise,
+        categories=categories,
+        cost=CheckCost(),
     )
     assert gap == (0.0, 0.0, 0.0)
     assert "right whenever any worker is" in report.sentence

@@ -57,7 +57,7 @@ def wilson(successes: float, n: int, z: float = 1.96) -> tuple[float, float]:
 BOOTSTRAP = 10_000  # resamples of a paired difference's interval
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Paired:
     """A system against a reference, task by task: the mean per-task difference with its
     bootstrap 95% interval, the tasks it wins and loses, and the exact two-sided sign
@@ -86,21 +86,31 @@ def paired(
     d = np.array([a[i] - b[i] for i in ids], dtype=np.float64)
     n = len(d)
     if n == 0:
-        return Paired(system, against, 0.0, 0.0, 0.0, 0, 0, 0, 1.0)
+        return Paired(
+            system=system,
+            against=against,
+            difference=0.0,
+            ci_low=0.0,
+            ci_high=0.0,
+            wins=0,
+            losses=0,
+            n=0,
+            p_value=1.0,
+        )
     rng = np.random.default_rng(seed)
     means = d[rng.integers(0, n, size=(BOOTSTRAP, n))].mean(axis=1)
     low, high = np.percentile(means, [2.5, 97.5])
     wins, losses = int((d > 0).sum()), int((d < 0).sum())
     return Paired(
-        system,
-        against,
-        float(d.mean()),
-        float(low),
-        float(high),
-        wins,
-        losses,
-        n,
-        sign_test(wins, losses),
+        system=system,
+        against=against,
+        difference=float(d.mean()),
+        ci_low=float(low),
+        ci_high=float(high),
+        wins=wins,
+        losses=losses,
+        n=n,
+        p_value=sign_test(wins, losses),
     )
 
 
@@ -114,7 +124,7 @@ def sign_test(wins: int, losses: int) -> float:
     return min(1.0, 2 * tail)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SystemResult:
     """One system's test figures."""
 
@@ -142,7 +152,7 @@ class GroupResult:
     n: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Report:
     suite: str
     split: str
@@ -402,17 +412,17 @@ def summarise(
         for g, r in sorted(by_group.items())
     }
     return SystemResult(
-        name,
-        kind,
-        rewards / n if n else 0.0,
-        low,
-        high,
-        n,
-        float(np.mean([len(e.turns) for e in episodes])) if n else 0.0,
-        float(np.mean([e.tokens_in + e.tokens_out for e in episodes])) if n else 0.0,
-        float(np.mean([e.cost for e in episodes])) if n else 0.0,
-        dict(usage),
-        per,
+        name=name,
+        kind=kind,
+        accuracy=rewards / n if n else 0.0,
+        ci_low=low,
+        ci_high=high,
+        n=n,
+        avg_turns=float(np.mean([len(e.turns) for e in episodes])) if n else 0.0,
+        avg_tokens=float(np.mean([e.tokens_in + e.tokens_out for e in episodes])) if n else 0.0,
+        avg_cost=float(np.mean([e.cost for e in episodes])) if n else 0.0,
+        usage=dict(usage),
+        by_group=per,
     )
 
 
@@ -528,7 +538,12 @@ async def evaluate(
         episodes += eps
     best, pairs = against_best_single(results, episodes, [t.id for t in tasks], seed)
     report = Report(
-        suite, split, tuple(results), learned=tuple(learned), best_single=best, paired=pairs
+        suite=suite,
+        split=split,
+        systems=tuple(results),
+        learned=tuple(learned),
+        best_single=best,
+        paired=pairs,
     )
     return report, episodes
 

@@ -64,7 +64,7 @@ ANY_RIGHT = "one-turn oracle (any right)"
 DEPLOYABLE = ("coordinator", "single", "random")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SystemOutcomes:
     """One system's per-task reward and dollars on the test split."""
 
@@ -78,7 +78,7 @@ class SystemOutcomes:
     training: dict[str, float] = field(default_factory=dict)  # the run's spend
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FrontierPoint:
     """One system on the plot: accuracy and dollars per task, each with its 95% interval;
     ``pareto``: on the front of the deployable systems."""
@@ -99,7 +99,7 @@ class FrontierPoint:
     training: dict[str, float] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Frontier:
     """The study's points, its two sentences and what it spent (see the module docstring)."""
 
@@ -227,7 +227,7 @@ def any_right_oracle(singles: Sequence[SystemOutcomes]) -> SystemOutcomes:
         right = [s.costs[t] for s in singles if s.rewards[t] >= 1.0]
         rewards[t] = 1.0 if right else 0.0
         costs[t] = min(right) if right else min(s.costs[t] for s in singles)
-    return SystemOutcomes(ANY_RIGHT, "oracle", rewards, costs)
+    return SystemOutcomes(name=ANY_RIGHT, kind="oracle", rewards=rewards, costs=costs)
 
 
 def pareto_front(points: Sequence[tuple[float, float]]) -> list[bool]:
@@ -247,16 +247,21 @@ def pareto_front(points: Sequence[tuple[float, float]]) -> list[bool]:
 def _point(s: SystemOutcomes, tasks: Sequence[str]) -> FrontierPoint:
     r = np.array([s.rewards[t] for t in tasks])
     c = np.array([s.costs[t] for t in tasks])
+    ci_low, ci_high = wilson(float(r.sum()), len(r))
+    dollars, dollars_low, dollars_high = mean_interval(c)
     return FrontierPoint(
-        s.name,
-        s.kind,
-        float(r.mean()),
-        *wilson(float(r.sum()), len(r)),
-        *mean_interval(c),
-        len(r),
-        s.penalty,
-        s.run_id,
-        s.exact,
+        name=s.name,
+        kind=s.kind,
+        accuracy=float(r.mean()),
+        ci_low=ci_low,
+        ci_high=ci_high,
+        dollars=dollars,
+        dollars_low=dollars_low,
+        dollars_high=dollars_high,
+        n=len(r),
+        penalty=s.penalty,
+        run_id=s.run_id,
+        exact=s.exact,
         training=dict(s.training),
     )
 
@@ -353,17 +358,17 @@ def build_frontier(
             f"{dollars(top.dollars, label, 6)}: {verdict}."
         )
     return Frontier(
-        suite,
-        tuple(pool),
-        tuple(penalties),
-        tuple(points),
-        b.name,
-        first,
-        second,
-        dict(budget),
-        spend,
-        cache_policy,
-        wall_s,
+        suite=suite,
+        pool=tuple(pool),
+        penalties=tuple(penalties),
+        points=tuple(points),
+        best_single=b.name,
+        cheapest_within_one_point=first,
+        best_at_best_single_cost=second,
+        budget=dict(budget),
+        spend=spend,
+        cache_policy=cache_policy,
+        wall_s=wall_s,
     )
 
 
@@ -492,18 +497,20 @@ def study_frontier(
             if kind == "coordinator":
                 systems.append(
                     SystemOutcomes(
-                        f"cost_penalty {penalty:g}",
-                        kind,
-                        rewards,
-                        costs,
-                        penalty,
-                        run_id,
-                        exact_one_turn_routing(pool, test_tasks, routing) if routing else None,
-                        training,
+                        name=f"cost_penalty {penalty:g}",
+                        kind=kind,
+                        rewards=rewards,
+                        costs=costs,
+                        penalty=penalty,
+                        run_id=run_id,
+                        exact=exact_one_turn_routing(pool, test_tasks, routing)
+                        if routing
+                        else None,
+                        training=training,
                     )
                 )
             else:
-                systems.append(SystemOutcomes(name, kind, rewards, costs))
+                systems.append(SystemOutcomes(name=name, kind=kind, rewards=rewards, costs=costs))
         if progress is not None:
             coordinator = report.systems[0]
             progress(

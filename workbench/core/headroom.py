@@ -98,7 +98,7 @@ def mean_interval(values: np.ndarray) -> tuple[float, float, float]:
     return mean, max(0.0, mean - half), mean + half
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Outcomes:
     """One-turn answers of every worker on every task: ``right[w, t]`` and ``cost[w, t]``
     (the answer's dollars, what the worker costs to run, recorded or cached or not)."""
@@ -110,7 +110,7 @@ class Outcomes:
     cost: np.ndarray = field(repr=False)  # float, workers x tasks
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class WorkerFigures:
     """One worker's figures on the check's tasks; ``exact``: the simulation's expected
     accuracy on them (simulated workers only)."""
@@ -124,7 +124,7 @@ class WorkerFigures:
     exact: float | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CategoryWinner:
     """The best worker of one category, the runner-up, and the winner's lead over it with
     a paired bootstrap interval: ``clear`` when the interval lies above 0."""
@@ -145,7 +145,7 @@ class CategoryWinner:
         return self.runner_up is None or self.lead_low > 0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CheckCost:
     """What the check itself spent: ``calls`` made to a worker (neither read from the
     cache nor from recorded answers), their tokens and dollars; ``cached`` and
@@ -159,7 +159,7 @@ class CheckCost:
     recorded: int = 0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class HeadroomReport:
     """The check's figures (see the module docstring)."""
 
@@ -355,10 +355,20 @@ def analyse(
         raise InvalidInput("the headroom check has no task to measure on")
     acc = right.mean(axis=1)
     per_task = np.asarray(outcomes.cost, dtype=float).mean(axis=1)
-    workers = tuple(
-        WorkerFigures(w, float(acc[i]), *wilson(int(right[i].sum()), n), n, float(per_task[i]))
-        for i, w in enumerate(outcomes.workers)
-    )
+    figures = []
+    for i, w in enumerate(outcomes.workers):
+        ci_low, ci_high = wilson(int(right[i].sum()), n)
+        figures.append(
+            WorkerFigures(
+                worker=w,
+                accuracy=float(acc[i]),
+                ci_low=ci_low,
+                ci_high=ci_high,
+                n=n,
+                dollars_per_task=float(per_task[i]),
+            )
+        )
+    workers = tuple(figures)
     b = best_index(acc, per_task)
     any_right = right.any(axis=0)
     oracle = (float(any_right.mean()), *wilson(int(any_right.sum()), n))
@@ -382,7 +392,7 @@ def analyse(
         order = sorted(range(n_workers), key=lambda i: (-cat_acc[i], per_task[i], i))
         win = order[0]
         m = int(mask.sum())
-        figures = (float(cat_acc[win]), *wilson(int(sub[win].sum()), m))
+        ci_low, ci_high = wilson(int(sub[win].sum()), m)
         if n_workers > 1:
             nxt = order[1]
             lead = bootstrap_mean(
@@ -391,7 +401,20 @@ def analyse(
             runner: str | None = outcomes.workers[nxt]
         else:
             lead, runner = (0.0, 0.0, 0.0), None
-        categories.append(CategoryWinner(g, m, outcomes.workers[win], *figures, runner, *lead))
+        categories.append(
+            CategoryWinner(
+                category=g,
+                n=m,
+                winner=outcomes.workers[win],
+                accuracy=float(cat_acc[win]),
+                ci_low=ci_low,
+                ci_high=ci_high,
+                runner_up=runner,
+                lead=lead[0],
+                lead_low=lead[1],
+                lead_high=lead[2],
+            )
+        )
     return workers, outcomes.workers[b], oracle, gap, pairwise, tuple(categories)
 
 
@@ -623,32 +646,32 @@ def check_headroom(
                 WorkerFigures(**{**asdict(w), "exact": exact["workers"][w.worker]}) for w in workers
             )
         report = HeadroomReport(
-            suite.name,
-            ids,
-            len(outcomes.tasks),
-            words,
-            workers,
-            best,
-            oracle,
-            gap,
-            pairwise,
-            categories,
-            CheckCost(
-                int(spent["calls"]),
-                int(spent["tokens_in"]),
-                int(spent["tokens_out"]),
-                float(spent["dollars"]),
-                int(spent["cached"]),
-                int(spent["recorded"]),
+            suite=suite.name,
+            pool=ids,
+            n=len(outcomes.tasks),
+            sample=words,
+            workers=workers,
+            best=best,
+            oracle=oracle,
+            gap=gap,
+            pairwise=pairwise,
+            categories=categories,
+            cost=CheckCost(
+                calls=int(spent["calls"]),
+                tokens_in=int(spent["tokens_in"]),
+                tokens_out=int(spent["tokens_out"]),
+                dollars=float(spent["dollars"]),
+                cached=int(spent["cached"]),
+                recorded=int(spent["recorded"]),
             ),
-            spend_kind(ids),
-            time.perf_counter() - started,
-            left_out,
-            policy,
-            run_id,
-            exact["oracle"] if exact else None,
-            exact["gap"] if exact else None,
-            exact["by_category"] if exact else None,
+            spend=spend_kind(ids),
+            wall_s=time.perf_counter() - started,
+            left_out=left_out,
+            cache_policy=policy,
+            run_id=run_id,
+            exact_oracle=exact["oracle"] if exact else None,
+            exact_gap=exact["gap"] if exact else None,
+            exact_by_category=exact["by_category"] if exact else None,
         )
         store.set_run_status(
             run_id, "finished", stop_reason="done", result={"headroom": report.to_dict()}
@@ -729,6 +752,10 @@ def outcomes_of(
         [[by[(i, t.id)].cost for t in kept] for i in range(len(pool))], dtype=float
     ).reshape(len(pool), len(kept))
     outcomes = Outcomes(
-        tuple(pool), tuple(t.id for t in kept), tuple(t.group for t in kept), right, cost
+        workers=tuple(pool),
+        tasks=tuple(t.id for t in kept),
+        groups=tuple(t.group for t in kept),
+        right=right,
+        cost=cost,
     )
     return outcomes, ((dropped, first_error or "") if dropped else None)

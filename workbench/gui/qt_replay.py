@@ -58,7 +58,7 @@ EPISODE_STOPS = ("accepted", "max_turns", "verifier_without_answer", "worker_err
 ANY = "any"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class EpisodeList:
     """What the list shows for a run: the episodes in order (best candidate first), how
     many matched, the best (generation, candidate) and its share right, and the choices

@@ -66,7 +66,7 @@ HEADER_TIPS = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class WorkerRow:
     """One line of the table: a registered worker (``spec`` and ``key``) or a built-in one."""
 
@@ -85,9 +85,12 @@ def read_rows(registry: Registry) -> list[WorkerRow]:
     """The registered workers with their key status, then the built-in ones (a job: the
     keychain may take a while to answer)."""
     rows = [
-        WorkerRow(s.id, s.provider, s.model, s, registry.key_status(s)) for s in registry.list()
+        WorkerRow(id=s.id, provider=s.provider, model=s.model, spec=s, key=registry.key_status(s))
+        for s in registry.list()
     ]
-    return rows + [WorkerRow(w.id, w.provider, w.model) for w in builtin_workers()]
+    return rows + [
+        WorkerRow(id=w.id, provider=w.provider, model=w.model) for w in builtin_workers()
+    ]
 
 
 class QtWorkers(Page):

@@ -31,7 +31,7 @@ class EvaluationResult:
     run_id: str  # the evaluation's own run record (its episodes are replayable)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class EvaluationSource:
     """What an evaluation evaluates: a trained run's best vector or a coordinator file,
     with the config it was trained under and its pool (worker ids, in the head's order)."""
@@ -89,13 +89,18 @@ def _evaluation_source(
         record = store.get_run(run)
         config = record.config()
         pool = tuple(wid for wid, _ in describe_pool(config.pool.workers, workspace=workspace))
-        return EvaluationSource(config, pool, config.backbone.model, run_id=record.id)
+        return EvaluationSource(
+            config=config, pool=pool, backbone_model=config.backbone.model, run_id=record.id
+        )
     if coordinator_file is not None:
         manifest = read_manifest(coordinator_file)
         config = RunConfig.from_stored(manifest["training"]["config"], str(coordinator_file))
         pool = tuple(w["id"] for w in manifest["pool"])
         return EvaluationSource(
-            config, pool, manifest["backbone"]["model"], coordinator_file=str(coordinator_file)
+            config=config,
+            pool=pool,
+            backbone_model=manifest["backbone"]["model"],
+            coordinator_file=str(coordinator_file),
         )
     raise InvalidInput(
         "evaluate what? give a run (--run RUN) or a coordinator file (--coordinator FILE)"

@@ -127,7 +127,7 @@ def can_resume(status: str) -> bool:
     return status in RESUMABLE
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RunSummary:
     """One run as a runs list shows it (the GUI's and the CLI's): the status is the
     effective one, ``generations`` the generations committed so far."""
@@ -164,15 +164,15 @@ class RunSummary:
 def summarise_run(record: RunRecord, generations: int) -> RunSummary:
     """``record`` as a runs list shows it, with ``generations`` committed."""
     return RunSummary(
-        record.id,
-        record.name,
-        effective_status(record),
-        record.stop_reason or "",
-        generations,
-        record.kind,
-        record.error,
-        record.created_at,
-        record.updated_at,
+        id=record.id,
+        name=record.name,
+        status=effective_status(record),
+        stop_reason=record.stop_reason or "",
+        generations=generations,
+        kind=record.kind,
+        error=record.error,
+        created_at=record.created_at,
+        updated_at=record.updated_at,
     )
 
 

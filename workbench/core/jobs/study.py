@@ -125,28 +125,28 @@ def study_optimizers(
                 )
         rows.append(
             StudyRow(
-                name,
-                mean_ci(vals),
-                mean_ci(tests),
-                tuple(run_ids),
-                episodes,
-                {g: mean_ci(v) for g, v in test_groups.items()},
-                tuple(tests),
+                optimizer=name,
+                validation=mean_ci(vals),
+                test=mean_ci(tests),
+                runs=tuple(run_ids),
+                episodes=episodes,
+                test_by_group={g: mean_ci(v) for g, v in test_groups.items()},
+                tests=tuple(tests),
             )
         )
     return Study(
-        tuple(rows),
-        seeds,
-        dict(config.to_dict()["budget"]),
-        {name: mean_ci(values) for name, values in references.items() if values},
-        tuple(best_single),
-        {
+        rows=tuple(rows),
+        seeds=seeds,
+        budget=dict(config.to_dict()["budget"]),
+        references={name: mean_ci(values) for name, values in references.items() if values},
+        best_single=tuple(best_single),
+        reference_groups={
             name: {g: mean_ci(v) for g, v in groups.items()}
             for name, groups in ref_groups.items()
             if groups
         },
-        PowerEstimate.of([list(r.tests) for r in rows], test_tasks, margin),
-        forced,
+        power=PowerEstimate.of([list(r.tests) for r in rows], test_tasks, margin),
+        paper_settings=forced,
     )
 
 

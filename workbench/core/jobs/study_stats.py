@@ -59,7 +59,7 @@ def mean_ci(values: Sequence[float]) -> tuple[float, float, float]:
     return mean, max(0.0, mean - half), min(1.0, mean + half)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StudyRow:
     optimizer: str
     validation: tuple[float, float, float]  # mean, ci_low, ci_high over seeds
@@ -71,7 +71,7 @@ class StudyRow:
     tests: tuple[float, ...] = ()  # each seed's test reward
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Study:
     """Each optimizer's final validation and test reward over seeds, with the test reward of
     the references a reader needs to judge them, measured on the same test tasks and seeds

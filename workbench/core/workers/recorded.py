@@ -52,7 +52,7 @@ class RecordedPoolNotFound(UnknownWorker):
     workspace, or names no worker of it; the message lists what there is."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Recording:
     """One recorded answer."""
 
@@ -191,7 +191,13 @@ def champ_tables() -> dict[str, dict[str, Recording]]:
                 answers = [m for m in conv.messages if str(m.role).startswith("Model.")]
                 if not answers or not answers[-1].text:
                     continue
-                table[pid] = Recording(pid, wid, answers[-1].text, role="worker", setting=setting)
+                table[pid] = Recording(
+                    task_id=pid,
+                    worker=wid,
+                    response=answers[-1].text,
+                    role="worker",
+                    setting=setting,
+                )
             tables[wid] = table
     return tables
 
@@ -213,7 +219,7 @@ def champ_worker(worker_id: str) -> RecordedWorker:
 # --------------------------------------------------------------------------- imported pools
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RecordedPool:
     """A recorded pool imported into a workspace: its answers per worker and what its
     metadata file says (suite, source, import time, per-worker prices in USD per million
@@ -284,7 +290,12 @@ def _read_pool(answers: str, meta: str, _stamp: tuple[int, int]) -> RecordedPool
                 tables.setdefault(rec.worker, {})[rec.task_id] = rec
     prices = {w: (float(p[0]), float(p[1])) for w, p in info.get("prices", {}).items()}
     return RecordedPool(
-        info["name"], info["suite"], info["source"], float(info["created_at"]), tables, prices
+        name=info["name"],
+        suite=info["suite"],
+        source=info["source"],
+        created_at=float(info["created_at"]),
+        tables=tables,
+        prices=prices,
     )
 
 
