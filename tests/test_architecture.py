@@ -1,7 +1,7 @@
 """The layout's boundaries and the rules machines check (docs/ARCHITECTURE.md,
 docs/CONVENTIONS.md): the import-linter contracts (core never imports Qt, pyqtgraph or the
 GUI; the layers; no import circles), importing core costs no heavy imports, ruff's lint
-and format, and mypy on core."""
+and format, and mypy on the whole package (the GUI included)."""
 
 import subprocess
 import sys
@@ -102,7 +102,7 @@ def test_the_tree_is_ruff_formatted():
     )
 
 
-def test_mypy_finds_no_type_errors_in_core():
+def test_mypy_finds_no_type_errors_in_the_package():
     # the configuration (files, skipped heavy libraries) is [tool.mypy] in pyproject.toml
     result = _run(sys.executable, "-m", "mypy")
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-2000:]

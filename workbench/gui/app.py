@@ -25,6 +25,7 @@ from workbench.core.models import describe_device
 from workbench.core.printable import shown_path
 from workbench.core.settings import load_settings_or_defaults, settings_path
 from workbench.core.workspace import Workspace, WorkspaceError, resources_dir
+from workbench.gui.page import Page
 from workbench.gui.qt import (
     PYSIDE_VERSION,
     QT_VERSION,
@@ -56,6 +57,14 @@ from workbench.gui.qt import (
     QUrl,
     QWidget,
 )
+from workbench.gui.qt_evaluate import QtEvaluate
+from workbench.gui.qt_playground import QtPlayground
+from workbench.gui.qt_replay import QtReplay
+from workbench.gui.qt_runs import QtRuns
+from workbench.gui.qt_settings import QtSettings
+from workbench.gui.qt_start import QtStart
+from workbench.gui.qt_tasks import QtTasks
+from workbench.gui.qt_workers import QtWorkers
 
 log = logging.getLogger(__name__)
 
@@ -70,56 +79,40 @@ class PageContext:
     backbone: Any = None
 
 
-def _start_page(context: PageContext) -> QWidget:
-    from workbench.gui.qt_start import QtStart
-
+def _start_page(context: PageContext) -> Page:
     return QtStart(context.workspace)
 
 
-def _workers_page(context: PageContext) -> QWidget:
-    from workbench.gui.qt_workers import QtWorkers
-
+def _workers_page(context: PageContext) -> Page:
     # workers are per user (workers.toml and the keychain); recorded pools per workspace
     return QtWorkers(workspace=context.workspace)
 
 
-def _tasks_page(context: PageContext) -> QWidget:
-    from workbench.gui.qt_tasks import QtTasks
-
+def _tasks_page(context: PageContext) -> Page:
     return QtTasks(context.workspace)
 
 
-def _runs_page(context: PageContext) -> QWidget:
-    from workbench.gui.qt_runs import QtRuns
-
+def _runs_page(context: PageContext) -> Page:
     return QtRuns(context.workspace)
 
 
-def _replay_page(context: PageContext) -> QWidget:
-    from workbench.gui.qt_replay import QtReplay
-
+def _replay_page(context: PageContext) -> Page:
     return QtReplay(context.workspace)
 
 
-def _evaluate_page(context: PageContext) -> QWidget:
-    from workbench.gui.qt_evaluate import QtEvaluate
-
+def _evaluate_page(context: PageContext) -> Page:
     return QtEvaluate(context.workspace, backbone=context.backbone)
 
 
-def _playground_page(context: PageContext) -> QWidget:
-    from workbench.gui.qt_playground import QtPlayground
-
+def _playground_page(context: PageContext) -> Page:
     return QtPlayground(context.workspace, backbone=context.backbone)
 
 
-def _settings_page(context: PageContext) -> QWidget:
-    from workbench.gui.qt_settings import QtSettings
-
+def _settings_page(context: PageContext) -> Page:
     return QtSettings(context.workspace)
 
 
-PageFactory = Callable[[PageContext], QWidget]
+PageFactory = Callable[[PageContext], Page]
 PAGES: list[tuple[str, PageFactory]] = [
     ("Start", _start_page),
     ("Workers", _workers_page),
@@ -254,7 +247,7 @@ class MainWindow(QMainWindow):
         self.nav.setFixedWidth(200)
         self.nav.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.stack = QStackedWidget()
-        self.pages: dict[str, QWidget] = {}
+        self.pages: dict[str, Page] = {}
         self.scrolls: dict[str, QScrollArea] = {}  # each page in its scroll area
         context = PageContext(workspace, backbone)
         for title, factory in PAGES if pages is None else pages:
@@ -271,20 +264,18 @@ class MainWindow(QMainWindow):
             scroll.setWidgetResizable(True)
             scroll.setFrameShape(QFrame.Shape.NoFrame)
             scroll.setWidget(page)
-            if hasattr(page, "install_banner"):
-                page.install_banner()
+            page.install_banner()
             self.scrolls[title] = scroll
             self.stack.addWidget(scroll)
         self.nav.currentRowChanged.connect(self.stack.setCurrentIndex)
         self.nav.setCurrentRow(0)
         self._runs_listed = False
-        runs_page = self.pages.get("Runs")
-        if runs_page is not None and hasattr(runs_page, "runs_listed"):
+        runs_page, start, playground = (self._page(t) for t in ("Runs", "Start", "Playground"))
+        if isinstance(runs_page, QtRuns):
             runs_page.runs_listed.connect(self._open_on_runs)
-        if "Playground" in self.pages and "Replay" in self.pages:
-            self.pages["Playground"].open_in_replay.connect(self.open_in_replay)
-        start = self.pages.get("Start")
-        if start is not None and hasattr(start, "go"):
+        if isinstance(playground, QtPlayground) and isinstance(self._page("Replay"), QtReplay):
+            playground.open_in_replay.connect(self.open_in_replay)
+        if isinstance(start, QtStart):
             start.go.connect(self.go)
         central = QWidget()
         layout = QHBoxLayout(central)
@@ -295,9 +286,9 @@ class MainWindow(QMainWindow):
         self.run_strip = QLabel("No run in progress")
         self.run_strip.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.statusBar().addWidget(self.run_strip, 1)
-        if runs_page is not None and hasattr(runs_page, "strip_changed"):
+        if isinstance(runs_page, QtRuns):
             runs_page.strip_changed.connect(self.run_strip.setText)
-            if start is not None and hasattr(start, "runs_listed"):
+            if isinstance(start, QtStart):
                 runs_page.runs_listed.connect(start.runs_listed)
         help_menu = self.menuBar().addMenu("&Help")
         for text, slot in (
@@ -346,9 +337,12 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------------ navigation
 
-    def current_page(self) -> QWidget:
-        """The page shown (the stack holds each page in its scroll area)."""
-        return self.stack.currentWidget().widget()
+    def _page(self, title: str) -> Page | None:
+        return self.pages.get(title)
+
+    def current_page(self) -> Page:
+        """The page shown (the stack holds each page in its scroll area, in order)."""
+        return list(self.pages.values())[self.stack.currentIndex()]
 
     def go(self, where: str) -> None:
         """Show a page: ``"Title"``, or ``"Title:action"`` to also do one thing there (the
@@ -359,9 +353,9 @@ class MainWindow(QMainWindow):
             return
         self.nav.setCurrentRow(list(self.pages).index(title))
         page = self.pages[title]
-        if action == "add" and hasattr(page, "open_dialog"):
+        if action == "add" and isinstance(page, QtWorkers):
             page.open_dialog()
-        elif action == "sandbox" and hasattr(page, "load_example"):
+        elif action == "sandbox" and isinstance(page, QtRuns):
             page.load_example()
 
     def _open_on_runs(self, count: int) -> None:
@@ -374,8 +368,10 @@ class MainWindow(QMainWindow):
 
     def open_in_replay(self, episode_id: str) -> None:
         """Show an episode on the Replay page."""
+        replay = self.pages["Replay"]
+        assert isinstance(replay, QtReplay)  # connected only when the Replay page is one
         self.nav.setCurrentRow(list(self.pages).index("Replay"))
-        self.pages["Replay"].open_episode(episode_id)
+        replay.open_episode(episode_id)
 
     def open_log(self) -> bool:
         """Open ``logs/gui.log`` of the workspace in the system's viewer (created if the
@@ -391,8 +387,8 @@ class MainWindow(QMainWindow):
     def show_about(self) -> None:
         QMessageBox.about(self, f"About {APP_NAME}", about_text())
 
-    def running_pages(self) -> list[QWidget]:
-        return [p for p in self.pages.values() if getattr(p, "running", False)]
+    def running_pages(self) -> list[Page]:
+        return [p for p in self.pages.values() if p.running]
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt's name)
         running = self.running_pages()
@@ -411,8 +407,7 @@ class MainWindow(QMainWindow):
                 page.stop_and_wait()
         self.save_layout()
         for page in self.pages.values():  # no thread outlives the window
-            if hasattr(page, "shutdown"):
-                page.shutdown()
+            page.shutdown()
         event.accept()
 
 
@@ -476,7 +471,7 @@ def main(
     app = QApplication.instance() or QApplication(list(argv) if argv is not None else sys.argv[:1])
     app.setApplicationName(APP_NAME)
     app.setApplicationVersion(__version__)
-    app.setWindowIcon(QIcon(str(resources_dir() / "icons" / "trinity-workbench.png")))
+    QApplication.setWindowIcon(QIcon(str(resources_dir() / "icons" / "trinity-workbench.png")))
     from workbench.gui.qt_settings import apply_theme
 
     apply_theme(settings.theme)

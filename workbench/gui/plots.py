@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import math
 
-from workbench.gui.qt import QApplication, QPalette, pg
+from workbench.gui.qt import QPalette, application, pg
 
 
 def palette_colors() -> tuple[str, str]:
     """(background, foreground) of the application's palette, as hex colours."""
-    app = QApplication.instance()
+    app = application()
     palette = app.palette() if app is not None else QPalette()
     return (
         palette.color(QPalette.ColorRole.Base).name(),

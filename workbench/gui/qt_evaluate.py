@@ -31,7 +31,7 @@ from workbench.core.spend import dollars
 from workbench.core.tasks.suites import list_suites
 from workbench.core.training.events import StopToken
 from workbench.core.workspace import Workspace
-from workbench.gui import background
+from workbench.gui import background, tables
 from workbench.gui.page import Page, message_label
 from workbench.gui.qt import (
     QCheckBox,
@@ -660,7 +660,7 @@ class QtEvaluate(Page):
         """The accuracy table's cells, row by row (what the user reads)."""
         return [
             tuple(
-                self.results_table.item(r, c).text()
+                tables.item(self.results_table, r, c).text()
                 for c in range(self.results_table.columnCount())
             )
             for r in range(self.results_table.rowCount())

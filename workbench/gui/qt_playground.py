@@ -22,7 +22,7 @@ from workbench.core.replay import turn_cost, turn_verdict
 from workbench.core.serving.team import TurnDecided, TurnReplied, load_team
 from workbench.core.spend import dollars, is_simulated, spend_kind
 from workbench.core.workspace import Workspace
-from workbench.gui import background
+from workbench.gui import background, tables
 from workbench.gui.page import Page, message_label
 from workbench.gui.qt import (
     QApplication,
@@ -305,7 +305,13 @@ class QtPlayground(Page):
         return {"run": value} if kind == "run" else {"coordinator_file": value}
 
     def _load_team(self) -> Any:
-        return load_team(self.workspace, backbone=self.backbone, **self._source())
+        source = self._source()
+        return load_team(
+            self.workspace,
+            run=source.get("run"),
+            coordinator_file=source.get("coordinator_file"),
+            backbone=self.backbone,
+        )
 
     # ------------------------------------------------------------------ asking
 
@@ -427,7 +433,7 @@ class QtPlayground(Page):
         )
         if replied is None:
             self.turn_label.setText(head)
-            self.reply_view.setPlainText(self.turns.item(row, REPLY).text())
+            self.reply_view.setPlainText(tables.item(self.turns, row, REPLY).text())
             return
         self.turn_label.setText(f"{head} · latency {replied.latency_s:.2f} s")
         self.reply_view.setPlainText(f"error: {replied.error}" if replied.error else replied.text)

@@ -28,7 +28,6 @@ from workbench.core.workspace import Workspace
 from workbench.gui import background
 from workbench.gui.page import Page, message_label
 from workbench.gui.qt import (
-    QApplication,
     QColor,
     QComboBox,
     QFileDialog,
@@ -42,6 +41,7 @@ from workbench.gui.qt import (
     QVBoxLayout,
     QWidget,
     Signal,
+    application,
 )
 
 log = logging.getLogger(__name__)
@@ -64,7 +64,7 @@ THEME_NAMES = {"system": "System", "light": "Light", "dark": "Dark"}
 def apply_theme(theme: str) -> None:
     """Apply ``theme`` to the running application: ``system`` follows the OS. Uses Qt's
     colour scheme where this Qt has it and the platform honours it, else a palette."""
-    app = QApplication.instance()
+    app = application()
     if app is None:
         return
     hints = app.styleHints()
