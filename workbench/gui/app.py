@@ -231,6 +231,9 @@ def about_text() -> str:
 
 
 class MainWindow(QMainWindow):
+    """The window: the navigation over the stack of pages, the run strip, the Help menu;
+    built in named steps, each page linked to the others through its signals."""
+
     def __init__(
         self,
         workspace: Workspace,
@@ -241,6 +244,20 @@ class MainWindow(QMainWindow):
         super().__init__()
         self.workspace = workspace
         self.setWindowTitle(f"{APP_NAME} — {shown_path(workspace.root)}")
+        self._runs_listed = False
+        self._build_navigation()
+        self._add_pages(PageContext(workspace, backbone), PAGES if pages is None else pages)
+        self._build_central()
+        self._build_run_strip()
+        self._link_pages()
+        self._build_help_menu()
+        self._state = QSettings(
+            str(settings_path().parent / WINDOW_STATE), QSettings.Format.IniFormat
+        )
+        self.restore_layout()
+
+    def _build_navigation(self) -> None:
+        """The list of pages on the left and the stack it switches."""
         self.nav = QListWidget()
         self.nav.setItemDelegate(NavDelegate(self.nav))
         self.nav.setIconSize(QSize(22, 22))
@@ -249,8 +266,11 @@ class MainWindow(QMainWindow):
         self.stack = QStackedWidget()
         self.pages: dict[str, Page] = {}
         self.scrolls: dict[str, QScrollArea] = {}  # each page in its scroll area
-        context = PageContext(workspace, backbone)
-        for title, factory in PAGES if pages is None else pages:
+
+    def _add_pages(self, context: PageContext, pages: Sequence[tuple[str, PageFactory]]) -> None:
+        """Each page built by its factory, listed in the navigation (icon, name, line) and
+        stacked in its scroll area with its banner in place; the first page shown."""
+        for title, factory in pages:
             page = factory(context)
             self.pages[title] = page
             description, icon = PAGE_INFO.get(title, ("", "SP_FileIcon"))
@@ -269,27 +289,36 @@ class MainWindow(QMainWindow):
             self.stack.addWidget(scroll)
         self.nav.currentRowChanged.connect(self.stack.setCurrentIndex)
         self.nav.setCurrentRow(0)
-        self._runs_listed = False
-        runs_page, start, playground = (self._page(t) for t in ("Runs", "Start", "Playground"))
-        if isinstance(runs_page, QtRuns):
-            runs_page.runs_listed.connect(self._open_on_runs)
-        if isinstance(playground, QtPlayground) and isinstance(self._page("Replay"), QtReplay):
-            playground.open_in_replay.connect(self.open_in_replay)
-        if isinstance(start, QtStart):
-            start.go.connect(self.go)
+
+    def _build_central(self) -> None:
         central = QWidget()
         layout = QHBoxLayout(central)
         layout.setContentsMargins(4, 4, 4, 0)
         layout.addWidget(self.nav)
         layout.addWidget(self.stack, 1)
         self.setCentralWidget(central)
+
+    def _build_run_strip(self) -> None:
+        """The status strip: the current run (running, generation, best fitness, spend)."""
         self.run_strip = QLabel("No run in progress")
         self.run_strip.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.statusBar().addWidget(self.run_strip, 1)
-        if isinstance(runs_page, QtRuns):
-            runs_page.strip_changed.connect(self.run_strip.setText)
+
+    def _link_pages(self) -> None:
+        """The pages' signals that reach the window or another page: the Runs page's first
+        listing and its strip, the Start page's buttons, the Playground opening Replay."""
+        runs, start, playground = (self.pages.get(t) for t in ("Runs", "Start", "Playground"))
+        if isinstance(runs, QtRuns):
+            runs.runs_listed.connect(self._open_on_runs)
+            runs.strip_changed.connect(self.run_strip.setText)
             if isinstance(start, QtStart):
-                runs_page.runs_listed.connect(start.runs_listed)
+                runs.runs_listed.connect(start.runs_listed)
+        if isinstance(playground, QtPlayground) and isinstance(self.pages.get("Replay"), QtReplay):
+            playground.open_in_replay.connect(self.open_in_replay)
+        if isinstance(start, QtStart):
+            start.go.connect(self.go)
+
+    def _build_help_menu(self) -> None:
         help_menu = self.menuBar().addMenu("&Help")
         for text, slot in (
             ("&About", self.show_about),
@@ -299,10 +328,6 @@ class MainWindow(QMainWindow):
             action = QAction(text, self)
             action.triggered.connect(slot)
             help_menu.addAction(action)
-        self._state = QSettings(
-            str(settings_path().parent / WINDOW_STATE), QSettings.Format.IniFormat
-        )
-        self.restore_layout()
 
     # ------------------------------------------------------------------ size and splitters
 
@@ -336,9 +361,6 @@ class MainWindow(QMainWindow):
         self._state.sync()
 
     # ------------------------------------------------------------------ navigation
-
-    def _page(self, title: str) -> Page | None:
-        return self.pages.get(title)
 
     def current_page(self) -> Page:
         """The page shown (the stack holds each page in its scroll area, in order)."""
