@@ -274,11 +274,11 @@ def test_run_episode_refuses_a_negative_seed_naming_the_option(tmp_path, suite_f
 
 
 def test_runs_list_shows_what_the_runs_page_shows(tmp_path):
-    """`runs list` prints core's run summaries (``runs.list_runs``), as the Runs page lists
+    """`runs list` prints core's run summaries (``jobs.shared.list_runs``), as the Runs page lists
     them: the effective status, and the generations committed so far (also of a run that
     has not reported a result yet); oldest first; ``--all`` adds the other kinds."""
     from tests.gui.test_start_page import stored_run
-    from workbench.core import runs
+    from workbench.core.jobs.shared import list_runs
     from workbench.core.store import Store
     from workbench.core.workspace import Workspace
 
@@ -294,9 +294,7 @@ def test_runs_list_shows_what_the_runs_page_shows(tmp_path):
         (done, "finished", 3),
         (young, "stopped", 1),
     ]
-    assert listed == [
-        {**s.to_json(), "generations": s.generations} for s in runs.list_runs(ws)[::-1]
-    ]
+    assert listed == [{**s.to_json(), "generations": s.generations} for s in list_runs(ws)[::-1]]
     assert listed[0]["stop_reason"] == "stopped" and listed[0]["error"] is None
     table = cli("runs", "list", workspace=ws.root, check=True).stdout.splitlines()
     assert [line.split()[:2] for line in table[2:]] == [[done[:8], "done"], [young[:8], "young"]]

@@ -68,8 +68,8 @@ def child_generation(args) -> dict:
     uses only APIs both have. Prints one JSON line."""
     from workbench.core.config import RunConfig
     from workbench.core.coordinator import Backbone
+    from workbench.core.jobs.train import train
     from workbench.core.protocol import render_transcript
-    from workbench.core.runs import train
     from workbench.core.tasks.suites import load_suite
     from workbench.core.workspace import Workspace
 

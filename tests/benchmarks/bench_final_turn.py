@@ -22,7 +22,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from workbench.core.config import RunConfig  # noqa: E402
-from workbench.core.runs import evaluate_run, train  # noqa: E402
+from workbench.core.jobs.evaluate import evaluate_run  # noqa: E402
+from workbench.core.jobs.train import train  # noqa: E402
 from workbench.core.store import Store  # noqa: E402
 from workbench.core.workspace import Workspace, resources_dir  # noqa: E402
 

@@ -19,8 +19,8 @@ import numpy as np
 from tests.conftest import build_tiny_lm
 from tests.core.test_training import config
 from workbench.core.coordinator import Backbone, HeadConfig
+from workbench.core.jobs.train import train
 from workbench.core.optimizers.baselines import Imitation
-from workbench.core.runs import train
 from workbench.core.store import Store
 from workbench.core.tasks.suites import load_suite
 from workbench.core.training.checkpoint import latest_checkpoint

@@ -36,11 +36,11 @@ import platformdirs
 
 from workbench.core.config import RunConfig
 from workbench.core.coordinator import Backbone, HeadConfig, softmax
+from workbench.core.jobs.study_stats import mean_ci
 from workbench.core.optimizers.make import make_optimizer
 from workbench.core.oracle import best_plan, expected_reward, random_routing_value
 from workbench.core.protocol import render_transcript
 from workbench.core.records import ROLES, Episode, Role, StopReason, Turn
-from workbench.core.runs import mean_ci
 from workbench.core.tasks.suites import load_suite
 from workbench.core.training.basis import CALIBRATION_TASKS, SearchBasis
 from workbench.core.workers.simulated import (
@@ -119,7 +119,17 @@ class Sandbox:
             for i, (w, r, outcome) in enumerate(history):
                 worker = self.pool[w]
                 body = self.reply(task_index, worker, r, outcome, thinkers)
-                turns.append(Turn(i, worker, ROLES[r], (), (), (), response=body))
+                turns.append(
+                    Turn(
+                        index=i,
+                        worker=worker,
+                        role=ROLES[r],
+                        worker_probs=(),
+                        role_probs=(),
+                        messages=(),
+                        response=body,
+                    )
+                )
                 thinkers = (*thinkers, worker) if r == THINKER else () if r == WORKER else thinkers
             text = self._texts[key] = render_transcript(self.tasks[task_index], turns)
         return text
@@ -207,20 +217,27 @@ def rollouts(sim: Sandbox, heads: list, seen, task_ids, turns: int, rng) -> list
         for j, t in enumerate(task_ids):
             reward, hist = done[(h, j)]
             turns_ = tuple(
-                Turn(i, sim.pool[w], ROLES[r], tuple(pw), tuple(pr), ())
+                Turn(
+                    index=i,
+                    worker=sim.pool[w],
+                    role=ROLES[r],
+                    worker_probs=tuple(pw),
+                    role_probs=tuple(pr),
+                    messages=(),
+                )
                 for i, (w, r, pw, pr) in enumerate(decisions[(h, j)])
             )
             eps.append(
                 Episode(
-                    f"{h}-{j}",
-                    "bench",
-                    sim.tasks[t].id,
-                    sim.pool,
-                    turns,
-                    turns_,
-                    None,
-                    reward,
-                    StopReason.MAX_TURNS,
+                    id=f"{h}-{j}",
+                    suite="bench",
+                    task_id=sim.tasks[t].id,
+                    pool=sim.pool,
+                    max_turns=turns,
+                    turns=turns_,
+                    answer=None,
+                    reward=reward,
+                    stop_reason=StopReason.MAX_TURNS,
                 )
             )
         out.append(eps)

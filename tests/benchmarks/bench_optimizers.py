@@ -29,10 +29,10 @@ import platformdirs
 
 from workbench.core.config import RunConfig
 from workbench.core.coordinator import Backbone, HeadConfig, softmax
+from workbench.core.jobs.study_stats import mean_ci
 from workbench.core.optimizers.make import make_optimizer
 from workbench.core.protocol import render_transcript
 from workbench.core.records import ROLES, Episode, Role, StopReason, Turn
-from workbench.core.runs import mean_ci
 from workbench.core.tasks.suites import load_suite
 from workbench.core.training.basis import CALIBRATION_TASKS, SearchBasis
 from workbench.core.workers.simulated import SANDBOX_PROFILES
@@ -128,15 +128,24 @@ def train(
             episodes.append(
                 [
                     Episode(
-                        f"{seed}-{t}",
-                        "mixed",
-                        tasks[t].id,
-                        POOL,
-                        1,
-                        (Turn(0, POOL[w], ROLES[r], tuple(pw), tuple(pr), ()),),
-                        None,
-                        float(y),
-                        StopReason.MAX_TURNS,
+                        id=f"{seed}-{t}",
+                        suite="mixed",
+                        task_id=tasks[t].id,
+                        pool=POOL,
+                        max_turns=1,
+                        turns=(
+                            Turn(
+                                index=0,
+                                worker=POOL[w],
+                                role=ROLES[r],
+                                worker_probs=tuple(pw),
+                                role_probs=tuple(pr),
+                                messages=(),
+                            ),
+                        ),
+                        answer=None,
+                        reward=float(y),
+                        stop_reason=StopReason.MAX_TURNS,
                     )
                     for t, w, r, pw, pr, y in zip(
                         batch, workers, roles, p_workers, p_roles, rewards, strict=True

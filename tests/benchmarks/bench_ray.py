@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from workbench.core.config import RunConfig
-from workbench.core.runs import backbone_for, open_pool
+from workbench.core.jobs.shared import backbone_for, open_pool
 from workbench.core.store import Store
 from workbench.core.tasks.suites import load_suite
 from workbench.core.training.events import GenerationStats

@@ -14,7 +14,7 @@ import argparse
 import tempfile
 
 from workbench.core.config import RunConfig
-from workbench.core.runs import train
+from workbench.core.jobs.train import train
 from workbench.core.training.events import GenerationStats
 from workbench.core.workspace import Workspace
 

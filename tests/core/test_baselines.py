@@ -8,9 +8,11 @@ import pytest
 
 from tests.core.test_training import config
 from workbench.core.coordinator import HeadConfig
+from workbench.core.jobs.evaluate import evaluate_run
+from workbench.core.jobs.study import study_optimizers
+from workbench.core.jobs.train import train
 from workbench.core.optimizers.baselines import Imitation
 from workbench.core.records import Episode, Role, StopReason, Turn
-from workbench.core.runs import evaluate_run, study_optimizers, train
 from workbench.core.store import Store
 from workbench.core.tasks.model import Task
 from workbench.core.training.checkpoint import best_vector, latest_checkpoint
@@ -23,9 +25,25 @@ def ws(tmp_path):
 
 
 def _play(task: str, worker: int, reward: float, cost: float = 0.0) -> Episode:
-    turn = Turn(0, f"w{worker}", Role.WORKER, (1.0,), (0.0, 1.0, 0.0), (), cost=cost)
+    turn = Turn(
+        index=0,
+        worker=f"w{worker}",
+        role=Role.WORKER,
+        worker_probs=(1.0,),
+        role_probs=(0.0, 1.0, 0.0),
+        messages=(),
+        cost=cost,
+    )
     return Episode(
-        "e", "s", task, ("w0", "w1", "w2"), 1, (turn,), "x", reward, StopReason.MAX_TURNS
+        id="e",
+        suite="s",
+        task_id=task,
+        pool=("w0", "w1", "w2"),
+        max_turns=1,
+        turns=(turn,),
+        answer="x",
+        reward=reward,
+        stop_reason=StopReason.MAX_TURNS,
     )
 
 
@@ -42,11 +60,11 @@ def _imitation(tasks):
 
 def test_imitation_labels_the_best_worker_per_task_with_stated_tie_breaks():
     tasks = [
-        Task("c1", "choice", "q1", answer="A"),
-        Task("c2", "choice", "q2", answer="A"),
-        Task("c3", "choice", "q3", answer="A"),
-        Task("m1", "math", "q4", answer="1"),
-        Task("m2", "math", "q5", answer="1"),
+        Task(id="c1", kind="choice", prompt="q1", answer="A"),
+        Task(id="c2", kind="choice", prompt="q2", answer="A"),
+        Task(id="c3", kind="choice", prompt="q3", answer="A"),
+        Task(id="m1", kind="math", prompt="q4", answer="1"),
+        Task(id="m2", kind="math", prompt="q5", answer="1"),
     ]
     im = _imitation(tasks)
     plays = [
@@ -77,7 +95,7 @@ def test_imitation_labels_the_best_worker_per_task_with_stated_tie_breaks():
 
 
 def test_imitation_ties_on_task_and_category_go_to_the_cheaper_worker_then_pool_order():
-    tasks = [Task("t", "math", "q", answer="1")]
+    tasks = [Task(id="t", kind="math", prompt="q", answer="1")]
     im = _imitation(tasks)
     for worker, cost in ((0, 0.02), (1, 0.01), (2, 0.01)):
         im.record(worker, _play("t", worker, 1, cost))
@@ -195,7 +213,7 @@ def test_the_study_chooses_its_best_single_worker_on_validation_and_reports_it_o
         assert chosen == next(s.name for s in singles if s.accuracy == best)
         test = evaluate_run(ws, run=run_id, backbone=tiny_backbone).report
         tests.append(next(s.accuracy for s in test.systems if s.name == chosen))
-    from workbench.core.runs import mean_ci
+    from workbench.core.jobs.study_stats import mean_ci
 
     assert study.references["best single"] == mean_ci(tests)
     assert "chosen on validation" in study.table()

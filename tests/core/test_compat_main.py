@@ -4,7 +4,7 @@
 tests/data/workspace-written-by-main-2eb83a3.sqlite3 holds run 77d3fd02 ("written by
 main"): the tiny test backbone routing the sandbox pool, stopped by its budget after 2
 generations, with a checkpoint per generation. It was written by that commit's
-``runs.train`` with the config in ``CONFIG`` (budget 2 generations, validate every 1).
+``jobs.train.train`` with the config in ``CONFIG`` (budget 2 generations, validate every 1).
 """
 
 import shutil
@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from workbench.core.runs import export_run, train
+from workbench.core.jobs.export import export_run
+from workbench.core.jobs.train import train
 from workbench.core.store import Store
 from workbench.core.training.checkpoint import best_vector, latest_checkpoint
 from workbench.core.workspace import Workspace

@@ -152,8 +152,8 @@ def test_a_pool_naming_a_missing_local_model_is_refused_before_the_run_is_stored
     tmp_path, tiny_backbone
 ):
     """Before: the run 'finished' with reward 0 and tracebacks on stderr."""
+    from workbench.core.jobs.train import train
     from workbench.core.models import ModelSourceError
-    from workbench.core.runs import train
 
     config = RunConfig.from_dict(
         {

@@ -63,7 +63,7 @@ def test_every_task_is_in_exactly_one_fold_and_folds_are_balanced_and_seeded():
 
 def test_a_folds_suite_tests_the_fold_and_trains_and_validates_on_the_rest():
     tasks = _tasks(20)
-    suite = Suite("s", tuple(tasks))
+    suite = Suite(name="s", tasks=tuple(tasks))
     folds = make_folds(tasks, 4, seed=0)
     tested = []
     for index in range(4):
@@ -216,7 +216,7 @@ def test_cross_validated_training_on_a_recorded_pool_tests_every_task_once(tmp_p
 def test_a_stored_evaluation_that_fails_is_marked_failed_not_left_running(tmp_path):
     import asyncio
 
-    from workbench.core.runs import stored_evaluation
+    from workbench.core.jobs.evaluate import stored_evaluation
 
     ws = Workspace.open(tmp_path / "ws")
 

@@ -6,8 +6,10 @@ import pytest
 from tests.core.test_training import config
 from workbench.core.evaluate import EvaluationProgress, EvaluationStopped, baseline_names
 from workbench.core.export import CoordinatorFileError
+from workbench.core.jobs.evaluate import evaluable_runs, evaluate_run, evaluation_source
+from workbench.core.jobs.export import export_run
+from workbench.core.jobs.train import train
 from workbench.core.replay import role_label
-from workbench.core.runs import evaluable_runs, evaluate_run, evaluation_source, export_run, train
 from workbench.core.store import Store
 from workbench.core.training.events import StopToken
 from workbench.core.workspace import Workspace
@@ -98,7 +100,7 @@ def test_a_backbone_that_reads_transcripts_otherwise_is_refused_before_anything_
     """A head trained on raw transcripts means nothing on chat-wrapped ones: train,
     evaluate and study refuse a given backbone whose input mode differs from the config's
     (issue 15), naming both modes and the fix."""
-    from workbench.core.runs import study_optimizers
+    from workbench.core.jobs.study import study_optimizers
 
     with Store.open(ws) as store:
         before = len(store.list_runs(kind=None))
@@ -145,15 +147,16 @@ def test_one_bootstrap_one_best_single_rule_one_any_right_oracle_one_mean_interv
     """Review items 13-15: every module uses evaluate's helpers, not copies of them."""
     import numpy as np
 
-    from workbench.core import crossval, frontier, headroom, runs
+    from workbench.core import crossval, frontier, headroom
     from workbench.core import evaluate as ev
+    from workbench.core.jobs import study_stats
 
     # the headroom check and the frontier have no bootstrap or best-single rule of their own
     assert headroom.bootstrap_mean is ev.bootstrap_mean and headroom.RESAMPLES == ev.BOOTSTRAP
     assert not hasattr(headroom, "best_index") and not hasattr(headroom, "mean_interval")
     assert frontier.best_single_index is ev.best_single_index
     assert crossval.best_single_index is ev.best_single_index
-    assert frontier.mean_ci is runs.mean_ci
+    assert frontier.mean_ci is study_stats.mean_ci
     # the paired difference's interval is the bootstrap's, clamped to hold the mean
     d = np.array([1.0] * 3 + [0.0] * 97)
     p = ev.paired_values("a", "b", d, seed=3)
@@ -165,5 +168,5 @@ def test_one_bootstrap_one_best_single_rule_one_any_right_oracle_one_mean_interv
     assert ev.any_right_index([1.0, 0.0, 1.0], [3.0, 0.5, 2.0]) == 2
     assert ev.any_right_index([0.0, 0.5, 0.0], [1.0, 9.0, 0.1]) == 1
     # dollars per task are not clipped at 1 (rewards are)
-    assert runs.mean_ci([2.0, 4.0], upper=float("inf"))[2] > 3.0
-    assert runs.mean_ci([0.9, 1.0])[2] == 1.0
+    assert study_stats.mean_ci([2.0, 4.0], upper=float("inf"))[2] > 3.0
+    assert study_stats.mean_ci([0.9, 1.0])[2] == 1.0

@@ -92,11 +92,11 @@ def test_random_routing_over_the_worker_role_alone_has_its_exact_value(tmp_path,
 def _system(name, kind, rewards, cost, penalty=None):
     ids = [str(i) for i in range(len(rewards))]
     return SystemOutcomes(
-        name,
-        kind,
-        dict(zip(ids, map(float, rewards), strict=True)),
-        dict.fromkeys(ids, cost),
-        penalty,
+        name=name,
+        kind=kind,
+        rewards=dict(zip(ids, map(float, rewards), strict=True)),
+        costs=dict.fromkeys(ids, cost),
+        penalty=penalty,
     )
 
 
@@ -112,11 +112,11 @@ def test_the_same_outcomes_in_another_order_give_the_same_frontier():
             ids = [str(i) for i in order]
             out.append(
                 SystemOutcomes(
-                    f"single:{name}" if kind == "single" else "cost_penalty 0",
-                    kind,
-                    {i: float(right[name][int(i)]) for i in ids},
-                    {i: 1.0 if name == "a" else 2.0 for i in ids},
-                    0.0 if kind == "coordinator" else None,
+                    name=f"single:{name}" if kind == "single" else "cost_penalty 0",
+                    kind=kind,
+                    rewards={i: float(right[name][int(i)]) for i in ids},
+                    costs={i: 1.0 if name == "a" else 2.0 for i in ids},
+                    penalty=0.0 if kind == "coordinator" else None,
                 )
             )
         return out

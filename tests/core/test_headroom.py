@@ -99,9 +99,9 @@ def test_a_live_model_is_paid_once_and_its_answers_are_reused_by_training(tmp_pa
     cache, and a training episode's call with another seed is the same request."""
     import asyncio
 
+    from workbench.core.jobs.shared import open_worker_pool
     from workbench.core.protocol import Prompts, build_messages
     from workbench.core.records import Role
-    from workbench.core.runs import open_worker_pool
     from workbench.core.workers.base import EpisodeContext
     from workbench.core.workers.cache import ResponseCache
 
@@ -146,7 +146,13 @@ def test_figures_of_hand_made_outcomes_are_exact():
         dtype=bool,
     )
     cost = np.array([[2.0] * 6, [1.0] * 6])
-    outcomes = Outcomes(("a", "b"), tuple("123456"), ("x", "x", "x", "y", "y", "y"), right, cost)
+    outcomes = Outcomes(
+        workers=("a", "b"),
+        tasks=tuple("123456"),
+        groups=("x", "x", "x", "y", "y", "y"),
+        right=right,
+        cost=cost,
+    )
     workers, best, oracle, gap, pairwise, categories = analyse(outcomes, resamples=500)
     assert best == "a" and workers[0].accuracy == pytest.approx(0.5)
     assert oracle[0] == pytest.approx(4 / 6)  # tasks 1, 2, 3, 5
@@ -161,10 +167,26 @@ def test_the_best_worker_right_whenever_any_is_says_a_coordinator_cannot_help(tm
     from workbench.core.headroom import CheckCost, HeadroomReport
 
     right = np.array([[1, 1, 0, 1], [0, 1, 0, 1]], dtype=bool)
-    outcomes = Outcomes(("a", "b"), tuple("1234"), ("x",) * 4, right, np.ones((2, 4)))
+    outcomes = Outcomes(
+        workers=("a", "b"),
+        tasks=tuple("1234"),
+        groups=("x",) * 4,
+        right=right,
+        cost=np.ones((2, 4)),
+    )
     workers, best, oracle, gap, pairwise, categories = analyse(outcomes, resamples=200)
     report = HeadroomReport(
-        "s", ("a", "b"), 4, "all", workers, best, oracle, gap, pairwise, categories, CheckCost()
+        suite="s",
+        pool=("a", "b"),
+        n=4,
+        sample="all",
+        workers=workers,
+        best=best,
+        oracle=oracle,
+        gap=gap,
+        pairwise=pairwise,
+        categories=categories,
+        cost=CheckCost(),
     )
     # a gap of 0 on 4 tasks: up to 3/4 is not ruled out (rule of three), so no verdict
     assert gap == (0.0, 0.0, 0.75)
@@ -174,9 +196,24 @@ def test_the_best_worker_right_whenever_any_is_says_a_coordinator_cannot_help(tm
     # on 200 tasks the bound is 1.5 points: below 2, so the coordinator cannot help
     right = np.array([[1] * 150 + [0] * 50, [1] * 100 + [0] * 100], dtype=bool)
     ids = tuple(str(i) for i in range(200))
-    outcomes = Outcomes(("a", "b"), ids, ("x",) * 200, right, np.ones((2, 200)))
+    outcomes = Outcomes(
+        workers=("a", "b"), tasks=ids, groups=("x",) * 200, right=right, cost=np.ones((2, 200))
+    )
     figures = analyse(outcomes, resamples=200)
-    report = HeadroomReport("s", ("a", "b"), 200, "all", *figures, CheckCost())
+    workers, best, oracle, gap, pairwise, categories = figures
+    report = HeadroomReport(
+        suite="s",
+        pool=("a", "b"),
+        n=200,
+        sample="all",
+        workers=workers,
+        best=best,
+        oracle=oracle,
+        gap=gap,
+        pairwise=pairwise,
+        categories=categories,
+        cost=CheckCost(),
+    )
     assert report.gap == (0.0, 0.0, 0.015)
     assert report.sentence.endswith("training a coordinator cannot help here.")
 
@@ -197,7 +234,7 @@ def test_the_sample_is_a_seeded_prefix_and_uncovered_tasks_are_left_out():
     # a recorded worker with answers to 5 training tasks only: the others are left out
     from workbench.core.workers.recorded import RecordedWorker, Recording
 
-    table = {t.id: Recording(t.id, "rec", "\\boxed{1}") for t in train[:5]}
+    table = {t.id: Recording(task_id=t.id, worker="rec", response="\\boxed{1}") for t in train[:5]}
     recorded = [*pool, RecordedWorker("recorded:x/rec", table)]
     kept, _, left = check_tasks(train, recorded, 0, 0, lambda w, t: w.covers(t))
     assert {t.id for t in kept} == set(table)
@@ -215,13 +252,25 @@ def test_a_category_lead_is_clear_only_when_the_sign_test_separates_it():
     # 5 tasks, the winner right on 3 the runner-up missed and no loss: the bootstrap
     # interval of the lead lies above 0, but the sign test gives p = 0.25: not clear
     right = np.array([[1, 1, 1, 0, 0], [0, 0, 0, 0, 0]], dtype=bool)
-    outcomes = Outcomes(("a", "b"), tuple("12345"), ("x",) * 5, right, np.ones((2, 5)))
+    outcomes = Outcomes(
+        workers=("a", "b"),
+        tasks=tuple("12345"),
+        groups=("x",) * 5,
+        right=right,
+        cost=np.ones((2, 5)),
+    )
     (small,) = analyse(outcomes)[5]
     assert small.lead_low > 0 and (small.wins, small.losses) == (3, 0)
     assert small.p_value == pytest.approx(0.25) and not small.clear
     # 8 wins and 0 losses: p = 0.0078, clear
     right = np.array([[1] * 8 + [0] * 2, [0] * 10], dtype=bool)
-    outcomes = Outcomes(("a", "b"), tuple("0123456789"), ("x",) * 10, right, np.ones((2, 10)))
+    outcomes = Outcomes(
+        workers=("a", "b"),
+        tasks=tuple("0123456789"),
+        groups=("x",) * 10,
+        right=right,
+        cost=np.ones((2, 10)),
+    )
     (large,) = analyse(outcomes)[5]
     assert large.p_value == pytest.approx(2 / 2**8) and large.clear
 

@@ -9,10 +9,12 @@ import sys
 import pytest
 
 from tests.core.test_training import config
+from workbench.core.jobs.evaluate import evaluate_run
+from workbench.core.jobs.learned import run_learned
+from workbench.core.jobs.train import train
 from workbench.core.learned import describe_learned, summarise_learned
 from workbench.core.oracle import Step, best_plan
 from workbench.core.records import Episode, Role, StopReason, Turn
-from workbench.core.runs import evaluate_run, run_learned, train
 from workbench.core.store import Store
 from workbench.core.tasks.model import Task
 from workbench.core.tasks.suites import load_suite
@@ -24,18 +26,37 @@ POOL = ("sandbox:mathlete", "sandbox:scholar", "sandbox:coder")
 
 def _episode(task_id: str, steps: list[tuple[str, Role]], reward: float) -> Episode:
     turns = tuple(
-        Turn(i, w, role, (1 / 3,) * 3, (1 / 3,) * 3, ({"role": "user", "content": "q"},))
+        Turn(
+            index=i,
+            worker=w,
+            role=role,
+            worker_probs=(1 / 3,) * 3,
+            role_probs=(1 / 3,) * 3,
+            messages=({"role": "user", "content": "q"},),
+        )
         for i, (w, role) in enumerate(steps)
     )
-    return Episode(task_id, "s", task_id, POOL, 3, turns, "x", reward, StopReason.MAX_TURNS)
+    return Episode(
+        id=task_id,
+        suite="s",
+        task_id=task_id,
+        pool=POOL,
+        max_turns=3,
+        turns=turns,
+        answer="x",
+        reward=reward,
+        stop_reason=StopReason.MAX_TURNS,
+    )
 
 
 def test_sequences_are_counted_per_category_with_share_reward_and_the_oracles_plan():
     tasks = {
-        "m1": Task("m1", "math", "1+1?", answer="2", category="arithmetic"),
-        "m2": Task("m2", "math", "2+2?", answer="4", category="arithmetic"),
-        "m3": Task("m3", "math", "3+3?", answer="6", category="arithmetic"),
-        "c1": Task("c1", "choice", "?", answer="A", choices=("a", "b"), category="trivia"),
+        "m1": Task(id="m1", kind="math", prompt="1+1?", answer="2", category="arithmetic"),
+        "m2": Task(id="m2", kind="math", prompt="2+2?", answer="4", category="arithmetic"),
+        "m3": Task(id="m3", kind="math", prompt="3+3?", answer="6", category="arithmetic"),
+        "c1": Task(
+            id="c1", kind="choice", prompt="?", answer="A", choices=("a", "b"), category="trivia"
+        ),
     }
     solve = [("sandbox:mathlete", Role.WORKER)]
     check = [("sandbox:scholar", Role.WORKER), ("sandbox:coder", Role.VERIFIER)]

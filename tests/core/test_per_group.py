@@ -9,7 +9,9 @@ import json
 import pytest
 
 from tests.core.test_training import config
-from workbench.core.runs import evaluate_run, study_optimizers, train
+from workbench.core.jobs.evaluate import evaluate_run
+from workbench.core.jobs.study import study_optimizers
+from workbench.core.jobs.train import train
 from workbench.core.store import Store
 from workbench.core.tasks.suites import load_suite
 from workbench.core.training.trainer import task_splits

@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 from tests.core.test_training import config
+from workbench.core.jobs.study import study_optimizers
 from workbench.core.power import (
     PowerEstimate,
     detectable_margin,
     seeds_needed,
     tasks_needed,
 )
-from workbench.core.runs import study_optimizers
 from workbench.core.workspace import Workspace
 
 Z975 = 1.959963984540054

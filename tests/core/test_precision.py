@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 
 from workbench.core.coordinator import Backbone, Coordinator, Head, HeadConfig
+from workbench.core.jobs.shared import open_worker_pool
 from workbench.core.protocol import EpisodeSettings, render_transcript, run_episode
-from workbench.core.runs import open_worker_pool
 from workbench.core.tasks.suites import load_suite
 
 pytestmark = pytest.mark.slow

@@ -60,7 +60,7 @@ class ScriptedWorker(Worker):
         reply = self.replies.pop(0)
         if isinstance(reply, Exception):
             raise reply
-        return Completion(reply, 10, 5, 0.01, cost=0.001)
+        return Completion(text=reply, tokens_in=10, tokens_out=5, latency_s=0.01, cost=0.001)
 
 
 def play(script, workers, task=MATH, **settings):

@@ -16,7 +16,7 @@ import psutil
 import pytest
 
 from workbench.core.config import ConfigError, RunConfig
-from workbench.core.runs import train
+from workbench.core.jobs.train import train
 from workbench.core.store import Store
 from workbench.core.training.events import EpisodeDone, GenerationStats, StopToken
 from workbench.core.training.ray_executor import ExecutorError, check_reachable

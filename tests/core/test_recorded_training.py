@@ -9,9 +9,9 @@ import pytest
 
 from workbench.core.config import ConfigError, RunConfig
 from workbench.core.coordinator import Action
+from workbench.core.jobs.shared import open_pool
 from workbench.core.protocol import EpisodeSettings, mask_roles
 from workbench.core.records import Role
-from workbench.core.runs import open_pool
 from workbench.core.store import Store
 from workbench.core.tasks.suites import load_suite
 from workbench.core.training.trainer import Trainer

@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from workbench.core.runs import effective_status, train
+from workbench.core.jobs.shared import effective_status
+from workbench.core.jobs.train import train
 from workbench.core.store import Store
 from workbench.core.workspace import Workspace
 
@@ -31,7 +32,7 @@ import os, signal, sys
 from tests.conftest import build_tiny_lm
 from tests.core.test_resume_exact import HIDDEN, config
 from workbench.core.coordinator import Backbone
-from workbench.core.runs import train
+from workbench.core.jobs.train import train
 from workbench.core.store import Store
 from workbench.core.training.events import EpisodeDone, GenerationStats
 from workbench.core.workspace import Workspace

@@ -14,7 +14,8 @@ import pytest
 
 from tests.core.test_training import ROOT, config
 from workbench.cli import main
-from workbench.core.runs import RunLocked, effective_status, run_lock, train
+from workbench.core.jobs.shared import RunLocked, effective_status, run_lock
+from workbench.core.jobs.train import train
 from workbench.core.store import Store
 from workbench.core.workspace import Workspace
 
@@ -23,7 +24,7 @@ import sys
 from tests.conftest import build_tiny_lm
 from tests.core.test_training import config
 from workbench.core.coordinator import Backbone
-from workbench.core.runs import train
+from workbench.core.jobs.train import train
 from workbench.core.workspace import Workspace
 model, tok = build_tiny_lm()
 train(config(budget={"generations": 400}), Workspace.open(sys.argv[1]),

@@ -1,4 +1,4 @@
-"""runs.run_one_episode: the one episode job the CLI's run-episode (and the self-test)
+"""run_one_episode: the one episode job the CLI's run-episode (and the self-test)
 share, on core's pool session: a sandbox pool, the tiny backbone, the episode stored."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import tempfile
 import pytest
 
 from tests.test_cli import GOOD
-from workbench.core import runs
+from workbench.core.jobs.episode import run_one_episode
 from workbench.core.records import Episode
 from workbench.core.store import Store, StoreDamaged
 from workbench.core.workspace import Workspace
@@ -20,7 +20,7 @@ def test_one_episode_runs_on_the_sandbox_pool_and_is_stored(tmp_path, tiny_model
     suite = tmp_path / "tiny.jsonl"
     suite.write_text("\n".join(json.dumps(t) for t in GOOD) + "\n")
     ws = Workspace.open(tmp_path / "ws")
-    episode = runs.run_one_episode(
+    episode = run_one_episode(
         ws,
         suite=str(suite),
         task="add",
@@ -37,7 +37,7 @@ def test_one_episode_runs_on_the_sandbox_pool_and_is_stored(tmp_path, tiny_model
         stored = store.get_episode(episode.id)
     assert stored.to_dict() == episode.to_dict()
     # the same seed and acting give the same decisions (argmax over the same head)
-    again = runs.run_one_episode(
+    again = run_one_episode(
         ws,
         suite=str(suite),
         task="add",
@@ -67,7 +67,7 @@ def test_an_episode_the_database_refuses_after_it_played_is_kept(
         conn.close()
 
     with pytest.raises(StoreDamaged, match="was saved to") as caught:
-        runs.run_one_episode(
+        run_one_episode(
             ws,
             suite=str(suite),
             task="add",

@@ -25,8 +25,8 @@ from tests.core.test_training import config
 from tests.support.fault_server import MODEL, Fault
 from workbench.core.coordinator import Coordinator, Head, HeadConfig
 from workbench.core.export import save_coordinator
+from workbench.core.jobs.train import train
 from workbench.core.records import ROLES, Role
-from workbench.core.runs import train
 from workbench.core.serving.api import EPISODE_HEADER, ServeSettings
 from workbench.core.serving.server import Server, server_key, set_server_key
 from workbench.core.serving.team import NOT_GRADED, load_team

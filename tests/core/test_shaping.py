@@ -9,10 +9,10 @@ import pytest
 from tests.core.test_training import config
 from tests.support.fault_server import FaultServer, default_reply
 from workbench.core.config import ConfigError, RunConfig
+from workbench.core.jobs.train import train
 from workbench.core.oracle import PlanPolicy, Step
 from workbench.core.protocol import SUGGEST_ROLE_INSTRUCTION, EpisodeSettings, run_episode
 from workbench.core.records import Episode, Role, StopReason, Turn
-from workbench.core.runs import train
 from workbench.core.store import Store
 from workbench.core.tasks.model import Task
 from workbench.core.training.trainer import fitness_score
@@ -21,10 +21,27 @@ from workbench.core.workspace import Workspace
 
 def _episode(workers, reward=1.0):
     turns = tuple(
-        Turn(i, w, Role.WORKER, (1.0,), (0.0, 1.0, 0.0), ({"role": "user", "content": "q"},))
+        Turn(
+            index=i,
+            worker=w,
+            role=Role.WORKER,
+            worker_probs=(1.0,),
+            role_probs=(0.0, 1.0, 0.0),
+            messages=({"role": "user", "content": "q"},),
+        )
         for i, w in enumerate(workers)
     )
-    return Episode("e", "s", "t", ("a", "b"), 5, turns, "x", reward, StopReason.MAX_TURNS)
+    return Episode(
+        id="e",
+        suite="s",
+        task_id="t",
+        pool=("a", "b"),
+        max_turns=5,
+        turns=turns,
+        answer="x",
+        reward=reward,
+        stop_reason=StopReason.MAX_TURNS,
+    )
 
 
 def test_shaping_is_off_by_default_and_adds_the_released_runs_bonuses_when_set():
@@ -83,7 +100,7 @@ def thinker_override_episode(option: bool = True) -> Episode:
     option on, turn 1's role is the Thinker's pick."""
     from tests.core.workers.test_http_faults import make_worker
 
-    task = Task("add", "math", "What is 12 + 30?", answer="42")
+    task = Task(id="add", kind="math", prompt="What is 12 + 30?", answer="42")
     plan = [Step("loop", Role.THINKER)] * 3  # the coordinator always picks Thinker
     with FaultServer(reply=_thinker_names_worker) as server:
         worker = make_worker(server)

@@ -52,8 +52,8 @@ def test_a_simulated_report_labels_its_cost_column_in_every_format():
         avg_cost=0.001,
         usage={},
     )
-    simulated = Report("mixed", "test", (system,), spend="simulated")
-    real = Report("mixed", "test", (system,))
+    simulated = Report(suite="mixed", split="test", systems=(system,), spend="simulated")
+    real = Report(suite="mixed", split="test", systems=(system,))
     assert "| $ / query (simulated) |" in simulated.to_markdown()
     assert "$ / query (simulated)" in simulated.table().splitlines()[0]
     assert simulated.to_csv().splitlines()[1].endswith(",simulated")

@@ -13,7 +13,10 @@ import pytest
 
 from workbench.core.config import ConfigError, RunConfig
 from workbench.core.export import CoordinatorFileError, load_coordinator, read_manifest
-from workbench.core.runs import effective_status, evaluate_run, export_run, train
+from workbench.core.jobs.evaluate import evaluate_run
+from workbench.core.jobs.export import export_run
+from workbench.core.jobs.shared import effective_status
+from workbench.core.jobs.train import train
 from workbench.core.store import Store
 from workbench.core.training.checkpoint import best_vector
 from workbench.core.training.events import EpisodeDone, GenerationStats, RunStarted, StopToken
@@ -260,7 +263,7 @@ import sys
 from tests.conftest import build_tiny_lm
 from tests.core.test_training import config
 from workbench.core.coordinator import Backbone
-from workbench.core.runs import train
+from workbench.core.jobs.train import train
 from workbench.core.workspace import Workspace
 model, tok = build_tiny_lm()
 train(config(budget={"generations": 30}), Workspace.open(sys.argv[1]), backbone=Backbone("tiny", model=model, tokenizer=tok))
@@ -500,7 +503,8 @@ def test_config_errors_name_the_key(tmp_path):
 
 
 def test_study_compares_optimizers_under_one_budget(ws, tiny_backbone):
-    from workbench.core.runs import mean_ci, study_optimizers
+    from workbench.core.jobs.study import study_optimizers
+    from workbench.core.jobs.study_stats import mean_ci
 
     lines = []
     study = study_optimizers(

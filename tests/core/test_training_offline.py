@@ -8,7 +8,8 @@ import sys
 import pytest
 
 from workbench.core.config import RunConfig
-from workbench.core.runs import export_run, train
+from workbench.core.jobs.export import export_run
+from workbench.core.jobs.train import train
 from workbench.core.store import Store
 from workbench.core.workspace import Workspace, resources_dir
 
@@ -130,7 +131,7 @@ def test_sep_cma_es_learns_category_routing_on_the_sandbox_pool(tmp_path):
     """The method end to end on the real offline backbone: one turn on the sandbox pool,
     where the right worker depends on the task's category. After a short run the trained
     coordinator routes well above every single worker and about as well as the oracle."""
-    from workbench.core.runs import evaluate_run
+    from workbench.core.jobs.evaluate import evaluate_run
 
     config = RunConfig.load(EXAMPLE).replace(budget={"generations": 30}, backbone={"device": "cpu"})
     assert config.protocol.max_turns == 1 and config.optimizer.name == "sep-cma-es"
@@ -158,8 +159,8 @@ def test_a_short_multi_turn_run_on_the_team_beats_random_routing(tmp_path):
     Thinker planner -> Worker specialist, 0.85) with a short budget scores well above
     uniform random routing over the same two turns on held-out tasks. Two turns keep it
     to minutes on a CPU: at five every generation forwards several times more transcripts."""
+    from workbench.core.jobs.evaluate import evaluate_run
     from workbench.core.oracle import random_routing_value
-    from workbench.core.runs import evaluate_run
     from workbench.core.workers.simulated import POOLS
 
     config = RunConfig.load(TEAM_EXAMPLE).replace(

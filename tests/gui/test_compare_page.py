@@ -8,7 +8,7 @@ import pytest
 
 from tests.core.test_training import config
 from workbench.core.config import config_keys
-from workbench.core.runs import train
+from workbench.core.jobs.train import train
 from workbench.core.store import Store
 from workbench.core.workspace import Workspace
 from workbench.gui.qt_compare import config_differences, flat_settings

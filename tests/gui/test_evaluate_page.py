@@ -13,7 +13,9 @@ from safetensors import safe_open
 from safetensors.numpy import load_file, save_file
 
 from tests.core.test_training import config
-from workbench.core.runs import evaluate_run, export_run, train
+from workbench.core.jobs.evaluate import evaluate_run
+from workbench.core.jobs.export import export_run
+from workbench.core.jobs.train import train
 from workbench.core.store import Store
 from workbench.gui.qt import QFontMetrics, Qt, QThread
 from workbench.gui.qt_evaluate import result_cells, tick_name

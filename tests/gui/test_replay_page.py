@@ -11,7 +11,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 import pytest  # noqa: E402
 
 from tests.core.test_training import config  # noqa: E402
-from workbench.core.runs import train  # noqa: E402
+from workbench.core.jobs.train import train  # noqa: E402
 from workbench.core.store import EpisodeSummary, Store  # noqa: E402
 from workbench.core.workspace import Workspace  # noqa: E402
 

@@ -88,8 +88,8 @@ def test_a_short_run_fills_the_plots_and_ends_finished(
     assert list(page.curves["best"].getData()[0]) == [1, 2, 3]
     assert np.array_equal(page.heatmap.image, image)
     # what it learned: the result head's sequences on validation, beside the oracle's plan
+    from workbench.core.jobs.learned import run_learned
     from workbench.core.learned import describe_learned
-    from workbench.core.runs import run_learned
 
     learned = run_learned(page.workspace, run_id)
     qtbot.waitUntil(lambda: "oracle: " in page.learned_view.toPlainText(), timeout=10_000)

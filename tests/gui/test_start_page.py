@@ -5,7 +5,7 @@ step is done. Run statuses and resumability come from core."""
 
 from __future__ import annotations
 
-from workbench.core import runs
+from workbench.core.jobs.shared import can_resume, list_runs
 from workbench.core.records import GenerationStats
 from workbench.core.store import Store
 
@@ -133,10 +133,10 @@ def test_resumability_and_status_come_from_core(make_main_window, qtbot, gui_wor
     finished = stored_run(gui_workspace, "done", 1, "finished")
     stopped = stored_run(gui_workspace, "halted", 1, "stopped")
     failed = stored_run(gui_workspace, "broken", 1, "failed")
-    listed = {r.id: r for r in runs.list_runs(gui_workspace)}
-    assert [r.name for r in runs.list_runs(gui_workspace)] == ["broken", "halted", "done"]
+    listed = {r.id: r for r in list_runs(gui_workspace)}
+    assert [r.name for r in list_runs(gui_workspace)] == ["broken", "halted", "done"]
     assert listed[finished].generations == 1
-    assert [runs.can_resume(s) for s in ("finished", "stopped", "interrupted", "failed")] == [
+    assert [can_resume(s) for s in ("finished", "stopped", "interrupted", "failed")] == [
         False,
         True,
         True,
@@ -147,9 +147,9 @@ def test_resumability_and_status_come_from_core(make_main_window, qtbot, gui_wor
     qtbot.waitUntil(lambda: page.opened is not None, timeout=10_000)
     for run_id in (finished, stopped, failed):
         assert page.status_of(run_id) == listed[run_id].status
-        assert page.can_resume(run_id) == runs.can_resume(listed[run_id].status)
+        assert page.can_resume(run_id) == can_resume(listed[run_id].status)
         page.select_run(run_id)
-        assert page.resume_run_button.isEnabled() == runs.can_resume(listed[run_id].status)
+        assert page.resume_run_button.isEnabled() == can_resume(listed[run_id].status)
     # a status cell edited on screen changes nothing: the page asks core's summary
     page.runs_table.item(page.row_of(finished), 1).setText("stopped")
     assert not page.can_resume(finished)

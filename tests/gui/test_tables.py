@@ -6,8 +6,8 @@ the identifier in the tooltip; numbers right-aligned and sorted as numbers."""
 from __future__ import annotations
 
 from tests.core.test_training import config
+from workbench.core.jobs.train import train
 from workbench.core.records import ROLES, StopReason
-from workbench.core.runs import train
 from workbench.gui import tables
 from workbench.gui.qt import Qt, QTableWidget
 from workbench.gui.words import ROLE_NAMES, STOP_REASONS, stop_sentence

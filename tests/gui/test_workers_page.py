@@ -126,7 +126,10 @@ def test_a_stored_key_is_never_shown_and_can_be_replaced_then_removed_with_the_w
     keychain, workers_page, qtbot
 ):
     Registry().add(
-        WorkerSpec("gpt", "openai", "gpt-4o-mini", extra={"reasoning_effort": "low"}), key=KEY
+        WorkerSpec(
+            id="gpt", provider="openai", model="gpt-4o-mini", extra={"reasoning_effort": "low"}
+        ),
+        key=KEY,
     )
     page = workers_page()
     page.select("gpt")
@@ -159,7 +162,10 @@ def test_a_connection_test_runs_in_the_background_and_shows_the_result_and_laten
 ):
     from workbench.gui.qt import QTimer
 
-    Registry().add(WorkerSpec("loop", "openai", MODEL, base_url=fault_server.base_url), key=KEY)
+    Registry().add(
+        WorkerSpec(id="loop", provider="openai", model=MODEL, base_url=fault_server.base_url),
+        key=KEY,
+    )
     fault_server.latency = 0.6  # a slow server: the page must stay responsive meanwhile
     page = workers_page()
     page.select("loop")
@@ -186,7 +192,10 @@ def test_a_connection_test_runs_in_the_background_and_shows_the_result_and_laten
 def test_a_failing_connection_test_shows_a_readable_error(
     keychain, fault_server, workers_page, qtbot
 ):
-    Registry().add(WorkerSpec("loop", "openai", MODEL, base_url=fault_server.base_url), key=KEY)
+    Registry().add(
+        WorkerSpec(id="loop", provider="openai", model=MODEL, base_url=fault_server.base_url),
+        key=KEY,
+    )
     fault_server.script(Fault.status_code(401, f"Incorrect API key provided: {KEY}"))
     page = workers_page()
     with qtbot.waitSignal(page.tested, timeout=20_000):

@@ -65,7 +65,7 @@ def print_episode(episode, file=None) -> None:
 
 
 def cmd_run_episode(args) -> int:
-    from workbench.core.runs import run_one_episode
+    from workbench.core.jobs.episode import run_one_episode
 
     ws = workspace(args)
     episode = run_one_episode(

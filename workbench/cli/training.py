@@ -87,7 +87,7 @@ class Progress:
 def cmd_train(args) -> int:
     from workbench.core.config import RunConfig
     from workbench.core.errors import EXIT_INTERRUPTED
-    from workbench.core.runs import train
+    from workbench.core.jobs.train import train
     from workbench.core.training.events import StopToken
 
     config = RunConfig.load(args.config) if args.config else None
@@ -128,7 +128,7 @@ def _print_event(event) -> None:
 
 
 def cmd_runs_list(args) -> int:
-    from workbench.core.runs import list_runs
+    from workbench.core.jobs.shared import list_runs
 
     runs = list_runs(workspace(args), kind=None if args.all else "train")[::-1]  # oldest first
     if args.json:
@@ -152,8 +152,9 @@ def cmd_runs_list(args) -> int:
 
 def cmd_runs_show(args) -> int:
     from workbench.core.config import ConfigError
+    from workbench.core.jobs.learned import run_learned
+    from workbench.core.jobs.shared import summarise_run
     from workbench.core.learned import describe_learned
-    from workbench.core.runs import run_learned, summarise_run
     from workbench.core.spend import dollars, recorded_spend, spend_kind
     from workbench.core.store import Store
     from workbench.core.training.events import where_episodes_ran
@@ -260,7 +261,7 @@ def cmd_runs_show(args) -> int:
 
 
 def cmd_eval(args) -> int:
-    from workbench.core.runs import evaluate_run
+    from workbench.core.jobs.evaluate import evaluate_run
 
     if (args.run is None) == (args.coordinator is None):
         raise UserError("give exactly one of --run RUN or --coordinator FILE")
@@ -303,7 +304,7 @@ def cmd_eval(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from workbench.core.runs import export_run
+    from workbench.core.jobs.export import export_run
 
     path = export_run(workspace(args), args.run, args.out)
     print(f"wrote {path}")
@@ -369,7 +370,7 @@ def cmd_replay(args) -> int:
 
 def cmd_study(args) -> int:
     from workbench.core.config import RunConfig
-    from workbench.core.runs import study_optimizers
+    from workbench.core.jobs.study import study_optimizers
 
     config = RunConfig.load(args.config)
     optimizers = tuple(args.optimizers.split(",")) if args.optimizers else None

@@ -77,7 +77,7 @@ class ConfigError(BadInput, ValueError):
         super().__init__("\n".join(self.problems))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Key:
     """One config key's documentation and bounds, kept where the key is defined (its
     dataclass field's ``metadata["key"]``): the config check, the run form's labels,
@@ -121,7 +121,7 @@ class Key:
 
 def key(default: Any, label: str, help: str, **bounds: Any) -> Any:
     """A config key: its default and its ``Key`` (label, one-sentence help, bounds)."""
-    return field(default=default, metadata={"key": Key(label, help, **bounds)})
+    return field(default=default, metadata={"key": Key(label=label, help=help, **bounds)})
 
 
 @dataclass(frozen=True)
@@ -192,7 +192,7 @@ class PoolSection:
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TasksSection:
     suite: str = key(
         "mixed", "Task suite", "A bundled or imported suite's name, or a .jsonl file's path."
@@ -227,7 +227,7 @@ class TasksSection:
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class OptimizerSection:
     name: str = key(
         "sep-cma-es",
@@ -356,7 +356,7 @@ class OptimizerSection:
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class BudgetSection:
     generations: int = key(60, "Generations", "The most generations the run trains.", low=1)
     episodes: int = key(
@@ -387,7 +387,7 @@ class BudgetSection:
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ProtocolSection:
     max_turns: int = key(5, "Turns", "K: the most turns an episode takes.", low=1, high=50)
     temperature: float = key(
@@ -431,7 +431,7 @@ class CacheSection:
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RunConfig:
     run: RunSection = field(default_factory=RunSection)
     backbone: BackboneSection = field(default_factory=BackboneSection)
@@ -526,7 +526,7 @@ class RunConfig:
         return RunConfig.from_dict(data)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ConfigKey:
     """One key of the run config as the docs and the form list it."""
 
@@ -559,7 +559,15 @@ def config_keys() -> list[ConfigKey]:
                     f"config key {section.name}.{f.name} is not documented: define it with "
                     "key(default, label, help, ...) (config.Key)"
                 )
-            out.append(ConfigKey(section.name, f.name, hints[f.name], f.default, f.metadata["key"]))
+            out.append(
+                ConfigKey(
+                    section=section.name,
+                    name=f.name,
+                    type=hints[f.name],
+                    default=f.default,
+                    key=f.metadata["key"],
+                )
+            )
     return out
 
 

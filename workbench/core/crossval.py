@@ -35,9 +35,10 @@ from workbench.core.evaluate import (
     sign_test,
     wilson,
 )
+from workbench.core.jobs.evaluate import stored_evaluation
+from workbench.core.jobs.shared import backbone_for, open_pool
 from workbench.core.protocol import answers_task
 from workbench.core.records import Episode
-from workbench.core.runs import backbone_for, open_pool, stored_evaluation
 from workbench.core.store import Store
 from workbench.core.tasks.model import Suite, Task
 from workbench.core.tasks.suites import load_suite
@@ -95,7 +96,7 @@ def fold_suite(suite: Suite, folds: Sequence[Sequence[Task]], index: int, seed: 
 # --------------------------------------------------------------------------- statistics
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CVSystem:
     """One system's cross-validated result: every task's reward (from the fold it was
     tested in), the accuracy with its Wilson interval, and per category."""
@@ -116,18 +117,22 @@ def _system(name: str, kind: str, rewards: dict[str, float], groups: Mapping[str
     per: dict[str, list[float]] = {}
     for task_id, r in rewards.items():
         per.setdefault(groups[task_id], []).append(r)
+    ci_low, ci_high = wilson(total, n)
     return CVSystem(
-        name,
-        kind,
-        rewards,
-        total / n if n else 0.0,
-        *wilson(total, n),
-        n,
-        {g: (sum(v) / len(v), *wilson(sum(v), len(v)), len(v)) for g, v in sorted(per.items())},
+        name=name,
+        kind=kind,
+        rewards=rewards,
+        accuracy=total / n if n else 0.0,
+        ci_low=ci_low,
+        ci_high=ci_high,
+        n=n,
+        by_group={
+            g: (sum(v) / len(v), *wilson(sum(v), len(v)), len(v)) for g, v in sorted(per.items())
+        },
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CrossValReport:
     """The cross-validated comparison: every system on every task, paired differences
     against the best single worker (overall and per category), the folds' runs and the
@@ -271,24 +276,24 @@ def summarise_folds(
             if s.name != best.name
         )
     return CrossValReport(
-        suite,
-        k,
-        seed,
-        systems,
-        best.name,
-        pairs,
-        by_group,
-        train_seconds,
-        tuple(runs),
-        tuple(evaluations),
-        len(singles[0].rewards) - len(ids),
+        suite=suite,
+        folds=k,
+        seed=seed,
+        systems=systems,
+        best_single=best.name,
+        paired=pairs,
+        paired_by_group=by_group,
+        train_seconds=train_seconds,
+        runs=tuple(runs),
+        evaluations=tuple(evaluations),
+        paired_left_out=len(singles[0].rewards) - len(ids),
     )
 
 
 # --------------------------------------------------------------------------- the job
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FoldProgress:
     """A fold's training or evaluation started or ended."""
 
@@ -334,7 +339,7 @@ def cross_validate(
             trained = 0.0
             for index in range(folds):
                 if progress is not None:
-                    progress(FoldProgress(index + 1, folds, "training"))
+                    progress(FoldProgress(fold=index + 1, folds=folds, stage="training"))
                 cfg = fold_config.replace(
                     run={"name": f"{config.run.name} (cv {index + 1}/{folds}, seed {seed})"}
                 )
@@ -353,7 +358,15 @@ def cross_validate(
                 trained += seconds
                 runs.append(run_id)
                 if progress is not None:
-                    progress(FoldProgress(index + 1, folds, "trained", run_id, seconds))
+                    progress(
+                        FoldProgress(
+                            fold=index + 1,
+                            folds=folds,
+                            stage="trained",
+                            run_id=run_id,
+                            seconds=seconds,
+                        )
+                    )
                 vector, _ = best_vector(store, run_id)
                 coordinator = coordinator_from_vector(backbone, len(ids), vector, cfg.optimizer.svf)
                 report, episodes, eval_id = await _evaluate_fold(
@@ -367,7 +380,9 @@ def cross_validate(
                     rewards.setdefault(name, {})[episode.task_id] = episode.reward
                     costs.setdefault(name, {})[episode.task_id] = episode.cost
                 if progress is not None:
-                    progress(FoldProgress(index + 1, folds, "evaluated", eval_id))
+                    progress(
+                        FoldProgress(fold=index + 1, folds=folds, stage="evaluated", run_id=eval_id)
+                    )
             return trained
 
         trained = session.run(all_folds())

@@ -60,7 +60,7 @@ class TableState:
     problem: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CheckReport:
     """What ``check`` found in one workspace database."""
 
@@ -76,7 +76,7 @@ class CheckReport:
         return not self.problems
 
 
-@dataclass
+@dataclass(kw_only=True)
 class TableSalvage:
     """One table's salvage: rows copied, rows dropped for a lost parent, unread ranges."""
 
@@ -99,7 +99,7 @@ class TableSalvage:
         return ", ".join(parts) or "nothing"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SalvageReport:
     """What ``salvage`` copied from ``source`` into the new database ``target``."""
 
@@ -146,7 +146,14 @@ def check(workspace: Workspace) -> CheckReport:
         try:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
         except sqlite3.DatabaseError as error:
-            return CheckReport(path, None, (str(error),), (), (_unreadable(error, path),), notes)
+            return CheckReport(
+                path=path,
+                version=None,
+                integrity=(str(error),),
+                tables=(),
+                problems=(_unreadable(error, path),),
+                notes=notes,
+            )
         try:
             integrity = tuple(
                 row[0]
@@ -182,7 +189,14 @@ def check(workspace: Workspace) -> CheckReport:
                 tables.append(TableState(name, count))
     finally:
         conn.close()
-    return CheckReport(path, version, integrity, tuple(tables), tuple(problems), notes)
+    return CheckReport(
+        path=path,
+        version=version,
+        integrity=integrity,
+        tables=tuple(tables),
+        problems=tuple(problems),
+        notes=notes,
+    )
 
 
 def _unreadable(error: sqlite3.Error, path: Path) -> str:
@@ -227,7 +241,7 @@ def salvage(workspace: Workspace, out: str | Path) -> SalvageReport:
             target.execute("BEGIN")
             results = []
             for name in TABLES:
-                result = TableSalvage(name)
+                result = TableSalvage(name=name)
                 if name not in present:
                     result.gaps.append("the table is missing from the damaged database")
                 else:
@@ -246,7 +260,13 @@ def salvage(workspace: Workspace, out: str | Path) -> SalvageReport:
     finally:
         source.close()
     suites = _copy_suites(workspace, target_ws)
-    return SalvageReport(workspace.db_path, target_ws.db_path, tuple(results), suites, integrity)
+    return SalvageReport(
+        source=workspace.db_path,
+        target=target_ws.db_path,
+        tables=tuple(results),
+        suites=suites,
+        integrity=integrity,
+    )
 
 
 def _copy_table(

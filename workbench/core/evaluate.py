@@ -80,7 +80,7 @@ def bootstrap_mean(
     return mean, min(mean, float(low)), max(mean, float(high))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Paired:
     """A system against a reference, task by task: the mean per-task difference with its
     bootstrap 95% interval, the tasks it wins and loses, and the exact two-sided sign
@@ -119,10 +119,30 @@ def paired_values(
     """``Paired`` from the per-task differences (system minus reference)."""
     d = np.asarray(differences, dtype=np.float64)
     if len(d) == 0:
-        return Paired(system, against, 0.0, 0.0, 0.0, 0, 0, 0, 1.0)
+        return Paired(
+            system=system,
+            against=against,
+            difference=0.0,
+            ci_low=0.0,
+            ci_high=0.0,
+            wins=0,
+            losses=0,
+            n=0,
+            p_value=1.0,
+        )
     mean, low, high = bootstrap_mean(d, seed=seed, resamples=resamples)
     wins, losses = int((d > 0).sum()), int((d < 0).sum())
-    return Paired(system, against, mean, low, high, wins, losses, len(d), sign_test(wins, losses))
+    return Paired(
+        system=system,
+        against=against,
+        difference=mean,
+        ci_low=low,
+        ci_high=high,
+        wins=wins,
+        losses=losses,
+        n=len(d),
+        p_value=sign_test(wins, losses),
+    )
 
 
 def paired(
@@ -162,7 +182,7 @@ def any_right_index(rewards: Sequence[float], dollars: Sequence[float]) -> int:
     return min(range(len(rewards)), key=lambda i: (-min(rewards[i], 1.0), dollars[i], i))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SystemResult:
     """One system's test figures."""
 
@@ -190,7 +210,7 @@ class GroupResult:
     n: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Report:
     suite: str
     split: str
@@ -470,17 +490,17 @@ def summarise(
         for g, r in sorted(by_group.items())
     }
     return SystemResult(
-        name,
-        kind,
-        rewards / n if n else 0.0,
-        low,
-        high,
-        n,
-        float(np.mean([len(e.turns) for e in episodes])) if n else 0.0,
-        float(np.mean([e.tokens_in + e.tokens_out for e in episodes])) if n else 0.0,
-        float(np.mean([e.cost for e in episodes])) if n else 0.0,
-        dict(usage),
-        per,
+        name=name,
+        kind=kind,
+        accuracy=rewards / n if n else 0.0,
+        ci_low=low,
+        ci_high=high,
+        n=n,
+        avg_turns=float(np.mean([len(e.turns) for e in episodes])) if n else 0.0,
+        avg_tokens=float(np.mean([e.tokens_in + e.tokens_out for e in episodes])) if n else 0.0,
+        avg_cost=float(np.mean([e.cost for e in episodes])) if n else 0.0,
+        usage=dict(usage),
+        by_group=per,
     )
 
 
@@ -597,9 +617,9 @@ async def evaluate(
     covered = [t.id for t in tasks if all(answers_task(pool, t))]
     best, pairs = against_best_single(results, episodes, covered, seed)
     report = Report(
-        suite,
-        split,
-        tuple(results),
+        suite=suite,
+        split=split,
+        systems=tuple(results),
         learned=tuple(learned),
         best_single=best,
         paired=pairs,

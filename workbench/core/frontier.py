@@ -49,9 +49,12 @@ from workbench.core.evaluate import (
     wilson,
 )
 from workbench.core.headroom import ONE_POINT, columns, overridden_policy, simulated_skills
+from workbench.core.jobs.evaluate import evaluate_run
+from workbench.core.jobs.shared import backbone_for
+from workbench.core.jobs.study_stats import mean_ci
+from workbench.core.jobs.train import train
 from workbench.core.oracle import best_plan, random_routing_value
 from workbench.core.records import ROLES
-from workbench.core.runs import backbone_for, evaluate_run, mean_ci, train
 from workbench.core.spend import dollars, spend_kind
 from workbench.core.store import Store
 from workbench.core.tasks.model import Task
@@ -63,7 +66,7 @@ ANY_RIGHT = "one-turn oracle (any right)"
 DEPLOYABLE = ("coordinator", "single", "random")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SystemOutcomes:
     """One system's per-task reward and dollars on the test split."""
 
@@ -77,7 +80,7 @@ class SystemOutcomes:
     training: dict[str, float] = field(default_factory=dict)  # the run's spend
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FrontierPoint:
     """One system on the plot: accuracy and dollars per task, each with its 95% interval;
     ``pareto``: on the front of the deployable systems."""
@@ -98,7 +101,7 @@ class FrontierPoint:
     training: dict[str, float] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Frontier:
     """The study's points, its two sentences and what it spent (see the module docstring)."""
 
@@ -235,7 +238,7 @@ def any_right_oracle(singles: Sequence[SystemOutcomes]) -> SystemOutcomes:
             any_right_index([s.rewards[t] for s in singles], [s.costs[t] for s in singles])
         ]
         rewards[t], costs[t] = pick.rewards[t], pick.costs[t]
-    return SystemOutcomes(ANY_RIGHT, "oracle", rewards, costs)
+    return SystemOutcomes(name=ANY_RIGHT, kind="oracle", rewards=rewards, costs=costs)
 
 
 def pareto_front(points: Sequence[tuple[float, float]]) -> list[bool]:
@@ -255,16 +258,21 @@ def pareto_front(points: Sequence[tuple[float, float]]) -> list[bool]:
 def _point(s: SystemOutcomes, tasks: Sequence[str]) -> FrontierPoint:
     r = np.array([s.rewards[t] for t in tasks])
     c = np.array([s.costs[t] for t in tasks])
+    ci_low, ci_high = wilson(float(r.sum()), len(r))
+    dollars, dollars_low, dollars_high = mean_ci(list(c), upper=float("inf"))
     return FrontierPoint(
-        s.name,
-        s.kind,
-        float(r.mean()),
-        *wilson(float(r.sum()), len(r)),
-        *mean_ci(list(c), upper=float("inf")),
-        len(r),
-        s.penalty,
-        s.run_id,
-        s.exact,
+        name=s.name,
+        kind=s.kind,
+        accuracy=float(r.mean()),
+        ci_low=ci_low,
+        ci_high=ci_high,
+        dollars=dollars,
+        dollars_low=dollars_low,
+        dollars_high=dollars_high,
+        n=len(r),
+        penalty=s.penalty,
+        run_id=s.run_id,
+        exact=s.exact,
         training=dict(s.training),
     )
 
@@ -389,17 +397,17 @@ def build_frontier(
             f"{dollars(top.dollars, label, 6)}: {verdict}."
         )
     return Frontier(
-        suite,
-        tuple(pool),
-        tuple(penalties),
-        tuple(points),
-        b.name,
-        first,
-        second,
-        dict(budget),
-        spend,
-        cache_policy,
-        wall_s,
+        suite=suite,
+        pool=tuple(pool),
+        penalties=tuple(penalties),
+        points=tuple(points),
+        best_single=b.name,
+        cheapest_within_one_point=first,
+        best_at_best_single_cost=second,
+        budget=dict(budget),
+        spend=spend,
+        cache_policy=cache_policy,
+        wall_s=wall_s,
         left_out=len(measured) - len(tasks),
     )
 
@@ -534,18 +542,20 @@ def study_frontier(
             if kind == "coordinator":
                 systems.append(
                     SystemOutcomes(
-                        f"cost_penalty {penalty:g}",
-                        kind,
-                        rewards,
-                        costs,
-                        penalty,
-                        run_id,
-                        exact_one_turn_routing(pool, test_tasks, routing) if routing else None,
-                        training,
+                        name=f"cost_penalty {penalty:g}",
+                        kind=kind,
+                        rewards=rewards,
+                        costs=costs,
+                        penalty=penalty,
+                        run_id=run_id,
+                        exact=exact_one_turn_routing(pool, test_tasks, routing)
+                        if routing
+                        else None,
+                        training=training,
                     )
                 )
             else:
-                systems.append(SystemOutcomes(name, kind, rewards, costs))
+                systems.append(SystemOutcomes(name=name, kind=kind, rewards=rewards, costs=costs))
         if progress is not None:
             coordinator = report.systems[0]
             progress(
@@ -615,7 +625,7 @@ def _shallow(frontier: Frontier) -> dict[str, Any]:
 
 
 def _pool_of(workspace: Workspace, run_id: str) -> list[str]:
-    from workbench.core.runs import evaluation_source
+    from workbench.core.jobs.evaluate import evaluation_source
 
     return list(evaluation_source(workspace, run=run_id).pool)
 

@@ -49,6 +49,7 @@ from workbench.core.evaluate import (
     paired_values,
     wilson,
 )
+from workbench.core.jobs.shared import PoolSession, open_worker_pool
 from workbench.core.policies import FixedPolicy
 from workbench.core.protocol import (
     EpisodeSettings,
@@ -60,7 +61,6 @@ from workbench.core.protocol import (
     turn_seed,
 )
 from workbench.core.records import Episode, Role
-from workbench.core.runs import PoolSession, open_worker_pool
 from workbench.core.spend import dollars, spend_kind
 from workbench.core.store import Store
 from workbench.core.tasks.model import Task
@@ -80,7 +80,7 @@ RESAMPLES = BOOTSTRAP  # bootstrap resamples of the tasks (evaluate's one bootst
 ONE_POINT = 0.01
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Outcomes:
     """One-turn answers of every worker on every task: ``right[w, t]`` and ``cost[w, t]``
     (the answer's dollars, what the worker costs to run, recorded or cached or not)."""
@@ -92,7 +92,7 @@ class Outcomes:
     cost: np.ndarray = field(repr=False)  # float, workers x tasks
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class WorkerFigures:
     """One worker's figures on the check's tasks; ``exact``: the simulation's expected
     accuracy on them (simulated workers only)."""
@@ -106,7 +106,7 @@ class WorkerFigures:
     exact: float | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CategoryWinner:
     """The best worker of one category, the runner-up, and the winner's lead over it with
     a paired bootstrap interval, its tasks won and lost against the runner-up and the exact
@@ -132,7 +132,7 @@ class CategoryWinner:
         return self.runner_up is None or (self.p_value < SIGNIFICANCE and self.wins > self.losses)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CheckCost:
     """What the check itself spent: ``calls`` made to a worker (neither read from the
     cache nor from recorded answers), their tokens and dollars; ``cached`` and
@@ -146,7 +146,7 @@ class CheckCost:
     recorded: int = 0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class HeadroomReport:
     """The check's figures (see the module docstring)."""
 
@@ -353,10 +353,20 @@ def analyse(
         raise InvalidInput("the headroom check has no task to measure on")
     acc = right.mean(axis=1)
     per_task = np.asarray(outcomes.cost, dtype=float).mean(axis=1)
-    workers = tuple(
-        WorkerFigures(w, float(acc[i]), *wilson(int(right[i].sum()), n), n, float(per_task[i]))
-        for i, w in enumerate(outcomes.workers)
-    )
+    figures = []
+    for i, w in enumerate(outcomes.workers):
+        ci_low, ci_high = wilson(int(right[i].sum()), n)
+        figures.append(
+            WorkerFigures(
+                worker=w,
+                accuracy=float(acc[i]),
+                ci_low=ci_low,
+                ci_high=ci_high,
+                n=n,
+                dollars_per_task=float(per_task[i]),
+            )
+        )
+    workers = tuple(figures)
     b = best_single_index(list(acc), list(per_task))
     any_right = right.any(axis=0)
     oracle = (float(any_right.mean()), *wilson(int(any_right.sum()), n))
@@ -398,19 +408,19 @@ def analyse(
             nxt, d = None, paired_values(outcomes.workers[win], "", [])
         categories.append(
             CategoryWinner(
-                g,
-                m,
-                outcomes.workers[win],
-                float(cat_acc[win]),
-                low,
-                high,
-                None if nxt is None else outcomes.workers[nxt],
-                d.difference,
-                d.ci_low,
-                d.ci_high,
-                d.wins,
-                d.losses,
-                d.p_value,
+                category=g,
+                n=m,
+                winner=outcomes.workers[win],
+                accuracy=float(cat_acc[win]),
+                ci_low=low,
+                ci_high=high,
+                runner_up=None if nxt is None else outcomes.workers[nxt],
+                lead=d.difference,
+                lead_low=d.ci_low,
+                lead_high=d.ci_high,
+                wins=d.wins,
+                losses=d.losses,
+                p_value=d.p_value,
             )
         )
     return workers, outcomes.workers[b], oracle, gap, pairwise, tuple(categories)
@@ -657,32 +667,32 @@ def check_headroom(
                 WorkerFigures(**{**asdict(w), "exact": exact["workers"][w.worker]}) for w in workers
             )
         report = HeadroomReport(
-            suite.name,
-            ids,
-            len(outcomes.tasks),
-            words,
-            workers,
-            best,
-            oracle,
-            gap,
-            pairwise,
-            categories,
-            CheckCost(
-                int(spent["calls"]),
-                int(spent["tokens_in"]),
-                int(spent["tokens_out"]),
-                float(spent["dollars"]),
-                int(spent["cached"]),
-                int(spent["recorded"]),
+            suite=suite.name,
+            pool=ids,
+            n=len(outcomes.tasks),
+            sample=words,
+            workers=workers,
+            best=best,
+            oracle=oracle,
+            gap=gap,
+            pairwise=pairwise,
+            categories=categories,
+            cost=CheckCost(
+                calls=int(spent["calls"]),
+                tokens_in=int(spent["tokens_in"]),
+                tokens_out=int(spent["tokens_out"]),
+                dollars=float(spent["dollars"]),
+                cached=int(spent["cached"]),
+                recorded=int(spent["recorded"]),
             ),
-            spend_kind(ids),
-            time.perf_counter() - started,
-            left_out,
-            shown_policy,
-            run_id,
-            exact["oracle"] if exact else None,
-            exact["gap"] if exact else None,
-            exact["by_category"] if exact else None,
+            spend=spend_kind(ids),
+            wall_s=time.perf_counter() - started,
+            left_out=left_out,
+            cache_policy=shown_policy,
+            run_id=run_id,
+            exact_oracle=exact["oracle"] if exact else None,
+            exact_gap=exact["gap"] if exact else None,
+            exact_by_category=exact["by_category"] if exact else None,
         )
         store.set_run_status(
             run_id, "finished", stop_reason="done", result={"headroom": report.to_dict()}
@@ -763,6 +773,10 @@ def outcomes_of(
         [[by[(i, t.id)].cost for t in kept] for i in range(len(pool))], dtype=float
     ).reshape(len(pool), len(kept))
     outcomes = Outcomes(
-        tuple(pool), tuple(t.id for t in kept), tuple(t.group for t in kept), right, cost
+        workers=tuple(pool),
+        tasks=tuple(t.id for t in kept),
+        groups=tuple(t.group for t in kept),
+        right=right,
+        cost=cost,
     )
     return outcomes, ((dropped, first_error or "") if dropped else None)

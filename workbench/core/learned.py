@@ -36,7 +36,7 @@ class PlayedSequence:
         return " -> ".join(str(s) for s in self.steps) or "(no turn)"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CategoryLearned:
     """Per category: the episodes, their mean reward, the most frequent sequences, and the
     oracle's plan (None for a pool with real workers)."""
@@ -106,7 +106,11 @@ def summarise_learned(
             oracle = best_plan(list(pool), category, kind, max_turns)
         out.append(
             CategoryLearned(
-                group, len(eps), sum(e.reward for e in eps) / len(eps), sequences, oracle
+                category=group,
+                episodes=len(eps),
+                mean_reward=sum(e.reward for e in eps) / len(eps),
+                sequences=sequences,
+                oracle=oracle,
             )
         )
     return out

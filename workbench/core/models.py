@@ -107,7 +107,7 @@ def _incomplete(source: str, fault: str) -> IncompleteInstallation:
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ResolvedSource:
     """Where a model source points: a directory to load, optionally a GGUF file in it."""
 
@@ -150,14 +150,22 @@ def resolve_source(source: str) -> ResolvedSource:
     if source == OFFLINE:
         path = offline_gguf_path()
         return ResolvedSource(
-            source, "offline", str(path.parent), path.name, _file_fingerprint(path)
+            source=source,
+            kind="offline",
+            location=str(path.parent),
+            gguf_file=path.name,
+            fingerprint=_file_fingerprint(path),
         )
     path = Path(source).expanduser()
     if source.endswith(".gguf"):
         if not path.is_file():
             raise ModelSourceError(f"GGUF file {path} not found: check the path")
         return ResolvedSource(
-            source, "gguf", str(path.parent.resolve()), path.name, _file_fingerprint(path)
+            source=source,
+            kind="gguf",
+            location=str(path.parent.resolve()),
+            gguf_file=path.name,
+            fingerprint=_file_fingerprint(path),
         )
     if path.exists():
         if not path.is_dir():
@@ -171,12 +179,20 @@ def resolve_source(source: str) -> ResolvedSource:
             )
         cfg = path / "config.json"
         return ResolvedSource(
-            source, "directory", str(path.resolve()), None, _file_fingerprint(cfg)
+            source=source,
+            kind="directory",
+            location=str(path.resolve()),
+            gguf_file=None,
+            fingerprint=_file_fingerprint(cfg),
         )
     if source.startswith((".", "/", "~")) or os.sep in source.strip("/").replace("/", "", 1):
         raise ModelSourceError(f"model path {path} not found: check the path")
     return ResolvedSource(
-        source, "hub", source, None, hashlib.sha256(source.encode()).hexdigest()[:16]
+        source=source,
+        kind="hub",
+        location=source,
+        gguf_file=None,
+        fingerprint=hashlib.sha256(source.encode()).hexdigest()[:16],
     )
 
 

@@ -52,7 +52,7 @@ class Step:
         return f"{self.role.value.capitalize()} {self.worker}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class OraclePlan:
     """The best policy for one task category: ``steps`` followed in order until the first
     Verifier ACCEPT; ``expected_reward`` is its exact expected reward."""
@@ -157,11 +157,11 @@ def best_plan(
 
     reward, steps = value(max_turns, None, 1.0, _NONE)
     return OraclePlan(
-        category,
-        kind,
-        max_turns,
-        tuple(Step(pool_ids[w], role) for role, w in steps),
-        reward,
+        category=category,
+        kind=kind,
+        max_turns=max_turns,
+        steps=tuple(Step(pool_ids[w], role) for role, w in steps),
+        expected_reward=reward,
     )
 
 

@@ -1,7 +1,7 @@
 """How many seeds and test tasks a comparison needs to separate a given margin: a power
 estimate by the normal approximation (two-sided test, stdlib ``statistics.NormalDist``;
-the project has no scipy). The study prints it (``runs.Study.power``), so a user can
-tell whether a difference between two optimizers is real or within the noise.
+the project has no scipy). The study prints it (``jobs.study_stats.Study.power``), so a
+user can tell whether a difference between two optimizers is real or within the noise.
 
 Formulas (two-sided significance ``alpha``, power ``power``, z = standard normal quantile,
 k = z(1 - alpha/2) + z(power)):
@@ -61,7 +61,7 @@ def detectable_margin(std: float, seeds: int, alpha: float = ALPHA, power: float
     return _k(alpha, power) * std * math.sqrt(2 / seeds)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PowerEstimate:
     """What a study needs to separate ``margin``, from its observed variance."""
 
@@ -96,16 +96,18 @@ class PowerEstimate:
             ss = sum(sum((v - sum(r) / len(r)) ** 2 for v in r) for r in groups)
             std = math.sqrt(ss / sum(len(r) - 1 for r in groups))
         return cls(
-            margin,
-            alpha,
-            power,
-            std,
-            mean,
-            seeds,
-            test_tasks,
-            None if std is None else seeds_needed(std, margin, alpha, power),
-            tasks_needed(mean, margin, alpha, power),
-            None if std is None or seeds < 1 else detectable_margin(std, seeds, alpha, power),
+            margin=margin,
+            alpha=alpha,
+            power=power,
+            seed_std=std,
+            mean_reward=mean,
+            seeds=seeds,
+            test_tasks=test_tasks,
+            seeds_needed=None if std is None else seeds_needed(std, margin, alpha, power),
+            tasks_needed=tasks_needed(mean, margin, alpha, power),
+            detectable_margin=None
+            if std is None or seeds < 1
+            else detectable_margin(std, seeds, alpha, power),
         )
 
     def to_dict(self) -> dict[str, Any]:

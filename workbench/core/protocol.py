@@ -197,7 +197,7 @@ def worker_only_turn(settings: EpisodeSettings, index: int, role: Role, answer: 
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class EpisodeSettings:
     """How episodes are played, the same for every episode of a run: the suite name they
     are recorded under, the turn limit K, the worker calls' output limit and temperature,

@@ -100,7 +100,7 @@ class RecordedPoolError(BadInput, ValueError):
     """A pool name that cannot be used (taken, built in, badly formed) or is not there."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class WorkerCoverage:
     """One recorded worker's answers, and how many of a suite's tasks they cover."""
 
@@ -115,7 +115,7 @@ class WorkerCoverage:
         return self.covered / self.suite_tasks if self.suite_tasks else 0.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PoolInfo:
     """A recorded pool as listings show it."""
 
@@ -367,9 +367,9 @@ def _keep(
         )
         return
     kept[(task_id, worker)] = Recording(
-        task_id,
-        worker,
-        turn.response,
+        task_id=task_id,
+        worker=worker,
+        response=turn.response,
         role="worker",
         model=worker_id,
         tokens_in=turn.tokens_in,
@@ -421,9 +421,9 @@ def import_from_cache(
         if not str(reply.get("text", "")).strip():
             continue
         kept[(task.id, worker)] = Recording(
-            task.id,
-            worker,
-            reply["text"],
+            task_id=task.id,
+            worker=worker,
+            response=reply["text"],
             role="worker",
             model=f"{row['provider']}/{row['model']}",
             tokens_in=int(reply.get("tokens_in", 0)),
@@ -511,7 +511,11 @@ def list_pools(workspace: Workspace, suite: str | None = None) -> list[PoolInfo]
         try:
             pools.append(show_pool(workspace, name, suite))
         except RecordedPoolDamaged as error:  # one broken pool hides none of the others
-            pools.append(PoolInfo(name, "damaged", "", None, notes=(str(error),)))
+            pools.append(
+                PoolInfo(
+                    name=name, source="damaged", suite="", created_at=None, notes=(str(error),)
+                )
+            )
     return pools
 
 
@@ -575,15 +579,21 @@ def _info(
     except BadInput:  # the suite was removed since: coverage unknown, the pool still shown
         ids = set()
     return PoolInfo(
-        name,
-        source,
-        shown,
-        created_at,
-        tuple(
-            WorkerCoverage(wid, models.get(wid, ""), len(t), len(ids & set(t)), len(ids))
+        name=name,
+        source=source,
+        suite=shown,
+        created_at=created_at,
+        workers=tuple(
+            WorkerCoverage(
+                worker_id=wid,
+                model=models.get(wid, ""),
+                answers=len(t),
+                covered=len(ids & set(t)),
+                suite_tasks=len(ids),
+            )
             for wid, t in tables.items()
         ),
-        notes,
+        notes=notes,
     )
 
 

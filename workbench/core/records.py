@@ -30,7 +30,7 @@ class StopReason(StrEnum):
     CANCELLED = "cancelled"  # stopped before its end (a served request's client left)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Turn:
     """One call of one worker in one role, with the coordinator's full decision."""
 
@@ -73,7 +73,7 @@ class Turn:
         return cls(**d)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Episode:
     """One query solved over at most K turns, graded."""
 
@@ -139,7 +139,7 @@ _RESULT_OPTIONAL = (
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RunResult:
     """What a training run's record says about it: generations done, the best validation
     reward and its generation, the parameter count, the spend so far (episodes, calls,
@@ -181,7 +181,7 @@ class RunResult:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GenerationStats:
     """One generation's figures: what the CLI prints, the store keeps and the GUI plots;
     the trainer's event and ``Store.generation_stats`` give this one shape."""

@@ -18,7 +18,7 @@ from workbench.core.spend import dollars, spend_kind
 from workbench.core.tasks.model import Task
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Decision:
     """The coordinator's decision at one turn, ready to draw as two bar charts."""
 
@@ -143,12 +143,12 @@ class Replay:
     def decision(self) -> Decision:
         turn = self.turn
         return Decision(
-            self.episode.pool,
-            turn.worker_probs,
-            self.episode.pool.index(turn.worker),
-            tuple(str(r) for r in ROLES),
-            turn.role_probs,
-            ROLES.index(turn.role),
+            workers=self.episode.pool,
+            worker_probs=turn.worker_probs,
+            chosen_worker=self.episode.pool.index(turn.worker),
+            roles=tuple(str(r) for r in ROLES),
+            role_probs=turn.role_probs,
+            chosen_role=ROLES.index(turn.role),
         )
 
     def prompt(self) -> str:

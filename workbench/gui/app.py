@@ -25,6 +25,7 @@ from workbench.core.models import describe_device
 from workbench.core.printable import shown_path
 from workbench.core.settings import load_settings_or_defaults, settings_path
 from workbench.core.workspace import Workspace, WorkspaceError, resources_dir
+from workbench.gui.page import Page
 from workbench.gui.qt import (
     PYSIDE_VERSION,
     QT_VERSION,
@@ -56,6 +57,14 @@ from workbench.gui.qt import (
     QUrl,
     QWidget,
 )
+from workbench.gui.qt_evaluate import QtEvaluate
+from workbench.gui.qt_playground import QtPlayground
+from workbench.gui.qt_replay import QtReplay
+from workbench.gui.qt_runs import QtRuns
+from workbench.gui.qt_settings import QtSettings
+from workbench.gui.qt_start import QtStart
+from workbench.gui.qt_tasks import QtTasks
+from workbench.gui.qt_workers import QtWorkers
 
 log = logging.getLogger(__name__)
 
@@ -70,62 +79,46 @@ class PageContext:
     backbone: Any = None
 
 
-def _start_page(context: PageContext) -> QWidget:
-    from workbench.gui.qt_start import QtStart
-
+def _start_page(context: PageContext) -> Page:
     return QtStart(context.workspace)
 
 
-def _workers_page(context: PageContext) -> QWidget:
-    from workbench.gui.qt_workers import QtWorkers
-
+def _workers_page(context: PageContext) -> Page:
     # workers are per user (workers.toml and the keychain); recorded pools per workspace
     return QtWorkers(workspace=context.workspace)
 
 
-def _tasks_page(context: PageContext) -> QWidget:
-    from workbench.gui.qt_tasks import QtTasks
-
+def _tasks_page(context: PageContext) -> Page:
     return QtTasks(context.workspace)
 
 
-def _runs_page(context: PageContext) -> QWidget:
-    from workbench.gui.qt_runs import QtRuns
-
+def _runs_page(context: PageContext) -> Page:
     return QtRuns(context.workspace)
 
 
-def _compare_page(context: PageContext) -> QWidget:
+def _compare_page(context: PageContext) -> Page:
     from workbench.gui.qt_compare import QtCompare
 
     return QtCompare(context.workspace)
 
 
-def _replay_page(context: PageContext) -> QWidget:
-    from workbench.gui.qt_replay import QtReplay
-
+def _replay_page(context: PageContext) -> Page:
     return QtReplay(context.workspace)
 
 
-def _evaluate_page(context: PageContext) -> QWidget:
-    from workbench.gui.qt_evaluate import QtEvaluate
-
+def _evaluate_page(context: PageContext) -> Page:
     return QtEvaluate(context.workspace, backbone=context.backbone)
 
 
-def _playground_page(context: PageContext) -> QWidget:
-    from workbench.gui.qt_playground import QtPlayground
-
+def _playground_page(context: PageContext) -> Page:
     return QtPlayground(context.workspace, backbone=context.backbone)
 
 
-def _settings_page(context: PageContext) -> QWidget:
-    from workbench.gui.qt_settings import QtSettings
-
+def _settings_page(context: PageContext) -> Page:
     return QtSettings(context.workspace)
 
 
-PageFactory = Callable[[PageContext], QWidget]
+PageFactory = Callable[[PageContext], Page]
 PAGES: list[tuple[str, PageFactory]] = [
     ("Start", _start_page),
     ("Workers", _workers_page),
@@ -245,6 +238,9 @@ def about_text() -> str:
 
 
 class MainWindow(QMainWindow):
+    """The window: the navigation over the stack of pages, the run strip, the Help menu;
+    built in named steps, each page linked to the others through its signals."""
+
     def __init__(
         self,
         workspace: Workspace,
@@ -255,16 +251,33 @@ class MainWindow(QMainWindow):
         super().__init__()
         self.workspace = workspace
         self.setWindowTitle(f"{APP_NAME} — {shown_path(workspace.root)}")
+        self._runs_listed = False
+        self._build_navigation()
+        self._add_pages(PageContext(workspace, backbone), PAGES if pages is None else pages)
+        self._build_central()
+        self._build_run_strip()
+        self._link_pages()
+        self._build_help_menu()
+        self._state = QSettings(
+            str(settings_path().parent / WINDOW_STATE), QSettings.Format.IniFormat
+        )
+        self.restore_layout()
+
+    def _build_navigation(self) -> None:
+        """The list of pages on the left and the stack it switches."""
         self.nav = QListWidget()
         self.nav.setItemDelegate(NavDelegate(self.nav))
         self.nav.setIconSize(QSize(22, 22))
         self.nav.setFixedWidth(200)
         self.nav.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.stack = QStackedWidget()
-        self.pages: dict[str, QWidget] = {}
+        self.pages: dict[str, Page] = {}
         self.scrolls: dict[str, QScrollArea] = {}  # each page in its scroll area
-        context = PageContext(workspace, backbone)
-        for title, factory in PAGES if pages is None else pages:
+
+    def _add_pages(self, context: PageContext, pages: Sequence[tuple[str, PageFactory]]) -> None:
+        """Each page built by its factory, listed in the navigation (icon, name, line) and
+        stacked in its scroll area with its banner in place; the first page shown."""
+        for title, factory in pages:
             page = factory(context)
             self.pages[title] = page
             description, icon = PAGE_INFO.get(title, ("", "SP_FileIcon"))
@@ -278,34 +291,41 @@ class MainWindow(QMainWindow):
             scroll.setWidgetResizable(True)
             scroll.setFrameShape(QFrame.Shape.NoFrame)
             scroll.setWidget(page)
-            if hasattr(page, "install_banner"):
-                page.install_banner()
+            page.install_banner()
             self.scrolls[title] = scroll
             self.stack.addWidget(scroll)
         self.nav.currentRowChanged.connect(self.stack.setCurrentIndex)
         self.nav.setCurrentRow(0)
-        self._runs_listed = False
-        runs_page = self.pages.get("Runs")
-        if runs_page is not None and hasattr(runs_page, "runs_listed"):
-            runs_page.runs_listed.connect(self._open_on_runs)
-        if "Playground" in self.pages and "Replay" in self.pages:
-            self.pages["Playground"].open_in_replay.connect(self.open_in_replay)
-        start = self.pages.get("Start")
-        if start is not None and hasattr(start, "go"):
-            start.go.connect(self.go)
+
+    def _build_central(self) -> None:
         central = QWidget()
         layout = QHBoxLayout(central)
         layout.setContentsMargins(4, 4, 4, 0)
         layout.addWidget(self.nav)
         layout.addWidget(self.stack, 1)
         self.setCentralWidget(central)
+
+    def _build_run_strip(self) -> None:
+        """The status strip: the current run (running, generation, best fitness, spend)."""
         self.run_strip = QLabel("No run in progress")
         self.run_strip.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.statusBar().addWidget(self.run_strip, 1)
-        if runs_page is not None and hasattr(runs_page, "strip_changed"):
-            runs_page.strip_changed.connect(self.run_strip.setText)
-            if start is not None and hasattr(start, "runs_listed"):
-                runs_page.runs_listed.connect(start.runs_listed)
+
+    def _link_pages(self) -> None:
+        """The pages' signals that reach the window or another page: the Runs page's first
+        listing and its strip, the Start page's buttons, the Playground opening Replay."""
+        runs, start, playground = (self.pages.get(t) for t in ("Runs", "Start", "Playground"))
+        if isinstance(runs, QtRuns):
+            runs.runs_listed.connect(self._open_on_runs)
+            runs.strip_changed.connect(self.run_strip.setText)
+            if isinstance(start, QtStart):
+                runs.runs_listed.connect(start.runs_listed)
+        if isinstance(playground, QtPlayground) and isinstance(self.pages.get("Replay"), QtReplay):
+            playground.open_in_replay.connect(self.open_in_replay)
+        if isinstance(start, QtStart):
+            start.go.connect(self.go)
+
+    def _build_help_menu(self) -> None:
         help_menu = self.menuBar().addMenu("&Help")
         for text, slot in (
             ("&About", self.show_about),
@@ -315,10 +335,6 @@ class MainWindow(QMainWindow):
             action = QAction(text, self)
             action.triggered.connect(slot)
             help_menu.addAction(action)
-        self._state = QSettings(
-            str(settings_path().parent / WINDOW_STATE), QSettings.Format.IniFormat
-        )
-        self.restore_layout()
 
     # ------------------------------------------------------------------ size and splitters
 
@@ -353,9 +369,9 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------------ navigation
 
-    def current_page(self) -> QWidget:
-        """The page shown (the stack holds each page in its scroll area)."""
-        return self.stack.currentWidget().widget()
+    def current_page(self) -> Page:
+        """The page shown (the stack holds each page in its scroll area, in order)."""
+        return list(self.pages.values())[self.stack.currentIndex()]
 
     def go(self, where: str) -> None:
         """Show a page: ``"Title"``, or ``"Title:action"`` to also do one thing there (the
@@ -367,9 +383,9 @@ class MainWindow(QMainWindow):
             return
         self.nav.setCurrentRow(list(self.pages).index(title))
         page = self.pages[title]
-        if action == "add" and hasattr(page, "open_dialog"):
+        if action == "add" and isinstance(page, QtWorkers):
             page.open_dialog()
-        elif action == "sandbox" and hasattr(page, "load_example"):
+        elif action == "sandbox" and isinstance(page, QtRuns):
             page.load_example()
         elif action == "headroom" and hasattr(page, "show_headroom"):
             page.show_headroom()
@@ -384,8 +400,10 @@ class MainWindow(QMainWindow):
 
     def open_in_replay(self, episode_id: str) -> None:
         """Show an episode on the Replay page."""
+        replay = self.pages["Replay"]
+        assert isinstance(replay, QtReplay)  # connected only when the Replay page is one
         self.nav.setCurrentRow(list(self.pages).index("Replay"))
-        self.pages["Replay"].open_episode(episode_id)
+        replay.open_episode(episode_id)
 
     def open_log(self) -> bool:
         """Open ``logs/gui.log`` of the workspace in the system's viewer (created if the
@@ -401,8 +419,8 @@ class MainWindow(QMainWindow):
     def show_about(self) -> None:
         QMessageBox.about(self, f"About {APP_NAME}", about_text())
 
-    def running_pages(self) -> list[QWidget]:
-        return [p for p in self.pages.values() if getattr(p, "running", False)]
+    def running_pages(self) -> list[Page]:
+        return [p for p in self.pages.values() if p.running]
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt's name)
         running = self.running_pages()
@@ -421,8 +439,7 @@ class MainWindow(QMainWindow):
                 page.stop_and_wait()
         self.save_layout()
         for page in self.pages.values():  # no thread outlives the window
-            if hasattr(page, "shutdown"):
-                page.shutdown()
+            page.shutdown()
         event.accept()
 
 
@@ -486,7 +503,7 @@ def main(
     app = QApplication.instance() or QApplication(list(argv) if argv is not None else sys.argv[:1])
     app.setApplicationName(APP_NAME)
     app.setApplicationVersion(__version__)
-    app.setWindowIcon(QIcon(str(resources_dir() / "icons" / "trinity-workbench.png")))
+    QApplication.setWindowIcon(QIcon(str(resources_dir() / "icons" / "trinity-workbench.png")))
     from workbench.gui.qt_settings import apply_theme
 
     apply_theme(settings.theme)

@@ -6,6 +6,10 @@ logged as well as shown.
 
 A page subclasses ``Page`` and keeps only its own layout and logic; a page with more to stop
 on close (a server, a training child) extends ``shutdown`` and calls ``super().shutdown()``.
+
+The window reads every page through this contract only: ``running`` (long work a close must
+ask about) and ``stop_and_wait`` (stop it and wait), ``install_banner`` and ``shutdown``;
+``failed`` is the failure handler of a job whose context says what it was doing.
 """
 
 from __future__ import annotations
@@ -172,6 +176,20 @@ class Page(QWidget):
             on_failure(context, exc)
 
     @property
+    def running(self) -> bool:
+        """Long work of the page is in progress (a training run, an evaluation, an
+        episode): the window asks before it closes, then calls ``stop_and_wait``. A page
+        with such work overrides this; by default there is none."""
+        return False
+
+    def stop_and_wait(self, timeout_ms: int = 120_000) -> bool:
+        """Stop the page's long work and wait for it to end (the window is closing);
+        returns whether it ended within ``timeout_ms``. By default: cancel the page's jobs
+        and wait for them (``shutdown``)."""
+        self.shutdown()
+        return True
+
+    @property
     def jobs_running(self) -> bool:
         """A background job of this page is in flight, or its outcome has not yet reached
         the page (a finished thread's result is still queued for the GUI thread)."""
@@ -219,6 +237,12 @@ class Page(QWidget):
         message is the sentence the user reads)."""
         self.say(message, error=True)
         log.warning("%s", message)
+
+    def failed(self, what: str, exc: Exception) -> None:
+        """The failure handler of a background job whose context is what it was doing
+        (``self.in_background(name, call, on_success, self.failed, "read the runs")``):
+        ``Cannot <what>: <the exception as a sentence>`` in the banner, logged."""
+        self.show_error(self.failure(what, exc))
 
     @staticmethod
     def failure(what: str, exc: BaseException) -> str:

@@ -8,13 +8,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from workbench.gui.qt import QApplication, QEvent, QObject, QPalette, pg
+from workbench.gui.qt import QApplication, QEvent, QObject, QPalette, application, pg
 
 
 def palette_colors() -> tuple[str, str]:
     """(background, foreground) of the application's palette, as hex colours."""
-    app = QApplication.instance()
-    palette = app.palette() if isinstance(app, QApplication) else QPalette()
+    app = application()
+    palette = app.palette() if app is not None else QPalette()
     return (
         palette.color(QPalette.ColorRole.Base).name(),
         palette.color(QPalette.ColorRole.Text).name(),

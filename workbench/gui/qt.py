@@ -85,6 +85,12 @@ QT_VERSION = _qVersion()
 ERROR_STYLE = "color: #b00020"  # a page's error message
 
 
+def application() -> QApplication | None:
+    """The running ``QApplication`` (a widgets application), or None before one exists."""
+    app = QApplication.instance()
+    return app if isinstance(app, QApplication) else None
+
+
 def text_view() -> QPlainTextEdit:
     """A read-only monospace text area (code and math stay readable)."""
     view = QPlainTextEdit()
@@ -130,6 +136,7 @@ __all__ = [
     "QAbstractItemView",
     "QAction",
     "QApplication",
+    "application",
     "QCheckBox",
     "QCloseEvent",
     "QColor",

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from workbench.core.config import ConfigError, ConfigKey, config_keys
+from workbench.core.jobs.shared import RunSummary, list_runs
 from workbench.core.records import GenerationStats
-from workbench.core.runs import RunSummary, list_runs
 from workbench.core.store import Store
 from workbench.core.workspace import Workspace
 from workbench.gui import background, tables

@@ -5,7 +5,7 @@ system's paired difference from the best single worker (a second chart), the usa
 per worker and role, and the Report's own Markdown and CSV exports.
 
 The page holds no domain logic: what can be evaluated, which baselines exist, the figures
-and the export formats all come from core (``workbench.core.runs.evaluate_run`` and its
+and the export formats all come from core (``core.jobs.evaluate.evaluate_run`` and its
 ``Report``), run in an ``EvaluationThread``.
 """
 
@@ -18,20 +18,20 @@ from typing import Any
 import numpy as np
 
 from workbench.core.evaluate import EvaluationProgress, EvaluationStopped, Report
-from workbench.core.printable import shown_path
-from workbench.core.records import ROLES
-from workbench.core.runs import (
+from workbench.core.jobs.evaluate import (
     EvaluationResult,
     EvaluationSource,
     evaluable_runs,
     evaluate_run,
     evaluation_source,
 )
+from workbench.core.printable import shown_path
+from workbench.core.records import ROLES
 from workbench.core.spend import dollars
 from workbench.core.tasks.suites import list_suites
 from workbench.core.training.events import StopToken
 from workbench.core.workspace import Workspace
-from workbench.gui import background
+from workbench.gui import background, tables
 from workbench.gui.page import Page, message_label
 from workbench.gui.plots import palette_colors, themed
 from workbench.gui.qt import (
@@ -697,7 +697,7 @@ class QtEvaluate(Page):
         """The accuracy table's cells, row by row (what the user reads)."""
         return [
             tuple(
-                self.results_table.item(r, c).text()
+                tables.item(self.results_table, r, c).text()
                 for c in range(self.results_table.columnCount())
             )
             for r in range(self.results_table.rowCount())

@@ -17,14 +17,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from workbench.core.jobs.evaluate import evaluable_runs, evaluation_source
 from workbench.core.records import ROLES
 from workbench.core.replay import turn_cost, turn_verdict
-from workbench.core.runs import evaluable_runs, evaluation_source
 from workbench.core.serving.team import TurnDecided, TurnReplied, load_team
 from workbench.core.spend import dollars, is_simulated, spend_kind
 from workbench.core.workers.local import SMOLLM2_ID
 from workbench.core.workspace import Workspace
-from workbench.gui import background
+from workbench.gui import background, tables
 from workbench.gui.page import Page, message_label
 from workbench.gui.qt import (
     QApplication,
@@ -184,7 +184,9 @@ class QtPlayground(Page):
             (P_WORKER, "The probability the coordinator gave the worker it chose"),
             (P_ROLE, "The probability the coordinator gave the role it chose"),
         ):
-            self.turns.horizontalHeaderItem(column).setToolTip(tip)
+            header_item = self.turns.horizontalHeaderItem(column)
+            if header_item is not None:
+                header_item.setToolTip(tip)
         self.turns.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.turns.horizontalHeader().setStretchLastSection(True)
         self.turns.itemSelectionChanged.connect(self.show_selected_turn)
@@ -354,7 +356,13 @@ class QtPlayground(Page):
         return {"run": value} if kind == "run" else {"coordinator_file": value}
 
     def _load_team(self) -> Any:
-        return load_team(self.workspace, backbone=self.backbone, **self._source())
+        source = self._source()
+        return load_team(
+            self.workspace,
+            run=source.get("run"),
+            coordinator_file=source.get("coordinator_file"),
+            backbone=self.backbone,
+        )
 
     # ------------------------------------------------------------------ asking
 
@@ -492,7 +500,7 @@ class QtPlayground(Page):
         )
         if replied is None:
             self.turn_label.setText(head)
-            self.reply_view.setPlainText(self.turns.item(row, REPLY).text())
+            self.reply_view.setPlainText(tables.item(self.turns, row, REPLY).text())
             return
         self.turn_label.setText(f"{head} · latency {replied.latency_s:.2f} s")
         self.reply_view.setPlainText(f"error: {replied.error}" if replied.error else replied.text)

@@ -26,7 +26,7 @@ from workbench.core.replay import Replay, role_label
 from workbench.core.store import EpisodeSummary, Store
 from workbench.core.tasks.suites import load_suite
 from workbench.core.workspace import Workspace
-from workbench.gui import background, tables
+from workbench.gui import tables
 from workbench.gui.page import Page, message_label
 from workbench.gui.qt import (
     QComboBox,
@@ -58,7 +58,7 @@ EPISODE_STOPS = ("accepted", "max_turns", "verifier_without_answer", "worker_err
 ANY = "any"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class EpisodeList:
     """What the list shows for a run: the episodes in order (best candidate first), how
     many matched, the best (generation, candidate) and its share right, and the choices
@@ -156,7 +156,9 @@ class QtReplay(Page):
         form.addRow("Question", self.task_filter)
         self.episodes = read_only_table(EPISODE_COLUMNS)
         tables.sortable(self.episodes)
-        self.episodes.horizontalHeaderItem(3).setToolTip("Generation (numbered from 1)")
+        header = self.episodes.horizontalHeaderItem(3)
+        if header is not None:
+            header.setToolTip("Generation (numbered from 1)")
         self.episodes.setToolTip("Page Down / Page Up: the next and previous episode")
         self.list_note = QLabel("")
         self.list_note.setWordWrap(True)
@@ -195,18 +197,18 @@ class QtReplay(Page):
         self.conversation = QWidget()
         self.conversation_layout = QVBoxLayout(self.conversation)
         self.conversation_layout.addStretch(1)
-        self.scroll = QScrollArea()
-        self.scroll.setWidgetResizable(True)
-        self.scroll.setFrameShape(QFrame.Shape.NoFrame)
-        self.scroll.setWidget(self.conversation)
-        self.scroll.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.conversation_scroll = QScrollArea()
+        self.conversation_scroll.setWidgetResizable(True)
+        self.conversation_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.conversation_scroll.setWidget(self.conversation)
+        self.conversation_scroll.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         right = QWidget()
         right_layout = QVBoxLayout(right)
         right_layout.setContentsMargins(0, 0, 0, 0)
         right_layout.addWidget(self.message_label)
         right_layout.addWidget(self.header)
         right_layout.addLayout(steps)
-        right_layout.addWidget(self.scroll, 1)
+        right_layout.addWidget(self.conversation_scroll, 1)
 
         splitter = QSplitter()
         splitter.addWidget(left)
@@ -261,12 +263,9 @@ class QtReplay(Page):
             "replay runs",
             lambda: _read_runs(self.workspace),
             self._on_runs,
-            self._on_failed,
+            self.failed,
             context="read the runs",
         )
-
-    def _on_failed(self, what: str, exc: Exception) -> None:
-        self.show_error(f"Cannot {what}: {background.readable(exc)}")
 
     def _on_runs(self, _context: Any, found: tuple[list[tuple[str, str, str]], bool]) -> None:
         runs, loose = found
@@ -308,7 +307,7 @@ class QtReplay(Page):
             "replay episodes",
             lambda: _read_episodes(self.workspace, run_id, query, needle),
             self._on_episodes,
-            self._on_failed,
+            self.failed,
             context="read the episodes",
         )
 
@@ -386,14 +385,16 @@ class QtReplay(Page):
     def episode_ids(self) -> list[str]:
         """The episodes of the list, in the order shown."""
         return [
-            self.episodes.item(row, 0).data(Qt.ItemDataRole.UserRole)
+            tables.item(self.episodes, row, 0).data(Qt.ItemDataRole.UserRole)
             for row in range(self.episodes.rowCount())
         ]
 
     def _episode_picked(self) -> None:
         rows = self.episodes.selectionModel().selectedRows()
         if rows:
-            self.open_episode(self.episodes.item(rows[0].row(), 0).data(Qt.ItemDataRole.UserRole))
+            self.open_episode(
+                tables.item(self.episodes, rows[0].row(), 0).data(Qt.ItemDataRole.UserRole)
+            )
 
     def step_episode(self, step: int) -> None:
         """Open the next (``step`` 1) or previous (-1) episode of the list."""
@@ -416,7 +417,7 @@ class QtReplay(Page):
             "replay episode",
             lambda: _read_episode(self.workspace, episode_id),
             self._on_episode,
-            self._on_failed,
+            self.failed,
             context="open the episode",
         )
 
@@ -452,11 +453,13 @@ class QtReplay(Page):
         self.show_turn()
 
     def _show_cards(self, episode: Any, task: Any) -> None:
+        assert self.replay is not None  # the episode's replay is set before its cards
         layout = self.conversation_layout
         while layout.count() > 1:  # everything but the closing stretch
             item = layout.takeAt(0)
-            if item.widget() is not None:
-                item.widget().deleteLater()
+            widget = item.widget() if item is not None else None
+            if widget is not None:
+                widget.deleteLater()
         prompt = task.full_prompt() if task is not None else None
         widgets: list[QWidget] = [QuestionCard(episode, prompt)]
         self.cards = [
@@ -494,9 +497,9 @@ class QtReplay(Page):
         self.prev_button.setEnabled(replay.index > 0)
         self.next_button.setEnabled(not replay.at_end)
         current = self.cards[replay.index]
-        self.scroll.ensureWidgetVisible(current, 0, 20)
+        self.conversation_scroll.ensureWidgetVisible(current, 0, 20)
         if replay.at_end:
-            self.scroll.ensureWidgetVisible(self.outcome_card, 0, 20)
+            self.conversation_scroll.ensureWidgetVisible(self.outcome_card, 0, 20)
 
     def current_card(self) -> TurnCard | None:
         return next((c for c in self.cards if c.current), None)

@@ -137,6 +137,7 @@ class TurnCard(Card):
             f"{turn.tokens_in} tokens in, {turn.tokens_out} out · {turn.latency_s:.2f} s · {cost}"
         )
         self.figures.setStyleSheet("color: gray")
+        widget: QWidget
         for widget in (
             self.title,
             charts_note,

@@ -37,6 +37,10 @@ FORM_TABS = (
 BACKBONES = ("offline", "Qwen/Qwen3-0.6B")
 
 
+# the editor of one key: what ``set_config`` writes to and ``config`` reads from
+Editor = QCheckBox | QSpinBox | QDoubleSpinBox | QComboBox | QLineEdit
+
+
 class RunForm(QTabWidget):
     """Every key of a ``RunConfig``, editable: built from the config's own sections and
     types, so the form and the TOML file (and the CLI) can never disagree. The pool is a
@@ -44,7 +48,7 @@ class RunForm(QTabWidget):
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
-        self.fields: dict[str, QWidget] = {}
+        self.fields: dict[str, Editor] = {}
         self.labels: dict[str, QLabel] = {}  # each field's label, in words
         keys = config_keys()
         self.pool = QListWidget()
@@ -82,7 +86,7 @@ class RunForm(QTabWidget):
         self.set_config(RunConfig())
 
     @staticmethod
-    def _editor(k: ConfigKey) -> QWidget:
+    def _editor(k: ConfigKey) -> Editor:
         spec = k.key
         if k.type is bool:
             return QCheckBox()
@@ -139,6 +143,7 @@ class RunForm(QTabWidget):
 
     def offer_suites(self, names: list[str]) -> None:
         combo = self.fields["tasks.suite"]
+        assert isinstance(combo, QComboBox)  # _editor: a suite is chosen from a list
         current = combo.currentText()
         for name in names:
             if combo.findText(name) < 0:

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from workbench.core.config import ConfigError, RunConfig
+from workbench.core.jobs.learned import run_learned
+from workbench.core.jobs.shared import RunSummary, effective_status, list_runs
 from workbench.core.printable import shown_path
-from workbench.core.runs import RunSummary, effective_status, list_runs, run_learned
 from workbench.core.settings import load_run_config
 from workbench.core.spend import dollars, recorded_spend, spend_kind
 from workbench.core.store import Store
@@ -119,7 +120,8 @@ class QtRuns(Page):
             "run-form choices",
             lambda: _choices(workspace),
             self._on_choices,
-            self._on_choices_failed,
+            self.failed,
+            context="list the workers and suites",
         )
         self.refresh_runs()
 
@@ -219,7 +221,8 @@ class QtRuns(Page):
         # plots: created once, fed with setData from the timer
         self.plots = RunPlots()
         # the buffers and plot items, named on the page too (tests and screenshots read them)
-        self.x, self.usage = self.plots.x, self.plots.usage
+        # (``x`` hides QWidget.x(), which no code of ours calls)
+        self.x, self.usage = self.plots.x, self.plots.usage  # type: ignore[method-assign,assignment]
         self.curves, self.heatmap = self.plots.curves, self.plots.heatmap
         self.validation_points = self.plots.validation_points
         self.log_view = QPlainTextEdit()
@@ -370,9 +373,6 @@ class QtRuns(Page):
         self.form.offer_workers(workers)
         self.form.offer_suites(suites)
 
-    def _on_choices_failed(self, _context: Any, exc: Exception) -> None:
-        self.show_error(f"Cannot list the workers and suites: {exc}")
-
     # ------------------------------------------------------------------ controls
 
     @property
@@ -409,28 +409,33 @@ class QtRuns(Page):
         thread.failed.connect(self._on_failed)
         thread.finished.connect(self._on_thread_done)
         self._set_state("starting")
+        if thread.resume_id:
+            what = f"run {thread.resume_id[:8]}"
+        else:
+            assert thread.config is not None  # a new run starts from a config
+            what = f"'{thread.config.run.name}'"
         self.log(
             "starting "
-            + (f"run {thread.resume_id[:8]}" if thread.resume_id else f"'{thread.config.run.name}'")
+            + what
             + ": loading the language model the coordinator reads with (the first start on "
             "this computer also converts it once, a minute or more)"
         )
         thread.start()
 
     def pause(self) -> None:
-        if self.running and self.state == "running":
+        if self.run_thread is not None and self.running and self.state == "running":
             self.run_thread.pause()
             self._set_state("paused")
             self.log("paused (the current episodes finish first)")
 
     def resume(self) -> None:
-        if self.running and self.state == "paused":
+        if self.run_thread is not None and self.running and self.state == "paused":
             self.run_thread.resume_run()
             self._set_state("running")
             self.log("resumed")
 
     def stop(self) -> None:
-        if self.running:
+        if self.run_thread is not None and self.running:
             self.run_thread.stop()
             self._set_state("stopping")
             self.log("stopping: the run ends with a checkpoint")
@@ -645,7 +650,7 @@ class QtRuns(Page):
     def row_of(self, run_id: str) -> int | None:
         """The row where run ``run_id`` is shown now (the table can be sorted)."""
         for row in range(self.runs_table.rowCount()):
-            if self.runs_table.item(row, 0).data(Qt.ItemDataRole.UserRole) == run_id:
+            if tables.item(self.runs_table, row, 0).data(Qt.ItemDataRole.UserRole) == run_id:
                 return row
         return None
 

@@ -28,7 +28,6 @@ from workbench.core.workspace import Workspace
 from workbench.gui import background
 from workbench.gui.page import Page, message_label
 from workbench.gui.qt import (
-    QApplication,
     QColor,
     QComboBox,
     QFileDialog,
@@ -42,6 +41,7 @@ from workbench.gui.qt import (
     QVBoxLayout,
     QWidget,
     Signal,
+    application,
 )
 
 log = logging.getLogger(__name__)
@@ -72,8 +72,8 @@ def apply_theme(theme: str, scheme: Qt.ColorScheme | None = None) -> None:
     platform honours it, else a palette of ours. The plots follow the palette
     (``plots.follow_palette``)."""
     global _theme, _following
-    app = QApplication.instance()
-    if not isinstance(app, QApplication):
+    app = application()
+    if app is None:
         return
     _theme = theme
     hints = app.styleHints()

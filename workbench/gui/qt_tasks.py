@@ -231,9 +231,9 @@ class QtTasks(Page):
                 self.suites.setItem(row, column, item)
         tables.fit(self.suites)
         self.suites.clearSelection()
-        row = self.suite_row(self._select_next or "")
-        if row is not None:
-            self.suites.selectRow(row)
+        chosen = self.suite_row(self._select_next or "")
+        if chosen is not None:
+            self.suites.selectRow(chosen)
         self.suites.blockSignals(False)
         self._select_next = None
         self._suite_picked()  # the suite objects are new: show the tasks again
@@ -253,7 +253,7 @@ class QtTasks(Page):
         row = self.suite_row(name)
         if row is None:
             raise KeyError(name)
-        return self.suites.item(row, SUITE_COLUMNS.index(column)).text()
+        return tables.item(self.suites, row, SUITE_COLUMNS.index(column)).text()
 
     def select_suite(self, name: str) -> None:
         row = self.suite_row(name)
@@ -267,19 +267,19 @@ class QtTasks(Page):
         self.tasks.blockSignals(True)
         self.tasks.clearContents()
         tasks = self.suite.tasks if self.suite else ()
-        rows = []
+        task_rows: list[tuple[tables.Cell, ...]] = []
         for index, task in enumerate(tasks):
             cells = (
                 tables.Cell(task.id),
                 tables.Cell(task.kind),
                 tables.Cell(task.group or ""),
-                tables.Cell(entry.split_of.get(task.id, "")),
+                tables.Cell(entry.split_of.get(task.id, "") if entry else ""),
                 tables.Cell(_one_line(task.prompt), tooltip=task.prompt[:1500]),
             )
             for cell in cells:
                 cell.setData(Qt.ItemDataRole.UserRole, index)  # the row may be sorted
-            rows.append(cells)
-        tables.fill(self.tasks, rows)
+            task_rows.append(cells)
+        tables.fill(self.tasks, task_rows)
         self.tasks.blockSignals(False)
         self._show_task(None)
         if entry is not None and entry.suite is None:
@@ -294,7 +294,7 @@ class QtTasks(Page):
             return
         for row in range(self.tasks.rowCount()):
             if (
-                self.suite.tasks[self.tasks.item(row, 0).data(Qt.ItemDataRole.UserRole)].id
+                self.suite.tasks[tables.item(self.tasks, row, 0).data(Qt.ItemDataRole.UserRole)].id
                 == task_id
             ):
                 self.tasks.selectRow(row)
@@ -305,7 +305,7 @@ class QtTasks(Page):
         if not rows or self.suite is None:
             self._show_task(None)
             return
-        index = self.tasks.item(rows[0].row(), 0).data(Qt.ItemDataRole.UserRole)
+        index = tables.item(self.tasks, rows[0].row(), 0).data(Qt.ItemDataRole.UserRole)
         self._show_task(self.suite.tasks[index])
 
     def _show_task(self, task: Task | None) -> None:

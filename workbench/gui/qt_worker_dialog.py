@@ -172,7 +172,9 @@ class WorkerDialog(QDialog):
             self.replace_key_button,
         ):
             widget.setEnabled(not local)
-        self.model.lineEdit().setPlaceholderText(
+        line = self.model.lineEdit()
+        assert line is not None  # the model box is editable
+        line.setPlaceholderText(
             "a local folder or a Hugging Face id"
             if local
             else "the model name the provider expects (or Fetch models)"

@@ -66,7 +66,7 @@ HEADER_TIPS = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class WorkerRow:
     """One line of the table: a registered worker (``spec`` and ``key``) or a built-in one."""
 
@@ -85,9 +85,12 @@ def read_rows(registry: Registry) -> list[WorkerRow]:
     """The registered workers with their key status, then the built-in ones (a job: the
     keychain may take a while to answer)."""
     rows = [
-        WorkerRow(s.id, s.provider, s.model, s, registry.key_status(s)) for s in registry.list()
+        WorkerRow(id=s.id, provider=s.provider, model=s.model, spec=s, key=registry.key_status(s))
+        for s in registry.list()
     ]
-    return rows + [WorkerRow(w.id, w.provider, w.model) for w in builtin_workers()]
+    return rows + [
+        WorkerRow(id=w.id, provider=w.provider, model=w.model) for w in builtin_workers()
+    ]
 
 
 class QtWorkers(Page):
@@ -115,7 +118,9 @@ class QtWorkers(Page):
         self.table = read_only_table(COLUMNS)
         for column, name in enumerate(COLUMNS):
             if name in HEADER_TIPS:
-                self.table.horizontalHeaderItem(column).setToolTip(HEADER_TIPS[name])
+                header = self.table.horizontalHeaderItem(column)
+                if header is not None:
+                    header.setToolTip(HEADER_TIPS[name])
         self.table.horizontalHeader().setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
         self.add_button = QPushButton("Add…")
         self.edit_button = QPushButton("Edit…")
@@ -195,7 +200,7 @@ class QtWorkers(Page):
                 if row.builtin:
                     item.setForeground(QColor("gray"))
                     item.setToolTip(f"{text}\n\nbuilt-in: {worker_words(row.id)}")
-                elif column == 1 and spec.base_url:
+                elif column == 1 and spec is not None and spec.base_url:
                     item.setToolTip(spec.base_url)
                 self.table.setItem(index, column, item)
             self._show_test(index)
@@ -261,13 +266,14 @@ class QtWorkers(Page):
         registered = row is not None and not row.builtin
         for button in (self.edit_button, self.remove_button):
             button.setEnabled(registered)
-        self.test_button.setEnabled(registered and row.id not in self._testing)
+        self.test_button.setEnabled(registered and row is not None and row.id not in self._testing)
 
     # -- changing ------------------------------------------------------------------
 
     def open_dialog(self, worker_id: str | None = None) -> WorkerDialog:
         """Open the add dialog, or the edit dialog of registered worker ``worker_id``."""
-        row = None if worker_id is None else self.rows[self.row_of(worker_id)]
+        index = None if worker_id is None else self.row_of(worker_id)
+        row = None if index is None else self.rows[index]
         dialog = WorkerDialog(
             self.registry, row.spec if row else None, row.key if row else None, parent=self
         )

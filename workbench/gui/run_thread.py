@@ -150,6 +150,7 @@ class RunThread(QThread):
                     encoding="utf-8",
                     bufsize=1,
                 )
+                assert self._process.stdin and self._process.stdout and self._process.stderr
                 if self._stopping:  # stopped before the child existed
                     self._process.stdin.write("stop\n")
                     self._process.stdin.flush()

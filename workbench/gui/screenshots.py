@@ -18,6 +18,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,7 @@ def say(message: str) -> None:
 @dataclass(frozen=True)
 class Sample:
     run_id: str  # the sample training run
-    evaluation: Any  # its evaluation (runs.EvaluationResult)
+    evaluation: Any  # its evaluation (jobs.evaluate.EvaluationResult)
     other_run_id: str = ""  # a second run, another seed and step size (the Compare page)
 
 
@@ -52,7 +53,8 @@ def make_sample(
     workspace: Workspace, config: RunConfig | None = None, backbone: Any = None
 ) -> Sample:
     """Train the sample run and evaluate it."""
-    from workbench.core.runs import evaluate_run, train
+    from workbench.core.jobs.evaluate import evaluate_run
+    from workbench.core.jobs.train import train
     from workbench.core.training.events import GenerationStats
 
     config = config or RunConfig.from_dict(SAMPLE_CONFIG)
@@ -82,12 +84,11 @@ def wait_for(condition: Callable[[], bool], what: str, timeout_s: float = WAIT_S
     """Run the event loop until ``condition`` holds (a page finished reading)."""
     from workbench.gui.qt import QApplication
 
-    app = QApplication.instance()
     deadline = time.monotonic() + timeout_s
     while not condition():
         if time.monotonic() > deadline:
             raise TimeoutError(f"the {what} did not finish within {timeout_s:.0f} s")
-        app.processEvents()
+        QApplication.processEvents()
         time.sleep(0.01)
 
 
@@ -95,10 +96,9 @@ def settle(seconds: float) -> None:
     """Run the event loop for ``seconds`` (layout requests are posted events)."""
     from workbench.gui.qt import QApplication
 
-    app = QApplication.instance()
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        app.processEvents()
+        QApplication.processEvents()
         time.sleep(0.01)
 
 
@@ -118,6 +118,7 @@ def take(
     checks of the page with its content)."""
     from workbench.gui import app as gui_app
     from workbench.gui.qt import QApplication
+    from workbench.gui.qt_runs import QtRuns
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -131,7 +132,9 @@ def take(
         files = []
         try:
             runs = window.pages.get("Runs")
-            if runs is not None:  # its first listing picks the start page: let it land first
+            if isinstance(
+                runs, QtRuns
+            ):  # its first listing picks the start page: let it land first
                 wait_for(lambda: runs.listed and not _busy(runs), "the runs list")
             for row, title in enumerate(window.pages):
                 window.nav.setCurrentRow(row)
@@ -139,7 +142,7 @@ def take(
                 prepare = PREPARE.get(title)
                 if prepare is not None:
                     prepare(page, sample)
-                wait_for(lambda page=page: not _busy(page), f"{title} page")
+                wait_for(partial(_idle, page), f"{title} page")
                 settle(0.3)  # the layouts of what was just shown (posted events) settle
                 if on_page is not None:
                     on_page(window, title)
@@ -159,6 +162,10 @@ def take(
 def _busy(page: Any) -> bool:
     """Whether a page's background jobs, or their outcomes, are still on their way."""
     return bool(page.jobs_running)
+
+
+def _idle(page: Any) -> bool:
+    return not _busy(page)
 
 
 # -- bringing each page to a representative state ---------------------------------

@@ -11,7 +11,7 @@ Checks what a user does first, each on a line of its own with a verdict (``PASS`
 
 All checks run even when one fails; the exit status is 1 if any line is FAIL. The GUI is
 built offscreen on a temporary workspace; the backbone check loads the offline model and
-stores one episode of it routing the sandbox pool (``workbench.core.runs.run_one_episode``,
+stores one episode of it routing the sandbox pool (``core.jobs.episode.run_one_episode``,
 what ``run-episode`` uses); the keychain line names the backend API keys would go to (no
 Secret Service running is a WARN with the fix); the code sandbox grades a bundled code
 task's reference solution (must pass) and a wrong program (must fail); the serve check
@@ -128,7 +128,7 @@ def _offline_available() -> str | None:
 
 def _episode(root: Path, backbone: str | None) -> str:
     """One episode of the offline backbone routing the sandbox pool, stored and read back."""
-    from workbench.core.runs import run_one_episode
+    from workbench.core.jobs.episode import run_one_episode
     from workbench.core.store import Store
     from workbench.core.workspace import Workspace
 

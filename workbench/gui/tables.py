@@ -73,6 +73,15 @@ def fill(table: QTableWidget, rows: Sequence[Sequence[QTableWidgetItem | str]]) 
                 table.setItem(r, c, value if isinstance(value, QTableWidgetItem) else Cell(value))
 
 
+def item(table: QTableWidget, row: int, column: int) -> QTableWidgetItem:
+    """The table's item at ``row``, ``column``; ``LookupError`` where there is none (every
+    cell of a filled table has one)."""
+    found = table.item(row, column)
+    if found is None:
+        raise LookupError(f"no item at row {row}, column {column}")
+    return found
+
+
 def fit(table: QTableWidget, widest: int = WIDEST_COLUMN) -> None:
     """Each column as wide as its content (and header), at most ``widest`` pixels."""
     table.resizeColumnsToContents()

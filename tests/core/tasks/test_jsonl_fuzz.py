@@ -140,7 +140,7 @@ def test_a_file_that_passes_check_is_imported_unchanged(records, ascii_only: boo
         checked = load_jsonl(source)  # what `suites check` accepts
         imported = import_suite(source, "fuzz", Workspace(Path(folder) / "ws"))
         assert imported.tasks == checked.tasks
-        again = write_jsonl(Suite("copy", checked.tasks), Path(folder) / "copy.jsonl")
+        again = write_jsonl(Suite(name="copy", tasks=checked.tasks), Path(folder) / "copy.jsonl")
         text = again.read_text(encoding="utf-8")
         # one task per line for any reader, including str.splitlines
         assert len(text.splitlines()) == len(split_lines(text)) == len(records)

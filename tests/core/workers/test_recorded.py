@@ -28,7 +28,15 @@ OTHER = Task(id="t2", kind="math", prompt="What is 2+4?", answer="6")
 
 
 def _worker(response: str = r"The answer is \boxed{5}.") -> RecordedWorker:
-    rec = Recording("t1", "rec", response, tokens_in=10, tokens_out=4, cost=0.25, latency_s=1.5)
+    rec = Recording(
+        task_id="t1",
+        worker="rec",
+        response=response,
+        tokens_in=10,
+        tokens_out=4,
+        cost=0.25,
+        latency_s=1.5,
+    )
     return RecordedWorker("rec", {"t1": rec})
 
 
@@ -149,10 +157,13 @@ class _Prefers:
 
 
 def _two_workers() -> list[RecordedWorker]:
-    first = RecordedWorker("a", {"t1": Recording("t1", "a", r"\boxed{5}")})
+    first = RecordedWorker("a", {"t1": Recording(task_id="t1", worker="a", response=r"\boxed{5}")})
     second = RecordedWorker(
         "b",
-        {"t1": Recording("t1", "b", r"\boxed{4}"), "t2": Recording("t2", "b", r"\boxed{6}")},
+        {
+            "t1": Recording(task_id="t1", worker="b", response=r"\boxed{4}"),
+            "t2": Recording(task_id="t2", worker="b", response=r"\boxed{6}"),
+        },
     )
     return [first, second]
 

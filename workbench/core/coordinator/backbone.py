@@ -24,7 +24,7 @@ from workbench.core.coordinator.svf import SVF
 log = logging.getLogger(__name__)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class FeatureStats:
     """What the backbone did: forwards, cache hits, tokens forwarded and reused."""
 

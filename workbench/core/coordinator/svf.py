@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 
-@dataclass
+@dataclass(kw_only=True)
 class _SVFTarget:
     name: str
     param: Any  # torch.nn.Parameter, adapted in place
@@ -43,7 +43,9 @@ class SVF:
             seen.add(param.data_ptr())
             w = param.detach().to(torch.float64)
             u, s, vh = torch.linalg.svd(w, full_matrices=False)
-            self.targets.append(_SVFTarget(name, param, param.detach().clone(), u, s, vh))
+            self.targets.append(
+                _SVFTarget(name=name, param=param, original=param.detach().clone(), u=u, s=s, vh=vh)
+            )
         self.sizes = [int(t.s.shape[0]) for t in self.targets]
         self.n_params = sum(self.sizes)
         self._delta = np.zeros(self.n_params)

@@ -53,7 +53,7 @@ STREAM_PIECE_CHARS = 64  # the final answer is sent in pieces of this size
 KEEPALIVE_S = 15.0  # a stream silent this long gets an SSE comment, so proxies keep it open
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ServeSettings:
     """How the server admits requests and whom: ``api_key`` None lets anyone call."""
 
@@ -203,7 +203,7 @@ class _AdmittedStream(StreamingResponse):
 # --------------------------------------------------------------------------- requests
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ChatRequest:
     """The parts of an OpenAI chat request the team uses, validated."""
 
@@ -291,7 +291,14 @@ def parse_chat_request(body: Any, model_id: str, trace_header: bool = False) -> 
         raise BadRequest(
             400, "task_kind must be one of math, choice, code, text", param="task_kind"
         )
-    return ChatRequest(tuple(messages), stream, include_usage, trace, kind, seed)
+    return ChatRequest(
+        messages=tuple(messages),
+        stream=stream,
+        include_usage=include_usage,
+        trace=trace,
+        kind=kind,
+        seed=seed,
+    )
 
 
 INT64 = (-(2**63), 2**63 - 1)  # SQLite's integers (and vLLM's range for seed)

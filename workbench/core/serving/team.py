@@ -24,6 +24,8 @@ from typing import Any
 
 from workbench.core.coordinator import Backbone, Coordinator
 from workbench.core.errors import BadInput
+from workbench.core.jobs.evaluate import EvaluationSource, evaluation_source
+from workbench.core.jobs.shared import backbone_for
 from workbench.core.protocol import (
     FINAL_TURNS,
     EpisodeSettings,
@@ -34,7 +36,6 @@ from workbench.core.protocol import (
     run_episode,
 )
 from workbench.core.records import ROLES, Episode, Role, StopReason, Turn
-from workbench.core.runs import EvaluationSource, backbone_for, evaluation_source
 from workbench.core.store import Store
 from workbench.core.tasks.model import KINDS, Task
 from workbench.core.workers.base import (
@@ -74,7 +75,7 @@ class PromptTooLong(BadInput, ValueError):
 # --------------------------------------------------------------------------- events
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TurnDecided:
     """The coordinator chose ``worker`` in ``role`` for turn ``index``; ``worker_probs``
     are over ``pool`` (in its order), ``role_probs`` over ``ROLES``."""
@@ -97,7 +98,7 @@ class TurnDecided:
         return self.role_probs[ROLES.index(self.role)]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TurnReplied:
     """The worker of turn ``index`` answered (or failed: ``error``)."""
 
@@ -135,12 +136,12 @@ class _WatchedCoordinator:
         self.index += 1
         self._listener(
             TurnDecided(
-                self.index,
-                self._pool_ids[action.worker],
-                ROLES[action.role],
-                tuple(action.worker_probs),
-                tuple(action.role_probs),
-                self._pool_ids,
+                index=self.index,
+                worker=self._pool_ids[action.worker],
+                role=ROLES[action.role],
+                worker_probs=tuple(action.worker_probs),
+                role_probs=tuple(action.role_probs),
+                pool=self._pool_ids,
             )
         )
         return action
@@ -181,9 +182,9 @@ class _WatchedWorker(Worker):
             error = str(exc) if isinstance(exc, WorkerError) else f"{type(exc).__name__}: {exc}"
             self._listener(
                 TurnReplied(
-                    index,
-                    self.id,
-                    role,
+                    index=index,
+                    worker=self.id,
+                    role=role,
                     error=error,
                     latency_s=time.perf_counter() - started,
                 )
@@ -192,15 +193,15 @@ class _WatchedWorker(Worker):
         verdict = parse_verdict(reply.text)[0] if role is Role.VERIFIER else None
         self._listener(
             TurnReplied(
-                index,
-                self.id,
-                role,
-                reply.text,
-                verdict,
-                reply.tokens_in,
-                reply.tokens_out,
-                reply.cost,
-                reply.latency_s,
+                index=index,
+                worker=self.id,
+                role=role,
+                text=reply.text,
+                verdict=verdict,
+                tokens_in=reply.tokens_in,
+                tokens_out=reply.tokens_out,
+                cost=reply.cost,
+                latency_s=reply.latency_s,
             )
         )
         return reply

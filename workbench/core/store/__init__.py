@@ -113,7 +113,7 @@ class RunStatus(StrEnum):
     FAILED = "failed"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RunRecord:
     """One stored run: what it was asked to do and how it ended."""
 
@@ -140,7 +140,7 @@ class RunRecord:
         return RunResult.from_dict(self.result)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class EpisodeSummary:
     """One row of an episode list: the outcome of an episode without its turns."""
 

@@ -22,7 +22,7 @@ LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _INSTALL_HINT = "pip install 'trinity-workbench[hub]'"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class HubDataset:
     """Where a dataset lives on the Hub and which split a suite uses by default.
 
@@ -39,23 +39,34 @@ class HubDataset:
 
 HUB_DATASETS: dict[str, HubDataset] = {
     "math500": HubDataset(
-        "HuggingFaceH4/MATH-500", None, "test", "500 MATH competition problems (MATH-500)"
+        path="HuggingFaceH4/MATH-500",
+        config=None,
+        split="test",
+        description="500 MATH competition problems (MATH-500)",
     ),
-    "gsm8k": HubDataset("openai/gsm8k", "main", "test", "grade-school math word problems (GSM8K)"),
+    "gsm8k": HubDataset(
+        path="openai/gsm8k",
+        config="main",
+        split="test",
+        description="grade-school math word problems (GSM8K)",
+    ),
     "mmlu": HubDataset(
-        "cais/mmlu", "all", "test", "multiple-choice questions in 57 subjects (MMLU)"
+        path="cais/mmlu",
+        config="all",
+        split="test",
+        description="multiple-choice questions in 57 subjects (MMLU)",
     ),
     "gpqa-diamond": HubDataset(
-        "Idavidrein/gpqa",
-        "gpqa_diamond",
-        "train",
-        "graduate-level science multiple choice (GPQA Diamond; gated: accept its terms on the Hub)",
+        path="Idavidrein/gpqa",
+        config="gpqa_diamond",
+        split="train",
+        description="graduate-level science multiple choice (GPQA Diamond; gated: accept its terms on the Hub)",
     ),
     "livecodebench": HubDataset(
-        "livecodebench/code_generation_lite",
-        None,
-        "train",
-        "competitive programming problems with stdin/stdout tests (LiveCodeBench)",
+        path="livecodebench/code_generation_lite",
+        config=None,
+        split="train",
+        description="competitive programming problems with stdin/stdout tests (LiveCodeBench)",
         files="test.jsonl",
     ),
 }

@@ -581,7 +581,9 @@ def _prose_check(
     if not sentences:
         return None
     every = [prose.claims(sentence) for sentence in sentences]
-    claims = next((c for c in every if c.hedged or c != prose.Claims(c.sentence)), every[0])
+    claims = next(
+        (c for c in every if c.hedged or c != prose.Claims(sentence=c.sentence)), every[0]
+    )
     if claims.hedged:
         return _verdict(
             0.0, claims.sentence, "the answer does not commit to an answer", "prose: hedged"

@@ -20,7 +20,7 @@ class TaskNotFound(BadInput, KeyError):
         return str(self.args[0])
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Task:
     """One query and what a correct answer must match.
 
@@ -78,7 +78,7 @@ class Grade:
     details: dict[str, Any] = field(default_factory=dict, hash=False)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Suite:
     """A named, versioned set of tasks."""
 

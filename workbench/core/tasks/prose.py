@@ -132,7 +132,7 @@ _TIMES = re.compile(r"\b(?:occurs|appears|divides)\s+(.+?)\s+times\b", re.IGNORE
 _PERIOD = re.compile(r"\bperiod\s+(?:of|is)\s+([^\s,.;]+)", re.IGNORECASE)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Claims:
     """What one prose sentence claims. ``values``: math texts it states, best first
     (each already free of words); ``count``: (qualifier, number) of a counting claim

@@ -40,7 +40,7 @@ class Spend:
         }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Checkpoint:
     """The state after ``generation`` (0-based) completed. ``center`` and ``best_vector``
     are head-space vectors ``[SVF offsets || head weights]`` (the search basis applied);

@@ -18,7 +18,7 @@ from workbench.core.records import GenerationStats
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RunStarted:
     run_id: str
     name: str
@@ -46,7 +46,7 @@ def where_episodes_ran(executor: str | None, actors: int | None, nodes: Sequence
     return f"Episodes on Ray: {count} on {', '.join(nodes) or '?'}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class EpisodeDone:
     run_id: str
     generation: int

@@ -81,7 +81,7 @@ class Candidate:
     fixed_worker: int | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GenerationWork:
     """What every candidate of generation ``generation`` is scored on: the minibatch, the
     episode settings, the seeds' source and the exploring starts' share. Sent once per

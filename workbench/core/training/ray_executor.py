@@ -66,7 +66,7 @@ class ExecutorError(WorkFailed, RuntimeError):
     cannot start or keep dying. The message names the cause and the fix."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ActorRecipe:
     """What an actor builds its backbone and workers from (no key among it)."""
 

@@ -76,7 +76,7 @@ log = logging.getLogger(__name__)
 SPEND_RECORD_S = 1.0
 
 
-@dataclass
+@dataclass(kw_only=True)
 class TrainState:
     generation: int = -1  # last completed generation
     spend: Spend = field(default_factory=Spend)
@@ -231,16 +231,16 @@ class Trainer:
         )
         self._emit(
             RunStarted(
-                run_id,
-                cfg.run.name,
-                self.n_params,
-                self.optimizer.popsize,
-                self.optimizer.rollouts,
-                self.state.generation + 1,
-                {k: v for k, v in asdict(cfg.budget).items()},
-                self.executor.info.executor,
-                self.executor.info.actors,
-                self.executor.info.nodes,
+                run_id=run_id,
+                name=cfg.run.name,
+                n_params=self.n_params,
+                popsize=self.optimizer.popsize,
+                rollouts=self.optimizer.rollouts,
+                start_generation=self.state.generation + 1,
+                budget={k: v for k, v in asdict(cfg.budget).items()},
+                executor=self.executor.info.executor,
+                actors=self.executor.info.actors,
+                nodes=self.executor.info.nodes,
             )
         )
         reason = None
@@ -362,14 +362,14 @@ class Trainer:
             self._paid(episode, training=True)
             self._emit(
                 EpisodeDone(
-                    self.current_run_id,
-                    g,
-                    k,
-                    episode.task_id,
-                    episode.reward,
-                    len(episode.turns),
-                    str(episode.stop_reason),
-                    episode.cost,
+                    run_id=self.current_run_id,
+                    generation=g,
+                    candidate=k,
+                    task_id=episode.task_id,
+                    reward=episode.reward,
+                    turns=len(episode.turns),
+                    stop_reason=str(episode.stop_reason),
+                    cost=episode.cost,
                 )
             )
 

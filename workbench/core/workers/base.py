@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": str}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Completion:
     """One worker reply with what it cost."""
 

@@ -246,13 +246,13 @@ def _to_record(c: Completion) -> dict[str, Any]:
 
 def _from_record(r: dict[str, Any], latency_s: float) -> Completion:
     return Completion(
-        r["text"],
-        r["tokens_in"],
-        r["tokens_out"],
-        latency_s,
-        r["cost"],
-        r["usage_estimated"],
-        r.get("model"),
+        text=r["text"],
+        tokens_in=r["tokens_in"],
+        tokens_out=r["tokens_out"],
+        latency_s=latency_s,
+        cost=r["cost"],
+        usage_estimated=r["usage_estimated"],
+        model=r.get("model"),
         attempts=0,
         cached=True,
     )

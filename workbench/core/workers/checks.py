@@ -18,7 +18,7 @@ from workbench.core.workers.spec import WorkerSpec
 from workbench.core.workers.transport import open_client
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ConnectionReport:
     """The outcome of ``workers test``: one tiny request."""
 
@@ -58,17 +58,24 @@ async def test_connection(worker: Worker) -> ConnectionReport:
             )
     except WorkerError as exc:
         return ConnectionReport(
-            worker.id,
-            False,
-            time.perf_counter() - started,
-            None,
-            "",
-            str(exc),
-            type(exc).__name__,
-            exc.status,
+            worker=worker.id,
+            ok=False,
+            latency_s=time.perf_counter() - started,
+            model=None,
+            reply="",
+            error=str(exc),
+            error_kind=type(exc).__name__,
+            status=exc.status,
         )
     return ConnectionReport(
-        worker.id, True, time.perf_counter() - started, reply.model, reply.text, None, None, None
+        worker=worker.id,
+        ok=True,
+        latency_s=time.perf_counter() - started,
+        model=reply.model,
+        reply=reply.text,
+        error=None,
+        error_kind=None,
+        status=None,
     )
 
 

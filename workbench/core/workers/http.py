@@ -467,13 +467,13 @@ class HTTPWorker(Worker):
         tokens_out = parsed.tokens_out if parsed.tokens_out is not None else estimate_tokens(text)
         cost = cost_of(tokens_in, tokens_out, self.spec.price_in, self.spec.price_out)
         return Completion(
-            text,
-            tokens_in,
-            tokens_out,
-            latency,
-            cost,
-            estimated,
-            model,
+            text=text,
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            latency_s=latency,
+            cost=cost,
+            usage_estimated=estimated,
+            model=model,
             attempts=tries,
         )
 

@@ -134,7 +134,15 @@ class LocalWorker(Worker):
             n_out = int(new.shape[0])
             latency = time.perf_counter() - start
         cost = (n_in * self.price_in + n_out * self.price_out) / 1e6
-        return Completion(text, n_in, n_out, latency, cost, False, self.model)
+        return Completion(
+            text=text,
+            tokens_in=n_in,
+            tokens_out=n_out,
+            latency_s=latency,
+            cost=cost,
+            usage_estimated=False,
+            model=self.model,
+        )
 
     async def complete(
         self,

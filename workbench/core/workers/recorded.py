@@ -62,7 +62,7 @@ class RecordedPoolNotFound(UnknownWorker):
     workspace, or names no worker of it; the message lists what there is."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Recording:
     """One recorded answer."""
 
@@ -250,9 +250,9 @@ def champ_tables() -> dict[str, dict[str, Recording]]:
                     [(str(m.role).startswith("Model."), m.text or "") for m in conv.messages]
                 )
                 table[pid] = Recording(
-                    pid,
-                    wid,
-                    answers[-1].text,
+                    task_id=pid,
+                    worker=wid,
+                    response=answers[-1].text,
                     role="worker",
                     setting=setting,
                     tokens_in=tokens_in,
@@ -284,7 +284,7 @@ def champ_worker(worker_id: str) -> RecordedWorker:
 # --------------------------------------------------------------------------- imported pools
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RecordedPool:
     """A recorded pool imported into a workspace: its answers per worker and what its
     metadata file says (suite, source, import time, per-worker prices in USD per million
@@ -360,7 +360,12 @@ def _read_pool(answers: str, meta: str, _stamp: tuple[int, int], root: str) -> R
         if not isinstance(info, dict):
             raise ValueError("expected a JSON object")
         prices = {w: (float(p[0]), float(p[1])) for w, p in info.get("prices", {}).items()}
-        header = (info["name"], info["suite"], info["source"], float(info["created_at"]))
+        header = {
+            "name": info["name"],
+            "suite": info["suite"],
+            "source": info["source"],
+            "created_at": float(info["created_at"]),
+        }
         workers = list(info.get("workers", []))
     except (ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError) as exc:
         problem = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
@@ -381,7 +386,7 @@ def _read_pool(answers: str, meta: str, _stamp: tuple[int, int], root: str) -> R
                 tables.setdefault(rec.worker, {})[rec.task_id] = rec
     except UnicodeDecodeError as exc:
         raise _damaged(name, answers, 0, f"not UTF-8 ({exc.reason})", root) from None
-    return RecordedPool(*header, tables, prices)
+    return RecordedPool(**header, tables=tables, prices=prices)
 
 
 def _resolve(worker_id: str, workspace: Workspace | None = None) -> list[Worker]:

@@ -65,7 +65,7 @@ def _per_category(table: dict[str, float], category: str | None, kind: str, defa
     return table.get(kind, table.get("*", default))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SandboxProfile:
     """A simulated worker: solve skill per category (kind or category name; ``"*"``: any
     other), price per million tokens, a fixed latency per call (0: instant) and its other
@@ -111,9 +111,24 @@ class SandboxProfile:
 
 # The built-in profile "sandbox": three workers with complementary skills.
 SANDBOX_PROFILES: tuple[SandboxProfile, ...] = (
-    SandboxProfile("mathlete", {"math": 0.85, "choice": 0.35, "code": 0.25, "text": 0.4}, 1.0, 4.0),
-    SandboxProfile("scholar", {"math": 0.3, "choice": 0.85, "code": 0.3, "text": 0.7}, 0.5, 2.0),
-    SandboxProfile("coder", {"math": 0.4, "choice": 0.3, "code": 0.85, "text": 0.3}, 2.0, 8.0),
+    SandboxProfile(
+        name="mathlete",
+        skill={"math": 0.85, "choice": 0.35, "code": 0.25, "text": 0.4},
+        price_in=1.0,
+        price_out=4.0,
+    ),
+    SandboxProfile(
+        name="scholar",
+        skill={"math": 0.3, "choice": 0.85, "code": 0.3, "text": 0.7},
+        price_in=0.5,
+        price_out=2.0,
+    ),
+    SandboxProfile(
+        name="coder",
+        skill={"math": 0.4, "choice": 0.3, "code": 0.85, "text": 0.3},
+        price_in=2.0,
+        price_out=8.0,
+    ),
 )
 
 # The built-in profile "team" (frozen before any training experiment; designed from the
@@ -141,10 +156,10 @@ SPECIALIST_SKILL, OFF_SKILL = 0.7, 0.2
 
 def _specialist(name: str, category: str, price_in: float, price_out: float) -> SandboxProfile:
     return SandboxProfile(
-        name,
-        {category: SPECIALIST_SKILL, "*": OFF_SKILL},
-        price_in,
-        price_out,
+        name=name,
+        skill={category: SPECIALIST_SKILL, "*": OFF_SKILL},
+        price_in=price_in,
+        price_out=price_out,
         catch={"*": 0.3},
         gain={"*": 0.1},
         false_reject=0.1,
@@ -158,10 +173,10 @@ TEAM_PROFILES: tuple[SandboxProfile, ...] = (
     _specialist("scholar", "choice", 0.5, 2.0),
     _specialist("coder", "code", 2.0, 8.0),
     SandboxProfile(
-        "planner",
-        {"*": 0.2},
-        3.0,
-        12.0,
+        name="planner",
+        skill={"*": 0.2},
+        price_in=3.0,
+        price_out=12.0,
         catch={"*": 0.3},
         gain={"*": 0.5},
         false_reject=0.1,
@@ -169,10 +184,10 @@ TEAM_PROFILES: tuple[SandboxProfile, ...] = (
         guidance_repeats=False,
     ),
     SandboxProfile(
-        "checker",
-        {"*": 0.1},
-        1.0,
-        2.0,
+        name="checker",
+        skill={"*": 0.1},
+        price_in=1.0,
+        price_out=2.0,
         catch={"*": 0.9},
         gain={"*": 0.0},
         false_reject=0.05,
@@ -422,7 +437,13 @@ class SimulatedWorker(Worker):
         tokens_out = min(len(text) // 4 + 1, max_tokens)
         cost = (tokens_in * self.profile.price_in + tokens_out * self.profile.price_out) / 1e6
         return Completion(
-            text, tokens_in, tokens_out, self.profile.latency_s, cost, False, self.model
+            text=text,
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            latency_s=self.profile.latency_s,
+            cost=cost,
+            usage_estimated=False,
+            model=self.model,
         )
 
 

@@ -172,7 +172,7 @@ class Timeouts:
             )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class WorkerSpec:
     """One registered worker. Validated on creation; every error names its field.
 

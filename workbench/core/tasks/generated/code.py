@@ -11,7 +11,7 @@ from typing import Any
 from workbench.core.tasks.model import Task
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class _CodeSpec:
     """One generated function task: its signature, what it must do, a reference
     implementation (source) and an independent Python oracle for the expected values."""

@@ -99,7 +99,7 @@ class SandboxError(WorkFailed, RuntimeError):
     no opt-in to run unisolated, or the interpreter could not be started."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SandboxResult:
     """What a program did: its exit status, its (capped) output and why it stopped.
 
@@ -128,7 +128,7 @@ class SandboxResult:
         return self.returncode < 0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Check:
     """The verdict of a HumanEval-style test: ``passed`` is decided by the checker process
     alone; ``reason`` says why; ``candidate`` is what the candidate's process did (its
@@ -361,7 +361,13 @@ class _GradeBox:
             why = f"the test process ended without a verdict: {why}"
         elif not passed and not ran.ok and ran.returncode != 0 and status == "fail":
             why = f"{why} ({ran.reason})"
-        return Check(passed, why, ran, stderr, time.monotonic() - start)
+        return Check(
+            passed=passed,
+            reason=why,
+            candidate=ran,
+            checker_stderr=stderr,
+            duration_s=time.monotonic() - start,
+        )
 
     def _candidate(self, exit_code: str, checked: SandboxResult, timed_out: bool) -> SandboxResult:
         """What the candidate's process did: its exit status as the checker saw it (else

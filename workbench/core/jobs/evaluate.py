@@ -1,0 +1,222 @@
+"""The evaluate job: a trained run's best vector, or a coordinator file, on a split,
+beside the baselines (single workers, random routing, the sandbox oracles); stored as an
+``eval`` run whose episodes are replayable. What it evaluates is an ``EvaluationSource``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from workbench.core.config import RunConfig
+from workbench.core.coordinator import Backbone
+from workbench.core.errors import InvalidInput
+from workbench.core.evaluate import EvaluationStopped, Report
+from workbench.core.jobs.shared import backbone_for, effective_status, open_pool
+from workbench.core.records import Episode
+from workbench.core.spend import spend_kind
+from workbench.core.store import Store
+from workbench.core.tasks.suites import load_suite
+from workbench.core.training.checkpoint import best_vector
+from workbench.core.training.events import StopToken
+from workbench.core.training.trainer import coordinator_from_vector, task_splits
+from workbench.core.workers.pool import describe_pool
+from workbench.core.workspace import Workspace
+
+
+@dataclass(frozen=True)
+class EvaluationResult:
+    report: Any  # evaluate.Report
+    run_id: str  # the evaluation's own run record (its episodes are replayable)
+
+
+@dataclass(frozen=True, kw_only=True)
+class EvaluationSource:
+    """What an evaluation evaluates: a trained run's best vector or a coordinator file,
+    with the config it was trained under and its pool (worker ids, in the head's order)."""
+
+    config: RunConfig
+    pool: tuple[str, ...]
+    backbone_model: str
+    run_id: str | None = None
+    coordinator_file: str | None = None
+
+    @property
+    def reference(self) -> dict[str, str]:
+        """How the evaluation's run record names its source."""
+        if self.run_id is not None:
+            return {"run": self.run_id}
+        return {"coordinator_file": str(self.coordinator_file)}
+
+    @property
+    def baselines(self) -> list[str]:
+        """The baselines an evaluation of this source can run (``core.evaluate.baseline_names``)."""
+        from workbench.core.evaluate import baseline_names
+
+        return baseline_names(self.pool, self.config.protocol.max_turns)
+
+
+EVALUABLE = ("finished", "stopped")
+
+
+def evaluable_runs(workspace: Workspace) -> list[Any]:
+    """The training runs an evaluation can take (finished or stopped), newest first."""
+    with Store.open(workspace) as store:
+        runs = store.list_runs(kind="train")
+    return [r for r in reversed(runs) if effective_status(r) in EVALUABLE]
+
+
+def evaluation_source(
+    workspace: Workspace, *, run: str | None = None, coordinator_file: str | Path | None = None
+) -> EvaluationSource:
+    """Describe a run (id or prefix) or a coordinator file for evaluation, without loading
+    a backbone; raises ``RunNotFound``, ``ConfigError`` or ``CoordinatorFileError`` with a
+    readable message."""
+    with Store.open(workspace) as store:
+        return _evaluation_source(store, run, coordinator_file, workspace)
+
+
+def _evaluation_source(
+    store: Store,
+    run: str | None,
+    coordinator_file: str | Path | None,
+    workspace: Workspace | None = None,
+) -> EvaluationSource:
+    from workbench.core.export import read_manifest
+
+    if run is not None:
+        record = store.get_run(run)
+        config = record.config()
+        pool = tuple(wid for wid, _ in describe_pool(config.pool.workers, workspace=workspace))
+        return EvaluationSource(
+            config=config, pool=pool, backbone_model=config.backbone.model, run_id=record.id
+        )
+    if coordinator_file is not None:
+        manifest = read_manifest(coordinator_file)
+        config = RunConfig.from_stored(manifest["training"]["config"], str(coordinator_file))
+        pool = tuple(w["id"] for w in manifest["pool"])
+        return EvaluationSource(
+            config=config,
+            pool=pool,
+            backbone_model=manifest["backbone"]["model"],
+            coordinator_file=str(coordinator_file),
+        )
+    raise InvalidInput(
+        "evaluate what? give a run (--run RUN) or a coordinator file (--coordinator FILE)"
+    )
+
+
+def evaluate_run(
+    workspace: Workspace,
+    *,
+    run: str | None = None,
+    coordinator_file: str | None = None,
+    suite: str | None = None,
+    split: str = "test",
+    baselines: bool | Sequence[str] = True,
+    out_dir: str | Path | None = None,
+    backbone: Backbone | None = None,
+    progress: Callable[[Any], None] | None = None,
+    stop: StopToken | None = None,
+    final_turn: str = "free",
+) -> EvaluationResult:
+    """Evaluate a trained run's best vector, or a coordinator file, on a split.
+
+    ``baselines``: all (True), none (False) or the names to run (``EvaluationSource.baselines``).
+    ``progress`` hears an ``EvaluationProgress`` per episode; ``stop`` ends the evaluation
+    early: its run record is then ``stopped`` and ``EvaluationStopped`` is raised.
+    ``final_turn``: ``free`` (the paper's protocol) or ``worker`` (an episode's turn that
+    would end it without a Worker's answer is played as a Worker, as ``serve`` does).
+    """
+    from workbench.core.evaluate import evaluate
+    from workbench.core.export import load_coordinator
+
+    with Store.open(workspace) as store:
+        source = _evaluation_source(store, run, coordinator_file, workspace)
+        config = source.config
+        if split not in ("train", "validation", "test"):
+            raise InvalidInput(f"unknown split '{split}': use train, validation or test")
+        if suite is not None:
+            config = config.replace(tasks={"suite": suite})
+        task_suite = load_suite(config.tasks.suite, workspace)
+        tasks = task_splits(config, task_suite)[split]
+        backbone = backbone_for(config, backbone, source.backbone_model)
+        if source.run_id is not None:
+            vector, _ = best_vector(store, source.run_id)
+            coordinator = coordinator_from_vector(
+                backbone, len(source.pool), vector, config.optimizer.svf
+            )
+        else:
+            assert source.coordinator_file is not None  # a source is a run or a file
+            coordinator, _ = load_coordinator(source.coordinator_file, backbone)
+        session = open_pool(config, store, workspace)  # a worker that cannot serve: nothing stored
+        eval_id = store.create_run(
+            f"eval of {source.reference}",
+            "eval",
+            {
+                **config.to_dict(),
+                "evaluation": {**source.reference, "split": split, "final_turn": final_turn},
+            },
+        )
+        p = config.protocol
+        report, _ = session.run(
+            stored_evaluation(
+                store,
+                eval_id,
+                source.pool,
+                evaluate(
+                    coordinator,
+                    session.pool,
+                    tasks,
+                    suite=task_suite.name,
+                    split=split,
+                    max_turns=p.max_turns,
+                    temperature=p.temperature,
+                    max_tokens=p.max_tokens,
+                    seed=config.run.seed,
+                    concurrency=config.optimizer.concurrency,
+                    baselines=baselines,
+                    run_id=eval_id,
+                    progress=progress,
+                    stop=stop,
+                    thinker_suggests_role=p.thinker_suggests_role,
+                    final_turn=final_turn,
+                    roles=p.roles,
+                ),
+            )
+        )
+    if out_dir is not None:
+        report.write(out_dir)
+    return EvaluationResult(report, eval_id)
+
+
+async def stored_evaluation(
+    store: Store,
+    eval_id: str,
+    pool: Sequence[str],
+    evaluation: Awaitable[tuple[Report, list[Episode]]],
+) -> tuple[Report, list[Episode]]:
+    """Await ``evaluation`` (``evaluate.evaluate``) into the stored run ``eval_id``: its
+    report labelled with the pool's spend (simulated, recorded or real dollars), its
+    episodes stored, the run finished; or the run marked stopped or failed when the
+    evaluation raises, never left "running". Every stored evaluation goes through it
+    (``evaluate_run``, each cross-validation fold)."""
+    try:
+        report, episodes = await evaluation
+    except EvaluationStopped:
+        store.set_run_status(eval_id, "stopped", stop_reason="stopped")
+        raise
+    except Exception as exc:
+        store.set_run_status(
+            eval_id, "failed", stop_reason="error", error=f"{type(exc).__name__}: {exc}"
+        )
+        raise
+    report = dataclasses.replace(report, spend=spend_kind(pool))
+    store.add_episodes(episodes)
+    store.set_run_status(
+        eval_id, "finished", stop_reason="done", result={"report": report.to_json()}
+    )
+    return report, episodes

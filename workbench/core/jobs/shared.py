@@ -1,0 +1,254 @@
+"""What the jobs share: the runs registry as lists show it (``list_runs``,
+``RunSummary``, ``effective_status``, ``can_resume``), the lock that lets one process
+drive a run (``run_lock``, ``RunLocked``), the backbone loaded once per process
+(``shared_backbone``, ``backbone_for``) and a job's pool over one HTTP client with its
+response cache (``open_pool``, ``open_worker_pool``, ``PoolSession``).
+
+One process drives a run: ``train`` holds the run's lock (an OS file lock that the system
+releases when the process ends, however it ends) from before it changes anything until the
+run stops; a second ``train --resume`` of the same run is refused with ``RunLocked`` and
+leaves the run as it is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from workbench.core.config import RunConfig
+from workbench.core.coordinator import Backbone
+from workbench.core.errors import BadInput, InvalidInput
+from workbench.core.store import RunRecord, Store, StoreError
+from workbench.core.workers.base import Worker
+from workbench.core.workers.pool import build_pool
+from workbench.core.workers.recorded import check_recorded_roles
+from workbench.core.workspace import Workspace
+
+_backbones: dict[tuple[str, str, int, str, str], Backbone] = {}
+
+
+def shared_backbone(config: RunConfig, model: str | None = None) -> Backbone:
+    """The backbone ``config`` names (``model`` instead of its model when given: a
+    coordinator file's), loaded once per (model, device, SVF layer, precision, input) in
+    this process."""
+    b = config.backbone
+    key = (model or b.model, b.device, config.optimizer.svf_layer, b.precision, b.input)
+    if key not in _backbones:
+        _backbones[key] = Backbone(
+            key[0], device=b.device, precision=b.precision, input=b.input, svf_layer=key[2]
+        )
+    return _backbones[key]
+
+
+def backbone_for(
+    config: RunConfig, given: Backbone | None = None, model: str | None = None
+) -> Backbone:
+    """``given`` (a caller's own backbone) if it reads transcripts the way ``config``
+    says, else ``ValueError``; with none given, ``shared_backbone(config, model)``. A head
+    trained on raw transcripts is meaningless on chat-wrapped ones and the other way round,
+    so the two are never mixed silently."""
+    if given is None:
+        return shared_backbone(config, model)
+    if given.input != config.backbone.input:
+        raise InvalidInput(
+            f"the backbone reads transcripts as {given.input!r} but the run's config says "
+            f"backbone.input = {config.backbone.input!r}: use a backbone loaded with "
+            f"input={config.backbone.input!r} (or none: the run's own is loaded)"
+        )
+    return given
+
+
+def effective_status(record: RunRecord) -> str:
+    """A run's status, except that a ``running`` run whose process is gone (killed, or the
+    machine restarted) reads ``interrupted``: resume it with ``train --resume``."""
+    import os
+    import socket
+
+    status = str(record.status)
+    result = record.run_result()
+    if status != "running" or result is None or result.pid is None:
+        return status
+    if result.host != socket.gethostname():
+        return status  # another machine's run: we cannot tell
+    try:
+        os.kill(result.pid, 0)
+    except ProcessLookupError:
+        return "interrupted"
+    except PermissionError:
+        pass
+    return status
+
+
+class RunLocked(StoreError, BadInput):
+    """Another process is driving this run (training or resuming it)."""
+
+
+@contextlib.contextmanager
+def run_lock(workspace: Workspace, run_id: str, store: Store | None = None) -> Iterator[None]:
+    """Hold the lock that lets one process drive ``run_id`` (a file in the workspace's
+    ``locks`` folder); raises ``RunLocked`` at once if another process holds it."""
+    from filelock import FileLock, Timeout
+
+    folder = workspace.root / "locks"
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+    except OSError as error:
+        raise StoreError(
+            f"cannot create the run lock folder {folder}: {error.strerror}: check that the "
+            "workspace folder is writable"
+        ) from None
+    lock = FileLock(folder / f"run-{run_id}.lock", mode=0o600, thread_local=False)
+    try:
+        lock.acquire(blocking=False)
+    except Timeout:
+        who = ""
+        if store is not None:
+            result = store.get_run(run_id).result or {}
+            if "pid" in result:
+                who = f" (process {result['pid']} on {result.get('host', 'this machine')})"
+        raise RunLocked(
+            f"run {run_id[:8]} is being trained by another process{who}: wait for it to end, "
+            "or stop it first (Runs page, or Ctrl+C in its terminal); nothing was changed"
+        ) from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+RESUMABLE = ("stopped", "interrupted", "failed")
+
+
+def can_resume(status: str) -> bool:
+    """Whether a training run in ``status`` (as ``effective_status`` reads it) can be
+    resumed from its checkpoint: stopped, interrupted and failed runs can."""
+    return status in RESUMABLE
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunSummary:
+    """One run as a runs list shows it (the GUI's and the CLI's): the status is the
+    effective one, ``generations`` the generations committed so far."""
+
+    id: str
+    name: str
+    status: str
+    stop_reason: str
+    generations: int
+    kind: str = "train"
+    error: str | None = None
+    created_at: float = 0.0
+    updated_at: float = 0.0
+
+    @property
+    def resumable(self) -> bool:
+        return can_resume(self.status)
+
+    def to_json(self) -> dict[str, Any]:
+        """The run as ``runs list --json`` and ``runs show --json`` print it (without its
+        generations, which each adds in its own shape)."""
+        return {
+            "id": self.id,
+            "name": self.name,
+            "kind": self.kind,
+            "status": self.status,
+            "stop_reason": self.stop_reason or None,
+            "error": self.error,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+        }
+
+
+def summarise_run(record: RunRecord, generations: int) -> RunSummary:
+    """``record`` as a runs list shows it, with ``generations`` committed."""
+    return RunSummary(
+        id=record.id,
+        name=record.name,
+        status=effective_status(record),
+        stop_reason=record.stop_reason or "",
+        generations=generations,
+        kind=record.kind,
+        error=record.error,
+        created_at=record.created_at,
+        updated_at=record.updated_at,
+    )
+
+
+def list_runs(workspace: Workspace, kind: str | None = "train") -> list[RunSummary]:
+    """The workspace's runs of ``kind`` (training runs by default; None: every kind),
+    newest first, with their effective status and the generations they have committed."""
+    with Store.open(workspace) as store:
+        runs = store.list_runs(kind=kind)
+        counts = store.generation_counts()
+    return [summarise_run(r, counts.get(r.id, 0)) for r in reversed(runs)]
+
+
+def cache_policy(config: RunConfig) -> str:
+    """The config's cache policy with ``auto`` resolved by the one rule,
+    ``workers.cache.default_policy`` (read-write at temperature 0, else off)."""
+    from workbench.core.workers.cache import default_policy
+
+    if config.cache.policy != "auto":
+        return config.cache.policy
+    return str(default_policy(config.protocol.temperature))
+
+
+@dataclass
+class PoolSession:
+    """A job's pool over one shared HTTP client, with its response cache (if any).
+    ``run(coro)`` runs the job in an event loop and closes the workers and the client
+    in that same loop."""
+
+    pool: list[Worker]
+    cache: Any
+    client: Any
+
+    def run(self, coro: Any) -> Any:
+        async def job() -> Any:
+            try:
+                return await coro
+            finally:
+                for worker in self.pool:
+                    await worker.aclose()
+                await self.client.aclose()
+
+        return asyncio.run(job())
+
+
+def open_pool(config: RunConfig, store: Store, workspace: Workspace | None = None) -> PoolSession:
+    """The config's pool (registered and built-in workers, recorded pools imported into
+    ``workspace``) behind the config's cache policy."""
+    session = open_worker_pool(config.pool.workers, workspace)
+    try:
+        check_recorded_roles(session.pool, config.protocol.roles)
+    except InvalidInput:
+        session.run(asyncio.sleep(0))  # closes the workers and the client
+        raise
+    pool, cache = session.pool, None
+    policy = cache_policy(config)
+    if policy != "off":
+        from workbench.core.workers.cache import cached_pool
+
+        pool, cache = cached_pool(pool, store, policy)
+    return PoolSession(pool, cache, session.client)
+
+
+def open_worker_pool(worker_ids: Sequence[str], workspace: Workspace | None = None) -> PoolSession:
+    """Workers by id (built-in and registered) over one shared HTTP client, uncached: a
+    single episode outside a run has no cache policy. Each worker is prepared first
+    (``Worker.prepare``: a local model is loaded), so a worker that cannot serve is an
+    error here, before a job stores anything."""
+    from workbench.core.workers.transport import open_client
+
+    client = open_client()
+    try:
+        pool = build_pool(worker_ids, client=client, workspace=workspace)
+        for worker in pool:
+            worker.prepare()
+    except BaseException:
+        asyncio.run(client.aclose())
+        raise
+    return PoolSession(pool, None, client)

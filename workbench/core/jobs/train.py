@@ -1,0 +1,116 @@
+"""The train job: a new run from a ``RunConfig``, or a stopped one resumed from its
+checkpoint (only the budget and where episodes run may change), on this process or on Ray
+actors. It holds the run's lock (``shared.run_lock``) from before it changes anything until
+the run stops.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+
+from workbench.core.config import ConfigError, RunConfig
+from workbench.core.coordinator import Backbone
+from workbench.core.jobs.shared import backbone_for, cache_policy, open_pool, run_lock
+from workbench.core.store import Store
+from workbench.core.tasks.suites import load_suite
+from workbench.core.training.events import Listener, StopToken
+from workbench.core.training.executors import Executor
+from workbench.core.training.trainer import Trainer
+from workbench.core.workspace import Workspace
+
+
+def _check_resume_config(stored: RunConfig, given: RunConfig | None) -> RunConfig:
+    """Resuming uses the stored config; only the budget may change (to extend a run)."""
+    if given is None:
+        return stored
+    a, b = stored.to_dict(), given.to_dict()
+    changed = [
+        f"{s}.{k}" for s in a if s not in ("budget", "run") for k in a[s] if a[s][k] != b[s][k]
+    ]
+    # where episodes run changes no result (training.executors): it may change on resume
+    free = ("name", "executor", "actors")
+    changed += [f"run.{k}" for k in a["run"] if k not in free and a["run"][k] != b["run"][k]]
+    if changed:
+        raise ConfigError(
+            f"the config differs from the run's stored config in {', '.join(changed)}: "
+            "only [budget], run.executor and run.actors may change on resume (start a new "
+            "run for anything else)"
+        )
+    run = {**a["run"], "executor": b["run"]["executor"], "actors": b["run"]["actors"]}
+    return stored.replace(budget=b["budget"], run=run)
+
+
+def train(
+    config: RunConfig | None,
+    workspace: Workspace,
+    *,
+    resume: str | None = None,
+    listeners: Sequence[Listener] = (),
+    stop: StopToken | None = None,
+    backbone: Backbone | None = None,
+    ray_address: str | None = None,
+) -> str:
+    """Train a new run from ``config``, or resume run ``resume``; returns the run id.
+    Raises ``RunLocked`` (changing nothing) if another process drives that run. With
+    ``run.executor = "ray"`` the training episodes run on Ray actors (``ray_address``, else
+    ``RAY_ADDRESS``, else a Ray instance on this machine): an unreachable cluster is an
+    ``ExecutorError`` before anything is stored."""
+    with Store.open(workspace) as store, contextlib.ExitStack() as held:
+        if resume is not None:
+            record = store.get_run(resume)
+            held.enter_context(run_lock(workspace, record.id, store))
+            record = store.get_run(record.id)  # as the previous holder left it
+            config = _check_resume_config(record.config(), config)
+            if config.to_dict() != record.config_data:
+                store.update_run_config(record.id, config.to_dict())
+        assert config is not None
+        suite = load_suite(config.tasks.suite, workspace)
+        stop = stop or StopToken()
+        executor = held.enter_context(open_executor(config, ray_address, stop))
+        backbone = backbone_for(config, backbone)
+        session = open_pool(config, store, workspace)
+        cache = session.cache
+        trainer = Trainer(
+            config,
+            store,
+            suite=suite,
+            pool=session.pool,
+            backbone=backbone,
+            listeners=listeners,
+            stop=stop,
+            cache_stats=(lambda: cache.hits) if cache is not None else None,
+            executor=executor,
+        )
+        if resume is not None:
+            trainer.resume(resume)
+        else:
+            # a new id: no one else can know it yet, so the lock is free
+            held.enter_context(run_lock(workspace, trainer.start()))
+        session.run(trainer.run_async())
+        return trainer.current_run_id
+
+
+@contextlib.contextmanager
+def open_executor(
+    config: RunConfig, ray_address: str | None, stop: StopToken
+) -> Iterator[Executor | None]:
+    """The run's executor: None for ``local`` (the trainer plays episodes itself), the Ray
+    executor for ``ray``, closed (its actors stopped) when the run ends."""
+    if config.run.executor == "local":
+        yield None
+        return
+    from workbench.core.training.ray_executor import ExecutorError, RayExecutor, recipe_for
+
+    if cache_policy(config) == "replay-only":
+        raise ExecutorError(
+            'cache.policy = "replay-only" cannot be kept on Ray: the actors\' workers do not '
+            'read the workspace\'s response cache; use run.executor = "local" to replay it'
+        )
+    executor = RayExecutor(
+        recipe_for(config), actors=config.run.actors, address=ray_address, stop=stop
+    )
+    try:
+        yield executor
+    finally:
+        executor.close()
