@@ -4,8 +4,10 @@ do, and the command line's exit code follows from it (docs/guides/exit-codes.md)
 
     WorkbenchError                      a sentence for the user: what, which thing, the fix
     ├── BadInput           exit 2       the input is wrong: a file, an option, a name
-    │   ├── ConfigError, SettingsError, SuiteImportError, SuiteValidationError, HubRowError
-    │   ├── SuiteNotFound, TaskNotFound, UnknownWorker, RegistryError > SpecError
+    │   ├── ConfigError, SettingsError, SuiteImportError, HubRowError,
+    │   │   SuiteValidationError > RecordsValidationError, RecordedPoolError
+    │   ├── SuiteNotFound, TaskNotFound, UnknownWorker > RecordedPoolNotFound,
+    │   │   RegistryError > SpecError
     │   ├── KeychainError > InvalidKey, KeychainUnavailable
     │   ├── RunNotFound, AmbiguousRunId, EpisodeNotFound, AmbiguousEpisodeId, RunLocked
     │   ├── StoreVersionError, StoreDamaged, CheckpointError, CoordinatorFileError,
@@ -14,6 +16,7 @@ do, and the command line's exit code follows from it (docs/guides/exit-codes.md)
     │   │   PromptTooLong (serve: a conversation over the prompt budget)
     │   ├── FileEncodingError                a file that is not UTF-8: file, line, fix
     │   └── InvalidInput                     any other value given that cannot be used
+    │       (RecordedPoolDamaged: a recorded pool's file, with its line)
     ├── WorkFailed         exit 1       the input was fine; the work could not be done
     │   ├── WorkerError > AuthError, RateLimited, BadResponse, WorkerTimeout, CacheMiss,
     │   │                  NotRecorded (a recorded worker has no answer for the task),
