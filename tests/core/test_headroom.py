@@ -10,6 +10,8 @@ import pytest
 from workbench.core.config import RunConfig
 from workbench.core.headroom import (
     DEFAULT_SAMPLE,
+    CheckCost,
+    HeadroomReport,
     Outcomes,
     analyse,
     check_headroom,
@@ -163,22 +165,22 @@ def test_figures_of_hand_made_outcomes_are_exact():
     assert (y.winner, y.accuracy) == ("a", pytest.approx(1 / 3))
 
 
-def test_the_best_worker_right_whenever_any_is_says_a_coordinator_cannot_help(tmp_path):
-    from workbench.core.headroom import CheckCost, HeadroomReport
-
-    right = np.array([[1, 1, 0, 1], [0, 1, 0, 1]], dtype=bool)
+def _report_on(right: np.ndarray) -> HeadroomReport:
+    """The check's report on two workers' right/wrong answers (workers x tasks), one
+    category, every answer costing 1."""
+    n = right.shape[1]
     outcomes = Outcomes(
         workers=("a", "b"),
-        tasks=tuple("1234"),
-        groups=("x",) * 4,
+        tasks=tuple(str(i) for i in range(n)),
+        groups=("x",) * n,
         right=right,
-        cost=np.ones((2, 4)),
+        cost=np.ones((2, n)),
     )
     workers, best, oracle, gap, pairwise, categories = analyse(outcomes, resamples=200)
-    report = HeadroomReport(
+    return HeadroomReport(
         suite="s",
         pool=("a", "b"),
-        n=4,
+        n=n,
         sample="all",
         workers=workers,
         best=best,
@@ -188,32 +190,19 @@ def test_the_best_worker_right_whenever_any_is_says_a_coordinator_cannot_help(tm
         categories=categories,
         cost=CheckCost(),
     )
+
+
+def test_the_best_worker_right_whenever_any_is_says_a_coordinator_cannot_help(tmp_path):
+    right = np.array([[1, 1, 0, 1], [0, 1, 0, 1]], dtype=bool)
+    report = _report_on(right)
     # a gap of 0 on 4 tasks: up to 3/4 is not ruled out (rule of three), so no verdict
-    assert gap == (0.0, 0.0, 0.75)
+    assert report.gap == (0.0, 0.0, 0.75)
     assert "right whenever any worker is" in report.sentence
     assert "up to 75 points is not ruled out" in report.sentence
     assert "check more tasks" in report.sentence
     # on 200 tasks the bound is 1.5 points: below 2, so the coordinator cannot help
     right = np.array([[1] * 150 + [0] * 50, [1] * 100 + [0] * 100], dtype=bool)
-    ids = tuple(str(i) for i in range(200))
-    outcomes = Outcomes(
-        workers=("a", "b"), tasks=ids, groups=("x",) * 200, right=right, cost=np.ones((2, 200))
-    )
-    figures = analyse(outcomes, resamples=200)
-    workers, best, oracle, gap, pairwise, categories = figures
-    report = HeadroomReport(
-        suite="s",
-        pool=("a", "b"),
-        n=200,
-        sample="all",
-        workers=workers,
-        best=best,
-        oracle=oracle,
-        gap=gap,
-        pairwise=pairwise,
-        categories=categories,
-        cost=CheckCost(),
-    )
+    report = _report_on(right)
     assert report.gap == (0.0, 0.0, 0.015)
     assert report.sentence.endswith("training a coordinator cannot help here.")
 
