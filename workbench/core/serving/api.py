@@ -637,16 +637,54 @@ def episode_failure(episode: Episode) -> BadRequest | None:
 def create_app(team: Team, settings: ServeSettings | None = None) -> Starlette:
     """The OpenAI-compatible app for ``team``. Its lifespan starts the team (pool, store,
     ``serve`` run) and closes it after the server stopped taking requests."""
-    settings = settings or ServeSettings()
-    state: dict[str, Any] = {}
-    expected = settings.api_key.encode() if settings.api_key else None
+    api = _TeamAPI(team, settings or ServeSettings())
+    app = Starlette(
+        routes=[
+            Route("/health", api.health),
+            Route("/v1/models", api.models),
+            Route("/v1/models/{model:path}", api.model),
+            Route("/v1/chat/completions", api.chat, methods=["POST"]),
+        ],
+        lifespan=api.lifespan,
+        exception_handlers={HTTPException: _http_error, Exception: _crash},
+    )
+    app.state.cancelled_on_stop = 0  # requests the server's stop cancelled (the exit code)
+    return app
 
-    def authorise(request: Request) -> None:
-        if expected is None:
+
+class _TeamAPI:
+    """The endpoints of one served team: the key check, the model card, chat completions
+    (whole or streamed) and the lifespan that starts and closes the team."""
+
+    def __init__(self, team: Team, settings: ServeSettings):
+        self.team = team
+        self.settings = settings
+        self.expected = settings.api_key.encode() if settings.api_key else None
+        self.gate: Gate | None = None  # made by the lifespan
+        self.created = time.time()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
+        try:
+            await self.team.start()
+        except Exception as exc:  # the runner reports it (missing key, unknown worker ...)
+            app.state.startup_error = exc
+            raise
+        self.gate = Gate(self.settings.concurrency, self.settings.queue)
+        self.created = time.time()
+        try:
+            yield
+        finally:
+            await self.team.aclose(stop_reason="shutdown")
+
+    def authorise(self, request: Request) -> None:
+        if self.expected is None:
             return
         header = request.headers.get("authorization", "")
         scheme, _, given = header.partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), expected):
+        if scheme.lower() != "bearer" or not hmac.compare_digest(
+            given.strip().encode(), self.expected
+        ):
             raise BadRequest(
                 401,
                 "missing or wrong API key: send 'Authorization: Bearer <key>' with the key "
@@ -654,56 +692,42 @@ def create_app(team: Team, settings: ServeSettings | None = None) -> Starlette:
                 code="invalid_api_key",
             )
 
-    def model_card() -> dict[str, Any]:
+    def model_card(self) -> dict[str, Any]:
         return {
-            "id": team.model_id,
+            "id": self.team.model_id,
             "object": "model",
-            "created": int(state.get("created", time.time())),
+            "created": int(self.created),
             "owned_by": "trinity-workbench",
-            "trinity": team.describe(),
+            "trinity": self.team.describe(),
         }
 
-    async def models(request: Request) -> Response:
+    async def models(self, request: Request) -> Response:
         try:
-            authorise(request)
+            self.authorise(request)
         except BadRequest as exc:
             return exc.response()
-        return JSONResponse({"object": "list", "data": [model_card()]})
+        return JSONResponse({"object": "list", "data": [self.model_card()]})
 
-    async def model(request: Request) -> Response:
+    async def model(self, request: Request) -> Response:
         try:
-            authorise(request)
-            if request.path_params["model"] != team.model_id:
+            self.authorise(request)
+            if request.path_params["model"] != self.team.model_id:
                 raise BadRequest(
                     404,
                     f"the model '{request.path_params['model']}' does not exist here: this "
-                    f"server serves '{team.model_id}'",
+                    f"server serves '{self.team.model_id}'",
                     code="model_not_found",
                 )
         except BadRequest as exc:
             return exc.response()
-        return JSONResponse(model_card())
+        return JSONResponse(self.model_card())
 
-    async def health(request: Request) -> Response:
-        return JSONResponse({"status": "ok", "model": team.model_id})
+    async def health(self, request: Request) -> Response:
+        return JSONResponse({"status": "ok", "model": self.team.model_id})
 
-    async def chat(request: Request) -> Response:
+    async def chat(self, request: Request) -> Response:
         try:
-            authorise(request)
-            body = await _read_json(request, settings.max_body_bytes, settings.body_timeout_s)
-            trace_header = request.headers.get(TRACE_HEADER, "").lower() in ("1", "true", "yes")
-            chat_request = parse_chat_request(body, team.model_id, trace_header)
-            await _check_prompt(chat_request)
-            ticket = state["gate"].admit()
-            if ticket is None:
-                raise BadRequest(
-                    429,
-                    f"the team is busy ({settings.concurrency} episodes running, "
-                    f"{settings.queue} waiting): retry later",
-                    type="rate_limit_error",
-                    code="rate_limit_exceeded",
-                    headers={"Retry-After": str(state["gate"].retry_after())},
-                )
+            chat_request, ticket = await self._admit(request)
         except BadRequest as exc:
             return exc.response()
         completion_id = f"chatcmpl-{uuid.uuid4().hex}"
@@ -711,7 +735,7 @@ def create_app(team: Team, settings: ServeSettings | None = None) -> Starlette:
         headers = {EPISODE_HEADER: episode_id}
         if chat_request.stream:
             return _AdmittedStream(
-                _stream(chat_request, ticket, completion_id, episode_id),
+                self._stream(request.app, chat_request, ticket, completion_id, episode_id),
                 ticket,
                 media_type="text/event-stream",
                 headers={**headers, "Cache-Control": "no-cache"},
@@ -720,7 +744,7 @@ def create_app(team: Team, settings: ServeSettings | None = None) -> Starlette:
             async with ticket.slot():
                 started = time.perf_counter()
                 job = asyncio.create_task(
-                    team.answer(
+                    self.team.answer(
                         chat_request.messages,
                         kind=chat_request.kind,
                         seed=chat_request.seed,
@@ -735,9 +759,9 @@ def create_app(team: Team, settings: ServeSettings | None = None) -> Starlette:
         except BadRequest as exc:
             return exc.response()
         except asyncio.CancelledError:
-            if not team.stopping:
+            if not self.team.stopping:
                 raise
-            app.state.cancelled_on_stop += 1
+            request.app.state.cancelled_on_stop += 1
             # the server stopped past its grace: the episode's turns are stored, cancelled;
             # the client, if still there, hears why (uvicorn would log a traceback)
             return BadRequest(
@@ -765,7 +789,7 @@ def create_app(team: Team, settings: ServeSettings | None = None) -> Starlette:
                 "id": completion_id,
                 "object": "chat.completion",
                 "created": int(time.time()),
-                "model": team.model_id,
+                "model": self.team.model_id,
                 "choices": [
                     {
                         "index": 0,
@@ -779,30 +803,60 @@ def create_app(team: Team, settings: ServeSettings | None = None) -> Starlette:
             headers=headers,
         )
 
-    async def _check_prompt(chat_request: ChatRequest) -> None:
+    async def _admit(self, request: Request) -> tuple[ChatRequest, Ticket]:
+        """The checks before an episode runs: the key, the body, the prompt's budget, and a
+        place at the gate (429 when the team is busy)."""
+        self.authorise(request)
+        settings = self.settings
+        body = await _read_json(request, settings.max_body_bytes, settings.body_timeout_s)
+        trace_header = request.headers.get(TRACE_HEADER, "").lower() in ("1", "true", "yes")
+        chat_request = parse_chat_request(body, self.team.model_id, trace_header)
+        await self._check_prompt(chat_request)
+        assert self.gate is not None, "a request before the lifespan started the team"
+        ticket = self.gate.admit()
+        if ticket is None:
+            raise BadRequest(
+                429,
+                f"the team is busy ({settings.concurrency} episodes running, "
+                f"{settings.queue} waiting): retry later",
+                type="rate_limit_error",
+                code="rate_limit_exceeded",
+                headers={"Retry-After": str(self.gate.retry_after())},
+            )
+        return chat_request, ticket
+
+    async def _check_prompt(self, chat_request: ChatRequest) -> None:
         """The prompt budget, before the request is admitted or any forward runs: 400
         ``context_length_exceeded`` (OpenAI's code; vLLM answers the same)."""
         try:
-            await team.check_prompt(question_task(chat_request.messages, chat_request.kind))
+            await self.team.check_prompt(question_task(chat_request.messages, chat_request.kind))
         except PromptTooLong as exc:
             raise BadRequest(
                 400, str(exc), param="messages", code="context_length_exceeded"
             ) from None
 
     async def _stream(
-        chat_request: ChatRequest, ticket: Ticket, completion_id: str, episode_id: str
+        self,
+        app: Starlette,
+        chat_request: ChatRequest,
+        ticket: Ticket,
+        completion_id: str,
+        episode_id: str,
     ) -> AsyncIterator[bytes]:
         try:
-            async for piece in _stream_episode(chat_request, ticket, completion_id, episode_id):
+            async for piece in self._stream_episode(
+                chat_request, ticket, completion_id, episode_id
+            ):
                 yield piece
         except asyncio.CancelledError:
-            if team.stopping:  # the server stopped past its grace (counted for the exit code)
+            if self.team.stopping:  # the server stopped past its grace (counted for the exit code)
                 app.state.cancelled_on_stop += 1
             raise
 
     async def _stream_episode(
-        chat_request: ChatRequest, ticket: Ticket, completion_id: str, episode_id: str
+        self, chat_request: ChatRequest, ticket: Ticket, completion_id: str, episode_id: str
     ) -> AsyncIterator[bytes]:
+        team = self.team
         created = int(time.time())
 
         def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> bytes:
@@ -833,7 +887,7 @@ def create_app(team: Team, settings: ServeSettings | None = None) -> Starlette:
             try:
                 while True:
                     try:
-                        event = await asyncio.wait_for(events.get(), settings.keepalive_s)
+                        event = await asyncio.wait_for(events.get(), self.settings.keepalive_s)
                     except TimeoutError:  # a long episode: an SSE comment, which clients skip
                         yield b": keep-alive\n\n"
                         continue
@@ -880,57 +934,32 @@ def create_app(team: Team, settings: ServeSettings | None = None) -> Starlette:
             )
         yield b"data: [DONE]\n\n"
 
-    @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        try:
-            await team.start()
-        except Exception as exc:  # the runner reports it (missing key, unknown worker ...)
-            app.state.startup_error = exc
-            raise
-        state["gate"] = Gate(settings.concurrency, settings.queue)
-        state["created"] = time.time()
-        try:
-            yield
-        finally:
-            await team.aclose(stop_reason="shutdown")
 
-    async def http_error(request: Request, exc: Exception) -> Response:
-        """Starlette's own 404 (no such path) and 405 (wrong method) in OpenAI's shape."""
-        assert isinstance(exc, HTTPException)
-        where = f"{request.method} {request.url.path}"
-        if exc.status_code == 404:
-            error = BadRequest(
-                404,
-                f"Invalid URL ({where}): this server serves /v1/models and /v1/chat/completions",
-                code="unknown_url",
-            )
-        elif exc.status_code == 405:
-            allowed = (exc.headers or {}).get("Allow", "")
-            error = BadRequest(
-                405,
-                f"Method {request.method} is not allowed on {request.url.path}: use {allowed}",
-                headers={"Allow": allowed} if allowed else None,
-            )
-        else:
-            error = BadRequest(exc.status_code, str(exc.detail))
-        return error.response()
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """Starlette's own 404 (no such path) and 405 (wrong method) in OpenAI's shape."""
+    assert isinstance(exc, HTTPException)
+    where = f"{request.method} {request.url.path}"
+    if exc.status_code == 404:
+        error = BadRequest(
+            404,
+            f"Invalid URL ({where}): this server serves /v1/models and /v1/chat/completions",
+            code="unknown_url",
+        )
+    elif exc.status_code == 405:
+        allowed = (exc.headers or {}).get("Allow", "")
+        error = BadRequest(
+            405,
+            f"Method {request.method} is not allowed on {request.url.path}: use {allowed}",
+            headers={"Allow": allowed} if allowed else None,
+        )
+    else:
+        error = BadRequest(exc.status_code, str(exc.detail))
+    return error.response()
 
-    async def crash(request: Request, exc: Exception) -> Response:
-        """Anything unforeseen: a 500 in OpenAI's shape (the traceback goes to the log)."""
-        return _server_error(exc).response()
 
-    app = Starlette(
-        routes=[
-            Route("/health", health),
-            Route("/v1/models", models),
-            Route("/v1/models/{model:path}", model),
-            Route("/v1/chat/completions", chat, methods=["POST"]),
-        ],
-        lifespan=lifespan,
-        exception_handlers={HTTPException: http_error, Exception: crash},
-    )
-    app.state.cancelled_on_stop = 0  # requests the server's stop cancelled (the exit code)
-    return app
+async def _crash(request: Request, exc: Exception) -> Response:
+    """Anything unforeseen: a 500 in OpenAI's shape (the traceback goes to the log)."""
+    return _server_error(exc).response()
 
 
 async def _until_done_or_gone(job: asyncio.Task[Any], request: Request) -> bool:
