@@ -20,6 +20,7 @@ from typing import Any
 from workbench.core.jobs.evaluate import evaluable_runs, evaluation_source
 from workbench.core.records import ROLES
 from workbench.core.replay import turn_cost, turn_verdict
+from workbench.core.serving.standin import stand_in
 from workbench.core.serving.team import TurnDecided, TurnReplied, load_team
 from workbench.core.spend import dollars, is_simulated, spend_kind
 from workbench.core.workers.local import SMOLLM2_ID
@@ -49,7 +50,6 @@ from workbench.gui.qt import (
     text_view,
 )
 from workbench.gui.qt_probabilities import ProbabilityBars, ProbabilityCell
-from workbench.gui.standins import stand_in
 from workbench.gui.words import role_name, stop_sentence
 
 log = logging.getLogger(__name__)

@@ -5,7 +5,7 @@ not sure."). Here each simulated worker's row of a trained team is answered by o
 local model instead: the coordinator still picks the row (the specialist it learned to
 ask, in the role it chose), the local model writes the reply. The stand-in's id says both
 (``local:smollm2 as sandbox:coder``), so the turns, the stored episode and its replay never
-pass the local model's words off as the simulation's, nor the reverse. Qt-free."""
+pass the local model's words off as the simulation's, nor the reverse."""
 
 from __future__ import annotations
 
