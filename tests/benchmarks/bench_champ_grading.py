@@ -107,7 +107,12 @@ def main() -> None:
         for rev in (args.before or "").split(","):
             if rev.strip():
                 graders[rev.strip()] = earlier(rev.strip(), args.setting)
-        figures = {"setting": args.setting, "champ_paper/gpt-4-turbo": 0.581}
+        figures = {
+            "setting": args.setting,
+            "champ_paper/gpt-4-turbo": 0.581,
+            "problems": len(problems),
+            "messages": len(verdicts),
+        }
         for name, g in graders.items():
             for key, value in g.items():
                 figures[f"{name}/{key}"] = value
@@ -143,6 +148,17 @@ def summary(verdicts: list[dict]) -> dict:
         out[f"{name}/ci"] = [round(low, 4), round(high, 4)]
         out[f"{name}/false_accepts"] = sum(p and not g for p, g in zip(paid, right, strict=True))
         out[f"{name}/false_rejects"] = sum(g and not p for p, g in zip(paid, right, strict=True))
+        # of the answers labelled right, how many this grader pays
+        out[f"{name}/labelled_right"] = sum(right)
+        out[f"{name}/right_paid"] = sum(p and g for p, g in zip(paid, right, strict=True))
+        out[f"{name}/right_paid_share"] = round(out[f"{name}/right_paid"] / max(1, sum(right)), 4)
+    # GPT-4 Turbo's accuracy divided by the share of right answers paid on the random sample:
+    # what it would score if the grader missed no right answer (and paid no wrong one)
+    share = out["labels/random/right_paid_share"]
+    if share:
+        out["gpt-4-turbo/accuracy_over_right_paid_share"] = round(
+            out["gpt-4-turbo/accuracy"] / share, 4
+        )
     return out
 
 

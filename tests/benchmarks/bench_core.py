@@ -100,7 +100,8 @@ def main() -> None:
     def without_cache():
         text = transcript_of(plain, 500, str(next(counter)))
         for k in range(32):
-            feature = plain._compute([text])[0]  # a forward per candidate, as with no cache
+            # a forward per candidate, as with no cache (in the backbone's own precision)
+            feature = plain._compute([text], plain.precision)[0]
             act(heads[k] @ feature, pool_size)
 
     def with_cache():
