@@ -201,6 +201,8 @@ def main() -> None:
         "rollouts": args.rollouts,
         "sigma0": args.sigma0,
         "seeds": args.seeds,
+        "generations": [int(g) for g in args.generations.split(",")],
+        "episodes_per_generation": args.popsize * args.rollouts,
         "oracle": round(float(skill.max(axis=1).mean()), 4),
         "best_single": round(float(skill.mean(axis=0).max()), 4),
         "uniform_random": round(float(skill.mean() / 3), 4),
