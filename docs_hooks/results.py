@@ -20,8 +20,9 @@ A KEY may hold dots itself (``alone/gpt-3.5/accuracy``): a part that is not a ke
 joined with the next ones until it is. Every file under docs/results/data/ is found by its
 name; a new one needs no code. A
 placeholder that names a missing file or key fails the build (``ResultsError``).
-``tests/test_results_pages.py`` checks that every number a page quotes outside its
-placeholders is held by a file the page quotes.
+``tests/test_results_pages.py`` checks that every number a Results page quotes outside its
+placeholders, and every number in a measured section of any other page (a section with a
+placeholder, or under a "Figures" / "Measured: ..." heading), is held by a file it quotes.
 """
 
 from __future__ import annotations
