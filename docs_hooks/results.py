@@ -10,7 +10,8 @@ placeholders that the build replaces:
 ``{{ NAME.figures.KEY | points .1f }}``     a fraction in percentage points, no % sign
                                             (0.4664 shows as 46.6; the spec after
                                             ``points`` formats it, ``.1f`` if none)
-``{{ provenance NAME }}``                   the file's command, commit, machine and date
+``{{ provenance NAME }}``                   the file's command, commit, machine, date and
+                                            load average when it was written
 ``{{ table NAME KEY }}``                    a table the file holds: {"columns": [...],
                                             "rows": [[...], ...]} or a list of objects
 ``{{ table NAME KEY | .3f }}``              the same, its fractional numbers formatted
@@ -118,6 +119,9 @@ def render_provenance(data: dict[str, Any], name: str, link: str | None = None) 
         f"    - machine: {data['machine']}",
         f"    - date: {data['date']}",
     ]
+    if data.get("load"):
+        load = ", ".join(str(x) for x in data["load"])
+        lines.append(f"    - load average when written (1, 5, 15 min): {load}")
     if data.get("recorded"):
         lines += ["", f"    {data['recorded']}"]
     return "\n".join(lines)

@@ -391,3 +391,18 @@ def test_write_results_names_command_commit_machine_and_date(tmp_path, monkeypat
     assert data["figures"] == {"reward": 0.8} and data["systems"] == [{"a": 1}]
     with pytest.raises(ValueError, match="the file's own keys"):
         results.write_results(tmp_path / "y.json", {}, commit="abc")
+
+
+def test_the_provenance_box_names_the_load_when_the_file_holds_it(tmp_path):
+    data = {
+        "command": "python tests/benchmarks/bench_x.py",
+        "commit": "abc1234",
+        "machine": "a CPU",
+        "date": "2026-12-05",
+        "figures": {"seconds": 4.6},
+    }
+    (tmp_path / "x.json").write_text(json.dumps(data))
+    assert "load average" not in hook.render("{{ provenance x }}", tmp_path)[0]
+    (tmp_path / "x.json").write_text(json.dumps({**data, "load": [7.43, 6.82, 4.21]}))
+    box = hook.render("{{ provenance x }}", tmp_path)[0]
+    assert "- load average when written (1, 5, 15 min): 7.43, 6.82, 4.21" in box
