@@ -43,6 +43,9 @@ from pathlib import Path
 from workbench.core.evaluate import wilson
 from workbench.core.tasks import Task, grade
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results import write_results  # noqa: E402  (at import: it notes the commit the run starts on)
+
 MODELS = ("GPT-3.5", "GPT-4", "GPT-4 Turbo", "PaLM 2 Medium")
 LABELS = Path(__file__).resolve().parents[1] / "conformance" / "champ_labels.jsonl"
 
@@ -116,9 +119,6 @@ def main() -> None:
         for name, g in graders.items():
             for key, value in g.items():
                 figures[f"{name}/{key}"] = value
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from results import write_results
-
         write_results(args.out, figures, graders=graders)
 
 

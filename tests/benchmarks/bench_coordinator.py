@@ -44,6 +44,9 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results import write_results  # noqa: E402  (at import: it notes the commit the run starts on)
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -405,9 +408,6 @@ def main() -> None:
             f"({r['coordinator_s'] / r['wall_s']:.1%})"
         )
     if args.out:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from results import write_results
-
         figures = {
             "device": args.device,
             "turns": args.turns,

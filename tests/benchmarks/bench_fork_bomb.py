@@ -26,6 +26,9 @@ from pathlib import Path
 
 from workbench.core.tasks import sandbox
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results import write_results  # noqa: E402  (at import: it notes the commit the run starts on)
+
 BOMB = (
     "import os\n"
     "def f(x):\n"
@@ -129,9 +132,6 @@ def main() -> None:
     failed = results.count(False)
     print(f"beside: {failed} of {len(results)} right answers graded during the bombs failed")
     if args.out:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from results import write_results
-
         figures = {
             "isolation": sandbox.detect_isolation().kind,
             "process_limit": mechanism,

@@ -57,6 +57,9 @@ from workbench.core.tasks import grade, load_suite
 from workbench.core.tasks.graders import extract_program, humaneval_program
 from workbench.core.tasks.sandbox import end_spare_sandboxes
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results import write_results  # noqa: E402  (at import: it notes the commit the run starts on)
+
 PAUSE_S = 0.5
 
 
@@ -236,9 +239,6 @@ def main() -> None:
     print(f"extraction + program building: median {statistics.median(extraction) * 1e6:.0f} us")
     print(f"verdicts that disagree: {disagreements}")
     if args.out:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from results import write_results
-
         out: dict[str, object] = {
             "problems": len(sample),
             "repeats": args.repeats,

@@ -26,6 +26,9 @@ from workbench.core.workspace import Workspace  # noqa: E402
 from workbench.gui.qt import QApplication  # noqa: E402
 from workbench.gui.qt_runs import QtRuns  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results import write_results  # noqa: E402  (at import: it notes the commit the run starts on)
+
 WORKERS = ("sandbox:mathlete", "sandbox:scholar", "sandbox:coder")
 
 
@@ -70,9 +73,6 @@ def main() -> None:
             figures[f"{target}/max_ms"] = round(max(times), 1)
         page.shutdown()
     if args.out:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from results import write_results
-
         write_results(args.out, figures)
 
 

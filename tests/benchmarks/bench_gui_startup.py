@@ -22,6 +22,9 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results import write_results  # noqa: E402  (at import: it notes the commit the run starts on)
+
 
 def main() -> None:
     parser = argparse.ArgumentParser()
@@ -56,9 +59,6 @@ def main() -> None:
         f"min {min(times):.2f} s, max {max(times):.2f} s"
     )
     if args.out:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from results import write_results
-
         figures = {
             "runs": args.runs,
             "median_s": round(statistics.median(times), 2),

@@ -32,6 +32,9 @@ from workbench.core.training.checkpoint import latest_checkpoint
 from workbench.core.workers.simulated import SANDBOX_PROFILES
 from workbench.core.workspace import Workspace
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results import write_results  # noqa: E402  (at import: it notes the commit the run starts on)
+
 
 def main() -> None:
     parser = argparse.ArgumentParser()
@@ -84,9 +87,6 @@ def main() -> None:
         for n in names:
             figures[f"{key}/{n}/share"] = round(choice[n] / total, 4)
     if args.out:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from results import write_results
-
         for profile in SANDBOX_PROFILES:
             figures[f"skill_on_choice/{profile.name}"] = profile.skill["choice"]
         write_results(args.out, figures)

@@ -55,6 +55,9 @@ from workbench.core.workers.simulated import (
     solve_probability,
 )
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results import write_results  # noqa: E402  (at import: it notes the commit the run starts on)
+
 THINKER, WORKER, VERIFIER = (ROLES.index(r) for r in (Role.THINKER, Role.WORKER, Role.VERIFIER))
 
 
@@ -726,9 +729,6 @@ def main() -> None:
         figures["over_seeds/mean"] = round(mean, 4)
         figures["over_seeds/ci"] = [round(low, 4), round(high, 4)]
     if args.out:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from results import write_results
-
         write_results(args.out, figures)
 
 

@@ -42,6 +42,9 @@ from workbench.core.tasks.suites import load_suite
 from workbench.core.training.basis import CALIBRATION_TASKS, SearchBasis
 from workbench.core.workers.simulated import SANDBOX_PROFILES
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results import write_results  # noqa: E402  (at import: it notes the commit the run starts on)
+
 WORKER = ROLES.index(Role.WORKER)
 POOL = tuple(f"sandbox:{p.name}" for p in SANDBOX_PROFILES)
 
@@ -246,9 +249,6 @@ def main() -> None:
                 figures[f"{key}/ci"] = [round(low, 4), round(high, 4)]
                 figures[f"{key}/seeds"] = [round(r, 4) for r in rewards]
     if args.out:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from results import write_results
-
         write_results(args.out, figures)
 
 

@@ -35,6 +35,9 @@ from workbench.core.training.events import GenerationStats
 from workbench.core.training.trainer import Trainer
 from workbench.core.workspace import Workspace
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results import write_results  # noqa: E402  (at import: it notes the commit the run starts on)
+
 
 def make_config(args: argparse.Namespace, executor: str, actors: int) -> RunConfig:
     return RunConfig.from_dict(
@@ -156,9 +159,6 @@ def main() -> None:
             ]
         )
     if args.out:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from results import write_results
-
         columns = [
             "executor",
             "start s",

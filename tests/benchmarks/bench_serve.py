@@ -44,6 +44,9 @@ import urllib.request
 from collections import Counter
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results import write_results  # noqa: E402  (at import: it notes the commit the run starts on)
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
@@ -355,8 +358,6 @@ def main() -> None:
         f"({statistics.median(coordinator) / statistics.median(worker):.0%})"
     )
     if args.out:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from results import write_results
 
         def ms(values: list[float]) -> list[float]:
             return [round(quantile(values, q) * 1000, 1) for q in (0.5, 0.95, 0.99)]

@@ -42,6 +42,9 @@ sys.path.insert(0, str(ROOT))
 
 from tests.benchmarks.bench_serve import MODEL_ID, QUESTION, Stack  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results import write_results  # noqa: E402  (at import: it notes the commit the run starts on)
+
 HUGE = [{"role": "user", "content": f"message number {i}"} for i in range(10_000)]
 _ids = itertools.count()
 
@@ -241,9 +244,6 @@ def main() -> None:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if args.out:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from results import write_results
-
         write_results(args.out, figures)
 
 

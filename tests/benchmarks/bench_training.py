@@ -23,6 +23,9 @@ from workbench.core.jobs.train import train
 from workbench.core.training.events import GenerationStats
 from workbench.core.workspace import Workspace
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results import write_results  # noqa: E402  (at import: it notes the commit the run starts on)
+
 
 def main() -> None:
     parser = argparse.ArgumentParser()
@@ -82,9 +85,6 @@ def main() -> None:
             ]
         )
     if args.out:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from results import write_results
-
         figures = {
             "backbone": args.backbone,
             "popsize": args.popsize,

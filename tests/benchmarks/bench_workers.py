@@ -44,6 +44,9 @@ from workbench.core.workers.openai import OpenAIWorker  # noqa: E402
 from workbench.core.workers.spec import Timeouts, WorkerSpec  # noqa: E402
 from workbench.core.workers.transport import open_client  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results import write_results  # noqa: E402  (at import: it notes the commit the run starts on)
+
 
 class Server:
     """tests/support/fault_server.py in a process of its own (so that it does not share
@@ -278,9 +281,6 @@ def main() -> None:
     )
     figures = {**overhead(args.calls), **throughput(args.rounds), **cache_hit_rate()}
     if args.out:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from results import write_results
-
         write_results(args.out, figures)
 
 
