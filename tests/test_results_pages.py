@@ -198,7 +198,8 @@ def test_each_measured_section_of_a_page_quotes_only_numbers_its_files_hold(page
 
 def test_the_guides_that_quote_measurements_are_checked():
     checked = {p.relative_to(ROOT / "docs").as_posix() for p in MEASURED_PAGES}
-    for page in ("guides/serving.md", "guides/training.md", "guides/grading.md"):
+    guides = ("serving", "training", "grading", "code-sandbox", "ray", "headroom-and-cost")
+    for page in (f"guides/{name}.md" for name in guides):
         assert page in checked
 
 
