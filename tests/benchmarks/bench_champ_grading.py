@@ -127,11 +127,11 @@ def summary(verdicts: list[dict]) -> dict:
     out: dict = {}
     for model in MODELS:
         rewards = [v["reward"] for v in verdicts if v["model"] == model]
-        right = int(sum(r == 1.0 for r in rewards))
-        low, high = wilson(right, len(rewards))
+        n_right = int(sum(r == 1.0 for r in rewards))
+        low, high = wilson(n_right, len(rewards))
         key = model.lower().replace(" medium", "").replace(" ", "-")
-        out[f"{key}/right"] = right
-        out[f"{key}/accuracy"] = round(right / len(rewards), 4)
+        out[f"{key}/right"] = n_right
+        out[f"{key}/accuracy"] = round(n_right / len(rewards), 4)
         out[f"{key}/ci"] = [round(low, 4), round(high, 4)]
     paid_of = {(v["problem"], v["model"]): v["reward"] == 1.0 for v in verdicts}
     rows = [json.loads(line) for line in LABELS.read_text(encoding="utf-8").splitlines()]

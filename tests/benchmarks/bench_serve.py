@@ -370,7 +370,7 @@ def main() -> None:
                 "requests": args.requests,
                 "stream_share": args.stream_share,
                 "worker_latency_ms": round(args.latency * 1000),
-                "load/requests_per_s": round(done / float(result["wall"]), 1),
+                "load/requests_per_s": round(done / float(result["wall"]), 1),  # type: ignore[arg-type]
                 "load/plain/answered": len(latency["plain"]),
                 "load/plain/p50_p95_p99_ms": ms(latency["plain"]),
                 "load/stream/answered": len(latency["stream"]),
