@@ -10,7 +10,8 @@ placeholders that the build replaces:
 ``{{ NAME.figures.KEY | points .1f }}``     a fraction in percentage points, no % sign
                                             (0.4664 shows as 46.6; the spec after
                                             ``points`` formats it, ``.1f`` if none)
-``{{ provenance NAME }}``                   the file's command, commit, machine and date
+``{{ provenance NAME }}``                   the file's command, commit, machine, date and
+                                            load average when it was written
 ``{{ table NAME KEY }}``                    a table the file holds: {"columns": [...],
                                             "rows": [[...], ...]} or a list of objects
 ``{{ table NAME KEY | .3f }}``              the same, its fractional numbers formatted
@@ -20,8 +21,9 @@ A KEY may hold dots itself (``alone/gpt-3.5/accuracy``): a part that is not a ke
 joined with the next ones until it is. Every file under docs/results/data/ is found by its
 name; a new one needs no code. A
 placeholder that names a missing file or key fails the build (``ResultsError``).
-``tests/test_results_pages.py`` checks that every number a page quotes outside its
-placeholders is held by a file the page quotes.
+``tests/test_results_pages.py`` checks that every number a Results page quotes outside its
+placeholders, and every number in a measured section of any other page (a section with a
+placeholder, or under a "Figures" / "Measured: ..." heading), is held by a file it quotes.
 """
 
 from __future__ import annotations
@@ -117,6 +119,9 @@ def render_provenance(data: dict[str, Any], name: str, link: str | None = None) 
         f"    - machine: {data['machine']}",
         f"    - date: {data['date']}",
     ]
+    if data.get("load"):
+        load = ", ".join(str(x) for x in data["load"])
+        lines.append(f"    - load average when written (1, 5, 15 min): {load}")
     if data.get("recorded"):
         lines += ["", f"    {data['recorded']}"]
     return "\n".join(lines)

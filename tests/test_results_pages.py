@@ -1,7 +1,29 @@
-"""Every figure on a Results page (and in the README's results table) comes from a results
-file docs/results/data/<name>.json that names the command, commit, machine and date that
+"""Every measured figure the documentation quotes comes from a results file
+docs/results/data/<name>.json that names the command, commit, machine and date that
 produced it: the pages render from those files (docs_hooks/results.py), and a page that
-quotes a number its files do not hold fails here."""
+quotes a number its files do not hold fails here.
+
+What is checked:
+
+- a Results page (docs/results/*.md): every number on it, outside code, link targets,
+  comments, dates and confidence levels;
+- any other docs page (a guide, the Start page, Development pages): each **measured
+  section** of it, a section (heading to next heading) that holds a placeholder or whose
+  heading says it reports measurements ("## Figures", "### Measured: ..."); its numbers
+  must be held by the files that section quotes. A measured figure is written in such a
+  section; the other sections state no measurement: config defaults, limits, prices with
+  their date and the paper's published figures (docs/METHOD.md) stay text there. A
+  published figure that a measured section compares against is put in the results file
+  under a key that names its source (``champ_paper/gpt-4-turbo``);
+- every file a page quotes has its provenance box on that page;
+- the README's results rows, against the files of the page each row links.
+
+When a number is held (``is_held``): a number with decimals (0.783, 17.5) is held by a
+value that shows as it when rounded to those decimals; a whole number (5, 235) is held by a
+value equal to it, or, when it is 10 or more, by a non-integer it is the rounding of
+(235 of 234.6: rounding to a whole number then moves a figure by at most 5%). Below 10 a
+whole number must be held exactly: "5" is not held by 4.6 or 5.4, which would make any
+small count pass."""
 
 from __future__ import annotations
 
@@ -18,6 +40,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "docs" / "results" / "data"
 RESULTS_PAGES = sorted((ROOT / "docs" / "results").glob("*.md"))
+OTHER_PAGES = sorted(
+    p for p in (ROOT / "docs").rglob("*.md") if not p.is_relative_to(ROOT / "docs" / "results")
+)
 DATA_FILES = sorted(DATA.glob("*.json"))
 
 _spec = importlib.util.spec_from_file_location("docs_results_hook", ROOT / "docs_hooks/results.py")
@@ -68,10 +93,14 @@ def held_numbers(data: object) -> list[float]:
 
 
 def is_held(quoted: str, held: list[float]) -> bool:
-    """A quoted number matches a held one shown to the quoted number's decimals."""
+    """A quoted number matches a held one (the rule: this module's docstring). With
+    decimals: a held value rounded to them. Whole: a held value equal to it, or, from 10
+    up, a held non-integer that rounds to it."""
     value = float(quoted.replace(",", ""))
-    decimals = len(quoted.split(".")[1]) if "." in quoted else 0
-    return any(round(h, decimals) == value for h in held)
+    if "." in quoted:
+        decimals = len(quoted.split(".")[1])
+        return any(round(h, decimals) == value for h in held)
+    return any(h == value or (value >= 10 and round(h) == value) for h in held)
 
 
 def unheld_numbers(markdown: str, data_dir: Path = DATA) -> tuple[list[str], set[str]]:
@@ -82,6 +111,40 @@ def unheld_numbers(markdown: str, data_dir: Path = DATA) -> tuple[list[str], set
         held += held_numbers(hook.load(name, data_dir))
     outside = hook.without_placeholders(markdown)
     return [n for n in numbers_in(outside) if not is_held(n, held)], names
+
+
+HEADING = re.compile(r"^#{1,6} ", re.M)
+# a heading that says its section reports measurements
+MEASURED_HEADING = re.compile(r"\A#{1,6} (?:.*\W)?(?:Figures|Measured)\b")
+
+
+def sections(markdown: str) -> list[str]:
+    """The page cut at its headings (a heading inside fenced code is none)."""
+    masked = FENCE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), markdown)
+    starts = [0, *(m.start() for m in HEADING.finditer(masked)), len(markdown)]
+    return [markdown[a:b] for a, b in zip(starts, starts[1:], strict=False) if b > a]
+
+
+def measured_sections(markdown: str) -> list[str]:
+    """The sections of a page that quote a results file or whose heading says they report
+    measurements."""
+    return [s for s in sections(markdown) if hook.placeholders(s) or MEASURED_HEADING.match(s)]
+
+
+def unheld_in_sections(markdown: str, data_dir: Path = DATA) -> tuple[list[str], set[str]]:
+    """The numbers a page's measured sections quote that the files each section quotes do
+    not hold, and the files the page quotes."""
+    unheld: list[str] = []
+    names: set[str] = set()
+    for section in measured_sections(markdown):
+        missing, quoted = unheld_numbers(section, data_dir)
+        heading = section.splitlines()[0] if section.startswith("#") else "(page start)"
+        unheld += [f"{n} ({heading})" for n in missing]
+        names |= quoted
+    return unheld, names
+
+
+MEASURED_PAGES = [p for p in OTHER_PAGES if measured_sections(p.read_text(encoding="utf-8"))]
 
 
 def test_there_are_results_files_and_pages():
@@ -120,6 +183,88 @@ def test_each_results_page_quotes_only_numbers_its_files_hold(page):
             f"{page.name} quotes {name}.json without showing where it comes from"
         )
     assert not unheld, f"{page.name} quotes numbers that none of {sorted(names)} holds: {unheld}"
+
+
+@pytest.mark.parametrize("page", MEASURED_PAGES, ids=lambda p: str(p.relative_to(ROOT / "docs")))
+def test_each_measured_section_of_a_page_quotes_only_numbers_its_files_hold(page):
+    markdown = page.read_text(encoding="utf-8")
+    unheld, names = unheld_in_sections(markdown)
+    for name in names:
+        assert f"{{{{ provenance {name} }}}}" in markdown, (
+            f"{page.name} quotes {name}.json without showing where it comes from"
+        )
+    assert not unheld, f"{page.name} quotes numbers its results files do not hold: {unheld}"
+
+
+def test_the_guides_that_quote_measurements_are_checked():
+    checked = {p.relative_to(ROOT / "docs").as_posix() for p in MEASURED_PAGES}
+    guides = ("serving", "training", "grading", "code-sandbox", "ray", "headroom-and-cost")
+    for page in (f"guides/{name}.md" for name in guides):
+        assert page in checked
+
+
+def test_a_measured_section_is_checked_and_other_sections_are_not(tmp_path):
+    (tmp_path / "x.json").write_text(
+        json.dumps(
+            {
+                "command": "python tests/benchmarks/bench_x.py --out x.json",
+                "commit": "abc1234",
+                "machine": "a CPU",
+                "date": "2026-12-05",
+                "figures": {"reward": 0.8, "turns": 5, "minutes": 4.6},
+            }
+        )
+    )
+    page = (
+        "# Guide\n\nA body cap of 1 MiB, a 30 s timeout.\n\n"
+        "## Figures\n\n{{ provenance x }}\n\nReward {{ x.figures.reward }} in 5 turns{}.\n\n"
+        "## Limits\n\nAt most 256 connections.\n"
+    )
+    assert unheld_in_sections(page.replace("{}", ""), tmp_path) == ([], {"x"})
+    # a figure written by hand in the measured section, not held by its file
+    assert unheld_in_sections(page.replace("{}", ", 0.783 before"), tmp_path)[0] == [
+        "0.783 (## Figures)"
+    ]
+    # a section whose heading says it is measured needs a file for its numbers
+    measured = "# G\n\nUp to 64 processes.\n\n### Measured: speed\n\n1,080 answers in 10 s.\n"
+    assert unheld_in_sections(measured, tmp_path)[0] == [
+        "1,080 (### Measured: speed)",
+        "10 (### Measured: speed)",
+    ]
+    # a heading inside fenced code cuts nothing
+    fenced = "## Figures\n\n{{ provenance x }}\n\n```\n# not a heading\n```\n\nIn 7 turns.\n"
+    assert unheld_in_sections(fenced, tmp_path)[0] == ["7 (## Figures)"]
+
+
+def test_a_small_whole_number_must_be_held_exactly():
+    # 5 is not held by 4.6 or 5.4 (any small count would pass); 5 and 5.0 hold it
+    assert not is_held("5", [4.6, 5.4])
+    assert is_held("5", [5]) and is_held("5", [5.0])
+    # from 10 up a whole number may round a measurement: 235 s of 234.6 s
+    assert is_held("235", [234.6]) and not is_held("235", [234.4])
+    assert not is_held("9", [9.4]) and is_held("10", [9.6])
+    # decimals: the held value rounded to the quoted decimals
+    assert is_held("0.80", [0.8]) and is_held("17.5", [17.46]) and not is_held("17.5", [17.44])
+
+
+def test_a_wrong_small_count_on_a_page_is_caught(tmp_path):
+    (tmp_path / "x.json").write_text(
+        json.dumps(
+            {
+                "command": "python tests/benchmarks/bench_x.py --out x.json",
+                "commit": "abc1234",
+                "machine": "a CPU",
+                "date": "2026-12-05",
+                "figures": {"turns": 5, "seconds": 4.6},
+            }
+        )
+    )
+    assert unheld_numbers("{{ provenance x }} at most 5 turns", tmp_path)[0] == []
+    # before: 4.6 rounded to 5 and "held" a wrong count of 4.6's neighbour
+    assert unheld_numbers("{{ provenance x }} at most 5 turns, 4.6 s", tmp_path)[0] == []
+    assert unheld_numbers("{{ provenance x }} in 4 turns", tmp_path)[0] == ["4"]
+    (tmp_path / "y.json").write_text((tmp_path / "x.json").read_text().replace('"turns": 5, ', ""))
+    assert unheld_numbers("{{ provenance y }} at most 5 turns", tmp_path)[0] == ["5"]
 
 
 def test_every_page_with_placeholders_renders():
@@ -247,3 +392,18 @@ def test_write_results_names_command_commit_machine_and_date(tmp_path, monkeypat
     assert data["figures"] == {"reward": 0.8} and data["systems"] == [{"a": 1}]
     with pytest.raises(ValueError, match="the file's own keys"):
         results.write_results(tmp_path / "y.json", {}, commit="abc")
+
+
+def test_the_provenance_box_names_the_load_when_the_file_holds_it(tmp_path):
+    data = {
+        "command": "python tests/benchmarks/bench_x.py",
+        "commit": "abc1234",
+        "machine": "a CPU",
+        "date": "2026-12-05",
+        "figures": {"seconds": 4.6},
+    }
+    (tmp_path / "x.json").write_text(json.dumps(data))
+    assert "load average" not in hook.render("{{ provenance x }}", tmp_path)[0]
+    (tmp_path / "x.json").write_text(json.dumps({**data, "load": [7.43, 6.82, 4.21]}))
+    box = hook.render("{{ provenance x }}", tmp_path)[0]
+    assert "- load average when written (1, 5, 15 min): 7.43, 6.82, 4.21" in box

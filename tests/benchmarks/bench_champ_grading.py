@@ -43,6 +43,9 @@ from pathlib import Path
 from workbench.core.evaluate import wilson
 from workbench.core.tasks import Task, grade
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results import write_results  # noqa: E402  (at import: it notes the commit the run starts on)
+
 MODELS = ("GPT-3.5", "GPT-4", "GPT-4 Turbo", "PaLM 2 Medium")
 LABELS = Path(__file__).resolve().parents[1] / "conformance" / "champ_labels.jsonl"
 
@@ -107,13 +110,15 @@ def main() -> None:
         for rev in (args.before or "").split(","):
             if rev.strip():
                 graders[rev.strip()] = earlier(rev.strip(), args.setting)
-        figures = {"setting": args.setting, "champ_paper/gpt-4-turbo": 0.581}
+        figures = {
+            "setting": args.setting,
+            "champ_paper/gpt-4-turbo": 0.581,
+            "problems": len(problems),
+            "messages": len(verdicts),
+        }
         for name, g in graders.items():
             for key, value in g.items():
                 figures[f"{name}/{key}"] = value
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from results import write_results
-
         write_results(args.out, figures, graders=graders)
 
 
@@ -122,11 +127,11 @@ def summary(verdicts: list[dict]) -> dict:
     out: dict = {}
     for model in MODELS:
         rewards = [v["reward"] for v in verdicts if v["model"] == model]
-        right = int(sum(r == 1.0 for r in rewards))
-        low, high = wilson(right, len(rewards))
+        n_right = int(sum(r == 1.0 for r in rewards))
+        low, high = wilson(n_right, len(rewards))
         key = model.lower().replace(" medium", "").replace(" ", "-")
-        out[f"{key}/right"] = right
-        out[f"{key}/accuracy"] = round(right / len(rewards), 4)
+        out[f"{key}/right"] = n_right
+        out[f"{key}/accuracy"] = round(n_right / len(rewards), 4)
         out[f"{key}/ci"] = [round(low, 4), round(high, 4)]
     paid_of = {(v["problem"], v["model"]): v["reward"] == 1.0 for v in verdicts}
     rows = [json.loads(line) for line in LABELS.read_text(encoding="utf-8").splitlines()]
@@ -143,6 +148,17 @@ def summary(verdicts: list[dict]) -> dict:
         out[f"{name}/ci"] = [round(low, 4), round(high, 4)]
         out[f"{name}/false_accepts"] = sum(p and not g for p, g in zip(paid, right, strict=True))
         out[f"{name}/false_rejects"] = sum(g and not p for p, g in zip(paid, right, strict=True))
+        # of the answers labelled right, how many this grader pays
+        out[f"{name}/labelled_right"] = sum(right)
+        out[f"{name}/right_paid"] = sum(p and g for p, g in zip(paid, right, strict=True))
+        out[f"{name}/right_paid_share"] = round(out[f"{name}/right_paid"] / max(1, sum(right)), 4)
+    # GPT-4 Turbo's accuracy divided by the share of right answers paid on the random sample:
+    # what it would score if the grader missed no right answer (and paid no wrong one)
+    share = out["labels/random/right_paid_share"]
+    if share:
+        out["gpt-4-turbo/accuracy_over_right_paid_share"] = round(
+            out["gpt-4-turbo/accuracy"] / share, 4
+        )
     return out
 
 

@@ -2,7 +2,7 @@
 
     python tests/benchmarks/bench_coordinator.py [--device cpu|cuda|auto] [--baseline a6b8df6]
         [--popsize 16] [--rollouts 8] [--turns 5] [--precision auto] [--compare fp32,bf16]
-        [--latency 0.2] [--repeat 1]
+        [--latency 0.2] [--repeat 1] [--out docs/results/data/coordinator.json]
 
 Each generation runs in a child process (same interpreter, same threads) against either
 this tree or a checkout of the baseline commit (``git archive`` into a temporary folder),
@@ -27,6 +27,10 @@ so both are measured side by side in one run; ``--repeat N`` alternates them N t
 - with ``--latency`` (meant for ``--device cuda``): decisions per second and the
   coordinator's share of a generation's wall time with sandbox workers answering after a
   fixed latency.
+
+``--out`` also writes the figures as a results file (``tests/benchmarks/results.py``): each
+measured path's result as its child reported it (``paths``), the pairs' old / new ratios,
+this tree's fidelity per precision and the latency section.
 """
 
 from __future__ import annotations
@@ -39,6 +43,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results import write_results  # noqa: E402  (at import: it notes the commit the run starts on)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -319,6 +326,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="new / old pairs, alternated")
     parser.add_argument("--child", default="", help=argparse.SUPPRESS)
     parser.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--out", help="also write the figures to this results file (JSON)")
     args = parser.parse_args()
     if args.child == "generation":
         return child_generation(args) and None
@@ -390,14 +398,34 @@ def main() -> None:
             f"argmax agreement: centre head {f['centre_head_agreement']:.1%}, 16 random heads "
             f"{f['random_heads_agreement']:.1%} ({f['transcripts']} transcripts){speed}"
         )
+    latency = None
     if args.latency:
-        r = run_child(args, "latency", ROOT, *mine)
+        r = latency = run_child(args, "latency", ROOT, *mine)
         print(
             f"\nworkers with {args.latency:.2f} s latency, {r['precision']}: "
             f"{r['requests'] / r['wall_s']:.0f} "
             f"decisions/s, coordinator {r['coordinator_s']:.1f} s of {r['wall_s']:.1f} s wall "
             f"({r['coordinator_s'] / r['wall_s']:.1%})"
         )
+    if args.out:
+        figures = {
+            "device": args.device,
+            "turns": args.turns,
+            "popsize": args.popsize,
+            "rollouts": args.rollouts,
+            "precision": new["precision"],
+            "limit_tokens_per_s": round(limit),
+            "new/wall_s": round(new["wall_s"], 2),
+            "new/coordinator_s": round(new["coordinator_s"], 2),
+            "old_over_new/wall": [round(o["wall_s"] / n["wall_s"], 2) for n, o in pairs],
+            "old_over_new/coordinator": [
+                round(o["coordinator_s"] / n["coordinator_s"], 2) for n, o in pairs
+            ],
+            "fidelity": new["fidelity"],
+            "latency": latency,
+        }
+        paths = {name: {k: v for k, v in r.items() if k != "fidelity"} for name, r in rows}
+        write_results(args.out, figures, paths=paths)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,9 @@ import numpy as np
 from workbench.core.coordinator import Backbone, Coordinator, Head, HeadConfig, act, apply_heads
 from workbench.core.workers.pool import build_pool
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results import write_results  # noqa: E402  (at import: it notes the commit the run starts on)
+
 FILLER = (
     "Thinker/sandbox:mathlete: First factor the expression, then check each root against the "
     "original equation, and watch the sign of the discriminant. "
@@ -100,7 +103,8 @@ def main() -> None:
     def without_cache():
         text = transcript_of(plain, 500, str(next(counter)))
         for k in range(32):
-            feature = plain._compute([text])[0]  # a forward per candidate, as with no cache
+            # a forward per candidate, as with no cache (in the backbone's own precision)
+            feature = plain._compute([text], plain.precision)[0]
             act(heads[k] @ feature, pool_size)
 
     def with_cache():
@@ -149,9 +153,6 @@ def main() -> None:
         f"(median of {args.repeats}, {args.gen_tokens} max new tokens)"
     )
     if args.out:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from results import write_results
-
         write_results(
             args.out,
             {

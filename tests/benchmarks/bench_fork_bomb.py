@@ -2,6 +2,7 @@
 takes, and what it does to grades running beside it.
 
     python tests/benchmarks/bench_fork_bomb.py [--bombs 3] [--timeout 5]
+        [--out docs/results/data/fork-bomb.json]
 
 - alone: ``--bombs`` grades of a classic fork bomb (every process forks for ever), one after
   another; for each the most processes of the sandbox's user seen at once (sampled every
@@ -10,6 +11,7 @@ takes, and what it does to grades running beside it.
   that forks 8 children, back to back, for as long as the bombs run: how many of those
   right answers failed (each failure is a grade the bomb spoiled).
 Prints the sandbox's process-limit mechanism (``process_limit()``) if it has one.
+``--out`` also writes the figures as a results file (``tests/benchmarks/results.py``).
 """
 
 from __future__ import annotations
@@ -17,10 +19,15 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import threading
 import time
+from pathlib import Path
 
 from workbench.core.tasks import sandbox
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results import write_results  # noqa: E402  (at import: it notes the commit the run starts on)
 
 BOMB = (
     "import os\n"
@@ -79,10 +86,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--bombs", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=5.0)
+    parser.add_argument("--out", help="also write the figures to this results file (JSON)")
     args = parser.parse_args()
     limit = getattr(sandbox, "process_limit", None)
     print("isolation:", sandbox.detect_isolation().kind)
-    print("process limit:", limit().detail if limit else "RLIMIT_NPROC of the user (before)")
+    mechanism = limit().detail if limit else "RLIMIT_NPROC of the user (before)"
+    print("process limit:", mechanism)
 
     peaks, times = [], []
     for _ in range(args.bombs):
@@ -109,16 +118,38 @@ def main() -> None:
     grader = threading.Thread(target=right_answers)
     grader.start()
     time.sleep(0.5)
+    beside_peaks, beside_times = [], []
     try:
         for _ in range(args.bombs):
             peak, took, _ = _bomb(args.timeout)
             print(f"  bomb beside: {peak} processes at most, {took:.2f} s")
+            beside_peaks.append(peak)
+            beside_times.append(took)
     finally:
         stop.set()
         grader.join()
         sandbox.end_spare_sandboxes()
     failed = results.count(False)
     print(f"beside: {failed} of {len(results)} right answers graded during the bombs failed")
+    if args.out:
+        figures = {
+            "isolation": sandbox.detect_isolation().kind,
+            "process_limit": mechanism,
+            "bombs": args.bombs,
+            "timeout_s": args.timeout,
+            "alone/processes": peaks,
+            "processes/min": min(peaks + beside_peaks),
+            "processes/max": max(peaks + beside_peaks),
+            "seconds/min": round(min(times + beside_times), 2),
+            "seconds/max": round(max(times + beside_times), 2),
+            "alone/seconds": [round(t, 2) for t in times],
+            "beside/processes": beside_peaks,
+            "beside/seconds": [round(t, 2) for t in beside_times],
+            "right_answer_children": 8,  # FORKER's
+            "beside/right_answers": len(results),
+            "beside/right_answers_failed": failed,
+        }
+        write_results(args.out, figures)
 
 
 if __name__ == "__main__":

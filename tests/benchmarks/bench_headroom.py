@@ -198,6 +198,10 @@ def main() -> None:
         figures["exact_within_interval/count"] = (
             f"{sum(1 for v in checks.values() if v)} of {len(checks)}"
         )
+        for part in ("headroom", "frontier"):  # how many exact values each part checked
+            figures[f"exact_within_interval/{part}"] = sum(
+                1 for k in checks if k.startswith(f"{part}/")
+            )
     print(json.dumps(figures, indent=1))
     if args.out:
         write_results(args.out, figures, **tables)

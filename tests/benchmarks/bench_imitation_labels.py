@@ -3,16 +3,21 @@ episodes: the old rule (the lowest-index worker that solved a task, the first ti
 the best worker per task (``Imitation.label``, issue 15).
 
     python tests/benchmarks/bench_imitation_labels.py [--generations 5]
+        [--out docs/results/data/imitation-labels.json]
 
 Trains imitation at the example's budget (population 28 x 16 rollouts, one turn) with the
 tiny test backbone: the labels depend only on the sandbox's outcomes, not the backbone.
+``--out`` also writes the shares as a results file (``tests/benchmarks/results.py``), with
+each worker's declared skill on the choice category beside them.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 
@@ -27,10 +32,14 @@ from workbench.core.training.checkpoint import latest_checkpoint
 from workbench.core.workers.simulated import SANDBOX_PROFILES
 from workbench.core.workspace import Workspace
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results import write_results  # noqa: E402  (at import: it notes the commit the run starts on)
+
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--generations", type=int, default=5)
+    parser.add_argument("--out", help="also write the figures to this results file (JSON)")
     args = parser.parse_args()
     model, tokenizer = build_tiny_lm()
     workspace = Workspace.open(tempfile.mkdtemp())
@@ -65,14 +74,22 @@ def main() -> None:
                 if e.reward >= 1 and e.task_id not in first:
                     first[e.task_id] = e.candidate
     names = [p.name for p in SANDBOX_PROFILES]
-    for rule, labels in (
-        ("lowest index that solved", first),
-        ("best worker per task", best.labels),
+    figures: dict[str, object] = {"generations": args.generations, "popsize": 28, "rollouts": 16}
+    for key, rule, labels in (
+        ("lowest_index", "lowest index that solved", first),
+        ("best_worker", "best worker per task", best.labels),
     ):
         choice = Counter(names[w] for t, w in labels.items() if groups[t] == "choice")
         total = sum(choice.values())
         shares = ", ".join(f"{n} {choice[n] / total:.1%}" for n in names)
         print(f"{rule:26s} choice-task labels: {shares} ({total} tasks)")
+        figures[f"{key}/choice_tasks"] = total
+        for n in names:
+            figures[f"{key}/{n}/share"] = round(choice[n] / total, 4)
+    if args.out:
+        for profile in SANDBOX_PROFILES:
+            figures[f"skill_on_choice/{profile.name}"] = profile.skill["choice"]
+        write_results(args.out, figures)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ harness with the trainer's own optimizers and search basis.
     python tests/benchmarks/bench_multiturn.py [--pool team] [--turns 5] [--generations 20]
         [--popsize 16] [--rollouts 8] [--sigma0 0.03] [--seeds 1] [--backbone offline]
         [--basis balanced|whitened|subspace|identity] [--fitness sampled|crn-path|crn-greedy|exact]
-        [--explore 0.1] [--logit-norm 4]
+        [--explore 0.1] [--logit-norm 4] [--out docs/results/data/multi-turn-NAME.json]
 
 Episodes follow the protocol (``workbench.core.protocol``: stop at the first ACCEPT, a
 Verifier before any answer ends with reward 0, K turns) with the simulation's own
@@ -20,6 +20,9 @@ EXPECTED test reward is computed exactly by enumerating every outcome branch on 
 the held-out test tasks (no sampling noise): mean over tasks with a 95% t-interval over
 tasks, next to the references on the same tasks: best single worker, uniform random
 routing over K turns (exact, by enumeration), one-turn oracle, multi-turn oracle.
+``--out`` also writes the figures as a results file (``tests/benchmarks/results.py``): the
+references, each seed's expected test reward with its interval, share of the oracle,
+seconds and learned plan, and the mean over seeds.
 """
 
 from __future__ import annotations
@@ -51,6 +54,9 @@ from workbench.core.workers.simulated import (
     simulate_turn,
     solve_probability,
 )
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results import write_results  # noqa: E402  (at import: it notes the commit the run starts on)
 
 THINKER, WORKER, VERIFIER = (ROLES.index(r) for r in (Role.THINKER, Role.WORKER, Role.VERIFIER))
 
@@ -644,6 +650,7 @@ def main() -> None:
         help="crn fitness: exploring starts: the opening's choice is uniform with a share "
         "falling linearly from 1 to 0 over this many generations; 0: off",
     )
+    parser.add_argument("--out", help="also write the figures to this results file (JSON)")
     args = parser.parse_args()
     tasks = list(load_suite(args.suite).tasks)
     sim = Sandbox(args.pool, tasks, args.backbone, args.input, args.precision)
@@ -683,6 +690,22 @@ def main() -> None:
             f"({args.precision})",
             flush=True,
         )
+    figures: dict[str, object] = {
+        "pool": args.pool,
+        "suite": args.suite,
+        "turns": args.turns,
+        "optimizer": args.optimizer,
+        "basis": args.basis,
+        "popsize": args.popsize,
+        "rollouts": args.rollouts,
+        "generations": args.generations,
+        "train_tasks": len(train_ids),
+        "test_tasks": len(test_ids),
+        "best_single": round(float(single), 4),
+        "random_routing": round(float(rand), 4),
+        "one_turn_oracle": round(float(one_turn), 4),
+        "multi_turn_oracle": round(float(oracle), 4),
+    }
     results = []
     for seed in range(args.seed0, args.seed0 + args.seeds):
         result = train(sim, args, seed, train_ids, test_ids, lambda s: print(s, flush=True))
@@ -694,10 +717,19 @@ def main() -> None:
         )
         for cat, path in result["policy"].items():
             print(f"  learned {cat}: {path}")
+        figures[f"seed {seed}/expected_test_reward"] = round(mean, 4)
+        figures[f"seed {seed}/ci"] = [round(low, 4), round(high, 4)]
+        figures[f"seed {seed}/of_oracle"] = round(mean / oracle, 4)
+        figures[f"seed {seed}/seconds"] = round(result["seconds"])
+        figures[f"seed {seed}/learned"] = {c: str(p) for c, p in result["policy"].items()}
     sim.save()
     if len(results) > 1:
         mean, low, high = mean_ci([r["test"].mean() for r in results])
         print(f"over {len(results)} seeds: {mean:.3f} [{low:.3f}, {high:.3f}]")
+        figures["over_seeds/mean"] = round(mean, 4)
+        figures["over_seeds/ci"] = [round(low, 4), round(high, 4)]
+    if args.out:
+        write_results(args.out, figures)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
     python tests/benchmarks/bench_optimizers.py [--generations 3,10,20] [--seeds 8]
         [--inputs raw,chat] [--sigma0-scales literal,width] [--bases identity,balanced]
+        [--out docs/results/data/optimizers.json]
 
 A one-turn routing problem on the REAL features of the offline backbone (SmolLM2-135M,
 the `mixed` suite's opening transcripts, computed once and kept in the user cache): each
@@ -16,12 +17,16 @@ worker). Every combination of the backbone's input (``[backbone] input``), the h
 sigma0 scale (``optimizer.sigma0_scale``) and the search basis is reported, so each of the
 project's options is measured against the paper's setting (raw, literal, identity).
 Isolating the first decision is what makes this fast: the trainer forwards the
-backbone for every transcript, which in multi-turn runs takes hours on a CPU.
+backbone for every transcript, which in multi-turn runs takes hours on a CPU. ``--out``
+also writes the figures as a results file (``tests/benchmarks/results.py``): the references
+and, per ``GENERATIONS/INPUT/SCALE/BASIS/OPTIMIZER``, the mean, its interval and the seeds'
+rewards.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +41,9 @@ from workbench.core.records import ROLES, Episode, Role, StopReason, Turn
 from workbench.core.tasks.suites import load_suite
 from workbench.core.training.basis import CALIBRATION_TASKS, SearchBasis
 from workbench.core.workers.simulated import SANDBOX_PROFILES
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results import write_results  # noqa: E402  (at import: it notes the commit the run starts on)
 
 WORKER = ROLES.index(Role.WORKER)
 POOL = tuple(f"sandbox:{p.name}" for p in SANDBOX_PROFILES)
@@ -178,6 +186,7 @@ def main() -> None:
     parser.add_argument("--bases", default="identity,balanced")
     parser.add_argument("--inputs", default="raw,chat")
     parser.add_argument("--sigma0-scales", default="literal,width")
+    parser.add_argument("--out", help="also write the figures to this results file (JSON)")
     args = parser.parse_args()
     tasks = list(load_suite(args.suite).tasks)
     features = {i: suite_features(args.suite, i) for i in args.inputs.split(",")}
@@ -188,6 +197,19 @@ def main() -> None:
         f"oracle {skill.max(axis=1).mean():.3f}, best single worker {skill.mean(axis=0).max():.3f}, "
         f"uniform random {skill.mean() / 3:.3f}"
     )
+    figures: dict[str, object] = {
+        "suite": args.suite,
+        "tasks": len(tasks),
+        "popsize": args.popsize,
+        "rollouts": args.rollouts,
+        "sigma0": args.sigma0,
+        "seeds": args.seeds,
+        "generations": [int(g) for g in args.generations.split(",")],
+        "episodes_per_generation": args.popsize * args.rollouts,
+        "oracle": round(float(skill.max(axis=1).mean()), 4),
+        "best_single": round(float(skill.mean(axis=0).max()), 4),
+        "uniform_random": round(float(skill.mean() / 3), 4),
+    }
     for generations in (int(g) for g in args.generations.split(",")):
         print(
             f"\n{generations} generations ({generations * args.popsize * args.rollouts} episodes)"
@@ -222,6 +244,12 @@ def main() -> None:
                     f"{mean:.3f} [{low:.3f}, {high:.3f}]",
                     flush=True,
                 )
+                key = f"{generations}/{input}/{scale}/{basis}/{optimizer}"
+                figures[f"{key}/mean"] = round(mean, 4)
+                figures[f"{key}/ci"] = [round(low, 4), round(high, 4)]
+                figures[f"{key}/seeds"] = [round(r, 4) for r in rewards]
+    if args.out:
+        write_results(args.out, figures)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Generation wall time on the local executor and on 1 and N Ray actors (this machine).
 
     python tests/benchmarks/bench_ray.py [--actors 1,2] [--generations 4] [--backbone offline]
+        [--out docs/results/data/ray.json]
 
 Trains the same sandbox run (K turns, popsize x rollouts) once per executor, each in a
 new workspace, and reports per executor: the median wall time of a generation (the first
@@ -12,13 +13,16 @@ Actor start-up (loading the backbone in each actor) is reported apart.
 
 On a machine with C cores, N actors can at best approach min(N, C)x when the coordinator's
 forwards are the bottleneck; each actor also batches fewer episodes per forward than one
-process holding them all.
+process holding them all. ``--out`` also writes the figures as a results file
+(``tests/benchmarks/results.py``): ``EXECUTOR/generation_s`` and the rest per executor
+(``local``, ``ray x1``, ...) and the printed table as ``executors``.
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -31,12 +35,15 @@ from workbench.core.training.events import GenerationStats
 from workbench.core.training.trainer import Trainer
 from workbench.core.workspace import Workspace
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results import write_results  # noqa: E402  (at import: it notes the commit the run starts on)
+
 
 def make_config(args: argparse.Namespace, executor: str, actors: int) -> RunConfig:
     return RunConfig.from_dict(
         {
             "run": {"name": f"bench-{executor}-{actors}", "seed": 0, "executor": executor},
-            "backbone": {"model": args.backbone},
+            "backbone": {"model": args.backbone, "precision": args.precision},
             "pool": {"workers": ["sandbox"]},
             "tasks": {"suite": "mixed", "train": 64, "validation": 8, "test": 8},
             "optimizer": {
@@ -100,15 +107,26 @@ def main() -> None:
     p.add_argument("--rollouts", type=int, default=8)
     p.add_argument("--turns", type=int, default=5)
     p.add_argument("--backbone", default="offline")
+    p.add_argument("--precision", default="auto", help="the backbone's: auto, fp32, bf16-mixed")
+    p.add_argument("--out", help="also write the figures to this results file (JSON)")
     args = p.parse_args()
     print(
         f"K = {args.turns}, {args.popsize} x {args.rollouts}, {args.generations} generations, "
-        f"backbone {args.backbone}"
+        f"backbone {args.backbone} ({args.precision})"
     )
     print(
         f"{'executor':<10} {'start s':>8} {'gen s':>7} {'ratio':>6} {'overhead/cand ms':>17} same"
     )
     base = None
+    figures: dict[str, object] = {
+        "turns": args.turns,
+        "popsize": args.popsize,
+        "rollouts": args.rollouts,
+        "generations": args.generations,
+        "backbone": args.backbone,
+        "precision": args.precision,
+    }
+    rows = []
     for executor, actors in [("local", 0)] + [("ray", int(n)) for n in args.actors.split(",")]:
         r = one(args, executor, actors)
         base = base or r
@@ -121,6 +139,35 @@ def main() -> None:
             f"{', '.join(f'{w:.1f}' for w in r['walls'])} s)",
             flush=True,
         )
+        name = r["executor"]
+        figures[f"{name}/startup_s"] = round(r["startup_s"], 1)
+        figures[f"{name}/generation_s"] = round(r["generation_s"], 2)
+        figures[f"{name}/vs_local"] = round(ratio, 2)
+        figures[f"{name}/overhead_ms"] = (
+            None if r["overhead_ms"] is None else round(r["overhead_ms"], 1)
+        )
+        figures[f"{name}/history_equals_local"] = "yes" if r["history"] == base["history"] else "no"
+        figures[f"{name}/generations_s"] = [round(w, 2) for w in r["walls"]]
+        rows.append(
+            [
+                name,
+                round(r["startup_s"], 1),
+                round(r["generation_s"], 2),
+                f"{ratio:.2f}x",
+                ms or "-",
+                same,
+            ]
+        )
+    if args.out:
+        columns = [
+            "executor",
+            "start s",
+            "generation s",
+            "vs local",
+            "overhead per candidate ms",
+            "history = local's",
+        ]
+        write_results(args.out, figures, executors={"columns": columns, "rows": rows})
 
 
 if __name__ == "__main__":

@@ -36,6 +36,9 @@ from workbench.core.tasks.graders import grade, prompt_code
 from workbench.core.tasks.sandbox import detect_isolation
 from workbench.core.tasks.suites import humaneval_suite
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results import write_results  # noqa: E402  (at import: it notes the commit the run starts on)
+
 
 def old_sandbox(ref: str):
     """main's sandbox module, loaded from git under another name."""
@@ -104,9 +107,6 @@ def main() -> None:
     print(f"after / before   = {median['after'] / median['before']:.2f}x (goal <= 1.5x)")
     print(f"after / official = {median['after'] / median['official']:.2f}x (goal <= 1.2x)")
     if args.out:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from results import write_results
-
         write_results(
             args.out,
             {

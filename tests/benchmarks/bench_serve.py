@@ -2,7 +2,7 @@
 ``openai`` client.
 
     python tests/benchmarks/bench_serve.py [--requests 400] [--clients 16] [--latency 0.2]
-        [--backbone offline|tiny] [--stream-share 0.5]
+        [--backbone offline|tiny] [--stream-share 0.5] [--out docs/results/data/serve-load.json]
 
 Set-up, each part in a process of its own: a fixed-latency loopback worker
 (tests/support/fault_server.py answering every call after ``--latency`` seconds), the
@@ -22,6 +22,8 @@ Prints, on this machine:
   episode``: coordinator forward, worker call, storing), and the client's wall time. The
   episode less the worker is the coordinator's own overhead per request; the wall time
   less the episode is the HTTP server's.
+``--out`` also writes the figures as a results file (``tests/benchmarks/results.py``):
+latencies as p50/p95/p99 in ms, RSS in MiB.
 """
 
 from __future__ import annotations
@@ -41,6 +43,9 @@ import time
 import urllib.request
 from collections import Counter
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results import write_results  # noqa: E402  (at import: it notes the commit the run starts on)
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -303,6 +308,7 @@ def main() -> None:
     parser.add_argument("--stream-share", type=float, default=0.5)
     parser.add_argument("--backbone", choices=("offline", "tiny"), default="offline")
     parser.add_argument("--one-at-a-time", type=int, default=100)
+    parser.add_argument("--out", help="also write the figures to this results file (JSON)")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench-serve-"))
     stack = None
@@ -351,6 +357,36 @@ def main() -> None:
         f"{statistics.median(worker) * 1000:.0f} ms worker call "
         f"({statistics.median(coordinator) / statistics.median(worker):.0%})"
     )
+    if args.out:
+
+        def ms(values: list[float]) -> list[float]:
+            return [round(quantile(values, q) * 1000, 1) for q in (0.5, 0.95, 0.99)]
+
+        write_results(
+            args.out,
+            {
+                "backbone": args.backbone,
+                "clients": args.clients,
+                "requests": args.requests,
+                "stream_share": args.stream_share,
+                "worker_latency_ms": round(args.latency * 1000),
+                "load/requests_per_s": round(done / float(result["wall"]), 1),  # type: ignore[arg-type]
+                "load/plain/answered": len(latency["plain"]),
+                "load/plain/p50_p95_p99_ms": ms(latency["plain"]),
+                "load/stream/answered": len(latency["stream"]),
+                "load/stream/p50_p95_p99_ms": ms(latency["stream"]),
+                "load/stream/first_content_p50_p95_p99_ms": ms(result["first"]),  # type: ignore[arg-type]
+                "load/errors": {str(k): v for k, v in dict(errors).items()} if errors else {},  # type: ignore[call-overload]
+                "rss_mib/before": round(rss_before),
+                "rss_mib/after": round(rss_after),
+                "one_at_a_time/requests": args.one_at_a_time,
+                "one_at_a_time/worker_p50_p95_p99_ms": ms(worker),
+                "one_at_a_time/episode_p50_p95_p99_ms": ms(episode),
+                "one_at_a_time/coordinator_p50_p95_p99_ms": ms(coordinator),
+                "one_at_a_time/http_p50_p95_p99_ms": ms(http),
+                "coordinator_overhead_p50_ms": round(statistics.median(coordinator) * 1000, 1),
+            },
+        )
 
 
 if __name__ == "__main__":

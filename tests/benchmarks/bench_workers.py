@@ -1,6 +1,7 @@
 """Figures of the worker clients on this machine (issue: workers).
 
     python tests/benchmarks/bench_workers.py [--calls 500] [--rounds 4]
+        [--out docs/results/data/workers.json]
 
 Prints:
 - client overhead per call against a loopback OpenAI-compatible server that answers at
@@ -12,6 +13,7 @@ Prints:
   client; the ceiling is 32 / 0.2 s = 160 calls/s;
 - the response cache's hit rate on a second identical evaluation (the same episodes run
   twice with the read-write cache), and on the first (identical calls in flight shared).
+``--out`` also writes the figures as a results file (``tests/benchmarks/results.py``).
 """
 
 from __future__ import annotations
@@ -41,6 +43,9 @@ from workbench.core.workers.cache import cached_pool  # noqa: E402
 from workbench.core.workers.openai import OpenAIWorker  # noqa: E402
 from workbench.core.workers.spec import Timeouts, WorkerSpec  # noqa: E402
 from workbench.core.workers.transport import open_client  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results import write_results  # noqa: E402  (at import: it notes the commit the run starts on)
 
 
 class Server:
@@ -86,7 +91,7 @@ def pct(values: list[float], q: float) -> float:
     return float(np.percentile(values, q))
 
 
-def overhead(calls: int) -> None:
+def overhead(calls: int) -> dict[str, float]:
     server = Server(latency=0.0)
     try:
 
@@ -122,6 +127,14 @@ def overhead(calls: int) -> None:
     print(
         f"  overhead (wall - server)  median {statistics.median(over):.3f} ms   p99 {pct(over, 99):.3f} ms"
     )
+    return {
+        "overhead/calls": calls,
+        "overhead/client_wall_median_ms": round(statistics.median(walls) * 1000, 3),
+        "overhead/client_wall_p99_ms": round(pct(walls, 99) * 1000, 3),
+        "overhead/server_median_ms": round(statistics.median(handled) * 1000, 3),
+        "overhead/median_ms": round(statistics.median(over), 3),
+        "overhead/p99_ms": round(pct(over, 99), 3),
+    }
 
 
 class RandomCoordinator:
@@ -163,7 +176,7 @@ async def episodes(pool, tasks, concurrency: int, first_role_worker: bool = True
     return sum(await asyncio.gather(*(one(i, t) for i, t in enumerate(tasks))))
 
 
-def throughput(rounds: int) -> None:
+def throughput(rounds: int) -> dict[str, float]:
     server = Server(latency=0.2)
     try:
 
@@ -202,9 +215,17 @@ def throughput(rounds: int) -> None:
         f"  32 concurrent chains of 5 calls (the client alone, {chain_calls} calls): "
         f"{chain_calls / chain_elapsed:.1f} calls/s in {chain_elapsed:.2f} s"
     )
+    return {
+        "throughput/episodes": 32 * rounds,
+        "throughput/calls": calls,
+        "throughput/calls_per_s": round(calls / elapsed, 1),
+        "throughput/seconds": round(elapsed, 2),
+        "throughput/chain_calls": chain_calls,
+        "throughput/chain_calls_per_s": round(chain_calls / chain_elapsed, 1),
+    }
 
 
-def cache_hit_rate() -> None:
+def cache_hit_rate() -> dict[str, float]:
     server = Server(latency=0.05)
     try:
         with tempfile.TemporaryDirectory() as tmp, Store(Path(tmp) / "workbench.sqlite3") as store:
@@ -229,11 +250,21 @@ def cache_hit_rate() -> None:
                 rates.append((calls, cache.hits, cache.misses, cache.hit_rate, sent))
     finally:
         server.stop()
+    figures: dict[str, float] = {}
     for name, (calls, hits, misses, rate, _) in zip(("first", "second"), rates, strict=True):
         print(
             f"cache, {name} evaluation of 64 episodes: {calls} calls, {hits} hits, {misses} misses, "
             f"hit rate {rate:.1%}"
         )
+        figures.update(
+            {
+                f"cache/{name}/calls": calls,
+                f"cache/{name}/hits": hits,
+                f"cache/{name}/misses": misses,
+                f"cache/{name}/hit_rate": round(rate, 4),
+            }
+        )
+    return figures
 
 
 def main() -> None:
@@ -242,14 +273,15 @@ def main() -> None:
     parser.add_argument(
         "--rounds", type=int, default=4, help="batches of 32 episodes for the throughput figure"
     )
+    parser.add_argument("--out", help="also write the figures to this results file (JSON)")
     args = parser.parse_args()
     print(
         f"machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
         f"httpx {httpx.__version__}"
     )
-    overhead(args.calls)
-    throughput(args.rounds)
-    cache_hit_rate()
+    figures = {**overhead(args.calls), **throughput(args.rounds), **cache_hit_rate()}
+    if args.out:
+        write_results(args.out, figures)
 
 
 if __name__ == "__main__":

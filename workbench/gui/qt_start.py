@@ -67,7 +67,8 @@ STEPS: tuple[tuple[str, str, tuple[tuple[str, str, str], ...]], ...] = (
         "Train",
         "Training tries many coordinators and keeps the ones that answer best. The first "
         "start loads the language model the coordinator reads with (about a minute, once). "
-        "The sandbox example takes several minutes on a laptop's processor.",
+        "The sandbox example takes a few minutes on an idle laptop processor, several "
+        "times longer on a busy one.",
         (("Go to training", "Runs", "Open the Runs page: press Start there"),),
     ),
     (
