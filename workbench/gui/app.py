@@ -250,7 +250,7 @@ class MainWindow(QMainWindow):
     ):
         super().__init__()
         self.workspace = workspace
-        self.setWindowTitle(f"{APP_NAME} — {shown_path(workspace.root)}")
+        self.setWindowTitle(f"{APP_NAME} — {shown_path(workspace.root, short=True)}")
         self._runs_listed = False
         self._build_navigation()
         self._add_pages(PageContext(workspace, backbone), PAGES if pages is None else pages)
