@@ -334,7 +334,8 @@ def test_config_files_are_read_and_written_off_the_gui_thread(
         qtbot.mouseClick(page.team_example_button, qtbot_button())
     assert page.form.pool_workers() == ["team"]
     assert save(qtbot, page, saved)
-    assert saved.is_file() and page.source_label.text() == str(saved)
+    assert saved.is_file() and page.source_label.text() == "…/saved.toml"  # short: outside ~
+    assert page.source_label.toolTip() == str(saved)  # the whole path in the tooltip
     kinds = [what for what, _ in on_gui]
     assert kinds.count("read") >= 2 and kinds.count("settings") >= 2 and "write" in kinds
     assert not any(gui for _, gui in on_gui), on_gui
@@ -345,7 +346,7 @@ def test_config_files_are_read_and_written_off_the_gui_thread(
     assert not load(qtbot, page, broken)
     text = page.message_label.text()
     assert f"Cannot load {broken}" in text and "Traceback" not in text
-    assert page.form.pool_workers() == ["team"] and page.source_label.text() == str(saved)
+    assert page.form.pool_workers() == ["team"] and page.source_label.toolTip() == str(saved)
     assert not load(qtbot, page, tmp_path / "missing.toml")
     assert f"Cannot load {tmp_path / 'missing.toml'}" in page.message_label.text()
     # a file that cannot be written: named, nothing written, the form as it was

@@ -232,12 +232,14 @@ class QtCompare(Page):
         self.run_list.blockSignals(True)
         self.run_list.clear()
         for run in runs:
-            item = QListWidgetItem(
-                f"{run.name or run.id[:8]} · {run.generations} generations · "
+            # two lines: on one, the list scrolled sideways at 1280 px ("4 generation")
+            text = (
+                f"{run.name or run.id[:8]}\n{run.generations} generations · "
                 f"{status_words(run.status)}"
             )
+            item = QListWidgetItem(text)
             item.setData(Qt.ItemDataRole.UserRole, run.id)
-            item.setToolTip(f"run id {run.id}")
+            item.setToolTip(f"{text}\nrun id {run.id}")
             item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
             item.setCheckState(
                 Qt.CheckState.Checked if run.id in ticked else Qt.CheckState.Unchecked

@@ -260,7 +260,7 @@ class QtSettings(Page):
         form.addRow("Response cache", self.cache_combo)
         form.addRow(
             "",
-            QLabel("Defaults for run configs that do not set [backbone] device or [cache] policy."),
+            QLabel("Used by new runs whose own settings choose no device or response cache."),
         )
         look_box = QGroupBox("Appearance")
         form = QFormLayout(look_box)
