@@ -174,3 +174,23 @@ def test_curves_bars_and_lines_take_the_light_or_dark_themes_colours(
             assert pg.mkColor(DARK_COLOURS[name]).lightness() > pg.mkColor(light).lightness()
     apply_theme("light")
     qtbot.waitUntil(lambda: drawn() == expected(LIGHT_COLOURS, text["light"]), timeout=5_000)
+
+
+def test_the_replay_cards_borders_follow_the_theme(qtbot, system_theme_after):
+    """A Replay card's border (its role's colour; orange when current) is the theme's
+    shade of it, redrawn when the theme changes."""
+    from workbench.gui.plots import DARK_COLOURS, LIGHT_COLOURS
+    from workbench.gui.qt_replay_cards import Card
+    from workbench.gui.qt_settings import apply_theme
+
+    apply_theme("light")
+    card = Card("purple")
+    qtbot.addWidget(card)
+    card.show()
+    assert LIGHT_COLOURS["purple"] in card.styleSheet()
+    apply_theme("dark")
+    qtbot.waitUntil(lambda: DARK_COLOURS["purple"] in card.styleSheet(), timeout=5_000)
+    card.set_current(True)
+    assert DARK_COLOURS["orange"] in card.styleSheet() and "3px" in card.styleSheet()
+    apply_theme("light")
+    qtbot.waitUntil(lambda: LIGHT_COLOURS["orange"] in card.styleSheet(), timeout=5_000)
