@@ -106,17 +106,10 @@ def test_evaluating_a_run_shows_cores_figures_and_exports_them(
     window.go("Evaluate")
     qtbot.waitUntil(lambda: page.chart.isVisible(), timeout=5_000)
     assert_table_fits(qtbot, window, page)  # the seven systems, no scrolling sideways
-    axis = page.chart.getAxis("bottom")
-    (ticks,) = axis._tickLevels
+    (ticks,) = page.chart.getAxis("bottom")._tickLevels
     assert [name for _, name in ticks] == [tick_name(s) for s in SYSTEMS]
     assert tick_name("single:sandbox:mathlete") == "mathlete"
-    spacing = axis.width() / (
-        page.chart.getViewBox().viewRange()[0][1] - page.chart.getViewBox().viewRange()[0][0]
-    )
-    metrics = QFontMetrics(axis.style["tickFont"] or page.chart.font())
-    widths = [metrics.horizontalAdvance(name) for _, name in ticks]
-    for left, right in zip(widths, widths[1:], strict=False):
-        assert (left + right) / 2 < spacing, (widths, spacing)
+    assert_bar_names_fit(page)
     # usage: every system's turns per worker and role, summing to its turns
     headers = [
         page.usage_table.horizontalHeaderItem(c).text()
@@ -177,6 +170,22 @@ def test_evaluating_a_run_shows_cores_figures_and_exports_them(
         assert f"| {name} |" in md.read_text()
     assert "| $ / query (simulated) |" in md.read_text()
     assert {r["spend"] for r in rows} == {"simulated"}
+
+
+def assert_bar_names_fit(page) -> None:
+    """Under the chart, each bar's name (its widest line) leaves room for its neighbours'
+    and the axis is as high as its lines: no name overlaps another or is cut."""
+    axis = page.chart.getAxis("bottom")
+    (ticks,) = axis._tickLevels
+    spacing = axis.width() / (
+        page.chart.getViewBox().viewRange()[0][1] - page.chart.getViewBox().viewRange()[0][0]
+    )
+    metrics = QFontMetrics(axis.style["tickFont"] or page.chart.font())
+    widths = [max(metrics.horizontalAdvance(line) for line in n.split("\n")) for _, n in ticks]
+    for left, right in zip(widths, widths[1:], strict=False):
+        assert (left + right) / 2 < spacing, (widths, spacing)
+    lines = max(name.count("\n") + 1 for _, name in ticks)
+    assert axis.height() >= lines * metrics.height(), (axis.height(), lines)
 
 
 def cost_header_text(page) -> str:
@@ -266,6 +275,12 @@ def test_the_accuracy_table_fits_1280_by_800_with_a_recorded_pools_eight_systems
     assert "not money spent" in tables_tip(page, COST_COLUMN)
     assert page.table_rows()[6][0] == "single:recorded:champ/gpt-4-turbo-5shot"
     assert_table_fits(qtbot, window, page)
+    # under the bars: each worker by its model, a long one on two lines, none overlapping
+    (ticks,) = page.chart.getAxis("bottom")._tickLevels
+    assert [name for _, name in ticks][1:3] == ["gpt-3.5", "gpt-3.5-\n5shot"]
+    assert ticks[6][1] == "gpt-4-turbo-\n5shot"
+    qtbot.waitUntil(lambda: page.chart.isVisible(), timeout=5_000)
+    assert_bar_names_fit(page)
     # each header says what it means
     assert all(tables_tip(page, c) for c in range(page.results_table.columnCount()))
 

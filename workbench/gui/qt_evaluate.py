@@ -12,6 +12,7 @@ and the export formats all come from core (``core.jobs.evaluate.evaluate_run`` a
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,7 @@ from workbench.gui.qt import (
     QCheckBox,
     QComboBox,
     QFileDialog,
+    QFontMetrics,
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
@@ -118,6 +120,17 @@ def interval_item(x: np.ndarray, y: np.ndarray, low: np.ndarray, high: np.ndarra
     )
 
 
+def name_bars(chart: pg.PlotWidget, systems: list[str]) -> None:
+    """Each bar's system name (``tick_name``) under it, the axis as high as the longest
+    name's lines (a wrapped name's second line was cut off)."""
+    names = [tick_name(system) for system in systems]
+    axis = chart.getAxis("bottom")
+    axis.setTicks([list(enumerate(names))])
+    lines = max((name.count("\n") + 1 for name in names), default=1)
+    line = QFontMetrics(axis.style["tickFont"] or chart.font()).height()
+    axis.setHeight(line * lines + 20 if lines > 1 else None)
+
+
 class EvaluationThread(QThread):
     """Runs ``evaluate_run`` in the background with a ``StopToken``; core loads the backbone
     here (unless one is given), never in the GUI thread. Signals carry core's dataclasses."""
@@ -181,11 +194,23 @@ def read_source(workspace: Workspace, data: str) -> tuple[EvaluationSource, list
     return source, [info.name for info in list_suites(workspace)]
 
 
+TICK_CHARS = 12  # a longer name under a bar is written on two or more lines
+
+
 def tick_name(system: str) -> str:
     """A system's name under its bar: a single worker by its own name (``mathlete`` for
-    ``single:sandbox:mathlete``), so that seven names fit side by side; the table above
-    the chart has each whole."""
-    return system.rsplit(":", 1)[-1] if system.startswith("single:") else system
+    ``single:sandbox:mathlete``, ``gpt-4`` for ``single:recorded:champ/gpt-4``), a long
+    name wrapped after its hyphens or spaces (``gpt-4-turbo-`` over ``5shot``), so that
+    eight names fit side by side at 1280 px; the table above the chart has each whole."""
+    name = system.rsplit(":", 1)[-1] if system.startswith("single:") else system
+    name = name.rsplit("/", 1)[-1]  # a recorded pool's worker: by its model
+    lines: list[str] = []
+    for piece in re.findall(r"[^\s-]*-|[^\s-]+\s*", name):  # break after a hyphen or space
+        if lines and len(lines[-1]) + len(piece.rstrip()) <= TICK_CHARS:
+            lines[-1] += piece
+        else:
+            lines.append(piece)
+    return "\n".join(line.rstrip() for line in lines) or name
 
 
 class QtEvaluate(Page):
@@ -669,9 +694,7 @@ class QtEvaluate(Page):
         self.error_bars = interval_item(x, accuracy, low, high)
         self.chart.addItem(self.bars)
         self.chart.addItem(self.error_bars)
-        self.chart.getAxis("bottom").setTicks(
-            [[(i, tick_name(s.name)) for i, s in enumerate(systems)]]
-        )
+        name_bars(self.chart, [s.name for s in systems])
         self.chart.setXRange(-0.6, len(systems) - 0.4)
         self._show_paired(report)
 
@@ -710,9 +733,7 @@ class QtEvaluate(Page):
         self.paired_items = [bar_item(x, diff), interval_item(x, diff, low, high)]
         for item in self.paired_items:
             self.paired_chart.addItem(item)
-        self.paired_chart.getAxis("bottom").setTicks(
-            [[(i, tick_name(p.system)) for i, p in enumerate(pairs)]]
-        )
+        name_bars(self.paired_chart, [p.system for p in pairs])
         self.paired_chart.setXRange(-0.6, len(pairs) - 0.4)
         self.paired_chart.setYRange(min(-0.1, float(low.min())), max(0.1, float(high.max())))
 
