@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from workbench.core.records import Episode
+from workbench.core.store import parse_episode_json
 
 GOOD = [
     {"id": "add", "kind": "math", "prompt": "What is 12 + 30?", "answer": "42", "category": "math"},
@@ -202,10 +202,13 @@ def test_run_episode_json_is_stored_and_exportable(tmp_path, suite_file):
     assert [e["id"] for e in listed] == [record["id"]]
     exported = cli("episodes", "export", record["id"][:8], workspace=ws, check=True).stdout
     data = json.loads(exported)
-    assert (
-        Episode.from_dict({k: v for k, v in data.items() if k not in ("format", "version")}).id
-        == record["id"]
-    )
+    # --json and the export are the one export format, counted from 1 as the table is
+    for doc in (record, data):
+        assert doc["format"] == "trinity-workbench/episode" and doc["version"] == 2
+        assert [t["index"] for t in doc["turns"]] == list(range(1, len(record["turns"]) + 1))
+        assert doc["generation"] is None and doc["candidate"] is None  # no run generation
+    stored = parse_episode_json(exported)  # back to the store's numbering, from 0
+    assert stored.id == record["id"] and [t.index for t in stored.turns][0] == 0
     table = cli("episodes", "show", record["id"][:8], workspace=ws, check=True).stdout
     assert "p(worker)" in table and f"episode id: {record['id']}" in table
     assert f"cost: ${sum(t['cost'] for t in record['turns']):.6f} (simulated)" in table

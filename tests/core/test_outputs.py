@@ -77,3 +77,8 @@ def test_a_shown_path_hides_the_home_folder_and_the_install_location(monkeypatch
     assert shown_path("/srv/data/suite.jsonl") == "/srv/data/suite.jsonl"
     example = RESOURCES / "examples" / "sandbox.toml"
     assert example.is_file() and shown_path(example) == "bundled examples/sandbox.toml"
+    # short (a label with the full path in its tooltip): elsewhere by its last part only
+    assert shown_path("/srv/data/suite.jsonl", short=True) == "…/suite.jsonl"
+    assert shown_path(tmp_path / "alice" / "ws", short=True) == "~/ws"  # home: as before
+    assert shown_path(tmp_path / "ws" / "a.toml", tmp_path / "ws", short=True) == "workspace/a.toml"
+    assert shown_path("/srv", short=True) == "/srv"  # nothing to shorten

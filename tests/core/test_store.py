@@ -12,6 +12,7 @@ import textwrap
 import threading
 import time
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -308,20 +309,47 @@ def test_episode_round_trips_exactly(store: Store) -> None:
     assert store.get_episode(bare.id).answer is None
 
 
-def test_export_json_parses_back(store: Store) -> None:
-    episode = make_episode()
+def test_export_counts_from_1_and_parses_back(store: Store) -> None:
+    """An export counts generations, candidates and turns from 1, as the GUI and the CLI
+    do (the store keeps them from 0): a 0-based export again fails here."""
+    run_id = store.create_run("r", "train", {})
+    episode = replace(
+        make_episode(run_id=run_id, generation=0, candidate=2, workers=("gpt", "claude", "gpt")),
+        grade_details={"reason": "ok", "thinker_role_turns": [0], "worker_only_turns": [2]},
+    )
     store.add_episode(episode)
     text = store.export_episode_json(episode.id)
     doc = json.loads(text)
-    assert doc["format"] == "trinity-workbench/episode" and doc["version"] == 1
+    assert doc["format"] == "trinity-workbench/episode" and doc["version"] == 2
     assert "\n  " in text  # pretty
-    assert parse_episode_json(text) == episode
-    assert (
-        Episode.from_dict({k: v for k, v in doc.items() if k not in ("format", "version")})
-        == episode
-    )
+    assert doc["generation"] == 1 and doc["candidate"] == 3  # stored 0 and 2
+    assert [t["index"] for t in doc["turns"]] == [1, 2, 3]  # stored 0, 1, 2
+    assert doc["grade_details"]["thinker_role_turns"] == [1]
+    assert doc["grade_details"]["worker_only_turns"] == [3]
+    assert parse_episode_json(text) == store.get_episode(episode.id)  # back to the store's
     with pytest.raises(ValueError, match="not a trinity-workbench/episode"):
         parse_episode_json("{}")
+    with pytest.raises(ValueError, match="not JSON"):
+        parse_episode_json("{")
+    with pytest.raises(ValueError, match="version 3, this workbench reads versions 1, 2"):
+        parse_episode_json(json.dumps({**doc, "version": 3}))
+
+
+def test_an_episode_without_generation_or_candidate_keeps_them_empty(store: Store) -> None:
+    episode = make_episode()  # run-episode's: no generation, no candidate
+    store.add_episode(episode)
+    doc = json.loads(store.export_episode_json(episode.id))
+    assert doc["generation"] is None and doc["candidate"] is None
+    assert doc["turns"][0]["index"] == 1
+    assert parse_episode_json(json.dumps(doc)) == episode
+
+
+def test_a_version_1_export_counted_from_0_is_still_read(store: Store) -> None:
+    """Exports of workbenches before version 2 carried the stored numbers (from 0): they
+    read back as the same episode, not shifted by one."""
+    episode = make_episode(run_id=store.create_run("r", "train", {}), generation=4, candidate=0)
+    old = {"format": "trinity-workbench/episode", "version": 1, **episode.to_dict()}
+    assert parse_episode_json(json.dumps(old)) == episode
 
 
 def test_missing_and_duplicate_episodes(store: Store) -> None:

@@ -1,6 +1,7 @@
 """The trainer, baselines, evaluation and export on the sandbox pool with a tiny backbone
 (fast); the offline-backbone runs are in test_training_offline.py."""
 
+import json
 import pickle
 import signal
 import subprocess
@@ -331,7 +332,27 @@ def test_export_and_load_give_identical_decisions(ws, tiny_backbone, tmp_path):
     assert manifest["feature"]["token"] == "penultimate"
     loaded, _ = load_coordinator(path, tiny_backbone)
     with Store.open(ws) as store:
-        vector, _ = best_vector(store, run_id)
+        vector, checkpoint = best_vector(store, run_id)
+    # counted from 1 in the file, as the GUI counts (the store keeps it from 0): version 2
+    assert checkpoint.best_validation_generation is not None
+    assert manifest["version"] == 2
+    assert manifest["training"]["best_validation_generation"] == (
+        checkpoint.best_validation_generation + 1
+    )
+    assert 1 <= manifest["training"]["best_validation_generation"] <= 2  # of 2 generations
+    # a version 1 file (counted from 0) still loads, to the same head
+    from safetensors import safe_open
+    from safetensors.numpy import load_file, save_file
+
+    with safe_open(str(path), framework="numpy") as f:
+        old = json.loads(f.metadata()["manifest"])
+    old["version"] = 1
+    old["training"]["best_validation_generation"] = checkpoint.best_validation_generation
+    version_1 = tmp_path / "version-1.safetensors"
+    save_file(load_file(str(path)), str(version_1), metadata={"manifest": json.dumps(old)})
+    loaded_1, manifest_1 = load_coordinator(version_1, tiny_backbone)
+    assert manifest_1["version"] == 1
+    np.testing.assert_array_equal(loaded_1.head.get_flat(), loaded.head.get_flat())
     np.testing.assert_array_equal(loaded.head.get_flat(), vector)
     from workbench.core.training.trainer import coordinator_from_vector
 

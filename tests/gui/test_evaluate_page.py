@@ -18,7 +18,7 @@ from workbench.core.jobs.export import export_run
 from workbench.core.jobs.train import train
 from workbench.core.store import Store
 from workbench.gui.qt import QFontMetrics, Qt, QThread
-from workbench.gui.qt_evaluate import result_cells, tick_name
+from workbench.gui.qt_evaluate import COST_COLUMN, result_cells, tick_name
 
 TIMEOUT = 120_000
 SYSTEMS = [
@@ -77,10 +77,16 @@ def test_evaluating_a_run_shows_cores_figures_and_exports_them(
 
     expected = evaluate_run(gui_workspace, run=trained_run, backbone=tiny_backbone).report
     assert [s.name for s in expected.systems] == SYSTEMS
-    assert page.table_rows() == [result_cells(s, "simulated") for s in expected.systems]
-    # a sandbox pool's dollars are simulated, and every place that shows them says so
+    assert page.table_rows() == [result_cells(s) for s in expected.systems]
+    assert (
+        page.table_rows()[0][2]
+        == f"{expected.systems[0].ci_low:.3f}–{expected.systems[0].ci_high:.3f}"
+    )
+    # a sandbox pool's dollars are simulated, and every place that shows them says so: the
+    # cost column's header, above its dollars
     assert expected.spend == "simulated"
-    assert all(row[5].endswith(" (simulated)") for row in page.table_rows())
+    assert cost_header_text(page) == "$ per question\n(simulated)"
+    assert all(row[COST_COLUMN].startswith("$") for row in page.table_rows())
     assert page.report.systems == expected.systems
     # the chart: one bar per system at the accuracy, error bars spanning the 95% interval
     bars = page.bars.opts
@@ -99,17 +105,11 @@ def test_evaluating_a_run_shows_cores_figures_and_exports_them(
     window.resize(1280, 800)
     window.go("Evaluate")
     qtbot.waitUntil(lambda: page.chart.isVisible(), timeout=5_000)
-    axis = page.chart.getAxis("bottom")
-    (ticks,) = axis._tickLevels
+    assert_table_fits(qtbot, window, page)  # the seven systems, no scrolling sideways
+    (ticks,) = page.chart.getAxis("bottom")._tickLevels
     assert [name for _, name in ticks] == [tick_name(s) for s in SYSTEMS]
     assert tick_name("single:sandbox:mathlete") == "mathlete"
-    spacing = axis.width() / (
-        page.chart.getViewBox().viewRange()[0][1] - page.chart.getViewBox().viewRange()[0][0]
-    )
-    metrics = QFontMetrics(axis.style["tickFont"] or page.chart.font())
-    widths = [metrics.horizontalAdvance(name) for _, name in ticks]
-    for left, right in zip(widths, widths[1:], strict=False):
-        assert (left + right) / 2 < spacing, (widths, spacing)
+    assert_bar_names_fit(page)
     # usage: every system's turns per worker and role, summing to its turns
     headers = [
         page.usage_table.horizontalHeaderItem(c).text()
@@ -170,6 +170,125 @@ def test_evaluating_a_run_shows_cores_figures_and_exports_them(
         assert f"| {name} |" in md.read_text()
     assert "| $ / query (simulated) |" in md.read_text()
     assert {r["spend"] for r in rows} == {"simulated"}
+
+
+def assert_bar_names_fit(page) -> None:
+    """Under the chart, each bar's name (its widest line) leaves room for its neighbours'
+    and the axis is as high as its lines: no name overlaps another or is cut."""
+    axis = page.chart.getAxis("bottom")
+    (ticks,) = axis._tickLevels
+    spacing = axis.width() / (
+        page.chart.getViewBox().viewRange()[0][1] - page.chart.getViewBox().viewRange()[0][0]
+    )
+    metrics = QFontMetrics(axis.style["tickFont"] or page.chart.font())
+    widths = [max(metrics.horizontalAdvance(line) for line in n.split("\n")) for _, n in ticks]
+    for left, right in zip(widths, widths[1:], strict=False):
+        assert (left + right) / 2 < spacing, (widths, spacing)
+    lines = max(name.count("\n") + 1 for _, name in ticks)
+    assert axis.height() >= lines * metrics.height(), (axis.height(), lines)
+
+
+def cost_header_text(page) -> str:
+    from workbench.gui import tables
+
+    return tables.header_item(page.results_table, COST_COLUMN).text()
+
+
+def assert_table_fits(qtbot, window, page) -> None:
+    """The accuracy table at 1280 x 800: no horizontal scrollbar, every figure's column as
+    wide as its content and its header (nothing elided), the system's names in the width
+    left (at worst elided in the middle, whole in their tooltips), every row in view."""
+    from workbench.gui.qt import QApplication
+
+    assert (window.width(), window.height()) == (1280, 800)
+    page.result_tabs.setCurrentIndex(0)
+    table = page.results_table
+    qtbot.waitUntil(lambda: table.isVisible(), timeout=5_000)
+    QApplication.processEvents()
+    bar = table.horizontalScrollBar()
+    assert not bar.isVisible() and bar.maximum() == 0, [
+        table.columnWidth(c) for c in range(table.columnCount())
+    ]
+    widths = [table.columnWidth(c) for c in range(table.columnCount())]
+    assert sum(widths) <= table.viewport().width(), (widths, table.viewport().width())
+    header = table.horizontalHeader()
+    for c in range(1, table.columnCount()):
+        whole = max(table.sizeHintForColumn(c), header.sectionSizeHint(c))
+        assert table.columnWidth(c) >= whole, (c, table.columnWidth(c), whole)
+    assert table.columnWidth(0) >= 120  # a name still reads
+    for r in range(table.rowCount()):
+        assert table.item(r, 0).toolTip().startswith(table.item(r, 0).text())
+    # every row in view without scrolling down either
+    assert not table.verticalScrollBar().isVisible(), (
+        table.rowCount(),
+        [table.rowHeight(r) for r in range(table.rowCount())],
+        table.horizontalHeader().height(),
+        table.viewport().height(),
+        page.result_tabs.height(),
+    )
+
+
+def figures_report(names, spend):
+    """A report of ``names`` with plausible figures (as a recorded CHAMP pool gives)."""
+    from workbench.core.evaluate import Report, SystemResult
+
+    systems = tuple(
+        SystemResult(
+            name=name,
+            kind=name.partition(":")[0] if name.startswith("single:") else name,
+            accuracy=0.5 + i / 50,
+            ci_low=0.44 + i / 50,
+            ci_high=0.56 + i / 50,
+            n=54,
+            avg_turns=2.5 if name == "coordinator" else 1.0,
+            avg_tokens=1234.0 + 100 * i,
+            avg_cost=0.001234 * (i + 1),
+        )
+        for i, name in enumerate(names)
+    )
+    return Report(suite="champ", split="test", systems=systems, spend=spend)
+
+
+RECORDED = [
+    "coordinator",
+    "single:recorded:champ/gpt-3.5",
+    "single:recorded:champ/gpt-3.5-5shot",
+    "single:recorded:champ/gpt-4",
+    "single:recorded:champ/gpt-4-5shot",
+    "single:recorded:champ/gpt-4-turbo",
+    "single:recorded:champ/gpt-4-turbo-5shot",
+    "random",
+]
+
+
+def test_the_accuracy_table_fits_1280_by_800_with_a_recorded_pools_eight_systems(
+    make_main_window, qtbot
+):
+    """A recorded pool's six workers, the coordinator and random: eight rows of long names
+    and recorded dollars still fit the Scores tab without a horizontal scrollbar."""
+    window, page = evaluate_page(make_main_window, qtbot)
+    window.resize(1280, 800)
+    window.go("Evaluate")
+    report = figures_report(RECORDED, "recorded")
+    page.show_report(report)
+    assert cost_header_text(page) == "$ per question\n(recorded)"
+    assert "not money spent" in tables_tip(page, COST_COLUMN)
+    assert page.table_rows()[6][0] == "single:recorded:champ/gpt-4-turbo-5shot"
+    assert_table_fits(qtbot, window, page)
+    # under the bars: each worker by its model, a long one on two lines, none overlapping
+    (ticks,) = page.chart.getAxis("bottom")._tickLevels
+    assert [name for _, name in ticks][1:3] == ["gpt-3.5", "gpt-3.5-\n5shot"]
+    assert ticks[6][1] == "gpt-4-turbo-\n5shot"
+    qtbot.waitUntil(lambda: page.chart.isVisible(), timeout=5_000)
+    assert_bar_names_fit(page)
+    # each header says what it means
+    assert all(tables_tip(page, c) for c in range(page.results_table.columnCount()))
+
+
+def tables_tip(page, column: int) -> str:
+    from workbench.gui import tables
+
+    return tables.header_item(page.results_table, column).toolTip()
 
 
 def test_fewer_baselines_and_a_coordinator_file(

@@ -94,7 +94,20 @@ def test_an_episode_reads_as_cards_of_its_stored_turns(qtbot, trained, tmp_path)
     out = tmp_path / "episode.json"
     page.export_episode(str(out))
     qtbot.waitUntil(lambda: page.exported == str(out))
-    assert json.loads(out.read_text())["id"] == episode.id
+    doc = json.loads(out.read_text())
+    assert doc["id"] == episode.id
+    # the file counts as the page does: "generation G · candidate C" and "Turn 1" from 1
+    assert episode.generation is not None  # a training run's: every episode has one
+    header = page.header.text()
+    assert f"generation {doc['generation']}" in header
+    assert doc["generation"] == episode.generation + 1 >= 1
+    if episode.candidate is None:  # a validation episode
+        assert doc["candidate"] is None and "candidate" not in header
+    else:
+        assert f"candidate {doc['candidate']}" in header
+        assert doc["candidate"] == episode.candidate + 1 >= 1
+    assert [t["index"] for t in doc["turns"]] == [c.index + 1 for c in page.cards]
+    assert doc["turns"][0]["index"] == 1
     page.shutdown()
 
 

@@ -334,7 +334,8 @@ def test_config_files_are_read_and_written_off_the_gui_thread(
         qtbot.mouseClick(page.team_example_button, qtbot_button())
     assert page.form.pool_workers() == ["team"]
     assert save(qtbot, page, saved)
-    assert saved.is_file() and page.source_label.text() == str(saved)
+    assert saved.is_file() and page.source_label.text() == "…/saved.toml"  # short: outside ~
+    assert page.source_label.toolTip() == str(saved)  # the whole path in the tooltip
     kinds = [what for what, _ in on_gui]
     assert kinds.count("read") >= 2 and kinds.count("settings") >= 2 and "write" in kinds
     assert not any(gui for _, gui in on_gui), on_gui
@@ -345,7 +346,7 @@ def test_config_files_are_read_and_written_off_the_gui_thread(
     assert not load(qtbot, page, broken)
     text = page.message_label.text()
     assert f"Cannot load {broken}" in text and "Traceback" not in text
-    assert page.form.pool_workers() == ["team"] and page.source_label.text() == str(saved)
+    assert page.form.pool_workers() == ["team"] and page.source_label.toolTip() == str(saved)
     assert not load(qtbot, page, tmp_path / "missing.toml")
     assert f"Cannot load {tmp_path / 'missing.toml'}" in page.message_label.text()
     # a file that cannot be written: named, nothing written, the form as it was
@@ -405,3 +406,46 @@ def test_the_run_form_speaks_in_words_with_the_config_key_in_its_tooltip(make_ma
     combo = form.fields["run.executor"]
     assert [combo.itemText(i) for i in range(combo.count())] == ["local", "ray"]
     assert not combo.isEditable() and form.fields["backbone.device"].isEditable()
+
+
+def test_the_heatmap_shows_its_whole_title_and_every_workers_rows_at_1280_by_800(
+    make_main_window, qtbot, gui_workspace
+):
+    """At the window's first size (1280 x 800) and the page's default splitter sizes, the
+    usage heatmap's title lies whole inside its plot, and a pool of three workers shows
+    all nine rows (worker x role), each labelled."""
+    from tests.gui.test_start_page import stored_run
+    from workbench.gui.qt import QApplication
+
+    workers = ("sandbox:mathlete", "sandbox:scholar", "sandbox:coder")
+    usage = {f"{w}/{r}": 1 + i for i, w in enumerate(workers) for r in ROLE_KEYS}
+    run_id = stored_run(gui_workspace, "three workers", 4, "finished", usage=usage)
+    window = make_main_window()
+    window.resize(1280, 800)
+    page = window.pages["Runs"]
+    qtbot.waitUntil(lambda: page.opened == run_id, timeout=10_000)
+    window.go("Runs")
+    page.redraw()
+    QApplication.processEvents()
+    plot = page.plots.usage_plot
+    qtbot.waitUntil(lambda: plot.isVisible() and plot.height() > 0, timeout=5_000)
+    title = plot.getPlotItem().titleLabel
+    assert title.text == "Who answered: turns per worker and role"
+    text = title.item  # the label's text as drawn
+    drawn = text.mapRectToScene(text.boundingRect())
+    view = plot.mapToScene(plot.viewport().rect()).boundingRect()
+    assert view.contains(drawn), (drawn, view, plot.size())
+    # the label is as wide and as high as its text: nothing of it is clipped
+    label = title.mapRectToScene(title.boundingRect())
+    assert label.width() >= drawn.width() - 1 and label.height() >= drawn.height() - 1
+    assert label.contains(drawn.center())
+    # nine rows, all in view, each with its label
+    low, high = plot.getViewBox().viewRange()[1]
+    assert (low, high) == (0, 9)
+    (ticks,) = plot.getAxis("left")._tickLevels
+    assert [name for _, name in ticks] == [
+        f"{w} as {role}" for w in workers for role in ("Thinker", "Worker", "Verifier")
+    ]
+
+
+ROLE_KEYS = ("thinker", "worker", "verifier")

@@ -10,8 +10,11 @@ from workbench.core.records import GenerationStats
 from workbench.core.store import Store
 
 
-def stored_run(workspace, name: str, generations: int, status: str) -> str:
-    """A training run in the workspace's real store, with its generations' stats."""
+def stored_run(
+    workspace, name: str, generations: int, status: str, usage: dict[str, int] | None = None
+) -> str:
+    """A training run in the workspace's real store, with its generations' stats (each
+    generation's turns per "worker/role": ``usage``)."""
     with Store.open(workspace) as store:
         run_id = store.create_run(name, "train", {"budget": {"generations": 5}})
         for g in range(generations):
@@ -33,7 +36,7 @@ def stored_run(workspace, name: str, generations: int, status: str) -> str:
                 worker_s=0.2,
                 features_requested=3,
                 features_computed=3,
-                usage={"sandbox/worker": 3},
+                usage=usage or {"sandbox/worker": 3},
                 validation=None,
                 best_validation=None,
                 totals={"episodes": 3.0 * (g + 1)},

@@ -96,3 +96,101 @@ def test_the_system_theme_follows_the_systems_colour_scheme_as_it_changes(
     apply_theme("light")  # a theme chosen in the Settings is kept, whatever the system does
     _on_system_scheme(Qt.ColorScheme.Dark)
     qtbot.waitUntil(lambda: assert_theme(window, dark=False), timeout=5_000)
+
+
+def pen_colour(item) -> str:
+    return pg.mkPen(item.opts["pen"]).color().name()
+
+
+def test_curves_bars_and_lines_take_the_light_or_dark_themes_colours(
+    make_main_window, qtbot, gui_workspace, system_theme_after
+):
+    """Every curve, bar and line of the Runs, Compare and Evaluate plots is drawn in the
+    active theme's colours (``plots.plot_palette``): switching to dark redraws them in the
+    dark palette's lighter shades on a dark background, and back."""
+    from tests.gui.test_evaluate_page import figures_report
+    from tests.gui.test_start_page import stored_run
+    from workbench.gui.plots import DARK_COLOURS, LIGHT_COLOURS, SERIES
+    from workbench.gui.qt_run_plots import CURVE_COLOURS
+    from workbench.gui.qt_settings import apply_theme
+
+    older = stored_run(gui_workspace, "older", 2, "finished")
+    latest = stored_run(gui_workspace, "latest", 3, "stopped")
+    window = make_main_window()
+    runs = window.pages["Runs"]
+    qtbot.waitUntil(lambda: runs.opened == latest, timeout=10_000)
+    runs.redraw()
+    compare = window.pages["Compare"]
+    qtbot.waitUntil(lambda: len(compare.runs) >= 2 and not compare.jobs_running, timeout=10_000)
+    compare.tick([older, latest])
+    qtbot.waitUntil(lambda: len(compare.shown) == 2 and not compare.jobs_running, timeout=10_000)
+    evaluate = window.pages["Evaluate"]
+    evaluate.show_report(figures_report(["coordinator", "single:sandbox:coder", "random"], ""))
+    zero_line = next(
+        i for i in evaluate.paired_chart.getPlotItem().items if isinstance(i, pg.InfiniteLine)
+    )
+
+    def drawn() -> dict[str, object]:
+        return {
+            **{name: pen_colour(curve) for name, curve in runs.curves.items()},
+            "validation": pen_colour(runs.validation_points),
+            "validation points": pg.mkBrush(runs.validation_points.opts["symbolBrush"])
+            .color()
+            .name(),
+            "compare": sorted({pen_colour(c) for c in compare.curves.values()}),
+            "bars": pg.mkBrush(evaluate.bars.opts["brush"]).color().name(),
+            "intervals": pen_colour(evaluate.error_bars),
+            "zero line": zero_line.pen.color().name(),
+        }
+
+    def expected(colours: dict[str, str], text: str) -> dict[str, object]:
+        return {
+            **{name: colours[CURVE_COLOURS[name]] for name in (*runs.plots.CURVES, "sigma")},
+            "validation": colours[CURVE_COLOURS["validation"]],
+            "validation points": colours[CURVE_COLOURS["validation"]],
+            "compare": sorted({colours[SERIES[0]], colours[SERIES[1]]}),  # a colour per run
+            "bars": colours["bar"],
+            "intervals": text,
+            "zero line": colours["grey"],
+        }
+
+    def background_lightness() -> int:
+        return runs.plots.fitness_plot.backgroundBrush().color().lightness()
+
+    text = {}
+    for theme, colours in (("light", LIGHT_COLOURS), ("dark", DARK_COLOURS)):
+        apply_theme(theme)
+        dark = theme == "dark"
+        qtbot.waitUntil(lambda dark=dark: assert_theme(window, dark=dark), timeout=5_000)
+        text[theme] = QApplication.instance().palette().text().color().name()
+        want = expected(colours, text[theme])
+        qtbot.waitUntil(lambda want=want: drawn() == want, timeout=5_000)
+        assert (background_lightness() < 80) if dark else (background_lightness() > 200)
+    assert text["light"] != text["dark"]
+    assert LIGHT_COLOURS["blue"] != DARK_COLOURS["blue"]
+    # each dark shade is lighter than its light one: it reads on the dark background
+    for name, light in LIGHT_COLOURS.items():
+        if name not in ("grey", "bar"):
+            assert pg.mkColor(DARK_COLOURS[name]).lightness() > pg.mkColor(light).lightness()
+    apply_theme("light")
+    qtbot.waitUntil(lambda: drawn() == expected(LIGHT_COLOURS, text["light"]), timeout=5_000)
+
+
+def test_the_replay_cards_borders_follow_the_theme(qtbot, system_theme_after):
+    """A Replay card's border (its role's colour; orange when current) is the theme's
+    shade of it, redrawn when the theme changes."""
+    from workbench.gui.plots import DARK_COLOURS, LIGHT_COLOURS
+    from workbench.gui.qt_replay_cards import Card
+    from workbench.gui.qt_settings import apply_theme
+
+    apply_theme("light")
+    card = Card("purple")
+    qtbot.addWidget(card)
+    card.show()
+    assert LIGHT_COLOURS["purple"] in card.styleSheet()
+    apply_theme("dark")
+    qtbot.waitUntil(lambda: DARK_COLOURS["purple"] in card.styleSheet(), timeout=5_000)
+    card.set_current(True)
+    assert DARK_COLOURS["orange"] in card.styleSheet() and "3px" in card.styleSheet()
+    apply_theme("light")
+    qtbot.waitUntil(lambda: LIGHT_COLOURS["orange"] in card.styleSheet(), timeout=5_000)

@@ -107,6 +107,18 @@ def test_the_window_remembers_its_size_and_splitters(make_main_window, qtbot):
     second.nav.setCurrentRow(list(second.pages).index("Runs"))
     qtbot.waitUntil(lambda: again.isVisible())
     assert again.sizes() == moved
+    second.close()
+
+    # the screenshots' window (what a new user sees) neither reads nor writes that layout
+    from workbench.core.settings import settings_path
+    from workbench.gui.app import WINDOW_STATE
+
+    saved = (settings_path().parent / WINDOW_STATE).read_bytes()
+    fresh = make_main_window(remember_layout=False)
+    assert (fresh.width(), fresh.height()) != (760, 560)  # a first start's size
+    fresh.resize(700, 500)
+    fresh.close()
+    assert (settings_path().parent / WINDOW_STATE).read_bytes() == saved
 
 
 def test_an_error_shows_in_a_banner_at_the_top_of_the_page_without_a_traceback(

@@ -83,8 +83,10 @@ def cmd_run_episode(args) -> int:
         prompts=args.prompts,
         progress=None if args.json else lambda line: print(line, file=sys.stderr),
     )
-    if args.json:
-        print_json(episode.to_dict())
+    if args.json:  # as an export holds it: counted from 1
+        from workbench.core.store.episode_file import episode_document
+
+        print_json(episode_document(episode))
     else:
         print_episode(episode)
         print(f"stored in {ws.db_path}")

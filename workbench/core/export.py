@@ -27,7 +27,10 @@ from workbench.core.outputs import OutputError, output_path, write_atomically
 from workbench.core.records import ROLES
 
 FORMAT = "trinity-workbench/coordinator"
-VERSION = 1
+# 2: the manifest's training.best_validation_generation counts from 1, as its
+# training.generations (a count) and the GUI do; version 1 files counted it from 0. They
+# are still read: nothing a load uses changed, and that field is only shown, never used.
+VERSION = 2
 FEATURE = {"layer": "final", "token": "penultimate", "normalisation": "unit-rms"}
 # "input" (the backbone's: "raw" or "chat"); files written before it was a choice describe
 # the chat template in words and are read as "chat"

@@ -25,13 +25,25 @@ RESOURCES = Path(__file__).resolve().parents[1] / "resources"
 
 
 def shown_path(
-    path: str | os.PathLike[str], workspace: str | os.PathLike[str] | None = None
+    path: str | os.PathLike[str],
+    workspace: str | os.PathLike[str] | None = None,
+    *,
+    short: bool = False,
 ) -> str:
     """``path`` as a page or a message shows it: a file the workbench ships as
     ``bundled examples/...``; inside ``workspace`` (when given) relative to it as
     ``workspace/...``; under the home folder as ``~/...``, so the user's name and home
-    layout stay off the screen (and out of screenshots). The full path is for tooltips and
+    layout stay off the screen (and out of screenshots). With ``short`` (a label whose
+    tooltip has the full path), any other absolute path is shown by its last part as
+    ``…/NAME`` (``/tmp/x/workspace``: ``…/workspace``). The full path is for tooltips and
     logs."""
+    shown = _shown_path(path, workspace)
+    if short and os.path.isabs(shown) and len(Path(shown).parts) > 2:
+        return "…" + os.sep + Path(shown).name
+    return shown
+
+
+def _shown_path(path: str | os.PathLike[str], workspace: str | os.PathLike[str] | None) -> str:
     text = str(path)
     bundled = str(RESOURCES)
     if text.startswith(bundled + os.sep):  # a file the workbench ships (an example config)

@@ -247,10 +247,14 @@ class MainWindow(QMainWindow):
         *,
         backbone: Any = None,
         pages: Sequence[tuple[str, PageFactory]] | None = None,
+        remember_layout: bool = True,
     ):
+        """``remember_layout``: restore the last session's size and splitters and save
+        them on close; without it (``--screenshot``: what a new user sees, whatever this
+        machine's user dragged) the window opens at a first start's size and keeps nothing."""
         super().__init__()
         self.workspace = workspace
-        self.setWindowTitle(f"{APP_NAME} — {shown_path(workspace.root)}")
+        self.setWindowTitle(f"{APP_NAME} — {shown_path(workspace.root, short=True)}")
         self._runs_listed = False
         self._build_navigation()
         self._add_pages(PageContext(workspace, backbone), PAGES if pages is None else pages)
@@ -258,8 +262,10 @@ class MainWindow(QMainWindow):
         self._build_run_strip()
         self._link_pages()
         self._build_help_menu()
-        self._state = QSettings(
-            str(settings_path().parent / WINDOW_STATE), QSettings.Format.IniFormat
+        self._state = (
+            QSettings(str(settings_path().parent / WINDOW_STATE), QSettings.Format.IniFormat)
+            if remember_layout
+            else None
         )
         self.restore_layout()
 
@@ -349,19 +355,24 @@ class MainWindow(QMainWindow):
     def restore_layout(self) -> None:
         """The size, splitters and page of the last session; a first start fits the screen
         (at most 1280 x 800)."""
-        geometry = self._state.value("window/geometry")
+        state = self._state
+        geometry = state.value("window/geometry") if state is not None else None
         if geometry is None or not self.restoreGeometry(geometry):
             screen = self.screen().availableGeometry() if self.screen() else None
             width, height = 1280, 800
             if screen is not None:
                 width, height = min(width, screen.width()), min(height, screen.height())
             self.resize(width, height)
+        if state is None:
+            return
         for name, splitter in self.splitters().items():
-            state = self._state.value(f"splitters/{name}")
-            if state is not None:
-                splitter.restoreState(state)
+            saved = state.value(f"splitters/{name}")
+            if saved is not None:
+                splitter.restoreState(saved)
 
     def save_layout(self) -> None:
+        if self._state is None:
+            return
         self._state.setValue("window/geometry", self.saveGeometry())
         for name, splitter in self.splitters().items():
             self._state.setValue(f"splitters/{name}", splitter.saveState())

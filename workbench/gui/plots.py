@@ -1,14 +1,66 @@
-"""What every plot of the GUI shares: colours from the application's palette (light or
-dark, following the system), an x axis of whole generations (1, 2, 3: no 0.5, no -30..30
-for a single generation), axis labels, and a legend in its own column right of the plot
-so that it never covers a curve."""
+"""What every plot of the GUI shares: colours from the active theme (``plot_palette``: the
+one place that maps the light or dark theme to a plot's background, text and curve
+colours; every plot is recoloured when the palette changes), an x axis of whole
+generations (1, 2, 3: no 0.5, no -30..30 for a single generation), axis labels, and a
+legend in its own column right of the plot so that it never covers a curve."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from workbench.gui.qt import QApplication, QEvent, QObject, QPalette, application, pg
+from workbench.gui.qt import QApplication, QColor, QEvent, QObject, QPalette, Qt, application, pg
+
+# the curve colours of each theme, by name: strong (800) shades on a light background,
+# light (200-300) ones on a dark background, so that a curve reads on either
+LIGHT_COLOURS = {
+    "blue": "#1565c0",
+    "red": "#c62828",
+    "green": "#2e7d32",
+    "orange": "#ef6c00",
+    "purple": "#6a1b9a",
+    "teal": "#00838f",
+    "brown": "#5d4037",
+    "slate": "#455a64",
+    "grey": "#909090",
+    "bar": "#5a8cc8",
+}
+DARK_COLOURS = {
+    "blue": "#64b5f6",
+    "red": "#ef9a9a",
+    "green": "#81c784",
+    "orange": "#ffb74d",
+    "purple": "#ce93d8",
+    "teal": "#4dd0e1",
+    "brown": "#bcaaa4",
+    "slate": "#b0bec5",
+    "grey": "#8c8c8c",
+    "bar": "#4f86c6",
+}
+# a colour per run or system, in this order (Compare's runs)
+SERIES = ("blue", "red", "green", "orange", "purple", "teal", "brown")
+
+
+@dataclass(frozen=True)
+class PlotPalette:
+    """The colours of a plot in one theme: its background and text (the application
+    palette's base and text), and its curves' colours by name (``colour``)."""
+
+    dark: bool
+    background: str
+    foreground: str
+    colours: Mapping[str, str]
+
+    def colour(self, name: str) -> str:
+        """The colour called ``name`` (a key of ``LIGHT_COLOURS``) in this theme;
+        ``"text"`` is the foreground."""
+        return self.foreground if name == "text" else self.colours[name]
+
+    def series(self, number: int) -> str:
+        """The colour of the ``number``-th run or system (from 0), cycling."""
+        return self.colours[SERIES[number % len(SERIES)]]
 
 
 def palette_colors() -> tuple[str, str]:
@@ -21,11 +73,50 @@ def palette_colors() -> tuple[str, str]:
     )
 
 
+def plot_palette() -> PlotPalette:
+    """The plots' colours in the active theme (light or dark, read from the application's
+    palette)."""
+    background, foreground = palette_colors()
+    dark = QColor(background).lightness() < 128
+    return PlotPalette(dark, background, foreground, DARK_COLOURS if dark else LIGHT_COLOURS)
+
+
+def painted(item: Any, paint: Callable[[PlotPalette], None]) -> Any:
+    """``item`` (a curve, bars, a line, points) coloured by ``paint(palette)`` now and again
+    whenever the theme changes (``style_plot`` calls it); returns ``item``."""
+    item.paint_with_theme = paint
+    paint(plot_palette())
+    return item
+
+
+def coloured_curve(
+    curve: pg.PlotDataItem,
+    colour: str,
+    *,
+    width: int = 2,
+    style: Qt.PenStyle = Qt.PenStyle.SolidLine,
+    symbols: bool = False,
+) -> pg.PlotDataItem:
+    """``curve`` drawn in the theme's ``colour`` (a name: ``"blue"``), its symbols too when
+    ``symbols``; recoloured when the theme changes."""
+
+    def paint(palette: PlotPalette) -> None:
+        value = palette.colour(colour)
+        curve.setPen(pg.mkPen(value, width=width, style=style))
+        if symbols:
+            curve.setSymbolBrush(value)
+            curve.setSymbolPen(value)
+
+    return painted(curve, paint)
+
+
 def style_plot(plot: pg.PlotWidget) -> None:
     """Colour ``plot`` as the rest of the window: the palette's base and text colours for
     its background, axes, axis labels, title, legends and the texts made by ``text_item``.
+    Its curves, bars and lines made with ``painted`` take their colours from the theme.
     Called again whenever the palette changes (``follow_palette``)."""
-    background, foreground = palette_colors()
+    palette = plot_palette()
+    background, foreground = palette.background, palette.foreground
     plot.setBackground(background)
     item = plot.getPlotItem()
     for name in ("left", "bottom", "right", "top"):
@@ -42,6 +133,9 @@ def style_plot(plot: pg.PlotWidget) -> None:
                 label.setText(label.text)  # redrawn in the colour just set
         elif isinstance(thing, pg.TextItem) and getattr(thing, "themed", False):
             thing.setColor(foreground)
+        paint = getattr(thing, "paint_with_theme", None)
+        if paint is not None:  # a curve, bars, a line: its colours in this theme
+            paint(palette)
 
 
 def text_item(text: str, **options: Any) -> pg.TextItem:
@@ -112,10 +206,22 @@ def generation_plot(title: str, y_label: str) -> pg.PlotWidget:
 
 
 def themed(plot: pg.PlotWidget) -> pg.PlotWidget:
-    """``plot`` coloured by the palette now and whenever it changes."""
+    """``plot`` coloured by the palette now and whenever it changes, its title over the
+    whole plot (``title_across``)."""
     style_plot(plot)
     follow_palette()
+    title_across(plot)
     return plot
+
+
+def title_across(plot: pg.PlotWidget) -> None:
+    """Centre the plot's title over its axes and view together, not over the view alone
+    (pyqtgraph's place for it): beside wide axis labels (the Runs heatmap's "worker as
+    role" rows) the view is narrow, and a title over it alone was cut at its right end."""
+    item = plot.getPlotItem()
+    layout, title = item.layout, item.titleLabel
+    layout.removeItem(title)
+    layout.addItem(title, 0, 0, 1, layout.columnCount())
 
 
 def legend_beside(plot: pg.PlotWidget) -> pg.LegendItem:

@@ -20,7 +20,15 @@ from workbench.core.store import Store
 from workbench.core.workspace import Workspace
 from workbench.gui import background, tables
 from workbench.gui.page import Page, message_label
-from workbench.gui.plots import generation_plot, legend_beside, show_generations
+from workbench.gui.plots import (
+    SERIES as RUN_COLOURS,
+)
+from workbench.gui.plots import (
+    coloured_curve,
+    generation_plot,
+    legend_beside,
+    show_generations,
+)
 from workbench.gui.qt import (
     QCheckBox,
     QGroupBox,
@@ -40,7 +48,6 @@ from workbench.gui.qt import (
 from workbench.gui.qt_run_form import tooltip
 from workbench.gui.words import status_words
 
-RUN_COLORS = ("#1565c0", "#c62828", "#2e7d32", "#ef6c00", "#6a1b9a", "#00838f", "#5d4037")
 SERIES = {  # curve: (pen style, symbol)
     "best": (Qt.PenStyle.SolidLine, None),
     "mean": (Qt.PenStyle.DashLine, None),
@@ -225,12 +232,14 @@ class QtCompare(Page):
         self.run_list.blockSignals(True)
         self.run_list.clear()
         for run in runs:
-            item = QListWidgetItem(
-                f"{run.name or run.id[:8]} · {run.generations} generations · "
+            # two lines: on one, the list scrolled sideways at 1280 px ("4 generation")
+            text = (
+                f"{run.name or run.id[:8]}\n{run.generations} generations · "
                 f"{status_words(run.status)}"
             )
+            item = QListWidgetItem(text)
             item.setData(Qt.ItemDataRole.UserRole, run.id)
-            item.setToolTip(f"run id {run.id}")
+            item.setToolTip(f"{text}\nrun id {run.id}")
             item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
             item.setCheckState(
                 Qt.CheckState.Checked if run.id in ticked else Qt.CheckState.Unchecked
@@ -302,7 +311,7 @@ class QtCompare(Page):
         self.legend.clear()
         last = 1
         for number, run in enumerate(self.shown):
-            color = RUN_COLORS[number % len(RUN_COLORS)]
+            colour = RUN_COLOURS[number % len(RUN_COLOURS)]  # the theme's shade of it
             name = run.name or run.id[:8]
             for series, (style, symbol) in SERIES.items():
                 if not self.series_boxes[series].isChecked():
@@ -315,13 +324,11 @@ class QtCompare(Page):
                 if not points:
                     continue
                 x, y = zip(*points, strict=True)
-                curve = self.plot.plot(
-                    list(x),
-                    list(y),
-                    pen=pg.mkPen(color, width=2, style=style),
-                    symbol=symbol,
-                    symbolSize=6,
-                    symbolBrush=color,
+                curve = coloured_curve(
+                    self.plot.plot(list(x), list(y), symbol=symbol, symbolSize=6),
+                    colour,
+                    style=style,
+                    symbols=symbol is not None,
                 )
                 self.curves[(run.id, series)] = curve
                 self.legend.addItem(curve, f"{name}: {series}")

@@ -12,6 +12,7 @@ and the export formats all come from core (``core.jobs.evaluate.evaluate_run`` a
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 from typing import Any
 
@@ -33,11 +34,12 @@ from workbench.core.training.events import StopToken
 from workbench.core.workspace import Workspace
 from workbench.gui import background, tables
 from workbench.gui.page import Page, message_label
-from workbench.gui.plots import palette_colors, themed
+from workbench.gui.plots import painted, palette_colors, themed
 from workbench.gui.qt import (
     QCheckBox,
     QComboBox,
     QFileDialog,
+    QFontMetrics,
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
@@ -62,30 +64,71 @@ from workbench.gui.qt_learned import LearnedView
 log = logging.getLogger(__name__)
 
 SPLITS = ("test", "validation", "train")
+# the accuracy table: short headers with their unit (two lines where one would make the
+# table wider than its tab at 1280 px), what each means in its tooltip
 COLUMNS = (
     "System",
     "Accuracy",
-    "CI low",
-    "CI high",
-    "Avg turns",
-    "Avg cost / query",
-    "Tokens / query",
+    "95% interval",
+    "Turns\nper question",
+    "$ per question",
+    "Tokens\nper question",
 )
-BAR = (90, 140, 200)
+COLUMN_TIPS = (
+    "What answered: the trained coordinator, one worker alone (single:…), random routing "
+    "or the oracle (the best any worker could do)",
+    "The share of the questions answered right, from 0 to 1",
+    "The accuracy's 95% confidence interval (Wilson): the true accuracy lies between these "
+    "two values with 95% confidence",
+    "The average number of turns (worker calls) per question",
+    "The average cost of one question, in dollars",
+    "The average number of tokens (in and out) per question",
+)
+COST_COLUMN = 4
 
 
-def result_cells(system: Any, spend: str = "") -> tuple[str, ...]:
-    """One row of the accuracy table (a ``SystemResult``), as shown; ``spend`` labels
-    simulated dollars (``Report.spend``)."""
+def result_cells(system: Any) -> tuple[str, ...]:
+    """One row of the accuracy table (a ``SystemResult``), as shown (the cost column's
+    header says when its dollars are simulated: ``cost_header``)."""
     return (
         system.name,
         f"{system.accuracy:.3f}",
-        f"{system.ci_low:.3f}",
-        f"{system.ci_high:.3f}",
+        f"{system.ci_low:.3f}–{system.ci_high:.3f}",
         f"{system.avg_turns:.2f}",
-        dollars(system.avg_cost, spend, 6),
+        dollars(system.avg_cost, "", 6),
         f"{system.avg_tokens:.0f}",
     )
+
+
+def cost_header(spend: str) -> str:
+    """The cost column's header: its unit, and on a second line what kind of dollars they
+    are when not real (``Report.spend``: "simulated", "recorded", ...)."""
+    return COLUMNS[COST_COLUMN] + (f"\n({spend})" if spend else "")
+
+
+def bar_item(x: np.ndarray, height: np.ndarray) -> pg.BarGraphItem:
+    """Bars in the theme's bar colour (recoloured when the theme changes)."""
+    bars = pg.BarGraphItem(x=x, height=height, width=0.6)
+    return painted(bars, lambda palette: bars.setOpts(brush=pg.mkBrush(palette.colour("bar"))))
+
+
+def interval_item(x: np.ndarray, y: np.ndarray, low: np.ndarray, high: np.ndarray) -> Any:
+    """Error bars from ``low`` to ``high`` in the theme's text colour (read on either theme)."""
+    errors = pg.ErrorBarItem(x=x, y=y, top=high - y, bottom=y - low, beam=0.25)
+    return painted(
+        errors, lambda palette: errors.setData(pen=pg.mkPen(palette.foreground, width=2))
+    )
+
+
+def name_bars(chart: pg.PlotWidget, systems: list[str]) -> None:
+    """Each bar's system name (``tick_name``) under it, the axis as high as the longest
+    name's lines (a wrapped name's second line was cut off)."""
+    names = [tick_name(system) for system in systems]
+    axis = chart.getAxis("bottom")
+    axis.setTicks([list(enumerate(names))])
+    lines = max((name.count("\n") + 1 for name in names), default=1)
+    line = QFontMetrics(axis.style["tickFont"] or chart.font()).height()
+    axis.setHeight(line * lines + 20 if lines > 1 else None)
 
 
 class EvaluationThread(QThread):
@@ -151,11 +194,23 @@ def read_source(workspace: Workspace, data: str) -> tuple[EvaluationSource, list
     return source, [info.name for info in list_suites(workspace)]
 
 
+TICK_CHARS = 12  # a longer name under a bar is written on two or more lines
+
+
 def tick_name(system: str) -> str:
     """A system's name under its bar: a single worker by its own name (``mathlete`` for
-    ``single:sandbox:mathlete``), so that seven names fit side by side; the table above
-    the chart has each whole."""
-    return system.rsplit(":", 1)[-1] if system.startswith("single:") else system
+    ``single:sandbox:mathlete``, ``gpt-4`` for ``single:recorded:champ/gpt-4``), a long
+    name wrapped after its hyphens or spaces (``gpt-4-turbo-`` over ``5shot``), so that
+    eight names fit side by side at 1280 px; the table above the chart has each whole."""
+    name = system.rsplit(":", 1)[-1] if system.startswith("single:") else system
+    name = name.rsplit("/", 1)[-1]  # a recorded pool's worker: by its model
+    lines: list[str] = []
+    for piece in re.findall(r"[^\s-]*-|[^\s-]+\s*", name):  # break after a hyphen or space
+        if lines and len(lines[-1]) + len(piece.rstrip()) <= TICK_CHARS:
+            lines[-1] += piece
+        else:
+            lines.append(piece)
+    return "\n".join(line.rstrip() for line in lines) or name
 
 
 class QtEvaluate(Page):
@@ -192,10 +247,15 @@ class QtEvaluate(Page):
         self.refresh_button.clicked.connect(self.refresh_runs)
         self.file_button = QPushButton("Coordinator file…")
         self.file_button.clicked.connect(self._choose_file)
-        source_row = QHBoxLayout()
-        source_row.addWidget(self.source_combo, 1)
-        source_row.addWidget(self.refresh_button)
-        source_row.addWidget(self.file_button)
+        # the combo on a line of its own: beside the two buttons it showed "run 2802" of
+        # "run 28026460  sandbox sample (finished)" at 1280 px
+        source_buttons = QHBoxLayout()
+        source_buttons.addWidget(self.refresh_button)
+        source_buttons.addWidget(self.file_button)
+        source_buttons.addStretch(1)
+        source_row = QVBoxLayout()
+        source_row.addWidget(self.source_combo)
+        source_row.addLayout(source_buttons)
         self.source_label = QLabel("–")
         self.source_label.setWordWrap(True)
         self.suite_combo = QComboBox()
@@ -243,6 +303,18 @@ class QtEvaluate(Page):
         self.learned_view = LearnedView("What the coordinator played: shown after an evaluation.")
         for table in (self.results_table, self.usage_table, self.category_table):
             table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        # the figures whole; the system's name takes the width left (elided, whole in its
+        # tooltip), so that the table fits its tab at 1280 px without scrolling sideways
+        self.results_table.horizontalHeader().setSectionResizeMode(
+            0, QHeaderView.ResizeMode.Stretch
+        )
+        self.results_table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        # rows as high as their one line of text: seven to nine systems in view at once
+        rows = self.results_table.verticalHeader()
+        rows.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
+        rows.setDefaultSectionSize(self.results_table.fontMetrics().height() + 8)
+        for column, tip in enumerate(COLUMN_TIPS):
+            tables.header_tip(self.results_table, column, tip)
         self.chart = themed(pg.PlotWidget(title="Accuracy with 95% intervals"))
         self.chart.setYRange(0, 1)
         self.chart.setMouseEnabled(x=False, y=False)
@@ -257,7 +329,10 @@ class QtEvaluate(Page):
         )
         self.paired_chart.setMouseEnabled(x=False, y=False)
         self.paired_chart.setMenuEnabled(False)
-        self.paired_chart.addItem(pg.InfiniteLine(pos=0, angle=0, pen=pg.mkPen("#909090")))
+        zero = pg.InfiniteLine(pos=0, angle=0)
+        self.paired_chart.addItem(
+            painted(zero, lambda palette: zero.setPen(pg.mkPen(palette.colour("grey"))))
+        )
         self.paired_items: list[Any] = []
         self.export_md_button = QPushButton("Export Markdown…")
         self.export_csv_button = QPushButton("Export CSV…")
@@ -278,6 +353,9 @@ class QtEvaluate(Page):
         scores = QSplitter(Qt.Orientation.Vertical)
         scores.addWidget(box("Accuracy", self.results_table))
         scores.addWidget(self.chart)
+        # room for the table's seven to nine rows whole, and the chart below them (the
+        # user's own sizes are remembered after that)
+        scores.setSizes([330, 370])
         played = QSplitter(Qt.Orientation.Vertical)
         played.addWidget(box("Usage: turns per worker and role", self.usage_table))
         played.addWidget(box("Accuracy per category (n tasks)", self.category_table))
@@ -331,7 +409,8 @@ class QtEvaluate(Page):
 
     def _on_runs_failed(self, _context: Any, exc: Exception) -> None:
         self.show_error(
-            f"Cannot read the runs of workspace {self.workspace.root}: {background.readable(exc)}"
+            f"Cannot read the runs of workspace {shown_path(self.workspace.root)}: "
+            f"{background.readable(exc)}"
         )
         self._on_runs(None, [])
 
@@ -591,10 +670,17 @@ class QtEvaluate(Page):
     def show_report(self, report: Report) -> None:
         """Fill the accuracy table, the bar chart and the usage table from ``report``."""
         systems = report.systems
+        header = tables.header_item(self.results_table, COST_COLUMN)
+        header.setText(cost_header(report.spend))
+        header.setToolTip(
+            COLUMN_TIPS[COST_COLUMN]
+            + (f" ({report.spend}: not money spent)" if report.spend else "")
+        )
         self.results_table.setRowCount(len(systems))
         for row, system in enumerate(systems):
-            for col, text in enumerate(result_cells(system, report.spend)):
+            for col, text in enumerate(result_cells(system)):
                 item = QTableWidgetItem(text)
+                item.setToolTip(text if col else f"{text} ({system.kind})")
                 if col:
                     item.setTextAlignment(
                         Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
@@ -604,20 +690,11 @@ class QtEvaluate(Page):
         x = np.arange(len(systems), dtype=float)
         accuracy = np.array([s.accuracy for s in systems])
         low, high = np.array([s.ci_low for s in systems]), np.array([s.ci_high for s in systems])
-        self.bars = pg.BarGraphItem(x=x, height=accuracy, width=0.6, brush=pg.mkBrush(*BAR))
-        self.error_bars = pg.ErrorBarItem(
-            x=x,
-            y=accuracy,
-            top=high - accuracy,
-            bottom=accuracy - low,
-            beam=0.25,
-            pen=pg.mkPen(palette_colors()[1], width=2),  # the text colour: read on either theme
-        )
+        self.bars = bar_item(x, accuracy)
+        self.error_bars = interval_item(x, accuracy, low, high)
         self.chart.addItem(self.bars)
         self.chart.addItem(self.error_bars)
-        self.chart.getAxis("bottom").setTicks(
-            [[(i, tick_name(s.name)) for i, s in enumerate(systems)]]
-        )
+        name_bars(self.chart, [s.name for s in systems])
         self.chart.setXRange(-0.6, len(systems) - 0.4)
         self._show_paired(report)
 
@@ -653,21 +730,10 @@ class QtEvaluate(Page):
         x = np.arange(len(pairs), dtype=float)
         diff = np.array([p.difference for p in pairs])
         low, high = np.array([p.ci_low for p in pairs]), np.array([p.ci_high for p in pairs])
-        bars = pg.BarGraphItem(x=x, height=diff, width=0.6, brush=pg.mkBrush(*BAR))
-        errors = pg.ErrorBarItem(
-            x=x,
-            y=diff,
-            top=high - diff,
-            bottom=diff - low,
-            beam=0.25,
-            pen=pg.mkPen(palette_colors()[1], width=2),  # the text colour: read on either theme
-        )
-        self.paired_items = [bars, errors]
+        self.paired_items = [bar_item(x, diff), interval_item(x, diff, low, high)]
         for item in self.paired_items:
             self.paired_chart.addItem(item)
-        self.paired_chart.getAxis("bottom").setTicks(
-            [[(i, tick_name(p.system)) for i, p in enumerate(pairs)]]
-        )
+        name_bars(self.paired_chart, [p.system for p in pairs])
         self.paired_chart.setXRange(-0.6, len(pairs) - 0.4)
         self.paired_chart.setYRange(min(-0.1, float(low.min())), max(0.1, float(high.max())))
 
@@ -726,7 +792,7 @@ class QtEvaluate(Page):
             return False
         text = report.to_markdown() if ext == "md" else report.to_csv()
         target = Path(path)
-        self.status_label.setText(f"writing {target}…")
+        self.status_label.setText(f"writing {shown_path(target)}…")
         return (
             self.in_background(
                 f"export the evaluation as {kind}",

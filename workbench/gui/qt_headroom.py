@@ -13,11 +13,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from workbench.core.frontier import COLOURS, Frontier, list_frontiers, load_frontier, point_details
+from workbench.core.frontier import Frontier, list_frontiers, load_frontier, point_details
 from workbench.core.headroom import DEFAULT_SAMPLE, HeadroomReport
 from workbench.core.printable import shown_path
 from workbench.core.workspace import Workspace
-from workbench.gui.plots import text_item, themed
+from workbench.gui.plots import PlotPalette, coloured_curve, painted, text_item, themed
 from workbench.gui.qt import (
     QComboBox,
     QFileDialog,
@@ -31,6 +31,31 @@ from workbench.gui.qt import (
     pg,
     text_view,
 )
+
+# each kind of point's colour, by name (``plots.plot_palette`` gives its light or dark
+# shade; the frontier's SVG file, on white, has core.frontier.COLOURS)
+KIND_COLOURS = {"coordinator": "blue", "single": "orange", "random": "grey", "oracle": "green"}
+
+
+def kind_colour(palette: PlotPalette, kind: str) -> str:
+    return palette.colour(KIND_COLOURS.get(kind, "text"))
+
+
+def interval_of(point: Any) -> pg.ErrorBarItem:
+    """A frontier point's two intervals (accuracy and dollars) in its kind's colour."""
+    errors = pg.ErrorBarItem(
+        x=[point.dollars],
+        y=[point.accuracy],
+        top=[point.ci_high - point.accuracy],
+        bottom=[point.accuracy - point.ci_low],
+        left=[point.dollars - point.dollars_low],
+        right=[point.dollars_high - point.dollars],
+    )
+
+    def paint(palette: PlotPalette) -> None:
+        errors.setData(pen=pg.mkPen(kind_colour(palette, point.kind)))
+
+    return painted(errors, paint)
 
 
 def run_check(workspace: Workspace, config_path: str, sample: int) -> HeadroomReport:
@@ -116,7 +141,7 @@ class HeadroomPanel(QGroupBox):
     def choose_config(self, path: str | Path) -> None:
         self.config_path = str(path)
         self.config_label.setText(
-            f"run config: {shown_path(self.config_path, self.workspace.root)}"
+            f"run config: {shown_path(self.config_path, self.workspace.root, short=True)}"
         )
         self.config_label.setToolTip(str(self.config_path))
         self._update()
@@ -213,41 +238,37 @@ class HeadroomPanel(QGroupBox):
         self.plot.setLabel("bottom", frontier.dollars_label)
         points = frontier.points
         for p in points:
-            colour = COLOURS.get(p.kind, "#000000")
-            self.plot.addItem(
-                pg.ErrorBarItem(
-                    x=[p.dollars],
-                    y=[p.accuracy],
-                    top=[p.ci_high - p.accuracy],
-                    bottom=[p.accuracy - p.ci_low],
-                    left=[p.dollars - p.dollars_low],
-                    right=[p.dollars_high - p.dollars],
-                    pen=pg.mkPen(colour),
-                )
-            )
+            self.plot.addItem(interval_of(p))
         front = sorted((p for p in points if p.pareto), key=lambda p: p.dollars)
         if len(front) > 1:
-            self.plot.plot(
-                [p.dollars for p in front],
-                [p.accuracy for p in front],
-                pen=pg.mkPen("k", style=Qt.PenStyle.DashLine),
+            coloured_curve(
+                self.plot.plot([p.dollars for p in front], [p.accuracy for p in front]),
+                "text",
+                width=1,
+                style=Qt.PenStyle.DashLine,
             )
-        self.scatter = pg.ScatterPlotItem(
+        scatter = self.scatter = pg.ScatterPlotItem(
             hoverable=True,
             tip=lambda x, y, data: data,
             hoverSize=14,
         )
-        self.scatter.addPoints(
+        scatter.addPoints(
             [
                 {
                     "pos": (p.dollars, p.accuracy),
                     "data": point_details(p, frontier.spend),
-                    "brush": pg.mkBrush(COLOURS.get(p.kind, "#000000")),
                     "symbol": "s" if p.pareto else "o",
                     "size": 10,
                 }
                 for p in points
             ]
+        )
+        kinds = [p.kind for p in points]
+        painted(
+            scatter,
+            lambda palette: scatter.setBrush(
+                [pg.mkBrush(kind_colour(palette, kind)) for kind in kinds]
+            ),
         )
         self.plot.addItem(self.scatter)
         for p in points:

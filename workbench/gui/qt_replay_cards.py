@@ -9,7 +9,9 @@ import json
 
 from workbench.core.records import Episode, Turn
 from workbench.core.replay import turn_cost
+from workbench.gui.plots import plot_palette
 from workbench.gui.qt import (
+    QEvent,
     QFrame,
     QHBoxLayout,
     QLabel,
@@ -21,7 +23,9 @@ from workbench.gui.qt import (
 from workbench.gui.qt_probabilities import BarList
 from workbench.gui.words import ROLE_SENTENCES, role_name, stop_sentence
 
-ROLE_COLORS = {"thinker": "#6a1b9a", "worker": "#1565c0", "verifier": "#2e7d32"}
+# each card's border by name, in the theme's shade (``plots.plot_palette``): the same
+# colours as the plots', lighter on dark
+ROLE_COLORS = {"thinker": "purple", "worker": "blue", "verifier": "green"}
 CARD_STYLE = "QFrame#card {{ border: {width}px solid {color}; border-radius: 6px; }}"
 TEXT_CHARS = 4000  # a longer prompt or answer is cut on the card (the export has all)
 
@@ -57,9 +61,10 @@ def _toggle(title: str, body: QWidget) -> QPushButton:
 
 
 class Card(QFrame):
-    """A framed card; ``set_current`` draws the current one's border thicker."""
+    """A framed card, its border in the theme's colour called ``color`` (redrawn when the
+    theme changes); ``set_current`` draws the current one's border thicker, in orange."""
 
-    def __init__(self, color: str = "#9e9e9e"):
+    def __init__(self, color: str = "grey"):
         super().__init__()
         self.setObjectName("card")
         self.color = color
@@ -69,8 +74,15 @@ class Card(QFrame):
 
     def set_current(self, current: bool) -> None:
         self.current = current
-        width, color = (3, "#ef6c00") if current else (1, self.color)
-        self.setStyleSheet(CARD_STYLE.format(width=width, color=color))
+        width, name = (3, "orange") if current else (1, self.color)
+        style = CARD_STYLE.format(width=width, color=plot_palette().colour(name))
+        if style != self.styleSheet():  # a palette change re-applies only what differs
+            self.setStyleSheet(style)
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt's name)
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:
+            self.set_current(self.current)  # the light or dark theme's shade
 
 
 def grade_text(turn: Turn) -> str:
@@ -97,7 +109,7 @@ class TurnCard(Card):
     def __init__(self, episode: Episode, index: int, role_text: str):
         turn = episode.turns[index]
         role = str(turn.role)
-        super().__init__(ROLE_COLORS.get(role, "#9e9e9e"))
+        super().__init__(ROLE_COLORS.get(role, "grey"))
         self.index = index
         self.title = QLabel(
             f"<b>Turn {index + 1}</b> · <b>{role_name(role)}</b> · {turn.worker}"
@@ -159,7 +171,7 @@ class QuestionCard(Card):
     """The question the episode answered."""
 
     def __init__(self, episode: Episode, prompt: str | None):
-        super().__init__("#607d8b")
+        super().__init__("slate")
         title = QLabel(f"<b>Question</b> · {episode.task_id} ({episode.suite})")
         title.setTextFormat(Qt.TextFormat.RichText)
         self.text = text_label(_text(prompt) if prompt else "(the question's suite is not here)")
@@ -173,7 +185,7 @@ class OutcomeCard(Card):
 
     def __init__(self, outcome: dict, stop_reason: str):
         right = outcome["reward"] >= 1.0
-        super().__init__("#2e7d32" if right else "#c62828")
+        super().__init__("green" if right else "red")
         verdict = (
             "Right answer"
             if right

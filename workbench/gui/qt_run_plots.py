@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from workbench.core.records import ROLES
-from workbench.gui.plots import generation_plot, legend_beside, show_generations
+from workbench.gui.plots import coloured_curve, generation_plot, legend_beside, show_generations
 from workbench.gui.qt import Qt, QWidget, pg
 from workbench.gui.words import ROLE_NAMES
 
@@ -83,6 +83,17 @@ class UsageGrid:
         return [f"{w} as {ROLE_NAMES[str(r)]}" for w in self.workers for r in ROLES]
 
 
+# each curve's colour, by name (``plots.plot_palette`` gives its light or dark shade)
+CURVE_COLOURS = {
+    "best": "green",
+    "mean": "blue",
+    "median": "purple",
+    "worst": "red",
+    "validation": "orange",
+    "sigma": "slate",
+}
+
+
 class RunPlots:
     """The three plots of a run and the buffers behind them."""
 
@@ -102,19 +113,18 @@ class RunPlots:
             "Validation: the search's current centre on questions it never trains on."
         )
         self.legend = legend_beside(self.fitness_plot)
-        colors = {"best": "#2e7d32", "mean": "#1565c0", "median": "#6a1b9a", "worst": "#c62828"}
         self.curves = {}
         for name in self.CURVES:
-            curve = self.fitness_plot.plot(pen=pg.mkPen(colors[name], width=2))
+            curve = coloured_curve(self.fitness_plot.plot(), CURVE_COLOURS[name])
             curve.setDownsampling(auto=True, method="peak")
             curve.setClipToView(True)
             self.curves[name] = curve
             self.legend.addItem(curve, name)
-        self.validation_points = self.fitness_plot.plot(
-            pen=pg.mkPen("#ef6c00", width=2, style=Qt.PenStyle.DashLine),
-            symbol="o",
-            symbolSize=7,
-            symbolBrush="#ef6c00",
+        self.validation_points = coloured_curve(
+            self.fitness_plot.plot(symbol="o", symbolSize=7),
+            CURVE_COLOURS["validation"],
+            style=Qt.PenStyle.DashLine,
+            symbols=True,
         )
         self.legend.addItem(self.validation_points, "validation")
         self.sigma_plot = generation_plot("How widely the search still looks", "sigma")
@@ -122,7 +132,7 @@ class RunPlots:
             "sigma: how far the search's candidates lie from its centre. It shrinks as the "
             "search settles on what works."
         )
-        self.curves["sigma"] = self.sigma_plot.plot(pen=pg.mkPen("#455a64", width=2))
+        self.curves["sigma"] = coloured_curve(self.sigma_plot.plot(), CURVE_COLOURS["sigma"])
         self.curves["sigma"].setDownsampling(auto=True, method="peak")
         self.curves["sigma"].setClipToView(True)
         self.usage_plot = generation_plot("Who answered: turns per worker and role", "")
@@ -188,6 +198,8 @@ class RunPlots:
         if grid.size:
             self.heatmap.setImage(grid, autoLevels=True)
             self.heatmap.setRect(0.5, 0, grid.shape[1], grid.shape[0])  # column c: generation c+1
+            # every worker's three rows in view (a pool of two showed only the first's)
+            self.usage_plot.setYRange(0, max(3, grid.shape[0]), padding=0)
             axis = self.usage_plot.getAxis("left")
             axis.setTicks([[(i + 0.5, label) for i, label in enumerate(self.usage.labels)]])
         else:

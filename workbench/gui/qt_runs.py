@@ -312,7 +312,9 @@ class QtRuns(Page):
             str(SANDBOX_EXAMPLE): "the sandbox example",
             str(TEAM_EXAMPLE): "the team example",
         }
-        self.source_label.setText(examples.get(str(path)) or shown_path(path, self.workspace.root))
+        self.source_label.setText(
+            examples.get(str(path)) or shown_path(path, self.workspace.root, short=True)
+        )
         self.source_label.setToolTip(str(path))
 
     def _on_config_failed(self, path: str, exc: Exception) -> None:
@@ -608,7 +610,9 @@ class QtRuns(Page):
 
     def _on_runs_failed(self, _context: Any, exc: Exception) -> None:
         self._refreshing = False
-        self.show_error(f"Cannot read the runs of workspace {self.workspace.root}: {exc}")
+        self.show_error(
+            f"Cannot read the runs of workspace {shown_path(self.workspace.root)}: {exc}"
+        )
 
     def _on_runs(self, _context: Any, runs: list[RunSummary]) -> None:
         self._refreshing = False

@@ -223,7 +223,7 @@ class QtSettings(Page):
             w.setEnabled(editable)
 
     def _build(self) -> None:
-        self.workspace_label = QLabel(shown_path(self.workspace.root))
+        self.workspace_label = QLabel(shown_path(self.workspace.root, short=True))
         self.workspace_label.setToolTip(str(self.workspace.root))
         self.workspace_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.next_workspace_label = QLabel()
@@ -260,7 +260,7 @@ class QtSettings(Page):
         form.addRow("Response cache", self.cache_combo)
         form.addRow(
             "",
-            QLabel("Defaults for run configs that do not set [backbone] device or [cache] policy."),
+            QLabel("Used by new runs whose own settings choose no device or response cache."),
         )
         look_box = QGroupBox("Appearance")
         form = QFormLayout(look_box)
@@ -300,8 +300,10 @@ class QtSettings(Page):
                 self._on_probe_failed,
             )
 
-    def _on_probed(self, _context: Any, text: str) -> None:
+    def _on_probed(self, _context: Any, said: tuple[str, str]) -> None:
+        text, details = said
         self.isolation_label.setText(text)
+        self.isolation_label.setToolTip(details)
 
     def _on_probe_failed(self, _context: Any, exc: Exception) -> None:
         self.isolation_label.setText(
@@ -324,13 +326,13 @@ class QtSettings(Page):
                 "At start: the default workspace (the user data folder)."
             )
         elif chosen == self.workspace.root:
-            self.next_workspace_label.setText(f"At start: {shown_path(chosen)}.")
+            self.next_workspace_label.setText(f"At start: {shown_path(chosen, short=True)}.")
         else:
             self.next_workspace_label.setText(
-                f"At next start: {shown_path(chosen)}. Restart the workbench to open it."
+                f"At next start: {shown_path(chosen, short=True)}. Restart the workbench to open it."
             )
         self.next_workspace_label.setToolTip(str(chosen) if chosen else "")
-        self.saved_label.setText(f"Settings file: {shown_path(self.path)}")
+        self.saved_label.setText(f"Settings file: {shown_path(self.path, short=True)}")
         self.saved_label.setToolTip(str(self.path))
 
     # ------------------------------------------------------------------ editing
@@ -421,21 +423,29 @@ class QtSettings(Page):
         self.settings_saved.emit(False)
 
 
-def isolation_text() -> str:
-    """What the Settings page says about running generated code on this machine."""
+def isolation_text() -> tuple[str, str]:
+    """What the Settings page says about running generated code on this machine: a
+    sentence in plain words, and the technical details (its tooltip)."""
     from workbench.core.tasks.sandbox import UNISOLATED_ENV, detect_isolation, unisolated_allowed
 
     isolation = detect_isolation()
+    details = f"{isolation.detail}."
     if isolation.isolated:
-        return f"Generated programs run isolated: {isolation.detail}."
+        return (
+            "Programs written for code questions run in a sandbox (bubblewrap): cut off "
+            "from the network and from your files.",
+            f"Generated programs run isolated: {details}",
+        )
     if unisolated_allowed():
         return (
             f"NOT ISOLATED: {isolation.detail}. Code tasks run anyway, with your user's "
-            f"rights, because {UNISOLATED_ENV}=1 is set."
+            f"rights, because {UNISOLATED_ENV}=1 is set.",
+            details,
         )
     return (
         f"NOT ISOLATED: {isolation.detail}. Code tasks are refused; to run generated code "
-        f"with your user's rights anyway, start the workbench with {UNISOLATED_ENV}=1."
+        f"with your user's rights anyway, start the workbench with {UNISOLATED_ENV}=1.",
+        details,
     )
 
 

@@ -14,6 +14,7 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from workbench.core.printable import shown_path
 from workbench.core.tasks.jsonl import SuiteValidationError
 from workbench.core.tasks.model import SPLITS, Suite, Task
 from workbench.core.tasks.suites import SuiteInfo, import_suite, list_suites, load_suite
@@ -337,7 +338,7 @@ class QtTasks(Page):
         name = name or self.import_name.text().strip() or Path(path).stem
         workspace, replace = self.workspace, self.replace_box.isChecked()
         self._show_errors("", [])
-        self.say(f"Importing {path} as '{name}'…")
+        self.say(f"Importing {shown_path(path)} as '{name}'…")
         self.import_button.setEnabled(False)
         self.in_background(
             f"import suite {name}",
@@ -362,7 +363,7 @@ class QtTasks(Page):
                 for i in exc.issues
             ]
             self._show_errors(
-                f"{len(exc.issues)} problem(s) in {path}; nothing was imported. Fix them and "
+                f"{len(exc.issues)} problem(s) in {shown_path(path)}; nothing was imported. Fix them and "
                 "import the file again.",
                 lines,
             )

@@ -136,7 +136,7 @@ class QtWorkers(Page):
             "Workers are the models that answer. Built-in ones (grey) need nothing: "
             "'sandbox' and 'team' are simulated teams (offline, free, answering only the "
             "bundled suites' questions), 'local:' ones run a real model on this computer. "
-            f"Add a real model with Add…: it is listed in {shown_path(self.registry.path)}, "
+            f"Add a real model with Add…: it is listed in {shown_path(self.registry.path, short=True)}, "
             "its key kept in the OS keychain, never in that file."
         )
         note.setToolTip(str(self.registry.path))

@@ -126,7 +126,8 @@ def take(
     with tempfile.TemporaryDirectory(prefix="trinity-screenshots-") as tmp:
         ws = Workspace.open(workspace if workspace is not None else Path(tmp) / "workspace")
         sample = make_sample(ws, config, backbone)
-        window = gui_app.MainWindow(ws, backbone=backbone)
+        # a new user's window: not this machine's remembered sizes and splitters
+        window = gui_app.MainWindow(ws, backbone=backbone, remember_layout=False)
         window.resize(1280, 800)  # a laptop's screen: what a new user has
         window.show()
         files = []

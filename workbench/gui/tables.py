@@ -88,3 +88,17 @@ def fit(table: QTableWidget, widest: int = WIDEST_COLUMN) -> None:
     for column in range(table.columnCount()):
         if table.columnWidth(column) > widest:
             table.setColumnWidth(column, widest)
+
+
+def header_item(table: QTableWidget, column: int) -> QTableWidgetItem:
+    """The header item of ``column``; ``LookupError`` where there is none (a table made
+    with its header labels has one for each column)."""
+    found = table.horizontalHeaderItem(column)
+    if found is None:
+        raise LookupError(f"no header item at column {column}")
+    return found
+
+
+def header_tip(table: QTableWidget, column: int, tip: str) -> None:
+    """Say what a column means in its header's tooltip."""
+    header_item(table, column).setToolTip(tip)

@@ -92,14 +92,14 @@ def run_one_episode(
 def _rescue_episode(episode: Episode) -> str:
     """Write an episode the database refused to a private file in the temporary folder;
     returns what to tell the user (where it is, or that it could not be kept)."""
-    import json
     import tempfile
 
     from workbench.core.outputs import OutputError, write_text
+    from workbench.core.store.episode_file import episode_json
 
     path = Path(tempfile.gettempdir()) / f"trinity-workbench-episode-{episode.id}.json"
     try:
-        write_text(path, json.dumps(episode.to_dict(), indent=2, ensure_ascii=False))
+        write_text(path, episode_json(episode))  # an export: parse_episode_json reads it
     except OutputError as exc:
         return f"the episode could not be kept either ({exc})"
     return f"the episode that played was saved to {path} instead"

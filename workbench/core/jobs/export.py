@@ -38,7 +38,12 @@ def export_run(
             "optimizer": config.optimizer.name,
             "generations": checkpoint.generation + 1,
             "best_validation": checkpoint.best_validation,
-            "best_validation_generation": checkpoint.best_validation_generation,
+            # counted from 1, as "generations" and the GUI count (format version 2)
+            "best_validation_generation": (
+                None
+                if checkpoint.best_validation_generation is None
+                else checkpoint.best_validation_generation + 1
+            ),
             "spend": asdict(checkpoint.spend),
             "config": config.to_dict(),
         }

@@ -46,6 +46,7 @@ from workbench.core.config import RunConfig
 from workbench.core.errors import InvalidInput
 from workbench.core.records import Episode, GenerationStats, Role, RunResult, StopReason, Turn
 from workbench.core.store import schema
+from workbench.core.store.episode_file import episode_json, parse_episode_json
 from workbench.core.store.errors import (
     BUSY_TIMEOUT_S,
     AmbiguousEpisodeId,
@@ -93,8 +94,6 @@ __all__ = [
 
 T = TypeVar("T")
 
-EPISODE_FORMAT = "trinity-workbench/episode"
-EPISODE_FORMAT_VERSION = 1
 DEFAULT_KEEP_CHECKPOINTS = 3
 MIN_PREFIX = 4  # shortest run id prefix accepted, like git's short hashes
 
@@ -691,11 +690,10 @@ class Store:
 
     @_sqlite_errors
     def export_episode_json(self, episode_id: str) -> str:
-        """The episode as pretty JSON, tagged with its format and version
-        (read it back with ``parse_episode_json``)."""
-        episode = self.get_episode(episode_id)
-        doc = {"format": EPISODE_FORMAT, "version": EPISODE_FORMAT_VERSION, **episode.to_dict()}
-        return json.dumps(doc, indent=2, ensure_ascii=False)
+        """The episode as an export file holds it: pretty JSON, tagged with its format
+        and version, generations, candidates and turns counted from 1
+        (``store.episode_file``; read it back with ``parse_episode_json``)."""
+        return episode_json(self.get_episode(episode_id))
 
     # ----------------------------------------------------------------- generations
 
@@ -896,19 +894,6 @@ class Store:
     def response_count(self) -> int:
         """How many responses the cache holds."""
         return self._reader().execute("SELECT count(*) FROM responses").fetchone()[0]
-
-
-def parse_episode_json(text: str) -> Episode:
-    """An episode from the JSON ``Store.export_episode_json`` writes."""
-    doc = json.loads(text)
-    if not isinstance(doc, dict) or doc.get("format") != EPISODE_FORMAT:
-        raise InvalidInput(f"not a {EPISODE_FORMAT} document: export episodes with the workbench")
-    if doc.get("version") != EPISODE_FORMAT_VERSION:
-        raise InvalidInput(
-            f"episode file version {doc.get('version')!r}, this workbench reads version "
-            f"{EPISODE_FORMAT_VERSION}: use the workbench version that exported it"
-        )
-    return Episode.from_dict({k: v for k, v in doc.items() if k not in ("format", "version")})
 
 
 # --------------------------------------------------------------------------- helpers
