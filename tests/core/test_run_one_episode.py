@@ -11,8 +11,7 @@ import pytest
 
 from tests.test_cli import GOOD
 from workbench.core.jobs.episode import run_one_episode
-from workbench.core.records import Episode
-from workbench.core.store import Store, StoreDamaged
+from workbench.core.store import Store, StoreDamaged, parse_episode_json
 from workbench.core.workspace import Workspace
 
 
@@ -79,6 +78,11 @@ def test_an_episode_the_database_refuses_after_it_played_is_kept(
         )
     (saved,) = (tmp_path / "tmp").glob("trinity-workbench-episode-*.json")
     assert str(saved) in str(caught.value) and "doctor" in str(caught.value)
-    episode = Episode.from_dict(json.loads(saved.read_text()))
+    # the rescued file is an episode export (docs/guides/replay.md): it counts turns from 1,
+    # and reading it back gives the episode as it played, counted from 0 as stored
+    document = json.loads(saved.read_text())
+    assert [t["index"] for t in document["turns"]] == list(range(1, len(document["turns"]) + 1))
+    episode = parse_episode_json(saved.read_text())
     assert episode.task_id == "add" and episode.turns
+    assert [t.index for t in episode.turns] == list(range(len(episode.turns)))
     assert saved.stat().st_mode & 0o077 == 0  # private to the user
