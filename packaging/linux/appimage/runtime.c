@@ -702,8 +702,8 @@ void print_help(const char* appimage_path) {
             "  This executable contains code from\n"
             "  * runtime, licensed under the terms of\n"
             "    https://github.com/AppImage/type2-runtime/blob/main/LICENSE\n"
-            "  * musl libc, licensed under the terms of\n"
-            "    https://git.musl-libc.org/cgit/musl/tree/COPYRIGHT\n"
+            "  * GNU C Library (glibc), licensed under the terms of\n"
+            "    https://sourceware.org/git/?p=glibc.git;a=blob;f=COPYING.LIB\n"
             "  * libfuse, licensed under the terms of\n"
             "    https://github.com/libfuse/libfuse/blob/master/LGPL2.txt\n"
             "  * squashfuse, licensed under the terms of\n"
@@ -712,6 +712,14 @@ void print_help(const char* appimage_path) {
             "    https://github.com/facebook/zstd/blob/dev/LICENSE\n"
             "  * zlib, licensed under the terms of\n"
             "    https://zlib.net/zlib_license.html\n"
+            "  * liblzma (xz), public domain / 0BSD:\n"
+            "    https://tukaani.org/xz/\n"
+            "  * lz4, licensed under the terms of\n"
+            "    https://github.com/lz4/lz4/blob/dev/lib/LICENSE\n"
+            "  * LZO, licensed under the terms of the GNU GPL version 2 or later:\n"
+            "    https://www.oberhumer.com/opensource/lzo/\n"
+            "  (this build links Debian's libraries statically; see\n"
+            "  packaging/linux/appimage/README.md in Trinity Workbench's repository)\n"
             "Please see https://github.com/AppImage/type2-runtime\n"
             "for information on how to obtain and build the source code\n", appimage_path);
 }
@@ -1048,7 +1056,7 @@ int fusefs_main(int argc, char* argv[], void (* mounted)(void)) {
     opts.offset = 0;
     opts.idle_timeout_secs = 0;
     if (fuse_opt_parse(&args, &opts, fuse_opts, sqfs_opt_proc) == -1)
-        sqfs_usage(argv[0], true, true);
+        sqfs_usage(argv[0], true);
 
 #if FUSE_USE_VERSION >= 30
     if (fuse_parse_cmdline(&args, &fuse_cmdline_opts) != 0)
@@ -1058,9 +1066,9 @@ int fusefs_main(int argc, char* argv[], void (* mounted)(void)) {
                                &fuse_cmdline_opts.mt,
                                &fuse_cmdline_opts.foreground) == -1)
 #endif
-        sqfs_usage(argv[0], true, true);
+        sqfs_usage(argv[0], true);
     if (fuse_cmdline_opts.mountpoint == NULL)
-        sqfs_usage(argv[0], true, true);
+        sqfs_usage(argv[0], true);
 
     /* fuse_daemonize() will unconditionally clobber fds 0-2.
      *
