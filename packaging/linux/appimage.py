@@ -22,7 +22,7 @@ the fuse3 package, which desktop distributions install; without it the runtime s
 The AppDir: ``AppRun`` (a shell script that runs the bundle's executable), the bundle itself
 in ``trinity-workbench/`` (hard links to the built bundle: nothing is copied), the menu
 entry the .deb and the tarball carry, its icon and ``.DirIcon``. The image is compressed
-with zstd by ``mksquashfs`` (squashfs-tools).
+with zstd (level 9, 1 MiB blocks) by ``mksquashfs`` (squashfs-tools).
 
 Build tools (Debian 12 package names; scripts/system-packages.sh installs them): gcc,
 libc6-dev, squashfs-tools, libsquashfuse-dev, libfuse3-dev, libzstd-dev, zlib1g-dev,
@@ -49,9 +49,10 @@ RUNTIME_COMMIT = "caf24f9f712084686bfc24a70b75e50df0aefb9c"
 MAGIC = b"AI\x02"
 MAGIC_OFFSET = 8
 SQUASHFS_MAGIC = b"hsqs"
-# zstd level 19 packs the offline bundle 3% smaller than the default 15 in about twice the
-# time (packaging/README.md has the measurements); 1 MiB blocks pack 7% smaller than 128 KiB
-ZSTD_LEVEL = 15
+# zstd level 9: measured on the offline bundle (tests/benchmarks/bench_appimage.py,
+# docs/results/data/appimage.json), it packs within 0.4% of level 15 in a fifth of the
+# time; level 19 is 6% smaller but takes 15 times as long, level 3 4% larger
+ZSTD_LEVEL = 9
 BLOCK_SIZE = "1M"
 # Debian's libsquashfuse_ll.a is built with every squashfs compressor: linked statically, the
 # runtime needs each one's static library (and libfuse3's)
