@@ -6,8 +6,8 @@
 # tests, binutils and dpkg for building the installers (PyInstaller reads libraries with
 # objdump, the build strips them, dpkg-deb packs the .deb), and for the AppImage gcc, the
 # static libraries its runtime links (squashfuse, libfuse3 and squashfuse's compressors),
-# squashfs-tools (mksquashfs) and fuse3 (fusermount3, to mount it as a user). .ci/run calls this script;
-# docs/getting-started.md shows it to users.
+# squashfs-tools (mksquashfs) and fuse3 (fusermount3, to mount it as a user). .ci/run
+# calls this script; docs/getting-started.md shows it to users.
 #   sudo bash scripts/system-packages.sh
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive

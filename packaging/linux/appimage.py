@@ -11,9 +11,9 @@ appended right after its last byte. Run, the runtime mounts that image with FUSE
 its ``AppRun``; ``--appimage-extract`` unpacks it to ``squashfs-root/`` and
 ``--appimage-extract-and-run`` unpacks it to a temporary folder, runs it and removes it
 (both without FUSE). The runtime is AppImage's own (github.com/AppImage/type2-runtime,
-MIT), vendored in packaging/linux/appimage/ (its README says from which commit and what
-was changed) because every AppImage tool on PyPI, Debian and npm downloads the runtime from
-GitHub while it builds, and CI reaches only those registries. It is compiled with gcc and
+MIT), vendored in packaging/linux/appimage-runtime/ (its README says from which commit
+and what was changed) because every AppImage tool on PyPI, Debian and npm downloads the
+runtime from GitHub while it builds, and CI reaches only those registries. It is compiled with gcc and
 linked statically against Debian's squashfuse, libfuse3 and compression libraries, so the
 AppImage needs no FUSE library on the user's machine (mounting needs ``fusermount3``, from
 the fuse3 package, which desktop distributions install; without it the runtime says so and
@@ -43,15 +43,17 @@ from pathlib import Path
 NAME = "trinity-workbench"
 TITLE = "Trinity_Workbench"  # the file name appimagetool would give: the entry's Name
 ROOT = Path(__file__).resolve().parents[2]
-RUNTIME_SOURCE = ROOT / "packaging" / "linux" / "appimage"
-# the type2-runtime commit the vendored runtime.c comes from (packaging/linux/appimage/README.md)
+RUNTIME_SOURCE = ROOT / "packaging" / "linux" / "appimage-runtime"
+# the type2-runtime commit the vendored runtime.c comes from
+# (packaging/linux/appimage-runtime/README.md)
 RUNTIME_COMMIT = "caf24f9f712084686bfc24a70b75e50df0aefb9c"
 MAGIC = b"AI\x02"
 MAGIC_OFFSET = 8
 SQUASHFS_MAGIC = b"hsqs"
 # zstd level 9: measured on the offline bundle (tests/benchmarks/bench_appimage.py,
-# docs/results/data/appimage.json), it packs within 0.4% of level 15 in a fifth of the
-# time; level 19 is 6% smaller but takes 15 times as long, level 3 4% larger
+# docs/results/data/appimage.json), it packs within 0.4% of level 15 in a quarter of the
+# time (15 s on 2 cores); level 19 is 6% smaller but takes 10 times as long, level 3 4%
+# larger; 1 MiB blocks pack 4% smaller than 128 KiB ones
 ZSTD_LEVEL = 9
 BLOCK_SIZE = "1M"
 # Debian's libsquashfuse_ll.a is built with every squashfs compressor: linked statically, the

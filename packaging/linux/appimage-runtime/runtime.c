@@ -719,7 +719,7 @@ void print_help(const char* appimage_path) {
             "  * LZO, licensed under the terms of the GNU GPL version 2 or later:\n"
             "    https://www.oberhumer.com/opensource/lzo/\n"
             "  (this build links Debian's libraries statically; see\n"
-            "  packaging/linux/appimage/README.md in Trinity Workbench's repository)\n"
+            "  packaging/linux/appimage-runtime/README.md in Trinity Workbench's repository)\n"
             "Please see https://github.com/AppImage/type2-runtime\n"
             "for information on how to obtain and build the source code\n", appimage_path);
 }
