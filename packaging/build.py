@@ -10,7 +10,10 @@ the ``.desktop`` entry on Linux; on Windows run Inno Setup on
 ``packaging/windows/trinity-workbench.iss``; on macOS ``packaging/macos/make-dmg.sh``.
 ``--offline`` bundles the offline starter model (the "offline" edition); ``--self-test``
 runs the built app's ``--self-test``; ``--deb`` (Linux) also makes the Debian package
-``dist/trinity-workbench_VERSION_ARCH.deb`` (packaging/linux/deb.py). On Linux torch's
+``dist/trinity-workbench_VERSION_ARCH.deb`` (packaging/linux/deb.py) and ``--appimage``
+(Linux) the AppImage ``dist/Trinity_Workbench-VERSION-ARCH.AppImage``
+(packaging/linux/appimage.py), which ``--self-test`` then runs as
+``--appimage-extract-and-run --self-test`` (no FUSE needed). On Linux torch's
 libraries, libpython and the native modules are stripped of their symbol tables (``strip
 --strip-unneeded``: torch's 415 MB CPU library loses 85 MB; what the dynamic linker needs
 stays). Not all: libraries that auditwheel vendored and patchelf rewrote (numpy's
@@ -121,6 +124,14 @@ def main() -> None:
     parser.add_argument("--self-test", action="store_true", help="run the built app's --self-test")
     parser.add_argument("--no-archive", action="store_true", help="skip the tarball (Linux)")
     parser.add_argument("--deb", action="store_true", help="also build the .deb (Linux)")
+    parser.add_argument("--appimage", action="store_true", help="also build the AppImage (Linux)")
+    parser.add_argument(
+        "--appimage-runtime",
+        metavar="PATH",
+        type=Path,
+        help="the AppImage runtime compiled elsewhere (packaging/linux/appimage.py --runtime), "
+        "where this system's squashfuse is built for FUSE 2",
+    )
     parser.add_argument(
         "--require-pass",
         metavar="CHECKS",
@@ -183,22 +194,44 @@ def main() -> None:
         deb = build_deb(app, version(), ROOT / "dist")
         took = time.perf_counter() - started
         print(f"package {deb}: {deb.stat().st_size / 2**20:.0f} MiB in {took:.0f} s")
+    appimage = None
+    if sys.platform.startswith("linux") and args.appimage:
+        from linux.appimage import build_appimage
+
+        made = build_appimage(app, version(), ROOT / "dist", runtime=args.appimage_runtime)
+        appimage = made.appimage
+        print(
+            f"AppImage {appimage}: {appimage.stat().st_size / 2**20:.0f} MiB (runtime "
+            f"{made.runtime_bytes / 1024:.0f} KiB compiled in {made.runtime_seconds:.1f} s, "
+            f"squashfs in {made.squashfs_seconds:.0f} s)"
+        )
     if args.self_test:
-        started = time.perf_counter()
-        result = subprocess.run([str(executable), "--self-test"], stdout=subprocess.PIPE, text=True)
-        print(result.stdout, end="")
-        print(f"self-test exit {result.returncode} in {time.perf_counter() - started:.1f} s")
-        verdicts = dict(re.findall(r"^self-test (\S+)\s+(PASS|WARN|FAIL) ", result.stdout, re.M))
         required = [name for name in args.require_pass.split(",") if name]
-        short = [
-            f"{name}: {verdicts.get(name, 'missing')}"
-            for name in required
-            if verdicts.get(name) != "PASS"
-        ]
-        if short:
-            print(f"build: self-test checks required to PASS did not: {', '.join(short)}")
-            sys.exit(1)
-        sys.exit(result.returncode)
+        status = self_test([str(executable), "--self-test"], required)
+        if appimage is not None:
+            print(f"the AppImage: {appimage.name} --appimage-extract-and-run --self-test")
+            command = [str(appimage), "--appimage-extract-and-run", "--self-test"]
+            status = self_test(command, required) or status
+        sys.exit(status)
+
+
+def self_test(command: list[str], required: list[str]) -> int:
+    """Run a built app's self-test and print it; the exit status: the self-test's, or 1
+    where a check in ``required`` did not PASS."""
+    started = time.perf_counter()
+    result = subprocess.run(command, stdout=subprocess.PIPE, text=True)
+    print(result.stdout, end="")
+    print(f"self-test exit {result.returncode} in {time.perf_counter() - started:.1f} s")
+    verdicts = dict(re.findall(r"^self-test (\S+)\s+(PASS|WARN|FAIL) ", result.stdout, re.M))
+    short = [
+        f"{name}: {verdicts.get(name, 'missing')}"
+        for name in required
+        if verdicts.get(name) != "PASS"
+    ]
+    if short:
+        print(f"build: self-test checks required to PASS did not: {', '.join(short)}")
+        return 1
+    return result.returncode
 
 
 if __name__ == "__main__":

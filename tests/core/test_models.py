@@ -174,3 +174,24 @@ def test_a_cache_miss_naming_no_file_is_not_an_incomplete_installation(tmp_path,
         'raise FileNotFoundError("Cannot find the requested files in the disk cache")\n',
     )
     assert models.installation_fault(error) is None
+
+
+def test_a_gguf_file_moved_elsewhere_keeps_its_conversion_and_a_changed_one_does_not(tmp_path):
+    """The AppImage mounts the offline model at a new path each launch: the same file there
+    must find the conversion already in the cache; a file whose content changed must not."""
+    import os
+    import shutil
+
+    first = tmp_path / "mount-a" / "model.gguf"
+    first.parent.mkdir()
+    first.write_bytes(b"GGUF" + b"\0" * 100)
+    second = tmp_path / "mount-b" / "model.gguf"
+    second.parent.mkdir()
+    shutil.copy2(first, second)  # same bytes and modification time, another path
+    assert resolve_source(str(first)).fingerprint == resolve_source(str(second)).fingerprint
+    assert models._converted_dir(resolve_source(str(first))) == models._converted_dir(
+        resolve_source(str(second))
+    )
+    second.write_bytes(b"GGUF" + b"\1" * 100)
+    os.utime(second, ns=(first.stat().st_atime_ns, first.stat().st_mtime_ns + 10**9))
+    assert resolve_source(str(first)).fingerprint != resolve_source(str(second)).fingerprint
