@@ -24,7 +24,7 @@ in ``trinity-workbench/`` (hard links to the built bundle: nothing is copied), t
 entry the .deb and the tarball carry, its icon and ``.DirIcon``. The image is compressed
 with zstd (level 9, 1 MiB blocks) by ``mksquashfs`` (squashfs-tools).
 
-Build tools (Debian 12 package names; scripts/system-packages.sh installs them): gcc,
+Build tools (Debian 12 package names; scripts/system-packages.sh --build installs them): gcc,
 libc6-dev, squashfs-tools, libsquashfuse-dev, libfuse3-dev, libzstd-dev, zlib1g-dev,
 liblzma-dev, liblz4-dev, liblzo2-dev.
 """
@@ -106,7 +106,7 @@ def _require_build_tools(runtime: bool = True) -> None:
     if missing:
         raise SystemExit(
             "appimage: the AppImage build needs these Debian packages: "
-            f"sudo apt-get install {' '.join(missing)} (scripts/system-packages.sh installs them)"
+            f"sudo apt-get install {' '.join(missing)} (scripts/system-packages.sh --build installs them)"
         )
     config = Path("/usr/include/squashfuse/config.h")
     if runtime and config.is_file() and "FUSE_USE_VERSION 3" not in config.read_text():

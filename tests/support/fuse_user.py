@@ -21,23 +21,37 @@ USER = ["setpriv", "--reuid=1000", "--regid=1000", "--clear-groups"]
 
 
 def why_not() -> str | None:
-    """Why an ordinary user cannot mount with FUSE here, or None when one can."""
+    """Why this machine cannot let an ordinary user mount with FUSE (not root, so no
+    setpriv; no fuse kernel device), or None when it can. Missing tools are no reason:
+    ``command`` fails on them, naming the package."""
     if os.geteuid() != 0:
         return "needs root to run a command as uid 1000 (setpriv)"
     if not DEVICE.exists():
         return "no /dev/fuse (the fuse kernel module)"
+    return None
+
+
+def missing_tools() -> list[str]:
+    """What ``command`` needs that is not installed, each with its Debian package."""
+    missing = []
     fusermount = shutil.which("fusermount3")
     if fusermount is None or not os.stat(fusermount).st_mode & stat.S_ISUID:
-        return "no setuid fusermount3 (apt-get install fuse3)"
-    for tool in ("setpriv", "unshare", "mount", "mknod"):
-        if shutil.which(tool) is None:
-            return f"no {tool} (util-linux, coreutils)"
-    return None
+        missing.append("a setuid fusermount3 (fuse3)")
+    missing += [
+        f"{tool} (util-linux)" for tool in ("setpriv", "unshare", "mount") if not shutil.which(tool)
+    ]
+    if shutil.which("mknod") is None:
+        missing.append("mknod (coreutils)")
+    return missing
 
 
 def command(args: list[str], scratch: Path) -> list[str]:
     """``args`` as uid 1000 with FUSE open to it; ``scratch`` (a folder on a file system
     that allows device nodes, such as /tmp) holds the 0666 node where one is needed."""
+    missing = missing_tools()
+    assert not missing, (
+        f"running as a FUSE user needs {', '.join(missing)}: sudo bash scripts/system-packages.sh --build"
+    )
     if DEVICE.stat().st_mode & 0o006 == 0o006:
         return [*USER, *args]
     rdev = DEVICE.stat().st_rdev
