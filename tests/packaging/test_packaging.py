@@ -92,8 +92,10 @@ def table_rows(text: str) -> list[str]:
     return [line.split("  ")[0].strip()[:10] for line in text.splitlines()[1:-1]]
 
 
-@pytest.mark.skipif(shutil.which("dpkg-deb") is None, reason="needs dpkg-deb (Debian, Ubuntu)")
 def test_the_deb_installs_the_app_under_opt_with_the_command_and_a_menu_entry(tmp_path):
+    assert shutil.which("dpkg-deb"), (
+        "dpkg-deb builds the .deb: sudo bash scripts/system-packages.sh --build"
+    )
     from linux.deb import build_deb
 
     app = _fake_bundle(tmp_path)
@@ -133,13 +135,13 @@ def test_the_bundles_slim_champ_file_gives_the_same_suite(tmp_path, monkeypatch)
     assert len(full) == 270 and slim == full
 
 
-@pytest.mark.skipif(
-    not sys.platform.startswith("linux") or shutil.which("strip") is None,
-    reason="stripping is the Linux build's (binutils)",
-)
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="stripping is the Linux build's")
 def test_the_build_strips_native_modules_that_still_load_and_skips_the_patchelf_rewritten(
     tmp_path,
 ):
+    assert shutil.which("strip"), (
+        "the build strips with binutils: sudo bash scripts/system-packages.sh --build"
+    )
     """build.py strips a real Rust module (tokenizers') which then still imports and works,
     and leaves alone numpy's extension (its RPATH names numpy.libs: auditwheel rewrote it
     with patchelf), numpy.libs' OpenBLAS and Qt's libraries."""
