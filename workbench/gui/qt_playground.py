@@ -480,16 +480,13 @@ class QtPlayground(Page):
             return
         self.turn_events[row][1] = event
         kind = "simulated" if is_simulated(event.worker) else ""
-        cells = {
-            VERDICT: f"error: {event.error}" if event.error else (event.verdict or ""),
+        reply = _one_line(event.text)[:REPLY_CHARS]
+        answered = {
+            VERDICT: tables.Cell(f"error: {event.error}" if event.error else (event.verdict or "")),
             COST: tables.Cell(dollars(event.cost, "", 6), tooltip=dollars(event.cost, kind, 6)),
-            REPLY: tables.Cell(
-                _one_line(event.text)[:REPLY_CHARS],
-                tooltip=f"{_one_line(event.text)[:REPLY_CHARS]}\n\n{turn_figures(event)}",
-            ),
+            REPLY: tables.Cell(reply, tooltip=f"{reply}\n\n{turn_figures(event)}"),
         }
-        for column, text in cells.items():
-            cell = text if isinstance(text, tables.Cell) else tables.Cell(text)
+        for column, cell in answered.items():
             self.turns.setItem(row, column, cell)
         self._cost_header()
         if self.running:
