@@ -257,19 +257,26 @@ def test_the_page_serves_the_team_to_the_openai_client(
         pass
 
 
-def test_the_turns_table_fits_1280_by_800_with_several_turns(qtbot, make_main_window):
-    """Five turns of a simulated team, a long verdict, an error and long replies: the turns
-    table fits its side of the page without scrolling sideways, the verdict and the reply
-    elided at worst, whole in their tooltips."""
+def test_the_turns_table_fits_1280_by_800_with_several_turns(
+    qtbot, make_main_window, tiny_chat_backbone, tmp_path
+):
+    """A simulated team chosen (its note and the offline model's checkbox shown), then five
+    turns with a long verdict, an error and long replies: the turns table fits its side of
+    the page without scrolling sideways, the verdict and the reply elided at worst, whole
+    in their tooltips."""
     from tests.gui.fitting import assert_fits_sideways
     from workbench.core.records import Role
     from workbench.core.serving.team import TurnDecided, TurnReplied
     from workbench.gui.qt_playground import VERDICT
 
-    window = make_main_window()
+    window = make_main_window(backbone=tiny_chat_backbone)
     window.resize(1280, 800)
     window.go("Playground")
     page = window.pages["Playground"]
+    page.choose_coordinator_file(
+        steered_file(tmp_path / "t.safetensors", tiny_chat_backbone, SANDBOX)
+    )
+    qtbot.waitUntil(lambda: page.local_box.isVisible(), timeout=TIMEOUT)
     qtbot.waitUntil(lambda: page.turns.isVisible(), timeout=5_000)
     roles = (Role.THINKER, Role.WORKER, Role.VERIFIER, Role.WORKER, Role.VERIFIER)
     for index, role in enumerate(roles):

@@ -142,7 +142,9 @@ class QtPlayground(Page):
         # which workers are simulated and what they can answer; the real local model offered
         self.simulated_label = QLabel("")
         self.simulated_label.setWordWrap(True)
-        self.local_box = QCheckBox("Let the offline model answer (real answers, on this computer)")
+        # short: a longer line made this side too wide for the turns table at 1280 px (the
+        # tooltip says what it does)
+        self.local_box = QCheckBox("Let the offline model answer")
         self.local_box.setToolTip(
             "The coordinator still picks which worker and which role, as it learned; the "
             f"offline language model ({SMOLLM2_ID}, SmolLM2-135M) writes each simulated "

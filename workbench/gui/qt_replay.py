@@ -218,7 +218,7 @@ class QtReplay(Page):
         splitter.addWidget(right)
         splitter.setStretchFactor(0, 2)
         splitter.setStretchFactor(1, 3)
-        splitter.setSizes([560, 500])
+        splitter.setSizes([500, 560])
         QVBoxLayout(self).addWidget(splitter)
 
         self.runs.currentIndexChanged.connect(lambda _: self._run_changed())
