@@ -323,3 +323,24 @@ def test_replay_names_an_episode_of_the_run_by_a_prefix(tmp_path):
     elsewhere = cli("replay", run[:8], "--episode", "abcd2", workspace=ws.root)
     assert elsewhere.returncode == 2 and "Traceback" not in elsewhere.stderr
     assert f"no episode 'abcd2' in run {run[:8]}" in elsewhere.stderr
+
+
+def test_runs_show_json_counts_generations_from_1(tmp_path):
+    """`runs show --json` counts generations from 1, as its table, the GUI and the exports
+    do: each stored generation record's ``generation`` and the result's
+    ``best_validation_generation`` (the store keeps both from 0)."""
+    from tests.gui.test_start_page import stored_run
+    from workbench.core.store import Store
+    from workbench.core.workspace import Workspace
+
+    ws = Workspace.open(tmp_path / "ws")
+    run = stored_run(ws, "done", 3, "finished")
+    with Store.open(ws) as store:
+        result = {"generations": 3, "best_validation_generation": 1}
+        store.set_run_status(run, "finished", stop_reason="stopped", result=result)
+        assert [g["generation"] for g in store.generations(run)] == [0, 1, 2]
+    shown = json.loads(cli("runs", "show", run[:8], "--json", workspace=ws.root, check=True).stdout)
+    assert [g["generation"] for g in shown["generations"]] == [1, 2, 3]
+    assert shown["result"]["best_validation_generation"] == 2
+    with Store.open(ws) as store:  # the store still counts from 0
+        assert store.get_run(run).result["best_validation_generation"] == 1

@@ -224,6 +224,7 @@ def test_the_trace_shows_each_turn_by_field_or_header(serve, sandbox_team, ws):
         assert len(turns) == len(episode.turns) == 2
         for shown, turn in zip(turns, episode.turns, strict=True):
             assert shown["role"] == turn.role and shown["worker"] == turn.worker
+            assert shown["index"] == turn.index + 1  # counted from 1; the store from 0
             assert list(shown["worker_probs"]) == SANDBOX
             assert list(shown["worker_probs"].values()) == pytest.approx(turn.worker_probs)
             assert list(shown["role_probs"]) == ["thinker", "worker", "verifier"]
@@ -267,9 +268,11 @@ def test_by_default_a_turn_that_would_leave_no_answer_is_played_as_a_worker(
     served = serve(load_team(ws, coordinator_file=path, backbone=tiny_chat_backbone))
     completion = served.chat(extra_body={"trace": True})
     assert completion.choices[0].message.content  # an answer, through the official client
-    assert completion.trinity["worker_only_turns"] == forced
+    # the trace counts turns from 1, as every output does; the store keeps them from 0
+    assert completion.trinity["worker_only_turns"] == [i + 1 for i in forced]
     turns = completion.trinity["turns"]
     assert [t["role"] for t in turns] == roles
+    assert [t["index"] for t in turns] == [1, 2]
     # the coordinator still chose the worker (steered to the scholar); its role
     # probabilities are recorded as it gave them, favouring the role it wanted
     assert {t["worker"] for t in turns} == {"sandbox:scholar"}
@@ -339,10 +342,10 @@ def test_a_streamed_trace_shows_each_turn_as_it_happens(serve, sandbox_team):
     chunks = list(served.chat(stream=True, extra_body={"trace": True}))
     live = [trinity(c)["turn"] for c in chunks if "turn" in trinity(c)]
     assert [(e["event"], e["index"]) for e in live] == [
-        ("turn_decided", 0),
-        ("turn_replied", 0),
-        ("turn_decided", 1),
+        ("turn_decided", 1),  # counted from 1, as the non-streamed trace and the GUI
         ("turn_replied", 1),
+        ("turn_decided", 2),
+        ("turn_replied", 2),
     ]
     assert live[1]["worker"] == "sandbox:mathlete" and live[1]["tokens_out"] > 0
     # the turns come before the answer

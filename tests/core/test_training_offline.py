@@ -114,8 +114,8 @@ def test_short_offline_run_end_to_end(tmp_path, offline_backbone):
         ).stdout
     )
     assert (
-        shown["stop_reason"] == "budget.generations" and shown["generations"][0]["generation"] == 0
-    )
+        shown["stop_reason"] == "budget.generations" and shown["generations"][0]["generation"] == 1
+    )  # counted from 1, as the table counts
     assert {"best", "mean", "median", "worst", "sigma"} <= set(shown["generations"][0])
     table = subprocess.run(
         [sys.executable, "-m", "workbench", "runs", "show", run_id, "--workspace", str(ws.root)],

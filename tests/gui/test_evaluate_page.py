@@ -13,6 +13,7 @@ from safetensors import safe_open
 from safetensors.numpy import load_file, save_file
 
 from tests.core.test_training import config
+from tests.gui.fitting import assert_fits_sideways
 from workbench.core.jobs.evaluate import evaluate_run
 from workbench.core.jobs.export import export_run
 from workbench.core.jobs.train import train
@@ -198,26 +199,11 @@ def assert_table_fits(qtbot, window, page) -> None:
     """The accuracy table at 1280 x 800: no horizontal scrollbar, every figure's column as
     wide as its content and its header (nothing elided), the system's names in the width
     left (at worst elided in the middle, whole in their tooltips), every row in view."""
-    from workbench.gui.qt import QApplication
-
     assert (window.width(), window.height()) == (1280, 800)
     page.result_tabs.setCurrentIndex(0)
     table = page.results_table
     qtbot.waitUntil(lambda: table.isVisible(), timeout=5_000)
-    QApplication.processEvents()
-    bar = table.horizontalScrollBar()
-    assert not bar.isVisible() and bar.maximum() == 0, [
-        table.columnWidth(c) for c in range(table.columnCount())
-    ]
-    widths = [table.columnWidth(c) for c in range(table.columnCount())]
-    assert sum(widths) <= table.viewport().width(), (widths, table.viewport().width())
-    header = table.horizontalHeader()
-    for c in range(1, table.columnCount()):
-        whole = max(table.sizeHintForColumn(c), header.sectionSizeHint(c))
-        assert table.columnWidth(c) >= whole, (c, table.columnWidth(c), whole)
-    assert table.columnWidth(0) >= 120  # a name still reads
-    for r in range(table.rowCount()):
-        assert table.item(r, 0).toolTip().startswith(table.item(r, 0).text())
+    assert_fits_sideways(table, stretched=[0], readable=120)  # a name still reads
     # every row in view without scrolling down either
     assert not table.verticalScrollBar().isVisible(), (
         table.rowCount(),

@@ -242,3 +242,43 @@ def test_best_first_orders_candidates_by_their_share_right_later_generations_fir
         (1, None, "a"),
     ]
     assert best_first([]) == ([], None, 0.0)
+
+
+def test_the_episode_list_fits_1280_by_800_with_long_stop_reasons(make_main_window, qtbot):
+    """Every stop reason (the longest sentences), long question ids and two-digit
+    generations and candidates: the list fits its side of the page without scrolling
+    sideways, the question and the reason elided at worst, whole in their tooltips."""
+    from dataclasses import replace
+
+    from tests.gui.fitting import assert_fits_sideways
+    from workbench.gui.qt_replay import EPISODE_COLUMNS, EPISODE_STOPS, EpisodeList
+
+    window = make_main_window()
+    window.resize(1280, 800)
+    window.go("Replay")
+    page = window.pages["Replay"]
+    qtbot.waitUntil(lambda: page.episodes.isVisible() and not page.loading, timeout=20_000)
+    episodes = [
+        replace(
+            summary(10 + i, 11 + i, i / 5, task=f"champ/number-theory-{i:04d}"),
+            stop_reason=reason,
+            n_turns=5,
+        )
+        for i, reason in enumerate((*EPISODE_STOPS, "cancelled"))
+    ]
+    page._on_episodes(
+        None,
+        EpisodeList(
+            episodes=episodes,
+            matched=len(episodes),
+            best=None,
+            best_share=0.0,
+            generations=[],
+            candidates=[],
+            workers=[],
+        ),
+    )
+    assert page.episodes.rowCount() == len(EPISODE_STOPS) + 1
+    assert (window.width(), window.height()) == (1280, 800)
+    why = EPISODE_COLUMNS.index("Why it ended")
+    assert_fits_sideways(page.episodes, stretched=[0, why])

@@ -194,3 +194,62 @@ def test_the_replay_cards_borders_follow_the_theme(qtbot, system_theme_after):
     assert DARK_COLOURS["orange"] in card.styleSheet() and "3px" in card.styleSheet()
     apply_theme("light")
     qtbot.waitUntil(lambda: LIGHT_COLOURS["orange"] in card.styleSheet(), timeout=5_000)
+
+
+def relative_luminance(colour: str) -> float:
+    """WCAG 2.x relative luminance of a hex colour (sRGB channels linearised)."""
+    from workbench.gui.qt import QColor
+
+    def linear(channel: float) -> float:
+        return channel / 12.92 if channel <= 0.04045 else ((channel + 0.055) / 1.055) ** 2.4
+
+    c = QColor(colour)
+    return 0.2126 * linear(c.redF()) + 0.7152 * linear(c.greenF()) + 0.0722 * linear(c.blueF())
+
+
+def contrast(a: str, b: str) -> float:
+    """WCAG contrast ratio of two colours, from 1 to 21."""
+    high, low = sorted((relative_luminance(a), relative_luminance(b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def test_contrast_is_the_wcag_ratio():
+    assert contrast("#000000", "#ffffff") == pytest.approx(21.0)
+    assert contrast("#777777", "#ffffff") == pytest.approx(4.48, abs=0.01)  # WCAG's example
+    assert contrast("#b00020", "#2b2b2b") < 4.5  # the old fixed error red on the dark window
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_error_text_reads_on_the_light_and_dark_themes(
+    make_main_window, qtbot, system_theme_after, theme
+):
+    """An error's text (the Tasks page's list of bad lines, the worker dialog's error) takes
+    the theme's error colour, with a WCAG contrast of at least 4.5 against the window and
+    the text fields' background of that theme, and changes colour with the theme."""
+    from workbench.gui.qt import QPalette
+    from workbench.gui.qt_settings import apply_theme, is_dark
+    from workbench.gui.qt_worker_dialog import WorkerDialog
+
+    window = make_main_window()
+    window.go("Tasks")
+    page = window.pages["Tasks"]
+    other = "dark" if theme == "light" else "light"
+    apply_theme(other)
+    apply_theme(theme)
+    palette = QApplication.instance().palette()
+    assert is_dark(palette) == (theme == "dark")
+    page._show_errors("2 lines could not be read:", ["line 3: no 'question'", "line 9: not JSON"])
+    label = page.errors_title
+    qtbot.waitUntil(label.isVisible, timeout=5_000)
+    dialog = WorkerDialog(window.pages["Workers"].registry, parent=window)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    for error in (label, dialog.error):
+        qtbot.waitUntil(lambda e=error: e.styleSheet() == f"color: {e.colour()}", timeout=5_000)
+        for role in (QPalette.ColorRole.Window, QPalette.ColorRole.Base):
+            background = palette.color(role).name()
+            assert contrast(error.colour(), background) >= 4.5, (theme, role, error.colour())
+    shown = label.colour()
+    apply_theme(other)  # a theme changed while the error shows: its colour follows
+    qtbot.waitUntil(lambda: label.styleSheet() == f"color: {label.colour()}", timeout=5_000)
+    assert label.colour() != shown

@@ -157,11 +157,12 @@ def cmd_runs_show(args) -> int:
     from workbench.core.learned import describe_learned
     from workbench.core.spend import dollars, recorded_spend, spend_kind
     from workbench.core.store import Store
+    from workbench.core.store.episode_file import counted_from_1, run_result_document
     from workbench.core.training.events import where_episodes_ran
 
     with Store.open(workspace(args)) as store:
         record = store.get_run(args.run)
-        generations = store.generations(record.id)  # as stored: what --json prints
+        generations = store.generations(record.id)  # as stored, counted from 0
         stats = store.generation_stats(record.id)  # typed: what the table shows
         stored_spend = store.stored_spend(record.id)
     summary = summarise_run(record, len(stats))
@@ -179,11 +180,12 @@ def cmd_runs_show(args) -> int:
     data = {
         **summary.to_json(),
         "config": config,
-        "result": record.result,
+        # counted from 1, as the table, the GUI and the exports count generations
+        "result": run_result_document(record.result),
         "spend": spend or "real",
         # what the run used, from its stored records: never less than what they hold
         "spent": recorded_spend(generations, stored_spend, (record.result or {}).get("spend")),
-        "generations": generations,
+        "generations": [{**g, "generation": counted_from_1(g["generation"])} for g in generations],
         "learned": [c.to_json() for c in learned],
     }
     if args.json:
@@ -255,8 +257,8 @@ def cmd_runs_show(args) -> int:
     if learned:
         print("\nwhat it learned (its result head on validation, per category):")
         print("\n".join(describe_learned(learned)))
-    if record.result:
-        print(json.dumps(record.result, indent=2))
+    if record.result:  # its best validation generation counted from 1, as in the table
+        print(json.dumps(data["result"], indent=2))
     return 0
 
 
@@ -423,7 +425,11 @@ def register(sub, common) -> None:
     p.set_defaults(func=cmd_runs_list)
     p = rs.add_parser("show", parents=[common], help="a run's config, status and generations")
     p.add_argument("run", help="run id (or a unique prefix of 4+ characters)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print it as JSON: generations counted from 1, as in the table",
+    )
     p.set_defaults(func=cmd_runs_show)
 
     p = sub.add_parser(

@@ -15,20 +15,27 @@ ask about) and ``stop_and_wait`` (stop it and wait), ``install_banner`` and ``sh
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Callable
 from typing import Any
 
+import shiboken6
+
 from workbench.gui import background
+from workbench.gui.plots import plot_palette
 from workbench.gui.qt import (
     QBoxLayout,
     QCloseEvent,
+    QEvent,
     QFrame,
     QHBoxLayout,
     QLabel,
+    QObject,
     QPushButton,
     QScrollArea,
     Qt,
     QWidget,
+    application,
 )
 
 log = logging.getLogger(__name__)
@@ -37,6 +44,52 @@ BANNER_STYLE = (
     "QFrame#banner { background: #fdecea; border: 1px solid #e0a39c; border-radius: 4px; }"
     " QFrame#banner QLabel { color: #5f1a14; }"
 )
+
+
+class ErrorLabel(QLabel):
+    """An error's text beside what it is about (a dialog's field, a list of bad lines) in
+    the theme's error colour (``plots.plot_palette``'s "error": readable on the light and
+    the dark theme), recoloured when the theme changes."""
+
+    def __init__(self, text: str = ""):
+        super().__init__(text)
+        _ErrorColours.follow(self)
+        self.recolour()
+
+    def colour(self) -> str:
+        """The error colour of the active theme."""
+        return plot_palette().colour("error")
+
+    def recolour(self) -> None:
+        style = f"color: {self.colour()}"
+        if self.styleSheet() != style:
+            self.setStyleSheet(style)
+
+
+class _ErrorColours(QObject):
+    """Recolours every ``ErrorLabel`` when the application's palette changes: a label with
+    a style sheet inside a window hears of no palette change itself (the application
+    object does)."""
+
+    labels: weakref.WeakSet[ErrorLabel] = weakref.WeakSet()
+    _installed: _ErrorColours | None = None
+
+    @classmethod
+    def follow(cls, label: ErrorLabel) -> None:
+        cls.labels.add(label)
+        app = application()
+        if app is not None and (cls._installed is None or cls._installed.parent() is not app):
+            cls._installed = cls(app)
+            app.installEventFilter(cls._installed)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt's name)
+        if watched is self.parent() and event.type() == QEvent.Type.ApplicationPaletteChange:
+            for label in list(self.labels):
+                if shiboken6.isValid(label):
+                    label.recolour()
+                else:
+                    self.labels.discard(label)
+        return False
 
 
 class Banner(QFrame):

@@ -14,7 +14,8 @@ from typing import Any
 from workbench.gui.qt import QApplication, QColor, QEvent, QObject, QPalette, Qt, application, pg
 
 # the curve colours of each theme, by name: strong (800) shades on a light background,
-# light (200-300) ones on a dark background, so that a curve reads on either
+# light (200-300) ones on a dark background, so that a curve reads on either; "error" is
+# the colour of an error's text (page.ErrorLabel), WCAG contrast >= 4.5 on either window
 LIGHT_COLOURS = {
     "blue": "#1565c0",
     "red": "#c62828",
@@ -26,6 +27,7 @@ LIGHT_COLOURS = {
     "slate": "#455a64",
     "grey": "#909090",
     "bar": "#5a8cc8",
+    "error": "#b00020",  # an error's text (ErrorLabel): 6.5:1 on the light window
 }
 DARK_COLOURS = {
     "blue": "#64b5f6",
@@ -38,6 +40,7 @@ DARK_COLOURS = {
     "slate": "#b0bec5",
     "grey": "#8c8c8c",
     "bar": "#4f86c6",
+    "error": "#ff8a80",  # an error's text: 6.2:1 on the dark window (#b00020 was 1.9:1)
 }
 # a colour per run or system, in this order (Compare's runs)
 SERIES = ("blue", "red", "green", "orange", "purple", "teal", "brown")

@@ -82,7 +82,6 @@ from PySide6.QtWidgets import (
 )
 
 QT_VERSION = _qVersion()
-ERROR_STYLE = "color: #b00020"  # a page's error message
 
 
 def application() -> QApplication | None:
@@ -131,7 +130,6 @@ __all__ = [
     "QByteArray",
     "QSettings",
     "QSize",
-    "ERROR_STYLE",
     "PYSIDE_VERSION",
     "QAbstractItemView",
     "QAction",

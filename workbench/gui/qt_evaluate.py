@@ -305,10 +305,7 @@ class QtEvaluate(Page):
             table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         # the figures whole; the system's name takes the width left (elided, whole in its
         # tooltip), so that the table fits its tab at 1280 px without scrolling sideways
-        self.results_table.horizontalHeader().setSectionResizeMode(
-            0, QHeaderView.ResizeMode.Stretch
-        )
-        self.results_table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        tables.fit_width(self.results_table, [0], Qt.TextElideMode.ElideMiddle)
         # rows as high as their one line of text: seven to nine systems in view at once
         rows = self.results_table.verticalHeader()
         rows.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)

@@ -35,14 +35,12 @@ from workbench.gui.qt import (
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QObject,
     QPlainTextEdit,
     QPushButton,
     QSplitter,
     Qt,
-    QTableWidgetItem,
     QVBoxLayout,
     QWidget,
     Signal,
@@ -54,25 +52,34 @@ from workbench.gui.words import role_name, stop_sentence
 
 log = logging.getLogger(__name__)
 
+# two-line headers where one line would make the table wider than its side of the page; a
+# turn's tokens and latency are in its reply's tooltip and under the table when selected (as
+# columns they made the table scroll sideways at 1280 px)
 COLUMNS = (
     "Turn",
     "Role",
     "Worker",
-    "Worker's chance",
-    "Role's chance",
+    "Worker's\nchance",
+    "Role's\nchance",
     "Verdict",
-    "Tokens in/out",
-    "Latency",
     "Cost",
     "Reply",
 )
-P_WORKER, P_ROLE, VERDICT, TOKENS, LATENCY, COST, REPLY = range(3, 10)
+P_WORKER, P_ROLE, VERDICT, COST, REPLY = range(3, 8)
 REPLY_CHARS = 300  # a reply in the table; the whole of it shows below when its turn is selected
 
 
 def waiting_text(worker: str) -> str:
     """A turn's reply cell while its worker has not answered yet."""
     return f"waiting for {worker}…"
+
+
+def turn_figures(replied: TurnReplied) -> str:
+    """A replied turn's tokens and latency, in words."""
+    return (
+        f"tokens in/out {replied.tokens_in}/{replied.tokens_out} · "
+        f"latency {replied.latency_s:.2f} s"
+    )
 
 
 class _Events(QObject):
@@ -135,7 +142,9 @@ class QtPlayground(Page):
         # which workers are simulated and what they can answer; the real local model offered
         self.simulated_label = QLabel("")
         self.simulated_label.setWordWrap(True)
-        self.local_box = QCheckBox("Let the offline model answer (real answers, on this computer)")
+        # short: a longer line made this side too wide for the turns table at 1280 px (the
+        # tooltip says what it does)
+        self.local_box = QCheckBox("Let the offline model answer")
         self.local_box.setToolTip(
             "The coordinator still picks which worker and which role, as it learned; the "
             f"offline language model ({SMOLLM2_ID}, SmolLM2-135M) writes each simulated "
@@ -146,10 +155,15 @@ class QtPlayground(Page):
         self.refresh_button.clicked.connect(self.refresh_runs)
         self.file_button = QPushButton("Coordinator file…")
         self.file_button.clicked.connect(self._choose_file)
-        source_row = QHBoxLayout()
-        source_row.addWidget(self.source_combo, 1)
-        source_row.addWidget(self.refresh_button)
-        source_row.addWidget(self.file_button)
+        # the combo on a line of its own, as on Evaluate: beside the two buttons it made this
+        # side too wide for the turns table to fit beside it at 1280 px
+        source_buttons = QHBoxLayout()
+        source_buttons.addWidget(self.refresh_button)
+        source_buttons.addWidget(self.file_button)
+        source_buttons.addStretch(1)
+        source_row = QVBoxLayout()
+        source_row.addWidget(self.source_combo)
+        source_row.addLayout(source_buttons)
         self.question = QPlainTextEdit()
         self.question.setPlaceholderText("Ask the team a question…")
         self.question.setMaximumHeight(100)
@@ -187,8 +201,9 @@ class QtPlayground(Page):
             header_item = self.turns.horizontalHeaderItem(column)
             if header_item is not None:
                 header_item.setToolTip(tip)
-        self.turns.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.turns.horizontalHeader().setStretchLastSection(True)
+        # the figures whole; the verdict and the reply share the width left (elided, whole in
+        # their tooltips): the table fits its side of the page at 1280 px without scrolling
+        tables.fit_width(self.turns, [VERDICT, REPLY])
         self.turns.itemSelectionChanged.connect(self.show_selected_turn)
         # short headings: the two charts side by side fit beside the question at 1280 px
         self.worker_bars = ProbabilityBars("Which worker")
@@ -257,6 +272,10 @@ class QtPlayground(Page):
         splitter.addWidget(left)
         splitter.addWidget(episode)
         splitter.setStretchFactor(1, 2)
+        # the episode's side the wider: its turns table fits without scrolling sideways at
+        # 1280 px (the user's own sizes are remembered after that)
+        splitter.setSizes([320, 960])
+        self.splitter = splitter
         QVBoxLayout(self).addWidget(splitter)
         self.source_combo.currentIndexChanged.connect(self.describe_source)
         self._update_buttons()
@@ -381,6 +400,7 @@ class QtPlayground(Page):
         self.message_label.clear()
         self.turns.setRowCount(0)
         self.turn_events = []
+        self._cost_header()
         self._clear_turn_detail()
         self.answer_view.clear()
         self.total_label.clear()
@@ -448,7 +468,7 @@ class QtPlayground(Page):
             cells = {0: str(event.index + 1), 1: role_name(str(event.role)), 2: event.worker}
             cells[REPLY] = waiting_text(event.worker)
             for column, text in cells.items():
-                self.turns.setItem(row, column, QTableWidgetItem(text))
+                self.turns.setItem(row, column, tables.Cell(text))
             self.turns.setCellWidget(row, P_WORKER, ProbabilityCell(event.worker_prob))
             self.turns.setCellWidget(row, P_ROLE, ProbabilityCell(event.role_prob))
             self.turns.selectRow(row)  # follow the episode: the newest turn is shown below
@@ -462,19 +482,25 @@ class QtPlayground(Page):
             return
         self.turn_events[row][1] = event
         kind = "simulated" if is_simulated(event.worker) else ""
-        cells = {
-            VERDICT: f"error: {event.error}" if event.error else (event.verdict or ""),
-            TOKENS: f"{event.tokens_in}/{event.tokens_out}",
-            LATENCY: f"{event.latency_s:.2f} s",
-            COST: dollars(event.cost, kind, 6),
-            REPLY: _one_line(event.text)[:REPLY_CHARS],
+        reply = _one_line(event.text)[:REPLY_CHARS]
+        answered = {
+            VERDICT: tables.Cell(f"error: {event.error}" if event.error else (event.verdict or "")),
+            COST: tables.Cell(dollars(event.cost, "", 6), tooltip=dollars(event.cost, kind, 6)),
+            REPLY: tables.Cell(reply, tooltip=f"{reply}\n\n{turn_figures(event)}"),
         }
-        for column, text in cells.items():
-            self.turns.setItem(row, column, QTableWidgetItem(text))
+        for column, cell in answered.items():
+            self.turns.setItem(row, column, cell)
+        self._cost_header()
         if self.running:
             self.status_label.setText(f"Turn {row + 1} answered")
         if self._selected_row() == row:
             self.show_selected_turn()
+
+    def _cost_header(self) -> None:
+        """The cost column's header says when its dollars are not real (as on Evaluate: once
+        there, not on every cell; each cell's tooltip says it for its own turn)."""
+        kind = spend_kind(decided.worker for decided, _ in self.turn_events)
+        tables.header_item(self.turns, COST).setText("Cost" + (f"\n({kind})" if kind else ""))
 
     def _selected_row(self) -> int:
         rows = self.turns.selectionModel().selectedRows()
@@ -502,7 +528,7 @@ class QtPlayground(Page):
             self.turn_label.setText(head)
             self.reply_view.setPlainText(tables.item(self.turns, row, REPLY).text())
             return
-        self.turn_label.setText(f"{head} · latency {replied.latency_s:.2f} s")
+        self.turn_label.setText(f"{head} · {turn_figures(replied)}")
         self.reply_view.setPlainText(f"error: {replied.error}" if replied.error else replied.text)
 
     def _clear_turn_detail(self) -> None:
@@ -516,11 +542,14 @@ class QtPlayground(Page):
         # the stored turns are the record: what the live rows could not hear (a Verifier
         # before any answer is never called) is filled in from them
         for row, turn in enumerate(episode.turns[: self.turns.rowCount()]):
-            cells = {VERDICT: turn_verdict(turn), COST: turn_cost(turn)}
+            cells = {
+                VERDICT: tables.Cell(turn_verdict(turn)),
+                COST: tables.Cell(dollars(turn.cost, "", 6), tooltip=turn_cost(turn)),
+            }
             if not turn.messages and not turn.error:
-                cells[REPLY] = "(not called)"
-            for column, text in cells.items():
-                self.turns.setItem(row, column, QTableWidgetItem(text))
+                cells[REPLY] = tables.Cell("(not called)")
+            for column, cell in cells.items():
+                self.turns.setItem(row, column, cell)
         self.answer_view.setPlainText(episode.answer or "(the team gave no answer)")
         spend = spend_kind(t.worker for t in episode.turns)
         self.total_label.setText(

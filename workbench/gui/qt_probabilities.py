@@ -37,7 +37,7 @@ class BarList(QWidget):
             bar.setValue(round(max(0.0, min(1.0, value)) * BAR_STEPS))
             bar.setTextVisible(False)
             bar.setFixedHeight(10)
-            bar.setMinimumWidth(60)
+            bar.setMinimumWidth(36)  # narrow enough for a Replay card beside the list at 1280 px
             number = QLabel(f"{value:.0%}{mark}")
             if mark:
                 for w in (label, number):

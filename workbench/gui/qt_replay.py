@@ -156,6 +156,9 @@ class QtReplay(Page):
         form.addRow("Question", self.task_filter)
         self.episodes = read_only_table(EPISODE_COLUMNS)
         tables.sortable(self.episodes)
+        # the question and why it ended share the width the figures leave (elided, whole in
+        # their tooltips): the list fits its side of the page at 1280 px without scrolling
+        tables.fit_width(self.episodes, [0, EPISODE_COLUMNS.index("Why it ended")])
         header = self.episodes.horizontalHeaderItem(3)
         if header is not None:
             header.setToolTip("Generation (numbered from 1)")
@@ -215,7 +218,7 @@ class QtReplay(Page):
         splitter.addWidget(right)
         splitter.setStretchFactor(0, 2)
         splitter.setStretchFactor(1, 3)
-        splitter.setSizes([460, 600])
+        splitter.setSizes([500, 560])
         QVBoxLayout(self).addWidget(splitter)
 
         self.runs.currentIndexChanged.connect(lambda _: self._run_changed())
@@ -343,7 +346,8 @@ class QtReplay(Page):
                 ),
                 tables.Cell(*_candidate_cell(e, kind)),
                 tables.Cell(
-                    stop_sentence(str(e.stop_reason)), tooltip=f"stop reason: {e.stop_reason}"
+                    stop_sentence(str(e.stop_reason)),
+                    tooltip=f"{stop_sentence(str(e.stop_reason))}\nstop reason: {e.stop_reason}",
                 ),
             )
             for cell in cells:

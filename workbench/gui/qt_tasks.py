@@ -20,9 +20,8 @@ from workbench.core.tasks.model import SPLITS, Suite, Task
 from workbench.core.tasks.suites import SuiteInfo, import_suite, list_suites, load_suite
 from workbench.core.workspace import Workspace
 from workbench.gui import tables
-from workbench.gui.page import Page, message_label
+from workbench.gui.page import ErrorLabel, Page, message_label
 from workbench.gui.qt import (
-    ERROR_STYLE,
     QCheckBox,
     QFileDialog,
     QHBoxLayout,
@@ -147,8 +146,7 @@ class QtTasks(Page):
         bar.addWidget(self.replace_box)
         bar.addWidget(self.import_button)
         bar.addWidget(self.refresh_button)
-        self.errors_title = QLabel()
-        self.errors_title.setStyleSheet(ERROR_STYLE)
+        self.errors_title = ErrorLabel()
         self.errors_title.setWordWrap(True)
         self.errors = QListWidget()
         self.errors.setMaximumHeight(160)

@@ -9,8 +9,8 @@ from workbench.core.workers.checks import endpoint_models
 from workbench.core.workers.registry import Registry
 from workbench.core.workers.spec import PRESETS, WorkerSpec, spec_from_options
 from workbench.gui import background
+from workbench.gui.page import ErrorLabel
 from workbench.gui.qt import (
-    ERROR_STYLE,
     QComboBox,
     QDialog,
     QDialogButtonBox,
@@ -78,8 +78,7 @@ class WorkerDialog(QDialog):
         self.key.setPlaceholderText("API key (stored in the OS keychain, never in a file)")
         self.key_note = QLabel("key stored in keychain")
         self.replace_key_button = QPushButton("Replace key")
-        self.error = QLabel()
-        self.error.setStyleSheet(ERROR_STYLE)
+        self.error = ErrorLabel()
         self.error.setWordWrap(True)
         self.error.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.error.setOpenExternalLinks(True)

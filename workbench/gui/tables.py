@@ -90,6 +90,23 @@ def fit(table: QTableWidget, widest: int = WIDEST_COLUMN) -> None:
             table.setColumnWidth(column, widest)
 
 
+def fit_width(
+    table: QTableWidget,
+    stretch: Sequence[int],
+    elide: Qt.TextElideMode = Qt.TextElideMode.ElideRight,
+) -> None:
+    """Fit the table to its width, never scrolling sideways: every column as wide as its
+    content and header, except the ``stretch`` columns (long texts), which share the width
+    left, a value too long for it elided (its cell's tooltip has the whole of it)."""
+    header = table.horizontalHeader()
+    header.setStretchLastSection(False)
+    header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+    for column in stretch:
+        header.setSectionResizeMode(column, QHeaderView.ResizeMode.Stretch)
+    table.setWordWrap(False)
+    table.setTextElideMode(elide)
+
+
 def header_item(table: QTableWidget, column: int) -> QTableWidgetItem:
     """The header item of ``column``; ``LookupError`` where there is none (a table made
     with its header labels has one for each column)."""

@@ -43,6 +43,7 @@ from workbench.core.serving.team import (
     question_task,
 )
 from workbench.core.spend import spend_kind
+from workbench.core.store.episode_file import counted_from_1, turns_from_1
 
 log = logging.getLogger(__name__)
 
@@ -536,7 +537,7 @@ def turn_trace(turn: Turn, pool: Sequence[str]) -> dict[str, Any]:
     """One turn as the trace shows it: who, in what role, with what probabilities, and
     what came of it."""
     return {
-        "index": turn.index,
+        "index": counted_from_1(turn.index),  # from 1, as every output counts turns
         "role": str(turn.role),
         "worker": turn.worker,
         "worker_probs": dict(zip(pool, turn.worker_probs, strict=True)),
@@ -556,7 +557,7 @@ def _event_trace(event: TurnDecided | TurnReplied, pool: Sequence[str]) -> dict[
     if isinstance(event, TurnDecided):
         return {
             "event": "turn_decided",
-            "index": event.index,
+            "index": counted_from_1(event.index),
             "role": str(event.role),
             "worker": event.worker,
             "worker_probs": dict(zip(pool, event.worker_probs, strict=True)),
@@ -564,7 +565,7 @@ def _event_trace(event: TurnDecided | TurnReplied, pool: Sequence[str]) -> dict[
         }
     return {
         "event": "turn_replied",
-        "index": event.index,
+        "index": counted_from_1(event.index),
         "role": str(event.role),
         "worker": event.worker,
         "response": event.text,
@@ -595,7 +596,7 @@ def _extension(episode: Episode, trace: bool) -> dict[str, Any]:
         "turns_used": len(episode.turns),
         # the turns played in the Worker role because the episode would otherwise have
         # ended without an answer (``--final-turn worker``, docs/guides/serving.md)
-        "worker_only_turns": list(episode.grade_details.get("worker_only_turns", [])),
+        "worker_only_turns": turns_from_1(list(episode.grade_details.get("worker_only_turns", []))),
     }
     if trace:
         out["turns"] = [turn_trace(t, episode.pool) for t in episode.turns]

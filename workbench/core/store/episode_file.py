@@ -8,6 +8,9 @@ options. An export is read by people and by their scripts beside what the GUI sh
 counts from 1 too: ``generation``, ``candidate``, each turn's ``index`` and the turn
 numbers listed in ``grade_details`` (``thinker_role_turns``, ``worker_only_turns``) are
 the stored values plus one. Only this module converts; nothing else adds or removes one.
+Other outputs that carry stored numbers use its ``counted_from_1`` and ``turns_from_1``:
+``runs show`` (each generation record's ``generation``, ``result.best_validation_generation``)
+and the OpenAI-compatible server's ``trinity`` trace (turn ``index``, ``worker_only_turns``).
 
 Format versions: version 2 counts from 1. Version 1 (workbenches before this numbering)
 wrote the stored values, counted from 0; it is still read, as what it is.
@@ -30,6 +33,26 @@ _FROM = {1: 0, 2: 1}  # what a version's first generation, candidate and turn ar
 
 def _shift(value: int | None, by: int) -> int | None:
     return None if value is None else value + by
+
+
+def counted_from_1(value: int | None) -> int | None:
+    """A stored number (generation, candidate or turn, from 0) as outputs show it (from 1);
+    None stays None."""
+    return _shift(value, _FROM[EPISODE_FORMAT_VERSION])
+
+
+def turns_from_1(turns: list[int]) -> list[int]:
+    """A list of stored turn numbers (``grade_details``' ``TURN_LISTS``) as outputs show it."""
+    return [i + _FROM[EPISODE_FORMAT_VERSION] for i in turns]
+
+
+def run_result_document(result: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A run's stored result (``RunRecord.result``) as outputs show it: its
+    ``best_validation_generation`` counted from 1."""
+    if result is None or "best_validation_generation" not in result:
+        return result
+    best = result["best_validation_generation"]
+    return {**result, "best_validation_generation": counted_from_1(best)}
 
 
 def _renumbered(doc: dict[str, Any], by: int) -> dict[str, Any]:
