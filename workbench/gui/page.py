@@ -34,6 +34,7 @@ from workbench.gui.qt import (
     QPushButton,
     QScrollArea,
     Qt,
+    QVBoxLayout,
     QWidget,
     application,
 )
@@ -154,6 +155,20 @@ class MessageLine(QLabel):
 
     def clear(self) -> None:
         self.setText("")
+
+
+def combo_over_buttons(combo: QWidget, *buttons: QPushButton) -> QVBoxLayout:
+    """A choice on a line of its own with its buttons below it (Evaluate's and the
+    Playground's coordinator): beside the buttons a long entry was cut ("run 2802" of
+    "run 28026460  sandbox sample (finished)") and made the side too wide at 1280 px."""
+    row = QHBoxLayout()
+    for button in buttons:
+        row.addWidget(button)
+    row.addStretch(1)
+    column = QVBoxLayout()
+    column.addWidget(combo)
+    column.addLayout(row)
+    return column
 
 
 def message_label(text: str = "", *, error: bool = True) -> MessageLine:

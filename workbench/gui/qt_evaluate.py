@@ -33,7 +33,7 @@ from workbench.core.tasks.suites import list_suites
 from workbench.core.training.events import StopToken
 from workbench.core.workspace import Workspace
 from workbench.gui import background, tables
-from workbench.gui.page import Page, message_label
+from workbench.gui.page import Page, combo_over_buttons, message_label
 from workbench.gui.plots import painted, palette_colors, themed
 from workbench.gui.qt import (
     QCheckBox,
@@ -247,15 +247,7 @@ class QtEvaluate(Page):
         self.refresh_button.clicked.connect(self.refresh_runs)
         self.file_button = QPushButton("Coordinator file…")
         self.file_button.clicked.connect(self._choose_file)
-        # the combo on a line of its own: beside the two buttons it showed "run 2802" of
-        # "run 28026460  sandbox sample (finished)" at 1280 px
-        source_buttons = QHBoxLayout()
-        source_buttons.addWidget(self.refresh_button)
-        source_buttons.addWidget(self.file_button)
-        source_buttons.addStretch(1)
-        source_row = QVBoxLayout()
-        source_row.addWidget(self.source_combo)
-        source_row.addLayout(source_buttons)
+        source_row = combo_over_buttons(self.source_combo, self.refresh_button, self.file_button)
         self.source_label = QLabel("–")
         self.source_label.setWordWrap(True)
         self.suite_combo = QComboBox()

@@ -26,7 +26,7 @@ from workbench.core.spend import dollars, is_simulated, spend_kind
 from workbench.core.workers.local import SMOLLM2_ID
 from workbench.core.workspace import Workspace
 from workbench.gui import background, tables
-from workbench.gui.page import Page, message_label
+from workbench.gui.page import Page, combo_over_buttons, message_label
 from workbench.gui.qt import (
     QApplication,
     QCheckBox,
@@ -155,15 +155,7 @@ class QtPlayground(Page):
         self.refresh_button.clicked.connect(self.refresh_runs)
         self.file_button = QPushButton("Coordinator file…")
         self.file_button.clicked.connect(self._choose_file)
-        # the combo on a line of its own, as on Evaluate: beside the two buttons it made this
-        # side too wide for the turns table to fit beside it at 1280 px
-        source_buttons = QHBoxLayout()
-        source_buttons.addWidget(self.refresh_button)
-        source_buttons.addWidget(self.file_button)
-        source_buttons.addStretch(1)
-        source_row = QVBoxLayout()
-        source_row.addWidget(self.source_combo)
-        source_row.addLayout(source_buttons)
+        source_row = combo_over_buttons(self.source_combo, self.refresh_button, self.file_button)
         self.question = QPlainTextEdit()
         self.question.setPlaceholderText("Ask the team a question…")
         self.question.setMaximumHeight(100)
