@@ -282,3 +282,65 @@ def test_the_episode_list_fits_1280_by_800_with_long_stop_reasons(make_main_wind
     assert (window.width(), window.height()) == (1280, 800)
     why = EPISODE_COLUMNS.index("Why it ended")
     assert_fits_sideways(page.episodes, stretched=[0, why])
+
+
+def test_a_training_runs_episodes_show_whole_in_the_list_at_1280_by_800(
+    make_main_window, qtbot, trained
+):
+    """The ids the bundled suites give their questions, every way an episode ends, the
+    generations and candidates of the sandbox example (60 generations of 28): nothing in
+    the list is elided at 1280 x 800, the question and why it ended included (elision is
+    for a value that is long, such as a CHAMP id, above)."""
+    from dataclasses import replace
+
+    from tests.gui.fitting import assert_fits_sideways
+    from workbench.gui.qt import QApplication
+    from workbench.gui.qt_replay import EPISODE_COLUMNS, EPISODE_STOPS, EpisodeList
+    from workbench.gui.words import STOP_WORDS
+
+    ws, run_id = trained
+    window = make_main_window(workspace=ws)
+    window.resize(1280, 800)
+    window.go("Replay")
+    page = window.pages["Replay"]
+    qtbot.waitUntil(lambda: page.runs.findData(run_id) >= 0)
+    page.runs.setCurrentIndex(page.runs.findData(run_id))
+    qtbot.waitUntil(lambda: page.episodes.isVisible() and not page.loading, timeout=20_000)
+    # the conversation beside the list: an episode's cards do not scroll sideways either
+    first = page.episode_ids()[0]
+    page.open_episode(first)
+    qtbot.waitUntil(lambda: page.replay is not None and page.replay.episode.id == first)
+    qtbot.waitUntil(lambda: bool(page.cards))
+    QApplication.processEvents()
+    bar = page.conversation_scroll.horizontalScrollBar()
+    assert bar.maximum() == 0 and not bar.isVisible(), page.conversation_scroll.viewport().width()
+    tasks = ("mixed-choice-095", "mixed-math-012", "mixed-code-007", "mixed-choice-100")
+    episodes = [
+        replace(summary(59 - i, 27 - i, i / 4, task=task), stop_reason=reason, n_turns=5)
+        for i, (task, reason) in enumerate(zip(tasks, EPISODE_STOPS, strict=True))
+    ]
+    page._on_episodes(
+        None,
+        EpisodeList(
+            episodes=episodes,
+            matched=len(episodes),
+            best=None,
+            best_share=0.0,
+            generations=[],
+            candidates=[],
+            workers=[],
+        ),
+    )
+    why = EPISODE_COLUMNS.index("Why it ended")
+    assert_fits_sideways(page.episodes, stretched=[0, why])
+    table = page.episodes
+    for c in (0, why):  # each as wide as its content: whole, not elided
+        widths = [table.columnWidth(k) for k in range(table.columnCount())]
+        assert table.columnWidth(c) >= table.sizeHintForColumn(c), (
+            c,
+            widths,
+            table.viewport().width(),
+        )
+    shown = [table.item(r, why).text() for r in range(table.rowCount())]
+    assert sorted(shown) == sorted(STOP_WORDS[r] for r in EPISODE_STOPS)
+    assert all("stop reason: " in table.item(r, why).toolTip() for r in range(table.rowCount()))

@@ -47,11 +47,11 @@ from workbench.gui.qt import (
     read_only_table,
 )
 from workbench.gui.qt_replay_cards import OutcomeCard, QuestionCard, TurnCard
-from workbench.gui.words import STOP_REASONS, stop_sentence
+from workbench.gui.words import STOP_REASONS, stop_sentence, stop_word
 
 log = logging.getLogger(__name__)
 
-EPISODE_COLUMNS = ("Question", "Outcome", "Turns", "Gen.", "Candidate", "Why it ended")
+EPISODE_COLUMNS = ("Question", "Outcome", "Turns", "Gen.", "Cand.", "Why it ended")
 SHOWN_AT_MOST = 2000  # rows of the episode list (the filters narrow the rest)
 OUTCOMES = {"any outcome": (None, None), "right": (1.0, None), "not right": (None, 0.9999)}
 EPISODE_STOPS = ("accepted", "max_turns", "verifier_without_answer", "worker_errors")
@@ -159,9 +159,12 @@ class QtReplay(Page):
         # the question and why it ended share the width the figures leave (elided, whole in
         # their tooltips): the list fits its side of the page at 1280 px without scrolling
         tables.fit_width(self.episodes, [0, EPISODE_COLUMNS.index("Why it ended")])
-        header = self.episodes.horizontalHeaderItem(3)
-        if header is not None:
-            header.setToolTip("Generation (numbered from 1)")
+        tables.header_tip(self.episodes, 3, "Generation (numbered from 1)")
+        tables.header_tip(
+            self.episodes,
+            4,
+            "Candidate of its generation (numbered from 1), or the system an evaluation ran",
+        )
         self.episodes.setToolTip("Page Down / Page Up: the next and previous episode")
         self.list_note = QLabel("")
         self.list_note.setWordWrap(True)
@@ -218,7 +221,7 @@ class QtReplay(Page):
         splitter.addWidget(right)
         splitter.setStretchFactor(0, 2)
         splitter.setStretchFactor(1, 3)
-        splitter.setSizes([500, 560])
+        splitter.setSizes([508, 552])
         QVBoxLayout(self).addWidget(splitter)
 
         self.runs.currentIndexChanged.connect(lambda _: self._run_changed())
@@ -346,8 +349,9 @@ class QtReplay(Page):
                 ),
                 tables.Cell(*_candidate_cell(e, kind)),
                 tables.Cell(
-                    stop_sentence(str(e.stop_reason)),
-                    tooltip=f"{stop_sentence(str(e.stop_reason))}\nstop reason: {e.stop_reason}",
+                    stop_word(str(e.stop_reason)),
+                    tooltip=f"{stop_word(str(e.stop_reason))}: {stop_sentence(str(e.stop_reason))}"
+                    f"\nstop reason: {e.stop_reason}",
                 ),
             )
             for cell in cells:

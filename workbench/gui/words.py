@@ -90,6 +90,21 @@ def stop_sentence(reason: str | None) -> str:
     return STOP_REASONS.get(str(reason), str(reason))
 
 
+# Why an episode ended, in a list's few words (the sentence above is its cell's tooltip)
+STOP_WORDS = {
+    "accepted": "accepted",
+    "max_turns": "out of turns",
+    "verifier_without_answer": "Verifier too early",
+    "worker_errors": "calls failed",
+    "cancelled": "cancelled",
+}
+
+
+def stop_word(reason: str | None) -> str:
+    """Why an episode ended in a list's few words; a reason without them gets its sentence."""
+    return STOP_WORDS.get(str(reason), stop_sentence(reason))
+
+
 STATUS_WORDS = {
     "running": "running",
     "finished": "finished",
