@@ -51,9 +51,9 @@ from workbench.gui.words import STOP_REASONS, stop_sentence, stop_word
 
 log = logging.getLogger(__name__)
 
-EPISODE_COLUMNS = ("Question", "Outcome", "Turns", "Gen.", "Cand.", "Why it ended")
+EPISODE_COLUMNS = ("Question", "Result", "Turns", "Gen.", "Cand.", "Why it ended")
 SHOWN_AT_MOST = 2000  # rows of the episode list (the filters narrow the rest)
-OUTCOMES = {"any outcome": (None, None), "right": (1.0, None), "not right": (None, 0.9999)}
+OUTCOMES = {"any result": (None, None), "right": (1.0, None), "not right": (None, 0.9999)}
 EPISODE_STOPS = ("accepted", "max_turns", "verifier_without_answer", "worker_errors")
 ANY = "any"
 
@@ -148,7 +148,7 @@ class QtReplay(Page):
             combo.addItem(ANY, None)
         form = QFormLayout()
         form.addRow("Run", self.runs)
-        form.addRow("Outcome", self.outcome_filter)
+        form.addRow("Result", self.outcome_filter)
         form.addRow("Worker", self.worker_filter)
         form.addRow("Generation", self.generation_filter)
         form.addRow("Candidate", self.candidate_filter)
