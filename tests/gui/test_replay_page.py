@@ -218,6 +218,21 @@ def summary(generation, candidate, reward, task="t") -> EpisodeSummary:
     )
 
 
+def listing(episodes):
+    """What the page's background read hands it: ``episodes``, all matched, no filters."""
+    from workbench.gui.qt_replay import EpisodeList
+
+    return EpisodeList(
+        episodes=episodes,
+        matched=len(episodes),
+        best=None,
+        best_share=0.0,
+        generations=[],
+        candidates=[],
+        workers=[],
+    )
+
+
 def test_best_first_orders_candidates_by_their_share_right_later_generations_first():
     from workbench.gui.qt_replay import best_first
 
@@ -251,7 +266,7 @@ def test_the_episode_list_fits_1280_by_800_with_long_stop_reasons(make_main_wind
     from dataclasses import replace
 
     from tests.gui.fitting import assert_fits_sideways
-    from workbench.gui.qt_replay import EPISODE_COLUMNS, EPISODE_STOPS, EpisodeList
+    from workbench.gui.qt_replay import EPISODE_COLUMNS, EPISODE_STOPS
 
     window = make_main_window()
     window.resize(1280, 800)
@@ -266,18 +281,7 @@ def test_the_episode_list_fits_1280_by_800_with_long_stop_reasons(make_main_wind
         )
         for i, reason in enumerate((*EPISODE_STOPS, "cancelled"))
     ]
-    page._on_episodes(
-        None,
-        EpisodeList(
-            episodes=episodes,
-            matched=len(episodes),
-            best=None,
-            best_share=0.0,
-            generations=[],
-            candidates=[],
-            workers=[],
-        ),
-    )
+    page._on_episodes(None, listing(episodes))
     assert page.episodes.rowCount() == len(EPISODE_STOPS) + 1
     assert (window.width(), window.height()) == (1280, 800)
     why = EPISODE_COLUMNS.index("Why it ended")
@@ -295,7 +299,7 @@ def test_a_training_runs_episodes_show_whole_in_the_list_at_1280_by_800(
 
     from tests.gui.fitting import assert_fits_sideways
     from workbench.gui.qt import QApplication
-    from workbench.gui.qt_replay import EPISODE_COLUMNS, EPISODE_STOPS, EpisodeList
+    from workbench.gui.qt_replay import EPISODE_COLUMNS, EPISODE_STOPS
     from workbench.gui.words import STOP_WORDS
 
     ws, run_id = trained
@@ -324,18 +328,7 @@ def test_a_training_runs_episodes_show_whole_in_the_list_at_1280_by_800(
         )
         for i in range(120)
     ]
-    page._on_episodes(
-        None,
-        EpisodeList(
-            episodes=episodes,
-            matched=len(episodes),
-            best=None,
-            best_share=0.0,
-            generations=[],
-            candidates=[],
-            workers=[],
-        ),
-    )
+    page._on_episodes(None, listing(episodes))
     why = EPISODE_COLUMNS.index("Why it ended")
     assert_fits_sideways(page.episodes, stretched=[0, why])
     table = page.episodes
