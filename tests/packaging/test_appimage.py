@@ -13,7 +13,6 @@ import shutil
 import stat
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -159,30 +158,24 @@ def test_extract_and_run_passes_arguments_and_exit_status_and_cleans_up(built, t
     os.geteuid() != 0 or shutil.which("setpriv") is None,
     reason="runs the AppImage as uid 1000 with setpriv, which needs root",
 )
-def test_an_ordinary_user_runs_it(built):
-    # a folder of its own under /tmp: pytest's folders are open to their owner only
-    user_dir = Path(tempfile.mkdtemp(prefix="trinity-appimage-"))
-    try:
-        user_dir.chmod(0o777)
-        copy = user_dir / built.appimage.name
-        shutil.copy(built.appimage, copy)
-        result = _run(
-            "setpriv",
-            "--reuid=1000",
-            "--regid=1000",
-            "--clear-groups",
-            copy,
-            "--appimage-extract-and-run",
-            "hi",
-            cwd=user_dir,
-            env={"TMPDIR": str(user_dir), "HOME": str(user_dir)},
-        )
-        assert result.returncode == 0, result.stdout + result.stderr
-        assert "arg: hi" in result.stdout and "the bundle's data file" in result.stdout
-        assert "uid 1000, capabilities 0000000000000000" in result.stdout
-        assert not list(user_dir.glob("appimage_extracted_*"))
-    finally:
-        shutil.rmtree(user_dir)
+def test_an_ordinary_user_runs_it(built, user_dir):
+    copy = user_dir / built.appimage.name
+    shutil.copy(built.appimage, copy)
+    result = _run(
+        "setpriv",
+        "--reuid=1000",
+        "--regid=1000",
+        "--clear-groups",
+        copy,
+        "--appimage-extract-and-run",
+        "hi",
+        cwd=user_dir,
+        env={"TMPDIR": str(user_dir), "HOME": str(user_dir)},
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "arg: hi" in result.stdout and "the bundle's data file" in result.stdout
+    assert "uid 1000, capabilities 0000000000000000" in result.stdout
+    assert not list(user_dir.glob("appimage_extracted_*"))
 
 
 @pytest.mark.skipif(
@@ -206,25 +199,20 @@ def test_run_plainly_it_mounts_the_image_with_fuse(built, tmp_path):
 
 
 @pytest.mark.skipif(fuse_user.why_not() is not None, reason=f"FUSE: {fuse_user.why_not()}")
-def test_an_ordinary_user_mounts_it_with_fuse(built):
+def test_an_ordinary_user_mounts_it_with_fuse(built, user_dir):
     """As a desktop user runs an AppImage: uid 1000, mounted through fusermount3."""
-    user_dir = Path(tempfile.mkdtemp(prefix="trinity-appimage-"))
-    try:
-        user_dir.chmod(0o777)
-        copy = user_dir / built.appimage.name
-        shutil.copy(built.appimage, copy)
-        result = _run(
-            *fuse_user.command([str(copy), "mounted"], user_dir),
-            cwd=user_dir,
-            env={"TMPDIR": str(user_dir), "HOME": str(user_dir)},
-        )
-        assert result.returncode == 0, result.stdout + result.stderr
-        assert f"bundle at {user_dir}/.mount_" in result.stdout
-        assert "uid 1000, capabilities 0000000000000000" in result.stdout
-        assert "arg: mounted" in result.stdout and "the bundle's data file" in result.stdout
-        deadline = time.monotonic() + 30
-        while list(user_dir.glob(".mount_*")):  # unmounted and removed after the app exited
-            assert time.monotonic() < deadline, "still mounted 30 s after the app exited"
-            time.sleep(0.1)
-    finally:
-        shutil.rmtree(user_dir)
+    copy = user_dir / built.appimage.name
+    shutil.copy(built.appimage, copy)
+    result = _run(
+        *fuse_user.command([str(copy), "mounted"], user_dir),
+        cwd=user_dir,
+        env={"TMPDIR": str(user_dir), "HOME": str(user_dir)},
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"bundle at {user_dir}/.mount_" in result.stdout
+    assert "uid 1000, capabilities 0000000000000000" in result.stdout
+    assert "arg: mounted" in result.stdout and "the bundle's data file" in result.stdout
+    deadline = time.monotonic() + 30
+    while list(user_dir.glob(".mount_*")):  # unmounted and removed after the app exited
+        assert time.monotonic() < deadline, "still mounted 30 s after the app exited"
+        time.sleep(0.1)

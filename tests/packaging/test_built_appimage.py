@@ -19,9 +19,7 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -43,15 +41,6 @@ def built() -> Path:
     if not path.is_file():
         pytest.fail(f"TRINITY_BUILT_APPIMAGE={BUILT}: no such file; build it first")
     return path
-
-
-@pytest.fixture()
-def user_dir() -> Iterator[Path]:
-    """A folder under /tmp that uid 1000 can use (pytest's own are the builder's only)."""
-    base = Path(tempfile.mkdtemp(prefix="trinity-appimage-"))
-    base.chmod(0o777)
-    yield base
-    shutil.rmtree(base)
 
 
 def _tree(folder: Path) -> dict[str, tuple[str, int]]:
