@@ -100,6 +100,16 @@ def test_the_runtime_is_a_static_elf_with_the_magic_and_the_image_follows_it(bui
     assert offset.returncode == 0, offset.stderr
     assert int(offset.stdout) == built.runtime_bytes
     assert data[built.runtime_bytes : built.runtime_bytes + 4] == b"hsqs"
+    # an outside reader of the format, squashfs-tools' unsquashfs, finds there the AppDir
+    # the AppImage specification asks for: AppRun, a .desktop entry and the .DirIcon
+    listing = subprocess.run(
+        ["unsquashfs", "-o", str(built.runtime_bytes), "-l", "-d", "", str(built.appimage)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert {"/AppRun", "/.DirIcon"} <= set(listing), listing[:20]
+    assert any(n.endswith(".desktop") and n.count("/") == 1 for n in listing), listing[:20]
     version = _run(built.appimage, "--appimage-version", cwd=tmp_path)
     assert appimage.RUNTIME_COMMIT[:7] in version.stderr
     # the update-information section upstream's linker script reserves is there (empty)
