@@ -145,11 +145,10 @@ def test_the_build_strips_native_modules_that_still_load_and_skips_the_patchelf_
     """build.py strips a real Rust module (tokenizers') which then still imports and works,
     and leaves alone numpy's extension (its RPATH names numpy.libs: auditwheel rewrote it
     with patchelf), numpy.libs' OpenBLAS and Qt's libraries."""
+    import build
     import numpy
     import PySide6
     import tokenizers
-
-    import build
 
     internal = tmp_path / "app" / "_internal"
     shutil.copytree(Path(tokenizers.__file__).parent, internal / "tokenizers")
