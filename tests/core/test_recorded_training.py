@@ -57,7 +57,9 @@ def test_roles_are_checked_in_the_config_and_the_settings():
 def test_tiny_training_on_the_recorded_champ_pool_with_the_worker_role_alone(
     tmp_path, tiny_backbone
 ):
-    cfg = _config(roles=["worker"])
+    # two turns, so the run plays episodes (one turn trains on the routing table:
+    # tests/core/training/test_table.py)
+    cfg = _config(roles=["worker"]).replace(protocol={"max_turns": 2})
     ws = Workspace.open(tmp_path / "ws")
     with Store.open(ws) as store:
         session = open_pool(cfg, store)

@@ -15,12 +15,22 @@ def cmd_crossval(args) -> int:
 
     config = RunConfig.load(args.config)
 
+    shown = {"table": -1, "features": -1}
+
     def said(event: FoldProgress) -> None:
-        if event.stage == "training":
-            print(f"fold {event.fold}/{event.folds}: training", file=sys.stderr, flush=True)
+        repeat = f"repeat {event.repeat}/{event.repeats}, " if event.repeats > 1 else ""
+        if event.stage in shown:
+            # a line each twentieth of the way (the features take a while the first time)
+            step = event.done * 20 // max(1, event.total)
+            if step > shown[event.stage]:
+                shown[event.stage] = step
+                what = "answers graded" if event.stage == "table" else "query features"
+                print(f"{what}: {event.done}/{event.total}", file=sys.stderr, flush=True)
+        elif event.stage == "training":
+            print(f"{repeat}fold {event.fold}/{event.folds}: training", file=sys.stderr, flush=True)
         elif event.stage == "trained":
             print(
-                f"fold {event.fold}/{event.folds}: run {event.run_id} trained in "
+                f"{repeat}fold {event.fold}/{event.folds}: run {event.run_id} trained in "
                 f"{event.seconds:.0f} s; evaluating",
                 file=sys.stderr,
                 flush=True,
@@ -32,6 +42,8 @@ def cmd_crossval(args) -> int:
         workspace(args),
         folds=args.folds,
         seed=args.seed,
+        repeats=args.repeats,
+        paper_settings=args.paper_settings,
         listeners=listeners,
         progress=said,
     )
@@ -52,6 +64,19 @@ def register(sub, common) -> None:
     p.add_argument("--folds", type=int, default=5, help="k (default 5)")
     p.add_argument(
         "--seed", type=int, default=None, help="the folds' seed (default: tasks.split_seed)"
+    )
+    p.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="deal the folds this many times (seeds SEED, SEED+1, ...), each task's reward "
+        "its mean over them (a recorded pool routed in one Worker turn only)",
+    )
+    p.add_argument(
+        "--paper-settings",
+        action="store_true",
+        help="also train a coordinator at the paper's settings (16 tasks a candidate, 60 "
+        "generations) on every fold (a recorded pool routed in one Worker turn only)",
     )
     p.add_argument("--out", metavar="DIR", help="write crossval.json and crossval.md there")
     p.add_argument("--quiet", action="store_true", help="no per-generation progress lines")

@@ -45,7 +45,7 @@ RANKING_OPTIMIZERS = tuple(n for n, e in OPTIMIZER_REGISTRY.items() if e.ranks_c
 EXPLORING_OPTIMIZERS = tuple(n for n, e in OPTIMIZER_REGISTRY.items() if e.exploring_starts)
 SVF_OPTIMIZERS = RANKING_OPTIMIZERS
 CACHE_POLICIES = ("auto", "off", "read-write", "replay-only")
-SEARCH_BASES = ("identity", "balanced", "whitened")
+SEARCH_BASES = ("identity", "balanced", "whitened", "projection")
 SIGMA0_SCALES = ("literal", "width")
 INPUTS = ("raw", "chat")
 DEVICES = ("auto", "cpu", "cuda", "mps")
@@ -261,7 +261,8 @@ class OptimizerSection:
         16,
         "Tasks per candidate",
         "m: the tasks each candidate is scored on, shared by a generation's candidates.",
-        low=1,
+        low=0,
+        zero="every training task, each generation (cheap on a routing table)",
     )
     svf: bool = key(
         False, "Tune SVF offsets", "Also evolve singular-value offsets of one backbone layer."
@@ -300,14 +301,16 @@ class OptimizerSection:
         "Search basis",
         "identity: the head's own weights (the paper); balanced: the backbone's shared "
         "feature direction scaled down; whitened: the calibration features' leading "
-        "directions evened out.",
+        "directions evened out; projection: the head reads only the training features' "
+        "leading directions, a smaller search.",
         choices=SEARCH_BASES,
         ours=True,
     )
     search_rank: int = key(
         8,
-        "Whitened rank",
-        "How many leading feature directions the whitened basis evens out.",
+        "Basis rank",
+        "How many leading feature directions the whitened basis evens out, or the "
+        "projection basis keeps.",
         low=2,
     )
     concurrency: int = key(

@@ -36,6 +36,7 @@ from workbench.core.protocol import (
     run_episode,
 )
 from workbench.core.records import Episode
+from workbench.core.routers import RECORDED_ORACLE
 from workbench.core.tasks.model import Task
 from workbench.core.training.events import StopToken
 from workbench.core.training.trainer import derived_seed
@@ -432,7 +433,6 @@ class EvaluationStopped(Interrupted):
 
 
 MULTI_TURN_ORACLE = "multi-turn oracle"
-RECORDED_ORACLE = "recorded oracle"
 
 
 def recorded_pool(worker_ids: Sequence[str]) -> bool:

@@ -141,6 +141,16 @@ def _file_fingerprint(path: Path) -> str:
     return hashlib.sha256(f"{path.name}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()[:16]
 
 
+def _folder_fingerprint(path: Path) -> str:
+    """Changes when the model folder's config or any of its weight files changes: stored
+    features (coordinator/feature_store.py) of weights saved over the old ones must not
+    answer for the new."""
+    files = [path / "config.json"] + sorted(
+        p for p in path.iterdir() if p.suffix in (".safetensors", ".bin") and p.is_file()
+    )
+    return hashlib.sha256("|".join(_file_fingerprint(p) for p in files).encode()).hexdigest()[:16]
+
+
 def resolve_source(source: str) -> ResolvedSource:
     """Classify a model source and check that it exists, without loading it."""
     if not source or not source.strip():
@@ -178,13 +188,12 @@ def resolve_source(source: str) -> ResolvedSource:
                 f"folder {path} is not a model folder (no config.json): "
                 "give the folder that save_pretrained wrote, or a .gguf file"
             )
-        cfg = path / "config.json"
         return ResolvedSource(
             source=source,
             kind="directory",
             location=str(path.resolve()),
             gguf_file=None,
-            fingerprint=_file_fingerprint(cfg),
+            fingerprint=_folder_fingerprint(path),
         )
     if source.startswith((".", "/", "~")) or os.sep in source.strip("/").replace("/", "", 1):
         raise ModelSourceError(f"model path {path} not found: check the path")

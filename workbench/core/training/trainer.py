@@ -25,11 +25,13 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
 from workbench.core.config import RunConfig
 from workbench.core.coordinator import Backbone, Coordinator, HeadConfig
+from workbench.core.coordinator.feature_store import FeatureStore, stored_features
 from workbench.core.errors import InvalidInput
 from workbench.core.optimizers.base import Proposal
 from workbench.core.optimizers.make import make_optimizer
@@ -66,6 +68,14 @@ from workbench.core.training.executors import (
     LocalExecutor,
     coordinator_from_vector,
     derived_seed,
+)
+from workbench.core.training.table import (
+    RoutingTable,
+    argmax_choices,
+    build_routing_table,
+    episode_uniforms,
+    sampled_choices,
+    table_path_reason,
 )
 from workbench.core.workers.base import Worker
 
@@ -125,6 +135,8 @@ class Trainer:
         prompts: Prompts | None = None,
         cache_stats: Callable[[], int] | None = None,
         executor: Executor | None = None,
+        feature_store: FeatureStore | None = None,
+        table: RoutingTable | None = None,
     ):
         self.config = config
         self.store = store
@@ -147,10 +159,28 @@ class Trainer:
         )
         self.head_config = HeadConfig(len(self.pool), backbone.hidden_size)
         self.n_svf = backbone.svf().n_params if config.optimizer.svf else 0
-        self.n_params = self.n_svf + self.head_config.n_params
-        self.optimizer = make_optimizer(
-            config, self.n_params, self.head_config, self._features, {t.id: t for t in suite.tasks}
+        self.n_params = self.n_svf + (
+            self.head_config.shape[0] * (config.optimizer.search_rank + 1)
+            if config.optimizer.search_basis == "projection"
+            else self.head_config.n_params
         )
+        # optimizer.rollouts = 0: every training task scores every candidate; the optimizer
+        # is built with that number (``self.optimizer.rollouts`` is its own minibatch)
+        self.minibatch_size = config.optimizer.rollouts or len(self.splits["train"])
+        self.optimizer = self._make_optimizer(config)
+        # a recorded pool routed in one Worker turn trains on its routing table (table.py):
+        # the same decisions as its episodes, scored without playing them
+        self.table_reason = table_path_reason(
+            self.pool,
+            self.settings,
+            ranks_candidates=self.optimizer.common_random_numbers,
+            svf=bool(self.n_svf),
+            exploring_starts=config.optimizer.exploring_starts,
+        )
+        self.feature_store = feature_store
+        # a table built by the caller (cross-validation builds one for every fold)
+        self.table: RoutingTable | None = table if self.uses_table else None
+        self._table_features: dict[str, np.ndarray] = {}
         self.state = TrainState()
         self.run_id: str | None = None
         # where the training episodes run; validation and the basis's calibration always
@@ -161,6 +191,21 @@ class Trainer:
         # what the generation in flight has paid so far (``seconds``: when it started)
         self._in_flight = Spend(seconds=time.perf_counter())
         self._spend_recorded = time.monotonic()
+
+    def _make_optimizer(self, config: RunConfig) -> Any:
+        """The config's optimizer for this run's search (its minibatch size resolved)."""
+        return make_optimizer(
+            config.replace(optimizer={"rollouts": self.minibatch_size}),
+            self.n_params,
+            self.head_config,
+            self._features,
+            {t.id: t for t in self.suite.tasks},
+        )
+
+    @property
+    def uses_table(self) -> bool:
+        """Whether this run scores candidates on its routing table (``table.py``)."""
+        return self.table_reason is None
 
     # -- public --------------------------------------------------------------
 
@@ -245,6 +290,8 @@ class Trainer:
         )
         reason = None
         try:
+            if self.uses_table and not self._table_features:
+                await self._build_table()
             if self.state.basis is None:
                 self.state.basis = await self._fit_basis()
             while reason is None:
@@ -339,11 +386,10 @@ class Trainer:
         self.backbone.forget()
         self._restart_if_due(g)
         proposals = self.optimizer.ask()
-        batch_rng = np.random.default_rng(derived_seed(cfg.run.seed, "minibatch", g))
-        train = self.splits["train"]
-        m = self.optimizer.rollouts
-        picks = batch_rng.choice(len(train), size=m, replace=len(train) < m)
-        minibatch = [train[int(i)] for i in picks]
+        minibatch = self._minibatch(g)
+        if self.table is not None:
+            await self._table_generation(g, started, proposals, minibatch)
+            return
 
         share = self.opening_share(g)
         work = GenerationWork(
@@ -434,6 +480,149 @@ class Trainer:
         )
         self._emit(stats)
 
+    def _minibatch(self, g: int) -> list[Task]:
+        """Generation ``g``'s training tasks, shared by its candidates: every training task
+        in order when the optimizer's minibatch is all of them (``optimizer.rollouts`` 0),
+        else a seeded draw of its size."""
+        train = self.splits["train"]
+        m = self.optimizer.rollouts  # the optimizer's own (imitation spreads it over workers)
+        if not self.config.optimizer.rollouts and m == len(train):
+            return list(train)
+        batch_rng = np.random.default_rng(derived_seed(self.config.run.seed, "minibatch", g))
+        picks = batch_rng.choice(len(train), size=m, replace=len(train) < m)
+        return [train[int(i)] for i in picks]
+
+    async def _build_table(self) -> None:
+        """The routing table and the query features of the training and validation tasks
+        (read from the feature store where kept, else computed once and kept)."""
+        tasks = [*self.splits["train"], *self.splits["validation"]]
+        if self.table is None:
+            self.table = await build_routing_table(self.pool, tasks, self.settings)
+        texts = [render_transcript(t, ()) for t in tasks]
+        rows = await asyncio.to_thread(stored_features, self.backbone, self.feature_store, texts)
+        self._table_features = {t.id: r for t, r in zip(tasks, rows, strict=True)}
+        log.info(
+            "run %s: scoring on the routing table of %d tasks x %d workers",
+            self.run_id,
+            len(tasks),
+            len(self.pool),
+        )
+
+    def _table_rows(self, tasks: Sequence[Task]) -> tuple[np.ndarray, np.ndarray]:
+        """The table rows and query features of ``tasks``."""
+        assert self.table is not None
+        return self.table.rows(tasks), np.stack([self._table_features[t.id] for t in tasks])
+
+    async def _table_generation(
+        self, g: int, started: float, proposals: Sequence[Proposal], minibatch: list[Task]
+    ) -> None:
+        """Generation ``g`` on the routing table: every candidate's sampled decisions on
+        the minibatch (those of its episodes: ``table.sampled_choices``), its fitness, the
+        optimizer told, validation, and the generation stored without training episodes
+        (a run scores thousands of them a generation; they are a function of the head,
+        the table and the seeds)."""
+        cfg, table = self.config, self.table
+        assert table is not None
+        rows, features = self._table_rows(minibatch)
+        heads = np.stack(
+            [
+                self._candidate(k, p).vector.reshape(self.head_config.shape)  # type: ignore[union-attr]
+                for k, p in enumerate(proposals)
+            ]
+        )
+        uniforms = episode_uniforms(cfg.run.seed, g, len(minibatch))
+        choices = sampled_choices(
+            heads, features, table.answered[rows], uniforms, self.settings.roles
+        )
+        reward, cost = table.outcome(rows, choices)
+        o = cfg.optimizer
+        scores = reward - o.cost_penalty * cost - o.turn_penalty + o.turn_bonus
+        fitness = [float(x) for x in scores.mean(axis=1)]
+        self.optimizer.tell(proposals, fitness, [[] for _ in proposals])
+        episodes: list[Episode] = []
+        validation = None
+        if (g + 1) % o.validate_every == 0 or self._last_generation(g, [], started):
+            validation = self._table_validate(g)
+        n = int(choices.size)
+        dollars = float(cost.sum())
+        s = self.state.spend
+        wall = time.perf_counter() - started
+        s.episodes += n
+        s.calls += n
+        s.dollars += dollars
+        s.seconds += wall
+        self.state.generation = g
+        picked = Counter(int(w) for w in choices.reshape(-1))
+        stats = GenerationStats(
+            run_id=self.current_run_id,
+            generation=g,
+            best=max(fitness),
+            mean=float(np.mean(fitness)),
+            median=float(statistics.median(fitness)),
+            worst=min(fitness),
+            sigma=self.optimizer.sigma,
+            evaluations=n,
+            calls=n,
+            tokens=int(table.tokens[rows, choices].sum()),
+            dollars=dollars,
+            cache_hits=0,
+            wall_s=wall,
+            coordinator_s=0.0,
+            worker_s=float(table.latency[rows, choices].sum()),
+            features_requested=n,
+            features_computed=0,
+            usage={f"{self.pool[w].id}/{Role.WORKER}": c for w, c in sorted(picked.items())},
+            validation=validation,
+            best_validation=self.state.best_validation,
+            totals=s.as_totals(),
+            opening_share=0.0,
+        )
+        await asyncio.to_thread(
+            self.store.commit_generation,
+            self.current_run_id,
+            g,
+            stats.to_stored(),
+            self._checkpoint(),
+            episodes,
+        )
+        self._emit(stats)
+
+    def _table_validate(self, g: int) -> float:
+        """``_validate`` on the routing table: the distribution mean acting by argmax on
+        the validation split (near ties rechecked in fp32, as the coordinator does)."""
+        tasks = self.splits["validation"]
+        rows, features = self._table_rows(tasks)
+        choices = self.table_choices(self._head_space(self.optimizer.center()), tasks)
+        assert self.table is not None
+        value = float(np.mean(self.table.outcome(rows, choices)[0]))
+        self._record_validation(g, value)
+        return value
+
+    def table_choices(self, vector: np.ndarray, tasks: Sequence[Task]) -> np.ndarray:
+        """The worker a head-space ``vector`` (``[SVF offsets || head weights]``, as
+        stored) picks for each task by argmax, on the routing table: what evaluation's
+        episodes would pick, near ties rechecked in fp32. The tasks' features are read from
+        the feature store (or computed and kept) when the run has not read them yet."""
+        assert self.table is not None
+        missing = [t for t in tasks if t.id not in self._table_features]
+        if missing:
+            rows = stored_features(
+                self.backbone, self.feature_store, [render_transcript(t, ()) for t in missing]
+            )
+            self._table_features.update(zip((t.id for t in missing), rows, strict=True))
+        rows, features = self._table_rows(tasks)
+        head = np.asarray(vector)[self.n_svf :].reshape(self.head_config.shape)
+        texts = [render_transcript(t, ()) for t in tasks]
+
+        def exact(picked: np.ndarray) -> np.ndarray:
+            return stored_features(
+                self.backbone, self.feature_store, [texts[i] for i in picked], exact=True
+            )
+
+        return argmax_choices(
+            head, features, self.table.answered[rows], self.backbone.feature_error, exact
+        )
+
     def opening_share(self, g: int) -> float:
         """The uniform share mixed into generation ``g``'s training openings: with
         ``optimizer.exploring_starts`` N, 1 at an attempt's first generation falling
@@ -465,13 +654,7 @@ class Trainer:
         seeded = replace(
             cfg, run=replace(cfg.run, seed=derived_seed(cfg.run.seed, "restart", attempt) % 2**31)
         )
-        self.optimizer = make_optimizer(
-            seeded,
-            self.n_params,
-            self.head_config,
-            self._features,
-            {t.id: t for t in self.suite.tasks},
-        )
+        self.optimizer = self._make_optimizer(seeded)
         log.info(
             "run %s: attempt %d of %d from generation %d", self.run_id, attempt + 1, restarts + 1, g
         )
@@ -511,9 +694,9 @@ class Trainer:
 
     def _head_space(self, vector: np.ndarray) -> np.ndarray:
         """A search vector as ``[SVF offsets || head weights]``: what is stored and exported."""
-        out = np.array(vector, dtype=np.float64)
-        out[self.n_svf :] = self.basis.head(out[self.n_svf :], self.head_config.shape)
-        return out
+        vector = np.asarray(vector, dtype=np.float64)
+        head = self.basis.head(vector[self.n_svf :], self.head_config.shape)
+        return np.concatenate([vector[: self.n_svf], head])
 
     @property
     def basis(self) -> SearchBasis:
@@ -528,6 +711,8 @@ class Trainer:
         if o.search_basis == "identity" or o.name == "random-search":
             return SearchBasis()
         train = self.splits["train"]
+        if o.search_basis == "projection":
+            return await self._fit_projection(train, o.search_rank)
         rng = np.random.default_rng(derived_seed(self.config.run.seed, "basis"))
         sample = rng.choice(len(train), size=min(CALIBRATION_TASKS, len(train)), replace=False)
         tasks = [train[int(i)] for i in sorted(sample)]
@@ -545,6 +730,23 @@ class Trainer:
             basis.kind,
             0 if basis.components is None else len(basis.components),
             basis.alpha,
+        )
+        return basis
+
+    async def _fit_projection(self, train: Sequence[Task], rank: int) -> SearchBasis:
+        """The projection basis, fitted on every training task's query feature on a
+        routing table (all are at hand), else on a seeded sample of them."""
+        if self._table_features:
+            features = np.stack([self._table_features[t.id] for t in train])
+        else:
+            rng = np.random.default_rng(derived_seed(self.config.run.seed, "basis"))
+            size = min(len(train), max(CALIBRATION_TASKS, 4 * (rank + 1)))
+            sample = sorted(rng.choice(len(train), size=size, replace=False))
+            texts = [render_transcript(train[int(i)], ()) for i in sample]
+            features = await asyncio.to_thread(self.backbone.features, texts)
+        basis = SearchBasis.fit_projection(features, rank)
+        log.info(
+            "run %s: projection basis, rank %d, from %d tasks", self.run_id, rank, len(features)
         )
         return basis
 
@@ -617,12 +819,17 @@ class Trainer:
             *(one(j, t) for j, t in enumerate(self.splits["validation"]))
         )
         value = float(np.mean([e.reward for e in episodes]))
+        self._record_validation(g, value)
+        return value, list(episodes)
+
+    def _record_validation(self, g: int, value: float) -> None:
+        """Keep generation ``g``'s validation score, and its mean as the best vector when
+        it scores higher than any before."""
         self.state.last_validation = value
         if self.state.best_validation is None or value > self.state.best_validation:
             self.state.best_validation = value
-            self.state.best_vector = self._head_space(center)
+            self.state.best_vector = self._head_space(self.optimizer.center())
             self.state.best_validation_generation = g
-        return value, list(episodes)
 
     def _features(self, transcripts: list[str]) -> np.ndarray:
         """Features in the search basis: what the gradient baselines differentiate against."""

@@ -1,0 +1,286 @@
+"""The routing table (training/table.py) decides as episodes do: the same rewards as the
+single-worker baselines, the same sampled choices as a generation's episodes under common
+random numbers (recorded misses redrawn, the role masked to the Worker), the same argmax
+choices as evaluation with its fp32 recheck of near ties; and a run on it trains, stores
+its generations and resumes exactly."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+
+from workbench.core.config import RunConfig
+from workbench.core.coordinator import Backbone, Coordinator, Head, HeadConfig
+from workbench.core.jobs.shared import open_pool
+from workbench.core.policies import FixedPolicy
+from workbench.core.protocol import EpisodeSettings, render_transcript, run_episode
+from workbench.core.records import Role
+from workbench.core.store import Store
+from workbench.core.tasks.suites import load_suite
+from workbench.core.training.basis import SearchBasis
+from workbench.core.training.events import StopToken
+from workbench.core.training.executors import Candidate, GenerationWork, play_candidate
+from workbench.core.training.table import (
+    argmax_choices,
+    build_routing_table,
+    episode_uniforms,
+    sampled_choices,
+    table_path_reason,
+)
+from workbench.core.training.trainer import Trainer
+from workbench.core.workspace import Workspace
+
+SETTINGS = EpisodeSettings(suite="champ", max_turns=1, temperature=0.0, roles=("worker",))
+
+
+def _config(**optimizer) -> RunConfig:
+    return RunConfig.from_dict(
+        {
+            "run": {"name": "table", "seed": 3},
+            "pool": {"workers": ["recorded:champ"]},
+            "tasks": {"suite": "champ", "train": 40, "validation": 20, "test": 4},
+            "optimizer": {"popsize": 6, "rollouts": 12, "validate_every": 2, **optimizer},
+            "budget": {"generations": 4},
+            "protocol": {"max_turns": 1, "temperature": 0.0, "roles": ["worker"]},
+            "cache": {"policy": "off"},
+        }
+    )
+
+
+@pytest.fixture()
+def champ(tmp_path):
+    """The recorded CHAMP pool and the tasks with a miss first (some worker has no
+    recorded answer for them: the mask and its redraw are exercised), then others."""
+    ws = Workspace.open(tmp_path / "ws")
+    with Store.open(ws) as store:
+        session = open_pool(_config(), store)
+        suite = load_suite("champ", ws)
+        pool = session.pool
+        missing = [t for t in suite.tasks if not all(w.covers(t) for w in pool)]
+        assert missing, "CHAMP has tasks some model left unanswered"
+        others = [t for t in suite.tasks if t not in missing]
+        yield ws, store, session, pool, missing + others[: 40 - len(missing)]
+
+
+def test_the_table_is_every_workers_single_worker_episode(champ):
+    ws, store, session, pool, tasks = champ
+    table = session.run(build_routing_table(pool, tasks, SETTINGS))
+    for i, task in enumerate(tasks[:16]):
+        for w, worker in enumerate(pool):
+            episode = session.run(
+                run_episode(FixedPolicy(len(pool), w, Role.WORKER), pool, task, SETTINGS)
+            )
+            assert table.answered[i, w] == worker.covers(task)
+            assert table.reward[i, w] == episode.reward
+            assert table.cost[i, w] == pytest.approx(episode.cost)
+            if table.answered[i, w]:
+                assert table.tokens[i, w] == episode.tokens_in + episode.tokens_out
+    assert not table.answered.all()  # the misses are in the table as misses
+
+
+@pytest.mark.parametrize("roles", [("worker",), ("thinker", "worker", "verifier")])
+def test_sampled_choices_are_the_episodes_choices(champ, tiny_backbone, roles):
+    ws, store, session, pool, tasks = champ
+    settings = EpisodeSettings(suite="champ", max_turns=1, temperature=0.0, roles=roles)
+    table = session.run(build_routing_table(pool, tasks, settings))
+    L, d = len(pool), tiny_backbone.hidden_size
+    rng = np.random.default_rng(0)
+    # heads large enough that the choices spread over the workers and the roles
+    vectors = [rng.normal(0.0, 2.0, size=(L + 3) * d) for _ in range(5)]
+    work = GenerationWork(
+        run_id="r",
+        generation=7,
+        run_seed=11,
+        common_random_numbers=True,
+        opening_share=0.0,
+        minibatch=tuple(tasks),
+        settings=settings,
+        n_workers=L,
+        svf=False,
+    )
+
+    async def episodes():
+        gate = asyncio.Semaphore(64)
+        return [
+            await play_candidate(
+                work,
+                Candidate(k, 1, vector=v),
+                backbone=tiny_backbone,
+                pool=pool,
+                stop=StopToken(),
+                gate=gate,
+            )
+            for k, v in enumerate(vectors)
+        ]
+
+    played = session.run(episodes())
+    features = tiny_backbone.features([render_transcript(t, ()) for t in tasks])
+    choices = sampled_choices(
+        np.stack([v.reshape(L + 3, d) for v in vectors]),
+        features,
+        table.answered,
+        episode_uniforms(11, 7, len(tasks)),
+        roles,
+    )
+    names = [w.id for w in pool]
+    for k, eps in enumerate(played):
+        assert [names.index(e.turns[0].worker) for e in eps] == choices[k].tolist()
+        if roles == ("worker",):  # in another role a recorded worker has no answer to give
+            rewards = table.reward[np.arange(len(tasks)), choices[k]].tolist()
+            assert [e.reward for e in eps] == rewards
+    # the misses were redrawn: no chosen worker lacks its answer, and some were redrawn
+    assert table.answered[np.arange(len(tasks))[None], choices].all()
+    assert len(set(choices.reshape(-1).tolist())) == L
+
+
+def test_argmax_choices_are_evaluations_with_the_fp32_recheck(champ, tiny_lm):
+    ws, store, session, pool, tasks = champ
+    model, tokenizer = tiny_lm
+    # bf16-mixed over fp32 weights: near ties are rechecked in fp32, as the coordinator does
+    backbone = Backbone("tiny", model=model, tokenizer=tokenizer, precision="bf16-mixed")
+    try:
+        table = session.run(build_routing_table(pool, tasks, SETTINGS))
+        L, d = len(pool), backbone.hidden_size
+        texts = [render_transcript(t, ()) for t in tasks]
+        features = backbone.features(texts)
+        rechecked = 0
+        for seed in range(4):
+            head = np.random.default_rng(seed).normal(0.0, 0.3, size=(L + 3, d))
+            coordinator = Coordinator(backbone, Head(HeadConfig(L, d), head))
+
+            def exact(rows):
+                nonlocal rechecked
+                rechecked += len(rows)
+                return backbone.features([texts[r] for r in rows], exact=True)
+
+            choices = argmax_choices(head, features, table.answered, backbone.feature_error, exact)
+            for i, task in enumerate(tasks):
+                episode = session.run(run_episode(coordinator, pool, task, SETTINGS))
+                assert episode.turns[0].worker == pool[choices[i]].id
+        assert rechecked, "some decisions were near ties and went to fp32"
+    finally:
+        backbone.close()
+
+
+def test_which_runs_take_the_table_path(champ):
+    ws, store, session, pool, tasks = champ
+    ok = dict(ranks_candidates=True, svf=False, exploring_starts=0)
+    assert table_path_reason(pool, SETTINGS, **ok) is None
+    two_turns = EpisodeSettings(max_turns=2, roles=("worker",))
+    assert "more than one turn" in table_path_reason(pool, two_turns, **ok)
+    assert "roles" in table_path_reason(pool, EpisodeSettings(max_turns=1), **ok)
+    assert "optimizer" in table_path_reason(pool, SETTINGS, **{**ok, "ranks_candidates": False})
+    assert "SVF" in table_path_reason(pool, SETTINGS, **{**ok, "svf": True})
+    assert "exploring" in table_path_reason(pool, SETTINGS, **{**ok, "exploring_starts": 3})
+
+
+def _train(store, ws, session, backbone, cfg, stop_after=None):
+    stop = StopToken()
+    seen = []
+
+    def listener(event):
+        if getattr(event, "generation", None) is not None and hasattr(event, "best"):
+            seen.append(event)
+            if stop_after is not None and len(seen) == stop_after:
+                stop.stop()
+
+    trainer = Trainer(
+        cfg,
+        store,
+        suite=load_suite("champ", ws),
+        pool=session.pool,
+        backbone=backbone,
+        listeners=[listener],
+        stop=stop,
+    )
+    return trainer, seen
+
+
+def test_a_run_on_the_table_trains_stores_and_resumes_exactly(champ, tiny_backbone):
+    ws, store, session, pool, tasks = champ
+    cfg = _config()
+    trainer, seen = _train(store, ws, session, tiny_backbone, cfg)
+    assert trainer.uses_table
+    trainer.start()
+    session.run(trainer.run_async())
+    whole = store.generations(trainer.run_id)
+    assert [g["generation"] for g in whole] == [0, 1, 2, 3]
+    assert not store.list_episodes(trainer.run_id)  # scored on the table, none stored
+    assert all(e.evaluations == 6 * 12 for e in seen)
+    best = trainer.state.best_validation
+    assert best is not None
+    vector = trainer.state.best_vector
+    assert vector is not None
+    # the stored best is what its head scores on validation by argmax
+    tasks = trainer.splits["validation"]
+    choices = trainer.table_choices(vector, tasks)
+    assert trainer.table is not None
+    rewards = trainer.table.outcome(trainer.table.rows(tasks), choices)[0]
+    assert float(np.mean(rewards)) == pytest.approx(best)
+
+    # killed after two generations and resumed: the same history as the uninterrupted run
+    cut, _ = _train(store, ws, session, tiny_backbone, cfg, stop_after=2)
+    cut.start()
+    session.run(cut.run_async())
+    assert len(store.generations(cut.run_id)) == 2
+    resumed, _ = _train(store, ws, session, tiny_backbone, cfg)
+    resumed.resume(cut.run_id)
+    session.run(resumed.run_async())
+    again = store.generations(cut.run_id)
+    assert [g["best"] for g in again] == [g["best"] for g in whole]
+    assert [g.get("validation") for g in again] == [g.get("validation") for g in whole]
+
+
+def test_every_training_task_each_generation_with_rollouts_0(champ, tiny_backbone):
+    ws, store, session, pool, tasks = champ
+    trainer, seen = _train(store, ws, session, tiny_backbone, _config(rollouts=0))
+    trainer.start()
+    session.run(trainer.run_async())
+    assert trainer.minibatch_size == len(trainer.splits["train"]) == 40
+    assert all(e.evaluations == 6 * 40 for e in seen)
+
+
+def test_the_projection_basis_reads_a_few_unit_variance_directions_and_a_bias():
+    rng = np.random.default_rng(0)
+    d, n, rank = 24, 300, 5
+    shared = rng.normal(size=d)
+    features = shared + 0.2 * rng.normal(size=(n, d)) @ rng.normal(size=(d, d))
+    features /= np.sqrt((features**2).mean(axis=1, keepdims=True))  # unit RMS, as a backbone's
+    basis = SearchBasis.fit_projection(features, rank)
+    assert basis.kind == "projection"
+    coords = basis.features(features)
+    assert coords.shape == (n, rank + 1)
+    assert np.allclose(coords[:, :rank].std(axis=0), 1.0, atol=1e-6)
+    assert abs(coords[:, rank].mean() - 1.0) < 1e-9  # the bias coordinate
+    shape = (7, d)
+    vector = rng.normal(size=basis.search_size(shape))
+    assert basis.search_size(shape) == 7 * (rank + 1)
+    head = basis.head(vector, shape).reshape(shape)
+    # the head on the feature is the search vector on the coordinates
+    assert np.allclose(features @ head.T, coords @ vector.reshape(7, rank + 1).T)
+    assert SearchBasis.from_dict(basis.to_dict()).kind == "projection"
+    # fewer tasks than directions: the search keeps its size, the missing rows are 0
+    few = SearchBasis.fit_projection(features[:3], rank)
+    assert few.projection is not None and few.projection.shape == (rank + 1, d)
+
+
+def test_a_run_with_the_projection_basis_searches_fewer_weights(champ, tiny_backbone):
+    ws, store, session, pool, tasks = champ
+    cfg = _config(search_basis="projection", search_rank=4)
+    trainer, seen = _train(store, ws, session, tiny_backbone, cfg)
+    assert trainer.n_params == (len(pool) + 3) * 5
+    trainer.start()
+    session.run(trainer.run_async())
+    assert trainer.basis.kind == "projection"
+    assert trainer.state.best_vector is not None
+    assert trainer.state.best_vector.shape == ((len(pool) + 3) * tiny_backbone.hidden_size,)
+    cut, _ = _train(store, ws, session, tiny_backbone, cfg, stop_after=2)
+    cut.start()
+    session.run(cut.run_async())
+    resumed, _ = _train(store, ws, session, tiny_backbone, cfg)
+    resumed.resume(cut.run_id)
+    session.run(resumed.run_async())
+    whole = store.generations(trainer.run_id)
+    assert [g["best"] for g in store.generations(cut.run_id)] == [g["best"] for g in whole]
