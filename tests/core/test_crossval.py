@@ -162,7 +162,12 @@ def _parity_config(max_turns: int) -> RunConfig:
             "run": {"name": "cv", "seed": 0},
             "pool": {"workers": ["recorded:parity"]},
             "tasks": {"suite": "tiny"},
-            "optimizer": {"popsize": 4, "rollouts": 2, "validate_every": 1},
+            "optimizer": {
+                "popsize": 4,
+                "rollouts": 2,
+                "validate_every": 1,
+                "recorded_defaults": False,
+            },
             "budget": {"generations": 2},
             "protocol": {"max_turns": max_turns, "temperature": 0.0, "roles": ["worker"]},
             "cache": {"policy": "off"},

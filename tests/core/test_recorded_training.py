@@ -24,7 +24,13 @@ def _config(**protocol) -> RunConfig:
             "run": {"name": "recorded-champ", "seed": 0},
             "pool": {"workers": ["recorded:champ"]},
             "tasks": {"suite": "champ", "train": 16, "validation": 4, "test": 4},
-            "optimizer": {"popsize": 4, "rollouts": 4, "validate_every": 1000},
+            # the paper's settings as given (a routing table would take its own otherwise)
+            "optimizer": {
+                "popsize": 4,
+                "rollouts": 4,
+                "validate_every": 1000,
+                "recorded_defaults": False,
+            },
             "budget": {"generations": 2},
             "protocol": {"max_turns": 1, "temperature": 0.0, **protocol},
             "cache": {"policy": "off"},

@@ -357,6 +357,14 @@ class OptimizerSection:
         unit="generations",
         ours=True,
     )
+    recorded_defaults: bool = key(
+        True,
+        "Recorded-pool settings",
+        "On a recorded pool routed in one Worker turn, score every candidate on every "
+        "training task and search the projection basis (measured best there); off: the "
+        "paper's rollouts and search basis.",
+        ours=True,
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -779,8 +787,56 @@ def _check(cfg: RunConfig) -> None:
     need(bool(cfg.backbone.model.strip()), "backbone.model", "name a model, e.g. offline")
     device = device_problem(cfg.backbone.device)
     need(device is None, "backbone.device", device or "")
+    if o.recorded_defaults and routing_table_reason(cfg) is None:
+        for name, value in RECORDED_DEFAULTS.items():
+            need(
+                getattr(o, name) in (_DEFAULTS[name], value),
+                f"optimizer.{name}",
+                f"{getattr(o, name)!r} has no effect on a recorded pool routed in one Worker "
+                f"turn with optimizer.recorded_defaults (which sets it to {value!r}): set "
+                "recorded_defaults = false to use it",
+            )
     if problems:
         raise ConfigError(problems)
+
+
+# What optimizer.recorded_defaults sets on a routing table (a recorded pool, the Worker role
+# alone, one turn): the settings that separated the workers best per evaluation on
+# MMLU-Pro's development runs (docs/results/mmlu-pro.md, tests/benchmarks/bench_mmlu_pro.py)
+RECORDED_DEFAULTS: dict[str, Any] = {
+    "rollouts": 0,
+    "search_basis": "projection",
+    "search_rank": 16,
+}
+_DEFAULTS = {f.name: f.default for f in dataclasses.fields(OptimizerSection)}
+
+
+def routing_table_reason(cfg: RunConfig) -> str | None:
+    """Why ``cfg``'s runs cannot train on a routing table (training/table.py), or None
+    when they can: every worker recorded, the Worker role alone, one turn, an optimizer
+    that ranks candidates by fitness alone and no SVF offsets (they would make the feature
+    depend on the candidate). (Exploring starts need two turns: the check refuses them.)"""
+    p, o = cfg.protocol, cfg.optimizer
+    if not all(w.startswith("recorded:") for w in cfg.pool.workers):
+        return "the pool has live workers"
+    if tuple(p.roles) != ("worker",):
+        return "roles other than Worker are allowed"
+    if p.max_turns != 1:
+        return "an episode may take more than one turn"
+    entry = OPTIMIZER_REGISTRY.get(o.name)
+    if entry is None or not entry.ranks_candidates:
+        return "the optimizer learns from episodes, not fitness alone"
+    if o.svf:
+        return "SVF offsets change the features per candidate"
+    return None
+
+
+def table_config(cfg: RunConfig) -> RunConfig:
+    """``cfg`` as a run on a routing table trains it: with ``optimizer.recorded_defaults``,
+    ``RECORDED_DEFAULTS`` in place of the paper's minibatch and search basis."""
+    if cfg.optimizer.recorded_defaults and routing_table_reason(cfg) is None:
+        return cfg.replace(optimizer={**RECORDED_DEFAULTS, "recorded_defaults": False})
+    return cfg
 
 
 def _check_paper_options(cfg: RunConfig) -> None:

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from workbench.core.config import RunConfig
+from workbench.core.config import RunConfig, routing_table_reason
 from workbench.core.coordinator import Backbone
 from workbench.core.coordinator.feature_store import FeatureStore, stored_features
 from workbench.core.errors import InvalidInput
@@ -49,7 +49,6 @@ from workbench.core.evaluate import (
 )
 from workbench.core.jobs.evaluate import stored_evaluation
 from workbench.core.jobs.shared import backbone_for, open_pool
-from workbench.core.optimizer_registry import optimizer_entry
 from workbench.core.protocol import EpisodeSettings, answers_task, render_transcript
 from workbench.core.records import Episode
 from workbench.core.routers import Routed, Split, simple_routers
@@ -59,14 +58,14 @@ from workbench.core.tasks.suites import load_suite
 from workbench.core.training.checkpoint import best_vector
 from workbench.core.training.events import Listener
 from workbench.core.training.executors import coordinator_from_vector
-from workbench.core.training.table import RoutingTable, build_routing_table, table_path_reason
+from workbench.core.training.table import RoutingTable, build_routing_table
 from workbench.core.training.trainer import Trainer
 from workbench.core.workspace import Workspace
 
 VALIDATION_SHARE = 0.25  # of a fold's training tasks: the paper's 20/60 split's ratio
 # the coordinator at the paper's settings, beside the config's own (``paper_settings``)
 PAPER_SETTINGS: dict[str, dict[str, Any]] = {
-    "optimizer": {"rollouts": 16, "search_basis": "identity"},
+    "optimizer": {"recorded_defaults": False, "rollouts": 16, "search_basis": "identity"},
     "budget": {"generations": 60},
 }
 
@@ -397,7 +396,7 @@ def cross_validate(
     seed = config.tasks.split_seed if seed is None else seed
     if repeats < 1:
         raise InvalidInput(f"--repeats {repeats}: deal the folds at least once")
-    reason = _table_reason(config)
+    reason = routing_table_reason(config)
     if reason is None:
         return _table_cross_validate(
             config,
@@ -493,22 +492,6 @@ def cross_validate(
         evaluations=evaluations,
         covered=covered,
         costs=costs,
-    )
-
-
-def _table_reason(config: RunConfig) -> str | None:
-    """Why ``config``'s runs cannot train on a routing table (None: they can), judged
-    before any pool is opened: every worker recorded, the Worker role alone, one turn."""
-    if not all(w.startswith("recorded:") for w in config.pool.workers):
-        return "the pool has live workers"
-    p, o = config.protocol, config.optimizer
-    settings = EpisodeSettings(max_turns=p.max_turns, roles=p.roles)
-    return table_path_reason(
-        (),
-        settings,
-        ranks_candidates=optimizer_entry(o.name).ranks_candidates,
-        svf=o.svf,
-        exploring_starts=o.exploring_starts,
     )
 
 

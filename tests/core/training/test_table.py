@@ -11,7 +11,13 @@ import asyncio
 import numpy as np
 import pytest
 
-from workbench.core.config import RunConfig
+from workbench.core.config import (
+    RECORDED_DEFAULTS,
+    ConfigError,
+    RunConfig,
+    routing_table_reason,
+    table_config,
+)
 from workbench.core.coordinator import Backbone, Coordinator, Head, HeadConfig
 from workbench.core.jobs.shared import open_pool
 from workbench.core.policies import FixedPolicy
@@ -26,8 +32,8 @@ from workbench.core.training.table import (
     argmax_choices,
     build_routing_table,
     episode_uniforms,
+    pool_reason,
     sampled_choices,
-    table_path_reason,
 )
 from workbench.core.training.trainer import Trainer
 from workbench.core.workspace import Workspace
@@ -41,7 +47,13 @@ def _config(**optimizer) -> RunConfig:
             "run": {"name": "table", "seed": 3},
             "pool": {"workers": ["recorded:champ"]},
             "tasks": {"suite": "champ", "train": 40, "validation": 20, "test": 4},
-            "optimizer": {"popsize": 6, "rollouts": 12, "validate_every": 2, **optimizer},
+            "optimizer": {
+                "popsize": 6,
+                "rollouts": 12,
+                "validate_every": 2,
+                "recorded_defaults": False,
+                **optimizer,
+            },
             "budget": {"generations": 4},
             "protocol": {"max_turns": 1, "temperature": 0.0, "roles": ["worker"]},
             "cache": {"policy": "off"},
@@ -164,16 +176,52 @@ def test_argmax_choices_are_evaluations_with_the_fp32_recheck(champ, tiny_lm):
         backbone.close()
 
 
-def test_which_runs_take_the_table_path(champ):
+def test_which_runs_take_the_table_path(champ, tiny_backbone):
     ws, store, session, pool, tasks = champ
-    ok = dict(ranks_candidates=True, svf=False, exploring_starts=0)
-    assert table_path_reason(pool, SETTINGS, **ok) is None
-    two_turns = EpisodeSettings(max_turns=2, roles=("worker",))
-    assert "more than one turn" in table_path_reason(pool, two_turns, **ok)
-    assert "roles" in table_path_reason(pool, EpisodeSettings(max_turns=1), **ok)
-    assert "optimizer" in table_path_reason(pool, SETTINGS, **{**ok, "ranks_candidates": False})
-    assert "SVF" in table_path_reason(pool, SETTINGS, **{**ok, "svf": True})
-    assert "exploring" in table_path_reason(pool, SETTINGS, **{**ok, "exploring_starts": 3})
+    cfg = _config()
+    assert routing_table_reason(cfg) is None
+    for change, words in (
+        ({"protocol": {"max_turns": 2}}, "more than one turn"),
+        ({"protocol": {"roles": ["worker", "verifier"]}}, "roles"),
+        ({"optimizer": {"name": "reinforce"}}, "optimizer"),
+        ({"optimizer": {"svf": True}}, "SVF"),
+        ({"pool": {"workers": ["recorded:champ", "sandbox:mathlete"]}}, "live workers"),
+    ):
+        assert words in routing_table_reason(cfg.replace(**change))
+    assert pool_reason(pool) is None
+    assert not Trainer(
+        cfg.replace(protocol={"max_turns": 2}),
+        store,
+        suite=load_suite("champ", ws),
+        pool=pool,
+        backbone=tiny_backbone,
+    ).uses_table
+
+
+def test_the_recorded_defaults_apply_on_the_table_and_are_one_key_away(champ, tiny_backbone):
+    ws, store, session, pool, tasks = champ
+    base = _config().replace(optimizer={"rollouts": 16, "recorded_defaults": True})
+    trainer = Trainer(base, store, suite=load_suite("champ", ws), pool=pool, backbone=tiny_backbone)
+    for name, value in RECORDED_DEFAULTS.items():
+        assert getattr(trainer.config.optimizer, name) == value
+    trainer.start()
+    stored = store.get_run(trainer.run_id).config()
+    assert stored == base  # the config as given is what is stored
+    paper = Trainer(
+        base.replace(optimizer={"recorded_defaults": False}),
+        store,
+        suite=load_suite("champ", ws),
+        pool=pool,
+        backbone=tiny_backbone,
+    )
+    assert paper.config.optimizer.rollouts == 16
+    assert paper.config.optimizer.search_basis == "identity"
+    # a setting the recorded defaults would overrule is refused, naming the key to turn
+    with pytest.raises(ConfigError, match="optimizer.rollouts.*recorded_defaults = false"):
+        base.replace(optimizer={"rollouts": 64})
+    # off the table the defaults change nothing
+    episodes = base.replace(protocol={"max_turns": 2})
+    assert table_config(episodes) == episodes
 
 
 def _train(store, ws, session, backbone, cfg, stop_after=None):

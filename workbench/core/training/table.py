@@ -66,30 +66,11 @@ class RoutingTable:
         return self.reward[rows, choices], self.cost[rows, choices]
 
 
-def table_path_reason(
-    pool: Sequence[Worker],
-    settings: EpisodeSettings,
-    *,
-    ranks_candidates: bool,
-    svf: bool,
-    exploring_starts: int,
-) -> str | None:
-    """Why a run cannot take the routing-table path, or None when it can: every worker
-    recorded, the Worker role alone, one turn, an optimizer that ranks candidates by
-    fitness alone, no SVF offsets (the feature would depend on the candidate) and no
-    widened openings."""
+def pool_reason(pool: Sequence[Worker]) -> str | None:
+    """Why ``pool`` cannot be routed on a table (None: every worker answers from a
+    recorded table). The rest of the rule is the config's (``config.routing_table_reason``)."""
     if not all(getattr(w, "answers_at_no_cost", False) for w in pool):
         return "the pool has live workers"
-    if tuple(settings.roles) != (str(Role.WORKER),):
-        return "roles other than Worker are allowed"
-    if settings.max_turns != 1:
-        return "an episode may take more than one turn"
-    if not ranks_candidates:
-        return "the optimizer learns from episodes, not fitness alone"
-    if svf:
-        return "SVF offsets change the features per candidate"
-    if exploring_starts:
-        return "exploring starts widen the openings"
     return None
 
 
@@ -244,5 +225,5 @@ __all__ = [
     "build_routing_table",
     "episode_uniforms",
     "sampled_choices",
-    "table_path_reason",
+    "pool_reason",
 ]

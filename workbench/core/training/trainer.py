@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from workbench.core.config import RunConfig
+from workbench.core.config import RunConfig, routing_table_reason, table_config
 from workbench.core.coordinator import Backbone, Coordinator, HeadConfig
 from workbench.core.coordinator.feature_store import FeatureStore, stored_features
 from workbench.core.errors import InvalidInput
@@ -74,8 +74,8 @@ from workbench.core.training.table import (
     argmax_choices,
     build_routing_table,
     episode_uniforms,
+    pool_reason,
     sampled_choices,
-    table_path_reason,
 )
 from workbench.core.workers.base import Worker
 
@@ -138,7 +138,11 @@ class Trainer:
         feature_store: FeatureStore | None = None,
         table: RoutingTable | None = None,
     ):
-        self.config = config
+        # the config as given is what the run stores; on a routing table it trains with
+        # the recorded-pool settings (config.table_config) when the config asks for them
+        self.given_config = config
+        table_reason = routing_table_reason(config) or pool_reason(pool)
+        self.config = config = table_config(config) if table_reason is None else config
         self.store = store
         self.suite = suite
         self.pool = list(pool)
@@ -170,13 +174,7 @@ class Trainer:
         self.optimizer = self._make_optimizer(config)
         # a recorded pool routed in one Worker turn trains on its routing table (table.py):
         # the same decisions as its episodes, scored without playing them
-        self.table_reason = table_path_reason(
-            self.pool,
-            self.settings,
-            ranks_candidates=self.optimizer.common_random_numbers,
-            svf=bool(self.n_svf),
-            exploring_starts=config.optimizer.exploring_starts,
-        )
+        self.table_reason = table_reason
         self.feature_store = feature_store
         # a table built by the caller (cross-validation builds one for every fold)
         self.table: RoutingTable | None = table if self.uses_table else None
@@ -218,7 +216,9 @@ class Trainer:
 
     def start(self) -> str:
         """Create the run record; returns its id."""
-        self.run_id = self.store.create_run(self.config.run.name, "train", self.config.to_dict())
+        self.run_id = self.store.create_run(
+            self.config.run.name, "train", self.given_config.to_dict()
+        )
         return self.run_id
 
     def resume(self, run_id: str) -> None:

@@ -1,0 +1,276 @@
+"""MMLU-Pro's published model outputs as recorded pools: the pre-registered comparison of
+the trained coordinator with every simple router (docs/results/mmlu-pro.md), the
+development runs that chose the recorded-pool defaults, and what training costs with
+and without kept features.
+
+    # the plan as the results page quotes it, with each pool's questions counted in the files
+    python tests/benchmarks/bench_mmlu_pro.py plan --out docs/results/data/mmlu-pro-plan.json
+    # the recorded-pool defaults, chosen on small-6's development fold seed by validation
+    # accuracy only (no test fold is read)
+    python tests/benchmarks/bench_mmlu_pro.py dev --workspace WS --out docs/results/data/mmlu-pro-dev.json
+    # the pre-registered comparison, both pools (tests/benchmarks/configs/mmlu-pro-preregistered.toml)
+    python tests/benchmarks/bench_mmlu_pro.py compare --workspace WS --out docs/results/data/mmlu-pro.json
+    # training wall time on a pool, with the query features kept and without
+    python tests/benchmarks/bench_mmlu_pro.py timing --workspace WS --out docs/results/data/mmlu-pro-timing.json
+
+WS is a workspace holding the pools, imported with
+``trinity-workbench records import --format mmlu-pro`` (``import`` below does it, from the
+official files in ../shared/data/mmlu-pro/ or a folder given with ``--data``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+import tomllib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from results import ROOT, write_results  # noqa: E402
+
+from workbench.core.config import RunConfig  # noqa: E402
+from workbench.core.coordinator.feature_store import FeatureStore, stored_features  # noqa: E402
+from workbench.core.crossval import (  # noqa: E402
+    FoldProgress,
+    cross_validate,
+    fold_suite,
+    make_folds,
+)
+from workbench.core.jobs.shared import backbone_for, open_pool  # noqa: E402
+from workbench.core.protocol import EpisodeSettings, render_transcript  # noqa: E402
+from workbench.core.store import Store  # noqa: E402
+from workbench.core.tasks.suites import load_suite  # noqa: E402
+from workbench.core.training.table import build_routing_table  # noqa: E402
+from workbench.core.training.trainer import Trainer  # noqa: E402
+from workbench.core.workspace import Workspace  # noqa: E402
+
+PLAN = ROOT / "tests" / "benchmarks" / "configs" / "mmlu-pro-preregistered.toml"
+
+# the settings the development runs compare (optimizer keys, generations)
+DEV_SETTINGS: dict[str, dict[str, Any]] = {
+    "paper: 16 tasks, 60 generations": {"optimizer": {"rollouts": 16}, "generations": 60},
+    "1,024 tasks, 300 generations": {"optimizer": {"rollouts": 1024}, "generations": 300},
+    "every task, 60 generations": {"optimizer": {"rollouts": 0}, "generations": 60},
+    "every task, 200 generations": {"optimizer": {"rollouts": 0}, "generations": 200},
+    "every task, projection 16, 60 generations": {
+        "optimizer": {"rollouts": 0, "search_basis": "projection", "search_rank": 16},
+        "generations": 60,
+    },
+    "every task, projection 16, 200 generations": {
+        "optimizer": {"rollouts": 0, "search_basis": "projection", "search_rank": 16},
+        "generations": 200,
+    },
+    "every task, projection 16, sigma0 0.3, 200 generations": {
+        "optimizer": {
+            "rollouts": 0,
+            "search_basis": "projection",
+            "search_rank": 16,
+            "sigma0": 0.3,
+        },
+        "generations": 200,
+    },
+    "every task, projection 32, sigma0 0.3, 200 generations": {
+        "optimizer": {
+            "rollouts": 0,
+            "search_basis": "projection",
+            "search_rank": 32,
+            "sigma0": 0.3,
+        },
+        "generations": 200,
+    },
+}
+
+
+DATA = ROOT.parent / "shared" / "data" / "mmlu-pro"
+
+
+def plan() -> dict[str, Any]:
+    return tomllib.loads(PLAN.read_text(encoding="utf-8"))
+
+
+def question_counts(data: Path) -> dict[str, Any]:
+    """Each plan pool's questions (those every model of it answered) and each model's
+    answer records, read from the official files in ``data``."""
+    import zipfile
+
+    ids: dict[str, set[int]] = {}
+    for path in sorted(data.glob("model_outputs_*_5shots.zip")):
+        model = path.name[len("model_outputs_") : -len("_5shots.zip")]
+        with zipfile.ZipFile(path) as archive:
+            (inner,) = [n for n in archive.namelist() if n.endswith(".json")]
+            records = json.loads(archive.read(inner))
+        ids[model] = {r["question_id"] for r in records if isinstance(r, dict)}
+    counts: dict[str, Any] = {f"records/{m}": len(v) for m, v in ids.items()}
+    for name, pool in plan()["pools"].items():
+        counts[f"questions/{name}"] = len(set.intersection(*(ids[m] for m in pool["models"])))
+        counts[f"models/{name}"] = len(pool["models"])
+    return counts
+
+
+def pool_config(pool: str, **sections: dict[str, Any]) -> RunConfig:
+    """The run config of a pre-registered pool (its suite and recorded pool are both
+    named ``pool``): the Worker role alone, one turn, the offline backbone."""
+    data: dict[str, Any] = {
+        "run": {"name": f"mmlu-pro {pool}", "seed": 0},
+        "backbone": {"model": "offline"},
+        "pool": {"workers": [f"recorded:{pool}"]},
+        "tasks": {"suite": pool},
+        "protocol": {"roles": ["worker"], "max_turns": 1, "temperature": 0.0},
+        "cache": {"policy": "off"},
+    }
+    for section, values in sections.items():
+        data.setdefault(section, {}).update(values)
+    return RunConfig.from_dict(data)
+
+
+def dev(workspace: Workspace, pool: str, fold_seed: int, folds: int) -> dict[str, Any]:
+    """Each setting of ``DEV_SETTINGS`` trained on every fold of ``fold_seed``; what is
+    read is the validation share only: the last generation's validation accuracy of the
+    search's mean (unbiased for the run's final head) and the best one (what a run keeps)."""
+    base = pool_config(pool)
+    suite = load_suite(pool, workspace)
+    backbone = backbone_for(base)
+    out: dict[str, Any] = {}
+    with Store.open(workspace) as store, FeatureStore(workspace.features_path) as kept:
+        session = open_pool(base, store, workspace)
+        settings = EpisodeSettings(suite=pool, max_turns=1, temperature=0.0, roles=("worker",))
+        table = session.run(build_routing_table(session.pool, suite.tasks, settings))
+        started = time.perf_counter()
+        stored_features(backbone, kept, [render_transcript(t, ()) for t in suite.tasks])
+        print(f"features ready in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+        dealt = make_folds(suite.tasks, folds, fold_seed)
+        for name, setting in DEV_SETTINGS.items():
+            runs = []
+            for index in range(folds):
+                cfg = base.replace(
+                    optimizer={"recorded_defaults": False, **setting["optimizer"]},
+                    budget={"generations": setting["generations"]},
+                    tasks={"train": 0, "validation": 0, "test": 0},
+                    run={"name": f"dev {name} fold {index + 1}"},
+                )
+                trainer = Trainer(
+                    cfg,
+                    store,
+                    suite=fold_suite(suite, dealt, index, fold_seed),
+                    pool=session.pool,
+                    backbone=backbone,
+                    feature_store=kept,
+                    table=table,
+                )
+                trainer.start()
+                t0 = time.perf_counter()
+                session.run(trainer.run_async())
+                runs.append(
+                    {
+                        "last_validation": trainer.state.last_validation,
+                        "best_validation": trainer.state.best_validation,
+                        "seconds": time.perf_counter() - t0,
+                        "search_size": trainer.n_params,
+                    }
+                )
+            row = {
+                "settings": setting,
+                "folds": runs,
+                "last_validation": float(np.mean([r["last_validation"] for r in runs])),
+                "best_validation": float(np.mean([r["best_validation"] for r in runs])),
+                "seconds": float(np.mean([r["seconds"] for r in runs])),
+            }
+            out[name] = row
+            print(
+                f"{name:58s} last {row['last_validation']:.4f} best {row['best_validation']:.4f}"
+                f" ({row['seconds']:.0f} s a fold)",
+                file=sys.stderr,
+                flush=True,
+            )
+    return out
+
+
+def compare(workspace: Workspace, pools: Sequence[str], config_sections: dict[str, Any]) -> dict:
+    """The pre-registered comparison: every pool, the plan's folds and fold seeds, the
+    coordinator at the recorded-pool defaults and at the paper's settings."""
+    protocol = plan()["protocol"]
+    seeds = protocol["fold_seeds"]
+    reports = {}
+    for pool in pools:
+        started = time.perf_counter()
+
+        def said(e: FoldProgress, pool: str = pool) -> None:
+            if e.stage not in ("table", "features") or e.done == e.total:
+                print(
+                    f"{pool}: {e.stage} repeat {e.repeat}/{e.repeats} fold {e.fold}/{e.folds}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+
+        report = cross_validate(
+            pool_config(pool, **config_sections),
+            workspace,
+            folds=protocol["folds"],
+            seed=seeds[0],
+            repeats=len(seeds),
+            paper_settings=True,
+            progress=said,
+        )
+        print(report.table())
+        data = json.loads(report.to_json())
+        data["wall_seconds"] = time.perf_counter() - started
+        reports[pool] = data
+    return reports
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("mode", choices=("plan", "dev", "compare"))
+    parser.add_argument("--data", type=Path, default=DATA, help="the official zips' folder")
+    parser.add_argument("--workspace", help="holds the pools (see the docstring)")
+    parser.add_argument("--pools", nargs="*", default=None, help="default: the plan's pools")
+    parser.add_argument("--out", help="the results file to write")
+    args = parser.parse_args(argv)
+    the_plan = plan()
+    if args.mode == "plan":
+        p = the_plan["protocol"]
+        figures = {
+            **question_counts(args.data),
+            "folds": p["folds"],
+            "fold_seeds": p["fold_seeds"],
+            "validation_share": p["validation_share"],
+            "bootstrap_resamples": p["bootstrap_resamples"],
+            "dev_fold_seed": the_plan["development"]["fold_seed"],
+        }
+        if args.out:
+            write_results(args.out, figures, plan=the_plan)
+        return 0
+    if not args.workspace:
+        parser.error(f"{args.mode} needs --workspace")
+    workspace = Workspace.open(args.workspace)
+    if args.mode == "dev":
+        d = the_plan["development"]
+        rows = dev(workspace, args.pools[0] if args.pools else d["pool"], d["fold_seed"], 5)
+        best = max(rows, key=lambda name: rows[name]["last_validation"])
+        figures = {
+            f"{name}/{key}": row[key]
+            for name, row in rows.items()
+            for key in ("last_validation", "best_validation", "seconds")
+        }
+        figures["chosen"] = best
+        if args.out:
+            write_results(args.out, figures, settings=rows)
+    else:
+        pools = args.pools or list(the_plan["pools"])
+        reports = compare(workspace, pools, {})
+        if args.out:
+            write_results(args.out, {}, pools=reports, plan=the_plan)
+    return 0
+
+
+if __name__ == "__main__":
+    asyncio.set_event_loop_policy(None)
+    raise SystemExit(main())
