@@ -58,7 +58,7 @@ from workbench.core.tasks.suites import load_suite
 from workbench.core.training.checkpoint import best_vector
 from workbench.core.training.events import Listener
 from workbench.core.training.executors import coordinator_from_vector
-from workbench.core.training.table import RoutingTable, build_routing_table
+from workbench.core.training.table import DecidedPolicy, RoutingTable, build_routing_table
 from workbench.core.training.trainer import Trainer
 from workbench.core.workspace import Workspace
 
@@ -611,13 +611,16 @@ def _table_cross_validate(
                         )
                         vector = trainer.state.best_vector
                         assert vector is not None  # every run validates its last generation
-                        # the table's choices first: they keep (and prime) the test tasks'
-                        # features, fp32 ones of near ties included, for the episodes
-                        choices = trainer.table_choices(vector, test)
+                        actions = trainer.table_actions(vector, test)
+                        choices = np.array([a.worker for a in actions])
                         rewards = table.outcome(table.rows(test), choices)[0]
                         if name == "coordinator":  # its test episodes stored, replayable
-                            played = coordinator_from_vector(
-                                backbone, len(session.pool), vector, cfg.optimizer.svf
+                            played = DecidedPolicy(
+                                len(session.pool),
+                                {
+                                    render_transcript(t, ()): a
+                                    for t, a in zip(test, actions, strict=True)
+                                },
                             )
                             _, episodes, eval_id = await _evaluate_fold(
                                 cfg, played, session.pool, test, suite.name, store, False

@@ -12,21 +12,27 @@ thousands of tasks with a few matrix products instead of thousands of episodes.
 The decisions are the episode path's, draw for draw: ``sampled_choices`` takes the
 uniforms an episode's generator would give (``episode_uniforms``: the same seeds as
 ``executors.episode_seeds`` with common random numbers) and replays ``choose``,
-``mask_roles`` and ``mask_workers`` on them; ``argmax_choices`` is the evaluation's
-decision, fp32 recheck of near ties included. tests/core/training/test_table.py holds the
-two paths to the same choices and rewards.
+``mask_roles`` and ``mask_workers`` on them; ``argmax_actions`` is the evaluation's
+decision. tests/core/training/test_table.py holds the two paths to the same choices and
+rewards.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from workbench.core.coordinator.head import near_tie, softmax
-from workbench.core.protocol import EpisodeSettings, Prompts, answers_task, build_messages
+from workbench.core.coordinator.head import Action, choose, softmax
+from workbench.core.protocol import (
+    EpisodeSettings,
+    Prompts,
+    answers_task,
+    build_messages,
+    mask_workers,
+)
 from workbench.core.records import ROLES, Role
 from workbench.core.tasks.graders import grade_cached
 from workbench.core.tasks.model import Task
@@ -35,6 +41,7 @@ from workbench.core.workers.base import EpisodeContext, Worker
 
 UNIFORMS = 4  # draws one turn can take: worker, role, role redrawn, worker redrawn
 _WORKER = ROLES.index(Role.WORKER)
+_WORKER_ONLY = tuple(1.0 if r is Role.WORKER else 0.0 for r in ROLES)  # the masked roles
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -189,39 +196,43 @@ def sampled_choices(
     return worker
 
 
-def argmax_choices(
-    head: np.ndarray,
-    features: np.ndarray,
-    answered: np.ndarray,
-    error: float = 0.0,
-    exact: Callable[[np.ndarray], np.ndarray] | None = None,
-) -> np.ndarray:
-    """The workers ``head`` (L + 3, d) picks on ``features`` (T, d) when acting by argmax
-    (validation, evaluation): rows whose decision lies within ``error`` of a tie
-    (``near_tie``) are decided on ``exact(rows)`` (their fp32 features) instead, as the
-    coordinator rechecks them; a worker without an answer is passed over for the best
-    one that has one (``mask_workers``)."""
+def argmax_actions(head: np.ndarray, features: np.ndarray, answered: np.ndarray) -> list[Action]:
+    """What ``head`` (L + 3, d) decides on each of ``features`` (T, d) when acting by
+    argmax (validation, evaluation): the worker with the highest probability among those
+    with an answer (``mask_workers``), as the Worker, with both distributions as an
+    episode records them (the worker's masked where some worker has no answer). The
+    features are the backbone's in its own precision: with ``bf16-mixed`` an episode
+    would recompute a near tie in fp32 first, and about 1% of decisions can differ
+    (docs/results/figures.md, "Precision"); with ``fp32`` they are the episode's own."""
     L = answered.shape[1]
-    features = np.array(features, dtype=np.float64)
-    if error > 0 and exact is not None:
-        ties = np.array([near_tie(head, f, L, error) for f in features], dtype=bool)
-        if ties.any():
-            rows = np.flatnonzero(ties)
-            features[rows] = exact(rows)
-    worker_p = softmax(features @ head[:L].T)
-    worker = worker_p.argmax(axis=-1)
-    masked = worker_p * answered
-    total = masked.sum(axis=-1)
-    redo = (total > 0) & ~answered[np.arange(len(worker)), worker]
-    if redo.any():
-        worker = np.where(redo, masked.argmax(axis=-1), worker)
-    return worker
+    logits = np.asarray(features, dtype=np.float64) @ head.T
+    worker_p, role_p = softmax(logits[:, :L]), softmax(logits[:, L:])
+    actions = []
+    for i in range(len(worker_p)):
+        action = choose(worker_p[i], role_p[i])
+        action = Action(action.worker, _WORKER, action.worker_probs, _WORKER_ONLY)
+        actions.append(mask_workers(action, tuple(bool(a) for a in answered[i]), None))
+    return actions
+
+
+class DecidedPolicy:
+    """A policy that plays decisions made beforehand on a routing table: the action for
+    each task's opening transcript (``render_transcript(task, ())``). An evaluation of it
+    stores the episodes the decisions lead to, as any evaluation does."""
+
+    def __init__(self, n_workers: int, actions: Mapping[str, Action]):
+        self.n_workers = n_workers
+        self._actions = dict(actions)
+
+    async def adecide(self, transcript: str, rng: np.random.Generator | None = None) -> Action:
+        return self._actions[transcript]
 
 
 __all__ = [
     "UNIFORMS",
     "RoutingTable",
-    "argmax_choices",
+    "DecidedPolicy",
+    "argmax_actions",
     "build_routing_table",
     "episode_uniforms",
     "sampled_choices",

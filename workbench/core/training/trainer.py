@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from workbench.core.config import RunConfig, routing_table_reason, table_config
-from workbench.core.coordinator import Backbone, Coordinator, HeadConfig
+from workbench.core.coordinator import Action, Backbone, Coordinator, HeadConfig
 from workbench.core.coordinator.feature_store import FeatureStore, stored_features
 from workbench.core.errors import InvalidInput
 from workbench.core.optimizers.base import Proposal
@@ -71,7 +71,7 @@ from workbench.core.training.executors import (
 )
 from workbench.core.training.table import (
     RoutingTable,
-    argmax_choices,
+    argmax_actions,
     build_routing_table,
     episode_uniforms,
     pool_reason,
@@ -598,11 +598,11 @@ class Trainer:
         self._record_validation(g, value)
         return value
 
-    def table_choices(self, vector: np.ndarray, tasks: Sequence[Task]) -> np.ndarray:
-        """The worker a head-space ``vector`` (``[SVF offsets || head weights]``, as
-        stored) picks for each task by argmax, on the routing table: what evaluation's
-        episodes would pick, near ties rechecked in fp32. The tasks' features are read from
-        the feature store (or computed and kept) when the run has not read them yet."""
+    def table_actions(self, vector: np.ndarray, tasks: Sequence[Task]) -> list[Action]:
+        """What a head-space ``vector`` (``[SVF offsets || head weights]``, as stored)
+        decides for each task by argmax on the routing table (``table.argmax_actions``).
+        The tasks' features are read from the feature store (or computed and kept) when
+        the run has not read them yet."""
         assert self.table is not None
         missing = [t for t in tasks if t.id not in self._table_features]
         if missing:
@@ -612,16 +612,11 @@ class Trainer:
             self._table_features.update(zip((t.id for t in missing), rows, strict=True))
         rows, features = self._table_rows(tasks)
         head = np.asarray(vector)[self.n_svf :].reshape(self.head_config.shape)
-        texts = [render_transcript(t, ()) for t in tasks]
+        return argmax_actions(head, features, self.table.answered[rows])
 
-        def exact(picked: np.ndarray) -> np.ndarray:
-            return stored_features(
-                self.backbone, self.feature_store, [texts[i] for i in picked], exact=True
-            )
-
-        return argmax_choices(
-            head, features, self.table.answered[rows], self.backbone.feature_error, exact
-        )
+    def table_choices(self, vector: np.ndarray, tasks: Sequence[Task]) -> np.ndarray:
+        """The worker each task goes to under ``table_actions``."""
+        return np.array([a.worker for a in self.table_actions(vector, tasks)], dtype=np.int64)
 
     def opening_share(self, g: int) -> float:
         """The uniform share mixed into generation ``g``'s training openings: with
