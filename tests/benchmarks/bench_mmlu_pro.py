@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import sys
 import time
@@ -226,9 +227,58 @@ def compare(workspace: Workspace, pools: Sequence[str], config_sections: dict[st
     return reports
 
 
+def timing(workspace: Workspace, pool: str, sample: int) -> dict[str, Any]:
+    """One training run on a pool's first fold (recorded-pool defaults), timed three
+    ways: its features computed now (a sample of the pool's questions, each category's
+    share, into an empty feature store), the same run with them kept, and the full pool
+    with every feature kept. The per-question feature cost is the first's."""
+    import random
+    import tempfile
+
+    base = pool_config(pool)
+    suite = load_suite(pool, workspace)
+    rng = random.Random(0)
+    picked = sorted(rng.sample(range(len(suite.tasks)), min(sample, len(suite.tasks))))
+    small = dataclasses.replace(suite, tasks=tuple(suite.tasks[i] for i in picked))
+    backbone = backbone_for(base)
+    out: dict[str, Any] = {"sample": len(small.tasks), "questions": len(suite.tasks)}
+    with Store.open(workspace) as store, tempfile.TemporaryDirectory() as scratch:
+        session = open_pool(base, store, workspace)
+
+        def run(target: Any, kept: FeatureStore) -> tuple[float, int]:
+            folds = make_folds(target.tasks, 5, 0)
+            trainer = Trainer(
+                base.replace(tasks={"train": 0, "validation": 0, "test": 0}),
+                store,
+                suite=fold_suite(target, folds, 0, 0),
+                pool=session.pool,
+                backbone=backbone,
+                feature_store=kept,
+            )
+            trainer.start()
+            forwards = backbone.stats.forwards
+            t0 = time.perf_counter()
+            session.run(trainer.run_async())
+            return time.perf_counter() - t0, backbone.stats.forwards - forwards
+
+        with FeatureStore(Path(scratch) / "features.sqlite3") as empty:
+            out["sample_cold_seconds"], out["sample_cold_forwards"] = run(small, empty)
+            out["sample_kept_seconds"], out["sample_kept_forwards"] = run(small, empty)
+        with FeatureStore(workspace.features_path) as kept:
+            out["pool_kept_seconds"], out["pool_kept_forwards"] = run(suite, kept)
+    # the sample's training and validation tasks are the ones whose features were computed
+    out["seconds_per_feature"] = (out["sample_cold_seconds"] - out["sample_kept_seconds"]) / max(
+        1, out["sample_cold_forwards"]
+    )
+    for key, value in out.items():
+        print(f"{key:24s} {value:.3f}" if isinstance(value, float) else f"{key:24s} {value}")
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("mode", choices=("plan", "dev", "compare"))
+    parser.add_argument("mode", choices=("plan", "dev", "compare", "timing"))
+    parser.add_argument("--sample", type=int, default=500, help="timing: questions computed cold")
     parser.add_argument("--data", type=Path, default=DATA, help="the official zips' folder")
     parser.add_argument("--workspace", help="holds the pools (see the docstring)")
     parser.add_argument("--pools", nargs="*", default=None, help="default: the plan's pools")
@@ -263,6 +313,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         figures["chosen"] = best
         if args.out:
             write_results(args.out, figures, settings=rows)
+    elif args.mode == "timing":
+        figures = timing(workspace, args.pools[0] if args.pools else "small-6", args.sample)
+        if args.out:
+            write_results(args.out, figures)
     else:
         pools = args.pools or list(the_plan["pools"])
         reports = compare(workspace, pools, {})
