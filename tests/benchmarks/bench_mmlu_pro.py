@@ -194,6 +194,70 @@ def dev(workspace: Workspace, pool: str, fold_seed: int, folds: int) -> dict[str
     return out
 
 
+CANDIDATE_ROUTERS = ("best model per category", "logistic regression", "kNN", "imitation")
+
+
+def pool_figures(name: str, report: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """What the results page quotes of one pool's report: per system its accuracy and
+    interval, its paired difference against the best single model with its interval,
+    wins and losses, and its share of the oracle's gap; the best simple router (the best
+    learned method other than the coordinators, chosen after the runs, as pre-registered)
+    and the coordinator's paired difference against it; and the page's table."""
+    from workbench.core.evaluate import paired
+
+    systems = {s["name"]: s for s in report["systems"]}
+    versus = {p["system"]: p for p in report["paired"]}
+    best = report["best_single"]
+    figures: dict[str, Any] = {f"{name}/best_single": best.split("/")[-1]}
+    rows = []
+    for system_name, s in systems.items():
+        key = f"{name}/{system_name}"
+        figures[f"{key}/accuracy"] = s["accuracy"]
+        figures[f"{key}/ci_low"] = s["ci_low"]
+        figures[f"{key}/ci_high"] = s["ci_high"]
+        figures[f"{key}/gap_share"] = s["gap_share"]
+        figures[f"{key}/calls"] = s["calls"]
+        p = versus.get(system_name)
+        if p is not None:
+            for field in ("difference", "ci_low", "ci_high", "wins", "losses", "p_value"):
+                figures[f"{key}/vs_best/{field}"] = p[field]
+        rows.append(
+            [
+                system_name.replace("single:recorded:", "").split("/")[-1]
+                if s["kind"] == "single"
+                else system_name,
+                f"{s['accuracy']:.3f} [{s['ci_low']:.3f}, {s['ci_high']:.3f}]",
+                "(reference)"
+                if p is None
+                else f"{100 * p['difference']:+.1f} [{100 * p['ci_low']:+.1f}, "
+                f"{100 * p['ci_high']:+.1f}]",
+                "" if s["gap_share"] is None else f"{100 * s['gap_share']:.0f}%",
+                f"{s['calls']:g}",
+            ]
+        )
+    router = max(CANDIDATE_ROUTERS, key=lambda r: systems[r]["accuracy"])
+    figures[f"{name}/best_router"] = router
+    rewards = report["rewards"]
+    ids = sorted(rewards["coordinator"])
+    for coordinator in ("coordinator", "coordinator (paper settings)"):
+        if coordinator not in rewards:
+            continue
+        p = paired(coordinator, router, rewards[coordinator], rewards[router], ids, report["seed"])
+        for field in ("difference", "ci_low", "ci_high", "wins", "losses", "p_value"):
+            figures[f"{name}/{coordinator}/vs_router/{field}"] = getattr(p, field)
+    table = {
+        "columns": [
+            "system",
+            "accuracy [95% CI]",
+            f"points vs {best.split('/')[-1]} [95% CI]",
+            "share of the oracle's gap",
+            "calls a question",
+        ],
+        "rows": rows,
+    }
+    return figures, table
+
+
 def compare(workspace: Workspace, pools: Sequence[str], config_sections: dict[str, Any]) -> dict:
     """The pre-registered comparison: every pool, the plan's folds and fold seeds, the
     coordinator at the recorded-pool defaults and at the paper's settings."""
@@ -320,8 +384,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         pools = args.pools or list(the_plan["pools"])
         reports = compare(workspace, pools, {})
+        figures: dict[str, Any] = {}
+        tables: dict[str, Any] = {}
+        for pool, report in reports.items():
+            more, tables[f"table/{pool}"] = pool_figures(pool, report)
+            figures.update(more)
+            figures[f"{pool}/wall_seconds"] = report["wall_seconds"]
+            figures[f"{pool}/train_seconds"] = report["train_seconds"]
         if args.out:
-            write_results(args.out, {}, pools=reports, plan=the_plan)
+            write_results(args.out, figures, **tables, pools=reports, plan=the_plan)
     return 0
 
 

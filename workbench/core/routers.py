@@ -258,9 +258,14 @@ def majority_vote(table: RoutingTable, split: Split) -> Routed:
 
 
 def oracle(table: RoutingTable, rows: np.ndarray) -> Routed:
+    """Any worker right: it reads every worker's answer (and the reference) to know."""
     rewards = np.where(table.answered[rows], table.reward[rows], 0.0).max(axis=1)
     return Routed(
-        name=RECORDED_ORACLE, kind="oracle", rewards=rewards, choices=np.full(len(rows), -1)
+        name=RECORDED_ORACLE,
+        kind="oracle",
+        rewards=rewards,
+        choices=np.full(len(rows), -1),
+        calls=float(table.answered[rows].sum(axis=1).mean()),
     )
 
 
