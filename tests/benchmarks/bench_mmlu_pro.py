@@ -245,6 +245,24 @@ def pool_figures(name: str, report: dict[str, Any]) -> tuple[dict[str, Any], dic
         p = paired(coordinator, router, rewards[coordinator], rewards[router], ids, report["seed"])
         for field in ("difference", "ci_low", "ci_high", "wins", "losses", "p_value"):
             figures[f"{name}/{coordinator}/vs_router/{field}"] = getattr(p, field)
+    shown = ["coordinator", "coordinator (paper settings)", router]
+    by_category = {
+        "columns": ["category", "questions"]
+        + [f"{n}: points vs {best.split('/')[-1]} (won / lost)" for n in shown if n in systems],
+        "rows": [],
+    }
+    for group, pairs in sorted(report["paired_by_category"].items()):
+        of = {p["system"]: p for p in pairs}
+        row: list[Any] = [group, of["coordinator"]["n"]]
+        for n in shown:
+            if n in of:
+                p = of[n]
+                row.append(f"{100 * p['difference']:+.1f} ({p['wins']} / {p['losses']})")
+                figures[f"{name}/by_category/{group}/{n}/difference"] = p["difference"]
+                figures[f"{name}/by_category/{group}/{n}/wins"] = p["wins"]
+                figures[f"{name}/by_category/{group}/{n}/losses"] = p["losses"]
+        figures[f"{name}/by_category/{group}/n"] = of["coordinator"]["n"]
+        by_category["rows"].append(row)
     table = {
         "columns": [
             "system",
@@ -255,7 +273,29 @@ def pool_figures(name: str, report: dict[str, Any]) -> tuple[dict[str, Any], dic
         ],
         "rows": rows,
     }
-    return figures, table
+
+    def short(worker: str) -> str:
+        return worker.split("/")[-1]
+
+    routed = report["routing"]
+    where = {
+        "columns": ["category", "coordinator sends", "best model per category"],
+        "rows": [],
+    }
+    for group in sorted(routed.get("coordinator", {})):
+        counts = routed["coordinator"][group]
+        total = sum(counts.values())
+        top = sorted(counts.items(), key=lambda kv: -kv[1])[:2]
+        per_category = routed.get("best model per category", {}).get(group, {})
+        chosen = max(per_category.items(), key=lambda kv: kv[1])[0] if per_category else ""
+        where["rows"].append(
+            [
+                group,
+                ", ".join(f"{short(w)} {100 * n / total:.0f}%" for w, n in top),
+                short(chosen),
+            ]
+        )
+    return figures, {"systems": table, "by_category": by_category, "routing": where}
 
 
 def compare(workspace: Workspace, pools: Sequence[str], config_sections: dict[str, Any]) -> dict:
@@ -387,7 +427,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         figures: dict[str, Any] = {}
         tables: dict[str, Any] = {}
         for pool, report in reports.items():
-            more, tables[f"table/{pool}"] = pool_figures(pool, report)
+            more, pool_tables = pool_figures(pool, report)
+            tables.update({f"{pool}/{k}": v for k, v in pool_tables.items()})
             figures.update(more)
             figures[f"{pool}/wall_seconds"] = report["wall_seconds"]
             figures[f"{pool}/train_seconds"] = report["train_seconds"]
