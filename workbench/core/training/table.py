@@ -20,6 +20,7 @@ rewards.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -140,15 +141,19 @@ async def build_routing_table(
     )
 
 
+@functools.lru_cache(maxsize=1024)
 def episode_uniforms(run_seed: int, generation: int, n: int) -> np.ndarray:
     """The first ``UNIFORMS`` draws of the generator an episode on minibatch position
     ``j`` < ``n`` of ``generation`` samples with under common random numbers
     (``executors.episode_seeds``): row ``j``. ``Generator.choice`` with ``p`` takes one
-    uniform per draw, so these decide what its draws decide."""
+    uniform per draw, so these decide what its draws decide. Kept (read-only): seeding
+    thousands of generators is most of a generation's time, and every fold of a
+    cross-validation draws the same ones."""
     out = np.empty((n, UNIFORMS))
     for j in range(n):
         rng = np.random.default_rng(derived_seed(run_seed, "crn", generation, j))
         out[j] = rng.random(UNIFORMS)
+    out.flags.writeable = False
     return out
 
 
