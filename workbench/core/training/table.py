@@ -141,7 +141,7 @@ async def build_routing_table(
     )
 
 
-@functools.lru_cache(maxsize=1024)
+@functools.lru_cache(maxsize=512)  # about 115 MB at 7,200 tasks a minibatch
 def episode_uniforms(run_seed: int, generation: int, n: int) -> np.ndarray:
     """The first ``UNIFORMS`` draws of the generator an episode on minibatch position
     ``j`` < ``n`` of ``generation`` samples with under common random numbers
