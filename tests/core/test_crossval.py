@@ -4,6 +4,7 @@ evaluation of a tiny coordinator on an imported recorded pool (tiny backbone, se
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -14,6 +15,8 @@ from workbench.core.config import RunConfig
 from workbench.core.crossval import (
     cross_validate,
     fold_suite,
+    list_crossvals,
+    load_crossval,
     make_folds,
     paired,
     sign_test,
@@ -304,3 +307,17 @@ def test_a_stored_evaluation_that_fails_is_marked_failed_not_left_running(tmp_pa
             asyncio.run(stored_evaluation(store, eval_id, ["recorded:champ/gpt-4"], broken()))
         record = store.get_run(eval_id)
     assert record.status == "failed" and "the pool went away" in (record.error or "")
+
+
+def test_a_stored_cross_validation_reads_back_whole(tmp_path, tiny_backbone):
+    ws, _ = _parity(tmp_path)
+    report = cross_validate(
+        _parity_config(max_turns=1), ws, folds=3, seed=1, backbone=tiny_backbone
+    )
+    (stored,) = list_crossvals(ws)
+    assert stored.run_id == report.run_id and "cross-validation of cv" in stored.name
+    again = load_crossval(ws, stored.run_id)
+    assert again.train_seconds == round(report.train_seconds, 1)  # stored to a tenth
+    assert dataclasses.replace(again, train_seconds=report.train_seconds) == report
+    with pytest.raises(InvalidInput, match="no finished cross-validation"):
+        load_crossval(ws, report.runs[0])

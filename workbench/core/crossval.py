@@ -277,6 +277,45 @@ class CrossValReport:
                         )
         return "\n".join(lines)
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CrossValReport:
+        """The report ``to_json`` wrote (a stored ``crossval`` run's result holds it)."""
+        rewards = data.get("rewards", {})
+        systems = tuple(
+            CVSystem(
+                **{
+                    k: v
+                    for k, v in s.items()
+                    if k in {f.name for f in dataclasses.fields(CVSystem)}
+                    and k not in ("by_group", "chosen")
+                },
+                rewards=dict(rewards.get(s["name"], {})),
+                by_group={g: tuple(v) for g, v in s.get("by_group", {}).items()},
+                chosen=tuple(s.get("chosen", ())),
+            )
+            for s in data["systems"]
+        )
+        return cls(
+            suite=data["suite"],
+            folds=data["folds"],
+            seed=data["seed"],
+            systems=systems,
+            best_single=data["best_single"],
+            paired=tuple(Paired(**p) for p in data["paired"]),
+            paired_by_group={
+                g: tuple(Paired(**p) for p in ps)
+                for g, ps in data.get("paired_by_category", {}).items()
+            },
+            train_seconds=data.get("train_seconds", 0.0),
+            runs=tuple(data.get("runs", ())),
+            evaluations=tuple(data.get("evaluations", ())),
+            paired_left_out=data.get("paired_left_out", 0),
+            seeds=tuple(data.get("seeds", (data["seed"],))),
+            routing=data.get("routing", {}),
+            curves=tuple(data.get("curves", ())),
+            run_id=data.get("run_id"),
+        )
+
     def write(self, folder: str | Path, stem: str = "crossval") -> list[Path]:
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
@@ -692,6 +731,39 @@ def _table_cross_validate(
     return report
 
 
+@dataclass(frozen=True, kw_only=True)
+class StoredCrossVal:
+    """A cross-validation stored in the workspace, as a list shows it."""
+
+    run_id: str
+    name: str
+    created_at: float
+
+
+def list_crossvals(workspace: Workspace) -> list[StoredCrossVal]:
+    """The workspace's finished cross-validations, newest first."""
+    with Store.open(workspace) as store:
+        runs = store.list_runs(kind="crossval")
+    return [
+        StoredCrossVal(run_id=r.id, name=r.name, created_at=r.created_at)
+        for r in reversed(runs)
+        if str(r.status) == "finished" and (r.result or {}).get("crossval")
+    ]
+
+
+def load_crossval(workspace: Workspace, run_id: str) -> CrossValReport:
+    """A stored cross-validation (``list_crossvals``)."""
+    with Store.open(workspace) as store:
+        record = store.get_run(run_id)
+    data = (record.result or {}).get("crossval")
+    if record.kind != "crossval" or not data:
+        raise InvalidInput(
+            f"run {record.id[:8]} is no finished cross-validation: list them with "
+            "trinity-workbench runs list --all"
+        )
+    return CrossValReport.from_dict(data)
+
+
 def _nested(counts: Counter[tuple[str, str]]) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
     for (group, worker), n in sorted(counts.items()):
@@ -751,8 +823,11 @@ __all__ = [
     "CrossValReport",
     "FoldProgress",
     "Paired",
+    "StoredCrossVal",
     "cross_validate",
     "fold_suite",
+    "list_crossvals",
+    "load_crossval",
     "make_folds",
     "paired",
     "sign_test",
