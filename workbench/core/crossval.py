@@ -236,6 +236,7 @@ class CrossValReport:
         )
 
     def table(self) -> str:
+        width = max([len("system"), *(len(s.name) for s in self.systems)])
         seeds = self.seeds or (self.seed,)
         tested = "once" if len(seeds) == 1 else f"once per seed, rewards averaged over {len(seeds)}"
         lines = [
@@ -244,7 +245,7 @@ class CrossValReport:
             f"{self.systems[0].n if self.systems else 0} tasks, each tested {tested}; training "
             f"{self.train_seconds / 60:.1f} min)",
             "",
-            f"{'system':34s} {'accuracy':>8s}  95% CI          vs {self.best_single}",
+            f"{'system':{width}s} {'accuracy':>8s}  95% CI          vs {self.best_single}",
         ]
         if self.paired_left_out:
             n = self.paired[0].n if self.paired else 0
@@ -264,7 +265,8 @@ class CrossValReport:
             )
             calls = f"  ({s.calls:g} calls a task)" if s.calls > 1 else ""
             lines.append(
-                f"{s.name:34s} {s.accuracy:8.3f}  [{s.ci_low:.3f}, {s.ci_high:.3f}]  {versus}{calls}"
+                f"{s.name:{width}s} {s.accuracy:8.3f}  [{s.ci_low:.3f}, {s.ci_high:.3f}]  "
+                f"{versus}{calls}"
             )
         if len(self.groups) > 1:
             lines += ["", f"per category, coordinator vs {self.best_single}:"]
