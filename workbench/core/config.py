@@ -361,8 +361,8 @@ class OptimizerSection:
         True,
         "Recorded-pool settings",
         "On a recorded pool routed in one Worker turn, score every candidate on every "
-        "training task and search the projection basis (measured best there); off: the "
-        "paper's rollouts and search basis.",
+        "training task (measured best there); off: the paper's 16 tasks a candidate, or "
+        "the rollouts set.",
         ours=True,
     )
 
@@ -801,13 +801,10 @@ def _check(cfg: RunConfig) -> None:
 
 
 # What optimizer.recorded_defaults sets on a routing table (a recorded pool, the Worker role
-# alone, one turn): the settings that separated the workers best per evaluation on
-# MMLU-Pro's development runs (docs/results/mmlu-pro.md, tests/benchmarks/bench_mmlu_pro.py)
-RECORDED_DEFAULTS: dict[str, Any] = {
-    "rollouts": 0,
-    "search_basis": "projection",
-    "search_rank": 16,
-}
+# alone, one turn): every training task scores every candidate, the setting with the best
+# validation accuracy of MMLU-Pro's development runs (docs/results/mmlu-pro.md,
+# tests/benchmarks/bench_mmlu_pro.py dev); the rest stays the paper's
+RECORDED_DEFAULTS: dict[str, Any] = {"rollouts": 0}
 _DEFAULTS = {f.name: f.default for f in dataclasses.fields(OptimizerSection)}
 
 

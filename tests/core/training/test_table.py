@@ -223,13 +223,15 @@ def test_the_recorded_defaults_apply_on_the_table_and_are_one_key_away(champ, ti
     ws, store, session, pool, tasks = champ
     base = _config().replace(optimizer={"rollouts": 16, "recorded_defaults": True})
     trainer = Trainer(base, store, suite=load_suite("champ", ws), pool=pool, backbone=tiny_backbone)
+    assert RECORDED_DEFAULTS == {"rollouts": 0}
     for name, value in RECORDED_DEFAULTS.items():
         assert getattr(trainer.config.optimizer, name) == value
+    assert trainer.minibatch_size == len(trainer.splits["train"])
     trainer.start()
     stored = store.get_run(trainer.run_id).config()
     assert stored == base  # the config as given is what is stored
     paper = Trainer(
-        base.replace(optimizer={"recorded_defaults": False}),
+        base.replace(optimizer={"recorded_defaults": False, "search_basis": "identity"}),
         store,
         suite=load_suite("champ", ws),
         pool=pool,
