@@ -99,7 +99,9 @@ def check_names(workspace: Workspace, name: str, *, replace: bool) -> None:
         problems = [str(error)]
     else:
         problems = []
-    problems += [f"suite name '{name}' {p}" for p in name_problems(name) if name]
+    problems += [
+        p if p.startswith("'") else f"suite name '{name}' {p}" for p in name_problems(name) if name
+    ]
     if not replace and imported_path(name, workspace).exists() and not problems:
         problems.append(
             f"an imported suite named '{name}' already exists: choose another name, or pass "

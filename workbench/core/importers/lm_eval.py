@@ -16,7 +16,7 @@ folder becomes one worker, each document a task ``<task>-<doc_id>`` of category
   list, or ARC's ``{"text": [...], "label": [...]}``) is a choice task; a target that is
   a number (after GSM8K's ``####`` marker, thousands commas dropped) is a math task with
   that number as its answer; any other target is a text task (exact after
-  normalisation).
+  normalisation), a list of references (TriviaQA's aliases) by its first.
 - **multiple_choice** (one loglikelihood request per option, ``arg_1`` the option): a
   choice task whose options are the continuations (their leading space dropped) and whose
   answer is the target (an index, or an option's text, or a letter). The model's answer
@@ -32,6 +32,7 @@ refused, naming the file.
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from collections.abc import Sequence
@@ -377,7 +378,20 @@ def _generated_task(doc: dict[str, Any], target: str, base: dict[str, Any]) -> d
     final = target.rsplit("####", 1)[-1].strip().replace(",", "")
     if _NUMBER.fullmatch(final):
         return {**base, "kind": "math", "answer": final}
-    return {**base, "kind": "text", "answer": target}
+    return {**base, "kind": "text", "answer": _first_reference(target)}
+
+
+def _first_reference(target: str) -> str:
+    """A target the harness wrote as a list's repr (several references, as TriviaQA's
+    aliases): its first item, read with ``ast.literal_eval`` (never evaluated)."""
+    if target.startswith("[") and target.endswith("]"):
+        try:
+            value = ast.literal_eval(target)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            return target
+        if isinstance(value, list) and value and isinstance(value[0], str) and value[0].strip():
+            return value[0]
+    return target
 
 
 def _doc_options(doc: dict[str, Any]) -> tuple[list[str], list[str]] | None:
