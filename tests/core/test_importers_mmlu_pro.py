@@ -307,3 +307,39 @@ def test_names_and_workers_are_checked_before_any_file_is_read(ws, tmp_path):
         import_mmlu_pro(ws, [(None, path)], "taken")
     import_mmlu_pro(ws, [(None, path)], "taken", replace=True)
     assert load_suite("taken", ws).tasks[0].id == task_id(1)
+
+
+def test_the_import_command_shows_progress_and_every_problem(tmp_path):
+    import subprocess
+    import sys
+
+    def cli(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "workbench", "--workspace", str(tmp_path / "w"), *args],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+
+    first = _zip(tmp_path / "model_outputs_alpha_5shots.zip", [_item(1), _item(2)])
+    second = _zip(tmp_path / "b.zip", [_item(1), _item(2, answer="C", answer_index=2)])
+    args = ("records", "import", "--format", "mmlu-pro", str(first), f"beta={second}")
+    done = cli(*args, "--name", "cli")
+    assert done.returncode == 2
+    assert "reading model_outputs_alpha_5shots.zip" in done.stderr  # progress, off a terminal
+    assert "question_id 2: answer: differs between the files: 'B' in model_outputs_alpha" in (
+        done.stderr
+    )
+    assert "nothing was imported" in done.stderr and "Traceback" not in done.stderr
+    done = cli(*args, "--name", "cli", "--drop-mismatched")
+    assert done.returncode == 0, done.stderr
+    assert "imported 2 answers of 2 workers to 1 questions as suite 'cli' and recorded pool" in (
+        done.stdout
+    )
+    assert "recorded:cli/beta" in done.stdout and "writing the suite" in done.stderr
+    shown = cli("suites", "show", "cli")
+    assert "mmlu-pro-1" in shown.stdout and "mmlu-pro-2" not in shown.stdout
+    wrong = cli("records", "import", str(first), str(second), "--name", "j", "--suite", "cli")
+    assert wrong.returncode == 2 and "a JSONL import reads one FILE" in wrong.stderr
+    wrong = cli(*args, "--name", "k", "--suite", "cli")
+    assert wrong.returncode == 2 and "builds its own suite" in wrong.stderr

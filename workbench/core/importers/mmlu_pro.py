@@ -17,8 +17,11 @@ Real files vary, and every variation seen is read: ``generated_text`` or
 ``model_outputs``; ``options`` as a list or as its Python repr (read with
 ``ast.literal_eval``, never evaluated); items of the list that are not question records
 (skipped and counted); a question missing from one model's file (that worker's miss); an
-empty answer (left out: a miss). Everything else that cannot be read is a problem named
-by its file, item and field.
+empty answer (left out: a miss); a question whose options an older file cut short to one
+(left out of that file with its answer, noted: a choice needs two; other files' full
+version stays); an ``answer_index`` that disagrees with ``answer`` (the letter is kept, as
+MMLU-Pro's own scoring compares ``pred`` with it). Everything else that cannot be read is
+a problem named by its file, item and field.
 """
 
 from __future__ import annotations
@@ -130,6 +133,7 @@ def read_file(path: Path, worker: str | None = None) -> ModelFile:
         )
         return file
     stray: list[int] = []
+    cut: list[str] = []  # questions of fewer than two options
     empty = 0
     has_response = any(isinstance(i, dict) and set(i) & set(RESPONSE_FIELDS) for i in data)
     if not has_response:
@@ -149,6 +153,9 @@ def read_file(path: Path, worker: str | None = None) -> ModelFile:
             continue
         question = _question(item, number, file)
         if question is None:
+            continue
+        if len(question.task["choices"]) < 2:
+            cut.append(str(item["question_id"]))
             continue
         response = next((item[k] for k in RESPONSE_FIELDS if k in item), None)
         if escapes and (problem := bad_text([question.task, response])) is not None:
@@ -191,6 +198,12 @@ def read_file(path: Path, worker: str | None = None) -> ModelFile:
         )
     if empty:
         file.notes.append(f"{empty} empty answer(s) left out: misses")
+    if cut:
+        file.notes.append(
+            f"{len(cut)} question(s) with fewer than two options left out, with their "
+            f"answers (their options are cut short in this file; misses): question_id "
+            f"{', '.join(cut)}"
+        )
     return file
 
 
