@@ -51,9 +51,11 @@ def _checked(model: str) -> Path:
     return path
 
 
+@functools.cache
 def records(model: str) -> list[dict[str, Any]]:
     """The JSON list inside ``model``'s file, read here with the standard library alone:
-    the outside reference an importer's result is compared with."""
+    the outside reference an importer's result is compared with (read once; do not change
+    it)."""
     with zipfile.ZipFile(mmlu_pro_file(model)) as archive:
         (member,) = [n for n in archive.namelist() if n.endswith(".json")]
         return json.loads(archive.read(member))
