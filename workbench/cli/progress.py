@@ -9,7 +9,12 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
-_STAGES = {"read": "reading", "write": "writing", "suite": "writing the suite"}
+_STAGES = {
+    "read": "reading",
+    "check": "checking",
+    "write": "writing",
+    "suite": "writing the suite",
+}
 
 
 @contextlib.contextmanager
@@ -44,9 +49,10 @@ def import_progress() -> Iterator[Callable[[Any], None]]:
         task = tasks.get(event.stage)
         if task is None:
             task = tasks[event.stage] = bars.add_task(_STAGES[event.stage], total=event.total)
-        what = f"{_STAGES[event.stage]} {event.item or 'answers'}".rstrip()
-        if event.stage == "suite":
-            what = _STAGES["suite"]
+        if event.stage == "read":
+            what = f"reading {event.item}" if event.item else "read the files"
+        else:
+            what = "writing answers" if event.stage == "write" else _STAGES[event.stage]
         bars.update(task, completed=event.done, total=event.total, description=what)
 
     with bars:

@@ -529,6 +529,8 @@ _RECORD_FIELDS = tuple(f.name for f in fields(Recording))
 def _answer_lines(
     records: Sequence[Recording], progress: Callable[[int], None] | None
 ) -> Iterator[str]:
+    if progress is not None:
+        progress(0)
     for number, record in enumerate(records, 1):
         values = {k: v for k in _RECORD_FIELDS if (v := getattr(record, k)) is not None}
         yield dumps_line(values) + "\n"

@@ -61,7 +61,12 @@ FORMATS = {
     "MMLU-Pro outputs (model_outputs_<MODEL>_5shots.zip)": "mmlu-pro",
     "lm-evaluation-harness samples (--log_samples)": "lm-eval",
 }
-STAGES = {"read": "Reading", "write": "Writing the answers", "suite": "Writing the suite"}
+STAGES = {
+    "read": "Reading",
+    "check": "Checking every question and answer",
+    "write": "Writing the answers",
+    "suite": "Writing the suite",
+}
 
 
 class ImportDialog(QDialog):

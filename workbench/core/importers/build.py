@@ -49,8 +49,9 @@ MAX_IDS_IN_NOTE = 20
 @dataclass(frozen=True)
 class ImportProgress:
     """How far an import is: ``stage`` ``read`` (``done`` of ``total`` files read, ``item``
-    the file being read), ``write`` (``done`` of ``total`` answers written) or ``suite``
-    (the suite being written and read back)."""
+    the file being read), ``check`` (every question and answer checked), ``write``
+    (``done`` of ``total`` answers written) or ``suite`` (the suite being written and read
+    back)."""
 
     stage: str
     done: int
@@ -194,6 +195,8 @@ class PoolBuilder:
     ) -> PoolInfo:
         """Check everything (every problem at once: ``RecordsValidationError``, nothing
         written), then keep the suite ``name`` and the recorded pool ``name``."""
+        if progress is not None:
+            progress(ImportProgress("check", 0, 1))
         issues = list(self.issues)
         notes = list(self.notes)
         mismatched = self.mismatches()
