@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import statistics
 import subprocess
@@ -85,10 +86,14 @@ def import_once(pool: str, workspace: Path) -> dict:
         out["write" + suffix] = at[("suite", 0)] - at[("write", 0)]
         out["suite" + suffix] = at[("suite", 1)] - at[("suite", 0)]
         out["read_back" + suffix] = end - at[("suite", 1)]
+    notes = "\n".join(info.notes)
     return {
         **out,
         "answers": info.answers,
         "questions": info.workers[0].suite_tasks,
+        "differing": sum(int(n) for n in re.findall(r"(\d+) question\(s\) differ", notes)),
+        "cut_answers": sum(int(n) for n in re.findall(r"(\d+) question\(s\) with fewer", notes)),
+        "notes": list(info.notes),
         "workers": len(info.workers),
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
@@ -215,8 +220,9 @@ def main() -> None:
                     figures[f"{pool}/{stage}{clock}"] = round(middle[stage + clock], 2)
                 per_file = statistics.median(middle["per_file" + clock].values())
                 figures[f"{pool}/per_file_median{clock}"] = round(per_file, 2)
-            for key in ("answers", "questions", "workers"):
+            for key in ("answers", "questions", "workers", "differing", "cut_answers"):
                 figures[f"{pool}/{key}"] = middle[key]
+            tables[f"{pool}_notes"] = middle["notes"]
             figures[f"{pool}/peak_rss_mb"] = round(middle["peak_rss_mb"])
             figures[f"{pool}/total_all_s"] = [round(r["total_s"], 2) for r in runs]
             for key, value in loaded.items():

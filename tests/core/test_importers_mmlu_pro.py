@@ -302,6 +302,9 @@ def test_names_and_workers_are_checked_before_any_file_is_read(ws, tmp_path):
         import_mmlu_pro(ws, [(None, path), (None, other)], "twice")
     info = import_mmlu_pro(ws, [(None, path), ("alpha-2", other)], "twice")
     assert [w.worker_id for w in info.workers] == ["recorded:twice/alpha", "recorded:twice/alpha-2"]
+    _zip(copy / "model_outputs_beta_5shots.zip", [_item(1)])
+    info = import_mmlu_pro(ws, [(None, copy)], "folder")  # a folder: every output file in it
+    assert [w.worker_id for w in info.workers] == ["recorded:folder/alpha", "recorded:folder/beta"]
     with pytest.raises(RecordedPoolError, match="already imported"):
         import_mmlu_pro(ws, [(None, path)], "twice")
     for name, why in (("champ", "built-in"), ("mixed", "bundled suite"), ("a b", "cannot name")):

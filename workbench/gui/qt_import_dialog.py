@@ -91,7 +91,10 @@ class ImportDialog(QDialog):
         self.format = QComboBox()
         self.format.addItems(list(FORMATS))
         self.files = QListWidget()
-        self.files.setToolTip("One file per model (lm-evaluation-harness: a folder per model)")
+        self.files.setToolTip(
+            "One file per model, or a folder of them (lm-evaluation-harness: the folder "
+            "--output_path wrote, a folder per model)"
+        )
         self.add_files_button = QPushButton("Add files…")
         self.add_folder_button = QPushButton("Add folder…")
         self.remove_button = QPushButton("Remove")

@@ -50,6 +50,7 @@ from workbench.core.importers.build import (
 )
 from workbench.core.recordings import PoolInfo, RecordedPoolError, worker_name
 from workbench.core.tasks.jsonl import LETTERS, ValidationIssue, json_objects, split_lines
+from workbench.core.workers.recorded import paused_cycle_collection
 from workbench.core.workspace import Workspace
 
 FORMAT = "lm-eval"
@@ -89,6 +90,7 @@ def sample_files(paths: Sequence[tuple[str | None, Path]]) -> list[tuple[str, Pa
     return out
 
 
+@paused_cycle_collection()
 def import_lm_eval(
     workspace: Workspace,
     files: Sequence[tuple[str | None, str | Path]],

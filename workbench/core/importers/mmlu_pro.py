@@ -44,6 +44,7 @@ from workbench.core.importers.build import (
 )
 from workbench.core.recordings import PoolInfo, RecordedPoolError, worker_name
 from workbench.core.tasks.jsonl import LETTERS, ValidationIssue, bad_text, issue_at
+from workbench.core.workers.recorded import paused_cycle_collection
 from workbench.core.workspace import Workspace
 
 FORMAT = "mmlu-pro"
@@ -70,6 +71,7 @@ def model_of(path: Path) -> str:
     return match.group("model") if match else stem
 
 
+@paused_cycle_collection()
 def import_mmlu_pro(
     workspace: Workspace,
     files: Sequence[tuple[str | None, str | Path]],
@@ -81,11 +83,16 @@ def import_mmlu_pro(
     progress: Progress | None = None,
 ) -> PoolInfo:
     """Import MMLU-Pro output files (``(worker or None, path)``: the worker is named after
-    the model in the file's name unless given) as the suite ``name`` and the recorded pool
-    ``name``, one worker per file. Every problem of every file is reported at once
+    the model in the file's name unless given; a folder stands for every
+    ``model_outputs_*.zip`` in it) as the suite ``name`` and the recorded pool ``name``,
+    one worker per file. Every problem of every file is reported at once
     (``RecordsValidationError``: nothing imported)."""
     check_names(workspace, name, replace=replace)
-    paths = [(given, Path(path)) for given, path in files]
+    paths = []
+    for given, path in files:  # a folder stands for the output files in it
+        folder = Path(path)
+        found = sorted(folder.glob("model_outputs_*.zip")) if folder.is_dir() else [folder]
+        paths += [(given if len(found) == 1 else None, p) for p in found]
     if not paths:
         raise RecordedPoolError("give at least one MMLU-Pro output file; nothing was imported")
     workers = [worker_name(given or model_of(path)) for given, path in paths]

@@ -24,9 +24,11 @@ and per-worker prices). A pool is read once per process and file version.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -98,6 +100,21 @@ PRICES_AS_OF = "2024-06-01"
 # the version of an imported pool's files this code writes and reads: 1 the first answer
 # format, 2 adds each answer's ``meta`` (older files read unchanged)
 FORMAT_VERSION = 2
+
+
+@contextlib.contextmanager
+def paused_cycle_collection() -> Iterator[None]:
+    """Pause the cyclic garbage collector while many objects without cycles are made
+    (records read from JSON): its full passes over them cost about a third of reading a
+    large pool or importing one (tests/benchmarks/bench_importers.py); reference counting
+    still frees everything, and collection resumes after."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _estimate_tokens(text: str) -> int:
@@ -361,7 +378,8 @@ def load_recorded_pool(workspace: Workspace, name: str) -> RecordedPool:
             f"--name {name} --suite SUITE",
         )
     stamp = (answers.stat().st_mtime_ns, meta.stat().st_mtime_ns)
-    return _read_pool(str(answers), str(meta), stamp, str(workspace.root))
+    with paused_cycle_collection():
+        return _read_pool(str(answers), str(meta), stamp, str(workspace.root))
 
 
 def _damaged(name: str, path: str, line: int, problem: str, root: str) -> RecordedPoolDamaged:
