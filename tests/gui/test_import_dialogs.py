@@ -164,3 +164,30 @@ def test_a_cancelled_download_keeps_its_part_and_a_closing_page_stops_it(qtbot, 
         box.page.shutdown()  # returns once the download stopped at its next chunk
     assert part.stat().st_size > kept
     assert not (tmp_path / name).exists()
+
+
+def test_import_reads_a_folder_of_lm_evaluation_harness_samples(qtbot, box, tmp_path):
+    folder = tmp_path / "results" / "EleutherAI__pythia-160m"
+    folder.mkdir(parents=True)
+    sample = {
+        "doc_id": 0,
+        "doc": {"question": "2 + 2 = ?", "answer": "#### 4"},
+        "target": "#### 4",
+        "arguments": {"gen_args_0": {"arg_0": "Question: 2 + 2 = ?\nAnswer:", "arg_1": {}}},
+        "resps": [["2 + 2 = 4. The answer is 4."]],
+        "filtered_resps": ["4"],
+        "filter": "strict-match",
+        "metrics": ["exact_match"],
+        "exact_match": 1.0,
+    }
+    path = folder / "samples_gsm8k_2024-06-01T12-00-00.123456.jsonl"
+    path.write_text(json.dumps(sample) + "\n", encoding="utf-8")
+    dialog = box.open_import()
+    dialog.set_format("lm-eval")
+    dialog.add_files([tmp_path / "results"])
+    dialog.name.setText("harness")
+    with qtbot.waitSignal(dialog.imported, timeout=TIMEOUT) as imported:
+        dialog.import_button.click()
+    assert [w.worker_id for w in imported.args[0].workers] == [
+        "recorded:harness/EleutherAI__pythia-160m"
+    ]
