@@ -255,8 +255,8 @@ def register(sub, common) -> None:
         nargs="*",
         metavar="FILE",
         help="JSONL file: task_id, worker, response per line; with --format mmlu-pro or "
-        "lm-eval, one or more files (or folders of samples files) per model, each as FILE "
-        "or WORKER=FILE",
+        "lm-eval, the files of one or more models (or folders of them), each as FILE or "
+        "WORKER=FILE",
     )
     p.add_argument("--name", required=True, help="pool name (letters, digits, - and _)")
     p.add_argument(
