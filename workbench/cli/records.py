@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 import time
 
-from workbench.cli.common import UserError, print_json, table, workspace
+from workbench.cli.common import UserError, print_json, seed_arg, table, workspace
 
 
 def _print_pool(info, *, header: bool = True) -> None:
@@ -29,6 +29,9 @@ def _print_pool(info, *, header: bool = True) -> None:
         print(f"  note: {note}")
 
 
+FORMATS = ("jsonl", "mmlu-pro", "lm-eval")
+
+
 def cmd_records_import(args) -> int:
     from workbench.core.recordings import (
         RecordsValidationError,
@@ -37,12 +40,25 @@ def cmd_records_import(args) -> int:
         import_from_run,
     )
 
+    if args.format != "jsonl":
+        return _import_format(args)
+    if args.drop_mismatched or args.split_seed is not None:
+        raise UserError(
+            "--drop-mismatched and --split-seed apply to --format mmlu-pro and lm-eval "
+            "(a JSONL file's answers belong to an existing --suite)"
+        )
     ws = workspace(args)
+    if len(args.file) > 1:
+        raise UserError(
+            f"a JSONL import reads one FILE, got {len(args.file)}: join them into one file "
+            "(or import each as its own pool)"
+        )
+    args.file = args.file[0] if args.file else None
     sources = [s for s in (args.file, args.from_run) if s] + (["cache"] if args.from_cache else [])
     if len(sources) != 1:
         raise UserError(
             "import from what? give one of: a JSONL FILE, --from-cache (with --suite) or "
-            "--from-run RUN"
+            "--from-run RUN (or FILE... with --format mmlu-pro or lm-eval)"
         )
     if (args.file or args.from_cache) and not args.suite:
         raise UserError(
@@ -71,6 +87,96 @@ def cmd_records_import(args) -> int:
         f"'{info.name}' (use it as recorded:{info.name} in a pool)"
     )
     _print_pool(info, header=False)
+    return 0
+
+
+def _import_format(args) -> int:
+    """``--format mmlu-pro`` / ``lm-eval``: files (or WORKER=FILE) into a suite and a pool,
+    with progress on stderr."""
+    from workbench.cli.progress import import_progress
+    from workbench.core.importers.lm_eval import import_lm_eval
+    from workbench.core.importers.mmlu_pro import import_mmlu_pro
+    from workbench.core.recordings import RecordsValidationError
+
+    if args.from_cache or args.from_run or args.suite or args.price:
+        raise UserError(
+            f"--format {args.format} builds its own suite from the FILEs: --suite, --price, "
+            "--from-cache and --from-run do not apply"
+        )
+    if not args.file:
+        what = "model_outputs_<MODEL>_5shots.zip" if args.format == "mmlu-pro" else "samples"
+        raise UserError(f"give the files to import: one {what} file per model (or WORKER=FILE)")
+    files = [_worker_and_path(text) for text in args.file]
+    run = import_mmlu_pro if args.format == "mmlu-pro" else import_lm_eval
+    ws = workspace(args)
+    try:
+        with import_progress() as progress:
+            info = run(
+                ws,
+                files,
+                args.name,
+                drop_mismatched=args.drop_mismatched,
+                split_seed=0 if args.split_seed is None else args.split_seed,
+                replace=args.replace,
+                progress=progress,
+            )
+    except RecordsValidationError as exc:
+        print(str(exc), file=sys.stderr)
+        return exc.exit_code
+    tasks = info.workers[0].suite_tasks if info.workers else 0
+    print(
+        f"imported {info.answers} answers of {len(info.workers)} workers to {tasks} questions as "
+        f"suite '{info.suite}' and recorded pool '{info.name}' (use suite = \"{info.suite}\" "
+        f'and workers = ["recorded:{info.name}"] in a run)'
+    )
+    _print_pool(info, header=False)
+    return 0
+
+
+def _worker_and_path(text: str) -> tuple[str | None, str]:
+    """``WORKER=FILE`` (a worker named by hand) or ``FILE``; a path that exists as given
+    is a path, whatever it holds."""
+    import os
+
+    worker, sep, path = text.partition("=")
+    if sep and worker and not os.path.exists(text):
+        return worker, path
+    return None, text
+
+
+def cmd_records_download(args) -> int:
+    from workbench.cli.progress import download_progress
+    from workbench.core.importers.download import BASE_URL, KNOWN, download
+    from workbench.core.printable import shown_path
+
+    if args.list:
+        rows = [(m, f"{size / 1e6:.1f} MB", digest) for m, (digest, size) in KNOWN.items()]
+        print(table(rows, ("model", "size", "SHA-256 (checked after download)")))
+        print("other models: any name in the repository's eval_results/ folder (not checked)")
+        return 0
+    if not args.models:
+        raise UserError(
+            "name the models to download (e.g. gemma-7b mathstral-7B); "
+            "records download --list shows those whose checksum is known"
+        )
+    with download_progress() as progress:
+        done = download(
+            args.models, args.dir, base_url=args.base_url or BASE_URL, progress=progress
+        )
+    for item in done:
+        how = (
+            "already there"
+            if item.already
+            else f"resumed at {item.resumed_from} bytes"
+            if item.resumed_from
+            else "downloaded"
+        )
+        check = "matches the published checksum" if item.checked else "not known: not checked"
+        print(f"{shown_path(item.path)}: {how}, {item.size} bytes, SHA-256 {item.sha256} ({check})")
+    files = " ".join(shown_path(item.path) for item in done)
+    print(
+        f"import them with: trinity-workbench records import --format mmlu-pro {files} --name NAME"
+    )
     return 0
 
 
@@ -141,10 +247,38 @@ def register(sub, common) -> None:
     p = rs.add_parser(
         "import",
         parents=[common],
-        help="validate and import recorded answers (a JSONL file, the cache or a run)",
+        help="validate and import recorded answers (a JSONL file, MMLU-Pro's or "
+        "lm-evaluation-harness's per-model outputs, the cache or a run)",
     )
-    p.add_argument("file", nargs="?", help="JSONL file: task_id, worker, response per line")
+    p.add_argument(
+        "file",
+        nargs="*",
+        metavar="FILE",
+        help="JSONL file: task_id, worker, response per line; with --format mmlu-pro or "
+        "lm-eval, the files of one or more models (or folders of them), each as FILE or "
+        "WORKER=FILE",
+    )
     p.add_argument("--name", required=True, help="pool name (letters, digits, - and _)")
+    p.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="jsonl",
+        help="jsonl (default: answers to --suite's tasks); mmlu-pro (MMLU-Pro's "
+        "model_outputs_<MODEL>_5shots.zip files, or the JSON inside); lm-eval "
+        "(lm-evaluation-harness --log_samples files); the last two build the suite NAME too",
+    )
+    p.add_argument(
+        "--drop-mismatched",
+        action="store_true",
+        help="with --format mmlu-pro or lm-eval: leave out the questions whose text, "
+        "options or answer differ between the files (else they are errors)",
+    )
+    p.add_argument(
+        "--split-seed",
+        type=seed_arg,
+        help="with --format mmlu-pro or lm-eval: the seed of the suite's split, 60/20/20 in "
+        "each category (default 0)",
+    )
     p.add_argument("--suite", help="the suite the answers belong to (a file or --from-cache)")
     p.add_argument(
         "--from-cache",
@@ -170,6 +304,28 @@ def register(sub, common) -> None:
         "without a recorded cost (repeat per worker; without one they cost $0)",
     )
     p.set_defaults(func=cmd_records_import)
+    p = rs.add_parser(
+        "download",
+        parents=[common],
+        help="download MMLU-Pro's published outputs of these models (resumable, checked)",
+    )
+    p.add_argument(
+        "models",
+        nargs="*",
+        metavar="MODEL",
+        help="model names as in the repository's model_outputs_<MODEL>_5shots.zip files",
+    )
+    p.add_argument("--dir", default=".", help="folder to download into (default: here)")
+    p.add_argument(
+        "--list", action="store_true", help="the models whose published checksum is known"
+    )
+    p.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="a mirror of the repository's eval_results/ folder (default: the repository at "
+        "the commit the workbench pins)",
+    )
+    p.set_defaults(func=cmd_records_download)
     p = rs.add_parser("list", parents=[common], help="built-in and imported recorded pools")
     p.add_argument("--suite", help="show coverage of this suite (default: each pool's own)")
     p.add_argument("--json", action="store_true")

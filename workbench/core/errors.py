@@ -7,7 +7,7 @@ do, and the command line's exit code follows from it (docs/guides/exit-codes.md)
     │   ├── ConfigError, SettingsError, SuiteImportError, HubRowError,
     │   │   SuiteValidationError > RecordsValidationError, RecordedPoolError
     │   ├── SuiteNotFound, TaskNotFound, UnknownWorker > RecordedPoolNotFound,
-    │   │   RegistryError > SpecError
+    │   │   RegistryError > SpecError, UnknownModel (no such MMLU-Pro model upstream)
     │   ├── KeychainError > InvalidKey, KeychainUnavailable
     │   ├── RunNotFound, AmbiguousRunId, EpisodeNotFound, AmbiguousEpisodeId, RunLocked
     │   ├── StoreVersionError, StoreDamaged, CheckpointError, CoordinatorFileError,
@@ -26,9 +26,11 @@ do, and the command line's exit code follows from it (docs/guides/exit-codes.md)
     │   │   in BadInput, StoreFull in SystemFailure; a bare one is "locked" or "I/O")
     │   ├── SandboxError > NoPython, NoUtilLinux
     │   ├── ExecutorError (Ray: missing, the cluster unreachable, actors that die)
+    │   ├── DownloadError, ChecksumMismatch (importers: a download that stopped, a
+    │   │   file that is not the published one)
     │   └── DoctorError
     ├── Interrupted        exit 3       stopped on request; resumable where it says so
-    │   └── Stopped (training), EvaluationStopped
+    │   └── Stopped (training), EvaluationStopped, DownloadCancelled
     └── SystemFailure      exit 4       the operating system refused: disk full, no
         ├── StoreFull, StoreReadOnly              permission, a read-only file system
         └── (any OSError, through ``system_failure``)

@@ -67,7 +67,7 @@ def train(
         assert config is not None
         suite = load_suite(config.tasks.suite, workspace)
         stop = stop or StopToken()
-        executor = held.enter_context(open_executor(config, ray_address, stop))
+        executor = held.enter_context(open_executor(config, ray_address, stop, workspace))
         backbone = backbone_for(config, backbone)
         session = open_pool(config, store, workspace)
         cache = session.cache
@@ -93,14 +93,23 @@ def train(
 
 @contextlib.contextmanager
 def open_executor(
-    config: RunConfig, ray_address: str | None, stop: StopToken
+    config: RunConfig,
+    ray_address: str | None,
+    stop: StopToken,
+    workspace: Workspace | None = None,
 ) -> Iterator[Executor | None]:
     """The run's executor: None for ``local`` (the trainer plays episodes itself), the Ray
-    executor for ``ray``, closed (its actors stopped) when the run ends."""
+    executor for ``ray`` (the imported recorded pools the run names, read from
+    ``workspace``, travel with it), closed (its actors stopped) when the run ends."""
     if config.run.executor == "local":
         yield None
         return
-    from workbench.core.training.ray_executor import ExecutorError, RayExecutor, recipe_for
+    from workbench.core.training.ray_executor import (
+        ExecutorError,
+        RayExecutor,
+        recipe_for,
+        recorded_pools,
+    )
 
     if cache_policy(config) == "replay-only":
         raise ExecutorError(
@@ -108,7 +117,11 @@ def open_executor(
             'read the workspace\'s response cache; use run.executor = "local" to replay it'
         )
     executor = RayExecutor(
-        recipe_for(config), actors=config.run.actors, address=ray_address, stop=stop
+        recipe_for(config, workspace),
+        actors=config.run.actors,
+        address=ray_address,
+        stop=stop,
+        recorded=recorded_pools(config, workspace),
     )
     try:
         yield executor

@@ -9,7 +9,7 @@ registered workers from their specs (``worker_for``) with their keys resolved no
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
@@ -26,6 +26,7 @@ from workbench.core.workers.spec import PROVIDER_MODULES, WorkerSpec
 if TYPE_CHECKING:
     import httpx
 
+    from workbench.core.workers.recorded import RecordedPool
     from workbench.core.workspace import Workspace
 
 
@@ -77,6 +78,7 @@ def build_pool(
     registry: Registry | None = None,
     client: httpx.AsyncClient | None = None,
     workspace: Workspace | None = None,
+    recorded: Mapping[str, RecordedPool] | None = None,
 ) -> list[Worker]:
     """Turn worker ids into workers, in order: built-in ids (``local:smollm2``,
     ``local:SOURCE``, ``sandbox``, ``sandbox:<name>``) and ids registered with
@@ -87,12 +89,14 @@ def build_pool(
 
     ``client`` is the run's shared ``httpx.AsyncClient`` (see
     ``workbench.core.workers.transport.open_client``); workers built without one open their
-    own on first use and close it in ``aclose()``.
+    own on first use and close it in ``aclose()``. ``recorded``: imported recorded pools
+    read elsewhere, by name (a Ray actor's, which has no workspace), used before
+    ``workspace``'s.
     """
     registry = registry or _registry_if_needed(worker_ids)
     pool = [
         w if isinstance(w, Worker) else worker_for(registry, w, client=client)
-        for w in _expand(worker_ids, registry, workspace)
+        for w in _expand(worker_ids, registry, workspace, recorded)
     ]
     share_secrets(pool)
     return pool
@@ -146,7 +150,10 @@ def _registry_if_needed(worker_ids: Sequence[str]) -> Registry | None:
 
 
 def _expand(
-    worker_ids: Sequence[str], registry: Registry | None, workspace: Workspace | None = None
+    worker_ids: Sequence[str],
+    registry: Registry | None,
+    workspace: Workspace | None = None,
+    recorded: Mapping[str, RecordedPool] | None = None,
 ) -> list[Worker | WorkerSpec]:
     """Built-in workers (cheap: nothing loads until a call) and registered specs, in order."""
     _load_builtin_modules()
@@ -154,6 +161,11 @@ def _expand(
     for wid in worker_ids:
         wid = wid.strip()
         prefix = wid.split(":", 1)[0]
+        if prefix == "recorded" and recorded:
+            from workbench.core.workers.recorded import resolve
+
+            pool.extend(resolve(wid, workspace, recorded))
+            continue
         if prefix in BUILTIN_RESOLVERS:
             pool.extend(BUILTIN_RESOLVERS[prefix](wid, workspace))
             continue
