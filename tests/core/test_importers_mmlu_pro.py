@@ -354,3 +354,16 @@ def test_the_import_command_shows_progress_and_every_problem(tmp_path):
     assert wrong.returncode == 2 and "a JSONL import reads one FILE" in wrong.stderr
     wrong = cli(*args, "--name", "k", "--suite", "cli")
     assert wrong.returncode == 2 and "builds its own suite" in wrong.stderr
+
+
+def test_a_sample_is_each_categorys_share_drawn_by_the_seed():
+    from workbench.core.importers.build import sample_by_group
+
+    tasks = {f"t{i:03d}": {"category": "abc"[i % 3] if i < 90 else "d"} for i in range(100)}
+    picked = sample_by_group(tasks, 20, seed=1)
+    assert len(picked) == 20 and len(set(picked)) == 20
+    counts = {c: sum(tasks[t]["category"] == c for t in picked) for c in "abcd"}
+    assert counts == {"a": 6, "b": 6, "c": 6, "d": 2}  # 30/30/30/10 of 100
+    assert picked == sample_by_group(tasks, 20, seed=1)
+    assert picked != sample_by_group(tasks, 20, seed=2)
+    assert picked == sorted(picked)  # in the tasks' order

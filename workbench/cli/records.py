@@ -42,10 +42,10 @@ def cmd_records_import(args) -> int:
 
     if args.format != "jsonl":
         return _import_format(args)
-    if args.drop_mismatched or args.split_seed is not None:
+    if args.drop_mismatched or args.common_only or args.sample or args.split_seed is not None:
         raise UserError(
-            "--drop-mismatched and --split-seed apply to --format mmlu-pro and lm-eval "
-            "(a JSONL file's answers belong to an existing --suite)"
+            "--drop-mismatched, --common-only, --sample and --split-seed apply to --format "
+            "mmlu-pro and lm-eval (a JSONL file's answers belong to an existing --suite)"
         )
     ws = workspace(args)
     if len(args.file) > 1:
@@ -106,6 +106,8 @@ def _import_format(args) -> int:
     if not args.file:
         what = "model_outputs_<MODEL>_5shots.zip" if args.format == "mmlu-pro" else "samples"
         raise UserError(f"give the files to import: one {what} file per model (or WORKER=FILE)")
+    if args.sample < 0:
+        raise UserError(f"--sample {args.sample}: give a number of questions, or leave it out")
     files = [_worker_and_path(text) for text in args.file]
     run = import_mmlu_pro if args.format == "mmlu-pro" else import_lm_eval
     ws = workspace(args)
@@ -116,6 +118,8 @@ def _import_format(args) -> int:
                 files,
                 args.name,
                 drop_mismatched=args.drop_mismatched,
+                common_only=args.common_only,
+                sample=args.sample,
                 split_seed=0 if args.split_seed is None else args.split_seed,
                 replace=args.replace,
                 progress=progress,
@@ -272,6 +276,20 @@ def register(sub, common) -> None:
         action="store_true",
         help="with --format mmlu-pro or lm-eval: leave out the questions whose text, "
         "options or answer differ between the files (else they are errors)",
+    )
+    p.add_argument(
+        "--common-only",
+        action="store_true",
+        help="with --format mmlu-pro or lm-eval: keep only the questions every file answers, "
+        "so every model is compared on the same questions",
+    )
+    p.add_argument(
+        "--sample",
+        type=int,
+        default=0,
+        metavar="N",
+        help="with --format mmlu-pro or lm-eval: keep N questions, each category its share, "
+        "drawn with --split-seed (a first look before the whole benchmark)",
     )
     p.add_argument(
         "--split-seed",

@@ -189,12 +189,17 @@ class PoolBuilder:
         *,
         source: str,
         drop_mismatched: bool = False,
+        common_only: bool = False,
+        sample: int = 0,
         split_seed: int = 0,
         replace: bool = False,
         progress: Progress | None = None,
     ) -> PoolInfo:
         """Check everything (every problem at once: ``RecordsValidationError``, nothing
-        written), then keep the suite ``name`` and the recorded pool ``name``."""
+        written), then keep the suite ``name`` and the recorded pool ``name``. With
+        ``common_only`` only the questions every file answers are kept (so every model is
+        compared on the same questions); with ``sample`` N, a seeded share of each
+        category (``split_seed``) adding up to N questions."""
         if progress is not None:
             progress(ImportProgress("check", 0, 1))
         issues = list(self.issues)
@@ -209,11 +214,27 @@ class PoolBuilder:
         elif mismatched:
             issues += [issue for found in mismatched.values() for issue in found]
         kept = {t: task for t, task in self.tasks.items() if t not in mismatched}
+        if common_only:
+            answered = [{a.get("task_id") for _, a in f.answers} for f in self.files]
+            common = {t: task for t, task in kept.items() if all(t in ids for ids in answered)}
+            if len(common) < len(kept):
+                notes.append(
+                    f"{len(kept) - len(common)} question(s) some file has no answer to were "
+                    "left out (common only)"
+                )
+            kept = common
+        if sample and sample < len(kept):
+            kept = {t: kept[t] for t in sample_by_group(kept, sample, split_seed)}
+            notes.append(
+                f"a sample of {len(kept)} questions, each category's share (seed {split_seed})"
+            )
         tasks = self._checked_tasks(kept, split_seed, issues)
         records = []
         ids = set(kept)
+        # the answers of the questions kept (a left-out question's answers go with it)
+        left_out = set(self.tasks) - ids
         for file in self.files:
-            objects = [(n, a) for n, a in file.answers if a.get("task_id") not in mismatched]
+            objects = [(n, a) for n, a in file.answers if a.get("task_id") not in left_out]
             records += check_records(objects, file.shown, issues, ids, unit=file.unit)
         if not kept and not issues:
             issues.append(ValidationIssue("the files", 0, None, "hold no questions"))
@@ -282,6 +303,22 @@ class PoolBuilder:
                     "questions: misses when asked"
                 )
         return notes
+
+
+def sample_by_group(tasks: dict[str, dict[str, Any]], n: int, seed: int) -> list[str]:
+    """``n`` task ids, each category (else kind) its share (largest remainders), drawn
+    with ``seed``; in the tasks' order."""
+    groups: dict[str, list[str]] = defaultdict(list)
+    for task_id in sorted(tasks):
+        task = tasks[task_id]
+        groups[str(task.get("category") or task.get("kind"))].append(task_id)
+    exact = {g: n * len(ids) / len(tasks) for g, ids in groups.items()}
+    counts = {g: int(x) for g, x in exact.items()}
+    for g in sorted(exact, key=lambda g: (counts[g] - exact[g], g))[: n - sum(counts.values())]:
+        counts[g] += 1
+    rng = random.Random(seed)
+    chosen = {t for g in sorted(groups) for t in rng.sample(groups[g], counts[g])}
+    return [t for t in tasks if t in chosen]
 
 
 def assign_splits(tasks: dict[str, dict[str, Any]], seed: int) -> dict[str, str]:
