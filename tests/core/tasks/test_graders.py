@@ -10,7 +10,7 @@ import pytest
 
 from workbench.core.tasks import Task, grade
 from workbench.core.tasks.graders import extract_choice, extract_program
-from workbench.core.tasks.mathcheck import gold_variants
+from workbench.core.tasks.math_references import gold_variants
 
 HOSTILE = [
     None,
