@@ -130,7 +130,7 @@ def test_math_messy_champ_references(gold: str, answer: str, reward: float) -> N
     [
         ("1/2", "\\boxed{\\frac{1}{2}}", "math-verify: equal"),
         ("x=6, y=5", "\\boxed{(6, 5)}", "math-verify: equal (tuple in order)"),
-        ("No", "\\boxed{\\text{No}}", "text: exact after normalisation"),
+        ("No", "\\boxed{\\text{No}}", "yes/no: final answer same"),
         ("No", "No, it cannot.", "yes/no: same"),
         ("7", "\\boxed{3} or \\boxed{7}", "several final answers disagree"),
         ("2^(n-1)", "\\boxed{2^{n+1}}", "math-verify: not equal"),

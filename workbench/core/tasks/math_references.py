@@ -70,8 +70,8 @@ _COUNT_REFERENCE = re.compile(
     r"^(at\s+least|at\s+most|exactly)\s+(\d+|one|two|three|four|five)\b", re.IGNORECASE
 )
 _PHRASE_SUBJECT = re.compile(r"^(?:the|such\s+a|this)\s+\w+\s+", re.IGNORECASE)
-# CHAMP writes references in ASCII notation that math-verify misreads: it takes the
-# "1" of "sum_(i=1)^n i^3" for the whole answer, so a bare \boxed{1} was paid.
+# CHAMP writes references in ASCII notation that math-verify misreads: read as written, it
+# takes the "1" of "sum_(i=1)^n i^3" for the whole reference, which a bare \boxed{1} equals.
 _ASCII_SUM = re.compile(r"\bsum_\((\w+)\s*=\s*([^()]+)\)\^(\w+|\([^()]*\))\s*(.+)$")
 _ASCII_BINOM = re.compile(r"(?<![A-Za-z\\])C\(([^(),]+),\s*([^(),]+)\)")
 _ASCII_FLOOR = re.compile(r"\bfloor\(([^()]+)\)")
@@ -85,7 +85,8 @@ def ascii_to_latex(text: str) -> str:
         text,
     )
     text = _ASCII_BINOM.sub(lambda m: f"\\binom{{{m.group(1)}}}{{{m.group(2)}}}", text)
-    return _ASCII_FLOOR.sub(lambda m: f"\\lfloor {m.group(1)} \\rfloor", text)
+    # in braces: "2^floor(n/2)" raises 2 to the whole floor
+    return _ASCII_FLOOR.sub(lambda m: f"{{\\lfloor {m.group(1)} \\rfloor}}", text)
 
 
 def split_remark(text: str) -> tuple[str, str]:

@@ -34,12 +34,17 @@ from workbench.core.tasks.extract import (
 )
 from workbench.core.tasks.math_answers import (
     ANSWER_TAIL_CHARS,
+    Marker,
+    echoes_question,
     final_answer,
+    final_markers,
+    first_yes_no,
+    last_side,
     stated_yes_no,
     without_remark,
 )
-from workbench.core.tasks.math_equivalence import boxes_agree, faithful, math_match
-from workbench.core.tasks.math_references import PARTS, Reading, gold_readings
+from workbench.core.tasks.math_equivalence import answers_agree, faithful, math_match
+from workbench.core.tasks.math_references import PARTS, Reading, gold_readings, reads_as_math
 
 log = logging.getLogger(__name__)
 
@@ -69,8 +74,8 @@ def _fast_check(reference: str, answer: str) -> dict[str, Any] | None:
         return None
     answer = normalize_unicode_math(answer)
     boxes = all_boxed(answer)
-    if len(boxes) > 1:
-        return None  # several final answers: the full check decides
+    if len(boxes) > 1 or (boxes and any(m.kind == "stated" for m in final_markers(answer))):
+        return None  # several final answers: the full check compares them
     reply = strip_text_macro(boxes[0]) if boxes else answer.strip()
     value = _plain_number(reply)
     if value is None:
@@ -164,10 +169,16 @@ def _phrase_said(phrase: str, claims: prose.Claims) -> bool:
 
 
 def _prose_check(
-    readings: list[Reading], answer: str, question: str | None
+    readings: list[Reading], answer: str, question: str | None, reference: str
 ) -> dict[str, Any] | None:
     """Judge a final answer written as a sentence by what it claims (see ``prose``): a
-    verdict, or None when its claims say nothing about this reference."""
+    verdict, or None when its claims say nothing about this reference. An explicit
+    final-answer marker outranks what comes before it: only the text from the sentence
+    that holds the last marker on is read."""
+    markers = final_markers(answer)
+    if markers:
+        at = markers[-1].start
+        answer = answer[max(answer.rfind("\n", 0, at), answer.rfind(". ", 0, at)) + 1 :]
     sentences = prose.final_sentences(answer[-ANSWER_TAIL_CHARS:])
     if not sentences:
         return None
@@ -180,13 +191,17 @@ def _prose_check(
             0.0, claims.sentence, "the answer does not commit to an answer", "prose: hedged"
         )
     values = list(claims.values)
+    echo = next((v for v in values if _echoes(reference, v, question)), None)
+    if echo is not None:
+        return _echo_verdict(echo)
     if claims.count is not None:
         value = _count_as_value(claims.count, question)
         if value is not None:
             values.append(value)
     for value in dict.fromkeys(values):
-        hit = math_match(readings, value)
-        if hit is not None:
+        found = math_match(readings, value)
+        if found is not None:
+            hit, _ = found
             return _verdict(
                 1.0,
                 value,
@@ -235,6 +250,49 @@ def _prose_check(
     )
 
 
+def _echoes(reference: str, text: str, question: str | None) -> bool:
+    """``text`` restates the question's operation where the reference is a value."""
+    return _plain_number(normalize_unicode_math(reference)) is not None and echoes_question(
+        text, question
+    )
+
+
+def _echo_verdict(text: str) -> dict[str, Any]:
+    return _verdict(
+        0.0,
+        text,
+        "the answer restates the question's own operation instead of its value",
+        "echo: the question restated",
+    )
+
+
+def _marked_yes_no(readings: list[Reading], markers: list[Marker]) -> dict[str, Any] | None:
+    """For a yes/no reference, the yes or no the explicit final-answer markers give
+    ("... Answer: Yes" outranks a leading "No"); markers that say both are wrong."""
+    target = next(
+        (r.text.lower() for r in readings if r.kind == "text" and r.text.lower() in ("yes", "no")),
+        None,
+    )
+    if target is None:
+        return None
+    said = list(dict.fromkeys(w for m in markers if (w := first_yes_no(m.text)) is not None))
+    if not said:
+        return None
+    if len(said) > 1:
+        return _verdict(
+            0.0, " | ".join(m.text for m in markers), "the final answers say both yes and no",
+            "several final answers disagree",
+        )  # fmt: skip
+    right = said[0] == target
+    return _verdict(
+        1.0 if right else 0.0,
+        said[0],
+        f"the final answer says {said[0]}; the reference says {target}",
+        "yes/no: final answer " + ("same" if right else "differs"),
+        **({"matched": target} if right else {}),
+    )
+
+
 def check_here(
     reference: str, answer: str, budget_s: float = BUDGET_S, question: str | None = None
 ) -> dict[str, Any]:
@@ -243,12 +301,15 @@ def check_here(
     reading of the reference (see ``gold_readings``); a normalised-text comparison only
     for readings with no mathematical meaning (``No``); a final answer in prose judged by
     what its sentence claims (``_prose_check``; ``question``, the problem's text, lets a
-    "cannot" answer a "Can ...?"). Several final answers that disagree score 0."""
+    "cannot" answer a "Can ...?" and tells an echo of its operation from a value).
+    Explicit final-answer markers outrank earlier words, and several that disagree score
+    0; so does a final answer that restates the question's operation."""
     deadline = time.monotonic() + budget_s
     answer = normalize_unicode_math(answer)
     readings = [r for r in gold_readings(reference) if r.kind != "math" or faithful(r)]
+    markers = final_markers(answer)
     final, source, boxes = final_answer(answer)
-    if len(boxes) > 1 and not boxes_agree(boxes):
+    if len(boxes) > 1 and not answers_agree(boxes):
         if any(len(PARTS.split(r.text)) > 1 or "," in r.text for r in readings):
             final = ", ".join(dict.fromkeys(b.strip() for b in boxes))  # "376" and "625"
             source = "boxed answers together"
@@ -259,22 +320,39 @@ def check_here(
                 f"the answer gives {len(boxes)} different boxed answers",
                 "several final answers disagree",
             )
+    stated = [
+        last_side(m.text) for m in markers
+        if reads_as_math(m.text) and first_yes_no(m.text) is None
+    ]  # fmt: skip
+    if source != "boxed answers together" and not answers_agree(stated):
+        return _verdict(
+            0.0,
+            " | ".join(stated),
+            f"the answer states {len(set(stated))} different final answers",
+            "several final answers disagree",
+        )
+    marked = _marked_yes_no(readings, markers)
+    if marked is not None:
+        return marked
+    if final is not None and _echoes(reference, final, question):
+        return _echo_verdict(final)
     if final is not None and any(r.kind == "math" for r in readings):
         if time.monotonic() <= deadline:
-            hit = math_match(readings, final)
-            if hit is not None:
+            found = math_match(readings, final)
+            if found is not None:
+                hit, how = found
                 return _verdict(
                     1.0,
                     final,
                     f"the {source} equals the reference",
-                    "math-verify: equal" + (" (tuple in order)" if hit.names else ""),
+                    f"{how}: equal" + (" (tuple in order)" if hit.names else ""),
                     matched=hit.text,
                 )
     text = _text_match(readings, answer, boxes, yes_no=source != "prose")
     if text is not None:
         return text
     if source == "prose":
-        verdict = _prose_check(readings, answer, question)
+        verdict = _prose_check(readings, answer, question, reference)
         if verdict is not None:
             return verdict
     if final is not None:
