@@ -188,6 +188,7 @@ _RULED_OUT = re.compile(
 )
 _BOXED_LETTER = re.compile(r"^\s*\(?\s*(?:\\text\{)?\s*\(?([A-Z])\)?\s*\}?\s*\)?\s*$")
 _LONE = re.compile(r"^[\s(\[*]*(?:option|choice)?\s*[(\[]?([A-Z])[)\]]?[\s)\]*.:]*$", re.IGNORECASE)
+_SHORT_ANSWER = 300  # characters: an answer this short is read whole for a lone letter
 _TOKEN = re.compile(r"(?<![A-Za-z0-9'’])([A-Z])(?![A-Za-z0-9'’])")
 # "A" and "I" start ordinary sentences ("A good guess is B", "I think"); they count as
 # option letters only before a verb that states a choice ("A is correct").
@@ -320,7 +321,10 @@ def extract_choice(answer: str, task: Task) -> tuple[str | None, str]:
             if key in options and key:
                 return options[key], f"option text ({label})"
     lines = [line for line in answer.splitlines() if line.strip()]
-    for scope in ([lines[-1]] if lines else []) + [answer]:
+    # a long answer's stray capitals ("F_1 progeny", "(c)", a variable A) are no choice:
+    # only its last line, or a short answer as a whole, is read for a lone letter
+    scopes = ([lines[-1]] if lines else []) + ([answer] if len(answer) <= _SHORT_ANSWER else [])
+    for scope in scopes:
         hedge = _hedge(scope, valid, any_case=len(scope.strip()) <= 12)
         if hedge:
             return None, f"hedge ({', '.join(hedge)})"

@@ -184,6 +184,9 @@ def final_answer(answer: str) -> tuple[str | None, str, list[str]]:
         # a sentence in words: its claims are read by _prose_check, never "the last
         # number a parser finds" ("... to fill a 2 x 21 rectangle" is not an answer of 21)
         return None, "prose", []
+    whole = answer.strip().rstrip(".").strip()
+    if len(whole) <= 200 and _arithmetic(last_side(whole)) is not None:
+        return last_side(whole), "answer", []  # "8 + 7", "1367 \\div 8": all of it
     parsed = parse_math(answer[-ANSWER_TAIL_CHARS:])
     if len(parsed) >= 2:
         return str(parsed[-1]), "final value", []
