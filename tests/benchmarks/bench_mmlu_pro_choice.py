@@ -122,6 +122,7 @@ def main() -> None:
     examples: dict[str, dict] = {}
     totals: Counter = Counter()
     kinds_all: Counter = Counter()
+    models: list[dict] = []
     started = time.monotonic()
     for path in zips:
         model = model_of(path)
@@ -167,6 +168,10 @@ def main() -> None:
         }
         for key, value in row.items():
             figures[f"{model}/{key}"] = value
+        models.append({"model": model, **{k: row[k] for k in (
+            "pred_letters", "agree", "agreement", "pred_defects",
+            "agreement_without_pred_defects", "rerun_agreement", "pred_null",
+            "pred_null_ours_letter")}})  # fmt: skip
         for key, value in kinds.items():
             figures[f"{model}/kind/{key}"] = value
         totals.update(count)
@@ -200,7 +205,7 @@ def main() -> None:
               f"pred {examples[why]['pred']}, ours {examples[why]['ours']}")  # fmt: skip
     if args.out:
         write_results(
-            args.out, figures,
+            args.out, figures, models=models,
             kinds=[{"kind": k, "count": n, "pred_defect": k in PRED_DEFECTS, **examples[k]}
                    for k, n in kinds_all.most_common()],
         )  # fmt: skip
