@@ -126,7 +126,9 @@ def main() -> None:
     started = time.monotonic()
     for path in zips:
         model = model_of(path)
-        count: Counter = Counter()
+        count: Counter = Counter(dict.fromkeys((
+            "n", "rerun_letters", "rerun_agree", "pred_null", "pred_null_ours_letter",
+            "pred_null_ours_right", "pred_letters", "agree"), 0))  # fmt: skip
         kinds: Counter = Counter()
         for index, (record, text, options) in enumerate(records(path)):
             if index % args.step:
@@ -168,7 +170,7 @@ def main() -> None:
         }
         for key, value in row.items():
             figures[f"{model}/{key}"] = value
-        models.append({"model": model, **{k: row[k] for k in (
+        models.append({"model": model, **{k: row.get(k, 0) for k in (
             "pred_letters", "agree", "agreement", "pred_defects",
             "agreement_without_pred_defects", "rerun_agreement", "pred_null",
             "pred_null_ours_letter")}})  # fmt: skip
