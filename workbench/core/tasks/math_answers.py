@@ -79,6 +79,11 @@ def final_markers(answer: str) -> list[Marker]:
         after = answer[cue.end() : limit]
         if re.match(r"[\s:*$(\\\[]*\\(?:boxed|fbox)\b", after):
             continue
+        if not after.split("\n", 1)[0].strip(" :*_$"):
+            # "The final answer is:" ends its line: it marks the next line with content
+            # (a code fence's first line when the answer sits in one)
+            lines = [ln for ln in after.split("\n")[1:] if ln.strip() and ln.strip("` ")]
+            after = lines[0] if lines else ""
         end = _MARKED_END.search(after)
         text = after[: end.start()] if end else after
         text = _INLINE_MATH.sub(" ", _MARK_LEAD.sub("", text)).strip().strip("*_").strip()
