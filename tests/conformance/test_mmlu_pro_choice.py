@@ -7,37 +7,39 @@ compared with the file's ``pred`` where that is a letter. The test fails when a 
 agreement drops below what was measured on these same records when the rule was set
 (docs/guides/grading.md, "Choice answers against MMLU-Pro's own extraction"; the full
 measurement, every disagreement kind with an example, is
-``tests/benchmarks/bench_mmlu_pro_choice.py``), and when a defect of ``pred`` (a stand-in
-letter, a pronoun read as an option) is copied.
+``tests/benchmarks/bench_mmlu_pro_choice.py``), and when a stand-in ``pred`` (a letter
+the text never writes) is copied.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from bench_mmlu_pro_choice import DATA, kind, model_of, records  # noqa: E402
+from bench_mmlu_pro_choice import DATA, model_of, records  # noqa: E402
 
 from workbench.core.tasks.graders import extract_choice  # noqa: E402
 from workbench.core.tasks.model import Task  # noqa: E402
 
 STEP = 10
 # agreement with pred (where pred is a letter) on every tenth record, as measured
+# (docs/results/data/mmlu-pro-choice.json; hedges and disagreeing final answers, which
+# MMLU-Pro reads as their first letter, are most of what stays below 99%)
 FLOORS = {
-    "Meta-Llama-3_1-70B-Instruct": 0.0,
-    "Meta-Llama-3_1-8B-Instruct": 0.0,
-    "Mistral-7B-Instruct-v0.2": 0.0,
-    "Phi-3-mini-4k-instruct": 0.0,
-    "Qwen1.5-7B-Chat": 0.0,
-    "gemini-1.5-flash-002": 0.0,
-    "gemma-7b": 0.0,
-    "jamba-1.5-large": 0.0,
-    "mathstral-7B": 0.0,
+    "Meta-Llama-3_1-70B-Instruct": 0.9734,
+    "Meta-Llama-3_1-8B-Instruct": 0.9244,
+    "Mistral-7B-Instruct-v0.2": 0.9542,
+    "Phi-3-mini-4k-instruct": 0.9891,
+    "Qwen1.5-7B-Chat": 0.9611,
+    "gemini-1.5-flash-002": 0.9589,
+    "gemma-7b": 1.0,
+    "jamba-1.5-large": 0.9966,
+    "mathstral-7B": 0.9767,
 }
-COPIED_DEFECTS = ("stand-in letter", "pronoun or article read as an option")
 
 
 @pytest.mark.parametrize("model", sorted(FLOORS))
@@ -54,15 +56,13 @@ def test_choice_grader_agrees_with_mmlu_pro_pred(model: str) -> None:
             id=str(record.get("question_id")), kind="choice", prompt=str(record["question"]),
             answer=str(record["answer"]), choices=options,
         )  # fmt: skip
-        ours, how = extract_choice(text, task)
+        ours, _ = extract_choice(text, task)
         if not pred:
             continue
         letters += 1
-        if ours == pred:
-            agree += 1
-            continue
-        why = kind(text, pred, ours, how)
-        # a defect of pred is never copied: we read no letter there
-        assert not (why in COPIED_DEFECTS and ours is not None), (record["question_id"], why)
+        agree += ours == pred
+        # a stand-in letter (pred names a letter the text never writes) is never copied
+        stand_in = not re.search(rf"\b{pred}\b", text)
+        assert not (stand_in and ours == pred), record["question_id"]
     assert letters > 500
     assert agree / letters >= FLOORS[model], f"{model}: {agree}/{letters}"
