@@ -14,8 +14,9 @@ and without kept features.
     python tests/benchmarks/bench_mmlu_pro.py timing --workspace WS --out docs/results/data/mmlu-pro-timing.json
 
 WS is a workspace holding the pools, imported with
-``trinity-workbench records import --format mmlu-pro`` (``import`` below does it, from the
-official files in ../shared/data/mmlu-pro/ or a folder given with ``--data``).
+``trinity-workbench records import --format mmlu-pro --drop-mismatched --common-only``:
+
+    python tests/benchmarks/bench_mmlu_pro.py import --workspace WS   # from ../shared/data/mmlu-pro/ or --data
 """
 
 from __future__ import annotations
@@ -379,9 +380,33 @@ def timing(workspace: Workspace, pool: str, sample: int) -> dict[str, Any]:
     return out
 
 
+def import_pools(workspace: Workspace, data: Path, pools: Sequence[str]) -> dict[str, Any]:
+    """Each plan pool imported as its suite and recorded pool of the same name, on the
+    questions every model answered with the same text, options and answer
+    (``--drop-mismatched --common-only``): the pre-registered question sets."""
+    from workbench.core.importers.mmlu_pro import import_mmlu_pro
+
+    counts: dict[str, Any] = {}
+    for name in pools:
+        models = plan()["pools"][name]["models"]
+        started = time.perf_counter()
+        info = import_mmlu_pro(
+            workspace,
+            [(None, data / f"model_outputs_{m}_5shots.zip") for m in models],
+            name,
+            drop_mismatched=True,
+            common_only=True,
+            replace=True,
+        )
+        counts[f"imported/{name}"] = info.workers[0].suite_tasks
+        counts[f"import_seconds/{name}"] = time.perf_counter() - started
+        print(f"{name}: {info.workers[0].suite_tasks} questions", file=sys.stderr)
+    return counts
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("mode", choices=("plan", "dev", "compare", "timing"))
+    parser.add_argument("mode", choices=("plan", "import", "dev", "compare", "timing"))
     parser.add_argument("--sample", type=int, default=500, help="timing: questions computed cold")
     parser.add_argument("--data", type=Path, default=DATA, help="the official zips' folder")
     parser.add_argument("--workspace", help="holds the pools (see the docstring)")
@@ -390,9 +415,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     the_plan = plan()
     if args.mode == "plan":
+        import tempfile
+
         p = the_plan["protocol"]
+        with tempfile.TemporaryDirectory() as scratch:
+            imported = import_pools(Workspace.open(scratch), args.data, list(the_plan["pools"]))
         figures = {
             **question_counts(args.data),
+            **{k: v for k, v in imported.items() if k.startswith("imported/")},
             "folds": p["folds"],
             "fold_seeds": p["fold_seeds"],
             "validation_share": p["validation_share"],
@@ -405,6 +435,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.workspace:
         parser.error(f"{args.mode} needs --workspace")
     workspace = Workspace.open(args.workspace)
+    if args.mode == "import":
+        import_pools(workspace, args.data, args.pools or list(the_plan["pools"]))
+        return 0
     if args.mode == "dev":
         d = the_plan["development"]
         rows = dev(workspace, args.pools[0] if args.pools else d["pool"], d["fold_seed"], 5)
