@@ -10,6 +10,9 @@ and without kept features.
     python tests/benchmarks/bench_mmlu_pro.py dev --workspace WS --out docs/results/data/mmlu-pro-dev.json
     # the pre-registered comparison, both pools (tests/benchmarks/configs/mmlu-pro-preregistered.toml)
     python tests/benchmarks/bench_mmlu_pro.py compare --workspace WS --out docs/results/data/mmlu-pro.json
+    # backbones compared on a sample of small-6 (the same folds, every router on each)
+    python tests/benchmarks/bench_mmlu_pro.py backbones --workspace WS --sample 3000 \
+        --backbone offline --backbone PATH/gemma-3-270m-q4_k_m.gguf --out docs/results/data/mmlu-pro-backbones.json
     # training wall time on a pool, with the query features kept and without
     python tests/benchmarks/bench_mmlu_pro.py timing --workspace WS --out docs/results/data/mmlu-pro-timing.json
 
@@ -404,9 +407,60 @@ def import_pools(workspace: Workspace, data: Path, pools: Sequence[str]) -> dict
     return counts
 
 
+def backbones(
+    workspace: Workspace, data: Path, models: Sequence[str], sample: int
+) -> dict[str, Any]:
+    """Backbones compared on one sample of small-6 (``sample`` questions every model
+    answered alike, each category's share): the same folds, the coordinator at the
+    recorded-pool setting and every router on each backbone's features; the features'
+    cost a question, computed now (kept ones are read, so a re-run only trains)."""
+    from workbench.core.importers.mmlu_pro import import_mmlu_pro
+
+    name = f"small-6-{sample}"
+    import_mmlu_pro(
+        workspace,
+        [
+            (None, data / f"model_outputs_{m}_5shots.zip")
+            for m in plan()["pools"]["small-6"]["models"]
+        ],
+        name,
+        drop_mismatched=True,
+        common_only=True,
+        sample=sample,
+        replace=True,
+    )
+    out: dict[str, Any] = {"sample": sample}
+    for model in models:
+        config = pool_config(name, backbone={"model": model})
+        backbone = backbone_for(config)
+        texts = [render_transcript(t, ()) for t in load_suite(name, workspace).tasks]
+        with FeatureStore(workspace.features_path) as kept:
+            before = backbone.stats.forwards
+            t0 = time.perf_counter()
+            stored_features(backbone, kept, texts)
+            computed = backbone.stats.forwards - before
+        key = Path(model).name if model != "offline" else "offline"
+        out[f"{key}/hidden_size"] = backbone.hidden_size
+        out[f"{key}/features_computed"] = computed
+        if computed:
+            out[f"{key}/seconds_per_feature"] = (time.perf_counter() - t0) / computed
+        report = cross_validate(config, workspace, folds=5, seed=0, backbone=backbone)
+        print(report.table())
+        data_ = json.loads(report.to_json())
+        figures, _ = pool_figures(key, data_)
+        out.update(figures)
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("mode", choices=("plan", "import", "dev", "compare", "timing"))
+    parser.add_argument("mode", choices=("plan", "import", "dev", "compare", "timing", "backbones"))
+    parser.add_argument(
+        "--backbone",
+        action="append",
+        default=None,
+        help="backbones: a model source to compare (repeat; default: offline)",
+    )
     parser.add_argument("--sample", type=int, default=500, help="timing: questions computed cold")
     parser.add_argument("--data", type=Path, default=DATA, help="the official zips' folder")
     parser.add_argument("--workspace", help="holds the pools (see the docstring)")
@@ -450,6 +504,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         figures["chosen"] = best
         if args.out:
             write_results(args.out, figures, settings=rows)
+    elif args.mode == "backbones":
+        figures = backbones(workspace, args.data, args.backbone or ["offline"], args.sample)
+        if args.out:
+            write_results(args.out, figures)
     elif args.mode == "timing":
         figures = timing(workspace, args.pools[0] if args.pools else "small-6", args.sample)
         if args.out:
