@@ -25,20 +25,12 @@ from typing import Any
 from workbench.core.config import RunConfig
 from workbench.core.coordinator import Backbone
 from workbench.core.errors import InvalidInput
-from workbench.core.evaluate import (
-    RECORDED_ORACLE,
-    Paired,
-    baseline_names,
-    best_single_index,
-    evaluate,
-    paired,
-    sign_test,
-    wilson,
-)
+from workbench.core.evaluate import RECORDED_ORACLE, baseline_names, best_single_index, evaluate
 from workbench.core.jobs.evaluate import stored_evaluation
 from workbench.core.jobs.shared import backbone_for, open_pool
 from workbench.core.protocol import answers_task
 from workbench.core.records import Episode
+from workbench.core.stats import Paired, paired, sign_test, wilson
 from workbench.core.store import Store
 from workbench.core.tasks.model import Suite, Task
 from workbench.core.tasks.suites import load_suite

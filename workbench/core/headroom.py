@@ -40,15 +40,7 @@ import numpy as np
 
 from workbench.core.config import RunConfig
 from workbench.core.errors import InvalidInput, WorkFailed
-from workbench.core.evaluate import (
-    BOOTSTRAP,
-    SIGNIFICANCE,
-    EvaluationStopped,
-    best_single_index,
-    bootstrap_mean,
-    paired_values,
-    wilson,
-)
+from workbench.core.evaluate import EvaluationStopped, best_single_index
 from workbench.core.jobs.shared import PoolSession, open_worker_pool
 from workbench.core.policies import FixedPolicy
 from workbench.core.protocol import (
@@ -62,6 +54,7 @@ from workbench.core.protocol import (
 )
 from workbench.core.records import Episode, Role
 from workbench.core.spend import dollars, spend_kind
+from workbench.core.stats import BOOTSTRAP, SIGNIFICANCE, bootstrap_mean, paired_values, wilson
 from workbench.core.store import Store
 from workbench.core.tasks.model import Task
 from workbench.core.tasks.suites import load_suite
