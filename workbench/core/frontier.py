@@ -40,7 +40,8 @@ from workbench.core.config import RunConfig
 from workbench.core.coordinator import Backbone
 from workbench.core.errors import InvalidInput
 from workbench.core.evaluate import MULTI_TURN_ORACLE, any_right_index, best_single_index
-from workbench.core.headroom import ONE_POINT, columns, overridden_policy, simulated_skills
+from workbench.core.headroom import overridden_policy
+from workbench.core.headroom_figures import ONE_POINT, columns, simulated_skills
 from workbench.core.jobs.evaluate import evaluate_run
 from workbench.core.jobs.shared import backbone_for
 from workbench.core.jobs.train import train

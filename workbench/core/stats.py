@@ -82,7 +82,7 @@ def bootstrap_mean(
     if len(x) == 0:
         return 0.0, 0.0, 0.0
     mean = float(x.mean())
-    if len(x) < 2 or resamples < 1 or np.all(x == x[0]):
+    if len(x) < 2 or np.all(x == x[0]):
         # one task, or every task the same: every resample is the sample itself
         return mean, mean, mean
     from scipy.stats import bootstrap
