@@ -390,7 +390,9 @@ def _answers(
         tick(1)
         return played
 
-    async def reply(i: int, task: Task, messages: tuple[Message, ...]) -> str | None:
+    async def reply(
+        i: int, task: Task, messages: tuple[Message, ...], call_seed: int | None
+    ) -> str | None:
         """Worker ``i``'s answer to ``task``, or None with its failure noted."""
         check_stop()
         worker = pool[i]
@@ -399,7 +401,7 @@ def _answers(
                 messages,
                 max_tokens=settings.max_tokens,
                 temperature=settings.temperature,
-                seed=turn_seed(_task_seed(seed, task), 0),
+                seed=call_seed,
                 context=EpisodeContext(task, str(Role.WORKER), None, ()),
             )
         except WorkerError as exc:
@@ -426,8 +428,9 @@ def _answers(
             prompts = settings.prompts or Prompts.load()
             for task in tasks if readers else ():
                 messages = build_messages(prompts, Role.WORKER, task, (), None)
+                call_seed = turn_seed(_task_seed(seed, task), 0)  # as the episode's first turn
                 for i in readers:
-                    text = await reply(i, task, messages)
+                    text = await reply(i, task, messages, call_seed)
                     if text is not None:
                         to_grade.append((i, task, text))
             chunks = range(0, len(to_grade), GRADE_CHUNK)
