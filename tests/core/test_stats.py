@@ -56,6 +56,14 @@ def test_wilson_intervals_print_as_before(k, n, expected):
         assert (low == 0.0) == (k == 0) and (high == 1.0) == (k == n)
 
 
+def test_a_wilson_interval_of_a_fraction_of_a_success_says_what_to_use_instead():
+    assert wilson(3.0, 10) == wilson(3, 10)  # a sum of right/wrong rewards is a float
+    with pytest.raises(ValueError, match="whole number of successes.*mean_ci or bootstrap_mean"):
+        wilson(2.5, 10)
+    with pytest.raises(ValueError, match="between 0 and 10"):
+        wilson(11, 10)
+
+
 # (values, upper clip, today's mean and 95% t-interval): rewards over seeds (few values,
 # clipped to [0, 1]) and dollars per task (many values, not clipped above)
 MEAN_CI = [

@@ -44,7 +44,8 @@ def wilson(successes: float, n: int) -> tuple[float, float]:
     if abs(successes - k) > 1e-9 or not 0 <= k <= n:
         raise ValueError(
             f"a Wilson interval needs a whole number of successes between 0 and {n}, "
-            f"got {successes}: rewards must be right (1) or wrong (0)"
+            f"got {successes}: it is the interval of right (1) or wrong (0) rewards; for "
+            "rewards averaged over seeds use mean_ci or bootstrap_mean over the tasks"
         )
     from scipy.stats import binomtest
 
