@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from workbench.core.config import RunConfig
-from workbench.core.headroom import DEFAULT_SAMPLE, check_headroom, check_tasks
+from workbench.core.headroom import DEFAULT_SAMPLE, GRADE_CHUNK, check_headroom, check_tasks
 from workbench.core.headroom_figures import (
     CheckCost,
     HeadroomReport,
@@ -130,6 +130,35 @@ def test_recorded_answers_cost_nothing_and_cover_the_whole_split(tmp_path):
         episodes = asyncio.run(play(i))
         assert figures.accuracy == pytest.approx(np.mean([e.reward for e in episodes]))
         assert figures.dollars_per_task == pytest.approx(np.mean([e.cost for e in episodes]))
+
+
+def test_a_stopped_check_of_recorded_answers_grades_no_more(tmp_path, monkeypatch):
+    """A stop during grading: no answer is graded after it but those already begun (one
+    per grading chunk at most), and the check's run is stored as stopped."""
+    from workbench.core import headroom
+    from workbench.core.evaluate import EvaluationStopped
+    from workbench.core.tasks.graders import grade
+    from workbench.core.training.events import StopToken
+
+    ws = Workspace.open(tmp_path / "ws")
+    config = _config(["recorded:champ/gpt-3.5", "recorded:champ/gpt-4-turbo"], "champ")
+    config = config.replace(protocol={"roles": ["worker"]})
+    stop = StopToken()
+    graded = []
+
+    def grade_then_stop(task, answer):
+        graded.append(task.id)
+        stop.stop()  # the user stops while the first answer is graded
+        return grade(task, answer)
+
+    monkeypatch.setattr(headroom, "grade", grade_then_stop)
+    with pytest.raises(EvaluationStopped):
+        check_headroom(config, ws, sample=0, stop=stop)
+    answers = 2 * len(task_splits(config, load_suite("champ"))["train"])
+    assert 1 <= len(graded) <= -(-answers // GRADE_CHUNK) < answers
+    with Store.open(ws) as store:
+        (run,) = store.list_runs("headroom")
+        assert run.status == "stopped"
 
 
 def test_a_live_model_is_paid_once_and_its_answers_are_reused_by_training(tmp_path):

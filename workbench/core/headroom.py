@@ -411,9 +411,15 @@ def _answers(
         answers[(i, task.id)] = Answer(0.0, got.cost)
         return worker.redact(got.text)
 
+    def grade_all(part: list[tuple[int, Task, str]]) -> list[float]:
+        rewards = []
+        for _, task, text in part:
+            check_stop()  # the chunks wait in the executor's queue: check at each answer
+            rewards.append(grade(task, text).reward)
+        return rewards
+
     async def grade_chunk(part: list[tuple[int, Task, str]]) -> None:
-        check_stop()
-        rewards = await asyncio.to_thread(lambda: [grade(t, text).reward for _, t, text in part])
+        rewards = await asyncio.to_thread(grade_all, part)
         for (i, task, _), reward in zip(part, rewards, strict=True):
             answers[(i, task.id)] = Answer(reward, answers[(i, task.id)].cost)
         tick(len(part))
