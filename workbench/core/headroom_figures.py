@@ -607,7 +607,8 @@ class HeadroomReport:
             )
         lines += ["", self.cost_line()]
         if self.run_id:
-            lines.append(f"answers stored as run {self.run_id[:8]} (cache: {self.cache_policy})")
+            # a live worker's answers are stored as the run's episodes, not recorded ones
+            lines.append(f"check stored as run {self.run_id[:8]} (cache: {self.cache_policy})")
         lines += ["", self.sentence]
         return "\n".join(lines)
 
