@@ -207,7 +207,7 @@ def pool_figures(name: str, report: dict[str, Any]) -> tuple[dict[str, Any], dic
     wins and losses, and its share of the oracle's gap; the best simple router (the best
     learned method other than the coordinators, chosen after the runs, as pre-registered)
     and the coordinator's paired difference against it; and the page's table."""
-    from workbench.core.evaluate import paired
+    from workbench.core.stats import paired
 
     systems = {s["name"]: s for s in report["systems"]}
     versus = {p["system"]: p for p in report["paired"]}

@@ -88,8 +88,8 @@ def register(sub, common) -> None:
     p = sub.add_parser(
         "headroom",
         parents=[common],
-        help="before training: each worker's accuracy, the one-turn oracle's gap over the "
-        "best worker, and whether a coordinator can help",
+        help="before training: each worker's accuracy, what routing by category gains on "
+        "held-out tasks beside the any-right oracle's ceiling, and whether a coordinator can help",
     )
     p.add_argument("config", help="run config (TOML): its pool, suite and protocol are used")
     p.add_argument(

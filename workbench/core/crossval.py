@@ -37,21 +37,13 @@ from workbench.core.config import RunConfig, routing_table_reason
 from workbench.core.coordinator import Backbone
 from workbench.core.coordinator.feature_store import FeatureStore, stored_features
 from workbench.core.errors import InvalidInput
-from workbench.core.evaluate import (
-    RECORDED_ORACLE,
-    Paired,
-    baseline_names,
-    best_single_index,
-    evaluate,
-    paired,
-    sign_test,
-    wilson,
-)
+from workbench.core.evaluate import RECORDED_ORACLE, baseline_names, best_single_index, evaluate
 from workbench.core.jobs.evaluate import stored_evaluation
 from workbench.core.jobs.shared import backbone_for, open_pool
 from workbench.core.protocol import EpisodeSettings, answers_task, render_transcript
 from workbench.core.records import Episode
 from workbench.core.routers import Routed, Split, simple_routers
+from workbench.core.stats import Paired, mean_ci, paired, sign_test, wilson
 from workbench.core.store import Store
 from workbench.core.tasks.model import Suite, Task
 from workbench.core.tasks.suites import load_suite
@@ -141,25 +133,32 @@ def _system(
     chosen: Sequence[str] = (),
 ) -> CVSystem:
     n = len(rewards)
-    total = sum(rewards.values())
     per: dict[str, list[float]] = {}
     for task_id, r in rewards.items():
         per.setdefault(groups[task_id], []).append(r)
-    ci_low, ci_high = wilson(total, n)
+    accuracy, ci_low, ci_high = _interval(list(rewards.values()))
     return CVSystem(
         name=name,
         kind=kind,
         rewards=rewards,
-        accuracy=total / n if n else 0.0,
+        accuracy=accuracy,
         ci_low=ci_low,
         ci_high=ci_high,
         n=n,
-        by_group={
-            g: (sum(v) / len(v), *wilson(sum(v), len(v)), len(v)) for g, v in sorted(per.items())
-        },
+        by_group={g: (*_interval(v), len(v)) for g, v in sorted(per.items())},
         calls=calls,
         chosen=tuple(chosen),
     )
+
+
+def _interval(rewards: Sequence[float]) -> tuple[float, float, float]:
+    """The mean reward and its 95% interval: Wilson's for right/wrong rewards, the
+    t-interval over tasks for rewards averaged over repeated folds (fractions)."""
+    if not rewards:
+        return 0.0, 0.0, 1.0
+    if all(r in (0.0, 1.0) for r in rewards):
+        return sum(rewards) / len(rewards), *wilson(sum(rewards), len(rewards))
+    return mean_ci(rewards)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -39,23 +39,16 @@ import numpy as np
 from workbench.core.config import RunConfig
 from workbench.core.coordinator import Backbone
 from workbench.core.errors import InvalidInput
-from workbench.core.evaluate import (
-    MULTI_TURN_ORACLE,
-    SIGNIFICANCE,
-    Paired,
-    any_right_index,
-    best_single_index,
-    paired_values,
-    wilson,
-)
-from workbench.core.headroom import ONE_POINT, columns, overridden_policy, simulated_skills
+from workbench.core.evaluate import MULTI_TURN_ORACLE, any_right_index, best_single_index
+from workbench.core.headroom import overridden_policy
+from workbench.core.headroom_figures import ONE_POINT, columns, simulated_skills
 from workbench.core.jobs.evaluate import evaluate_run
 from workbench.core.jobs.shared import backbone_for
-from workbench.core.jobs.study_stats import mean_ci
 from workbench.core.jobs.train import train
 from workbench.core.oracle import best_plan, random_routing_value
 from workbench.core.records import ROLES
 from workbench.core.spend import dollars, spend_kind
+from workbench.core.stats import SIGNIFICANCE, Paired, mean_ci, paired_values, wilson
 from workbench.core.store import Store
 from workbench.core.tasks.model import Task
 from workbench.core.tasks.suites import load_suite

@@ -1,7 +1,8 @@
 """The study job: every optimizer trained under the same config and budget over several
 seeds, each evaluated on test beside the best single worker (chosen on validation) and the
 sandbox oracles; a paper-faithful study gives all of them the paper's settings
-(``paper_config``). The statistics are ``study_stats``.
+(``paper_config``). Its result table is ``study_stats``; its intervals are
+``workbench.core.stats``'s.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ from workbench.core.errors import InvalidInput
 from workbench.core.evaluate import MULTI_TURN_ORACLE
 from workbench.core.jobs.evaluate import evaluate_run, evaluation_source
 from workbench.core.jobs.shared import backbone_for
-from workbench.core.jobs.study_stats import Study, StudyRow, mean_ci
+from workbench.core.jobs.study_stats import Study, StudyRow
 from workbench.core.jobs.train import train
 from workbench.core.power import PowerEstimate
+from workbench.core.stats import mean_ci
 from workbench.core.store import Store
 from workbench.core.workers.pool import describe_pool
 from workbench.core.workspace import Workspace
