@@ -234,12 +234,6 @@ class PieceMasker:
         return "".join(out)
 
 
-def mask_pieces(text: str, key: str) -> str:
-    """``text`` with every piece of ``key`` of at least ``PIECE`` characters masked, in
-    any letter case, hex or base64, contiguous or spaced (``PieceMasker``)."""
-    return PieceMasker([key]).mask(text)
-
-
 def clean_key(worker_id: str, key: str) -> str:
     """``key`` without surrounding blanks, or ``InvalidKey`` if it is empty or holds
     spaces or line breaks (two keys pasted, or a key with its label)."""

@@ -109,5 +109,3 @@ class SepCMAES:
     def loads(self, state: bytes) -> None:
         data = pickle.loads(state)
         self._es = pickle.loads(data["es"])
-        if "np_random" in data:  # a checkpoint of a version that sampled numpy's global
-            np.random.set_state(data["np_random"])
