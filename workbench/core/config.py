@@ -443,7 +443,6 @@ class RunConfig:
     cache: CacheSection = field(default_factory=CacheSection)
 
     def __post_init__(self) -> None:
-        _check_paper_options(self)  # first: a negative turn penalty is pointed to turn_bonus
         _check(self)
 
     @classmethod
@@ -715,9 +714,14 @@ def _check(cfg: RunConfig) -> None:
         if not ok:
             problems.append(f"{where}: {message}")
 
+    paper = _paper_option_problems(cfg)
     for k in config_keys():
+        if k.dotted in paper:  # the rule's message says more than the key's bounds
+            continue
         problem = _bounds_problem(getattr(getattr(cfg, k.section), k.name), k)
         need(problem is None, k.dotted, problem or "")
+    for where, message in paper.items():
+        need(False, where, message)
 
     r, o, b, p, t = cfg.run, cfg.optimizer, cfg.budget, cfg.protocol, cfg.tasks
     need(
@@ -780,23 +784,21 @@ def _check(cfg: RunConfig) -> None:
         raise ConfigError(problems)
 
 
-def _check_paper_options(cfg: RunConfig) -> None:
-    """The keys of the paper-faithful baselines and fitness shaping (issue 15)."""
+def _paper_option_problems(cfg: RunConfig) -> dict[str, str]:
+    """What is wrong with the keys of the paper-faithful baselines and the fitness shaping,
+    by key (``_check`` lists them with every other problem)."""
     o = cfg.optimizer
+    problems = {}
     if o.turn_penalty < 0:
-        raise ConfigError(
-            "optimizer.turn_penalty: must not be negative; to reward turns (the released "
-            "run's shaping) set optimizer.turn_bonus instead"
+        problems["optimizer.turn_penalty"] = (
+            "must not be negative; to reward turns (the released run's shaping) set "
+            "optimizer.turn_bonus instead"
         )
-    for key in ("diversity_bonus", "turn_bonus"):
-        if not 0 <= getattr(o, key) <= 1:
-            raise ConfigError(f"optimizer.{key}: must be between 0 and 1 (0 = off)")
     if o.turn_bonus and o.turn_penalty:
-        raise ConfigError(
-            "optimizer.turn_bonus and optimizer.turn_penalty: set at most one of them"
-        )
+        problems["optimizer.turn_bonus and optimizer.turn_penalty"] = "set at most one of them"
     if o.svf and o.name not in SVF_OPTIMIZERS:
-        raise ConfigError(
-            f"optimizer.svf: {o.name} cannot search SVF offsets (only "
-            f"{' and '.join(SVF_OPTIMIZERS)} can): set svf = false or choose one of those"
+        problems["optimizer.svf"] = (
+            f"{_key(o.name)} cannot search SVF offsets (only {' and '.join(SVF_OPTIMIZERS)} "
+            "can): set svf = false or choose one of those"
         )
+    return problems
