@@ -54,7 +54,7 @@ from workbench.core.jobs.shared import backbone_for
 from workbench.core.jobs.study_stats import mean_ci
 from workbench.core.jobs.train import train
 from workbench.core.oracle import best_plan, random_routing_value
-from workbench.core.records import ROLES
+from workbench.core.records import ROLES, RunStatus, RunStopReason
 from workbench.core.spend import dollars, spend_kind
 from workbench.core.store import Store
 from workbench.core.tasks.model import Task
@@ -587,7 +587,10 @@ def study_frontier(
         )
         frontier = _finish(frontier, run_id, time.perf_counter() - started)
         store.set_run_status(
-            run_id, "finished", stop_reason="done", result={"frontier": frontier.to_dict()}
+            run_id,
+            RunStatus.FINISHED,
+            stop_reason=RunStopReason.DONE,
+            result={"frontier": frontier.to_dict()},
         )
     return frontier
 
@@ -646,7 +649,7 @@ def list_frontiers(workspace: Workspace) -> list[StoredFrontier]:
     return [
         StoredFrontier(r.id, r.name, r.created_at)
         for r in reversed(runs)
-        if r.status == "finished" and (r.result or {}).get("frontier")
+        if r.status is RunStatus.FINISHED and (r.result or {}).get("frontier")
     ]
 
 

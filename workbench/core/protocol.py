@@ -27,7 +27,7 @@ import numpy as np
 
 from workbench.core.coordinator import Action
 from workbench.core.policies import Policy
-from workbench.core.records import ROLES, Episode, Role, StopReason, Turn
+from workbench.core.records import ROLES, Episode, Role, StopReason, Turn, Verdict
 from workbench.core.tasks.graders import grade_cached
 from workbench.core.tasks.model import Task
 from workbench.core.workers.base import EpisodeContext, Worker
@@ -154,14 +154,14 @@ _VERDICT = re.compile(r"^(?:verdict[\s*_:\-]*)?[\s*_`]*(accept|revise)(?![a-z])"
 _LEAD = re.compile(r"^[\s*_#>`'\"\[\(]+")
 
 
-def parse_verdict(text: str) -> tuple[str, bool]:
+def parse_verdict(text: str) -> tuple[Verdict, bool]:
     """(``ACCEPT`` or ``REVISE``, parsed). Tolerates case, markdown and leading space;
     a reply that does not start with a verdict counts as REVISE, unparsed."""
     head = _LEAD.sub("", text or "")
     match = _VERDICT.match(head)
     if match is None:
-        return "REVISE", False
-    return match.group(1).upper(), True
+        return Verdict.REVISE, False
+    return Verdict(match.group(1).upper()), True
 
 
 def suggested_role(text: str) -> Role | None:
@@ -421,7 +421,10 @@ async def run_episode(
             continue
         # every key of the pool masked (a worker masks its own; this catches the rest)
         text = worker.redact(reply.text)
-        verdict, parsed = parse_verdict(text) if role is Role.VERIFIER else (None, True)
+        verdict: Verdict | None = None
+        parsed = True
+        if role is Role.VERIFIER:
+            verdict, parsed = parse_verdict(text)
         turns.append(
             Turn(
                 **decision,
@@ -442,7 +445,7 @@ async def run_episode(
                 suggested = suggested_role(text)
         elif role is Role.WORKER:
             answer, thinkers = text, []
-        elif verdict == "ACCEPT":
+        elif verdict is Verdict.ACCEPT:
             stop = StopReason.ACCEPTED
             break
     called = [t for t in turns if t.messages]

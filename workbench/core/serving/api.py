@@ -33,7 +33,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from workbench.core.errors import BadInput
-from workbench.core.records import ROLES, Episode, StopReason, Turn
+from workbench.core.records import ROLES, Episode, RunStopReason, StopReason, Turn
 from workbench.core.serving.team import (
     CHAT_ROLES,
     PromptTooLong,
@@ -676,7 +676,7 @@ class _TeamAPI:
         try:
             yield
         finally:
-            await self.team.aclose(stop_reason="shutdown")
+            await self.team.aclose(stop_reason=RunStopReason.SHUTDOWN)
 
     def authorise(self, request: Request) -> None:
         if self.expected is None:

@@ -43,8 +43,8 @@ from workbench.core.protocol import (
     render_transcript,
     run_episode,
 )
-from workbench.core.records import Episode, Role, RunResult
-from workbench.core.store import RunStatus, Store
+from workbench.core.records import Episode, Role, RunResult, RunStatus, RunStopReason
+from workbench.core.store import Store
 from workbench.core.tasks.model import Suite, Task
 from workbench.core.training.basis import CALIBRATION_ROLES, CALIBRATION_TASKS, SearchBasis
 from workbench.core.training.checkpoint import Checkpoint, CheckpointError, Spend, latest_checkpoint
@@ -254,18 +254,21 @@ class Trainer:
                 await self._generation(self.state.generation + 1)
                 reason = self._budget_reason(before_generation=False)
         except Stopped:
-            reason = "stopped"
+            reason = RunStopReason.STOPPED
         except Exception as exc:
             # the sentence, not a traceback: the caller shows the error (the CLI its
             # traceback under -v); the details stay in the debug log
             log.info("run %s failed: %s: %s", run_id, type(exc).__name__, exc)
             log.debug("run %s failed", run_id, exc_info=True)
             self.store.set_run_status(
-                run_id, RunStatus.FAILED, stop_reason="error", error=f"{type(exc).__name__}: {exc}"
+                run_id,
+                RunStatus.FAILED,
+                stop_reason=RunStopReason.ERROR,
+                error=f"{type(exc).__name__}: {exc}",
             )
             self._emit(RunFailed(run_id, f"{type(exc).__name__}: {exc}"))
             raise
-        status = RunStatus.STOPPED if reason == "stopped" else RunStatus.FINISHED
+        status = RunStatus.STOPPED if reason is RunStopReason.STOPPED else RunStatus.FINISHED
         self.store.set_run_status(
             run_id, status, stop_reason=reason, result=self._result().to_dict()
         )
@@ -304,25 +307,25 @@ class Trainer:
 
     def _budget_reason(
         self, before_generation: bool, spend: Spend | None = None, done: int | None = None
-    ) -> str | None:
+    ) -> RunStopReason | None:
         """Why the run stops now, or None. ``before_generation``: also stop when the next
         generation's episodes would pass ``budget.episodes``. ``spend`` and ``done``
         (generations completed) default to the run's own; a projection passes others."""
         b, s = self.config.budget, spend or self.state.spend
         done = self.state.generation + 1 if done is None else done
         if done >= b.generations:
-            return "budget.generations"
+            return RunStopReason.GENERATIONS
         per_generation = self.optimizer.popsize * self.optimizer.rollouts
         if b.episodes and s.episodes + (per_generation if before_generation else 0) > b.episodes:
-            return "budget.episodes"
+            return RunStopReason.EPISODES
         if b.calls and s.calls >= b.calls:
-            return "budget.calls"
+            return RunStopReason.CALLS
         if b.dollars and s.dollars >= b.dollars:
-            return "budget.dollars"
+            return RunStopReason.DOLLARS
         if b.minutes and s.seconds >= b.minutes * 60:
-            return "budget.minutes"
+            return RunStopReason.MINUTES
         if self.stop.stopped and spend is None:
-            return "stopped"
+            return RunStopReason.STOPPED
         return None
 
     async def _generation(self, g: int) -> None:
@@ -368,7 +371,7 @@ class Trainer:
                     task_id=episode.task_id,
                     reward=episode.reward,
                     turns=len(episode.turns),
-                    stop_reason=str(episode.stop_reason),
+                    stop_reason=episode.stop_reason,
                     cost=episode.cost,
                 )
             )

@@ -41,6 +41,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from workbench.core.records import Verdict
 from workbench.core.workers.base import (
     Completion,
     EpisodeContext,
@@ -392,14 +393,14 @@ def simulate_turn(profile: SandboxProfile, ctx: TurnContext, rng: random.Random)
     return f"{name} plan"
 
 
-def _verdict(profile: SandboxProfile, ctx: TurnContext, rng: random.Random) -> str:
+def _verdict(profile: SandboxProfile, ctx: TurnContext, rng: random.Random) -> Verdict:
     """ACCEPT or REVISE on the latest answer (REVISE when there is none yet)."""
     if ctx.answer is None:
-        return "REVISE"
+        return Verdict.REVISE
     task = ctx.task
     correct = _is_correct(task, ctx.answer)
     revise = rng.random() < revise_probability(profile, task.category, task.kind, correct)
-    return "REVISE" if revise else "ACCEPT"
+    return Verdict.REVISE if revise else Verdict.ACCEPT
 
 
 @register_provider("sandbox")
