@@ -37,7 +37,6 @@ from workbench.core.evaluate import (
 )
 from workbench.core.jobs.evaluate import stored_evaluation
 from workbench.core.jobs.shared import backbone_for, open_pool
-from workbench.core.protocol import answers_task
 from workbench.core.records import Episode
 from workbench.core.store import Store
 from workbench.core.tasks.model import Suite, Task
@@ -46,6 +45,7 @@ from workbench.core.training.checkpoint import best_vector
 from workbench.core.training.events import Listener
 from workbench.core.training.executors import coordinator_from_vector
 from workbench.core.training.trainer import Trainer
+from workbench.core.workers.base import pool_covers
 from workbench.core.workspace import Workspace
 
 VALIDATION_SHARE = 0.25  # of a fold's training tasks: the paper's 20/60 split's ratio
@@ -332,7 +332,7 @@ def cross_validate(
     with Store.open(workspace) as store:
         session = open_pool(fold_config, store, workspace)
         ids = [w.id for w in session.pool]
-        covered = {t.id for t in suite.tasks if all(answers_task(session.pool, t))}
+        covered = {t.id for t in suite.tasks if pool_covers(session.pool, t)}
 
         async def all_folds() -> float:
             # one event loop for every fold: the pool's client is closed once, at the end

@@ -600,11 +600,11 @@ def _covered(pool: Sequence[str], tasks: Sequence[Task], workspace: Workspace) -
     without recorded workers, every other worker answering any task."""
     if not any(w.startswith("recorded") for w in pool):
         return None
-    from workbench.core.protocol import answers_task
+    from workbench.core.workers.base import pool_covers
     from workbench.core.workers.pool import build_pool
 
     workers = build_pool(list(pool), workspace=workspace)
-    return {t.id for t in tasks if all(answers_task(workers, t))}
+    return {t.id for t in tasks if pool_covers(workers, t)}
 
 
 def _with_exact(s: SystemOutcomes, value: float) -> SystemOutcomes:

@@ -140,6 +140,9 @@ class _WatchedCoordinator:
     def n_workers(self) -> int:
         return self._coordinator.n_workers
 
+    def context_fits(self, transcript: str) -> bool:
+        return self._coordinator.context_fits(transcript)
+
     async def adecide(self, transcript: str, rng: Any = None) -> Any:
         action = await self._coordinator.adecide(transcript, rng)
         self.index += 1

@@ -40,11 +40,10 @@ from workbench.core.workers.base import (
     UnknownWorker,
     Worker,
     WorkerError,
-    register_builtin,
-    register_provider,
 )
 
 if TYPE_CHECKING:
+    from workbench.core.tasks.model import Task
     from workbench.core.workspace import Workspace
 
 
@@ -97,9 +96,10 @@ def _estimate_tokens(text: str) -> int:
     return max(1, len(text) // 4)
 
 
-@register_provider("recorded")
 class RecordedWorker(Worker):
     """Answers ``context.task.id`` from ``table`` (task id -> Recording)."""
+
+    provider = "recorded"
 
     answers_at_no_cost = True  # reading a recording calls no one: nothing is spent now
 
@@ -118,11 +118,6 @@ class RecordedWorker(Worker):
         self.price_in = price_in
         self.price_out = price_out
         self.usage_estimated = usage_estimated  # the table's tokens are estimates (CHAMP)
-
-    def answers_task(self, task_id: str) -> bool:
-        """Whether the table holds this worker's answer to ``task_id`` (the episode's
-        worker mask reads it: ``protocol.mask_workers``)."""
-        return task_id in self.table
 
     async def complete(
         self,
@@ -176,8 +171,8 @@ class RecordedWorker(Worker):
             model=self.model,
         )
 
-    def covers(self, task) -> bool:
-        """Whether the table has this task's answer."""
+    def covers(self, task: Task) -> bool:
+        """Whether the table holds this worker's answer to ``task``."""
         return task.id in self.table
 
     def request_identity(
@@ -389,7 +384,8 @@ def _read_pool(answers: str, meta: str, _stamp: tuple[int, int], root: str) -> R
     return RecordedPool(**header, tables=tables, prices=prices)
 
 
-def _resolve(worker_id: str, workspace: Workspace | None = None) -> list[Worker]:
+def resolve(worker_id: str, workspace: Workspace | None = None) -> list[Worker]:
+    """The workers built-in id ``worker_id`` names: ``recorded:POOL`` or ``recorded:POOL/WORKER`` (``spec.BUILTIN_RESOLVERS``)."""
     if worker_id in ("recorded", "recorded:champ"):
         return [champ_worker(f"recorded:champ/{name}") for name in CHAMP_MODELS]
     if worker_id.startswith("recorded:champ/"):
@@ -411,6 +407,3 @@ def _resolve(worker_id: str, workspace: Workspace | None = None) -> list[Worker]
             f"{', '.join(w.id for w in workers)}",
         )
     return found
-
-
-register_builtin("recorded", _resolve)

@@ -48,8 +48,6 @@ from workbench.core.workers.base import (
     Message,
     Worker,
     WorkerError,
-    register_builtin,
-    register_provider,
 )
 
 if TYPE_CHECKING:
@@ -403,9 +401,10 @@ def _verdict(profile: SandboxProfile, ctx: TurnContext, rng: random.Random) -> V
     return Verdict.REVISE if revise else Verdict.ACCEPT
 
 
-@register_provider("sandbox")
 class SimulatedWorker(Worker):
     """One simulated worker (see the module docstring: a labelled simulation)."""
+
+    provider = "sandbox"
 
     def __init__(self, worker_id: str, profile: SandboxProfile):
         super().__init__(worker_id, f"simulated/{profile.name}")
@@ -478,7 +477,8 @@ def _broken_program(task) -> str:
     return f"def {entry}(*args, **kwargs):\n    return None"
 
 
-def _resolve(worker_id: str, workspace: Workspace | None = None) -> list[Worker]:
+def resolve(worker_id: str, workspace: Workspace | None = None) -> list[Worker]:
+    """The workers built-in id ``worker_id`` names: ``sandbox``, ``team`` or one of their workers (``sandbox:NAME``) (``spec.BUILTIN_RESOLVERS``)."""
     prefix = worker_id.split(":", 1)[0]
     profiles = POOLS[prefix]
     if worker_id == prefix:
@@ -489,7 +489,3 @@ def _resolve(worker_id: str, workspace: Workspace | None = None) -> list[Worker]
             f"{', '.join(p.id for p in profiles)} (or '{prefix}' for all of them)"
         )
     return [SimulatedWorker(worker_id, PROFILES_BY_ID[worker_id])]
-
-
-for _pool in POOLS:
-    register_builtin(_pool, _resolve)
