@@ -33,6 +33,7 @@ from workbench.core.coordinator import Backbone, Coordinator, HeadConfig
 from workbench.core.errors import InvalidInput
 from workbench.core.optimizers.base import Proposal
 from workbench.core.optimizers.make import make_optimizer
+from workbench.core.optimizers.registry import optimizer_entry
 from workbench.core.optimizers.sep_cma_es import head_sigma_factor
 from workbench.core.policies import FixedPolicy
 from workbench.core.protocol import (
@@ -149,7 +150,12 @@ class Trainer:
         self.n_svf = backbone.svf().n_params if config.optimizer.svf else 0
         self.n_params = self.n_svf + self.head_config.n_params
         self.optimizer = make_optimizer(
-            config, self.n_params, self.head_config, self._features, {t.id: t for t in suite.tasks}
+            config.optimizer,
+            config.run.seed,
+            self.n_params,
+            self.head_config,
+            self._features,
+            {t.id: t for t in suite.tasks},
         )
         self.state = TrainState()
         self.run_id: str | None = None
@@ -353,7 +359,7 @@ class Trainer:
             run_id=self.current_run_id,
             generation=g,
             run_seed=cfg.run.seed,
-            common_random_numbers=self.optimizer.common_random_numbers,
+            common_random_numbers=optimizer_entry(self.config.optimizer.name).ranks_candidates,
             opening_share=share,
             minibatch=tuple(minibatch),
             settings=self.settings,
@@ -465,11 +471,9 @@ class Trainer:
         if not restarts or g == 0 or g % length or g // length > restarts:
             return
         attempt = g // length
-        seeded = replace(
-            cfg, run=replace(cfg.run, seed=derived_seed(cfg.run.seed, "restart", attempt) % 2**31)
-        )
         self.optimizer = make_optimizer(
-            seeded,
+            cfg.optimizer,
+            derived_seed(cfg.run.seed, "restart", attempt) % 2**31,
             self.n_params,
             self.head_config,
             self._features,
@@ -525,10 +529,11 @@ class Trainer:
     async def _fit_basis(self) -> SearchBasis:
         """The run's search basis, from the opening transcripts of a seeded random sample of
         its training tasks (the whitened basis with two or more turns also from one turn of
-        each worker on them: ``_calibration_transcripts``). Random search always draws head
-        weights themselves (the paper's U[-0.5, 0.5])."""
+        each worker on them: ``_calibration_transcripts``). An optimizer that draws head
+        weights itself (its entry's ``searches_basis`` is false: random search, the paper's
+        U[-0.5, 0.5]) gets none."""
         o = self.config.optimizer
-        if o.search_basis == "identity" or o.name == "random-search":
+        if o.search_basis == "identity" or not optimizer_entry(o.name).searches_basis:
             return SearchBasis()
         train = self.splits["train"]
         rng = np.random.default_rng(derived_seed(self.config.run.seed, "basis"))
@@ -683,7 +688,7 @@ class Trainer:
             sigma0_head_scale=head_sigma_factor(
                 self.config.optimizer.sigma0_scale, self.head_config.hidden_size
             )
-            if self.config.optimizer.name == "sep-cma-es"
+            if optimizer_entry(self.config.optimizer.name).scales_head_sigma
             else None,
         )
 
