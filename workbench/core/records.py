@@ -72,7 +72,7 @@ class RunStopReason(StrEnum):
 
     @classmethod
     def _missing_(cls, value: object) -> RunStopReason | None:
-        # the Playground's served question that raised was stored as "failed"
+        # "failed" is how the Playground marks a served question that raised: an error
         return cls.ERROR if value == "failed" else None
 
 

@@ -17,9 +17,8 @@ is out of the candidate's reach although both run as the same user: it is not du
 included: the sandbox has no capability), it blocks every signal it can (a ``kill`` can
 end it or stop it: no verdict, a failure), it never reads the writable ``/tmp``, and its
 verdict pipe, task and output are its own. Nothing the candidate prints, exits with, or
-returns can forge that verdict. (Until issue 13's speed work the two ran in two
-sandboxes; one sandbox costs half the start-up, and ``tests/core/tasks/test_hostile.py``
-has probes that trace, read and signal the checker.)
+returns can forge that verdict. (One sandbox costs half the start-up of two, and
+``tests/core/tasks/test_hostile.py`` has probes that trace, read and signal the checker.)
 
 Speed: a grade's sandbox is started ahead of it and waits (interpreter started, limits
 set, candidate's process forked) for its task on a pipe; each grading thread keeps one
