@@ -509,7 +509,8 @@ def train(sim: Sandbox, args, seed: int, train_ids, test_ids, log) -> dict:
     )
     tasks_by_id = {t.id: t for t in sim.tasks}
     opt = make_optimizer(
-        config,
+        config.optimizer,
+        config.run.seed,
         head.n_params,
         head,
         lambda texts: basis.features(sim.feature_rows(list(texts))),

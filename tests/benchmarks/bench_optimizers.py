@@ -107,7 +107,8 @@ def train(
         }
     )
     opt = make_optimizer(
-        config,
+        config.optimizer,
+        config.run.seed,
         head.n_params,
         head,
         lambda texts: seen[[index[t] for t in texts]],

@@ -735,7 +735,9 @@ def test_sigma0_is_literal_by_default_and_width_scaled_as_an_option(tiny_backbon
     assert RunConfig().optimizer.sigma0_scale == "literal"
     head = HeadConfig(3, tiny_backbone.hidden_size)
     n_svf = 50 if svf else 0
-    es = make_optimizer(cfg, n_svf + head.n_params, head, tiny_backbone.features, {})
+    es = make_optimizer(
+        cfg.optimizer, cfg.run.seed, n_svf + head.n_params, head, tiny_backbone.features, {}
+    )
     vectors = np.array([p.vector for p in es.ask()])
     heads = vectors[:, n_svf:].reshape(-1, *head.shape)
     rng = np.random.default_rng(0)

@@ -140,7 +140,7 @@ def cmd_runs_list(args) -> int:
             one_line(r.name, 30),
             r.kind,
             r.status,
-            r.stop_reason,
+            r.stop_reason or "",
             r.generations,
             time.strftime("%Y-%m-%d %H:%M", time.localtime(r.created_at)),
         )

@@ -40,8 +40,8 @@ from workbench.core.errors import InvalidInput
 from workbench.core.evaluate import RECORDED_ORACLE, baseline_names, best_single_index, evaluate
 from workbench.core.jobs.evaluate import stored_evaluation
 from workbench.core.jobs.shared import backbone_for, open_pool
-from workbench.core.protocol import EpisodeSettings, answers_task, render_transcript
-from workbench.core.records import Episode
+from workbench.core.protocol import EpisodeSettings, render_transcript
+from workbench.core.records import Episode, RunStatus, RunStopReason
 from workbench.core.routers import Routed, Split, simple_routers
 from workbench.core.stats import Paired, mean_ci, paired, sign_test, wilson
 from workbench.core.store import Store
@@ -52,6 +52,7 @@ from workbench.core.training.events import Listener
 from workbench.core.training.executors import coordinator_from_vector
 from workbench.core.training.table import DecidedPolicy, RoutingTable, build_routing_table
 from workbench.core.training.trainer import Trainer
+from workbench.core.workers.base import pool_covers
 from workbench.core.workspace import Workspace
 
 VALIDATION_SHARE = 0.25  # of a fold's training tasks: the paper's 20/60 split's ratio
@@ -466,7 +467,7 @@ def cross_validate(
     with Store.open(workspace) as store:
         session = open_pool(fold_config, store, workspace)
         ids = [w.id for w in session.pool]
-        covered = {t.id for t in suite.tasks if all(answers_task(session.pool, t))}
+        covered = {t.id for t in suite.tasks if pool_covers(session.pool, t)}
 
         async def all_folds() -> float:
             # one event loop for every fold: the pool's client is closed once, at the end
@@ -725,8 +726,8 @@ def _table_cross_validate(
         report = dataclasses.replace(report, run_id=run_id)
         store.set_run_status(
             run_id,
-            "finished",
-            stop_reason="done",
+            RunStatus.FINISHED,
+            stop_reason=RunStopReason.DONE,
             result={"crossval": json.loads(report.to_json())},
         )
     return report
@@ -748,7 +749,7 @@ def list_crossvals(workspace: Workspace) -> list[StoredCrossVal]:
     return [
         StoredCrossVal(run_id=r.id, name=r.name, created_at=r.created_at)
         for r in reversed(runs)
-        if str(r.status) == "finished" and (r.result or {}).get("crossval")
+        if r.status is RunStatus.FINISHED and (r.result or {}).get("crossval")
     ]
 
 

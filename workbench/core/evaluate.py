@@ -30,7 +30,6 @@ from workbench.core.protocol import (
     EpisodeSettings,
     EpisodeTag,
     Prompts,
-    answers_task,
     episode_gate,
     run_episode,
 )
@@ -40,7 +39,7 @@ from workbench.core.stats import Paired, paired, wilson
 from workbench.core.tasks.model import Task
 from workbench.core.training.events import StopToken
 from workbench.core.training.trainer import derived_seed
-from workbench.core.workers.base import Worker
+from workbench.core.workers.base import Worker, pool_covers
 from workbench.core.workers.simulated import PROFILES_BY_ID, oracle_worker
 
 
@@ -490,7 +489,7 @@ async def evaluate(
         eps = recorded_oracle(episodes, [s[0] for s in systems], len(systems), len(tasks))
         results.append(summarise(RECORDED_ORACLE, "oracle", eps, {t.id: t.group for t in tasks}))
         episodes += eps
-    covered = [t.id for t in tasks if all(answers_task(pool, t))]
+    covered = [t.id for t in tasks if pool_covers(pool, t)]
     best, pairs = against_best_single(results, episodes, covered, seed)
     report = Report(
         suite=suite,

@@ -46,7 +46,7 @@ from workbench.core.jobs.evaluate import evaluate_run
 from workbench.core.jobs.shared import backbone_for
 from workbench.core.jobs.train import train
 from workbench.core.oracle import best_plan, random_routing_value
-from workbench.core.records import ROLES
+from workbench.core.records import ROLES, RunStatus, RunStopReason
 from workbench.core.spend import dollars, spend_kind
 from workbench.core.stats import SIGNIFICANCE, Paired, mean_ci, paired_values, wilson
 from workbench.core.store import Store
@@ -580,7 +580,10 @@ def study_frontier(
         )
         frontier = _finish(frontier, run_id, time.perf_counter() - started)
         store.set_run_status(
-            run_id, "finished", stop_reason="done", result={"frontier": frontier.to_dict()}
+            run_id,
+            RunStatus.FINISHED,
+            stop_reason=RunStopReason.DONE,
+            result={"frontier": frontier.to_dict()},
         )
     return frontier
 
@@ -590,11 +593,11 @@ def _covered(pool: Sequence[str], tasks: Sequence[Task], workspace: Workspace) -
     without recorded workers, every other worker answering any task."""
     if not any(w.startswith("recorded") for w in pool):
         return None
-    from workbench.core.protocol import answers_task
+    from workbench.core.workers.base import pool_covers
     from workbench.core.workers.pool import build_pool
 
     workers = build_pool(list(pool), workspace=workspace)
-    return {t.id for t in tasks if all(answers_task(workers, t))}
+    return {t.id for t in tasks if pool_covers(workers, t)}
 
 
 def _with_exact(s: SystemOutcomes, value: float) -> SystemOutcomes:
@@ -639,7 +642,7 @@ def list_frontiers(workspace: Workspace) -> list[StoredFrontier]:
     return [
         StoredFrontier(r.id, r.name, r.created_at)
         for r in reversed(runs)
-        if r.status == "finished" and (r.result or {}).get("frontier")
+        if r.status is RunStatus.FINISHED and (r.result or {}).get("frontier")
     ]
 
 

@@ -61,7 +61,7 @@ from workbench.core.protocol import (
     run_episode,
     turn_seed,
 )
-from workbench.core.records import Episode, Role
+from workbench.core.records import Episode, Role, RunStatus, RunStopReason
 from workbench.core.spend import spend_kind
 from workbench.core.store import Store
 from workbench.core.tasks.graders import grade
@@ -260,11 +260,14 @@ def check_headroom(
                 stop=stop,
             )
         except EvaluationStopped:
-            store.set_run_status(run_id, "stopped", stop_reason="stopped")
+            store.set_run_status(run_id, RunStatus.STOPPED, stop_reason=RunStopReason.STOPPED)
             raise
         except Exception as exc:
             store.set_run_status(
-                run_id, "failed", stop_reason="error", error=f"{type(exc).__name__}: {exc}"
+                run_id,
+                RunStatus.FAILED,
+                stop_reason=RunStopReason.ERROR,
+                error=f"{type(exc).__name__}: {exc}",
             )
             raise
         store.add_episodes(episodes)
@@ -274,7 +277,9 @@ def check_headroom(
             left_out = {**left_out, f"a call failed: {failed[1]}": failed[0]}
         if not outcomes.tasks:
             first = failed[1] if failed else "no answer"
-            store.set_run_status(run_id, "failed", stop_reason="error", error=first)
+            store.set_run_status(
+                run_id, RunStatus.FAILED, stop_reason=RunStopReason.ERROR, error=first
+            )
             raise WorkFailed(
                 f"every task of the headroom check had a failed call (first: {first}): "
                 "test the workers (trinity-workbench workers test ID) and check again"
@@ -315,7 +320,10 @@ def check_headroom(
             exact_by_category=exact["by_category"] if exact else None,
         )
         store.set_run_status(
-            run_id, "finished", stop_reason="done", result={"headroom": report.to_dict()}
+            run_id,
+            RunStatus.FINISHED,
+            stop_reason=RunStopReason.DONE,
+            result={"headroom": report.to_dict()},
         )
     return report
 

@@ -134,9 +134,9 @@ def offline_gguf_path() -> Path:
 
 
 def _file_fingerprint(path: Path) -> str:
-    """Changes when the file changes (size, modification time), not with where it is: the
-    AppImage mounts the offline model at a new path on every launch, and a fingerprint of
-    the path converted the model again each time (20 s and 517 MiB more in the cache)."""
+    """Changes when the file changes (size, modification time), not with where it is: an
+    unpacked bundle moved to another folder finds the offline model at a new path, and a
+    fingerprint of the path would convert it again (20 s, and 517 MiB more in the cache)."""
     st = path.stat()
     return hashlib.sha256(f"{path.name}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()[:16]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from workbench.core.records import Episode, Turn
+from workbench.core.records import Episode, Role, Turn, Verdict
 from workbench.core.replay import turn_cost
 from workbench.gui.plots import plot_palette
 from workbench.gui.qt import (
@@ -93,11 +93,11 @@ def grade_text(turn: Turn) -> str:
         return "Not called: a Verifier before any answer ends the episode"
     if turn.verdict and not turn.verdict_parsed:
         return "No readable verdict: counted as a request to revise"
-    if turn.verdict == "ACCEPT":
+    if turn.verdict == Verdict.ACCEPT:
         return "Verdict: accepted the answer"
     if turn.verdict:
         return "Verdict: asked for a revision"
-    if str(turn.role) == "worker":
+    if turn.role == Role.WORKER:
         return "Gave an answer (graded at the end)"
     return "Gave guidance (not graded)"
 

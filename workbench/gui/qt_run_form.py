@@ -1,5 +1,5 @@
 """The new-run form of the Runs page: every key of a ``RunConfig``, editable, built from
-the config's own keys: their types, labels, help texts and bounds (``config.Key``, one
+the config's own keys: their types, labels, help texts and bounds (``config_schema.Key``, one
 source with the config check and docs/reference/config.md)."""
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from workbench.core.config import ConfigError, RunConfig
 from workbench.core.jobs.learned import run_learned
 from workbench.core.jobs.shared import RunSummary, effective_status, list_runs
 from workbench.core.printable import shown_path
+from workbench.core.records import RunStopReason
 from workbench.core.settings import load_run_config
 from workbench.core.spend import dollars, recorded_spend, spend_kind
 from workbench.core.store import Store
@@ -523,7 +524,7 @@ class QtRuns(Page):
         )
 
     def _on_finished(self, event: RunFinished) -> None:
-        self._set_state("stopped" if event.stop_reason == "stopped" else "finished")
+        self._set_state("stopped" if event.stop_reason == RunStopReason.STOPPED else "finished")
         self.eta_label.setText("")
         best = (
             ""

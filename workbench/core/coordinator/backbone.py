@@ -540,12 +540,12 @@ class _Row:
 
 PREFIX_FACTOR = 4  # a forward's padded prefix positions cost attention only, not the MLP
 # A forward's fixed cost (one pass through every layer, whatever the batch), counted in
-# new-token positions. On a CPU: the issue's measurement on this 2-core machine, 16 later
-# turns each forwarded alone at 6.1 ms per new token against 2.5 ms as one padded batch
-# (about 40 new tokens each), puts a forward's overhead near 60 positions; a least-squares
-# fit of 72 bf16-mixed forwards of a K = 5 generation (one thread, machine under load)
-# after issue 16's changes: 36 ms per forward, 0.51 ms per padded new position (70
-# positions), 0.016 ms per padded prefix position (copying it in and out, attending to it).
+# new-token positions. On a 2-core CPU, 16 later turns each forwarded alone took 6.1 ms per
+# new token against 2.5 ms as one padded batch (about 40 new tokens each), which puts a
+# forward's overhead near 60 positions; a least-squares fit of 72 bf16-mixed forwards of a
+# K = 5 generation (one thread, machine under load) gives 36 ms per forward, 0.51 ms per
+# padded new position (70 positions), 0.016 ms per padded prefix position (copying it in
+# and out, attending to it).
 # On a GPU a forward's kernel launches outweigh thousands of positions (an estimate).
 CPU_FORWARD_COST = 64
 GPU_FORWARD_COST = 4096

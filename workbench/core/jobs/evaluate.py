@@ -16,7 +16,7 @@ from workbench.core.coordinator import Backbone
 from workbench.core.errors import InvalidInput
 from workbench.core.evaluate import EvaluationStopped, Report
 from workbench.core.jobs.shared import backbone_for, effective_status, open_pool
-from workbench.core.records import Episode
+from workbench.core.records import Episode, RunStatus, RunStopReason
 from workbench.core.spend import spend_kind
 from workbench.core.store import Store
 from workbench.core.tasks.suites import load_suite
@@ -59,7 +59,7 @@ class EvaluationSource:
         return baseline_names(self.pool, self.config.protocol.max_turns)
 
 
-EVALUABLE = ("finished", "stopped")
+EVALUABLE = (RunStatus.FINISHED, RunStatus.STOPPED)
 
 
 def evaluable_runs(workspace: Workspace) -> list[Any]:
@@ -207,16 +207,22 @@ async def stored_evaluation(
     try:
         report, episodes = await evaluation
     except EvaluationStopped:
-        store.set_run_status(eval_id, "stopped", stop_reason="stopped")
+        store.set_run_status(eval_id, RunStatus.STOPPED, stop_reason=RunStopReason.STOPPED)
         raise
     except Exception as exc:
         store.set_run_status(
-            eval_id, "failed", stop_reason="error", error=f"{type(exc).__name__}: {exc}"
+            eval_id,
+            RunStatus.FAILED,
+            stop_reason=RunStopReason.ERROR,
+            error=f"{type(exc).__name__}: {exc}",
         )
         raise
     report = dataclasses.replace(report, spend=spend_kind(pool))
     store.add_episodes(episodes)
     store.set_run_status(
-        eval_id, "finished", stop_reason="done", result={"report": report.to_json()}
+        eval_id,
+        RunStatus.FINISHED,
+        stop_reason=RunStopReason.DONE,
+        result={"report": report.to_json()},
     )
     return report, episodes

@@ -21,6 +21,7 @@ from typing import Any
 from workbench.core.config import RunConfig
 from workbench.core.coordinator import Backbone
 from workbench.core.errors import BadInput, InvalidInput
+from workbench.core.records import RunStatus, RunStopReason
 from workbench.core.store import RunRecord, Store, StoreError
 from workbench.core.workers.base import Worker
 from workbench.core.workers.pool import build_pool
@@ -61,22 +62,22 @@ def backbone_for(
     return given
 
 
-def effective_status(record: RunRecord) -> str:
+def effective_status(record: RunRecord) -> RunStatus:
     """A run's status, except that a ``running`` run whose process is gone (killed, or the
     machine restarted) reads ``interrupted``: resume it with ``train --resume``."""
     import os
     import socket
 
-    status = str(record.status)
+    status = record.status
     result = record.run_result()
-    if status != "running" or result is None or result.pid is None:
+    if status is not RunStatus.RUNNING or result is None or result.pid is None:
         return status
     if result.host != socket.gethostname():
         return status  # another machine's run: we cannot tell
     try:
         os.kill(result.pid, 0)
     except ProcessLookupError:
-        return "interrupted"
+        return RunStatus.INTERRUPTED
     except PermissionError:
         pass
     return status
@@ -119,10 +120,10 @@ def run_lock(workspace: Workspace, run_id: str, store: Store | None = None) -> I
         lock.release()
 
 
-RESUMABLE = ("stopped", "interrupted", "failed")
+RESUMABLE = (RunStatus.STOPPED, RunStatus.INTERRUPTED, RunStatus.FAILED)
 
 
-def can_resume(status: str) -> bool:
+def can_resume(status: RunStatus) -> bool:
     """Whether a training run in ``status`` (as ``effective_status`` reads it) can be
     resumed from its checkpoint: stopped, interrupted and failed runs can."""
     return status in RESUMABLE
@@ -135,8 +136,8 @@ class RunSummary:
 
     id: str
     name: str
-    status: str
-    stop_reason: str
+    status: RunStatus
+    stop_reason: RunStopReason | None
     generations: int
     kind: str = "train"
     error: str | None = None
@@ -155,7 +156,7 @@ class RunSummary:
             "name": self.name,
             "kind": self.kind,
             "status": self.status,
-            "stop_reason": self.stop_reason or None,
+            "stop_reason": self.stop_reason,
             "error": self.error,
             "created_at": self.created_at,
             "updated_at": self.updated_at,
@@ -168,7 +169,7 @@ def summarise_run(record: RunRecord, generations: int) -> RunSummary:
         id=record.id,
         name=record.name,
         status=effective_status(record),
-        stop_reason=record.stop_reason or "",
+        stop_reason=record.stop_reason,
         generations=generations,
         kind=record.kind,
         error=record.error,

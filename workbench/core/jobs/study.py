@@ -52,7 +52,9 @@ def study_optimizers(
 
     ``paper``: a paper-faithful study (``paper_config``): the paper's settings, one SVF
     setting and one budget in episodes (and calls) for every optimizer."""
-    from workbench.core.config import OPTIMIZERS, RANKING_OPTIMIZERS
+    from workbench.core.optimizers.registry import OPTIMIZERS, optimizers_where
+
+    ranking = optimizers_where(lambda e: e.ranks_candidates)
 
     optimizers = tuple(optimizers or OPTIMIZERS)
     unknown = [o for o in optimizers if o not in OPTIMIZERS]
@@ -71,7 +73,7 @@ def study_optimizers(
         config, forced = paper_config(config, optimizers, backbone)
         if backbone.input != config.backbone.input:  # the paper reads raw text
             backbone = backbone_for(config)
-    others = [o for o in optimizers if o not in RANKING_OPTIMIZERS]
+    others = [o for o in optimizers if o not in ranking]
     for key, can, off in (
         ("svf", "search SVF offsets", "false"),
         ("exploring_starts", "widen their openings", "0"),
@@ -81,7 +83,7 @@ def study_optimizers(
             raise ConfigError(
                 f"optimizer.{key} = {str(value).lower()}, but {', '.join(others)} cannot "
                 f"{can}: a study gives every optimizer the same setting, so set {key} = "
-                f"{off}, or compare only {','.join(RANKING_OPTIMIZERS)} (--optimizers)"
+                f"{off}, or compare only {','.join(ranking)} (--optimizers)"
             )
     rows: list[Any] = []
     references: dict[str, list[Any]] = {name: [] for name in REFERENCES}

@@ -8,12 +8,14 @@ import asyncio
 import json
 import logging
 import threading
+import typing
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from enum import StrEnum
 from typing import Any
 
 from workbench.core.errors import Interrupted
-from workbench.core.records import GenerationStats
+from workbench.core.records import GenerationStats, RunStopReason, StopReason
 
 log = logging.getLogger(__name__)
 
@@ -54,14 +56,14 @@ class EpisodeDone:
     task_id: str
     reward: float
     turns: int
-    stop_reason: str
+    stop_reason: StopReason
     cost: float
 
 
 @dataclass(frozen=True)
 class RunFinished:
     run_id: str
-    stop_reason: str
+    stop_reason: RunStopReason
     generations: int
     best_validation: float | None
 
@@ -86,12 +88,17 @@ def event_to_json(event: Event) -> str:
 
 
 def event_from_json(line: str) -> Event:
-    """The event a line written by ``event_to_json`` stands for."""
+    """The event a line written by ``event_to_json`` stands for (its enums' strings read
+    back as their members)."""
     data = json.loads(line)
     kind = data.pop("event", None)
     if kind not in EVENT_TYPES:
         raise ValueError(f"not a training event: {line[:80]!r}")
-    return EVENT_TYPES[kind](**data)
+    cls = EVENT_TYPES[kind]
+    for name, hint in typing.get_type_hints(cls).items():
+        if isinstance(hint, type) and issubclass(hint, StrEnum) and name in data:
+            data[name] = hint(data[name])
+    return cls(**data)
 
 
 class StopToken:

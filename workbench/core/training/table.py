@@ -30,7 +30,6 @@ from workbench.core.coordinator.head import Action, choose, softmax
 from workbench.core.protocol import (
     EpisodeSettings,
     Prompts,
-    answers_task,
     build_messages,
     mask_workers,
 )
@@ -99,12 +98,11 @@ async def build_routing_table(
     extracted: list[list[str | None]] = [[None] * L for _ in range(T)]
 
     async def one(i: int, task: Task) -> None:
-        can = answers_task(pool, task)
         messages = build_messages(prompts, Role.WORKER, task, (), None)
         context = EpisodeContext(task, str(Role.WORKER), None, ())
         texts: dict[int, str] = {}
         for w, worker in enumerate(pool):
-            if not can[w]:
+            if not worker.covers(task):
                 continue
             reply = await worker.complete(
                 messages,

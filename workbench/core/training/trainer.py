@@ -35,6 +35,7 @@ from workbench.core.coordinator.feature_store import FeatureStore, stored_featur
 from workbench.core.errors import InvalidInput
 from workbench.core.optimizers.base import Proposal
 from workbench.core.optimizers.make import make_optimizer
+from workbench.core.optimizers.registry import optimizer_entry
 from workbench.core.optimizers.sep_cma_es import head_sigma_factor
 from workbench.core.policies import FixedPolicy
 from workbench.core.protocol import (
@@ -45,8 +46,8 @@ from workbench.core.protocol import (
     render_transcript,
     run_episode,
 )
-from workbench.core.records import Episode, Role, RunResult
-from workbench.core.store import RunStatus, Store
+from workbench.core.records import Episode, Role, RunResult, RunStatus, RunStopReason
+from workbench.core.store import Store
 from workbench.core.tasks.model import Suite, Task
 from workbench.core.training.basis import CALIBRATION_ROLES, CALIBRATION_TASKS, SearchBasis
 from workbench.core.training.checkpoint import Checkpoint, CheckpointError, Spend, latest_checkpoint
@@ -171,7 +172,7 @@ class Trainer:
         # optimizer.rollouts = 0: every training task scores every candidate; the optimizer
         # is built with that number (``self.optimizer.rollouts`` is its own minibatch)
         self.minibatch_size = config.optimizer.rollouts or len(self.splits["train"])
-        self.optimizer = self._make_optimizer(config)
+        self.optimizer = self._make_optimizer(config.run.seed)
         # a recorded pool routed in one Worker turn trains on its routing table (table.py):
         # the same decisions as its episodes, scored without playing them
         self.table_reason = table_reason
@@ -190,10 +191,12 @@ class Trainer:
         self._in_flight = Spend(seconds=time.perf_counter())
         self._spend_recorded = time.monotonic()
 
-    def _make_optimizer(self, config: RunConfig) -> Any:
-        """The config's optimizer for this run's search (its minibatch size resolved)."""
+    def _make_optimizer(self, seed: int) -> Any:
+        """The config's optimizer for this run's search, seeded with ``seed`` (its
+        minibatch size resolved)."""
         return make_optimizer(
-            config.replace(optimizer={"rollouts": self.minibatch_size}),
+            replace(self.config.optimizer, rollouts=self.minibatch_size),
+            seed,
             self.n_params,
             self.head_config,
             self._features,
@@ -301,18 +304,21 @@ class Trainer:
                 await self._generation(self.state.generation + 1)
                 reason = self._budget_reason(before_generation=False)
         except Stopped:
-            reason = "stopped"
+            reason = RunStopReason.STOPPED
         except Exception as exc:
             # the sentence, not a traceback: the caller shows the error (the CLI its
             # traceback under -v); the details stay in the debug log
             log.info("run %s failed: %s: %s", run_id, type(exc).__name__, exc)
             log.debug("run %s failed", run_id, exc_info=True)
             self.store.set_run_status(
-                run_id, RunStatus.FAILED, stop_reason="error", error=f"{type(exc).__name__}: {exc}"
+                run_id,
+                RunStatus.FAILED,
+                stop_reason=RunStopReason.ERROR,
+                error=f"{type(exc).__name__}: {exc}",
             )
             self._emit(RunFailed(run_id, f"{type(exc).__name__}: {exc}"))
             raise
-        status = RunStatus.STOPPED if reason == "stopped" else RunStatus.FINISHED
+        status = RunStatus.STOPPED if reason is RunStopReason.STOPPED else RunStatus.FINISHED
         self.store.set_run_status(
             run_id, status, stop_reason=reason, result=self._result().to_dict()
         )
@@ -351,25 +357,25 @@ class Trainer:
 
     def _budget_reason(
         self, before_generation: bool, spend: Spend | None = None, done: int | None = None
-    ) -> str | None:
+    ) -> RunStopReason | None:
         """Why the run stops now, or None. ``before_generation``: also stop when the next
         generation's episodes would pass ``budget.episodes``. ``spend`` and ``done``
         (generations completed) default to the run's own; a projection passes others."""
         b, s = self.config.budget, spend or self.state.spend
         done = self.state.generation + 1 if done is None else done
         if done >= b.generations:
-            return "budget.generations"
+            return RunStopReason.GENERATIONS
         per_generation = self.optimizer.popsize * self.optimizer.rollouts
         if b.episodes and s.episodes + (per_generation if before_generation else 0) > b.episodes:
-            return "budget.episodes"
+            return RunStopReason.EPISODES
         if b.calls and s.calls >= b.calls:
-            return "budget.calls"
+            return RunStopReason.CALLS
         if b.dollars and s.dollars >= b.dollars:
-            return "budget.dollars"
+            return RunStopReason.DOLLARS
         if b.minutes and s.seconds >= b.minutes * 60:
-            return "budget.minutes"
+            return RunStopReason.MINUTES
         if self.stop.stopped and spend is None:
-            return "stopped"
+            return RunStopReason.STOPPED
         return None
 
     async def _generation(self, g: int) -> None:
@@ -396,7 +402,7 @@ class Trainer:
             run_id=self.current_run_id,
             generation=g,
             run_seed=cfg.run.seed,
-            common_random_numbers=self.optimizer.common_random_numbers,
+            common_random_numbers=optimizer_entry(self.config.optimizer.name).ranks_candidates,
             opening_share=share,
             minibatch=tuple(minibatch),
             settings=self.settings,
@@ -414,7 +420,7 @@ class Trainer:
                     task_id=episode.task_id,
                     reward=episode.reward,
                     turns=len(episode.turns),
-                    stop_reason=str(episode.stop_reason),
+                    stop_reason=episode.stop_reason,
                     cost=episode.cost,
                 )
             )
@@ -646,10 +652,9 @@ class Trainer:
         if not restarts or g == 0 or g % length or g // length > restarts:
             return
         attempt = g // length
-        seeded = replace(
-            cfg, run=replace(cfg.run, seed=derived_seed(cfg.run.seed, "restart", attempt) % 2**31)
+        self.optimizer = self._make_optimizer(
+            derived_seed(cfg.run.seed, "restart", attempt) % 2**31
         )
-        self.optimizer = self._make_optimizer(seeded)
         log.info(
             "run %s: attempt %d of %d from generation %d", self.run_id, attempt + 1, restarts + 1, g
         )
@@ -700,10 +705,11 @@ class Trainer:
     async def _fit_basis(self) -> SearchBasis:
         """The run's search basis, from the opening transcripts of a seeded random sample of
         its training tasks (the whitened basis with two or more turns also from one turn of
-        each worker on them: ``_calibration_transcripts``). Random search always draws head
-        weights themselves (the paper's U[-0.5, 0.5])."""
+        each worker on them: ``_calibration_transcripts``). An optimizer that draws head
+        weights itself (its entry's ``searches_basis`` is false: random search, the paper's
+        U[-0.5, 0.5]) gets none."""
         o = self.config.optimizer
-        if o.search_basis == "identity" or o.name == "random-search":
+        if o.search_basis == "identity" or not optimizer_entry(o.name).searches_basis:
             return SearchBasis()
         train = self.splits["train"]
         if o.search_basis == "projection":
@@ -882,7 +888,7 @@ class Trainer:
             sigma0_head_scale=head_sigma_factor(
                 self.config.optimizer.sigma0_scale, self.head_config.hidden_size
             )
-            if self.config.optimizer.name == "sep-cma-es"
+            if optimizer_entry(self.config.optimizer.name).scales_head_sigma
             else None,
         )
 

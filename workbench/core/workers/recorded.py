@@ -42,11 +42,10 @@ from workbench.core.workers.base import (
     UnknownWorker,
     Worker,
     WorkerError,
-    register_builtin,
-    register_provider,
 )
 
 if TYPE_CHECKING:
+    from workbench.core.tasks.model import Task
     from workbench.core.workspace import Workspace
 
 
@@ -121,9 +120,10 @@ def _estimate_tokens(text: str) -> int:
     return max(1, len(text) // 4)
 
 
-@register_provider("recorded")
 class RecordedWorker(Worker):
     """Answers ``context.task.id`` from ``table`` (task id -> Recording)."""
+
+    provider = "recorded"
 
     answers_at_no_cost = True  # reading a recording calls no one: nothing is spent now
 
@@ -142,11 +142,6 @@ class RecordedWorker(Worker):
         self.price_in = price_in
         self.price_out = price_out
         self.usage_estimated = usage_estimated  # the table's tokens are estimates (CHAMP)
-
-    def answers_task(self, task_id: str) -> bool:
-        """Whether the table holds this worker's answer to ``task_id`` (the episode's
-        worker mask reads it: ``protocol.mask_workers``)."""
-        return task_id in self.table
 
     async def complete(
         self,
@@ -200,8 +195,8 @@ class RecordedWorker(Worker):
             model=self.model,
         )
 
-    def covers(self, task) -> bool:
-        """Whether the table has this task's answer."""
+    def covers(self, task: Task) -> bool:
+        """Whether the table holds this worker's answer to ``task``."""
         return task.id in self.table
 
     def request_identity(
@@ -439,8 +434,8 @@ def resolve(
     workspace: Workspace | None = None,
     shipped: Mapping[str, RecordedPool] | None = None,
 ) -> list[Worker]:
-    """The workers ``worker_id`` (``recorded:NAME`` or ``recorded:NAME/WORKER``) names: a
-    built-in pool's, else an imported pool's from ``shipped`` (pools read elsewhere and
+    """The workers built-in id ``worker_id`` (``recorded:NAME`` or ``recorded:NAME/WORKER``,
+    ``spec.BUILTIN_RESOLVERS``) names: a built-in pool's, else an imported pool's from ``shipped`` (pools read elsewhere and
     handed over: a Ray actor has no workspace) or from ``workspace``."""
     if worker_id in ("recorded", "recorded:champ"):
         return [champ_worker(f"recorded:champ/{name}") for name in CHAMP_MODELS]
@@ -466,6 +461,3 @@ def resolve(
             f"{', '.join(w.id for w in workers)}",
         )
     return found
-
-
-register_builtin("recorded", resolve)
