@@ -112,12 +112,13 @@ def test_every_budget_stops_the_run_with_its_reason(ws, tiny_backbone, budget, r
 
 
 def test_stop_checkpoints_and_resume_continues_without_repeating(ws, tiny_backbone):
-    """Stop pressed during the first generation: its episodes, all in flight, finish; it
-    is stored and the run ends there."""
+    """Stop pressed during the second generation: its episodes in flight are cancelled
+    (a stop does not wait for them), the first generation stays stored and the run ends
+    there, stopped; what the cut generation paid stays in the run's spend."""
     stop = StopToken()
 
     def stop_after_first(event):
-        if isinstance(event, EpisodeDone):
+        if isinstance(event, EpisodeDone) and event.generation == 1:
             stop.stop()
 
     run_id = train(
@@ -131,6 +132,8 @@ def test_stop_checkpoints_and_resume_continues_without_repeating(ws, tiny_backbo
         record = store.get_run(run_id)
         assert (str(record.status), record.stop_reason) == ("stopped", "stopped")
         assert len(store.generations(run_id)) == 1
+        stored_episodes = store.generations(run_id)[0]["totals"]["episodes"]
+        assert record.result["spend"]["episodes"] > stored_episodes  # the cut one's too
     events = []
     train(None, ws, resume=run_id[:6], listeners=[events.append], backbone=tiny_backbone)
     assert isinstance(events[0], RunStarted) and events[0].start_generation == 1
