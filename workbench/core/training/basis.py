@@ -59,6 +59,14 @@ class SearchBasis:
     alpha: float = 1.0  # the gain of the rest of the space
     scale: float = 1.0
 
+    @staticmethod
+    def fitted(search_basis: str, optimizer: str) -> bool:
+        """Whether a new run fits its search basis on a sample of its tasks before its
+        first generation (a forward of the backbone over them): not with the identity
+        basis, nor for random search, which draws head weights themselves (the paper's
+        U[-0.5, 0.5])."""
+        return search_basis != "identity" and optimizer != "random-search"
+
     @property
     def direction(self) -> np.ndarray | None:
         """The first component (the balanced basis's shared direction ``u``)."""
@@ -170,10 +178,3 @@ CALIBRATION_TASKS = 32  # training tasks whose opening transcripts fit the searc
 # with two or more turns the whitened basis is also fitted on the transcripts after one
 # turn of each worker in each of these roles on each calibration task
 CALIBRATION_ROLES = (Role.THINKER, Role.WORKER)
-
-
-def fits_a_basis(search_basis: str, optimizer: str) -> bool:
-    """Whether a new run fits its search basis on a sample of its tasks before its first
-    generation (a forward of the backbone over them): not with the identity basis, nor
-    for random search, which draws head weights themselves (the paper's U[-0.5, 0.5])."""
-    return search_basis != "identity" and optimizer != "random-search"

@@ -46,12 +46,7 @@ from workbench.core.protocol import (
 from workbench.core.records import Episode, Role, RunResult
 from workbench.core.store import RunStatus, Store
 from workbench.core.tasks.model import Suite, Task
-from workbench.core.training.basis import (
-    CALIBRATION_ROLES,
-    CALIBRATION_TASKS,
-    SearchBasis,
-    fits_a_basis,
-)
+from workbench.core.training.basis import CALIBRATION_ROLES, CALIBRATION_TASKS, SearchBasis
 from workbench.core.training.checkpoint import Checkpoint, CheckpointError, Spend, latest_checkpoint
 from workbench.core.training.events import (
     EpisodeDone,
@@ -527,11 +522,11 @@ class Trainer:
         return self.state.basis or SearchBasis()
 
     async def _fit_basis(self) -> SearchBasis:
-        """The run's search basis (if it ``fits_a_basis``), from the opening transcripts of a
+        """The run's search basis (if ``SearchBasis.fitted``), from the opening transcripts of a
         seeded random sample of its training tasks (the whitened basis with two or more
         turns also from one turn of each worker on them: ``_calibration_transcripts``)."""
         o = self.config.optimizer
-        if not fits_a_basis(o.search_basis, o.name):
+        if not SearchBasis.fitted(o.search_basis, o.name):
             return SearchBasis()
         train = self.splits["train"]
         rng = np.random.default_rng(derived_seed(self.config.run.seed, "basis"))
