@@ -5,6 +5,7 @@ beside the baselines (single workers, random routing, the sandbox oracles); stor
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from workbench.core.coordinator import Backbone
 from workbench.core.errors import InvalidInput
 from workbench.core.evaluate import EvaluationStopped, Report
 from workbench.core.jobs.shared import backbone_for, effective_status, open_pool
-from workbench.core.progress import StageListener
+from workbench.core.progress import StageListener, tell
 from workbench.core.records import Episode
 from workbench.core.spend import spend_kind
 from workbench.core.store import Store
@@ -166,6 +167,9 @@ def evaluate_run(
             },
         )
         p = config.protocol
+        # the coordinator's episodes come first, and the first of them wait for the
+        # backbone to read every task once: its minutes pass before any episode ends
+        tell(stages, f"playing the {len(tasks)} {split} tasks: the coordinator first")
         report, _ = session.run(
             stored_evaluation(
                 store,
@@ -210,7 +214,7 @@ async def stored_evaluation(
     (``evaluate_run``, each cross-validation fold)."""
     try:
         report, episodes = await evaluation
-    except EvaluationStopped:
+    except (EvaluationStopped, asyncio.CancelledError):  # a stop, or Ctrl-C in the CLI
         store.set_run_status(eval_id, "stopped", stop_reason="stopped")
         raise
     except Exception as exc:
