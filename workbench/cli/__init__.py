@@ -28,6 +28,7 @@ from workbench.cli import (
     training,
     workers,
 )
+from workbench.cli.common import exit_now
 from workbench.core.errors import (
     EXIT_BAD_INPUT,
     EXIT_INTERRUPTED,
@@ -40,6 +41,20 @@ from workbench.core.errors import (
 log = logging.getLogger("workbench")
 
 COMMAND_MODULES = (suites, records, episodes, training, crossval, headroom, workers, serve, doctor)
+
+
+class StderrHandler(logging.StreamHandler):
+    """Log records to ``sys.stderr`` as it is when each is written: while a progress bar
+    draws, rich stands in for it and puts the line above the bar (a handler holding the
+    stream it was made with would write through the bar)."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:
+        pass
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -97,10 +112,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+    handler = StderrHandler()
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    # log lines only with -v; warnings and errors always
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, handlers=[handler])
     if args.command is not None and args.gui_workspace is not None:
         # `--workspace DIR COMMAND` once trained, stored and listed in the default workspace
         # without a word (the command's own --workspace default won): DIR counts for both
@@ -126,9 +141,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # output piped into head, less, ...
         sys.stderr.close()
         return EXIT_OK
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt:  # the job has unwound: its store is closed
+        print("Interrupted (Ctrl-C).", file=sys.stderr)
+        exit_now(EXIT_INTERRUPTED)
     except Exception as exc:  # every error ends as a sentence, never a traceback (but -v)
         return report(exc, verbose=args.verbose)
 

@@ -3,38 +3,41 @@
 
 from __future__ import annotations
 
-import sys
-
 from workbench.cli.common import print_written, workspace
+from workbench.cli.progress import Display, add_progress_option, duration_words
 
 
 def cmd_crossval(args) -> int:
-    from workbench.cli.training import Progress
+    from workbench.cli.views import TrainingView
     from workbench.core.config import RunConfig
     from workbench.core.crossval import FoldProgress, cross_validate
+    from workbench.core.jobs.shared import backbone_for
 
     config = RunConfig.load(args.config)
+    with Display(args.progress, verbose=args.verbose) as display:
+        display.stage("starting the cross-validation")
+        backbone = backbone_for(config, stages=display.heard)
+        folds = display.count("cross-validating", args.folds, "folds")
+        training = TrainingView(display, resume=None, transient=True)
 
-    def said(event: FoldProgress) -> None:
-        if event.stage == "training":
-            print(f"fold {event.fold}/{event.folds}: training", file=sys.stderr, flush=True)
-        elif event.stage == "trained":
-            print(
-                f"fold {event.fold}/{event.folds}: run {event.run_id} trained in "
-                f"{event.seconds:.0f} s; evaluating",
-                file=sys.stderr,
-                flush=True,
-            )
+        def said(event: FoldProgress) -> None:
+            if event.stage == "trained":
+                display.say(
+                    f"fold {event.fold}/{event.folds}: run {str(event.run_id)[:8]} trained "
+                    f"in {duration_words(event.seconds)}; evaluating it on its test tasks"
+                )
+            elif event.stage == "evaluated":
+                folds.update(event.fold)
 
-    listeners = [] if args.quiet else [Progress()]
-    report = cross_validate(
-        config,
-        workspace(args),
-        folds=args.folds,
-        seed=args.seed,
-        listeners=listeners,
-        progress=said,
-    )
+        report = cross_validate(
+            config,
+            workspace(args),
+            folds=args.folds,
+            seed=args.seed,
+            backbone=backbone,
+            listeners=[] if args.quiet else [training],
+            progress=said,
+        )
     print(report.table())
     print_written(report.write(args.out) if args.out else [])
     return 0
@@ -54,5 +57,6 @@ def register(sub, common) -> None:
         "--seed", type=int, default=None, help="the folds' seed (default: tasks.split_seed)"
     )
     p.add_argument("--out", metavar="DIR", help="write crossval.json and crossval.md there")
-    p.add_argument("--quiet", action="store_true", help="no per-generation progress lines")
+    p.add_argument("--quiet", action="store_true", help="no bar of each fold's training")
+    add_progress_option(p)
     p.set_defaults(func=cmd_crossval)

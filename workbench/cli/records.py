@@ -7,6 +7,7 @@ import sys
 import time
 
 from workbench.cli.common import UserError, print_json, table, workspace
+from workbench.cli.progress import Display, add_progress_option
 
 
 def _print_pool(info, *, header: bool = True) -> None:
@@ -52,17 +53,20 @@ def cmd_records_import(args) -> int:
     prices = _prices(args.price or [])
     if prices and not args.file:
         raise UserError("--price applies to a FILE import: the cache and runs hold real costs")
+    source = args.file or ("the response cache" if args.from_cache else f"run {args.from_run}")
     try:
-        if args.file:
-            info = import_file(
-                ws, args.file, args.name, args.suite, replace=args.replace, prices=prices
-            )
-        elif args.from_cache:
-            info = import_from_cache(
-                ws, args.suite, args.name, prompts=args.prompts, replace=args.replace
-            )
-        else:
-            info = import_from_run(ws, args.from_run, args.name, replace=args.replace)
+        with Display(args.progress, verbose=args.verbose) as display:
+            display.stage(f"reading and checking the answers of {source}")
+            if args.file:
+                info = import_file(
+                    ws, args.file, args.name, args.suite, replace=args.replace, prices=prices
+                )
+            elif args.from_cache:
+                info = import_from_cache(
+                    ws, args.suite, args.name, prompts=args.prompts, replace=args.replace
+                )
+            else:
+                info = import_from_run(ws, args.from_run, args.name, replace=args.replace)
     except RecordsValidationError as exc:
         print(str(exc), file=sys.stderr)
         return exc.exit_code
@@ -169,6 +173,7 @@ def register(sub, common) -> None:
         help="a FILE's worker's price in USD per million tokens in and out, for answers "
         "without a recorded cost (repeat per worker; without one they cost $0)",
     )
+    add_progress_option(p)
     p.set_defaults(func=cmd_records_import)
     p = rs.add_parser("list", parents=[common], help="built-in and imported recorded pools")
     p.add_argument("--suite", help="show coverage of this suite (default: each pool's own)")
