@@ -173,6 +173,7 @@ def main() -> int:
     figures: dict[str, object] = {
         "load_average_at_start": load_at_start[0],
         "load_average_at_end": round(os.getloadavg()[0], 2),
+        "terminal": {"columns": 80, "rows": 24},
         **measured,
     }
     if args.before:

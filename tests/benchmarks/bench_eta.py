@@ -39,6 +39,7 @@ from workbench.core.workspace import Workspace  # noqa: E402
 
 EXAMPLE = ROOT / "workbench/resources/examples/sandbox.toml"
 SHARES = (0.2, 0.5, 0.8)
+AIM = 1.5  # the estimate within this factor of the real time left
 
 
 def main() -> int:
@@ -108,7 +109,9 @@ def main() -> int:
         "run_started_at_s": round(started[0], 1) if started else None,
         "at": at,
         "worst_ratio": max(ratios, key=lambda r: max(r, 1 / r)) if ratios else None,
-        "within_1_5": all(1 / 1.5 <= r <= 1.5 for r in ratios) and len(ratios) == len(SHARES),
+        "aim_factor": AIM,
+        "aim_low": round(1 / AIM, 3),
+        "within_aim": all(1 / AIM <= r <= AIM for r in ratios) and len(ratios) == len(SHARES),
         "load_average_at_start": load_at_start[0],
         "load_average_at_end": round(os.getloadavg()[0], 2),
     }
