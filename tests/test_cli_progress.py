@@ -165,3 +165,28 @@ def test_a_training_run_in_plain_words_and_its_details_only_when_asked(verbose):
     assert ("sigma 0.0300" in words) is verbose  # the details: -v or --progress detailed
     assert all(len(line) <= 80 for line in text.splitlines())
     assert view.ended == RunFinished("0f3a9c1e", "budget.generations", 3, 0.5)
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_log_lines_reach_the_terminal_only_with_v(verbose, capsys):
+    """Even when a logger below the root is set to INFO (the GUI does, for its log file),
+    its INFO lines stay off the terminal without -v; warnings always show."""
+    import logging
+
+    from workbench.cli import configure_logging
+
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    root.handlers.clear()  # as in a new process: the CLI's own handler is the one
+    try:
+        configure_logging(verbose)
+        logging.getLogger("workbench").setLevel(logging.INFO)
+        logging.getLogger("workbench.core.x").info("an info line")
+        logging.getLogger("workbench.core.x").warning("a warning")
+        err = capsys.readouterr().err
+    finally:
+        logging.getLogger("workbench").setLevel(logging.NOTSET)
+        root.handlers[:] = handlers
+        root.setLevel(level)
+    assert "WARNING workbench.core.x: a warning" in err
+    assert ("an info line" in err) is verbose

@@ -57,6 +57,17 @@ class StderrHandler(logging.StreamHandler):
         pass
 
 
+def configure_logging(verbose: bool) -> None:
+    """Log lines on stderr only with -v; warnings and errors always. The handler's own
+    level holds that when a logger below the root is set lower (the GUI sets the
+    workbench logger to INFO for its log file, and a library may set its own)."""
+    level = logging.INFO if verbose else logging.WARNING
+    handler = StderrHandler()
+    handler.setLevel(level)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=level, handlers=[handler])
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="trinity-workbench",
@@ -112,10 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    handler = StderrHandler()
-    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-    # log lines only with -v; warnings and errors always
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, handlers=[handler])
+    configure_logging(args.verbose)
     if args.command is not None and args.gui_workspace is not None:
         # `--workspace DIR COMMAND` once trained, stored and listed in the default workspace
         # without a word (the command's own --workspace default won): DIR counts for both
