@@ -26,7 +26,7 @@ from rich.text import Text
 from workbench.core.progress import Stage
 
 MODES = ("auto", "bar", "plain", "detailed")
-PLAIN_EVERY = 0.1  # without a terminal, a line each tenth of the work ...
+PLAIN_EVERY = 0.1  # without a terminal, a line each tenth of the work (each unit of less) ...
 PLAIN_AT_LEAST_S = 60.0  # ... and at least one a minute while work goes on
 
 
@@ -172,7 +172,9 @@ class Counter:
         self.display, self.what, self.total, self.unit, self.eta = display, what, total, unit, eta
         self.task_id: Any = None  # its row in rich's display
         self.started = time.monotonic()
-        self.next_line = 0.0  # plain lines: the share of the work the next one comes at
+        # plain lines: one each ``step`` units, the next at ``next_line`` units done
+        self.step = max(1, math.ceil(total * PLAIN_EVERY))
+        self.next_line = 0.0
         self.line_at = self.started  # plain lines: when the last one came
 
     def update(self, done: float) -> None:
@@ -280,7 +282,7 @@ class Display:
             )
         else:
             self.console.print(counter.line(start), soft_wrap=True)
-            counter.next_line = (math.floor(start / total / PLAIN_EVERY) + 1) * PLAIN_EVERY
+            counter.next_line = (math.floor(start / counter.step) + 1) * counter.step
         return counter
 
     def _moved(self, counter: Counter, done: float) -> None:
@@ -289,11 +291,10 @@ class Display:
                 self._progress.update(counter.task_id, completed=done)
             return
         now = time.monotonic()
-        share = done / counter.total if counter.total else 1.0
-        if share >= counter.next_line or now - counter.line_at >= PLAIN_AT_LEAST_S:
+        if done >= counter.next_line or now - counter.line_at >= PLAIN_AT_LEAST_S:
             self.console.print(counter.line(done), soft_wrap=True)
             counter.line_at = now
-            counter.next_line = (math.floor(share / PLAIN_EVERY) + 1) * PLAIN_EVERY
+            counter.next_line = (math.floor(done / counter.step) + 1) * counter.step
 
     def _described(self, counter: Counter) -> None:
         if self._progress is not None and counter.task_id is not None:
