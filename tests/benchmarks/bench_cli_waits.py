@@ -21,8 +21,9 @@ from its GGUF file on the first command, as on a first install):
 ``--before COMMIT`` measures the same commands on that commit's code too (its tree
 extracted with ``git archive``, run with this interpreter), in the same sitting, so the
 two stand under the same machine load; its ``run-episode`` is its README's (an untrained
-coordinator over ``local:smollm2,sandbox``). Writes every wait to ``--out``
-(``tests/benchmarks/results.py``).
+coordinator over ``local:smollm2,sandbox``). ``--generations N`` trains the example with a
+shorter budget (the waits a user meets are the same; the run ends sooner). Writes every
+wait, and a table of them, to ``--out`` (``tests/benchmarks/results.py``).
 """
 
 from __future__ import annotations
@@ -35,7 +36,10 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import tomllib
 from pathlib import Path
+
+import tomli_w
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -111,9 +115,11 @@ class Tree:
         return {"XDG_DATA_HOME": str(self.home / name)}
 
 
-def measure(tree: Tree, interrupt_at: list[float], new_episode: bool) -> dict[str, object]:
+def measure(
+    tree: Tree, interrupt_at: list[float], new_episode: bool, example: str
+) -> dict[str, object]:
     out: dict[str, object] = {}
-    train = tree.terminal("train", EXAMPLE)
+    train = tree.terminal("train", example)
     out["train"] = waits(train)
     runs = json.loads(tree.quiet("runs", "list", "--json"))
     run_id = runs[-1]["id"]
@@ -127,7 +133,7 @@ def measure(tree: Tree, interrupt_at: list[float], new_episode: bool) -> dict[st
     stops = []
     for i, at in enumerate(interrupt_at):
         data = tree.home / f"interrupted-{i}"
-        session = tree.terminal("train", EXAMPLE, interrupt_at=at, env={"XDG_DATA_HOME": str(data)})
+        session = tree.terminal("train", example, interrupt_at=at, env={"XDG_DATA_HOME": str(data)})
         listed = json.loads(tree.quiet("runs", "list", "--json", data=data) or "[]")
         stopped_id = listed[-1]["id"] if listed else None
         text = "\n".join(session.screen_lines())
@@ -157,20 +163,31 @@ def main() -> int:
         default="45,90,150",
         help="seconds into a train at which Ctrl-C is pressed, comma-separated",
     )
+    parser.add_argument(
+        "--generations", type=int, help="the example with a shorter budget (its waits are the same)"
+    )
     args = parser.parse_args()
     interrupt_at = [float(x) for x in args.interrupt_at.split(",") if x.strip()]
     load_at_start = [round(x, 2) for x in os.getloadavg()]
     measured: dict[str, dict[str, object]] = {}
     with tempfile.TemporaryDirectory(prefix="cli-waits-") as scratch:
+        example = str(ROOT / EXAMPLE)
+        if args.generations:
+            config = tomllib.loads((ROOT / EXAMPLE).read_text(encoding="utf-8"))
+            config["budget"]["generations"] = args.generations
+            example = str(Path(scratch) / "sandbox.toml")
+            Path(example).write_text(tomli_w.dumps(config), encoding="utf-8")
         trees = [Tree("now", ROOT, Path(scratch) / "now")]
         if args.before:
             root = extract(args.before, Path(scratch))
             trees.insert(0, Tree(f"before ({args.before})", root, Path(scratch) / "before"))
         for tree in trees:
             key = "now" if tree.root == ROOT else "before"
-            measured[key] = measure(tree, interrupt_at, new_episode=key == "now")
+            measured[key] = measure(tree, interrupt_at, key == "now", example)
             print(json.dumps(measured[key], indent=1), file=sys.stderr, flush=True)
     figures: dict[str, object] = {
+        "generations": args.generations
+        or tomllib.loads((ROOT / EXAMPLE).read_text())["budget"]["generations"],
         "load_average_at_start": load_at_start[0],
         "load_average_at_end": round(os.getloadavg()[0], 2),
         "terminal": {"columns": 80, "rows": 24},
