@@ -64,26 +64,41 @@ def test_times_are_said_in_words():
     assert eta_words(9.6 * 60) == "about 10 min left"
 
 
-def plain_display(verbose: bool = False) -> tuple[Display, io.StringIO]:
+def plain_display(verbose: bool = False, clock=None) -> tuple[Display, io.StringIO]:
     out = io.StringIO()
     console = Console(file=out, width=80, force_terminal=False, highlight=False)
-    return Display("auto", verbose=verbose, console=console), out
+    return Display("auto", verbose=verbose, console=console, clock=clock or Clock()), out
+
+
+def test_without_a_terminal_work_done_in_2_s_prints_only_its_end():
+    clock = Clock()
+    display, out = plain_display(clock=clock)
+    with display:
+        counter = display.count("asking the workers", 60, "answers")
+        for done in range(1, 61):
+            clock.now = done * 0.01
+            counter.update(done)
+    assert out.getvalue().splitlines() == [
+        "asking the workers: 60/60 answers, 0:00 elapsed, under a minute left"
+    ]
 
 
 def test_without_a_terminal_counted_work_prints_a_line_each_tenth_not_a_redrawn_bar():
-    display, out = plain_display()
+    clock = Clock()
+    display, out = plain_display(clock=clock)
     with display:
         display.stage("loading the offline model")
         counter = display.count("evaluating", 200, "episodes")
         for done in range(1, 201):
+            clock.now = done * 0.5  # 100 s in all
             counter.update(done)
     lines = out.getvalue().splitlines()
     assert lines[0] == "loading the offline model"
     counted = [line for line in lines if line.startswith("evaluating: ")]
-    # one at the start and one at each tenth: 11, not 201
-    assert len(counted) == 11
-    assert counted[0].startswith("evaluating: 0/200 episodes, 0:00 elapsed")
-    assert counted[-1].startswith("evaluating: 200/200 episodes")
+    # one at each tenth once the first 2 s have passed: 10, not 200
+    assert len(counted) == 10
+    assert counted[0].startswith("evaluating: 20/200 episodes, 0:10 elapsed, about 2 min left")
+    assert counted[-1].startswith("evaluating: 200/200 episodes, 1:40 elapsed")
     assert "\r" not in out.getvalue() and "━" not in out.getvalue()
     assert all(len(line) <= 80 for line in lines)
 

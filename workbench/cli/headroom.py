@@ -19,7 +19,7 @@ def cmd_headroom(args) -> int:
     if args.suite:
         config = config.replace(tasks={"suite": args.suite})
     with Display(args.progress, verbose=args.verbose) as display:
-        display.stage("starting the check (a local worker loads its model first)")
+        display.stage("starting the check")
         report = check_headroom(
             config,
             workspace(args),

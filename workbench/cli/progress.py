@@ -27,7 +27,8 @@ from workbench.core.progress import Stage
 
 MODES = ("auto", "bar", "plain", "detailed")
 PLAIN_EVERY = 0.1  # without a terminal, a line each tenth of the work (each unit of less) ...
-PLAIN_AT_LEAST_S = 60.0  # ... and at least one a minute while work goes on
+PLAIN_AT_LEAST_S = 60.0  # ... and at least one a minute while work goes on,
+PLAIN_QUIET_S = 2.0  # but none for work that ends before this: it needs no sign of life
 
 
 def add_progress_option(parser: Any) -> None:
@@ -171,7 +172,7 @@ class Counter:
     def __init__(self, display: Display, what: str, total: float, unit: str, eta: Eta):
         self.display, self.what, self.total, self.unit, self.eta = display, what, total, unit, eta
         self.task_id: Any = None  # its row in rich's display
-        self.started = time.monotonic()
+        self.started = eta.clock()
         # plain lines: one each ``step`` units, the next at ``next_line`` units done
         self.step = max(1, math.ceil(total * PLAIN_EVERY))
         self.next_line = 0.0
@@ -192,7 +193,7 @@ class Counter:
         """The work's state as one plain line (the non-terminal display)."""
         return (
             f"{self.what}: {math.floor(done):d}/{self.total:.0f} {self.unit}, "
-            f"{clock_words(time.monotonic() - self.started)} elapsed, "
+            f"{clock_words(self.eta.clock() - self.started)} elapsed, "
             f"{eta_words(self.eta.remaining())}"
         )
 
@@ -203,8 +204,14 @@ class Display:
     display and the details); ``verbose`` (``-v``) shows the details too."""
 
     def __init__(
-        self, mode: str = "auto", *, verbose: bool = False, console: Console | None = None
+        self,
+        mode: str = "auto",
+        *,
+        verbose: bool = False,
+        console: Console | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ):
+        self.clock = clock
         self.console = console or Console(stderr=True, highlight=False, soft_wrap=False)
         self.detailed = verbose or mode == "detailed"
         terminal = self.console.is_terminal and not self.console.is_dumb_terminal
@@ -275,13 +282,13 @@ class Display:
         resumed run has); its estimate of the time left comes once ``warmup`` units are
         done. Ends the current stage."""
         self.end_stage()
-        counter = Counter(self, what, total, unit, Eta(total, start=start, warmup=warmup))
+        eta = Eta(total, start=start, warmup=warmup, clock=self.clock)
+        counter = Counter(self, what, total, unit, eta)
         if self._progress is not None:
             counter.task_id = self._progress.add_task(
                 what, total=total, completed=int(start), unit=unit, eta=counter.eta
             )
         else:
-            self.console.print(counter.line(start), soft_wrap=True)
             counter.next_line = (math.floor(start / counter.step) + 1) * counter.step
         return counter
 
@@ -290,7 +297,9 @@ class Display:
             if counter.task_id is not None:
                 self._progress.update(counter.task_id, completed=done)
             return
-        now = time.monotonic()
+        now = self.clock()
+        if now - counter.started < PLAIN_QUIET_S and done < counter.total:
+            return
         if done >= counter.next_line or now - counter.line_at >= PLAIN_AT_LEAST_S:
             self.console.print(counter.line(done), soft_wrap=True)
             counter.line_at = now
