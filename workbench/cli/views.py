@@ -9,7 +9,8 @@ from collections.abc import Callable
 
 from workbench.cli.progress import Counter, Display
 from workbench.core.records import GenerationStats
-from workbench.core.training.events import RunFailed, RunFinished, RunStarted
+from workbench.core.spend import dollars, spend_kind
+from workbench.core.training.events import EpisodeDone, RunFailed, RunFinished, RunStarted
 
 
 class TrainingView:
@@ -37,8 +38,6 @@ class TrainingView:
         self.workers: set[str] = set()  # the workers called so far: is the spend simulated?
 
     def __call__(self, event) -> None:
-        from workbench.core.training.events import EpisodeDone, GenerationStats
-
         if isinstance(event, RunStarted):
             self._started(event)
         elif isinstance(event, EpisodeDone) and self.counter is not None:
@@ -65,7 +64,7 @@ class TrainingView:
         what = (
             f"Resuming run {event.run_id[:8]} at generation {first + 1}"
             if first
-            else (f"Training run {event.run_id[:8]}")
+            else f"Training run {event.run_id[:8]}"
         )
         self.display.say(f'{what}, "{event.name}":')
         stop = " Ctrl-C stops it and keeps every finished generation." if self.resume else ""
@@ -85,19 +84,20 @@ class TrainingView:
         self.counter = self.display.count("preparing", total, "generations", start=first)
 
     def _generation(self, g: GenerationStats) -> None:
-        from workbench.core.spend import dollars, spend_kind
-
         self.episodes = 0
         if self.counter is not None:
             self.counter.describe("training")
             self.counter.update(g.generation + 1)
         self.workers.update(key.rpartition("/")[0] for key in g.usage)
-        spend = dollars(g.totals["dollars"], spend_kind(self.workers))
+        kind = spend_kind(self.workers)
+        spend = dollars(g.totals["dollars"], kind)
         if g.validation is not None:
             best = " (the best so far)" if self.best is None or g.validation > self.best else ""
             self.best = g.validation if best else self.best
+            real = not kind or kind.startswith("partly")  # real dollars are worth a word
+            paid = f"; {spend} spent so far" if real else ""
             self.display.say(
-                f"generation {g.generation + 1}: validation score {g.validation:.3f}{best}"
+                f"generation {g.generation + 1}: validation score {g.validation:.3f}{best}{paid}"
             )
         self.display.detail(
             f"generation {g.generation + 1}: fitness best {g.best:.3f}, mean {g.mean:.3f}; "
