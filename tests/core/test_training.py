@@ -748,3 +748,25 @@ def test_sigma0_is_literal_by_default_and_width_scaled_as_an_option(tiny_backbon
     np.testing.assert_allclose(logits.std(), 0.03 * np.sqrt(width), rtol=0.1)
     if svf:
         np.testing.assert_allclose(vectors[:, :n_svf].std(), 0.03, rtol=0.1)
+
+
+def test_new_runs_get_unique_names_and_a_given_name_is_kept(ws, tiny_backbone):
+    """Two runs of one config are told apart in every list and legend: the config's name
+    and the day, then a counter; a name given to the job is kept as given."""
+    from workbench.core.jobs.train import default_run_name
+
+    cfg = config(budget={"generations": 1})
+    day = default_run_name(cfg)
+    assert day.startswith("t, ") and day.split(", ")[1].split()[0] in (
+        "Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split()
+    )
+    first = train(cfg, ws, backbone=tiny_backbone)
+    second = train(cfg, ws, backbone=tiny_backbone)
+    mine = [train(cfg, ws, backbone=tiny_backbone, name="mine") for _ in range(2)]
+    with Store.open(ws) as store:
+        names = {r.id: r.name for r in store.list_runs()}
+    assert [names[first], names[second]] == [day, f"{day} (2)"]
+    assert [names[r] for r in mine] == ["mine", "mine"]
+    events = []
+    train(None, ws, resume=second, listeners=[events.append], backbone=tiny_backbone)
+    assert events[0].name == f"{day} (2)"  # a resumed run keeps its name
