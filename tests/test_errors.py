@@ -263,7 +263,8 @@ def test_a_full_disk_exits_4_with_one_sentence_and_the_run_resumes_once_space_is
         assert len(errors) == 1 and "Traceback" not in full.stderr
         assert str(disk / "ws" / "workbench.sqlite3") in errors[0]
         assert "the disk is full: free some space" in errors[0]
-        assert "resume it with trinity-workbench train --resume" in full.stderr
+        resume = f"Resume: trinity-workbench --workspace {disk / 'ws'} train --resume "
+        assert resume in full.stderr  # the command as given, its workspace too
 
         assert _mount_tmpfs(disk, "64m", remount=True)  # space freed
         run_id = full.stderr.split("--resume ", 1)[1].split()[0]

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
+from typing import Any
 
 from workbench.cli.common import UserError, print_json, seed_arg, table, workspace
+from workbench.cli.progress import Counter, Display, add_progress_option
 
 
 def _print_pool(info, *, header: bool = True) -> None:
@@ -68,17 +71,20 @@ def cmd_records_import(args) -> int:
     prices = _prices(args.price or [])
     if prices and not args.file:
         raise UserError("--price applies to a FILE import: the cache and runs hold real costs")
+    source = args.file or ("the response cache" if args.from_cache else f"run {args.from_run}")
     try:
-        if args.file:
-            info = import_file(
-                ws, args.file, args.name, args.suite, replace=args.replace, prices=prices
-            )
-        elif args.from_cache:
-            info = import_from_cache(
-                ws, args.suite, args.name, prompts=args.prompts, replace=args.replace
-            )
-        else:
-            info = import_from_run(ws, args.from_run, args.name, replace=args.replace)
+        with Display(args.progress, verbose=args.verbose) as display:
+            display.stage(f"reading and checking the answers of {source}")
+            if args.file:
+                info = import_file(
+                    ws, args.file, args.name, args.suite, replace=args.replace, prices=prices
+                )
+            elif args.from_cache:
+                info = import_from_cache(
+                    ws, args.suite, args.name, prompts=args.prompts, replace=args.replace
+                )
+            else:
+                info = import_from_run(ws, args.from_run, args.name, replace=args.replace)
     except RecordsValidationError as exc:
         print(str(exc), file=sys.stderr)
         return exc.exit_code
@@ -93,7 +99,6 @@ def cmd_records_import(args) -> int:
 def _import_format(args) -> int:
     """``--format mmlu-pro`` / ``lm-eval``: files (or WORKER=FILE) into a suite and a pool,
     with progress on stderr."""
-    from workbench.cli.progress import import_progress
     from workbench.core.importers.lm_eval import import_lm_eval
     from workbench.core.importers.mmlu_pro import import_mmlu_pro
     from workbench.core.recordings import RecordsValidationError
@@ -112,7 +117,7 @@ def _import_format(args) -> int:
     run = import_mmlu_pro if args.format == "mmlu-pro" else import_lm_eval
     ws = workspace(args)
     try:
-        with import_progress() as progress:
+        with Display(args.progress, verbose=args.verbose) as display:
             info = run(
                 ws,
                 files,
@@ -122,7 +127,7 @@ def _import_format(args) -> int:
                 sample=args.sample,
                 split_seed=0 if args.split_seed is None else args.split_seed,
                 replace=args.replace,
-                progress=progress,
+                progress=_import_listener(display),
             )
     except RecordsValidationError as exc:
         print(str(exc), file=sys.stderr)
@@ -137,6 +142,58 @@ def _import_format(args) -> int:
     return 0
 
 
+_IMPORT_STAGES = {
+    "read": ("reading the files", "files"),
+    "check": ("checking every question and answer", "questions"),
+    "write": ("writing the answers", "answers"),
+    "suite": ("writing the suite", "questions"),
+}
+
+
+def _import_listener(display: Display) -> Callable[[Any], None]:
+    """A listener of an import's ``ImportProgress``: a bar a stage, named for the file
+    being read."""
+    counters: dict[str, Counter] = {}
+
+    def heard(event: Any) -> None:
+        what, unit = _IMPORT_STAGES[event.stage]
+        counter = counters.get(event.stage)
+        if counter is None:
+            counter = counters[event.stage] = display.count(what, max(1, event.total), unit)
+        if event.stage == "read" and event.item:
+            counter.describe(f"reading {event.item}")
+        counter.update(event.done)
+
+    return heard
+
+
+def _download_listener(display: Display) -> Callable[[Any], None]:
+    """A listener of a download's ``DownloadProgress``: a bar a file in MB (a spinner
+    while its size is not announced), then its checksum checked."""
+    counters: dict[tuple[str, str], Counter] = {}
+
+    def heard(event: Any) -> None:
+        key = (event.model, event.phase)
+        if event.total is None:
+            if key not in counters:
+                display.stage(f"downloading {event.model} (size not announced)")
+            return
+        counter = counters.get(key)
+        if counter is None:
+            what = (
+                f"checking {event.model}"
+                if event.phase == "checking"
+                else f"downloading {event.model}"
+                + (f" from byte {event.resumed_from}" if event.resumed_from else "")
+            )
+            counter = counters[key] = display.count(
+                what, event.total / 1e6, "MB", start=event.resumed_from / 1e6
+            )
+        counter.update(event.done / 1e6)
+
+    return heard
+
+
 def _worker_and_path(text: str) -> tuple[str | None, str]:
     """``WORKER=FILE`` (a worker named by hand) or ``FILE``; a path that exists as given
     is a path, whatever it holds."""
@@ -149,7 +206,6 @@ def _worker_and_path(text: str) -> tuple[str | None, str]:
 
 
 def cmd_records_download(args) -> int:
-    from workbench.cli.progress import download_progress
     from workbench.core.importers.download import BASE_URL, KNOWN, download
     from workbench.core.printable import shown_path
 
@@ -163,9 +219,12 @@ def cmd_records_download(args) -> int:
             "name the models to download (e.g. gemma-7b mathstral-7B); "
             "records download --list shows those whose checksum is known"
         )
-    with download_progress() as progress:
+    with Display(args.progress, verbose=args.verbose) as display:
         done = download(
-            args.models, args.dir, base_url=args.base_url or BASE_URL, progress=progress
+            args.models,
+            args.dir,
+            base_url=args.base_url or BASE_URL,
+            progress=_download_listener(display),
         )
     for item in done:
         how = (
@@ -321,6 +380,7 @@ def register(sub, common) -> None:
         help="a FILE's worker's price in USD per million tokens in and out, for answers "
         "without a recorded cost (repeat per worker; without one they cost $0)",
     )
+    add_progress_option(p)
     p.set_defaults(func=cmd_records_import)
     p = rs.add_parser(
         "download",
@@ -343,6 +403,7 @@ def register(sub, common) -> None:
         help="a mirror of the repository's eval_results/ folder (default: the repository at "
         "the commit the workbench pins)",
     )
+    add_progress_option(p)
     p.set_defaults(func=cmd_records_download)
     p = rs.add_parser("list", parents=[common], help="built-in and imported recorded pools")
     p.add_argument("--suite", help="show coverage of this suite (default: each pool's own)")

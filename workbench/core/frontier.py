@@ -46,12 +46,14 @@ from workbench.core.jobs.evaluate import evaluate_run
 from workbench.core.jobs.shared import backbone_for
 from workbench.core.jobs.train import train
 from workbench.core.oracle import best_plan, random_routing_value
+from workbench.core.progress import StageListener, tell
 from workbench.core.records import ROLES, RunStatus, RunStopReason
 from workbench.core.spend import dollars, spend_kind
 from workbench.core.stats import SIGNIFICANCE, Paired, mean_ci, paired_values, wilson
 from workbench.core.store import Store
 from workbench.core.tasks.model import Task
 from workbench.core.tasks.suites import load_suite
+from workbench.core.training.events import Listener
 from workbench.core.training.trainer import task_splits
 from workbench.core.workspace import Workspace
 
@@ -498,17 +500,21 @@ def study_frontier(
     *,
     progress: Callable[[str], None] | None = None,
     backbone: Backbone | None = None,
+    listeners: Sequence[Listener] = (),
+    stages: StageListener | None = None,
 ) -> Frontier:
     """Train one coordinator per cost penalty under ``config`` (its budget for each run;
     the response cache read-write and shared, unless the config says replay-only),
     evaluate each on the test split with the baselines measured once, and return the
-    frontier, stored as a run of kind ``frontier``."""
+    frontier, stored as a run of kind ``frontier``. ``progress`` hears a line as each
+    run is evaluated, ``listeners`` every run's training events, ``stages`` the steps
+    between them (loading the backbone, evaluating a run)."""
     penalties = check_penalties(penalties)
     started = time.perf_counter()
     policy = "replay-only" if config.cache.policy == "replay-only" else "read-write"
     shown_policy = overridden_policy(policy, config.cache.policy)
     config = config.replace(cache={"policy": policy})
-    backbone = backbone_for(config, backbone)
+    backbone = backbone_for(config, backbone, stages=stages)
     suite = load_suite(config.tasks.suite, workspace)
     test_tasks = task_splits(config, suite)["test"]
     systems: list[SystemOutcomes] = []
@@ -520,7 +526,8 @@ def study_frontier(
             optimizer={"cost_penalty": penalty},
         )
         run_started = time.perf_counter()
-        run_id = train(cfg, workspace, backbone=backbone)
+        run_id = train(cfg, workspace, backbone=backbone, listeners=listeners)
+        tell(stages, f"evaluating run {run_id[:8]} on the test split")
         result = evaluate_run(workspace, run=run_id, baselines=i == 0, backbone=backbone)
         report = result.report
         with Store.open(workspace) as store:

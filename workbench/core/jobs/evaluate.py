@@ -5,6 +5,7 @@ beside the baselines (single workers, random routing, the sandbox oracles); stor
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from workbench.core.coordinator import Backbone
 from workbench.core.errors import InvalidInput
 from workbench.core.evaluate import EvaluationStopped, Report
 from workbench.core.jobs.shared import backbone_for, effective_status, open_pool
+from workbench.core.progress import StageListener, tell
 from workbench.core.records import Episode, RunStatus, RunStopReason
 from workbench.core.spend import spend_kind
 from workbench.core.store import Store
@@ -122,12 +124,15 @@ def evaluate_run(
     progress: Callable[[Any], None] | None = None,
     stop: StopToken | None = None,
     final_turn: str = "free",
+    stages: StageListener | None = None,
 ) -> EvaluationResult:
     """Evaluate a trained run's best vector, or a coordinator file, on a split.
 
     ``baselines``: all (True), none (False) or the names to run (``EvaluationSource.baselines``).
-    ``progress`` hears an ``EvaluationProgress`` per episode; ``stop`` ends the evaluation
-    early: its run record is then ``stopped`` and ``EvaluationStopped`` is raised.
+    ``stages`` hears the steps before the first episode (loading the backbone and the
+    workers' models); ``progress`` an ``EvaluationProgress`` per episode; ``stop`` ends
+    the evaluation early: its run record is then ``stopped`` and ``EvaluationStopped`` is
+    raised.
     ``final_turn``: ``free`` (the paper's protocol) or ``worker`` (an episode's turn that
     would end it without a Worker's answer is played as a Worker, as ``serve`` does).
     """
@@ -143,7 +148,7 @@ def evaluate_run(
             config = config.replace(tasks={"suite": suite})
         task_suite = load_suite(config.tasks.suite, workspace)
         tasks = task_splits(config, task_suite)[split]
-        backbone = backbone_for(config, backbone, source.backbone_model)
+        backbone = backbone_for(config, backbone, source.backbone_model, stages)
         if source.run_id is not None:
             vector, _ = best_vector(store, source.run_id)
             coordinator = coordinator_from_vector(
@@ -152,7 +157,7 @@ def evaluate_run(
         else:
             assert source.coordinator_file is not None  # a source is a run or a file
             coordinator, _ = load_coordinator(source.coordinator_file, backbone)
-        session = open_pool(config, store, workspace)  # a worker that cannot serve: nothing stored
+        session = open_pool(config, store, workspace, stages)  # one that cannot serve: no run
         eval_id = store.create_run(
             f"eval of {source.reference}",
             "eval",
@@ -162,6 +167,9 @@ def evaluate_run(
             },
         )
         p = config.protocol
+        # the coordinator's episodes come first, and the first of them wait for the
+        # backbone to read every task once: its minutes pass before any episode ends
+        tell(stages, f"playing the {len(tasks)} {split} tasks: the coordinator first")
         report, _ = session.run(
             stored_evaluation(
                 store,
@@ -206,7 +214,7 @@ async def stored_evaluation(
     (``evaluate_run``, each cross-validation fold)."""
     try:
         report, episodes = await evaluation
-    except EvaluationStopped:
+    except (EvaluationStopped, asyncio.CancelledError):  # a stop, or Ctrl-C in the CLI
         store.set_run_status(eval_id, RunStatus.STOPPED, stop_reason=RunStopReason.STOPPED)
         raise
     except Exception as exc:

@@ -15,12 +15,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from workbench.core.config import RunConfig
 from workbench.core.coordinator import Backbone
 from workbench.core.errors import BadInput, InvalidInput
+from workbench.core.models import loading_words
+from workbench.core.progress import StageListener, tell
 from workbench.core.records import RunStatus, RunStopReason
 from workbench.core.store import RunRecord, Store, StoreError
 from workbench.core.workers.base import Worker
@@ -31,13 +34,16 @@ from workbench.core.workspace import Workspace
 _backbones: dict[tuple[str, str, int, str, str], Backbone] = {}
 
 
-def shared_backbone(config: RunConfig, model: str | None = None) -> Backbone:
+def shared_backbone(
+    config: RunConfig, model: str | None = None, stages: StageListener | None = None
+) -> Backbone:
     """The backbone ``config`` names (``model`` instead of its model when given: a
     coordinator file's), loaded once per (model, device, SVF layer, precision, input) in
-    this process."""
+    this process; ``stages`` hears when it is loaded (the first time: converted)."""
     b = config.backbone
     key = (model or b.model, b.device, config.optimizer.svf_layer, b.precision, b.input)
     if key not in _backbones:
+        tell(stages, loading_words(key[0]))
         _backbones[key] = Backbone(
             key[0], device=b.device, precision=b.precision, input=b.input, svf_layer=key[2]
         )
@@ -45,14 +51,17 @@ def shared_backbone(config: RunConfig, model: str | None = None) -> Backbone:
 
 
 def backbone_for(
-    config: RunConfig, given: Backbone | None = None, model: str | None = None
+    config: RunConfig,
+    given: Backbone | None = None,
+    model: str | None = None,
+    stages: StageListener | None = None,
 ) -> Backbone:
     """``given`` (a caller's own backbone) if it reads transcripts the way ``config``
     says, else ``ValueError``; with none given, ``shared_backbone(config, model)``. A head
     trained on raw transcripts is meaningless on chat-wrapped ones and the other way round,
     so the two are never mixed silently."""
     if given is None:
-        return shared_backbone(config, model)
+        return shared_backbone(config, model, stages)
     if given.input != config.backbone.input:
         raise InvalidInput(
             f"the backbone reads transcripts as {given.input!r} but the run's config says "
@@ -197,6 +206,19 @@ def cache_policy(config: RunConfig) -> str:
     return str(default_policy(config.protocol.temperature))
 
 
+class UnwaitedExecutor(ThreadPoolExecutor):
+    """A job's executor for blocking calls (``asyncio.to_thread``) that its loop's close
+    does not wait for: a stopped run abandons a forward of the backbone in a thread
+    (``StopToken.race``), which may take a minute on a busy CPU, and the job returns at
+    once; the thread ends with its call (the CLI's stopped ``train`` exits without it)."""
+
+    def __init__(self) -> None:
+        super().__init__(thread_name_prefix="job")
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        super().shutdown(wait=False, cancel_futures=cancel_futures)
+
+
 @dataclass
 class PoolSession:
     """A job's pool over one shared HTTP client, with its response cache (if any).
@@ -209,6 +231,7 @@ class PoolSession:
 
     def run(self, coro: Any) -> Any:
         async def job() -> Any:
+            asyncio.get_running_loop().set_default_executor(UnwaitedExecutor())
             try:
                 return await coro
             finally:
@@ -219,10 +242,16 @@ class PoolSession:
         return asyncio.run(job())
 
 
-def open_pool(config: RunConfig, store: Store, workspace: Workspace | None = None) -> PoolSession:
+def open_pool(
+    config: RunConfig,
+    store: Store,
+    workspace: Workspace | None = None,
+    stages: StageListener | None = None,
+) -> PoolSession:
     """The config's pool (registered and built-in workers, recorded pools imported into
-    ``workspace``) behind the config's cache policy."""
-    session = open_worker_pool(config.pool.workers, workspace)
+    ``workspace``) behind the config's cache policy; ``stages`` hears of a worker's model
+    being loaded."""
+    session = open_worker_pool(config.pool.workers, workspace, stages)
     try:
         check_recorded_roles(session.pool, config.protocol.roles)
     except InvalidInput:
@@ -237,17 +266,24 @@ def open_pool(config: RunConfig, store: Store, workspace: Workspace | None = Non
     return PoolSession(pool, cache, session.client)
 
 
-def open_worker_pool(worker_ids: Sequence[str], workspace: Workspace | None = None) -> PoolSession:
+def open_worker_pool(
+    worker_ids: Sequence[str],
+    workspace: Workspace | None = None,
+    stages: StageListener | None = None,
+) -> PoolSession:
     """Workers by id (built-in and registered) over one shared HTTP client, uncached: a
     single episode outside a run has no cache policy. Each worker is prepared first
-    (``Worker.prepare``: a local model is loaded), so a worker that cannot serve is an
-    error here, before a job stores anything."""
+    (``Worker.prepare``: a local model is loaded, which ``stages`` hears of), so a worker
+    that cannot serve is an error here, before a job stores anything."""
+    from workbench.core.workers.local import LocalWorker
     from workbench.core.workers.transport import open_client
 
     client = open_client()
     try:
         pool = build_pool(worker_ids, client=client, workspace=workspace)
         for worker in pool:
+            if isinstance(worker, LocalWorker):
+                tell(stages, f"worker {worker.id}: {loading_words(worker.source)}")
             worker.prepare()
     except BaseException:
         asyncio.run(client.aclose())

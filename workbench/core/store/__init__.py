@@ -455,8 +455,13 @@ class Store:
 
     # ----------------------------------------------------------------- runs
 
-    def create_run(self, name: str, kind: str, config: dict[str, Any]) -> str:
-        """Record a new run in status 'created'; returns its id (32 hex characters)."""
+    def create_run(
+        self, name: str, kind: str, config: dict[str, Any], *, unique: bool = False
+    ) -> str:
+        """Record a new run in status 'created'; returns its id (32 hex characters).
+        ``unique``: a name another run of the workspace has already is followed by the
+        first free counter, ``name (2)``, ``name (3)``, ... (chosen in the same transaction
+        as the insert, so two processes never take the same one)."""
         if not kind:
             raise ValueError("a run needs a kind, such as 'train', 'episode' or 'eval'")
         run_id = uuid.uuid4().hex
@@ -464,10 +469,16 @@ class Store:
         now = time.time()
 
         def insert(conn: sqlite3.Connection) -> str:
+            chosen = name
+            if unique:
+                taken = {r[0] for r in conn.execute("SELECT name FROM runs")}
+                count = 2
+                while chosen in taken:
+                    chosen, count = f"{name} ({count})", count + 1
             conn.execute(
                 "INSERT INTO runs (id, name, kind, config, status, created_at, updated_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (run_id, name, kind, config_json, RunStatus.CREATED.value, now, now),
+                (run_id, chosen, kind, config_json, RunStatus.CREATED.value, now, now),
             )
             return run_id
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from workbench.core.optimizers.registry import optimizer_entry
 from workbench.core.records import Role
 
 WHITENED_RANK = 32  # directions the whitened basis evens out (the rest move like the last)
@@ -68,6 +69,14 @@ class SearchBasis:
     alpha: float = 1.0  # the gain of the rest of the space
     scale: float = 1.0
     projection: np.ndarray | None = None  # (rank + 1, d): the projection basis's rows
+
+    @staticmethod
+    def fitted(search_basis: str, optimizer: str) -> bool:
+        """Whether a new run fits its search basis on a sample of its tasks before its
+        first generation (a forward of the backbone over them): not with the identity
+        basis, nor for an optimizer that draws head weights itself (its registry entry's
+        ``searches_basis`` is false: random search, the paper's U[-0.5, 0.5])."""
+        return search_basis != "identity" and optimizer_entry(optimizer).searches_basis
 
     @property
     def direction(self) -> np.ndarray | None:

@@ -245,7 +245,14 @@ class RayExecutor:
             if address is not None:
                 check_reachable(address)
             try:
-                ray.init(address=address, include_dashboard=False, log_to_driver=False)
+                ray.init(
+                    address=address,
+                    include_dashboard=False,
+                    log_to_driver=False,
+                    # Ray logs through its own handler at INFO unless told: at the level
+                    # the program set (the CLI: WARNING, INFO with -v)
+                    logging_level=logging.getLogger().getEffectiveLevel(),
+                )
             except Exception as exc:  # Ray's own: ConnectionError, RuntimeError, auth errors
                 raise ExecutorError(
                     f"cannot join the Ray cluster at {address or 'this machine'}: {exc}"

@@ -217,11 +217,11 @@ class Trainer:
             raise RuntimeError("the trainer has no run yet: call start() or resume() first")
         return self.run_id
 
-    def start(self) -> str:
-        """Create the run record; returns its id."""
-        self.run_id = self.store.create_run(
-            self.config.run.name, "train", self.given_config.to_dict()
-        )
+    def start(self, name: str | None = None, *, unique: bool = False) -> str:
+        """Create the run record, named ``name`` (else the config's ``run.name``; ``unique``:
+        a counter follows a name the workspace has, ``Store.create_run``); returns its id."""
+        config, named = self.given_config.to_dict(), name or self.config.run.name
+        self.run_id = self.store.create_run(named, "train", config, unique=unique)
         return self.run_id
 
     def resume(self, run_id: str) -> None:
@@ -280,7 +280,7 @@ class Trainer:
         self._emit(
             RunStarted(
                 run_id=run_id,
-                name=cfg.run.name,
+                name=self.store.get_run(run_id).name,  # as listed: unique, kept on resume
                 n_params=self.n_params,
                 popsize=self.optimizer.popsize,
                 rollouts=self.optimizer.rollouts,
@@ -319,9 +319,9 @@ class Trainer:
             self._emit(RunFailed(run_id, f"{type(exc).__name__}: {exc}"))
             raise
         status = RunStatus.STOPPED if reason is RunStopReason.STOPPED else RunStatus.FINISHED
-        self.store.set_run_status(
-            run_id, status, stop_reason=reason, result=self._result().to_dict()
-        )
+        # a stop keeps what the generation it cut short paid (a resume counts it too)
+        result = replace(self._result(), spend=self._so_far().as_totals())
+        self.store.set_run_status(run_id, status, stop_reason=reason, result=result.to_dict())
         self._emit(
             RunFinished(run_id, reason, self.state.generation + 1, self.state.best_validation)
         )
@@ -339,14 +339,13 @@ class Trainer:
         if now - self._spend_recorded < SPEND_RECORD_S:
             return
         self._spend_recorded = now
-        s = self.state.spend
-        so_far = Spend(
-            episodes=s.episodes + f.episodes,
-            calls=s.calls + f.calls,
-            dollars=s.dollars + f.dollars,
-            seconds=s.seconds + (time.perf_counter() - f.seconds),
-        )
-        self._record_spend(so_far)
+        self._record_spend(self._so_far())
+
+    def _so_far(self) -> Spend:
+        """The run's spend: its completed generations' and what the one in flight paid."""
+        s, f = self.state.spend, self._in_flight
+        seconds = s.seconds + (time.perf_counter() - f.seconds)
+        return Spend(s.episodes + f.episodes, s.calls + f.calls, s.dollars + f.dollars, seconds)
 
     def _record_spend(self, spend: Spend) -> None:
         """Write the run's spend so far into its record (with who runs it)."""
@@ -426,7 +425,7 @@ class Trainer:
             )
 
         candidates = [self._candidate(k, p) for k, p in enumerate(proposals)]
-        per = await self.executor.run_generation(work, candidates, done)
+        per = await self.stop.race(self.executor.run_generation(work, candidates, done))
         flat = [e for eps in per for e in eps]
         fitness = [float(np.mean([self._score(e) for e in eps])) for eps in per]
         self.optimizer.tell(proposals, fitness, per)
@@ -446,6 +445,7 @@ class Trainer:
         s.dollars += dollars
         s.seconds += wall
         self.state.generation = g
+        self._in_flight = Spend(seconds=time.perf_counter())  # counted in the state now
         usage = Counter(f"{t.worker}/{t.role}" for e in flat for t in e.turns)
         stats = GenerationStats(
             run_id=self.current_run_id,
@@ -703,13 +703,11 @@ class Trainer:
         return self.state.basis or SearchBasis()
 
     async def _fit_basis(self) -> SearchBasis:
-        """The run's search basis, from the opening transcripts of a seeded random sample of
-        its training tasks (the whitened basis with two or more turns also from one turn of
-        each worker on them: ``_calibration_transcripts``). An optimizer that draws head
-        weights itself (its entry's ``searches_basis`` is false: random search, the paper's
-        U[-0.5, 0.5]) gets none."""
+        """The run's search basis (if ``SearchBasis.fitted``), from the opening transcripts of a
+        seeded random sample of its training tasks (the whitened basis with two or more
+        turns also from one turn of each worker on them: ``_calibration_transcripts``)."""
         o = self.config.optimizer
-        if o.search_basis == "identity" or not optimizer_entry(o.name).searches_basis:
+        if not SearchBasis.fitted(o.search_basis, o.name):
             return SearchBasis()
         train = self.splits["train"]
         if o.search_basis == "projection":
@@ -720,7 +718,7 @@ class Trainer:
         texts = [render_transcript(task, ()) for task in tasks]
         if o.search_basis == "whitened" and self.config.protocol.max_turns > 1:
             texts += await self._calibration_transcripts(tasks)
-        features = await asyncio.to_thread(self.backbone.features, texts)
+        features = await self.stop.race(asyncio.to_thread(self.backbone.features, texts))
         if o.search_basis == "whitened":
             basis = SearchBasis.fit_whitened(features, o.search_rank)
         else:
@@ -778,19 +776,19 @@ class Trainer:
             self._paid(episode, training=True)  # a calibration episode counts as one
             return episode
 
-        episodes = await asyncio.gather(
-            *(
-                one(j, w, role, task)
-                for j, task in enumerate(tasks)
-                for w in range(len(self.pool))
-                for role in CALIBRATION_ROLES
-            )
+        plays = (
+            one(j, w, role, task)
+            for j, task in enumerate(tasks)
+            for w in range(len(self.pool))
+            for role in CALIBRATION_ROLES
         )
+        episodes = await self.stop.race(asyncio.gather(*plays))
         s = self.state.spend
         s.episodes += len(episodes)
         s.calls += worker_calls(episodes)
         s.dollars += sum(e.cost for e in episodes)
         s.seconds += time.perf_counter() - started
+        self._in_flight = Spend(seconds=time.perf_counter())  # counted in the state now
         by_id = {t.id: t for t in tasks}
         return [render_transcript(by_id[e.task_id], e.turns) for e in episodes if e.turns]
 
@@ -816,9 +814,8 @@ class Trainer:
             self._paid(episode, training=False)
             return episode
 
-        episodes = await asyncio.gather(
-            *(one(j, t) for j, t in enumerate(self.splits["validation"]))
-        )
+        plays = (one(j, t) for j, t in enumerate(self.splits["validation"]))
+        episodes = await self.stop.race(asyncio.gather(*plays))
         value = float(np.mean([e.reward for e in episodes]))
         self._record_validation(g, value)
         return value, list(episodes)
