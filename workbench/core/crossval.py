@@ -45,6 +45,7 @@ from workbench.core.records import Episode, RunStatus, RunStopReason
 from workbench.core.routers import Routed, Split, simple_routers
 from workbench.core.stats import Paired, mean_ci, paired, sign_test, wilson
 from workbench.core.store import Store
+from workbench.core.store.lifecycle import RunLife
 from workbench.core.tasks.model import Suite, Task
 from workbench.core.tasks.suites import load_suite
 from workbench.core.training.checkpoint import best_vector
@@ -438,23 +439,62 @@ def cross_validate(
     if repeats < 1:
         raise InvalidInput(f"--repeats {repeats}: deal the folds at least once")
     reason = routing_table_reason(config)
-    if reason is None:
-        return _table_cross_validate(
-            config,
-            workspace,
-            folds=folds,
-            seeds=[seed + r for r in range(repeats)],
-            paper_settings=paper_settings,
-            backbone=backbone,
-            listeners=listeners,
-            progress=progress,
-        )
-    if repeats > 1 or paper_settings:
+    if reason is not None and (repeats > 1 or paper_settings):
         raise InvalidInput(
             "--repeats and --paper-settings need a run that routes a recorded pool in one "
             f"Worker turn, which this one does not ({reason}): leave them out"
         )
     suite = load_suite(config.tasks.suite, workspace)
+    seeds = [seed + r for r in range(repeats)]
+    backbone = backbone_for(config, backbone)
+    with Store.open(workspace) as store:
+        life = RunLife.create(
+            store,
+            f"cross-validation of {config.run.name} on {suite.name}",
+            "crossval",
+            {**config.to_dict(), "crossval": {"folds": folds, "seeds": seeds}},
+        )
+        life.start()
+        with life:
+            if reason is None:
+                report = _table_cross_validate(
+                    config,
+                    store,
+                    suite,
+                    workspace,
+                    folds=folds,
+                    seeds=seeds,
+                    paper_settings=paper_settings,
+                    backbone=backbone,
+                    listeners=listeners,
+                    progress=progress,
+                )
+            else:
+                report = _fold_cross_validate(
+                    config, store, suite, workspace, folds, seed, backbone, listeners, progress
+                )
+            report = dataclasses.replace(report, run_id=life.run_id)
+            life.end(
+                RunStopReason.DONE,
+                {"crossval": json.loads(report.to_json())},
+                spend=life.spent_by(report.runs + report.evaluations),
+            )
+    return report
+
+
+def _fold_cross_validate(
+    config: RunConfig,
+    store: Store,
+    suite: Suite,
+    workspace: Workspace,
+    folds: int,
+    seed: int,
+    backbone: Backbone,
+    listeners: Sequence[Listener],
+    progress: Callable[[FoldProgress], None] | None,
+) -> CrossValReport:
+    """``cross_validate`` of a run that plays its episodes (no routing table), stored in
+    ``store``."""
     dealt = make_folds(suite.tasks, folds, seed)
     groups = {t.id: t.group for t in suite.tasks}
     rewards: dict[str, dict[str, float]] = {}
@@ -462,65 +502,63 @@ def cross_validate(
     kinds: dict[str, str] = {}
     runs: list[str] = []
     evaluations: list[str] = []
-    backbone = backbone_for(config, backbone)
     fold_config = config.replace(tasks={"train": 0, "validation": 0, "test": 0})
-    with Store.open(workspace) as store:
-        session = open_pool(fold_config, store, workspace)
-        ids = [w.id for w in session.pool]
-        covered = {t.id for t in suite.tasks if pool_covers(session.pool, t)}
+    session = open_pool(fold_config, store, workspace)
+    ids = [w.id for w in session.pool]
+    covered = {t.id for t in suite.tasks if pool_covers(session.pool, t)}
 
-        async def all_folds() -> float:
-            # one event loop for every fold: the pool's client is closed once, at the end
-            trained = 0.0
-            for index in range(folds):
-                if progress is not None:
-                    progress(FoldProgress(fold=index + 1, folds=folds, stage="training"))
-                cfg = fold_config.replace(
-                    run={"name": f"{config.run.name} (cv {index + 1}/{folds}, seed {seed})"}
-                )
-                started = time.perf_counter()
-                trainer = Trainer(
-                    cfg,
-                    store,
-                    suite=fold_suite(suite, dealt, index, seed),
-                    pool=session.pool,
-                    backbone=backbone,
-                    listeners=listeners,
-                )
-                run_id = trainer.start()
-                await trainer.run_async()
-                seconds = time.perf_counter() - started
-                trained += seconds
-                runs.append(run_id)
-                if progress is not None:
-                    progress(
-                        FoldProgress(
-                            fold=index + 1,
-                            folds=folds,
-                            stage="trained",
-                            run_id=run_id,
-                            seconds=seconds,
-                        )
+    async def all_folds() -> float:
+        # one event loop for every fold: the pool's client is closed once, at the end
+        trained = 0.0
+        for index in range(folds):
+            if progress is not None:
+                progress(FoldProgress(fold=index + 1, folds=folds, stage="training"))
+            cfg = fold_config.replace(
+                run={"name": f"{config.run.name} (cv {index + 1}/{folds}, seed {seed})"}
+            )
+            started = time.perf_counter()
+            trainer = Trainer(
+                cfg,
+                store,
+                suite=fold_suite(suite, dealt, index, seed),
+                pool=session.pool,
+                backbone=backbone,
+                listeners=listeners,
+            )
+            run_id = trainer.start()
+            await trainer.run_async()
+            seconds = time.perf_counter() - started
+            trained += seconds
+            runs.append(run_id)
+            if progress is not None:
+                progress(
+                    FoldProgress(
+                        fold=index + 1,
+                        folds=folds,
+                        stage="trained",
+                        run_id=run_id,
+                        seconds=seconds,
                     )
-                vector, _ = best_vector(store, run_id)
-                coordinator = coordinator_from_vector(backbone, len(ids), vector, cfg.optimizer.svf)
-                report, episodes, eval_id = await _evaluate_fold(
-                    cfg, coordinator, session.pool, dealt[index], suite.name, store
                 )
-                evaluations.append(eval_id)
-                for s in report.systems:
-                    kinds[s.name] = s.kind
-                for episode in episodes:
-                    name = report.systems[episode.candidate or 0].name
-                    rewards.setdefault(name, {})[episode.task_id] = episode.reward
-                    costs.setdefault(name, {})[episode.task_id] = episode.cost
-                if progress is not None:
-                    progress(
-                        FoldProgress(fold=index + 1, folds=folds, stage="evaluated", run_id=eval_id)
-                    )
-            return trained
+            vector, _ = best_vector(store, run_id)
+            coordinator = coordinator_from_vector(backbone, len(ids), vector, cfg.optimizer.svf)
+            report, episodes, eval_id = await _evaluate_fold(
+                cfg, coordinator, session.pool, dealt[index], suite.name, store
+            )
+            evaluations.append(eval_id)
+            for s in report.systems:
+                kinds[s.name] = s.kind
+            for episode in episodes:
+                name = report.systems[episode.candidate or 0].name
+                rewards.setdefault(name, {})[episode.task_id] = episode.reward
+                costs.setdefault(name, {})[episode.task_id] = episode.cost
+            if progress is not None:
+                progress(
+                    FoldProgress(fold=index + 1, folds=folds, stage="evaluated", run_id=eval_id)
+                )
+        return trained
 
-        trained = session.run(all_folds())
+    trained = session.run(all_folds())
     return summarise_folds(
         suite.name,
         folds,
@@ -538,24 +576,25 @@ def cross_validate(
 
 def _table_cross_validate(
     config: RunConfig,
+    store: Store,
+    suite: Suite,
     workspace: Workspace,
     *,
     folds: int,
     seeds: Sequence[int],
     paper_settings: bool,
-    backbone: Backbone | None,
+    backbone: Backbone,
     listeners: Sequence[Listener],
     progress: Callable[[FoldProgress], None] | None,
 ) -> CrossValReport:
-    """``cross_validate`` on the routing table (see the module's docstring)."""
+    """``cross_validate`` on the routing table (see the module's docstring), stored in
+    ``store``."""
 
     def said(**event: Any) -> None:
         if progress is not None:
             progress(FoldProgress(folds=folds, repeats=len(seeds), **event))
 
-    suite = load_suite(config.tasks.suite, workspace)
     groups = {t.id: t.group for t in suite.tasks}
-    backbone = backbone_for(config, backbone)
     fold_config = config.replace(tasks={"train": 0, "validation": 0, "test": 0})
     configs = {"coordinator": fold_config}
     if paper_settings:
@@ -569,7 +608,7 @@ def _table_cross_validate(
     runs: list[str] = []
     evaluations: list[str] = []
     trained = 0.0
-    with Store.open(workspace) as store, FeatureStore(workspace.features_path) as features_kept:
+    with FeatureStore(workspace.features_path) as features_kept:
         session = open_pool(fold_config, store, workspace)
         settings = EpisodeSettings(
             suite=suite.name,
@@ -717,18 +756,6 @@ def _table_cross_validate(
             seeds=tuple(seeds),
             routing={name: _nested(counts) for name, counts in routing.items()},
             curves=tuple(curves),
-        )
-        run_id = store.create_run(
-            f"cross-validation of {config.run.name} on {suite.name}",
-            "crossval",
-            {**config.to_dict(), "crossval": {"folds": folds, "seeds": list(seeds)}},
-        )
-        report = dataclasses.replace(report, run_id=run_id)
-        store.set_run_status(
-            run_id,
-            RunStatus.FINISHED,
-            stop_reason=RunStopReason.DONE,
-            result={"crossval": json.loads(report.to_json())},
         )
     return report
 

@@ -51,6 +51,7 @@ from workbench.core.records import ROLES, RunStatus, RunStopReason
 from workbench.core.spend import dollars, spend_kind
 from workbench.core.stats import SIGNIFICANCE, Paired, mean_ci, paired_values, wilson
 from workbench.core.store import Store
+from workbench.core.store.lifecycle import RunLife
 from workbench.core.tasks.model import Task
 from workbench.core.tasks.suites import load_suite
 from workbench.core.training.events import Listener
@@ -517,7 +518,66 @@ def study_frontier(
     backbone = backbone_for(config, backbone, stages=stages)
     suite = load_suite(config.tasks.suite, workspace)
     test_tasks = task_splits(config, suite)["test"]
+    with Store.open(workspace) as store:
+        life = RunLife.create(
+            store,
+            f"frontier of {', '.join(config.pool.workers)} on {suite.name}",
+            "frontier",
+            {**config.to_dict(), "frontier": {"penalties": list(penalties)}},
+        )
+        life.start()
+        with life:
+            systems, pool, children = _train_and_evaluate(
+                config,
+                workspace,
+                store,
+                penalties,
+                test_tasks,
+                backbone=backbone,
+                listeners=listeners,
+                stages=stages,
+                progress=progress,
+            )
+            p = config.protocol
+            covered = _covered(pool, test_tasks, workspace)
+            exact = exact_accuracies(pool, test_tasks, p.max_turns, p.roles)
+            systems = [_with_exact(s, exact[s.name]) if s.name in exact else s for s in systems]
+            frontier = build_frontier(
+                systems,
+                suite=suite.name,
+                pool=pool,
+                penalties=penalties,
+                budget=dict(config.to_dict()["budget"]),
+                spend=spend_kind(pool),
+                seed=config.run.seed,
+                cache_policy=shown_policy,
+                covered=covered,
+            )
+            if ANY_RIGHT in exact:
+                frontier = _replace_exact(frontier, ANY_RIGHT, exact[ANY_RIGHT])
+            frontier = _finish(frontier, life.run_id, time.perf_counter() - started)
+            life.end(
+                RunStopReason.DONE, {"frontier": frontier.to_dict()}, spend=life.spent_by(children)
+            )
+            return frontier
+
+
+def _train_and_evaluate(
+    config: RunConfig,
+    workspace: Workspace,
+    store: Store,
+    penalties: Sequence[float],
+    test_tasks: Sequence[Task],
+    *,
+    backbone: Backbone,
+    listeners: Sequence[Listener],
+    stages: StageListener | None,
+    progress: Callable[[str], None] | None,
+) -> tuple[list[SystemOutcomes], tuple[str, ...], list[str]]:
+    """One coordinator trained and evaluated per penalty (the baselines with the first):
+    every system's outcomes, the pool, and the runs trained and evaluated."""
     systems: list[SystemOutcomes] = []
+    children: list[str] = []  # the runs it trained and evaluated
     pool: tuple[str, ...] = ()
     p = config.protocol
     for i, penalty in enumerate(penalties):
@@ -530,12 +590,12 @@ def study_frontier(
         tell(stages, f"evaluating run {run_id[:8]} on the test split")
         result = evaluate_run(workspace, run=run_id, baselines=i == 0, backbone=backbone)
         report = result.report
-        with Store.open(workspace) as store:
-            spent = store.get_run(run_id).run_result()
-            training = dict(spent.spend) if spent is not None else {}
-            names = [(s.name, s.kind) for s in report.systems]
-            per = _outcomes_of_eval(store, result.run_id, names)
-            routing = _routing_of(store, result.run_id) if p.max_turns == 1 else {}
+        children += [run_id, result.run_id]
+        spent = store.get_run(run_id).run_result()
+        training = dict(spent.spend) if spent is not None else {}
+        names = [(s.name, s.kind) for s in report.systems]
+        per = _outcomes_of_eval(store, result.run_id, names)
+        routing = _routing_of(store, result.run_id) if p.max_turns == 1 else {}
         pool = tuple(_pool_of(workspace, run_id))
         for index, (name, kind) in enumerate(names):
             rewards, costs = per[index]
@@ -563,36 +623,7 @@ def study_frontier(
                 f"at {dollars(coordinator.avg_cost, spend_kind(pool), 6)} per task "
                 f"({time.perf_counter() - run_started:.0f} s)"
             )
-    covered = _covered(pool, test_tasks, workspace)
-    exact = exact_accuracies(pool, test_tasks, p.max_turns, p.roles)
-    systems = [_with_exact(s, exact[s.name]) if s.name in exact else s for s in systems]
-    frontier = build_frontier(
-        systems,
-        suite=suite.name,
-        pool=pool,
-        penalties=penalties,
-        budget=dict(config.to_dict()["budget"]),
-        spend=spend_kind(pool),
-        seed=config.run.seed,
-        cache_policy=shown_policy,
-        covered=covered,
-    )
-    if ANY_RIGHT in exact:
-        frontier = _replace_exact(frontier, ANY_RIGHT, exact[ANY_RIGHT])
-    with Store.open(workspace) as store:
-        run_id = store.create_run(
-            f"frontier of {', '.join(config.pool.workers)} on {suite.name}",
-            "frontier",
-            {**config.to_dict(), "frontier": {"penalties": list(penalties)}},
-        )
-        frontier = _finish(frontier, run_id, time.perf_counter() - started)
-        store.set_run_status(
-            run_id,
-            RunStatus.FINISHED,
-            stop_reason=RunStopReason.DONE,
-            result={"frontier": frontier.to_dict()},
-        )
-    return frontier
+    return systems, pool, children
 
 
 def _covered(pool: Sequence[str], tasks: Sequence[Task], workspace: Workspace) -> set[str] | None:
