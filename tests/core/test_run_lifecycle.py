@@ -15,8 +15,8 @@ from tests.core.test_training import config
 from tests.support.runs import ended_as
 from workbench.core.errors import WorkFailed
 from workbench.core.evaluate import EvaluationStopped
-from workbench.core.headroom import check_headroom
 from workbench.core.jobs.evaluate import evaluate_run
+from workbench.core.jobs.headroom import check_headroom
 from workbench.core.jobs.shared import effective_status
 from workbench.core.jobs.train import train
 from workbench.core.records import RunStatus, RunStopReason, Spend

@@ -3,7 +3,7 @@ and suite at all?
 
 Every worker of the pool answers every task of a sample of the TRAINING split once, as a
 one-turn Worker (the protocol's Worker prompt, the run's decoding settings). From those
-answers (``workbench.core.headroom_figures``):
+answers (``workbench.core.jobs.headroom_figures``):
 
 - each worker's accuracy with a 95% Wilson interval, and its dollars per task;
 - the one-turn oracle: a task counts as solved when ANY worker answered it right (what a
@@ -42,7 +42,7 @@ import numpy as np
 from workbench.core.config import RunConfig
 from workbench.core.errors import InvalidInput, WorkFailed
 from workbench.core.evaluate import EvaluationStopped
-from workbench.core.headroom_figures import (
+from workbench.core.jobs.headroom_figures import (
     RESAMPLES,
     CheckCost,
     HeadroomReport,
