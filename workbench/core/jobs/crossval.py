@@ -322,13 +322,7 @@ def _table_cross_validate(
     trained = 0.0
     with FeatureStore(workspace.features_path) as features_kept:
         session = open_pool(fold_config, store, workspace)
-        settings = EpisodeSettings(
-            suite=suite.name,
-            max_turns=1,
-            max_tokens=config.protocol.max_tokens,
-            temperature=config.protocol.temperature,
-            roles=config.protocol.roles,
-        )
+        settings = EpisodeSettings.of(config.protocol, suite.name, max_turns=1)
 
         async def build() -> RoutingTable:
             return await build_routing_table(
@@ -502,7 +496,6 @@ async def _evaluate_fold(
     as an evaluation run (its episodes replayable); returns the report, the episodes and
     the evaluation's run id."""
     ids = [w.id for w in pool]
-    p = cfg.protocol
     eval_id = store.create_run(
         f"eval of {cfg.run.name}", "eval", {**cfg.to_dict(), "evaluation": {"split": "test"}}
     )
@@ -510,16 +503,11 @@ async def _evaluate_fold(
         coordinator,
         pool,
         tasks,
-        suite=suite,
-        max_turns=p.max_turns,
-        temperature=p.temperature,
-        max_tokens=p.max_tokens,
+        EpisodeSettings.of(cfg.protocol, suite),
         seed=cfg.run.seed,
         concurrency=cfg.optimizer.concurrency,
-        baselines=baseline_names(ids, p.max_turns) if baselines else False,
+        baselines=baseline_names(ids, cfg.protocol.max_turns) if baselines else False,
         run_id=eval_id,
-        thinker_suggests_role=p.thinker_suggests_role,
-        roles=p.roles,
     )
     # labelled with the pool's spend, stored, and never left "running" on an error
     report, episodes = await stored_evaluation(store, eval_id, ids, evaluation)

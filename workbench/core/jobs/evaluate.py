@@ -17,6 +17,7 @@ from workbench.core.errors import InvalidInput
 from workbench.core.evaluate import Report
 from workbench.core.jobs.shared import backbone_for, effective_status, open_pool
 from workbench.core.progress import StageListener, tell
+from workbench.core.protocol import EpisodeSettings
 from workbench.core.records import Episode, RunStatus, RunStopReason
 from workbench.core.spend import spend_kind
 from workbench.core.store import Store
@@ -179,20 +180,14 @@ def evaluate_run(
                     coordinator,
                     session.pool,
                     tasks,
-                    suite=task_suite.name,
+                    EpisodeSettings.of(p, task_suite.name, final_turn=final_turn),
                     split=split,
-                    max_turns=p.max_turns,
-                    temperature=p.temperature,
-                    max_tokens=p.max_tokens,
                     seed=config.run.seed,
                     concurrency=config.optimizer.concurrency,
                     baselines=baselines,
                     run_id=eval_id,
                     progress=progress,
                     stop=stop,
-                    thinker_suggests_role=p.thinker_suggests_role,
-                    final_turn=final_turn,
-                    roles=p.roles,
                 ),
             )
         )

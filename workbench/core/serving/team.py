@@ -414,14 +414,11 @@ class Team:
         if listener is not None:
             coordinator = _WatchedCoordinator(self.coordinator, self.source.pool, listener)
             pool = [_WatchedWorker(w, coordinator, listener) for w in self.pool]
-        protocol = self.source.config.protocol
-        settings = EpisodeSettings(
-            suite=SUITE,
-            max_turns=self.max_turns,
-            max_tokens=protocol.max_tokens,
-            temperature=protocol.temperature,
+        settings = EpisodeSettings.of(
+            self.source.config.protocol,
+            SUITE,
             prompts=self.prompts,
-            thinker_suggests_role=protocol.thinker_suggests_role,
+            max_turns=self.max_turns,
             final_turn=self.final_turn,
         )
         tag = EpisodeTag(run_id=self.run_id, episode_id=episode_id or uuid.uuid4().hex)

@@ -159,15 +159,7 @@ class Trainer:
         self.prompts = prompts or Prompts.load()
         self.cache_hits = cache_stats or (lambda: 0)
         self.splits = task_splits(config, suite)
-        self.settings = EpisodeSettings(
-            suite=suite.name,
-            max_turns=config.protocol.max_turns,
-            max_tokens=config.protocol.max_tokens,
-            temperature=config.protocol.temperature,
-            prompts=self.prompts,
-            thinker_suggests_role=config.protocol.thinker_suggests_role,
-            roles=config.protocol.roles,
-        )
+        self.settings = EpisodeSettings.of(config.protocol, suite.name, prompts=self.prompts)
         self.head_config = HeadConfig(len(self.pool), backbone.hidden_size)
         self.n_svf = backbone.svf().n_params if config.optimizer.svf else 0
         self.n_params = self.n_svf + (
