@@ -46,7 +46,7 @@ from results import ROOT, commit, write_results  # noqa: E402
 
 from workbench.core.config import RunConfig  # noqa: E402
 from workbench.core.coordinator.feature_store import FeatureStore, stored_features  # noqa: E402
-from workbench.core.crossval import (  # noqa: E402
+from workbench.core.jobs.crossval import (  # noqa: E402
     FoldProgress,
     cross_validate,
     fold_suite,

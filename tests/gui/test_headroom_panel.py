@@ -5,8 +5,9 @@ point's details on hover (the figures are core's: workbench/core/headroom.py, fr
 from __future__ import annotations
 
 from tests.core.test_frontier import _config as frontier_config
-from workbench.core.frontier import point_details, study_frontier
-from workbench.core.headroom import check_headroom
+from workbench.core.jobs.frontier import study_frontier
+from workbench.core.jobs.frontier_report import point_details
+from workbench.core.jobs.headroom import check_headroom
 from workbench.gui.qt import Qt
 
 TIMEOUT = 120_000

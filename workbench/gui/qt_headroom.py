@@ -3,8 +3,8 @@ training: is a coordinator worth it on this pool?) and the stored cost-quality f
 (after it: accuracy against dollars per task, every point with its intervals and its
 details on hover, the Pareto front marked).
 
-A view only: the check is ``workbench.core.headroom.check_headroom`` and the frontier
-``workbench.core.frontier`` (``trinity-workbench study frontier`` makes one); both run in
+A view only: the check is ``workbench.core.jobs.headroom.check_headroom`` and the frontier
+``workbench.core.jobs.frontier`` (``trinity-workbench study frontier`` makes one); both run in
 the page's background jobs, never on the GUI thread. docs/guides/headroom-and-cost.md.
 """
 
@@ -13,8 +13,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from workbench.core.frontier import Frontier, list_frontiers, load_frontier, point_details
-from workbench.core.headroom import DEFAULT_SAMPLE, HeadroomReport
+from workbench.core.jobs.frontier_report import (
+    Frontier,
+    list_frontiers,
+    load_frontier,
+    point_details,
+)
+from workbench.core.jobs.headroom import DEFAULT_SAMPLE, HeadroomReport
 from workbench.core.printable import shown_path
 from workbench.core.workspace import Workspace
 from workbench.gui.plots import PlotPalette, coloured_curve, painted, text_item, themed
@@ -61,7 +66,7 @@ def interval_of(point: Any) -> pg.ErrorBarItem:
 def run_check(workspace: Workspace, config_path: str, sample: int) -> HeadroomReport:
     """The headroom check of the config file at ``config_path`` (a background job)."""
     from workbench.core.config import RunConfig
-    from workbench.core.headroom import check_headroom
+    from workbench.core.jobs.headroom import check_headroom
 
     return check_headroom(RunConfig.load(config_path), workspace, sample=sample)
 

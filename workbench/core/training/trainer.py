@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import socket
 import statistics
 import time
 from collections import Counter
@@ -46,11 +44,19 @@ from workbench.core.protocol import (
     render_transcript,
     run_episode,
 )
-from workbench.core.records import Episode, Role, RunResult, RunStatus, RunStopReason
+from workbench.core.records import (
+    Episode,
+    Role,
+    RunResult,
+    RunStopReason,
+    Spend,
+    worker_calls,
+)
 from workbench.core.store import Store
+from workbench.core.store.lifecycle import RunLife, error_words
 from workbench.core.tasks.model import Suite, Task
 from workbench.core.training.basis import CALIBRATION_ROLES, CALIBRATION_TASKS, SearchBasis
-from workbench.core.training.checkpoint import Checkpoint, CheckpointError, Spend, latest_checkpoint
+from workbench.core.training.checkpoint import Checkpoint, CheckpointError, latest_checkpoint
 from workbench.core.training.events import (
     EpisodeDone,
     Event,
@@ -153,15 +159,7 @@ class Trainer:
         self.prompts = prompts or Prompts.load()
         self.cache_hits = cache_stats or (lambda: 0)
         self.splits = task_splits(config, suite)
-        self.settings = EpisodeSettings(
-            suite=suite.name,
-            max_turns=config.protocol.max_turns,
-            max_tokens=config.protocol.max_tokens,
-            temperature=config.protocol.temperature,
-            prompts=self.prompts,
-            thinker_suggests_role=config.protocol.thinker_suggests_role,
-            roles=config.protocol.roles,
-        )
+        self.settings = EpisodeSettings.of(config.protocol, suite.name, prompts=self.prompts)
         self.head_config = HeadConfig(len(self.pool), backbone.hidden_size)
         self.n_svf = backbone.svf().n_params if config.optimizer.svf else 0
         self.n_params = self.n_svf + (
@@ -190,6 +188,7 @@ class Trainer:
         # what the generation in flight has paid so far (``seconds``: when it started)
         self._in_flight = Spend(seconds=time.perf_counter())
         self._spend_recorded = time.monotonic()
+        self._life: RunLife | None = None  # while ``run_async`` runs
 
     def _make_optimizer(self, seed: int) -> Any:
         """The config's optimizer for this run's search, seeded with ``seed`` (its
@@ -270,13 +269,24 @@ class Trainer:
         """``run`` inside a running event loop (the caller owns the loop and the pool)."""
         if self.run_id is None:
             self.start()
-        cfg, run_id = self.config, self.current_run_id
-        # who runs it: lets a listing tell a live run from one that was killed
-        self.store.set_run_status(
-            run_id,
-            RunStatus.RUNNING,
-            result=replace(self._result(), pid=os.getpid(), host=socket.gethostname()).to_dict(),
+        run_id = self.current_run_id
+        # whatever ends it, the run keeps what the generation in flight paid (a resume
+        # counts it too)
+        life = RunLife(
+            self.store, run_id, spend=self._so_far, figures=lambda: self._result().to_dict()
         )
+        life.start(self._result().to_dict())
+        self._life = life
+        with life:
+            reason = await self._started_generations(life)
+        self._emit(
+            RunFinished(run_id, reason, self.state.generation + 1, self.state.best_validation)
+        )
+        return self.state
+
+    async def _started_generations(self, life: RunLife) -> RunStopReason:
+        """``RunStarted`` told, then the run's generations (``_generations``)."""
+        cfg, run_id = self.config, life.run_id
         self._emit(
             RunStarted(
                 run_id=run_id,
@@ -291,7 +301,13 @@ class Trainer:
                 nodes=self.executor.info.nodes,
             )
         )
-        reason = None
+        return await self._generations(life)
+
+    async def _generations(self, life: RunLife) -> RunStopReason:
+        """The run's generations until a budget, the limit or a stop ends it; the run
+        ended in the store for that reason, or failed (and ``RunFailed`` told) on an
+        error, which goes on to the caller."""
+        run_id, reason = life.run_id, None
         try:
             if self.uses_table and not self._table_features:
                 await self._build_table()
@@ -310,22 +326,12 @@ class Trainer:
             # traceback under -v); the details stay in the debug log
             log.info("run %s failed: %s: %s", run_id, type(exc).__name__, exc)
             log.debug("run %s failed", run_id, exc_info=True)
-            self.store.set_run_status(
-                run_id,
-                RunStatus.FAILED,
-                stop_reason=RunStopReason.ERROR,
-                error=f"{type(exc).__name__}: {exc}",
-            )
-            self._emit(RunFailed(run_id, f"{type(exc).__name__}: {exc}"))
+            life.fail(exc)
+            self._emit(RunFailed(run_id, error_words(exc)))
             raise
-        status = RunStatus.STOPPED if reason is RunStopReason.STOPPED else RunStatus.FINISHED
-        # a stop keeps what the generation it cut short paid (a resume counts it too)
-        result = replace(self._result(), spend=self._so_far().as_totals())
-        self.store.set_run_status(run_id, status, stop_reason=reason, result=result.to_dict())
-        self._emit(
-            RunFinished(run_id, reason, self.state.generation + 1, self.state.best_validation)
-        )
-        return self.state
+        assert reason is not None  # the loop ends only with one
+        life.end(reason)
+        return reason
 
     def _paid(self, episode: Episode, training: bool) -> None:
         """Count a finished episode's calls in the generation's in-flight spend, and record
@@ -349,10 +355,8 @@ class Trainer:
 
     def _record_spend(self, spend: Spend) -> None:
         """Write the run's spend so far into its record (with who runs it)."""
-        result = replace(
-            self._result(), spend=spend.as_totals(), pid=os.getpid(), host=socket.gethostname()
-        )
-        self.store.set_run_status(self.current_run_id, RunStatus.RUNNING, result=result.to_dict())
+        if self._life is not None:
+            self._life.heartbeat(replace(self._result(), spend=spend.as_totals()).to_dict())
 
     def _budget_reason(
         self, before_generation: bool, spend: Spend | None = None, done: int | None = None
@@ -895,11 +899,6 @@ class Trainer:
                 listener(event)
             except Exception:  # a broken listener must not end the run
                 log.exception("listener failed on %s", type(event).__name__)
-
-
-def worker_calls(episodes: Sequence[Episode]) -> int:
-    """The worker calls ``episodes`` made (a Verifier chosen before any answer makes none)."""
-    return sum(len([t for t in e.turns if t.messages]) for e in episodes)
 
 
 def fitness_score(config: RunConfig, episode: Episode) -> float:
