@@ -39,7 +39,7 @@ from workbench.core.routers import RECORDED_ORACLE
 from workbench.core.stats import Paired, paired, wilson
 from workbench.core.tasks.model import Task
 from workbench.core.training.events import StopToken
-from workbench.core.training.trainer import derived_seed
+from workbench.core.training.executors import derived_seed
 from workbench.core.workers.base import Worker, pool_covers
 from workbench.core.workers.simulated import PROFILES_BY_ID, oracle_worker
 

@@ -294,6 +294,15 @@ class Spend:
     dollars: float = 0.0
     seconds: float = 0.0
 
+    def add(
+        self, episodes: int = 0, calls: int = 0, dollars: float = 0.0, seconds: float = 0.0
+    ) -> None:
+        """Count more spend in this one."""
+        self.episodes += episodes
+        self.calls += calls
+        self.dollars += dollars
+        self.seconds += seconds
+
     def as_totals(self) -> dict[str, float]:
         return {
             "episodes": self.episodes,

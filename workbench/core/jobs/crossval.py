@@ -397,7 +397,8 @@ def _table_cross_validate(
                         )
                         vector = trainer.state.best_vector
                         assert vector is not None  # every run validates its last generation
-                        actions = trainer.table_actions(vector, test)
+                        assert trainer.scoring is not None  # a routing-table run
+                        actions = trainer.scoring.actions(vector, test)
                         choices = np.array([a.worker for a in actions])
                         rewards = table.outcome(table.rows(test), choices)[0]
                         if name == "coordinator":  # its test episodes stored, replayable

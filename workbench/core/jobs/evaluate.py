@@ -25,7 +25,8 @@ from workbench.core.store.lifecycle import RunLife
 from workbench.core.tasks.suites import load_suite
 from workbench.core.training.checkpoint import best_vector
 from workbench.core.training.events import StopToken
-from workbench.core.training.trainer import coordinator_from_vector, task_splits
+from workbench.core.training.executors import coordinator_from_vector
+from workbench.core.training.state import task_splits
 from workbench.core.workers.pool import describe_pool
 from workbench.core.workspace import Workspace
 

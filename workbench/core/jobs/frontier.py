@@ -58,7 +58,7 @@ from workbench.core.store.lifecycle import RunLife
 from workbench.core.tasks.model import Task
 from workbench.core.tasks.suites import load_suite
 from workbench.core.training.events import Listener
-from workbench.core.training.trainer import task_splits
+from workbench.core.training.state import task_splits
 from workbench.core.workspace import Workspace
 
 # --------------------------------------------------------------------------- the study

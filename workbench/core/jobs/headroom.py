@@ -69,7 +69,8 @@ from workbench.core.tasks.graders import grade
 from workbench.core.tasks.model import Task
 from workbench.core.tasks.suites import load_suite
 from workbench.core.training.events import StopToken
-from workbench.core.training.trainer import derived_seed, task_splits
+from workbench.core.training.executors import derived_seed
+from workbench.core.training.state import task_splits
 from workbench.core.workers.base import Completion, EpisodeContext, Message, Worker, WorkerError
 from workbench.core.workspace import Workspace
 

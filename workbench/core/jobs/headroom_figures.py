@@ -45,7 +45,7 @@ from workbench.core.stats import (
     wilson,
 )
 from workbench.core.tasks.model import Task
-from workbench.core.training.trainer import derived_seed
+from workbench.core.training.executors import derived_seed
 from workbench.core.workers.simulated import PROFILES_BY_ID
 
 RESAMPLES = BOOTSTRAP  # bootstrap resamples of the tasks (the workbench's one bootstrap)

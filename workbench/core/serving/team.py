@@ -530,7 +530,7 @@ def load_team(
     ``RunNotFound``, ``ConfigError`` or ``CoordinatorFileError`` with a readable message."""
     from workbench.core.export import load_coordinator
     from workbench.core.training.checkpoint import best_vector
-    from workbench.core.training.trainer import coordinator_from_vector
+    from workbench.core.training.executors import coordinator_from_vector
 
     source = evaluation_source(workspace, run=run, coordinator_file=coordinator_file)
     config = source.config
