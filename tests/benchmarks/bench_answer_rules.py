@@ -20,8 +20,9 @@ Graded, with this checkout's grader and (``--before``) with commit REV's (its
   (what the grader pays of its recorded answers, beside what the labels call right), also
   as the table ``local_models``.
 
-Grading time is the wall time of grading every answer once, divided by the answers
-(the helper process started beforehand), on a machine whose load the results file notes.
+Grading time is the wall time of grading each answer once (the helper process started
+beforehand), averaged over all answers and over each set, on a machine whose load the
+results file notes.
 """
 
 from __future__ import annotations
@@ -122,35 +123,40 @@ def cases() -> list[dict]:
         model = MODELS.get(row["worker"], row["worker"])
         out.append({"set": "local-models", "model": model, "reference": task.answer,
                     "prompt": task.prompt, "answer": row["answer"], "right": row["label"] == "right",
-                    "suite": row["suite"]})  # fmt: skip
+                    "suite": row["suite"], "echo": row["rule"].startswith("echo")})  # fmt: skip
     return out
 
 
-def grade_all(rows: list[dict]) -> tuple[list[bool], float]:
-    """Whether each answer is paid, and the seconds per answer."""
+def grade_all(rows: list[dict]) -> tuple[list[bool], list[float]]:
+    """Whether each answer is paid, and the seconds each took to grade."""
     grade(Task(id="w", kind="math", prompt="", answer="x+1"), "\\boxed{x+1}")  # start the helper
-    started = time.perf_counter()
-    paid = [
-        grade(Task(id="c", kind="math", prompt=r["prompt"], answer=r["reference"]),
-              r["answer"]).reward == 1.0
-        for r in rows
-    ]  # fmt: skip
-    return paid, (time.perf_counter() - started) / max(1, len(rows))
+    paid, seconds = [], []
+    for r in rows:
+        started = time.perf_counter()
+        task = Task(id="c", kind="math", prompt=r["prompt"], answer=r["reference"])
+        paid.append(grade(task, r["answer"]).reward == 1.0)
+        seconds.append(time.perf_counter() - started)
+    return paid, seconds
 
 
-def summary(rows: list[dict], paid: list[bool]) -> dict:
-    out: dict = {}
+def summary(rows: list[dict], paid: list[bool], seconds: list[float]) -> dict:
+    out: dict = {"seconds_per_answer": round(sum(seconds) / max(1, len(seconds)), 4)}
     for which in dict.fromkeys(r["set"] for r in rows):
-        pairs = [(p, r["right"]) for p, r in zip(paid, rows, strict=True) if r["set"] == which]
+        chosen = [i for i, r in enumerate(rows) if r["set"] == which]
+        pairs = [(paid[i], rows[i]["right"]) for i in chosen]
         out[f"{which}/n"] = len(pairs)
         out[f"{which}/false_accepts"] = sum(p and not right for p, right in pairs)
         out[f"{which}/false_rejects"] = sum(right and not p for p, right in pairs)
         out[f"{which}/paid"] = sum(p for p, _ in pairs)
+        out[f"{which}/seconds_per_answer"] = round(sum(seconds[i] for i in chosen) / len(chosen), 4)
     local = [(p, r) for p, r in zip(paid, rows, strict=True) if r["set"] == "local-models"]
     for model, suite in sorted({(r["model"], r["suite"]) for _, r in local}):
         chosen = [(p, r["right"]) for p, r in local if (r["model"], r["suite"]) == (model, suite)]
+        echoes = [p for p, r in local if (r["model"], r["suite"]) == (model, suite) and r["echo"]]
         key = f"local-models/{model}/{suite}"
         out[f"{key}/n"] = len(chosen)
+        out[f"{key}/echoes"] = len(echoes)
+        out[f"{key}/echoes_paid"] = sum(echoes)
         out[f"{key}/right"] = sum(right for _, right in chosen)
         out[f"{key}/paid"] = sum(p for p, _ in chosen)
         out[f"{key}/accuracy"] = round(out[f"{key}/paid"] / len(chosen), 4)
@@ -171,18 +177,22 @@ def local_table(graders: dict[str, dict]) -> dict:
             if k.startswith("local-models/") and k.count("/") == 3
         }
     )
-    columns = ["model", "suite", "answers", "labelled right"]
+    columns = ["model", "suite", "answers", "labelled right", "echoes"]
     for name in names:
         label = "after" if name == "current" else f"before ({name})"
-        columns += [f"paid {label}", f"false accepts {label}", f"false rejects {label}"]
+        columns += [
+            f"paid {label}", f"echoes paid {label}", f"false accepts {label}",
+            f"false rejects {label}",
+        ]  # fmt: skip
     rows = []
     for key in keys:
         _, model, suite = key.split("/")
-        row = [model, suite, graders["current"][f"{key}/n"], graders["current"][f"{key}/right"]]
+        current = graders["current"]
+        row = [model, suite, current[f"{key}/n"], current[f"{key}/right"], current[f"{key}/echoes"]]
         for name in names:
             row += [
                 graders[name][f"{key}/{field}"]
-                for field in ("paid", "false_accepts", "false_rejects")
+                for field in ("paid", "echoes_paid", "false_accepts", "false_rejects")
             ]
         rows.append(row)
     return {"columns": columns, "rows": rows}
@@ -214,17 +224,14 @@ def main() -> None:
     args = parser.parse_args()
     logging.getLogger("math_verify").setLevel(logging.CRITICAL)
     rows = cases()
-    paid, per_answer = grade_all(rows)
+    paid, seconds = grade_all(rows)
     if args.json:
-        args.json.write_text(json.dumps({"paid": paid, "seconds_per_answer": per_answer}))
+        args.json.write_text(json.dumps({"paid": paid, "seconds": seconds}))
         return
-    graders = {"current": {**summary(rows, paid), "seconds_per_answer": round(per_answer, 4)}}
+    graders = {"current": summary(rows, paid, seconds)}
     if args.before:
         before = earlier(args.before)
-        graders[args.before] = {
-            **summary(rows, before["paid"]),
-            "seconds_per_answer": round(before["seconds_per_answer"], 4),
-        }
+        graders[args.before] = summary(rows, before["paid"], before["seconds"])
     figures = {"answers": len(rows)}
     for name, values in graders.items():
         print(name)

@@ -11,13 +11,15 @@ answer 15``, ``echo: ...``, ``no final answer: ...``).
 
 A false accept (an answer labelled wrong that the grader pays) fails the test, and so does any
 echo of the question's own expression being paid: the set holds the echoes these models
-really write. False rejects are printed, and more than were measured when the set was
-labelled fails it.
+really write. False rejects are printed, and more than the results file of
+``tests/benchmarks/bench_answer_rules.py`` (docs/results/data/answer-rules.json) records for
+this grader fails it, as does a results file measured on a different set.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -26,15 +28,20 @@ import pytest
 from workbench.core.tasks import grade, load_suite
 
 ANSWERS = Path(__file__).with_name("local_answers.jsonl")
+RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results" / "data" / "answer-rules.json"
 WORKERS = {"local:smollm2", "local:gemma-3-270m-q4_k_m.gguf"}
 SUITES = ("arithmetic", "mixed")
 SETTINGS = {"role", "history", "template", "decoding", "max_new_tokens", "batch", "dtype"}
-FALSE_REJECTS_MEASURED = 0  # right answers the grader does not pay, when the set was labelled
 ECHO = "echo: the question restated"
 
 
 def load_answers() -> list[dict]:
     return [json.loads(line) for line in ANSWERS.read_text(encoding="utf-8").splitlines() if line]
+
+
+def measured() -> dict:
+    """What the benchmark measured on this set with this grader: its figures ``current/...``."""
+    return json.loads(RESULTS.read_text(encoding="utf-8"))["figures"]
 
 
 def test_every_answer_is_recorded_with_its_settings_and_labelled_with_its_rule() -> None:
@@ -58,9 +65,9 @@ def test_the_set_covers_both_models_both_suites_and_every_kind_of_answer() -> No
     assert len(rows) >= 200
     per = Counter((r["worker"], r["suite"]) for r in rows)
     assert all(per[(worker, suite)] >= 20 for worker in WORKERS for suite in SUITES), per
-    for worker in WORKERS:
-        labels = Counter(r["label"] for r in rows if r["worker"] == worker)
-        assert labels["right"] and labels["wrong"], (worker, labels)
+    # Gemma 3 270M, a base model, answers none right: it repeats its prompt
+    labels = Counter(r["label"] for r in rows)
+    assert labels["right"] and labels["wrong"], labels
     # the issue's first case as these models write it: the question's own expression
     assert sum(r["rule"].startswith("echo") for r in rows) >= 3
 
@@ -71,7 +78,14 @@ def graded() -> list[dict]:
     out = []
     for row in load_answers():
         result = grade(tasks[row["suite"]][row["task"]], row["answer"])
-        out.append({**row, "paid": result.reward == 1.0, "by": result.details["rule"]})
+        out.append(
+            {
+                **row,
+                "paid": result.reward == 1.0,
+                "by": result.details["rule"],
+                "read": result.details.get("extracted"),
+            }
+        )
     return out
 
 
@@ -86,10 +100,34 @@ def test_no_local_answer_labelled_wrong_is_paid(graded: list[dict], capsys) -> N
         for r in false_rejects:
             print(f"  right but not paid: {r['worker']} {r['task']} {r['by']}: {r['rule']}")
     assert not false_accepts, [(r["worker"], r["task"], r["by"]) for r in false_accepts]
-    assert len(false_rejects) <= FALSE_REJECTS_MEASURED
+    figures = measured()
+    # the results file must describe this set: re-run bench_answer_rules.py after changing it
+    assert figures["current/local-models/n"] == len(graded), RESULTS
+    assert len(false_rejects) <= figures["current/local-models/false_rejects"]
 
 
-def test_every_echo_a_model_wrote_is_refused_as_an_echo(graded: list[dict]) -> None:
+def _bare(text: str) -> str:
+    return re.sub(r"\s|\$", "", text.replace("\\times", "×").replace("\\div", "÷"))
+
+
+def test_every_echo_a_model_wrote_is_refused(graded: list[dict], capsys) -> None:
+    tasks = {name: {t.id: t for t in load_suite(name).tasks} for name in SUITES}
     echoes = [r for r in graded if r["rule"].startswith("echo")]
     assert echoes
-    assert [(r["worker"], r["task"], r["by"]) for r in echoes if r["by"] != ECHO] == []
+    assert not [r["task"] for r in echoes if r["paid"]]
+    # Where the final answer the grader reads is the question's expression, the echo rule
+    # refuses it. An echo the token limit cut off mid-repeat ends in a fragment ('... = 3',
+    # '6 ×'), and a model that repeats its whole prompt repeats the instruction "put the final
+    # answer in \\boxed{}" too: the grader reads that fragment or empty box, which equals no
+    # value, and refuses it as not equal.
+    by = Counter(r["by"] for r in echoes)
+    with capsys.disabled():
+        print(f"\nechoes: {len(echoes)}, refused by {dict(by)}")
+    assert by[ECHO] and set(by) <= {ECHO, "math-verify: not equal", "prose: not the reference"}
+    for r in echoes:
+        asked = re.match(
+            r"(?:What is|Compute|Evaluate) (.+?)[?.](?:\s|$)", tasks[r["suite"]][r["task"]].prompt
+        )
+        assert asked, r["task"]
+        if r["by"] != ECHO:
+            assert _bare(r["read"] or "") != _bare(asked.group(1)), (r["task"], r["by"])
