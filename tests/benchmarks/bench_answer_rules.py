@@ -15,11 +15,14 @@ Graded, with this checkout's grader and (``--before``) with commit REV's (its
   their values in the same shapes (unpaid is a false reject); every CHAMP yes/no problem
   with a final marker that contradicts or repeats its first word; closed forms written as
   double factorials and products, right and wrong;
-- the local models' recorded answers, when ``tests/conformance/local_answers.jsonl`` holds
-  any (each labelled by hand): false accepts and rejects, and each model's accuracy.
+- the local models' recorded answers (``tests/conformance/local_answers.jsonl``, each
+  labelled by hand): false accepts and rejects, and each model's accuracy on each suite
+  (what the grader pays of its recorded answers, beside what the labels call right), also
+  as the table ``local_models``.
 
-Grading time is the wall time of grading every answer once, divided by the answers
-(the helper process started beforehand), on a machine whose load the results file notes.
+Grading time is the wall time of grading each answer once (the helper process started
+beforehand), averaged over all answers and over each set, on a machine whose load the
+results file notes.
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ CLOSED_FORMS = [  # (reference, answer, right)
     ("x(x-1)(x-2)...(x-2022)", "\\boxed{\\prod_{k=0}^{2021}(x-k)}", False),
     ("n!/(2n)", "\\boxed{(n-1)!!}", False),
 ]  # fmt: skip
+MODELS = {"local:smollm2": "smollm2-135m", "local:gemma-3-270m-q4_k_m.gguf": "gemma-3-270m"}
 
 
 def labelled(path: Path) -> list[dict]:
@@ -116,42 +120,82 @@ def cases() -> list[dict]:
     suites = {name: {t.id: t for t in load_suite(name).tasks} for name in ("arithmetic", "mixed")}
     for row in labelled(CONFORMANCE / "local_answers.jsonl"):
         task = suites[row["suite"]][row["task"]]
-        out.append({"set": "local-models", "model": row["worker"], "reference": task.answer,
+        model = MODELS.get(row["worker"], row["worker"])
+        out.append({"set": "local-models", "model": model, "reference": task.answer,
                     "prompt": task.prompt, "answer": row["answer"], "right": row["label"] == "right",
-                    "suite": row["suite"]})  # fmt: skip
+                    "suite": row["suite"], "echo": row["rule"].startswith("echo")})  # fmt: skip
     return out
 
 
-def grade_all(rows: list[dict]) -> tuple[list[bool], float]:
-    """Whether each answer is paid, and the seconds per answer."""
+def grade_all(rows: list[dict]) -> tuple[list[bool], list[float]]:
+    """Whether each answer is paid, and the seconds each took to grade."""
     grade(Task(id="w", kind="math", prompt="", answer="x+1"), "\\boxed{x+1}")  # start the helper
-    started = time.perf_counter()
-    paid = [
-        grade(Task(id="c", kind="math", prompt=r["prompt"], answer=r["reference"]),
-              r["answer"]).reward == 1.0
-        for r in rows
-    ]  # fmt: skip
-    return paid, (time.perf_counter() - started) / max(1, len(rows))
+    paid, seconds = [], []
+    for r in rows:
+        started = time.perf_counter()
+        task = Task(id="c", kind="math", prompt=r["prompt"], answer=r["reference"])
+        paid.append(grade(task, r["answer"]).reward == 1.0)
+        seconds.append(time.perf_counter() - started)
+    return paid, seconds
 
 
-def summary(rows: list[dict], paid: list[bool]) -> dict:
-    out: dict = {}
+def summary(rows: list[dict], paid: list[bool], seconds: list[float]) -> dict:
+    out: dict = {"seconds_per_answer": round(sum(seconds) / max(1, len(seconds)), 4)}
     for which in dict.fromkeys(r["set"] for r in rows):
-        pairs = [(p, r["right"]) for p, r in zip(paid, rows, strict=True) if r["set"] == which]
+        chosen = [i for i, r in enumerate(rows) if r["set"] == which]
+        pairs = [(paid[i], rows[i]["right"]) for i in chosen]
         out[f"{which}/n"] = len(pairs)
         out[f"{which}/false_accepts"] = sum(p and not right for p, right in pairs)
         out[f"{which}/false_rejects"] = sum(right and not p for p, right in pairs)
         out[f"{which}/paid"] = sum(p for p, _ in pairs)
-    for model in sorted({r["model"] for r in rows if r["set"] == "local-models"}):
-        chosen = [
-            (p, r) for p, r in zip(paid, rows, strict=True)
-            if r["set"] == "local-models" and r["model"] == model and r["suite"] == "arithmetic"
-        ]  # fmt: skip
-        if chosen:
-            out[f"local-models/{model}/arithmetic/n"] = len(chosen)
-            out[f"local-models/{model}/arithmetic/paid"] = sum(p for p, _ in chosen)
-            out[f"local-models/{model}/arithmetic/right"] = sum(r["right"] for _, r in chosen)
+        out[f"{which}/seconds_per_answer"] = round(sum(seconds[i] for i in chosen) / len(chosen), 4)
+    local = [(p, r) for p, r in zip(paid, rows, strict=True) if r["set"] == "local-models"]
+    for model, suite in sorted({(r["model"], r["suite"]) for _, r in local}):
+        chosen = [(p, r["right"]) for p, r in local if (r["model"], r["suite"]) == (model, suite)]
+        echoes = [p for p, r in local if (r["model"], r["suite"]) == (model, suite) and r["echo"]]
+        key = f"local-models/{model}/{suite}"
+        out[f"{key}/n"] = len(chosen)
+        out[f"{key}/echoes"] = len(echoes)
+        out[f"{key}/echoes_paid"] = sum(echoes)
+        out[f"{key}/right"] = sum(right for _, right in chosen)
+        out[f"{key}/paid"] = sum(p for p, _ in chosen)
+        out[f"{key}/accuracy"] = round(out[f"{key}/paid"] / len(chosen), 4)
+        out[f"{key}/labelled_accuracy"] = round(out[f"{key}/right"] / len(chosen), 4)
+        out[f"{key}/false_accepts"] = sum(p and not right for p, right in chosen)
+        out[f"{key}/false_rejects"] = sum(right and not p for p, right in chosen)
     return out
+
+
+def local_table(graders: dict[str, dict]) -> dict:
+    """Per model and suite: the answers, how many the labels call right, and what each
+    grader pays of them (its accuracy) with its false accepts and rejects."""
+    names = list(graders)
+    keys = sorted(
+        {
+            k.rsplit("/", 1)[0]
+            for k in graders["current"]
+            if k.startswith("local-models/") and k.count("/") == 3
+        }
+    )
+    columns = ["model", "suite", "answers", "labelled right", "echoes"]
+    for name in names:
+        label = "after" if name == "current" else f"before ({name})"
+        columns += [
+            f"paid {label}", f"echoes paid {label}", f"false accepts {label}",
+            f"false rejects {label}",
+        ]  # fmt: skip
+    rows = []
+    for key in keys:
+        _, model, suite = key.split("/")
+        current = graders["current"]
+        row = [model, suite, current[f"{key}/n"], current[f"{key}/right"], current[f"{key}/echoes"]]
+        for name in names:
+            row += [
+                graders[name][f"{key}/{field}"]
+                for field in ("paid", "echoes_paid", "false_accepts", "false_rejects")
+            ]
+        rows.append(row)
+    return {"columns": columns, "rows": rows}
 
 
 def earlier(rev: str) -> dict:
@@ -180,17 +224,14 @@ def main() -> None:
     args = parser.parse_args()
     logging.getLogger("math_verify").setLevel(logging.CRITICAL)
     rows = cases()
-    paid, per_answer = grade_all(rows)
+    paid, seconds = grade_all(rows)
     if args.json:
-        args.json.write_text(json.dumps({"paid": paid, "seconds_per_answer": per_answer}))
+        args.json.write_text(json.dumps({"paid": paid, "seconds": seconds}))
         return
-    graders = {"current": {**summary(rows, paid), "seconds_per_answer": round(per_answer, 4)}}
+    graders = {"current": summary(rows, paid, seconds)}
     if args.before:
         before = earlier(args.before)
-        graders[args.before] = {
-            **summary(rows, before["paid"]),
-            "seconds_per_answer": round(before["seconds_per_answer"], 4),
-        }
+        graders[args.before] = summary(rows, before["paid"], before["seconds"])
     figures = {"answers": len(rows)}
     for name, values in graders.items():
         print(name)
@@ -198,7 +239,7 @@ def main() -> None:
             print(f"  {key}: {value}")
             figures[f"{name}/{key}"] = value
     if args.out:
-        write_results(args.out, figures, graders=graders)
+        write_results(args.out, figures, graders=graders, local_models=local_table(graders))
 
 
 if __name__ == "__main__":
