@@ -151,17 +151,19 @@ _IMPORT_STAGES = {
 
 
 def _import_listener(display: Display) -> Callable[[Any], None]:
-    """A listener of an import's ``ImportProgress``: a bar a stage, named for the file
-    being read."""
+    """A listener of an import's ``ImportProgress``: a line naming each file as it is
+    read, and a bar a stage."""
     counters: dict[str, Counter] = {}
+    named: set[str] = set()
 
     def heard(event: Any) -> None:
+        if event.stage == "read" and event.item and event.item not in named:
+            named.add(event.item)  # a line a file, above the bar
+            display.say(f"reading {event.item}")
         what, unit = _IMPORT_STAGES[event.stage]
         counter = counters.get(event.stage)
         if counter is None:
             counter = counters[event.stage] = display.count(what, max(1, event.total), unit)
-        if event.stage == "read" and event.item:
-            counter.describe(f"reading {event.item}")
         counter.update(event.done)
 
     return heard
