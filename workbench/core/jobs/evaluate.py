@@ -1,6 +1,7 @@
 """The evaluate job: a trained run's best vector, or a coordinator file, on a split,
 beside the baselines (single workers, random routing, the sandbox oracles); stored as an
-``eval`` run whose episodes are replayable. What it evaluates is an ``EvaluationSource``.
+``eval`` run whose episodes are replayable. What it evaluates is an ``EvaluationSource``;
+what is stored, ``stored_evaluations`` lists and ``load_evaluation`` reads back.
 """
 
 from __future__ import annotations
@@ -15,10 +16,16 @@ from workbench.core.config import RunConfig
 from workbench.core.coordinator import Backbone
 from workbench.core.errors import InvalidInput
 from workbench.core.evaluate import EvaluationStopped, Report
-from workbench.core.jobs.shared import backbone_for, effective_status, open_pool
+from workbench.core.jobs.shared import (
+    backbone_for,
+    effective_status,
+    evaluation_title,
+    open_pool,
+    run_title,
+)
 from workbench.core.records import Episode
 from workbench.core.spend import spend_kind
-from workbench.core.store import Store
+from workbench.core.store import RunRecord, Store
 from workbench.core.tasks.suites import load_suite
 from workbench.core.training.checkpoint import best_vector
 from workbench.core.training.events import StopToken
@@ -29,7 +36,7 @@ from workbench.core.workspace import Workspace
 
 @dataclass(frozen=True)
 class EvaluationResult:
-    report: Any  # evaluate.Report
+    report: Report
     run_id: str  # the evaluation's own run record (its episodes are replayable)
 
 
@@ -60,6 +67,73 @@ class EvaluationSource:
 
 
 EVALUABLE = ("finished", "stopped")
+
+
+@dataclass(frozen=True, kw_only=True)
+class StoredEvaluation:
+    """One stored evaluation as a list shows it, whichever interface made it (``eval`` on
+    the command line, the Evaluate page, a cross-validation fold): what it evaluated, on
+    which suite and split, how it ended, and its coordinator's accuracy when it finished
+    (None for one stopped or failed, which stored no report)."""
+
+    id: str
+    title: str  # ``shared.run_title``: "evaluation of 'sandbox routing'"
+    evaluated_run: str | None  # the trained run's id (None: a file, or a fold)
+    suite: str
+    split: str
+    status: str
+    created_at: float
+    accuracy: float | None
+
+    @property
+    def has_report(self) -> bool:
+        return self.accuracy is not None
+
+
+def stored_evaluations(workspace: Workspace) -> list[StoredEvaluation]:
+    """Every evaluation stored in the workspace, newest first."""
+    with Store.open(workspace) as store:
+        records = store.list_runs(kind="eval")
+    return [_stored_evaluation(r) for r in reversed(records)]
+
+
+def _stored_evaluation(record: RunRecord) -> StoredEvaluation:
+    reference = record.config_data.get("evaluation") or {}
+    tasks = record.config_data.get("tasks") or {}
+    report = _stored_report(record)
+    coordinator = (
+        next((s for s in report.systems if s.kind == "coordinator"), None) if report else None
+    )
+    return StoredEvaluation(
+        id=record.id,
+        title=run_title(record),
+        evaluated_run=reference.get("run"),
+        suite=report.suite if report is not None else str(tasks.get("suite") or ""),
+        split=report.split if report is not None else str(reference.get("split") or "test"),
+        status=effective_status(record),
+        created_at=record.created_at,
+        accuracy=coordinator.accuracy if coordinator is not None else None,
+    )
+
+
+def _stored_report(record: RunRecord) -> Report | None:
+    text = (record.result or {}).get("report")
+    return Report.from_json(text) if isinstance(text, str) else None
+
+
+def load_evaluation(workspace: Workspace, eval_id: str) -> EvaluationResult:
+    """The stored evaluation ``eval_id`` (an id or a prefix) with its report, as
+    ``evaluate_run`` returned it; ``InvalidInput`` for one that stored no report (it was
+    stopped or failed before its end)."""
+    with Store.open(workspace) as store:
+        record = store.get_run(eval_id)
+    report = _stored_report(record) if record.kind == "eval" else None
+    if report is None:
+        what = "is no evaluation" if record.kind != "eval" else f"ended {effective_status(record)}"
+        raise InvalidInput(
+            f"run {record.id[:8]} {what} and has no report to show: evaluate the coordinator again"
+        )
+    return EvaluationResult(report, record.id)
 
 
 def evaluable_runs(workspace: Workspace) -> list[Any]:
@@ -154,7 +228,7 @@ def evaluate_run(
             coordinator, _ = load_coordinator(source.coordinator_file, backbone)
         session = open_pool(config, store, workspace)  # a worker that cannot serve: nothing stored
         eval_id = store.create_run(
-            f"eval of {source.reference}",
+            evaluation_title(config.run.name, source.coordinator_file),
             "eval",
             {
                 **config.to_dict(),
