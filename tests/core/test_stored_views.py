@@ -41,6 +41,7 @@ def test_a_stored_evaluation_reads_back_as_the_report_that_was_computed(evaluate
     (listed,) = stored_evaluations(ws)
     assert listed.id == result.run_id and listed.evaluated_run == run_id
     assert listed.title == "evaluation of 'routing'"  # the run's name, no stored dict
+    assert listed.evaluated == "routing"
     assert "{" not in listed.title
     assert (listed.suite, listed.split, listed.status) == ("mixed", "test", "finished")
     coordinator = next(s for s in result.report.systems if s.kind == "coordinator")

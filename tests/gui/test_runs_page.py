@@ -138,8 +138,16 @@ def test_pause_resume_stop_then_resume_from_the_list(
     window, page = runs_page(make_main_window, qtbot, tmp_path, tiny_model_dir, generations=50)
     page.start()
     thread = page.run_thread
-    with qtbot.waitSignal(thread.generation, timeout=TIMEOUT):
+    with qtbot.waitSignal(thread.generation, timeout=TIMEOUT) as first:
         pass
+    # the runs list follows the run live: its state and generations from the events (the
+    # store said "running", 0 generations, when the list was read at its start)
+    run_id = first.args[0].run_id
+    qtbot.waitUntil(lambda: page.row_of(run_id) is not None, timeout=10_000)
+    done = page.progress_of.generation
+    assert page.runs_list.cell_text(run_id, "Status") == "training"
+    assert page.runs_list.cell_text(run_id, "Gen.") == f"{done} of 50"
+    assert f"generation {done} of 50" in window.run_strip.text()
     qtbot.mouseClick(page.pause_button, qtbot_button())
     assert thread.paused and page.status_label.text() == "Paused"
     assert page.resume_button.isEnabled() and not page.pause_button.isEnabled()
@@ -171,6 +179,12 @@ def test_pause_resume_stop_then_resume_from_the_list(
     ) as gen:
         pass
     assert gen.args[0].generation == generations[-1]["generation"] + 1
+    # a resumed run's plots show its whole history: the stored generations, then this one
+    resumed_at = gen.args[0].generation + 1  # as the plots number it
+    qtbot.waitUntil(lambda: page.x.size >= resumed_at, timeout=10_000)
+    page.redraw()
+    x, _ = page.curves["best"].getData()
+    assert list(x[:resumed_at]) == list(range(1, resumed_at + 1))
     with qtbot.waitSignal(resumed.finished_run, timeout=TIMEOUT):
         page.stop()
     qtbot.waitUntil(lambda: page.run_thread is None, timeout=TIMEOUT)

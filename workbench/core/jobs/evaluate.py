@@ -78,6 +78,7 @@ class StoredEvaluation:
 
     id: str
     title: str  # ``shared.run_title``: "evaluation of 'sandbox routing'"
+    evaluated: str  # what it evaluated: the trained run's name (and a file's)
     evaluated_run: str | None  # the trained run's id (None: a file, or a fold)
     suite: str
     split: str
@@ -104,9 +105,12 @@ def _stored_evaluation(record: RunRecord) -> StoredEvaluation:
     coordinator = (
         next((s for s in report.systems if s.kind == "coordinator"), None) if report else None
     )
+    name = str((record.config_data.get("run") or {}).get("name") or "a coordinator")
+    file = reference.get("coordinator_file")
     return StoredEvaluation(
         id=record.id,
         title=run_title(record),
+        evaluated=name + (f" ({Path(file).name})" if file else ""),
         evaluated_run=reference.get("run"),
         suite=report.suite if report is not None else str(tasks.get("suite") or ""),
         split=report.split if report is not None else str(reference.get("split") or "test"),
