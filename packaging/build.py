@@ -13,10 +13,9 @@ the ``.desktop`` entry on Linux; on Windows run Inno Setup on
 ``packaging/windows/trinity-workbench.iss``; on macOS ``packaging/macos/make-dmg.sh``.
 ``--offline`` bundles the offline starter model (the "offline" edition); ``--self-test``
 runs the built app's ``--self-test``; ``--deb`` (Linux) also makes the Debian package
-``dist/trinity-workbench_VERSION_ARCH.deb`` (packaging/linux/deb.py) and ``--appimage``
-(Linux) the AppImage ``dist/Trinity_Workbench-VERSION-ARCH.AppImage``
-(packaging/linux/appimage.py), which ``--self-test`` then runs as
-``--appimage-extract-and-run --self-test`` (no FUSE needed). On Linux torch's
+``dist/trinity-workbench_VERSION_ARCH.deb`` (packaging/linux/deb.py). The tarball and
+the ``.deb`` are the Linux downloads (no AppImage: docs/guides/packaging.md says why). On
+Linux torch's
 libraries, libpython and the native modules are stripped of their symbol tables (``strip
 --strip-unneeded``: torch's 415 MB CPU library loses 85 MB; what the dynamic linker needs
 stays). Not all: libraries that auditwheel vendored and patchelf rewrote (numpy's
@@ -127,14 +126,6 @@ def main() -> None:
     parser.add_argument("--self-test", action="store_true", help="run the built app's --self-test")
     parser.add_argument("--no-archive", action="store_true", help="skip the tarball (Linux)")
     parser.add_argument("--deb", action="store_true", help="also build the .deb (Linux)")
-    parser.add_argument("--appimage", action="store_true", help="also build the AppImage (Linux)")
-    parser.add_argument(
-        "--appimage-runtime",
-        metavar="PATH",
-        type=Path,
-        help="the AppImage runtime compiled elsewhere (packaging/linux/appimage.py --runtime), "
-        "where this system's squashfuse is built for FUSE 2",
-    )
     parser.add_argument(
         "--require-pass",
         metavar="CHECKS",
@@ -207,25 +198,9 @@ def main() -> None:
         deb = build_deb(app, version(), ROOT / "dist")
         took = time.perf_counter() - started
         print(f"package {deb}: {deb.stat().st_size / 2**20:.0f} MiB in {took:.0f} s")
-    appimage = None
-    if sys.platform.startswith("linux") and args.appimage:
-        from linux.appimage import build_appimage
-
-        made = build_appimage(app, version(), ROOT / "dist", runtime=args.appimage_runtime)
-        appimage = made.appimage
-        print(
-            f"AppImage {appimage}: {appimage.stat().st_size / 2**20:.0f} MiB (runtime "
-            f"{made.runtime_bytes / 1024:.0f} KiB compiled in {made.runtime_seconds:.1f} s, "
-            f"squashfs in {made.squashfs_seconds:.0f} s)"
-        )
     if args.self_test:
         required = [name for name in args.require_pass.split(",") if name]
-        status = self_test([str(executable), "--self-test"], required)
-        if appimage is not None:
-            print(f"the AppImage: {appimage.name} --appimage-extract-and-run --self-test")
-            command = [str(appimage), "--appimage-extract-and-run", "--self-test"]
-            status = self_test(command, required) or status
-        sys.exit(status)
+        sys.exit(self_test([str(executable), "--self-test"], required))
 
 
 def self_test(command: list[str], required: list[str]) -> int:

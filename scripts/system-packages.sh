@@ -8,10 +8,7 @@
 #       back with it)
 #   sudo bash scripts/system-packages.sh --build   also the tools that build the installers
 #       (and that the test suite's packaging tests use): binutils and dpkg (PyInstaller
-#       reads libraries with objdump, the build strips them, dpkg-deb packs the .deb); for
-#       the AppImage gcc, the static libraries its runtime links (squashfuse, libfuse3 and
-#       squashfuse's compressors), squashfs-tools (mksquashfs) and fuse3 (fusermount3, to
-#       mount it as a user)
+#       reads libraries with objdump, the build strips them, dpkg-deb packs the .deb)
 #
 # .ci/run and the installers workflow call it with --build; docs/getting-started.md shows
 # users the first form, docs/testing.md developers the second.
@@ -30,8 +27,6 @@ packages=(
 if [ "$build" = 1 ]; then
     packages+=(
         binutils dpkg
-        gcc libc6-dev squashfs-tools libsquashfuse-dev libfuse3-dev libzstd-dev zlib1g-dev
-        liblzma-dev liblz4-dev liblzo2-dev fuse3
     )
 fi
 export DEBIAN_FRONTEND=noninteractive

@@ -3,9 +3,13 @@ docs/CONVENTIONS.md): the import-linter contracts (core never imports Qt, pyqtgr
 GUI; the layers; no import circles), importing core costs no heavy imports, ruff's lint
 and format, and mypy on the whole package (the GUI included)."""
 
+import ast
+import io
+import re
 import subprocess
 import sys
 import textwrap
+import tokenize
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,25 +35,95 @@ def test_import_linter_contracts_hold():
         assert f"{contract} KEPT" in result.stdout, result.stdout
 
 
+def _layer_names(contract: dict) -> set[str]:
+    return {m.strip() for layer in contract["layers"] for m in layer.split("|")}
+
+
+def _modules(package: Path, prefix: str) -> set[str]:
+    """The modules and packages directly in ``package``, as ``prefix.NAME``."""
+    return {
+        f"{prefix}.{p.stem}"
+        for p in package.iterdir()
+        if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").is_file()
+    }
+
+
 def test_every_module_of_core_has_its_place_in_the_layers():
-    """A module left out of the layers contract has its imports unchecked: each module and
-    package directly under workbench/core is named in it."""
+    """A module left out of the layers contracts has its imports unchecked: each module
+    and package directly under workbench/core is named in core's layers (a package that
+    straddles layers, as optimizers/ does, by each of its modules), and each module of a
+    package with layers of its own (workers/, jobs/) in that package's."""
     import tomllib
 
     data = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    (contract,) = [
-        c
-        for c in data["tool"]["importlinter"]["contracts"]
-        if c["name"].startswith("core's layers")
-    ]
-    named = {m.strip() for layer in contract["layers"] for m in layer.split("|")}
+    contracts = [c for c in data["tool"]["importlinter"]["contracts"] if c["type"] == "layers"]
+    (core_layers,) = [c for c in contracts if c["name"].startswith("core's layers")]
+    named = _layer_names(core_layers)
     core = ROOT / "workbench" / "core"
-    modules = {
-        f"workbench.core.{p.stem}"
-        for p in core.iterdir()
-        if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").is_file()
+    unplaced = set()
+    for module in _modules(core, "workbench.core"):
+        package = core / module.rsplit(".", 1)[1]
+        if module in named:
+            continue
+        if package.is_dir() and _modules(package, module) <= named:
+            continue
+        unplaced.add(module)
+    assert unplaced == set(), "add these to the core layers in pyproject.toml"
+    containers = [c for c in contracts if c.get("containers")]
+    assert {c["containers"][0] for c in containers} >= {
+        "workbench.core.workers",
+        "workbench.core.jobs",
     }
-    assert modules - named == set(), "add these to the core layers in pyproject.toml"
+    for contract in containers:
+        (container,) = contract["containers"]
+        package = ROOT / Path(*container.split("."))
+        inner = {m.rsplit(".", 1)[1] for m in _modules(package, container)}
+        assert inner - _layer_names(contract) == set(), f"add these to {contract['name']!r}"
+
+
+def architecture_gaps(page: str, core: Path) -> list[str]:
+    """The modules and packages under ``core`` that docs/ARCHITECTURE.md (``page``) does
+    not place: one is placed by its path (``core/store/schema.py``, ``core/store/``) or,
+    in the row of its top package (the line that names ``core/NAME/``), by its name in
+    backticks or its file name (`` `schema` ``, ``schema.py``, ``sandbox/``)."""
+    rows: dict[str, str] = {}
+    for line in page.splitlines():
+        for top in {p.name for p in core.iterdir() if (p / "__init__.py").is_file()}:
+            if f"`core/{top}/" in line:
+                rows[top] = rows.get(top, "") + line
+    gaps = []
+    for path in sorted(core.rglob("*.py")):
+        rel = path.relative_to(core)
+        if rel.name == "__init__.py":
+            if rel.parent == Path("."):
+                continue
+            rel, name, shown = rel.parent, rel.parent.name, f"{rel.parent.name}/"
+        else:
+            name, shown = rel.stem, rel.name
+        if f"core/{rel.as_posix()}" in page:
+            continue
+        row = rows.get(rel.parts[0], "") if len(rel.parts) > 1 else ""
+        if f"`{name}`" in row or shown in row:
+            continue
+        gaps.append(rel.as_posix())
+    return gaps
+
+
+def test_every_module_of_core_is_placed_in_the_architecture_page():
+    """docs/ARCHITECTURE.md says what each module and package of core owns: one added
+    without a word there fails here."""
+    page = (ROOT / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    gaps = architecture_gaps(page, ROOT / "workbench" / "core")
+    assert gaps == [], "say in docs/ARCHITECTURE.md's Modules what these own: " + ", ".join(gaps)
+
+
+def test_the_architecture_check_finds_a_module_left_out(tmp_path):
+    core = tmp_path / "core"
+    for name in ("__init__.py", "a.py", "b.py", "pkg/__init__.py", "pkg/c.py", "pkg/d.py"):
+        (core / name).parent.mkdir(parents=True, exist_ok=True)
+        (core / name).write_text("")
+    page = "| `core/a.py` | a |\n| `core/pkg/` | `c` and `a` |\n"
+    assert architecture_gaps(page, core) == ["b.py", "pkg/d.py"]
 
 
 def test_the_circle_contract_catches_a_circle(tmp_path):
@@ -136,3 +210,44 @@ def test_records_of_more_than_four_fields_are_built_by_keyword():
                 if len(fields) > 4 and not kw_only:
                     positional.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}")
     assert positional == [], "add kw_only=True to these dataclasses: " + ", ".join(positional)
+
+
+# a lab notebook's reference in code: "issue 16", "issues 12 and 13", "PR #40", "(#40)"
+NOTEBOOK = re.compile(r"\b(?:issues?|PR|pull request|ticket|bug)\s*#?\d+\b|\(#\d+\)", re.IGNORECASE)
+
+
+def notebook_references(source: str) -> list[tuple[int, str]]:
+    """(line, text) of each comment or docstring of ``source`` that cites an issue: the
+    history belongs in git; a comment says why the code is as it is now."""
+    found = [
+        (tok.start[0], tok.string)
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+        if tok.type == tokenize.COMMENT and NOTEBOOK.search(tok.string)
+    ]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            cited = NOTEBOOK.search(ast.get_docstring(node, clean=False) or "")
+            if cited:
+                found.append((node.body[0].lineno, cited.group(0)))
+    return sorted(found)
+
+
+def test_no_comment_or_docstring_cites_an_issue():
+    found = [
+        f"{path.relative_to(ROOT)}:{line}: {text.strip()[:80]}"
+        for path in sorted((ROOT / "workbench").rglob("*.py"))
+        for line, text in notebook_references(path.read_text(encoding="utf-8"))
+    ]
+    assert found == [], "say why the code is as it is, without the history: " + str(found)
+
+
+def test_the_issue_check_finds_a_reference_and_leaves_code_alone():
+    source = (
+        '"""A module (issue 16)."""\n'
+        'COLOUR = "#404040"  # a grey, as #40 is not\n'
+        "def f():\n"
+        '    """Fixed in PR #40."""\n'
+        '    return "issue 3"  # the text a user sees: not a comment\n'
+        "# the cache (#12) keeps them\n"
+    )
+    assert [line for line, _ in notebook_references(source)] == [1, 4, 6]

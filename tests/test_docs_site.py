@@ -26,7 +26,7 @@ def test_each_generated_reference_page_is_current(page):
 
 
 def test_every_config_key_is_documented_where_it_is_defined():
-    """Each key carries its label and one sentence (config.Key), and the config reference
+    """Each key carries its label and one sentence (config_schema.Key), and the config reference
     lists each with its default."""
     keys = config_keys()
     sections = {f.name for f in dataclasses.fields(RunConfig)}

@@ -8,6 +8,7 @@ import importlib
 import inspect
 import os
 import pkgutil
+import re
 import shutil
 import subprocess
 import sys
@@ -28,7 +29,7 @@ from workbench.core.errors import (
     WorkFailed,
     describe_os_error,
 )
-from workbench.core.serving.api import BadRequest
+from workbench.core.serving.requests import BadRequest
 from workbench.core.tasks.jsonl import SuiteValidationError
 from workbench.core.workers.base import WorkerError
 
@@ -66,6 +67,39 @@ def test_the_walk_finds_the_project_errors():
     names = {c.__name__ for c in CLASSES}
     assert {"ConfigError", "CheckpointError", "StoreFull", "WorkerError", "Stopped"} <= names
     assert len(CLASSES) >= 40
+
+
+def unlisted(classes: list[type[BaseException]], tree: str) -> list[str]:
+    """The classes of ``classes`` that ``tree`` (a docstring) does not name."""
+    return [
+        f"{c.__module__}.{c.__name__}"
+        for c in classes
+        if not re.search(rf"(?<![\w.]){re.escape(c.__name__)}(?!\w)", tree)
+    ]
+
+
+def test_the_error_trees_docstring_names_every_class():
+    """The tree drawn in errors.py's docstring is the one a reader trusts: every error
+    class of core and the CLI is in it (and the self-test's Warn, outside the tree)."""
+    import workbench.core.errors
+    from workbench.gui.selftest import Warn
+
+    tree = workbench.core.errors.__doc__ or ""
+    assert unlisted([*CLASSES, Warn], tree) == [], "add these to the tree in errors.py"
+
+
+def test_the_docstring_check_finds_a_class_left_out():
+    class Unlisted(BadInput):
+        pass
+
+    class Config(BadInput):  # a word inside ConfigError is no mention
+        pass
+
+    tree = "BadInput > ConfigError, RunNotFound"
+    assert unlisted([Unlisted, Config, BadInput], tree) == [
+        f"{__name__}.Unlisted",
+        f"{__name__}.Config",
+    ]
 
 
 def instance(cls: type[BaseException]) -> BaseException:
@@ -229,7 +263,8 @@ def test_a_full_disk_exits_4_with_one_sentence_and_the_run_resumes_once_space_is
         assert len(errors) == 1 and "Traceback" not in full.stderr
         assert str(disk / "ws" / "workbench.sqlite3") in errors[0]
         assert "the disk is full: free some space" in errors[0]
-        assert "resume it with trinity-workbench train --resume" in full.stderr
+        resume = f"Resume: trinity-workbench --workspace {disk / 'ws'} train --resume "
+        assert resume in full.stderr  # the command as given, its workspace too
 
         assert _mount_tmpfs(disk, "64m", remount=True)  # space freed
         run_id = full.stderr.split("--resume ", 1)[1].split()[0]

@@ -105,7 +105,7 @@ def is_held(quoted: str, held: list[float]) -> bool:
 
 def unheld_numbers(markdown: str, data_dir: Path = DATA) -> tuple[list[str], set[str]]:
     """The numbers a page quotes outside its placeholders that none of its files hold."""
-    _, names = hook.render(markdown, data_dir)
+    names = hook.quoted(markdown, data_dir)
     held: list[float] = []
     for name in names:
         held += held_numbers(hook.load(name, data_dir))
@@ -179,7 +179,7 @@ def test_each_results_page_quotes_only_numbers_its_files_hold(page):
     unheld, names = unheld_numbers(markdown)
     assert names, f"{page.name} quotes no results file"
     for name in names:
-        assert f"{{{{ provenance {name} }}}}" in markdown, (
+        assert hook.quotes_provenance(markdown, name), (
             f"{page.name} quotes {name}.json without showing where it comes from"
         )
     assert not unheld, f"{page.name} quotes numbers that none of {sorted(names)} holds: {unheld}"
@@ -190,7 +190,7 @@ def test_each_measured_section_of_a_page_quotes_only_numbers_its_files_hold(page
     markdown = page.read_text(encoding="utf-8")
     unheld, names = unheld_in_sections(markdown)
     for name in names:
-        assert f"{{{{ provenance {name} }}}}" in markdown, (
+        assert hook.quotes_provenance(markdown, name), (
             f"{page.name} quotes {name}.json without showing where it comes from"
         )
     assert not unheld, f"{page.name} quotes numbers its results files do not hold: {unheld}"
@@ -267,12 +267,93 @@ def test_a_wrong_small_count_on_a_page_is_caught(tmp_path):
     assert unheld_numbers("{{ provenance y }} at most 5 turns", tmp_path)[0] == ["5"]
 
 
-def test_every_page_with_placeholders_renders():
-    for page in sorted((ROOT / "docs").rglob("*.md")):
-        text = page.read_text(encoding="utf-8")
-        if hook.placeholders(text):
-            rendered, _ = hook.render(text)
-            assert not hook.placeholders(rendered), page
+def shown(markdown: str) -> str:
+    """What a reader sees of a page's value figures: their text, without the markers."""
+    return re.sub(r'<span data-figure="[^"]*">(.*?)</span>', r"\1", markdown)
+
+
+def test_every_page_holds_its_figures_as_its_results_files_say():
+    """A page a reader opens (under docs/, the README) holds its figures written in, as
+    the results files hold them now: ``python docs_hooks/results.py`` writes them, and a
+    page left behind by a new results file or a hand edit is caught here."""
+    stale = [str(p.relative_to(ROOT)) for p in hook.render_pages(hook.pages())]
+    assert not stale, f"not current: {stale}: run python docs_hooks/results.py"
+    checked = subprocess.run(
+        [sys.executable, "docs_hooks/results.py", "--check"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_no_placeholder_reaches_a_reader():
+    """No ``{{ ... }}`` outside code on a page under docs/ or in the README: a reader of the
+    file (the repository's web page, an editor) would see it instead of the figure."""
+    raw = {
+        str(p.relative_to(ROOT)): found
+        for p in hook.pages()
+        if (found := hook.raw_placeholders(p.read_text(encoding="utf-8")))
+    }
+    assert raw == {}, f"placeholders a reader would see (run python docs_hooks/results.py): {raw}"
+
+
+def page_file(tmp_path):
+    (tmp_path / "x.json").write_text(
+        json.dumps(
+            {
+                "command": "python tests/benchmarks/bench_x.py --out x.json",
+                "commit": "abc1234",
+                "machine": "a CPU",
+                "date": "2026-12-05",
+                "figures": {"reward": 0.8, "low": 0.6824, "turns": 5, "runs": [{"minutes": 2.4}]},
+            }
+        )
+    )
+    return (
+        "# Page\n\n{{ provenance x }}\n\nThe coordinator scored\n{{ x.figures.reward | .3f }}"
+        " in {{ x.figures.turns }} turns.\n\n| what | low |\n|---|---|\n"
+        "| reward | {{ x.figures.low | .3f }} |\n\n{{ table x figures.runs | .1f }}\n\n"
+        "An example: `{{ x.figures.reward }}`.\n"
+    )
+
+
+def test_a_page_with_placeholders_is_written_once_and_then_current(tmp_path):
+    from markdown_it import MarkdownIt
+
+    page = page_file(tmp_path)
+    written, names = hook.render(page, tmp_path, "data")
+    assert names == {"x"} and hook.raw_placeholders(written) == []
+    assert hook.render(written, tmp_path, "data") == (written, {"x"})  # current: unchanged
+    assert "scored\n0.800 in 5 turns." in shown(written)
+    assert "`{{ x.figures.reward }}`" in written  # an example in code stays as written
+    assert '| reward | <span data-figure="x.figures.low \\| .3f">0.682</span> |' in written
+    assert "| minutes |\n|---|\n| 2.4 |" in written
+    assert "<!-- figure: provenance x -->\n\n!!! info" in written
+    assert "[`x.json`](data/x.json)" in written
+    # as CommonMark (the repository's web page) reads it: each figure inside its
+    # paragraph or cell, the table row of two cells, no marker shown as text
+    html = MarkdownIt("commonmark").enable("table").render(written)
+    assert "<p>The coordinator scored\n" in html and "0.800</span> in" in html
+    assert "<td>reward</td>\n<td>" in html and "&lt;span" not in html
+    assert hook.placeholders(written) == hook.placeholders(page)
+
+
+def test_a_new_results_file_or_a_hand_edit_makes_a_page_stale(tmp_path):
+    written, _ = hook.render(page_file(tmp_path), tmp_path, "data")
+    data = json.loads((tmp_path / "x.json").read_text())
+    data["figures"]["reward"] = 0.85
+    (tmp_path / "x.json").write_text(json.dumps(data))
+    again, _ = hook.render(written, tmp_path, "data")
+    assert again != written and "scored\n0.850 in" in shown(again)
+    edited = again.replace(">0.850<", ">0.9<")
+    assert hook.render(edited, tmp_path, "data")[0] == again  # the file's figure, not the edit
+
+
+def test_a_block_placeholder_must_stand_alone_on_its_line(tmp_path):
+    page_file(tmp_path)
+    with pytest.raises(hook.ResultsError, match="alone on its line"):
+        hook.render("See {{ provenance x }} here.", tmp_path)
 
 
 def test_a_number_missing_from_the_file_is_caught(tmp_path):
@@ -296,7 +377,7 @@ def test_a_number_missing_from_the_file_is_caught(tmp_path):
     dated = "{{ provenance x }} prices of 2024-06-01, a 95% Wilson interval [95% CI], 95% right"
     assert unheld_numbers(dated, tmp_path)[0] == ["95"]
     rendered, names = hook.render(page.replace("{}", "1"), tmp_path)
-    assert "Reward 0.800" in rendered and "`abc1234`" in rendered and names == {"x"}
+    assert "Reward 0.800" in shown(rendered) and "`abc1234`" in rendered and names == {"x"}
     table = hook.render("{{ provenance x }}\n{{ table x figures.runs | .2f }}", tmp_path)[0]
     assert "| minutes |\n|---|\n| 2.40 |" in table
     # a placeholder in code is an example, shown as written
@@ -327,15 +408,15 @@ def test_percentages_points_and_keys_with_dots(tmp_path):
         )
     )
     page = (
-        "{{ provenance c }} {{ c.figures.alone/gpt-3.5/accuracy | .1% }} "
+        "{{ provenance c }}\n\n{{ c.figures.alone/gpt-3.5/accuracy | .1% }} "
         "[{{ c.figures.alone/gpt-3.5/ci.0 | points }}, "
         "{{ c.figures.alone/gpt-3.5/ci.1 | points .1f }}]; "
         "{{ c.figures.cv/coordinator/vs_best/difference | points +.1f }} and "
         "{{ c.figures.cv/oracle of the four/vs_best/difference | points +.1f }} points; "
         "{{ c.figures.gpt-3.5 }}"
     )
-    rendered = hook.render(page, tmp_path)[0]
-    assert rendered.endswith(" 22.6% [18.0, 28.0]; -0.7 and +13.3 points; 1")
+    rendered = shown(hook.render(page, tmp_path)[0])
+    assert rendered.endswith("\n22.6% [18.0, 28.0]; -0.7 and +13.3 points; 1")
     assert unheld_numbers(page, tmp_path)[0] == []
     with pytest.raises(hook.ResultsError, match="holds no 'figures.alone/gpt-3.6/accuracy'"):
         hook.render("{{ c.figures.alone/gpt-3.6/accuracy | .1% }}", tmp_path)
@@ -359,7 +440,7 @@ def test_readme_results_rows_link_their_page_and_quote_its_files():
         assert page.is_file(), f"README results row links a missing page: {links[-1]}"
         # the README has no placeholders (GitHub shows it as written): each number of a
         # row must be held by the results files that its page quotes
-        _, names = hook.render(page.read_text(encoding="utf-8"))
+        names = hook.quoted(page.read_text(encoding="utf-8"))
         held: list[float] = []
         for name in names:
             held += held_numbers(hook.load(name))

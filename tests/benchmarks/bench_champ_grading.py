@@ -40,7 +40,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from workbench.core.evaluate import wilson
+from workbench.core.stats import wilson
 from workbench.core.tasks import Task, grade
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

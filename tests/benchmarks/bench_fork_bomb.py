@@ -25,6 +25,8 @@ import time
 from pathlib import Path
 
 from workbench.core.tasks import sandbox
+from workbench.core.tasks.sandbox import box
+from workbench.core.tasks.sandbox.isolation import NOBODY
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from results import write_results  # noqa: E402  (at import: it notes the commit the run starts on)
@@ -55,19 +57,19 @@ TEST = "def check(candidate):\n    assert candidate(3) == 3\n"
 
 
 def _user() -> int:
-    return sandbox.NOBODY if os.geteuid() == 0 else os.getuid()
+    return NOBODY if os.geteuid() == 0 else os.getuid()
 
 
 def _bomb(timeout_s: float) -> tuple[int, float, sandbox.Check]:
     """One bomb's grade: (most processes of the user above the baseline, seconds, check)."""
     user = _user()
-    base = sandbox._count_tasks_of(user)
+    base = box.count_tasks_of(user)
     peak = [0]
     done = threading.Event()
 
     def sample() -> None:
         while not done.is_set():
-            peak[0] = max(peak[0], sandbox._count_tasks_of(user) - base)
+            peak[0] = max(peak[0], box.count_tasks_of(user) - base)
             time.sleep(0.01)
 
     sampler = threading.Thread(target=sample)

@@ -39,11 +39,11 @@ import platformdirs
 
 from workbench.core.config import RunConfig
 from workbench.core.coordinator import Backbone, HeadConfig, softmax
-from workbench.core.jobs.study_stats import mean_ci
 from workbench.core.optimizers.make import make_optimizer
 from workbench.core.oracle import best_plan, expected_reward, random_routing_value
 from workbench.core.protocol import render_transcript
 from workbench.core.records import ROLES, Episode, Role, StopReason, Turn
+from workbench.core.stats import mean_ci
 from workbench.core.tasks.suites import load_suite
 from workbench.core.training.basis import CALIBRATION_TASKS, SearchBasis
 from workbench.core.workers.simulated import (
@@ -509,7 +509,8 @@ def train(sim: Sandbox, args, seed: int, train_ids, test_ids, log) -> dict:
     )
     tasks_by_id = {t.id: t for t in sim.tasks}
     opt = make_optimizer(
-        config,
+        config.optimizer,
+        config.run.seed,
         head.n_params,
         head,
         lambda texts: basis.features(sim.feature_rows(list(texts))),

@@ -34,10 +34,10 @@ import platformdirs
 
 from workbench.core.config import RunConfig
 from workbench.core.coordinator import Backbone, HeadConfig, softmax
-from workbench.core.jobs.study_stats import mean_ci
 from workbench.core.optimizers.make import make_optimizer
 from workbench.core.protocol import render_transcript
 from workbench.core.records import ROLES, Episode, Role, StopReason, Turn
+from workbench.core.stats import mean_ci
 from workbench.core.tasks.suites import load_suite
 from workbench.core.training.basis import CALIBRATION_TASKS, SearchBasis
 from workbench.core.workers.simulated import SANDBOX_PROFILES
@@ -107,7 +107,8 @@ def train(
         }
     )
     opt = make_optimizer(
-        config,
+        config.optimizer,
+        config.run.seed,
         head.n_params,
         head,
         lambda texts: seen[[index[t] for t in texts]],

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from results import ROOT, write_results  # noqa: E402
 
-from workbench.core.evaluate import wilson  # noqa: E402
+from workbench.core.stats import wilson  # noqa: E402
 from workbench.core.tasks.graders import grade  # noqa: E402
 from workbench.core.tasks.suites import load_suite  # noqa: E402
 from workbench.core.workers.recorded import CHAMP_MODELS, champ_tables  # noqa: E402

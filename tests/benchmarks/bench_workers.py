@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from workbench.core.coordinator import Action  # noqa: E402
+from workbench.core.policies import AnyContext  # noqa: E402
 from workbench.core.protocol import EpisodeSettings, run_episode  # noqa: E402
 from workbench.core.store import Store  # noqa: E402
 from workbench.core.tasks.model import Task  # noqa: E402
@@ -137,7 +138,7 @@ def overhead(calls: int) -> dict[str, float]:
     }
 
 
-class RandomCoordinator:
+class RandomCoordinator(AnyContext):
     """Uniform (worker, role) choices from the episode's rng: the protocol and the clients
     are measured, not a backbone."""
 

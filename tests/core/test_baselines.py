@@ -213,7 +213,7 @@ def test_the_study_chooses_its_best_single_worker_on_validation_and_reports_it_o
         assert chosen == next(s.name for s in singles if s.accuracy == best)
         test = evaluate_run(ws, run=run_id, backbone=tiny_backbone).report
         tests.append(next(s.accuracy for s in test.systems if s.name == chosen))
-    from workbench.core.jobs.study_stats import mean_ci
+    from workbench.core.stats import mean_ci
 
     assert study.references["best single"] == mean_ci(tests)
     assert "chosen on validation" in study.table()

@@ -48,6 +48,36 @@ def test_every_bad_value_is_reported_at_once_with_its_key():
     assert "at least 3" in message and "finite" in message and "use auto, cpu" in message
 
 
+def test_the_paper_options_are_listed_with_every_other_problem():
+    """The shaping and SVF rules join the others in one list, one line a key: a negative
+    turn penalty is pointed to turn_bonus (not also told its bounds), a turn bonus beside
+    a turn penalty, SVF on an optimizer that cannot search it and an out-of-range
+    diversity bonus are all reported with a bad temperature, at once."""
+    bad = {
+        "optimizer": {
+            "name": "reinforce",
+            "svf": True,
+            "turn_penalty": -0.1,
+            "turn_bonus": 0.1,
+            "diversity_bonus": 2.0,
+        },
+        "protocol": {"temperature": 9.0},
+    }
+    with pytest.raises(ConfigError) as caught:
+        RunConfig.from_dict(bad, "bad.toml")
+    problems = [p.removeprefix("bad.toml: ") for p in caught.value.problems]
+    by_key = sorted(p.split(": ")[0] for p in problems)
+    assert by_key == [
+        "optimizer.diversity_bonus",
+        "optimizer.svf",
+        "optimizer.turn_bonus and optimizer.turn_penalty",
+        "optimizer.turn_penalty",
+        "protocol.temperature",
+    ], problems
+    assert "set optimizer.turn_bonus instead" in str(caught.value)
+    assert "reinforce cannot search SVF offsets" in str(caught.value)
+
+
 @pytest.mark.parametrize(
     ("section", "key", "value", "says"),
     [

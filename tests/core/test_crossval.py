@@ -4,6 +4,7 @@ evaluation of a tiny coordinator on an imported recorded pool (tiny backbone, se
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -14,6 +15,8 @@ from workbench.core.config import RunConfig
 from workbench.core.crossval import (
     cross_validate,
     fold_suite,
+    list_crossvals,
+    load_crossval,
     make_folds,
     paired,
     sign_test,
@@ -137,10 +140,8 @@ def test_the_paired_comparison_is_on_the_tasks_every_worker_covers():
     assert next(p for p in everything.paired if p.system == "coordinator").wins == 2
 
 
-def test_cross_validated_training_on_a_recorded_pool_tests_every_task_once(tmp_path, tiny_backbone):
-    """A 12-task suite, a recorded pool of two workers each right on one category, 3
-    folds: 3 training runs and 3 evaluations stored, every system scored once per task,
-    the recorded oracle right everywhere and each single worker on its category."""
+def _parity(tmp_path) -> tuple[Workspace, list[Task]]:
+    """A 12-task suite and a recorded pool of two workers, each right on one category."""
     ws = Workspace.open(tmp_path / "ws")
     tasks = _tasks(12)
     suite_file = tmp_path / "s.jsonl"
@@ -155,17 +156,34 @@ def test_cross_validated_training_on_a_recorded_pool_tests_every_task_once(tmp_p
             )
     (tmp_path / "r.jsonl").write_text("\n".join(lines) + "\n")
     import_file(ws, tmp_path / "r.jsonl", "parity", "tiny")
-    config = RunConfig.from_dict(
+    return ws, tasks
+
+
+def _parity_config(max_turns: int) -> RunConfig:
+    return RunConfig.from_dict(
         {
             "run": {"name": "cv", "seed": 0},
             "pool": {"workers": ["recorded:parity"]},
             "tasks": {"suite": "tiny"},
-            "optimizer": {"popsize": 4, "rollouts": 2, "validate_every": 1},
+            "optimizer": {
+                "popsize": 4,
+                "rollouts": 2,
+                "validate_every": 1,
+                "recorded_defaults": False,
+            },
             "budget": {"generations": 2},
-            "protocol": {"max_turns": 1, "temperature": 0.0, "roles": ["worker"]},
+            "protocol": {"max_turns": max_turns, "temperature": 0.0, "roles": ["worker"]},
             "cache": {"policy": "off"},
         }
     )
+
+
+def test_cross_validated_training_on_a_recorded_pool_tests_every_task_once(tmp_path, tiny_backbone):
+    """Played as episodes (two turns: no routing table), 3 folds: 3 training runs and 3
+    evaluations stored, every system scored once per task, the recorded oracle right
+    everywhere and each single worker on its category."""
+    ws, tasks = _parity(tmp_path)
+    config = _parity_config(max_turns=2)
     seen = []
     report = cross_validate(
         config, ws, folds=3, seed=1, backbone=tiny_backbone, progress=seen.append
@@ -213,6 +231,66 @@ def test_cross_validated_training_on_a_recorded_pool_tests_every_task_once(tmp_p
     assert load_suite("tiny", ws).tasks == tuple(tasks)  # the stored suite is unchanged
 
 
+def test_cross_validation_on_the_routing_table_compares_every_router(tmp_path, tiny_backbone):
+    """One turn of recorded answers: the routing table. Two repeats of 3 folds: each fold's
+    coordinator trained on the table and its test episodes stored (replayable), every
+    simple router and reference beside it on the same folds, a task's reward its mean over
+    the repeats, the report stored as a crossval run and the features kept."""
+    ws, tasks = _parity(tmp_path)
+    config = _parity_config(max_turns=1)
+    seen = []
+    report = cross_validate(
+        config, ws, folds=3, seed=1, repeats=2, backbone=tiny_backbone, progress=seen.append
+    )
+    assert report.seeds == (1, 2)
+    assert [(e.repeat, e.fold, e.stage) for e in seen if e.stage in ("trained", "evaluated")] == [
+        (r, f, s) for r in (1, 2) for f in (1, 2, 3) for s in ("trained", "evaluated")
+    ]
+    assert [s.name for s in report.systems] == [
+        "coordinator",
+        "best model per category",
+        "logistic regression",
+        "kNN",
+        "imitation",
+        "single:recorded:parity/even",
+        "single:recorded:parity/odd",
+        "random",
+        "majority vote",
+        "recorded oracle",
+    ]
+    ids = {t.id for t in tasks}
+    for system in report.systems:
+        assert set(system.rewards) == ids
+        # each task tested once per repeat: a mean of two rewards of 0 or 1
+        assert set(system.rewards.values()) <= {0.0, 0.5, 1.0}
+    assert report.system("recorded oracle").accuracy == 1.0
+    assert report.system("random").accuracy == 0.5
+    assert report.system("majority vote").calls == 2
+    # each category has one right worker: routing by category is perfect
+    assert report.system("best model per category").accuracy == 1.0
+    assert report.gap_share("best model per category") == 1.0
+    assert report.routing["best model per category"] == {
+        "a": {"recorded:parity/even": 12},  # 6 tasks, twice
+        "b": {"recorded:parity/odd": 12},
+    }
+    with Store.open(ws) as store:
+        assert len(report.runs) == 6 and len(report.evaluations) == 6
+        tested = [e.task_id for r in report.evaluations for e in store.list_episodes(r)]
+        assert sorted(tested) == sorted(list(ids) * 2)
+        stored = store.get_run(report.run_id)
+        assert stored.kind == "crossval" and stored.status == "finished"
+        assert stored.result["crossval"]["systems"][0]["name"] == "coordinator"
+    coordinator = report.system("coordinator")
+    episodes_mean = np.mean(list(coordinator.rewards.values()))
+    assert coordinator.accuracy == pytest.approx(episodes_mean)
+
+
+def test_repeats_need_the_routing_table(tmp_path, tiny_backbone):
+    ws, _ = _parity(tmp_path)
+    with pytest.raises(InvalidInput, match="--repeats and --paper-settings need"):
+        cross_validate(_parity_config(max_turns=2), ws, folds=3, repeats=2, backbone=tiny_backbone)
+
+
 def test_a_stored_evaluation_that_fails_is_marked_failed_not_left_running(tmp_path):
     import asyncio
 
@@ -229,3 +307,17 @@ def test_a_stored_evaluation_that_fails_is_marked_failed_not_left_running(tmp_pa
             asyncio.run(stored_evaluation(store, eval_id, ["recorded:champ/gpt-4"], broken()))
         record = store.get_run(eval_id)
     assert record.status == "failed" and "the pool went away" in (record.error or "")
+
+
+def test_a_stored_cross_validation_reads_back_whole(tmp_path, tiny_backbone):
+    ws, _ = _parity(tmp_path)
+    report = cross_validate(
+        _parity_config(max_turns=1), ws, folds=3, seed=1, backbone=tiny_backbone
+    )
+    (stored,) = list_crossvals(ws)
+    assert stored.run_id == report.run_id and "cross-validation of cv" in stored.name
+    again = load_crossval(ws, stored.run_id)
+    assert again.train_seconds == round(report.train_seconds, 1)  # stored to a tenth
+    assert dataclasses.replace(again, train_seconds=report.train_seconds) == report
+    with pytest.raises(InvalidInput, match="no finished cross-validation"):
+        load_crossval(ws, report.runs[0])

@@ -144,23 +144,30 @@ def test_final_turn_worker_leaves_no_episode_without_an_answer(ws, tiny_backbone
 
 
 def test_one_bootstrap_one_best_single_rule_one_any_right_oracle_one_mean_interval():
-    """Review items 13-15: every module uses evaluate's helpers, not copies of them."""
+    """Every module uses the one statistics module and evaluate's rules, not copies."""
     import numpy as np
 
-    from workbench.core import crossval, frontier, headroom
+    from workbench.core import crossval, frontier, headroom, power, stats
     from workbench.core import evaluate as ev
-    from workbench.core.jobs import study_stats
+    from workbench.core.jobs import study, study_stats
 
-    # the headroom check and the frontier have no bootstrap or best-single rule of their own
-    assert headroom.bootstrap_mean is ev.bootstrap_mean and headroom.RESAMPLES == ev.BOOTSTRAP
+    # the statistics live in workbench.core.stats alone
+    for module in (ev, crossval, frontier, headroom, study_stats):
+        for name in ("wilson", "bootstrap_mean", "paired_values", "sign_test", "mean_ci"):
+            assert getattr(module, name, getattr(stats, name)) is getattr(stats, name), (
+                module.__name__,
+                name,
+            )
+    assert headroom.RESAMPLES == stats.BOOTSTRAP and study.mean_ci is stats.mean_ci
+    assert power.normal_quantile is stats.normal_quantile
+    assert not hasattr(study_stats, "_T975") and not hasattr(ev, "BOOTSTRAP")
     assert not hasattr(headroom, "best_index") and not hasattr(headroom, "mean_interval")
     assert frontier.best_single_index is ev.best_single_index
     assert crossval.best_single_index is ev.best_single_index
-    assert frontier.mean_ci is study_stats.mean_ci
     # the paired difference's interval is the bootstrap's, clamped to hold the mean
     d = np.array([1.0] * 3 + [0.0] * 97)
-    p = ev.paired_values("a", "b", d, seed=3)
-    assert (p.difference, p.ci_low, p.ci_high) == ev.bootstrap_mean(d, seed=3)
+    p = stats.paired_values("a", "b", d, seed=3)
+    assert (p.difference, p.ci_low, p.ci_high) == stats.bootstrap_mean(d, seed=3)
     # best single: the most accurate, a tie to the cheaper, then to the earlier
     assert ev.best_single_index([0.5, 0.7, 0.7], [1.0, 2.0, 1.0]) == 2
     assert ev.best_single_index([0.7, 0.7], [1.0, 1.0]) == 0
@@ -168,5 +175,5 @@ def test_one_bootstrap_one_best_single_rule_one_any_right_oracle_one_mean_interv
     assert ev.any_right_index([1.0, 0.0, 1.0], [3.0, 0.5, 2.0]) == 2
     assert ev.any_right_index([0.0, 0.5, 0.0], [1.0, 9.0, 0.1]) == 1
     # dollars per task are not clipped at 1 (rewards are)
-    assert study_stats.mean_ci([2.0, 4.0], upper=float("inf"))[2] > 3.0
-    assert study_stats.mean_ci([0.9, 1.0])[2] == 1.0
+    assert stats.mean_ci([2.0, 4.0], upper=float("inf"))[2] > 3.0
+    assert stats.mean_ci([0.9, 1.0])[2] == 1.0

@@ -177,8 +177,8 @@ def test_a_cache_miss_naming_no_file_is_not_an_incomplete_installation(tmp_path,
 
 
 def test_a_gguf_file_moved_elsewhere_keeps_its_conversion_and_a_changed_one_does_not(tmp_path):
-    """The AppImage mounts the offline model at a new path each launch: the same file there
-    must find the conversion already in the cache; a file whose content changed must not."""
+    """A bundle moved to another folder finds the offline model at a new path: the same
+    file there must find the conversion already in the cache; a changed one must not."""
     import os
     import shutil
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from workbench.core.coordinator import Action, Backbone, Coordinator
+from workbench.core.policies import AnyContext
 from workbench.core.protocol import (
     EpisodeSettings,
     Prompts,
@@ -26,7 +27,7 @@ from workbench.core.workers.pool import build_pool
 MATH = Task(id="m1", kind="math", prompt="What is 6 * 7?", answer="42", category="math")
 
 
-class ScriptedCoordinator:
+class ScriptedCoordinator(AnyContext):
     """Plays a fixed list of (worker index, role name) actions, with made-up distributions."""
 
     def __init__(self, n_workers: int, script: Sequence[tuple[int, str]]):

@@ -20,6 +20,7 @@ from workbench.core.jobs.train import train
 from workbench.core.store import Store
 from workbench.core.training.events import EpisodeDone, GenerationStats, StopToken
 from workbench.core.training.ray_executor import ExecutorError, check_reachable
+from workbench.core.workers.pool import build_pool
 from workbench.core.workspace import Workspace
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -213,3 +214,70 @@ def test_what_actors_receive_holds_no_key(keychain, tmp_path, monkeypatch):
     fixed = FixedRegistry(recipe.worker_specs())
     resolved, status = fixed.resolve_key(fixed.get("gpt"))
     assert resolved.reveal() == key and status.source == "keychain"
+
+
+def _mmlu_pro_file(path, worker_right_on: str, n: int = 30):
+    """A hand-made MMLU-Pro output file of ``n`` questions in two categories; the model is
+    right on the category ``worker_right_on`` and wrong on the other."""
+    import json
+    import zipfile
+
+    items = []
+    for qid in range(n):
+        category = "math" if qid % 2 else "law"
+        letter = "B" if category == worker_right_on else "D"
+        items.append(
+            {
+                "question_id": qid,
+                "question": f"Question {qid} of {category}: which option is right?",
+                "options": ["one", "two", "three", "four"],
+                "answer": "B",
+                "answer_index": 1,
+                "category": category,
+                "pred": letter,
+                "generated_text": f"Reasoning about {qid}. The answer is ({letter}).",
+            }
+        )
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr(path.stem + ".json", json.dumps(items))
+    return path
+
+
+def test_a_ray_run_trains_on_an_imported_pool_that_travels_with_the_job(
+    ray_instance, tiny_model_dir, tmp_path
+):
+    """The actors have no workspace: the driver ships the imported pool once, and the run
+    on Ray is the run the local executor gives, each answer the recorded one."""
+    import pickle
+
+    from workbench.core.importers.mmlu_pro import import_mmlu_pro
+    from workbench.core.training.ray_executor import recipe_for, recorded_pools
+
+    files = [
+        (None, _mmlu_pro_file(tmp_path / "model_outputs_lawyer_5shots.zip", "law")),
+        (None, _mmlu_pro_file(tmp_path / "model_outputs_mathematician_5shots.zip", "math")),
+    ]
+    ray_ws, local_ws = Workspace.open(tmp_path / "ray"), Workspace.open(tmp_path / "local")
+    for ws in (ray_ws, local_ws):
+        import_mmlu_pro(ws, files, "mini")
+    changes = {
+        "pool": {"workers": ["recorded:mini"]},
+        "tasks": {"suite": "mini", "train": 12, "validation": 4, "test": 4},
+        "protocol": {"roles": ["worker"], "max_turns": 1},
+    }
+    cfg = config(tiny_model_dir, "ray", **changes)
+    shipped = pickle.dumps(recipe_for(cfg, ray_ws))
+    assert str(ray_ws.root).encode() not in shipped  # the recipe names no workspace
+    assert list(recorded_pools(cfg, ray_ws)) == ["mini"]
+    on_ray = train(cfg, ray_ws)
+    local = train(config(tiny_model_dir, **changes), local_ws)
+    assert history(ray_ws, on_ray) == history(local_ws, local)
+    with Store.open(ray_ws) as store:
+        assert store.get_run(on_ray).run_result().executor == "ray"
+        episodes = [store.get_episode(s.id) for s in store.list_episodes(on_ray, limit=None)]
+    pool = {w.id: w for w in build_pool(["recorded:mini"], workspace=ray_ws)}
+    trained = [e for e in episodes if e.generation is not None]
+    assert trained
+    for episode in trained:
+        (turn,) = episode.turns
+        assert turn.response == pool[turn.worker].table[episode.task_id].response  # type: ignore[attr-defined]

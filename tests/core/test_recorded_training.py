@@ -24,7 +24,13 @@ def _config(**protocol) -> RunConfig:
             "run": {"name": "recorded-champ", "seed": 0},
             "pool": {"workers": ["recorded:champ"]},
             "tasks": {"suite": "champ", "train": 16, "validation": 4, "test": 4},
-            "optimizer": {"popsize": 4, "rollouts": 4, "validate_every": 1000},
+            # the paper's settings as given (a routing table would take its own otherwise)
+            "optimizer": {
+                "popsize": 4,
+                "rollouts": 4,
+                "validate_every": 1000,
+                "recorded_defaults": False,
+            },
             "budget": {"generations": 2},
             "protocol": {"max_turns": 1, "temperature": 0.0, **protocol},
             "cache": {"policy": "off"},
@@ -57,7 +63,9 @@ def test_roles_are_checked_in_the_config_and_the_settings():
 def test_tiny_training_on_the_recorded_champ_pool_with_the_worker_role_alone(
     tmp_path, tiny_backbone
 ):
-    cfg = _config(roles=["worker"])
+    # two turns, so the run plays episodes (one turn trains on the routing table:
+    # tests/core/training/test_table.py)
+    cfg = _config(roles=["worker"]).replace(protocol={"max_turns": 2})
     ws = Workspace.open(tmp_path / "ws")
     with Store.open(ws) as store:
         session = open_pool(cfg, store)

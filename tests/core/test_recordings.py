@@ -87,6 +87,7 @@ BAD_LINES = [
     (_line(task_id="T0", worker="w", response="r", cost="$1"), "cost", "a number"),
     (_line(task_id="T0", worker="w", response="r", latency_s=-2), "latency_s", "a number"),
     (_line(task_id="no-such-task", worker="w", response="r"), "task_id", "unknown task id"),
+    (_line(task_id="T0", worker="w", response="r", meta=["C"]), "meta", "must be an object"),
 ]
 
 
@@ -394,3 +395,31 @@ def test_unknown_task_ids_with_an_apostrophe_are_counted_one_each(ws, tmp_path):
     with pytest.raises(RecordsValidationError) as error:
         import_file(ws, _write(tmp_path / "q.jsonl", lines), "mine", SUITE)
     assert "(2 unknown task ids)" in error.value.summary
+
+
+def test_answers_keep_their_meta_and_pools_of_either_format_version_read(ws, tmp_path, tasks):
+    """Format 2 adds each answer's ``meta`` (what its source said of it); a pool written in
+    format 1 reads as before, and one of a newer format is refused, naming the fix."""
+    from workbench.core.workers.recorded import RecordedPoolDamaged, pool_paths
+
+    lines = [
+        *_good(tasks),
+        _line(task_id=tasks[2].id, worker="beta", response="r", meta={"pred": "C"}),
+    ]
+    import_file(ws, _write(tmp_path / "a.jsonl", lines), "mine", SUITE)
+    answers, meta = pool_paths(ws, "mine")
+    assert json.loads(meta.read_text(encoding="utf-8"))["format"] == 2
+    _alpha, beta = build_pool(["recorded:mine"], workspace=ws)
+    assert beta.table[tasks[2].id].meta == {"pred": "C"}  # type: ignore[attr-defined]
+    assert beta.table[tasks[1].id].meta is None  # type: ignore[attr-defined]
+
+    info = json.loads(meta.read_text(encoding="utf-8"))
+    old = [json.loads(line) for line in answers.read_text(encoding="utf-8").splitlines()]
+    answers.write_text(
+        "".join(json.dumps({k: v for k, v in r.items() if k != "meta"}) + "\n" for r in old)
+    )
+    meta.write_text(json.dumps({k: v for k, v in info.items() if k != "format"}), encoding="utf-8")
+    assert len(build_pool(["recorded:mine"], workspace=ws)) == 2  # format 1: no "format" key
+    meta.write_text(json.dumps({**info, "format": 3}), encoding="utf-8")
+    with pytest.raises(RecordedPoolDamaged, match="format 3: .*reads formats 1 to 2.*update"):
+        build_pool(["recorded:mine"], workspace=ws)

@@ -10,6 +10,7 @@ import tempfile
 import pytest
 
 from tests.test_cli import GOOD
+from workbench.core.errors import InvalidInput
 from workbench.core.jobs.episode import run_one_episode
 from workbench.core.store import Store, StoreDamaged, parse_episode_json
 from workbench.core.workspace import Workspace
@@ -62,7 +63,7 @@ def test_an_episode_the_database_refuses_after_it_played_is_kept(
 
     def damage(_message: str) -> None:  # heard after the store is open, before the play
         with sqlite3.connect(ws.db_path) as conn:
-            conn.execute("DROP TABLE turns")
+            conn.execute("DROP TABLE IF EXISTS turns")  # heard at each step: once is enough
         conn.close()
 
     with pytest.raises(StoreDamaged, match="was saved to") as caught:
@@ -86,3 +87,48 @@ def test_an_episode_the_database_refuses_after_it_played_is_kept(
     assert episode.task_id == "add" and episode.turns
     assert [t.index for t in episode.turns] == list(range(len(episode.turns)))
     assert saved.stat().st_mode & 0o077 == 0  # private to the user
+
+
+def test_a_trained_runs_episode_plays_what_the_run_validated(tmp_path, tiny_model_dir):
+    """``run=``: the run's result coordinator over the run's pool, acting by argmax as
+    validation did: on a validation task its first decision is the one the run's best
+    validation recorded (the same head on the same transcript), not an untrained head's."""
+    from tests.core.test_training import config
+    from workbench.core.jobs.train import train
+
+    ws = Workspace.open(tmp_path / "ws")
+    run_id = train(config(budget={"generations": 2}, backbone={"model": str(tiny_model_dir)}), ws)
+    with Store.open(ws) as store:
+        result = store.get_run(run_id).run_result()
+        assert result is not None and result.best_validation_generation is not None
+        validated = [
+            store.get_episode(e.id)
+            for e in store.list_episodes(run_id, generation=result.best_validation_generation)
+            if e.candidate is None
+        ]
+    told: list[str] = []
+    played = run_one_episode(
+        ws, run=run_id[:6], task=validated[0].task_id, stages=lambda s: told.append(s.text)
+    )
+    first, recorded = played.turns[0], validated[0].turns[0]
+    assert played.pool == validated[0].pool
+    assert (first.worker, first.role) == (recorded.worker, recorded.role)
+    assert first.worker_probs == pytest.approx(recorded.worker_probs, abs=1e-5)
+    assert first.role_probs == pytest.approx(recorded.role_probs, abs=1e-5)
+    untrained = run_one_episode(
+        ws,
+        task=validated[0].task_id,
+        pool=["sandbox"],
+        suite="mixed",
+        backbone=str(tiny_model_dir),
+        device="cpu",
+    )
+    assert untrained.turns[0].worker_probs != pytest.approx(first.worker_probs, abs=1e-3)
+    assert any(t.startswith("playing task ") for t in told)
+    with Store.open(ws) as store:
+        assert store.get_episode(played.id).to_dict() == played.to_dict()
+
+
+def test_without_a_run_the_pool_and_suite_are_needed(tmp_path):
+    with pytest.raises(InvalidInput, match="give a trained run"):
+        run_one_episode(Workspace.open(tmp_path / "ws"), task="add", pool=["sandbox"])

@@ -249,6 +249,34 @@ def test_with_final_turn_free_no_answer_is_a_502_that_says_why(
     assert stored(ws, body["trinity"]["episode_id"]).stop_reason == "verifier_without_answer"
 
 
+def test_a_served_teams_coordinator_reads_each_transcript_within_its_context(
+    serve, ws, tiny_chat_backbone, tmp_path, monkeypatch
+):
+    """As in training, the served team's coordinator is asked whether each transcript fits
+    its backbone's context, and reads it with the oldest turns dropped when it does not:
+    here no earlier turn fits, so the second turn is decided without the first."""
+    path = steered_file(tmp_path / "w.safetensors", tiny_chat_backbone, SANDBOX)
+    asked: list[str] = []
+    read: list[str] = []
+    afeature = tiny_chat_backbone.afeature
+
+    def fits(text: str) -> bool:
+        asked.append(text)
+        return False
+
+    async def feature(text: str, *args, **kwargs):
+        read.append(text)
+        return await afeature(text, *args, **kwargs)
+
+    monkeypatch.setattr(tiny_chat_backbone, "fits", fits)
+    monkeypatch.setattr(tiny_chat_backbone, "afeature", feature)
+    served = serve(load_team(ws, coordinator_file=path, backbone=tiny_chat_backbone))
+    completion = served.chat()
+    assert len(stored(ws, completion.trinity["episode_id"]).turns) == 2
+    assert len(asked) == 1 and "Worker/sandbox" in asked[0]  # the opening is never asked
+    assert "[1 earlier turns omitted]" in read[-1] and "Worker/sandbox" not in read[-1]
+
+
 @pytest.mark.parametrize(
     ("role", "forced", "roles"),
     [

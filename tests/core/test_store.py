@@ -18,7 +18,15 @@ from pathlib import Path
 import pytest
 
 from workbench.core import store as store_module
-from workbench.core.records import Episode, Role, StopReason, Turn
+from workbench.core.records import (
+    Episode,
+    Role,
+    RunStatus,
+    RunStopReason,
+    StopReason,
+    Turn,
+    Verdict,
+)
 from workbench.core.store import (
     AmbiguousEpisodeId,
     AmbiguousRunId,
@@ -26,7 +34,6 @@ from workbench.core.store import (
     EpisodeNotFound,
     GenerationExists,
     RunNotFound,
-    RunStatus,
     Store,
     StoreError,
     StoreVersionError,
@@ -68,7 +75,7 @@ def make_episode(
                     {"role": "user", "content": f"Q: 17 × {i} = ?  — ünïcode ✓"},
                 ),
                 response=f"answer {i}",
-                verdict="ACCEPT" if verifier else None,
+                verdict=Verdict.ACCEPT if verifier else None,
                 verdict_parsed=not (verifier and i == 3),
                 tokens_in=100 + i,
                 tokens_out=20 + i,
@@ -220,21 +227,39 @@ def test_create_list_get_runs(store: Store) -> None:
 def test_run_status_changes(store: Store) -> None:
     run_id = store.create_run("r", "train", {})
     created = store.get_run(run_id)
-    store.set_run_status(run_id, RunStatus.PAUSED, stop_reason="user")
-    assert store.get_run(run_id).stop_reason == "user"
-    store.set_run_status(run_id, "running")
-    store.set_run_status(run_id, "finished", stop_reason="budget", result={"best": 0.8})
+    store.set_run_status(run_id, RunStatus.PAUSED, stop_reason=RunStopReason.STOPPED)
+    assert store.get_run(run_id).stop_reason is RunStopReason.STOPPED
+    store.set_run_status(run_id, RunStatus.RUNNING)
+    store.set_run_status(
+        run_id, RunStatus.FINISHED, stop_reason=RunStopReason.EPISODES, result={"best": 0.8}
+    )
     run = store.get_run(run_id)
     assert run.status is RunStatus.FINISHED
-    assert (run.stop_reason, run.result) == ("budget", {"best": 0.8})
+    assert (run.stop_reason, run.result) == (RunStopReason.EPISODES, {"best": 0.8})
+    assert run.stop_reason == "budget.episodes"  # the string stored and compared
     assert run.updated_at >= created.updated_at
-    store.set_run_status(run_id, "failed", error="worker gpt: 401")
+    store.set_run_status(run_id, RunStatus.FAILED, error="worker gpt: 401")
     run = store.get_run(run_id)
-    assert (run.error, run.result) == ("worker gpt: 401", {"best": 0.8})
+    assert (run.error, run.result, run.stop_reason) == ("worker gpt: 401", {"best": 0.8}, None)
     with pytest.raises(ValueError, match="use one of created"):
-        store.set_run_status(run_id, "exploded")
+        store.set_run_status(run_id, "exploded")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="unknown stop reason 'budget': use one of budget"):
+        store.set_run_status(run_id, RunStatus.FINISHED, stop_reason="budget")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="never stored as interrupted"):
+        store.set_run_status(run_id, RunStatus.INTERRUPTED)
     with pytest.raises(RunNotFound):
-        store.set_run_status("f" * 32, "running")
+        store.set_run_status("f" * 32, RunStatus.RUNNING)
+
+
+def test_a_run_stored_as_failed_reads_as_ended_by_an_error(store: Store) -> None:
+    """A stop reason stored as "failed" (a served question that raised, in the Playground)
+    reads as the one name for it, ``RunStopReason.ERROR``."""
+    run_id = store.create_run("question", "serve", {})
+    with sqlite3.connect(store.path) as conn:
+        conn.execute(
+            "UPDATE runs SET status = 'finished', stop_reason = 'failed' WHERE id = ?", (run_id,)
+        )
+    assert store.get_run(run_id).stop_reason is RunStopReason.ERROR
 
 
 def test_missing_short_and_ambiguous_run_ids(store: Store, monkeypatch) -> None:

@@ -399,7 +399,7 @@ def qtbot_button():
 
 
 def test_the_run_form_speaks_in_words_with_the_config_key_in_its_tooltip(make_main_window):
-    """Labels, tooltips, bounds and choices come from the config's own keys (config.Key):
+    """Labels, tooltips, bounds and choices come from the config's own keys (config_schema.Key):
     the form says "Initial step size", the tooltip its sentence, range and file key."""
     from workbench.core.config import config_keys
     from workbench.gui.qt import QFormLayout

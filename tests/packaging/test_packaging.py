@@ -6,6 +6,7 @@ that still load stripped."""
 from __future__ import annotations
 
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -187,3 +188,32 @@ def test_the_build_strips_native_modules_that_still_load_and_skips_the_patchelf_
         check=True,
     )
     assert ran.stdout.split() == [str(internal / "tokenizers" / "__init__.py"), "[0,", "1,", "2]"]
+
+
+def test_the_tarball_unpacks_runs_and_installs_for_the_user(tmp_path):
+    """The Linux download for every distribution (there is no AppImage): unpacked with tar
+    in a folder of the user's choosing, its program runs where it is, and its
+    ``install.sh`` gives the user the command and a menu entry that point there."""
+    import build
+
+    app = _fake_bundle(tmp_path / "dist")
+    archive = build.linux_archive(app)
+    assert archive.name == f"trinity-workbench-{build.version()}-linux-{platform.machine()}.tar.gz"
+    unpacked, home = tmp_path / "Downloads", tmp_path / "home"
+    unpacked.mkdir()
+    home.mkdir()
+    subprocess.run(["tar", "-xzf", str(archive), "-C", str(unpacked)], check=True)
+    folder = unpacked / "trinity-workbench"
+    ran = subprocess.run([str(folder / "trinity-workbench")], capture_output=True, text=True)
+    assert ran.returncode == 0 and ran.stdout == "frozen\n"
+    env = {"PATH": os.environ["PATH"], "HOME": str(home)}
+    installed = subprocess.run(
+        [str(folder / "install.sh")], env=env, capture_output=True, text=True, check=True
+    )
+    assert "installed" in installed.stdout
+    command = home / ".local" / "bin" / "trinity-workbench"
+    assert command.resolve() == (folder / "trinity-workbench").resolve()
+    entry = (home / ".local/share/applications/trinity-workbench.desktop").read_text()
+    assert f"Exec={folder}/trinity-workbench" in entry.splitlines()
+    icon = home / ".local/share/icons/hicolor/256x256/apps/trinity-workbench.png"
+    assert icon.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -28,6 +28,7 @@ from workbench.cli import (
     training,
     workers,
 )
+from workbench.cli.common import exit_now
 from workbench.core.errors import (
     EXIT_BAD_INPUT,
     EXIT_INTERRUPTED,
@@ -40,6 +41,31 @@ from workbench.core.errors import (
 log = logging.getLogger("workbench")
 
 COMMAND_MODULES = (suites, records, episodes, training, crossval, headroom, workers, serve, doctor)
+
+
+class StderrHandler(logging.StreamHandler):
+    """Log records to ``sys.stderr`` as it is when each is written: while a progress bar
+    draws, rich stands in for it and puts the line above the bar (a handler holding the
+    stream it was made with would write through the bar)."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:
+        pass
+
+
+def configure_logging(verbose: bool) -> None:
+    """Log lines on stderr only with -v; warnings and errors always. The handler's own
+    level holds that when a logger below the root is set lower (the GUI sets the
+    workbench logger to INFO for its log file, and a library may set its own)."""
+    level = logging.INFO if verbose else logging.WARNING
+    handler = StderrHandler()
+    handler.setLevel(level)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=level, handlers=[handler])
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -97,10 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+    configure_logging(args.verbose)
     if args.command is not None and args.gui_workspace is not None:
         # `--workspace DIR COMMAND` once trained, stored and listed in the default workspace
         # without a word (the command's own --workspace default won): DIR counts for both
@@ -126,9 +149,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # output piped into head, less, ...
         sys.stderr.close()
         return EXIT_OK
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt:  # the job has unwound: its store is closed
+        print("Interrupted (Ctrl-C).", file=sys.stderr)
+        exit_now(EXIT_INTERRUPTED)
     except Exception as exc:  # every error ends as a sentence, never a traceback (but -v)
         return report(exc, verbose=args.verbose)
 

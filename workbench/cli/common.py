@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from workbench.core.errors import BadInput
 
@@ -57,3 +59,16 @@ def seed_arg(text: str) -> int:
     if not 0 <= value <= 2**31 - 1:
         raise argparse.ArgumentTypeError(f"{value} is out of range: use 0 to {2**31 - 1}")
     return value
+
+
+def exit_now(code: int) -> NoReturn:
+    """End the process at once, after a stop or Ctrl-C once the job has unwound (its run
+    stored and marked, its store and lock closed): a forward of a model the stop
+    abandoned in a thread (a minute on a busy CPU) is not waited for, as an ordinary
+    exit would wait for it."""
+    import logging
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    logging.shutdown()
+    os._exit(code)

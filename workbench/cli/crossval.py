@@ -3,38 +3,56 @@
 
 from __future__ import annotations
 
-import sys
-
 from workbench.cli.common import print_written, workspace
+from workbench.cli.progress import Counter, Display, add_progress_option, duration_words
 
 
 def cmd_crossval(args) -> int:
-    from workbench.cli.training import Progress
+    from workbench.cli.views import TrainingView
     from workbench.core.config import RunConfig
     from workbench.core.crossval import FoldProgress, cross_validate
+    from workbench.core.jobs.shared import backbone_for
 
     config = RunConfig.load(args.config)
+    with Display(args.progress, verbose=args.verbose) as display:
+        display.stage("starting the cross-validation")
+        backbone = backbone_for(config, stages=display.heard)
+        folds = display.count("cross-validating", args.folds * args.repeats, "folds")
+        training = TrainingView(display, resume=None, transient=True)
 
-    def said(event: FoldProgress) -> None:
-        if event.stage == "training":
-            print(f"fold {event.fold}/{event.folds}: training", file=sys.stderr, flush=True)
-        elif event.stage == "trained":
-            print(
-                f"fold {event.fold}/{event.folds}: run {event.run_id} trained in "
-                f"{event.seconds:.0f} s; evaluating",
-                file=sys.stderr,
-                flush=True,
-            )
+        shown: dict[str, Counter] = {}
 
-    listeners = [] if args.quiet else [Progress()]
-    report = cross_validate(
-        config,
-        workspace(args),
-        folds=args.folds,
-        seed=args.seed,
-        listeners=listeners,
-        progress=said,
-    )
+        def said(event: FoldProgress) -> None:
+            repeat = f"repeat {event.repeat}/{event.repeats}, " if event.repeats > 1 else ""
+            if event.stage in ("table", "features"):
+                # built once before the folds (the features take a while the first time)
+                if event.stage not in shown:
+                    what = (
+                        "grading the recorded answers"
+                        if event.stage == "table"
+                        else ("reading every question with the backbone")
+                    )
+                    shown[event.stage] = display.count(what, max(1, event.total), "questions")
+                shown[event.stage].update(event.done)
+            elif event.stage == "trained":
+                display.say(
+                    f"{repeat}fold {event.fold}/{event.folds}: run {str(event.run_id)[:8]} "
+                    f"trained in {duration_words(event.seconds)}; evaluating it on its test tasks"
+                )
+            elif event.stage == "evaluated":
+                folds.update((event.repeat - 1) * event.folds + event.fold)
+
+        report = cross_validate(
+            config,
+            workspace(args),
+            folds=args.folds,
+            seed=args.seed,
+            repeats=args.repeats,
+            paper_settings=args.paper_settings,
+            backbone=backbone,
+            listeners=[] if args.quiet else [training],
+            progress=said,
+        )
     print(report.table())
     print_written(report.write(args.out) if args.out else [])
     return 0
@@ -53,6 +71,20 @@ def register(sub, common) -> None:
     p.add_argument(
         "--seed", type=int, default=None, help="the folds' seed (default: tasks.split_seed)"
     )
+    p.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="deal the folds this many times (seeds SEED, SEED+1, ...), each task's reward "
+        "its mean over them (a recorded pool routed in one Worker turn only)",
+    )
+    p.add_argument(
+        "--paper-settings",
+        action="store_true",
+        help="also train a coordinator at the paper's settings (16 tasks a candidate, 60 "
+        "generations) on every fold (a recorded pool routed in one Worker turn only)",
+    )
     p.add_argument("--out", metavar="DIR", help="write crossval.json and crossval.md there")
-    p.add_argument("--quiet", action="store_true", help="no per-generation progress lines")
+    p.add_argument("--quiet", action="store_true", help="no bar of each fold's training")
+    add_progress_option(p)
     p.set_defaults(func=cmd_crossval)

@@ -4,9 +4,8 @@ docs/guides/headroom-and-cost.md."""
 
 from __future__ import annotations
 
-import sys
-
 from workbench.cli.common import UserError, print_json, print_written, workspace
+from workbench.cli.progress import Display, add_progress_option
 from workbench.core.headroom import DEFAULT_SAMPLE
 
 
@@ -19,12 +18,14 @@ def cmd_headroom(args) -> int:
         config = config.replace(pool={"workers": [w.strip() for w in args.pool.split(",")]})
     if args.suite:
         config = config.replace(tasks={"suite": args.suite})
-    progress = None
-    if not args.json:
-        progress = _progress_line("answers")
-    report = check_headroom(config, workspace(args), sample=args.sample, progress=progress)
-    if progress is not None:
-        print(file=sys.stderr)
+    with Display(args.progress, verbose=args.verbose) as display:
+        display.stage("starting the check")
+        report = check_headroom(
+            config,
+            workspace(args),
+            sample=args.sample,
+            progress=display.counting("asking the workers", "answers"),
+        )
     written = report.write(args.out) if args.out else []
     if args.json:
         print_json(report.to_dict())
@@ -32,17 +33,6 @@ def cmd_headroom(args) -> int:
         print(report.table())
     print_written(written)
     return 0
-
-
-def _progress_line(what: str):
-    tty = sys.stderr.isatty()
-
-    def show(event) -> None:
-        if tty or event.done == event.total:
-            end = "" if tty else "\n"
-            print(f"\r{event.done}/{event.total} {what}", end=end, file=sys.stderr, flush=True)
-
-    return show
 
 
 def parse_penalties(text: str) -> list[float]:
@@ -63,16 +53,23 @@ def parse_penalties(text: str) -> list[float]:
 
 
 def cmd_frontier(args) -> int:
+    from workbench.cli.views import RunsView
     from workbench.core.config import RunConfig
     from workbench.core.frontier import study_frontier
 
     config = RunConfig.load(args.config)
-    frontier = study_frontier(
-        config,
-        workspace(args),
-        parse_penalties(args.penalties),
-        progress=lambda line: print(line, file=sys.stderr),
-    )
+    penalties = parse_penalties(args.penalties)
+    with Display(args.progress, verbose=args.verbose) as display:
+        display.stage("starting the frontier")
+        view = RunsView(display, "frontier", len(penalties))
+        frontier = study_frontier(
+            config,
+            workspace(args),
+            penalties,
+            progress=view.evaluated,
+            listeners=[view.training],
+            stages=display.heard,
+        )
     written = frontier.write(args.out) if args.out else []
     if args.json:
         print_json(frontier.to_dict())
@@ -88,8 +85,8 @@ def register(sub, common) -> None:
     p = sub.add_parser(
         "headroom",
         parents=[common],
-        help="before training: each worker's accuracy, the one-turn oracle's gap over the "
-        "best worker, and whether a coordinator can help",
+        help="before training: each worker's accuracy, what routing by category gains on "
+        "held-out tasks beside the any-right oracle's ceiling, and whether a coordinator can help",
     )
     p.add_argument("config", help="run config (TOML): its pool, suite and protocol are used")
     p.add_argument(
@@ -103,6 +100,7 @@ def register(sub, common) -> None:
     p.add_argument("--suite", help="another suite than the config's")
     p.add_argument("--out", metavar="DIR", help="write headroom.json and headroom.md here")
     p.add_argument("--json", action="store_true")
+    add_progress_option(p)
     p.set_defaults(func=cmd_headroom)
 
 
@@ -125,4 +123,5 @@ def register_study(study_sub, common) -> None:
         "--out", metavar="DIR", help="write frontier.json, frontier.md and frontier.svg here"
     )
     p.add_argument("--json", action="store_true")
+    add_progress_option(p)
     p.set_defaults(func=cmd_frontier)

@@ -1,6 +1,6 @@
 """The generated reference pages of the documentation site, made from the code itself so
 that they cannot drift: the CLI reference from the argparse parser, the config reference
-from the config's own keys (``config.Key``: label, help, bounds, choices).
+from the config's own keys (``config_schema.Key``: label, help, bounds, choices).
 
     python -m workbench.cli.reference          # rewrite docs/reference/cli.md and config.md
 

@@ -11,6 +11,7 @@ import sys
 import threading
 
 from workbench.cli.common import UserError, workspace
+from workbench.cli.progress import Display
 
 
 def cmd_serve(args) -> int:
@@ -34,15 +35,16 @@ def cmd_serve(args) -> int:
     key = loopback_key() if is_loopback(args.host) else _required_key(args.host)
     settings = ServeSettings(concurrency=args.concurrency, queue=args.queue, api_key=key)
     sock = listen_socket(args.host, args.port)  # a busy port is said before the model loads
-    print("loading the coordinator ...", file=sys.stderr)
-    team = load_team(
-        workspace(args),
-        run=args.run,
-        coordinator_file=args.coordinator,
-        max_turns=args.max_turns,
-        final_turn=args.final_turn,
-        max_prompt_tokens=args.max_prompt_tokens,
-    )
+    with Display(verbose=args.verbose) as display:  # gone before the server logs
+        display.stage("loading the coordinator, its backbone and its workers")
+        team = load_team(
+            workspace(args),
+            run=args.run,
+            coordinator_file=args.coordinator,
+            max_turns=args.max_turns,
+            final_turn=args.final_turn,
+            max_prompt_tokens=args.max_prompt_tokens,
+        )
     watchdog = _Watchdog(args.grace + FORCE_MARGIN_S)
     server = Server(
         team,

@@ -6,6 +6,7 @@ import os
 import sys
 
 from workbench.cli.common import UserError, one_line, print_json, table, workspace
+from workbench.cli.progress import Display, add_progress_option
 from workbench.core.printable import printable
 
 
@@ -124,7 +125,10 @@ def cmd_suites_grade(args) -> int:
     if args.allow_unisolated:
         os.environ[UNISOLATED_ENV] = "1"
     try:
-        result = grade(task, answer)
+        with Display(args.progress, verbose=args.verbose) as display:
+            # a math grade starts its checking process, a code grade its sandbox
+            display.stage(f"grading the answer to {task.id}")
+            result = grade(task, answer)
     except SandboxError as exc:
         raise UserError(str(exc)) from exc
     if args.json:
@@ -187,4 +191,5 @@ def register(sub, common) -> None:
         help="run a code task's program even where no sandbox is available (no "
         "bubblewrap): the program then runs with your user's rights",
     )
+    add_progress_option(p)
     p.set_defaults(func=cmd_suites_grade)

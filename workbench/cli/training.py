@@ -4,121 +4,140 @@ what comes out of them."""
 from __future__ import annotations
 
 import json
+import shlex
+import signal
 import sys
+import threading
 import time
+from collections.abc import Callable
 
-from workbench.cli.common import UserError, one_line, print_json, table, workspace
+from workbench.cli.common import UserError, exit_now, one_line, print_json, table, workspace
+from workbench.cli.progress import Display, add_progress_option
+from workbench.cli.views import RunsView, TrainingView
+from workbench.core.records import GenerationStats
+from workbench.core.training.events import RunFinished, RunStarted
 
 
-class Progress:
-    """A one-line progress display on stderr: generation, best, mean, spend, ETA."""
+def command_line(args, *words: str) -> str:
+    """``trinity-workbench WORDS`` in this command's workspace, ready to paste."""
+    given = ["--workspace", args.workspace] if args.workspace is not None else []
+    return shlex.join(["trinity-workbench", *given, *words])
 
-    def __init__(self, stream=None):
-        self.stream = stream or sys.stderr
-        self.started = time.perf_counter()
-        self.total = 0
-        self.first = 0
-        self.tty = self.stream.isatty()
-        self.workers: set[str] = set()  # the workers called so far: is the spend simulated?
 
-    def __call__(self, event) -> None:
-        from workbench.core.spend import dollars, spend_kind
-        from workbench.core.training.events import (
-            GenerationStats,
-            RunFailed,
-            RunFinished,
-            RunStarted,
-        )
+def resume_command(args, run_id: str) -> str:
+    """The command that resumes ``run_id`` as this one was given (its workspace, its Ray
+    address)."""
+    ray = ["--ray-address", args.ray_address] if getattr(args, "ray_address", None) else []
+    return command_line(args, "train", "--resume", run_id[:8], *ray)
 
-        if isinstance(event, RunStarted):
-            self.total = int(event.budget["generations"])
-            self.first = event.start_generation
-            resumed = (
-                f", resumed at generation {event.start_generation + 1}"
-                if event.start_generation
-                else ""
-            )
-            print(
-                f"run {event.run_id} '{event.name}': {event.n_params} parameters, population {event.popsize}, "
-                f"{event.rollouts} rollouts per candidate{resumed}{event.executor_note()}",
-                file=self.stream,
-            )
-        elif isinstance(event, GenerationStats):
-            done = event.generation + 1
-            elapsed = time.perf_counter() - self.started
-            rate = elapsed / max(1, done - self.first)
-            eta = rate * (self.total - done)
-            width = 24
-            filled = int(width * done / max(1, self.total))
-            val = f"  val {event.validation:.3f}" if event.validation is not None else ""
-            self.workers.update(key.rpartition("/")[0] for key in event.usage)
-            spend = dollars(event.totals["dollars"], spend_kind(self.workers))
-            line = (
-                f"[{'#' * filled}{'.' * (width - filled)}] gen {done}/{self.total}  best {event.best:.3f}  "
-                f"mean {event.mean:.3f}{val}  sigma {event.sigma:.4f}{event.opening_note()}  {spend}  "
-                f"calls {int(event.totals['calls'])}  coordinator {event.coordinator_s:.1f}s/"
-                f"{event.wall_s:.1f}s ({event.tokens_forwarded} tok, {event.batches} batches of "
-                f"{event.mean_batch:.1f}{event.recheck_note()})  ETA {eta:5.0f}s"
-            )
-            print(
-                ("\r" + line) if self.tty else line,
-                end="" if self.tty else "\n",
-                file=self.stream,
-                flush=True,
-            )
-        elif isinstance(event, RunFinished):
-            if self.tty:
-                print(file=self.stream)
-            best = "none" if event.best_validation is None else f"{event.best_validation:.3f}"
-            print(
-                f"run {event.run_id} ended: {event.stop_reason} after {event.generations} generations; "
-                f"best validation {best}",
-                file=self.stream,
-            )
-        elif isinstance(event, RunFailed):
-            # the error's own sentence follows (the command's "error: ..." line)
-            print(
-                f"\nrun {event.run_id} stopped on an error; once it is fixed, resume it with "
-                f"trinity-workbench train --resume {event.run_id[:8]}",
-                file=self.stream,
-            )
+
+class StopOnCtrlC:
+    """Ctrl-C (SIGINT) during a run: the first stops it through its ``StopToken`` (work
+    in flight is cancelled, the finished generations stay stored, the run is marked
+    stopped); before the run has started (loading a model) and at a second Ctrl-C it
+    interrupts at once, as Python's default does."""
+
+    def __init__(self, stop):
+        self.stop = stop
+        self.armed = False  # the run's loop is on: the token is looked at
+        self._previous = None
+
+    def __enter__(self) -> StopOnCtrlC:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._pressed)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+
+    def _pressed(self, signum, frame) -> None:
+        if not self.armed or self.stop.stopped:
+            raise KeyboardInterrupt
+        self.stop.stop()
 
 
 def cmd_train(args) -> int:
     from workbench.core.config import RunConfig
     from workbench.core.errors import EXIT_INTERRUPTED
-    from workbench.core.jobs.train import train
+    from workbench.core.training.basis import SearchBasis
     from workbench.core.training.events import StopToken
 
-    config = RunConfig.load(args.config) if args.config else None
-    if config is None and args.resume is None:
+    if args.config is None and args.resume is None:
         raise UserError(
             "give a config file (trinity-workbench train CONFIG.toml) or --resume RUN_ID"
         )
+    if args.name is not None and args.resume is not None:
+        raise UserError("--name names a new run: a resumed run keeps its name")
+    config = RunConfig.load(args.config) if args.config else None
     stop = StopToken()
-    if args.events:
+    if args.events:  # for programs (the GUI): JSON lines, its stop on stdin
         stop.follow(sys.stdin)
-        listeners = [_print_event]
-    else:
-        listeners = [Progress()]
-    try:
-        run_id = train(
-            config,
-            workspace(args),
-            resume=args.resume,
-            listeners=listeners,
-            stop=stop,
-            ray_address=args.ray_address,
+        _train(args, config, stop, [_print_event], None)
+        if stop.stopped:
+            exit_now(0)
+        return 0
+    with Display(args.progress, verbose=args.verbose) as display, StopOnCtrlC(stop) as ctrl_c:
+        new = config is not None and args.resume is None
+        o = config.optimizer if config is not None else None
+        view = TrainingView(
+            display,
+            lambda run_id: resume_command(args, run_id),
+            fits_basis=new and o is not None and SearchBasis.fitted(o.search_basis, o.name),
         )
-    except KeyboardInterrupt:
-        print(
-            "\ninterrupted: the last completed generation is checkpointed; resume with --resume",
-            file=sys.stderr,
+
+        def listener(event) -> None:
+            view(event)
+            if isinstance(event, RunStarted):
+                ctrl_c.armed = True  # from here the run's loop looks at its token
+
+        display.stage("resuming the run" if args.resume else "starting the run")
+        try:
+            run_id = _train(args, config, stop, [listener], display.heard)
+        except KeyboardInterrupt:
+            display.close()
+            started = view.started
+            if started is None:
+                display.say("Stopped before training began: no run was stored.")
+            else:  # a second Ctrl-C
+                display.command("Interrupted. Resume", resume_command(args, started.run_id))
+            exit_now(EXIT_INTERRUPTED)
+    ended = view.ended
+    if isinstance(ended, RunFinished) and ended.stop_reason == "stopped":
+        total = int(view.started.budget["generations"]) if view.started else ended.generations
+        display.say(
+            f"Stopped. Run {run_id[:8]} saved at generation {ended.generations} of {total}."
+            if ended.generations
+            else f"Stopped. Run {run_id[:8]} is saved; no generation had finished yet."
         )
-        return EXIT_INTERRUPTED
-    if not args.events:
-        print(run_id)
+        display.command("Resume", resume_command(args, run_id))
+        exit_now(EXIT_INTERRUPTED)
+    if isinstance(ended, RunFinished):
+        best = (
+            ""
+            if ended.best_validation is None
+            else (f"; best validation score {ended.best_validation:.3f}")
+        )
+        why = "" if ended.stop_reason == "budget.generations" else f" ({ended.stop_reason})"
+        display.say(f"Done: run {run_id[:8]} trained {ended.generations} generations{why}{best}.")
+        display.command("Next", command_line(args, "eval", "--run", run_id[:8]))
+    print(run_id)
     return 0
+
+
+def _train(args, config, stop, listeners, stages) -> str:
+    from workbench.core.jobs.train import train
+
+    return train(
+        config,
+        workspace(args),
+        resume=args.resume,
+        name=args.name,
+        listeners=listeners,
+        stop=stop,
+        ray_address=args.ray_address,
+        stages=stages,
+    )
 
 
 def _print_event(event) -> None:
@@ -140,7 +159,7 @@ def cmd_runs_list(args) -> int:
             one_line(r.name, 30),
             r.kind,
             r.status,
-            r.stop_reason,
+            r.stop_reason or "",
             r.generations,
             time.strftime("%Y-%m-%d %H:%M", time.localtime(r.created_at)),
         )
@@ -191,9 +210,8 @@ def cmd_runs_show(args) -> int:
     if args.json:
         print_json(data)
         return 0
-    print(
-        f"run {record.id}  '{record.name}'  {data['status']}  stop reason: {record.stop_reason or '-'}"
-    )
+    print(f"run {record.id} '{record.name}'")
+    print(f"{data['status']}; stop reason: {record.stop_reason or '-'}")
     if record.error:
         print(f"error: {record.error}")
     if record.kind == "train":  # from the stored generations and episodes (a killed run too)
@@ -212,54 +230,50 @@ def cmd_runs_show(args) -> int:
         if where:
             print(where)
     explored = any(g.opening_share for g in stats)  # optimizer.exploring_starts
-    rows = [
-        (
-            g.generation + 1,  # counted from 1, as the GUI and the progress line count
-            f"{g.best:.3f}",
-            f"{g.mean:.3f}",
-            f"{g.median:.3f}",
-            f"{g.worst:.3f}",
-            f"{g.sigma:.4f}",
-            "" if g.validation is None else f"{g.validation:.3f}",
-            g.evaluations,
-            f"{g.wall_s:.1f}s",
-            f"{g.coordinator_s:.1f}s",
-            g.tokens_forwarded,
-            g.batches,
-            f"{g.mean_batch:.1f}",
-            f"{g.rechecks} ({g.recheck_tokens} tok)",
-            *((f"{g.opening_share:.0%}",) if explored else ()),
-        )
-        for g in stats
-    ]
-    print(
-        table(
-            rows,
-            (
-                "gen",
-                "best",
-                "mean",
-                "median",
-                "worst",
-                "sigma",
-                "validation",
-                "episodes",
-                "wall",
-                "coordinator",
-                "tokens",
-                "batches",
-                "mean batch",
-                "fp32 rechecks",
-                *(("uniform openings",) if explored else ()),
-            ),
-        )
-    )
+    print(generations_table(stats, details=args.details, explored=explored))
     if learned:
         print("\nwhat it learned (its result head on validation, per category):")
         print("\n".join(describe_learned(learned)))
-    if record.result:  # its best validation generation counted from 1, as in the table
-        print(json.dumps(data["result"], indent=2))
+    document = data["result"] or {}  # its best validation generation counted from 1
+    if args.details and record.result:
+        print(json.dumps(document, indent=2))
+    elif document.get("best_validation") is not None:
+        print(
+            f"\nits result: generation {document.get('best_validation_generation')}'s "
+            f"coordinator, validation score {document['best_validation']:.3f}\n"
+            "(the whole record: runs show --details, or --json)"
+        )
     return 0
+
+
+def generations_table(stats, *, details: bool, explored: bool) -> str:
+    """A run's generations, counted from 1 as the GUI and the progress bar count: the
+    fitness of its candidates, its validation score, episodes and time; ``details`` adds
+    the search's step size and where the coordinator's time went (wider than 80
+    columns)."""
+    columns: list[tuple[str, Callable[[GenerationStats], object]]] = [
+        ("gen", lambda g: g.generation + 1),
+        ("best", lambda g: f"{g.best:.3f}"),
+        ("mean", lambda g: f"{g.mean:.3f}"),
+        *([("median", lambda g: f"{g.median:.3f}")] if details else []),
+        ("worst", lambda g: f"{g.worst:.3f}"),
+        *([("sigma", lambda g: f"{g.sigma:.4f}")] if details else []),
+        ("validation", lambda g: "" if g.validation is None else f"{g.validation:.3f}"),
+        ("episodes", lambda g: g.evaluations),
+        ("wall", lambda g: f"{g.wall_s:.1f}s"),
+    ]
+    if details:
+        columns += [
+            ("coordinator", lambda g: f"{g.coordinator_s:.1f}s"),
+            ("tokens", lambda g: g.tokens_forwarded),
+            ("batches", lambda g: g.batches),
+            ("mean batch", lambda g: f"{g.mean_batch:.1f}"),
+            ("fp32 rechecks", lambda g: f"{g.rechecks} ({g.recheck_tokens} tok)"),
+        ]
+    if explored:
+        columns.append(("uniform openings", lambda g: f"{g.opening_share:.0%}"))
+    rows = [[cell(g) for _, cell in columns] for g in stats]
+    return table(rows, [name for name, _ in columns])
 
 
 def cmd_eval(args) -> int:
@@ -267,16 +281,21 @@ def cmd_eval(args) -> int:
 
     if (args.run is None) == (args.coordinator is None):
         raise UserError("give exactly one of --run RUN or --coordinator FILE")
-    result = evaluate_run(
-        workspace(args),
-        run=args.run,
-        coordinator_file=args.coordinator,
-        suite=args.suite,
-        split=args.split,
-        baselines=not args.no_baselines,
-        out_dir=args.out,
-        final_turn=args.final_turn,
-    )
+    with Display(args.progress, verbose=args.verbose) as display:
+        display.stage("starting the evaluation")
+        result = evaluate_run(
+            workspace(args),
+            run=args.run,
+            coordinator_file=args.coordinator,
+            suite=args.suite,
+            split=args.split,
+            baselines=not args.no_baselines,
+            out_dir=args.out,
+            final_turn=args.final_turn,
+            stages=display.heard,
+            # the coordinator's first episodes read their tasks' features: no estimate yet
+            progress=display.counting("evaluating", "episodes", warmup=2),
+        )
     report = result.report
     if args.json:
         print_json(
@@ -298,7 +317,11 @@ def cmd_eval(args) -> int:
             ]
         )
     else:
-        print(report.table())
+        text = report.table()
+        if report.spend:  # its label goes under the table, which then fits 80 columns
+            text = text.replace(report.cost_header, "$ / query", 1)
+            text += f"\n\n$ / query: {report.spend} dollars (the sandbox is a simulation)"
+        print(text)
         print(f"\nevaluation episodes stored as run {result.run_id[:8]}")
         if args.out:
             print(f"wrote {args.out}/evaluation.json, .csv and .md")
@@ -308,7 +331,9 @@ def cmd_eval(args) -> int:
 def cmd_export(args) -> int:
     from workbench.core.jobs.export import export_run
 
-    path = export_run(workspace(args), args.run, args.out)
+    with Display(args.progress, verbose=args.verbose) as display:
+        display.stage("reading the run")
+        path = export_run(workspace(args), args.run, args.out, stages=display.heard)
     print(f"wrote {path}")
     return 0
 
@@ -371,20 +396,26 @@ def cmd_replay(args) -> int:
 
 
 def cmd_study(args) -> int:
-    from workbench.core.config import RunConfig
+    from workbench.core.config import OPTIMIZERS, RunConfig
     from workbench.core.jobs.study import study_optimizers
 
     config = RunConfig.load(args.config)
     optimizers = tuple(args.optimizers.split(",")) if args.optimizers else None
-    study = study_optimizers(
-        config,
-        workspace(args),
-        seeds=args.seeds,
-        optimizers=optimizers,
-        progress=lambda line: print(line, file=sys.stderr),
-        margin=args.margin,
-        paper=args.paper,
-    )
+    runs = len(optimizers or OPTIMIZERS) * args.seeds
+    with Display(args.progress, verbose=args.verbose) as display:
+        display.stage("starting the study")
+        view = RunsView(display, "study", runs)
+        study = study_optimizers(
+            config,
+            workspace(args),
+            seeds=args.seeds,
+            optimizers=optimizers,
+            progress=view.evaluated,
+            margin=args.margin,
+            paper=args.paper,
+            listeners=[view.training],
+            stages=display.heard,
+        )
     if args.json:
         print_json(study.to_dict())
     else:
@@ -399,6 +430,12 @@ def register(sub, common) -> None:
     )
     p.add_argument("config", nargs="?", help="run config (TOML; see docs/reference/config.md)")
     p.add_argument("--resume", metavar="RUN_ID", help="continue a stopped, failed or killed run")
+    p.add_argument(
+        "--name",
+        help="the new run's name, as given (default: the config's run.name and the day, "
+        "with a counter when the workspace has that name: 'sandbox routing, Dec 6 (2)')",
+    )
+    add_progress_option(p)
     p.add_argument(
         "--events",
         action="store_true",
@@ -430,6 +467,12 @@ def register(sub, common) -> None:
         action="store_true",
         help="print it as JSON: generations counted from 1, as in the table",
     )
+    p.add_argument(
+        "--details",
+        action="store_true",
+        help="every column of the generations (sigma, median, where the coordinator's time "
+        "went) and the whole result record",
+    )
     p.set_defaults(func=cmd_runs_show)
 
     p = sub.add_parser(
@@ -452,6 +495,7 @@ def register(sub, common) -> None:
     )
     p.add_argument("--out", metavar="DIR", help="write evaluation.json, .csv and .md here")
     p.add_argument("--json", action="store_true")
+    add_progress_option(p)
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("export", parents=[common], help="write a run's coordinator to a file")
@@ -463,6 +507,7 @@ def register(sub, common) -> None:
         help="the coordinator file (.safetensors), or a folder to write "
         "coordinator-RUNID.safetensors in",
     )
+    add_progress_option(p)
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("replay", parents=[common], help="a run's episodes, turn by turn, as text")
@@ -495,6 +540,7 @@ def register(sub, common) -> None:
         help="the difference of test reward the power estimate sizes seeds and tasks for",
     )
     p.add_argument("--json", action="store_true")
+    add_progress_option(p)
     p.set_defaults(func=cmd_study)
     from workbench.cli.headroom import register_study
 

@@ -14,6 +14,7 @@ import json
 import sys
 
 from workbench.cli.common import UserError, print_json, table
+from workbench.cli.progress import Display
 from workbench.core.errors import EXIT_OK, EXIT_WORK_FAILED
 
 
@@ -175,7 +176,9 @@ def cmd_workers_rename(args) -> int:
 def cmd_workers_test(args) -> int:
     from workbench.core.workers.checks import test_worker
 
-    report = asyncio.run(test_worker(args.id, registry=_registry()))
+    with Display(verbose=args.verbose) as display:  # a slow endpoint, a local model loading
+        display.stage(f"asking worker {args.id} for a short reply")
+        report = asyncio.run(test_worker(args.id, registry=_registry()))
     if args.json:
         print_json(report.to_dict())
     elif report.ok:
@@ -191,7 +194,9 @@ def cmd_workers_test(args) -> int:
 def cmd_workers_models(args) -> int:
     from workbench.core.workers.checks import worker_models
 
-    models = asyncio.run(worker_models(args.id, registry=_registry()))
+    with Display(verbose=args.verbose) as display:
+        display.stage(f"asking worker {args.id}'s server for its models")
+        models = asyncio.run(worker_models(args.id, registry=_registry()))
     if args.json:
         print_json(models)
     else:

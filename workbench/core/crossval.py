@@ -9,6 +9,14 @@ recorded oracle (any single worker right). The k test folds together give one re
 task and system, so systems are compared task by task: the paired difference against the
 best single worker, with a bootstrap 95% interval and an exact sign test, overall and
 per category. Each fold's training run and evaluation are stored like any other.
+
+A run that routes a recorded pool in one Worker turn (``training/table.py``) is
+cross-validated on its routing table: the table and the query features are built once
+(the features kept in the workspace's feature store), every fold's coordinator trains on
+the table, and beside it every simple router of ``routers.py`` learns from the same
+training share and makes its own choices on the same validation share; ``repeats`` deals
+the folds again with the next seeds and a task's reward is its mean over them. The report
+is stored as a ``crossval`` run.
 """
 
 from __future__ import annotations
@@ -17,38 +25,42 @@ import dataclasses
 import json
 import random
 import time
+from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workbench.core.config import RunConfig
+import numpy as np
+
+from workbench.core.config import RunConfig, routing_table_reason
 from workbench.core.coordinator import Backbone
+from workbench.core.coordinator.feature_store import FeatureStore, stored_features
 from workbench.core.errors import InvalidInput
-from workbench.core.evaluate import (
-    RECORDED_ORACLE,
-    Paired,
-    baseline_names,
-    best_single_index,
-    evaluate,
-    paired,
-    sign_test,
-    wilson,
-)
+from workbench.core.evaluate import RECORDED_ORACLE, baseline_names, best_single_index, evaluate
 from workbench.core.jobs.evaluate import stored_evaluation
 from workbench.core.jobs.shared import backbone_for, open_pool
-from workbench.core.protocol import answers_task
-from workbench.core.records import Episode
+from workbench.core.protocol import EpisodeSettings, render_transcript
+from workbench.core.records import Episode, RunStatus, RunStopReason
+from workbench.core.routers import Routed, Split, simple_routers
+from workbench.core.stats import Paired, mean_ci, paired, sign_test, wilson
 from workbench.core.store import Store
 from workbench.core.tasks.model import Suite, Task
 from workbench.core.tasks.suites import load_suite
 from workbench.core.training.checkpoint import best_vector
 from workbench.core.training.events import Listener
 from workbench.core.training.executors import coordinator_from_vector
+from workbench.core.training.table import DecidedPolicy, RoutingTable, build_routing_table
 from workbench.core.training.trainer import Trainer
+from workbench.core.workers.base import pool_covers
 from workbench.core.workspace import Workspace
 
 VALIDATION_SHARE = 0.25  # of a fold's training tasks: the paper's 20/60 split's ratio
+# the coordinator at the paper's settings, beside the config's own (``paper_settings``)
+PAPER_SETTINGS: dict[str, dict[str, Any]] = {
+    "optimizer": {"recorded_defaults": False, "rollouts": 16, "search_basis": "identity"},
+    "budget": {"generations": 60},
+}
 
 
 # --------------------------------------------------------------------------- folds
@@ -109,27 +121,45 @@ class CVSystem:
     ci_high: float
     n: int
     by_group: dict[str, tuple[float, float, float, int]] = field(default_factory=dict)
+    calls: float = 1.0  # worker calls a task (a vote calls every worker)
+    chosen: tuple[str, ...] = ()  # what it chose on validation in each fold (a router's k or C)
 
 
-def _system(name: str, kind: str, rewards: dict[str, float], groups: Mapping[str, str]) -> CVSystem:
+def _system(
+    name: str,
+    kind: str,
+    rewards: dict[str, float],
+    groups: Mapping[str, str],
+    calls: float = 1.0,
+    chosen: Sequence[str] = (),
+) -> CVSystem:
     n = len(rewards)
-    total = sum(rewards.values())
     per: dict[str, list[float]] = {}
     for task_id, r in rewards.items():
         per.setdefault(groups[task_id], []).append(r)
-    ci_low, ci_high = wilson(total, n)
+    accuracy, ci_low, ci_high = _interval(list(rewards.values()))
     return CVSystem(
         name=name,
         kind=kind,
         rewards=rewards,
-        accuracy=total / n if n else 0.0,
+        accuracy=accuracy,
         ci_low=ci_low,
         ci_high=ci_high,
         n=n,
-        by_group={
-            g: (sum(v) / len(v), *wilson(sum(v), len(v)), len(v)) for g, v in sorted(per.items())
-        },
+        by_group={g: (*_interval(v), len(v)) for g, v in sorted(per.items())},
+        calls=calls,
+        chosen=tuple(chosen),
     )
+
+
+def _interval(rewards: Sequence[float]) -> tuple[float, float, float]:
+    """The mean reward and its 95% interval: Wilson's for right/wrong rewards, the
+    t-interval over tasks for rewards averaged over repeated folds (fractions)."""
+    if not rewards:
+        return 0.0, 0.0, 1.0
+    if all(r in (0.0, 1.0) for r in rewards):
+        return sum(rewards) / len(rewards), *wilson(sum(rewards), len(rewards))
+    return mean_ci(rewards)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -150,6 +180,22 @@ class CrossValReport:
     evaluations: tuple[str, ...]  # each fold's evaluation run id
     # tasks left out of the paired comparison: some worker has no recorded answer for them
     paired_left_out: int = 0
+    seeds: tuple[int, ...] = ()  # every fold seed (repeats), the first being ``seed``
+    # per routing system: category -> worker -> tasks sent there (every seed's folds)
+    routing: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
+    # each fold's coordinator run, generation by generation (the first seed's folds)
+    curves: tuple[dict[str, Any], ...] = ()
+    run_id: str | None = None  # the stored crossval run
+
+    def gap_share(self, name: str) -> float | None:
+        """The share of the oracle's gain over the best single worker that ``name``
+        recovers (None without an oracle, or when the oracle gains nothing)."""
+        oracles = [s for s in self.systems if s.kind == "oracle"]
+        if not oracles:
+            return None
+        best = self.system(self.best_single).accuracy
+        gap = oracles[0].accuracy - best
+        return (self.system(name).accuracy - best) / gap if gap > 0 else None
 
     @property
     def groups(self) -> list[str]:
@@ -169,8 +215,12 @@ class CrossValReport:
                 "runs": list(self.runs),
                 "evaluations": list(self.evaluations),
                 "paired_left_out": self.paired_left_out,
+                "seeds": list(self.seeds or (self.seed,)),
                 "systems": [
-                    {k: v for k, v in dataclasses.asdict(s).items() if k != "rewards"}
+                    {
+                        **{k: v for k, v in dataclasses.asdict(s).items() if k != "rewards"},
+                        "gap_share": self.gap_share(s.name),
+                    }
                     for s in self.systems
                 ],
                 "paired": [dataclasses.asdict(p) for p in self.paired],
@@ -178,17 +228,24 @@ class CrossValReport:
                     g: [dataclasses.asdict(p) for p in ps] for g, ps in self.paired_by_group.items()
                 },
                 "rewards": {s.name: s.rewards for s in self.systems},
+                "routing": self.routing,
+                "curves": list(self.curves),
+                "run_id": self.run_id,
             },
             indent=2,
         )
 
     def table(self) -> str:
+        width = max([len("system"), *(len(s.name) for s in self.systems)])
+        seeds = self.seeds or (self.seed,)
+        tested = "once" if len(seeds) == 1 else f"once per seed, rewards averaged over {len(seeds)}"
         lines = [
-            f"{self.folds}-fold cross-validation on '{self.suite}' (seed {self.seed}, "
-            f"{self.systems[0].n if self.systems else 0} tasks, each tested once; training "
+            f"{self.folds}-fold cross-validation on '{self.suite}' (seed"
+            f"{'s ' + ', '.join(map(str, seeds)) if len(seeds) > 1 else ' ' + str(self.seed)}, "
+            f"{self.systems[0].n if self.systems else 0} tasks, each tested {tested}; training "
             f"{self.train_seconds / 60:.1f} min)",
             "",
-            f"{'system':34s} {'accuracy':>8s}  95% CI          vs {self.best_single}",
+            f"{'system':{width}s} {'accuracy':>8s}  95% CI          vs {self.best_single}",
         ]
         if self.paired_left_out:
             n = self.paired[0].n if self.paired else 0
@@ -206,8 +263,10 @@ class CrossValReport:
                 if p is not None
                 else "(reference)"
             )
+            calls = f"  ({s.calls:g} calls a task)" if s.calls > 1 else ""
             lines.append(
-                f"{s.name:34s} {s.accuracy:8.3f}  [{s.ci_low:.3f}, {s.ci_high:.3f}]  {versus}"
+                f"{s.name:{width}s} {s.accuracy:8.3f}  [{s.ci_low:.3f}, {s.ci_high:.3f}]  "
+                f"{versus}{calls}"
             )
         if len(self.groups) > 1:
             lines += ["", f"per category, coordinator vs {self.best_single}:"]
@@ -219,6 +278,45 @@ class CrossValReport:
                             f"[{p.ci_low:+.3f}, {p.ci_high:+.3f}]  won {p.wins} lost {p.losses}"
                         )
         return "\n".join(lines)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CrossValReport:
+        """The report ``to_json`` wrote (a stored ``crossval`` run's result holds it)."""
+        rewards = data.get("rewards", {})
+        systems = tuple(
+            CVSystem(
+                **{
+                    k: v
+                    for k, v in s.items()
+                    if k in {f.name for f in dataclasses.fields(CVSystem)}
+                    and k not in ("by_group", "chosen")
+                },
+                rewards=dict(rewards.get(s["name"], {})),
+                by_group={g: tuple(v) for g, v in s.get("by_group", {}).items()},
+                chosen=tuple(s.get("chosen", ())),
+            )
+            for s in data["systems"]
+        )
+        return cls(
+            suite=data["suite"],
+            folds=data["folds"],
+            seed=data["seed"],
+            systems=systems,
+            best_single=data["best_single"],
+            paired=tuple(Paired(**p) for p in data["paired"]),
+            paired_by_group={
+                g: tuple(Paired(**p) for p in ps)
+                for g, ps in data.get("paired_by_category", {}).items()
+            },
+            train_seconds=data.get("train_seconds", 0.0),
+            runs=tuple(data.get("runs", ())),
+            evaluations=tuple(data.get("evaluations", ())),
+            paired_left_out=data.get("paired_left_out", 0),
+            seeds=tuple(data.get("seeds", (data["seed"],))),
+            routing=data.get("routing", {}),
+            curves=tuple(data.get("curves", ())),
+            run_id=data.get("run_id"),
+        )
 
     def write(self, folder: str | Path, stem: str = "crossval") -> list[Path]:
         folder = Path(folder)
@@ -242,12 +340,18 @@ def summarise_folds(
     evaluations: Sequence[str] = (),
     covered: Collection[str] | None = None,
     costs: Mapping[str, Mapping[str, float]] | None = None,
+    calls: Mapping[str, float] | None = None,
+    chosen: Mapping[str, Sequence[str]] | None = None,
+    **extra: Any,
 ) -> CrossValReport:
     """The report from every system's per-task rewards (system -> task id -> reward).
     The paired comparisons are on ``covered`` (the tasks every worker has an answer for;
     default all), against the best single worker there (``best_single_index``, ties to
     the cheaper by ``costs``: system -> task id -> dollars)."""
-    systems = tuple(_system(n, kinds[n], r, groups) for n, r in rewards.items())
+    systems = tuple(
+        _system(n, kinds[n], r, groups, (calls or {}).get(n, 1.0), (chosen or {}).get(n, ()))
+        for n, r in rewards.items()
+    )
     singles = [s for s in systems if s.kind == "single"]
     if not singles:
         raise InvalidInput("a cross-validation needs the single workers as its reference")
@@ -287,6 +391,7 @@ def summarise_folds(
         runs=tuple(runs),
         evaluations=tuple(evaluations),
         paired_left_out=len(singles[0].rewards) - len(ids),
+        **extra,
     )
 
 
@@ -295,13 +400,19 @@ def summarise_folds(
 
 @dataclass(frozen=True, kw_only=True)
 class FoldProgress:
-    """A fold's training or evaluation started or ended."""
+    """A fold's training or evaluation started or ended; or (``stage`` "table",
+    "features") the routing table or the query features built so far (``done`` of
+    ``total`` tasks)."""
 
     fold: int  # 1-based
     folds: int
-    stage: str  # "training", "trained", "evaluated"
+    stage: str  # "table", "features", "training", "trained", "evaluated"
     run_id: str | None = None
     seconds: float = 0.0
+    repeat: int = 1  # 1-based, of ``repeats``
+    repeats: int = 1
+    done: int = 0
+    total: int = 0
 
 
 def cross_validate(
@@ -310,6 +421,8 @@ def cross_validate(
     *,
     folds: int = 5,
     seed: int | None = None,
+    repeats: int = 1,
+    paper_settings: bool = False,
     backbone: Backbone | None = None,
     listeners: Sequence[Listener] = (),
     progress: Callable[[FoldProgress], None] | None = None,
@@ -317,8 +430,30 @@ def cross_validate(
     """Train and evaluate ``config`` with k-fold cross-validation on its suite (its
     tasks.train / validation / test sizes are ignored: every task is used, each tested
     once). ``seed`` deals the folds (default ``config.tasks.split_seed``); each fold's run
-    is trained with ``config.run.seed``. Returns the cross-validated report."""
+    is trained with ``config.run.seed``. On a routing table (a recorded pool in one
+    Worker turn) every simple router is compared too, ``repeats`` deals the folds with
+    seeds ``seed``, ``seed + 1``, ... and ``paper_settings`` adds a coordinator trained
+    at the paper's settings (``PAPER_SETTINGS``). Returns the cross-validated report."""
     seed = config.tasks.split_seed if seed is None else seed
+    if repeats < 1:
+        raise InvalidInput(f"--repeats {repeats}: deal the folds at least once")
+    reason = routing_table_reason(config)
+    if reason is None:
+        return _table_cross_validate(
+            config,
+            workspace,
+            folds=folds,
+            seeds=[seed + r for r in range(repeats)],
+            paper_settings=paper_settings,
+            backbone=backbone,
+            listeners=listeners,
+            progress=progress,
+        )
+    if repeats > 1 or paper_settings:
+        raise InvalidInput(
+            "--repeats and --paper-settings need a run that routes a recorded pool in one "
+            f"Worker turn, which this one does not ({reason}): leave them out"
+        )
     suite = load_suite(config.tasks.suite, workspace)
     dealt = make_folds(suite.tasks, folds, seed)
     groups = {t.id: t.group for t in suite.tasks}
@@ -332,7 +467,7 @@ def cross_validate(
     with Store.open(workspace) as store:
         session = open_pool(fold_config, store, workspace)
         ids = [w.id for w in session.pool]
-        covered = {t.id for t in suite.tasks if all(answers_task(session.pool, t))}
+        covered = {t.id for t in suite.tasks if pool_covers(session.pool, t)}
 
         async def all_folds() -> float:
             # one event loop for every fold: the pool's client is closed once, at the end
@@ -401,6 +536,253 @@ def cross_validate(
     )
 
 
+def _table_cross_validate(
+    config: RunConfig,
+    workspace: Workspace,
+    *,
+    folds: int,
+    seeds: Sequence[int],
+    paper_settings: bool,
+    backbone: Backbone | None,
+    listeners: Sequence[Listener],
+    progress: Callable[[FoldProgress], None] | None,
+) -> CrossValReport:
+    """``cross_validate`` on the routing table (see the module's docstring)."""
+
+    def said(**event: Any) -> None:
+        if progress is not None:
+            progress(FoldProgress(folds=folds, repeats=len(seeds), **event))
+
+    suite = load_suite(config.tasks.suite, workspace)
+    groups = {t.id: t.group for t in suite.tasks}
+    backbone = backbone_for(config, backbone)
+    fold_config = config.replace(tasks={"train": 0, "validation": 0, "test": 0})
+    configs = {"coordinator": fold_config}
+    if paper_settings:
+        configs["coordinator (paper settings)"] = fold_config.replace(**PAPER_SETTINGS)
+    per_seed: dict[str, dict[str, list[float]]] = {}
+    kinds: dict[str, str] = {name: "coordinator" for name in configs}
+    calls: dict[str, float] = {}
+    chosen: dict[str, list[str]] = {}
+    routing: dict[str, Counter[tuple[str, str]]] = {}
+    curves: list[dict[str, Any]] = []
+    runs: list[str] = []
+    evaluations: list[str] = []
+    trained = 0.0
+    with Store.open(workspace) as store, FeatureStore(workspace.features_path) as features_kept:
+        session = open_pool(fold_config, store, workspace)
+        settings = EpisodeSettings(
+            suite=suite.name,
+            max_turns=1,
+            max_tokens=config.protocol.max_tokens,
+            temperature=config.protocol.temperature,
+            roles=config.protocol.roles,
+        )
+
+        async def build() -> RoutingTable:
+            return await build_routing_table(
+                session.pool,
+                suite.tasks,
+                settings,
+                progress=lambda done, total: said(fold=0, stage="table", done=done, total=total),
+            )
+
+        table = session.run(build())
+        features = stored_features(
+            backbone,
+            features_kept,
+            [render_transcript(t, ()) for t in suite.tasks],
+            progress=lambda done, total: said(fold=0, stage="features", done=done, total=total),
+        )
+
+        def record(routed: Routed, split_tasks: Sequence[Task]) -> None:
+            kinds[routed.name] = routed.kind
+            calls[routed.name] = routed.calls
+            if routed.chosen:
+                chosen.setdefault(routed.name, []).append(routed.chosen)
+            for task, reward in zip(split_tasks, routed.rewards, strict=True):
+                per_seed.setdefault(routed.name, {}).setdefault(task.id, []).append(float(reward))
+            if routed.kind in ("coordinator", "router"):
+                counts = routing.setdefault(routed.name, Counter())
+                for task, w in zip(split_tasks, routed.choices, strict=True):
+                    counts[(task.group, table.workers[int(w)])] += 1
+
+        async def all_folds() -> None:
+            for r, fold_seed in enumerate(seeds):
+                dealt = make_folds(suite.tasks, folds, fold_seed)
+                for index in range(folds):
+                    fs = fold_suite(suite, dealt, index, fold_seed)
+                    by_split = {
+                        name: [t for t in fs.tasks if t.split == name]
+                        for name in ("train", "validation", "test")
+                    }
+                    split = Split(**{name: table.rows(ts) for name, ts in by_split.items()})
+                    test = by_split["test"]
+                    for name, cfg in configs.items():
+                        said(fold=index + 1, stage="training", repeat=r + 1)
+                        cfg = cfg.replace(
+                            run={
+                                "name": f"{config.run.name} ({name}, cv {index + 1}/{folds}, "
+                                f"seed {fold_seed})"
+                            }
+                        )
+                        trainer = Trainer(
+                            cfg,
+                            store,
+                            suite=fs,
+                            pool=session.pool,
+                            backbone=backbone,
+                            listeners=listeners,
+                            feature_store=features_kept,
+                            table=table,
+                        )
+                        run_id = trainer.start()
+                        t0 = time.perf_counter()
+                        await trainer.run_async()
+                        seconds = time.perf_counter() - t0
+                        nonlocal trained
+                        trained += seconds
+                        runs.append(run_id)
+                        said(
+                            fold=index + 1,
+                            stage="trained",
+                            repeat=r + 1,
+                            run_id=run_id,
+                            seconds=seconds,
+                        )
+                        vector = trainer.state.best_vector
+                        assert vector is not None  # every run validates its last generation
+                        actions = trainer.table_actions(vector, test)
+                        choices = np.array([a.worker for a in actions])
+                        rewards = table.outcome(table.rows(test), choices)[0]
+                        if name == "coordinator":  # its test episodes stored, replayable
+                            played = DecidedPolicy(
+                                len(session.pool),
+                                {
+                                    render_transcript(t, ()): a
+                                    for t, a in zip(test, actions, strict=True)
+                                },
+                            )
+                            _, episodes, eval_id = await _evaluate_fold(
+                                cfg, played, session.pool, test, suite.name, store, False
+                            )
+                            evaluations.append(eval_id)
+                            by_id = {e.task_id: e for e in episodes}
+                            rewards = np.array([by_id[t.id].reward for t in test])
+                            choices = np.array(
+                                [table.workers.index(by_id[t.id].turns[0].worker) for t in test]
+                            )
+                        record(
+                            Routed(
+                                name=name,
+                                kind="coordinator",
+                                rewards=rewards,
+                                choices=choices,
+                                chosen=f"generation {trainer.state.best_validation_generation}",
+                            ),
+                            test,
+                        )
+                        if r == 0 and name == "coordinator":
+                            curves.append(
+                                {"fold": index + 1, "run": run_id, **_curve(store, run_id)}
+                            )
+                    for routed in simple_routers(table, features, split):
+                        record(routed, test)
+                    said(fold=index + 1, stage="evaluated", repeat=r + 1)
+
+        session.run(all_folds())
+        rewards = {
+            name: {task_id: float(np.mean(v)) for task_id, v in by_task.items()}
+            for name, by_task in per_seed.items()
+        }
+        report = summarise_folds(
+            suite.name,
+            folds,
+            seeds[0],
+            rewards,
+            kinds,
+            groups,
+            train_seconds=trained,
+            runs=runs,
+            evaluations=evaluations,
+            covered={t.id for i, t in enumerate(suite.tasks) if table.answered[i].all()},
+            costs={
+                f"single:{w}": {
+                    t.id: float(c) for t, c in zip(suite.tasks, table.cost[:, i], strict=True)
+                }
+                for i, w in enumerate(table.workers)
+            },
+            calls=calls,
+            chosen=chosen,
+            seeds=tuple(seeds),
+            routing={name: _nested(counts) for name, counts in routing.items()},
+            curves=tuple(curves),
+        )
+        run_id = store.create_run(
+            f"cross-validation of {config.run.name} on {suite.name}",
+            "crossval",
+            {**config.to_dict(), "crossval": {"folds": folds, "seeds": list(seeds)}},
+        )
+        report = dataclasses.replace(report, run_id=run_id)
+        store.set_run_status(
+            run_id,
+            RunStatus.FINISHED,
+            stop_reason=RunStopReason.DONE,
+            result={"crossval": json.loads(report.to_json())},
+        )
+    return report
+
+
+@dataclass(frozen=True, kw_only=True)
+class StoredCrossVal:
+    """A cross-validation stored in the workspace, as a list shows it."""
+
+    run_id: str
+    name: str
+    created_at: float
+
+
+def list_crossvals(workspace: Workspace) -> list[StoredCrossVal]:
+    """The workspace's finished cross-validations, newest first."""
+    with Store.open(workspace) as store:
+        runs = store.list_runs(kind="crossval")
+    return [
+        StoredCrossVal(run_id=r.id, name=r.name, created_at=r.created_at)
+        for r in reversed(runs)
+        if r.status is RunStatus.FINISHED and (r.result or {}).get("crossval")
+    ]
+
+
+def load_crossval(workspace: Workspace, run_id: str) -> CrossValReport:
+    """A stored cross-validation (``list_crossvals``)."""
+    with Store.open(workspace) as store:
+        record = store.get_run(run_id)
+    data = (record.result or {}).get("crossval")
+    if record.kind != "crossval" or not data:
+        raise InvalidInput(
+            f"run {record.id[:8]} is no finished cross-validation: list them with "
+            "trinity-workbench runs list --all"
+        )
+    return CrossValReport.from_dict(data)
+
+
+def _nested(counts: Counter[tuple[str, str]]) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for (group, worker), n in sorted(counts.items()):
+        out.setdefault(group, {})[worker] = n
+    return out
+
+
+def _curve(store: Store, run_id: str) -> dict[str, list[float | None]]:
+    """A training run's best and mean fitness and validation, generation by generation."""
+    stats = store.generations(run_id)
+    return {
+        "best": [g["best"] for g in stats],
+        "mean": [g["mean"] for g in stats],
+        "validation": [g.get("validation") for g in stats],
+    }
+
+
 async def _evaluate_fold(
     cfg: RunConfig,
     coordinator: Any,
@@ -408,10 +790,11 @@ async def _evaluate_fold(
     tasks: Sequence[Task],
     suite: str,
     store: Store,
+    baselines: bool = True,
 ) -> tuple[Any, list[Episode], str]:
-    """One fold's test tasks: the coordinator and every baseline, stored as an
-    evaluation run (its episodes replayable); returns the report, the episodes and the
-    evaluation's run id."""
+    """One fold's test tasks: the coordinator and (``baselines``) every baseline, stored
+    as an evaluation run (its episodes replayable); returns the report, the episodes and
+    the evaluation's run id."""
     ids = [w.id for w in pool]
     p = cfg.protocol
     eval_id = store.create_run(
@@ -427,7 +810,7 @@ async def _evaluate_fold(
         max_tokens=p.max_tokens,
         seed=cfg.run.seed,
         concurrency=cfg.optimizer.concurrency,
-        baselines=baseline_names(ids, p.max_turns),
+        baselines=baseline_names(ids, p.max_turns) if baselines else False,
         run_id=eval_id,
         thinker_suggests_role=p.thinker_suggests_role,
         roles=p.roles,
@@ -442,8 +825,11 @@ __all__ = [
     "CrossValReport",
     "FoldProgress",
     "Paired",
+    "StoredCrossVal",
     "cross_validate",
     "fold_suite",
+    "list_crossvals",
+    "load_crossval",
     "make_folds",
     "paired",
     "sign_test",

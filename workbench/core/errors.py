@@ -5,14 +5,16 @@ do, and the command line's exit code follows from it (docs/guides/exit-codes.md)
     WorkbenchError                      a sentence for the user: what, which thing, the fix
     ├── BadInput           exit 2       the input is wrong: a file, an option, a name
     │   ├── ConfigError, SettingsError, SuiteImportError, HubRowError,
-    │   │   SuiteValidationError > RecordsValidationError, RecordedPoolError
+    │   │   SuiteValidationError > RecordsValidationError, RecordedPoolError,
+    │   │   _NotJson (one line of a JSONL file that is not JSON)
     │   ├── SuiteNotFound, TaskNotFound, UnknownWorker > RecordedPoolNotFound,
-    │   │   RegistryError > SpecError
+    │   │   RegistryError > SpecError, UnknownModel (no such MMLU-Pro model upstream)
     │   ├── KeychainError > InvalidKey, KeychainUnavailable
     │   ├── RunNotFound, AmbiguousRunId, EpisodeNotFound, AmbiguousEpisodeId, RunLocked
     │   ├── StoreVersionError, StoreDamaged, CheckpointError, CoordinatorFileError,
     │   │   OutputError
-    │   ├── WorkspaceError, ModelSourceError, PortUnavailable, BadRequest, UserError (CLI),
+    │   ├── WorkspaceError > WorkspaceIsAFile, ModelSourceError > IncompleteInstallation,
+    │   │   PortUnavailable, BadRequest, UserError (CLI),
     │   │   PromptTooLong (serve: a conversation over the prompt budget)
     │   ├── FileEncodingError                a file that is not UTF-8: file, line, fix
     │   └── InvalidInput                     any other value given that cannot be used
@@ -26,19 +28,23 @@ do, and the command line's exit code follows from it (docs/guides/exit-codes.md)
     │   │   in BadInput, StoreFull in SystemFailure; a bare one is "locked" or "I/O")
     │   ├── SandboxError > NoPython, NoUtilLinux
     │   ├── ExecutorError (Ray: missing, the cluster unreachable, actors that die)
+    │   ├── DownloadError, ChecksumMismatch (importers: a download that stopped, a
+    │   │   file that is not the published one)
     │   └── DoctorError
     ├── Interrupted        exit 3       stopped on request; resumable where it says so
-    │   └── Stopped (training), EvaluationStopped
+    │   └── Stopped (training), EvaluationStopped, DownloadCancelled
     └── SystemFailure      exit 4       the operating system refused: disk full, no
         ├── StoreFull, StoreReadOnly              permission, a read-only file system
         └── (any OSError, through ``system_failure``)
 
 Standard-library bases stay where callers catch them (``ConfigError`` is still a
 ``ValueError``, ``RunNotFound`` a ``LookupError``): the project's classes inherit from
-both. Outside the tree are only the sandbox's in-jail modules (``checker.py``, ``plaindata.py``),
-which run in the jail without the workbench package: ``CandidateFailed`` (a
-``BaseException`` on purpose: graded code's ``except Exception`` must not catch it) and
-``NotPlainData``; neither is ever seen outside the jail.
+both. Outside the tree are only the sandbox's in-jail modules (``checker.py``,
+``plaindata.py``), which run in the jail without the workbench package: ``CandidateFailed``
+(a ``BaseException`` on purpose: graded code's ``except Exception`` must not catch it) and
+``NotPlainData``, neither ever seen outside the jail; and the self-test's ``Warn``
+(gui/selftest.py), a check's "works, with a limitation" verdict that the self-test itself
+catches and prints. ``tests/test_errors.py`` fails when a class is missing here.
 
 This module imports nothing of the project, so every layer may use it.
 """

@@ -14,7 +14,6 @@ import asyncio
 import csv
 import io
 import json
-import math
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -31,140 +30,17 @@ from workbench.core.protocol import (
     EpisodeSettings,
     EpisodeTag,
     Prompts,
-    answers_task,
     episode_gate,
     run_episode,
 )
 from workbench.core.records import Episode
+from workbench.core.routers import RECORDED_ORACLE
+from workbench.core.stats import Paired, paired, wilson
 from workbench.core.tasks.model import Task
 from workbench.core.training.events import StopToken
 from workbench.core.training.trainer import derived_seed
-from workbench.core.workers.base import Worker
+from workbench.core.workers.base import Worker, pool_covers
 from workbench.core.workers.simulated import PROFILES_BY_ID, oracle_worker
-
-
-def wilson(successes: float, n: int, z: float = 1.96) -> tuple[float, float]:
-    """95% Wilson score interval of a proportion (sensible at 0 and n, unlike Wald)."""
-    if n == 0:
-        return 0.0, 1.0
-    p = successes / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    # the interval always holds p; min/max keep rounding (1 - 1e-16 at p = 1) from losing it
-    return max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half))
-
-
-BOOTSTRAP = 10_000  # resamples of a paired difference's interval
-# A difference is claimed (a win, a "clear" lead, "above") only when the exact two-sided
-# sign test on its paired wins and losses gives p below this: a percentile bootstrap
-# interval of right/wrong differences is too narrow at small counts (4 wins, 0 losses out
-# of 100 gives [+1, +8] points, at p = 0.125). The interval is still shown beside it.
-SIGNIFICANCE = 0.05
-
-
-def bootstrap_mean(
-    values: Sequence[float] | np.ndarray, *, seed: int = 0, resamples: int = BOOTSTRAP
-) -> tuple[float, float, float]:
-    """The mean of ``values`` (one per task) and its 95% percentile bootstrap interval,
-    resampling tasks; the interval always holds the mean. The one bootstrap of the
-    workbench: paired differences (``paired``), the headroom check's gaps and leads."""
-    values = np.asarray(values, dtype=np.float64)
-    n = len(values)
-    if n == 0:
-        return 0.0, 0.0, 0.0
-    mean = float(values.mean())
-    rng = np.random.default_rng(seed)
-    means = values[rng.integers(0, n, size=(resamples, n))].mean(axis=1)
-    low, high = np.percentile(means, [2.5, 97.5])
-    return mean, min(mean, float(low)), max(mean, float(high))
-
-
-@dataclass(frozen=True, kw_only=True)
-class Paired:
-    """A system against a reference, task by task: the mean per-task difference with its
-    bootstrap 95% interval, the tasks it wins and loses, and the exact two-sided sign
-    test's p-value on those (McNemar's exact test for right/wrong rewards)."""
-
-    system: str
-    against: str
-    difference: float
-    ci_low: float
-    ci_high: float
-    wins: int
-    losses: int
-    n: int
-    p_value: float
-
-    @property
-    def significant(self) -> bool:
-        """Whether the sign test separates the two (p < ``SIGNIFICANCE``): the only
-        ground on which a win or a loss is claimed."""
-        return self.p_value < SIGNIFICANCE
-
-    @property
-    def better(self) -> bool:
-        """A win that may be claimed: more wins than losses, and significant."""
-        return self.significant and self.wins > self.losses
-
-
-def paired_values(
-    system: str,
-    against: str,
-    differences: Sequence[float] | np.ndarray,
-    *,
-    seed: int = 0,
-    resamples: int = BOOTSTRAP,
-) -> Paired:
-    """``Paired`` from the per-task differences (system minus reference)."""
-    d = np.asarray(differences, dtype=np.float64)
-    if len(d) == 0:
-        return Paired(
-            system=system,
-            against=against,
-            difference=0.0,
-            ci_low=0.0,
-            ci_high=0.0,
-            wins=0,
-            losses=0,
-            n=0,
-            p_value=1.0,
-        )
-    mean, low, high = bootstrap_mean(d, seed=seed, resamples=resamples)
-    wins, losses = int((d > 0).sum()), int((d < 0).sum())
-    return Paired(
-        system=system,
-        against=against,
-        difference=mean,
-        ci_low=low,
-        ci_high=high,
-        wins=wins,
-        losses=losses,
-        n=len(d),
-        p_value=sign_test(wins, losses),
-    )
-
-
-def paired(
-    system: str,
-    against: str,
-    a: Mapping[str, float],
-    b: Mapping[str, float],
-    ids: Sequence[str],
-    seed: int = 0,
-) -> Paired:
-    """``a`` against ``b`` (task id -> reward) on the tasks ``ids``."""
-    return paired_values(system, against, [a[i] - b[i] for i in ids], seed=seed)
-
-
-def sign_test(wins: int, losses: int) -> float:
-    """The exact two-sided sign test's p-value of ``wins`` against ``losses`` (ties left
-    out): the chance of a split at least this uneven if either side were as likely."""
-    m = wins + losses
-    if m == 0:
-        return 1.0
-    tail = sum(math.comb(m, j) for j in range(min(wins, losses) + 1)) / 2**m
-    return min(1.0, 2 * tail)
 
 
 def best_single_index(accuracy: Sequence[float], dollars: Sequence[float]) -> int:
@@ -455,7 +331,6 @@ class EvaluationStopped(Interrupted):
 
 
 MULTI_TURN_ORACLE = "multi-turn oracle"
-RECORDED_ORACLE = "recorded oracle"
 
 
 def recorded_pool(worker_ids: Sequence[str]) -> bool:
@@ -637,7 +512,7 @@ async def evaluate(
         eps = recorded_oracle(episodes, [s[0] for s in systems], len(systems), len(tasks))
         results.append(summarise(RECORDED_ORACLE, "oracle", eps, {t.id: t.group for t in tasks}))
         episodes += eps
-    covered = [t.id for t in tasks if all(answers_task(pool, t))]
+    covered = [t.id for t in tasks if pool_covers(pool, t)]
     best, pairs = against_best_single(results, episodes, covered, seed)
     report = Report(
         suite=suite,

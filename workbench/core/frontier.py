@@ -39,26 +39,21 @@ import numpy as np
 from workbench.core.config import RunConfig
 from workbench.core.coordinator import Backbone
 from workbench.core.errors import InvalidInput
-from workbench.core.evaluate import (
-    MULTI_TURN_ORACLE,
-    SIGNIFICANCE,
-    Paired,
-    any_right_index,
-    best_single_index,
-    paired_values,
-    wilson,
-)
-from workbench.core.headroom import ONE_POINT, columns, overridden_policy, simulated_skills
+from workbench.core.evaluate import MULTI_TURN_ORACLE, any_right_index, best_single_index
+from workbench.core.headroom import overridden_policy
+from workbench.core.headroom_figures import ONE_POINT, columns, simulated_skills
 from workbench.core.jobs.evaluate import evaluate_run
 from workbench.core.jobs.shared import backbone_for
-from workbench.core.jobs.study_stats import mean_ci
 from workbench.core.jobs.train import train
 from workbench.core.oracle import best_plan, random_routing_value
-from workbench.core.records import ROLES
+from workbench.core.progress import StageListener, tell
+from workbench.core.records import ROLES, RunStatus, RunStopReason
 from workbench.core.spend import dollars, spend_kind
+from workbench.core.stats import SIGNIFICANCE, Paired, mean_ci, paired_values, wilson
 from workbench.core.store import Store
 from workbench.core.tasks.model import Task
 from workbench.core.tasks.suites import load_suite
+from workbench.core.training.events import Listener
 from workbench.core.training.trainer import task_splits
 from workbench.core.workspace import Workspace
 
@@ -505,17 +500,21 @@ def study_frontier(
     *,
     progress: Callable[[str], None] | None = None,
     backbone: Backbone | None = None,
+    listeners: Sequence[Listener] = (),
+    stages: StageListener | None = None,
 ) -> Frontier:
     """Train one coordinator per cost penalty under ``config`` (its budget for each run;
     the response cache read-write and shared, unless the config says replay-only),
     evaluate each on the test split with the baselines measured once, and return the
-    frontier, stored as a run of kind ``frontier``."""
+    frontier, stored as a run of kind ``frontier``. ``progress`` hears a line as each
+    run is evaluated, ``listeners`` every run's training events, ``stages`` the steps
+    between them (loading the backbone, evaluating a run)."""
     penalties = check_penalties(penalties)
     started = time.perf_counter()
     policy = "replay-only" if config.cache.policy == "replay-only" else "read-write"
     shown_policy = overridden_policy(policy, config.cache.policy)
     config = config.replace(cache={"policy": policy})
-    backbone = backbone_for(config, backbone)
+    backbone = backbone_for(config, backbone, stages=stages)
     suite = load_suite(config.tasks.suite, workspace)
     test_tasks = task_splits(config, suite)["test"]
     systems: list[SystemOutcomes] = []
@@ -527,7 +526,8 @@ def study_frontier(
             optimizer={"cost_penalty": penalty},
         )
         run_started = time.perf_counter()
-        run_id = train(cfg, workspace, backbone=backbone)
+        run_id = train(cfg, workspace, backbone=backbone, listeners=listeners)
+        tell(stages, f"evaluating run {run_id[:8]} on the test split")
         result = evaluate_run(workspace, run=run_id, baselines=i == 0, backbone=backbone)
         report = result.report
         with Store.open(workspace) as store:
@@ -587,7 +587,10 @@ def study_frontier(
         )
         frontier = _finish(frontier, run_id, time.perf_counter() - started)
         store.set_run_status(
-            run_id, "finished", stop_reason="done", result={"frontier": frontier.to_dict()}
+            run_id,
+            RunStatus.FINISHED,
+            stop_reason=RunStopReason.DONE,
+            result={"frontier": frontier.to_dict()},
         )
     return frontier
 
@@ -597,11 +600,11 @@ def _covered(pool: Sequence[str], tasks: Sequence[Task], workspace: Workspace) -
     without recorded workers, every other worker answering any task."""
     if not any(w.startswith("recorded") for w in pool):
         return None
-    from workbench.core.protocol import answers_task
+    from workbench.core.workers.base import pool_covers
     from workbench.core.workers.pool import build_pool
 
     workers = build_pool(list(pool), workspace=workspace)
-    return {t.id for t in tasks if all(answers_task(workers, t))}
+    return {t.id for t in tasks if pool_covers(workers, t)}
 
 
 def _with_exact(s: SystemOutcomes, value: float) -> SystemOutcomes:
@@ -646,7 +649,7 @@ def list_frontiers(workspace: Workspace) -> list[StoredFrontier]:
     return [
         StoredFrontier(r.id, r.name, r.created_at)
         for r in reversed(runs)
-        if r.status == "finished" and (r.result or {}).get("frontier")
+        if r.status is RunStatus.FINISHED and (r.result or {}).get("frontier")
     ]
 
 

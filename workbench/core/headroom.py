@@ -3,51 +3,52 @@ and suite at all?
 
 Every worker of the pool answers every task of a sample of the TRAINING split once, as a
 one-turn Worker (the protocol's Worker prompt, the run's decoding settings). From those
-answers:
+answers (``workbench.core.headroom_figures``):
 
 - each worker's accuracy with a 95% Wilson interval, and its dollars per task;
 - the one-turn oracle: a task counts as solved when ANY worker answered it right (what a
   perfect one-turn router would reach, as RouteLLM and LLMRouterBench report it), and its
-  gap over the best single worker with a paired bootstrap interval over tasks;
+  gap over the best single worker with a paired bootstrap interval over tasks: a ceiling
+  that also counts lucky draws;
+- the held-out gain: routing by category, chosen on half the tasks and measured on the
+  other half, against the best single worker chosen the same way (what carries over to
+  tasks the choice was not made on);
 - the pairwise table: the share of tasks worker A answered right and B wrong;
 - the winner of each category (``Task.group``), and whether its lead over the runner-up
   is outside the interval;
 - what the check itself cost: calls made, tokens and dollars. An answer read from the
   response cache or from a worker of recorded answers (``Worker.answers_at_no_cost``)
   costs nothing and counts as no call;
-- one plain sentence (``HeadroomReport.sentence``).
+- its conclusion in plain words (``HeadroomReport.sentence``).
 
 The answers go into the workspace's response cache (read-write, unless the config says
 replay-only), so a training run of the same pool reuses them wherever its call is the
 same request (docs/guides/headroom-and-cost.md says where that holds).
 
 On a simulated pool (sandbox, team) every figure also has its exact value, computed from
-the simulation's declared skills on the same tasks (``exact_headroom``): a reader sees how
+the simulation's declared skills on the same tasks (``with_exact``): a reader sees how
 close the sample came, and the tests check the measured figures against it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 
 from workbench.core.config import RunConfig
 from workbench.core.errors import InvalidInput, WorkFailed
-from workbench.core.evaluate import (
-    BOOTSTRAP,
-    SIGNIFICANCE,
-    EvaluationStopped,
-    best_single_index,
-    bootstrap_mean,
-    paired_values,
-    wilson,
+from workbench.core.evaluate import EvaluationStopped
+from workbench.core.headroom_figures import (
+    RESAMPLES,
+    CheckCost,
+    HeadroomReport,
+    Outcomes,
+    analyse,
+    with_exact,
 )
 from workbench.core.jobs.shared import PoolSession, open_worker_pool
 from workbench.core.policies import FixedPolicy
@@ -60,15 +61,15 @@ from workbench.core.protocol import (
     run_episode,
     turn_seed,
 )
-from workbench.core.records import Episode, Role
-from workbench.core.spend import dollars, spend_kind
+from workbench.core.records import Episode, Role, RunStatus, RunStopReason
+from workbench.core.spend import spend_kind
 from workbench.core.store import Store
+from workbench.core.tasks.graders import grade
 from workbench.core.tasks.model import Task
 from workbench.core.tasks.suites import load_suite
 from workbench.core.training.events import StopToken
 from workbench.core.training.trainer import derived_seed, task_splits
-from workbench.core.workers.base import Completion, EpisodeContext, Message, Worker
-from workbench.core.workers.simulated import PROFILES_BY_ID
+from workbench.core.workers.base import Completion, EpisodeContext, Message, Worker, WorkerError
 from workbench.core.workspace import Workspace
 
 # The default sample: 100 training tasks. With 100 tasks a worker's 95% interval is at
@@ -76,390 +77,6 @@ from workbench.core.workspace import Workspace
 # is usually measured to a few points; a pool that costs money pays for 100 calls per
 # worker. ``sample=0`` takes the whole training split.
 DEFAULT_SAMPLE = 100
-RESAMPLES = BOOTSTRAP  # bootstrap resamples of the tasks (evaluate's one bootstrap)
-ONE_POINT = 0.01
-
-
-@dataclass(frozen=True, kw_only=True)
-class Outcomes:
-    """One-turn answers of every worker on every task: ``right[w, t]`` and ``cost[w, t]``
-    (the answer's dollars, what the worker costs to run, recorded or cached or not)."""
-
-    workers: tuple[str, ...]
-    tasks: tuple[str, ...]  # task ids
-    groups: tuple[str, ...]  # each task's category (``Task.group``)
-    right: np.ndarray = field(repr=False)  # bool, workers x tasks
-    cost: np.ndarray = field(repr=False)  # float, workers x tasks
-
-
-@dataclass(frozen=True, kw_only=True)
-class WorkerFigures:
-    """One worker's figures on the check's tasks; ``exact``: the simulation's expected
-    accuracy on them (simulated workers only)."""
-
-    worker: str
-    accuracy: float
-    ci_low: float
-    ci_high: float
-    n: int
-    dollars_per_task: float
-    exact: float | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class CategoryWinner:
-    """The best worker of one category, the runner-up, and the winner's lead over it with
-    a paired bootstrap interval, its tasks won and lost against the runner-up and the exact
-    sign test's p-value on them: ``clear`` only when that test separates the two
-    (p < 0.05, which takes at least 6 tasks won and none lost), whatever the interval."""
-
-    category: str
-    n: int
-    winner: str
-    accuracy: float
-    ci_low: float
-    ci_high: float
-    runner_up: str | None
-    lead: float
-    lead_low: float
-    lead_high: float
-    wins: int = 0  # tasks the winner got right and the runner-up wrong
-    losses: int = 0  # and the other way round
-    p_value: float = 1.0  # the exact two-sided sign test on wins and losses
-
-    @property
-    def clear(self) -> bool:
-        return self.runner_up is None or (self.p_value < SIGNIFICANCE and self.wins > self.losses)
-
-
-@dataclass(frozen=True, kw_only=True)
-class CheckCost:
-    """What the check itself spent: ``calls`` made to a worker (neither read from the
-    cache nor from recorded answers), their tokens and dollars; ``cached`` and
-    ``recorded`` count the answers that cost nothing."""
-
-    calls: int = 0
-    tokens_in: int = 0
-    tokens_out: int = 0
-    dollars: float = 0.0
-    cached: int = 0
-    recorded: int = 0
-
-
-@dataclass(frozen=True, kw_only=True)
-class HeadroomReport:
-    """The check's figures (see the module docstring)."""
-
-    suite: str
-    pool: tuple[str, ...]
-    n: int
-    sample: str  # how the tasks were chosen, in words
-    workers: tuple[WorkerFigures, ...]
-    best: str
-    oracle: tuple[float, float, float]  # accuracy, 95% Wilson interval
-    gap: tuple[float, float, float]  # oracle - best single, paired bootstrap interval
-    pairwise: dict[str, dict[str, float]]  # A -> B -> share of tasks A right and B wrong
-    categories: tuple[CategoryWinner, ...]
-    cost: CheckCost
-    spend: str = ""  # spend_kind: "simulated", "recorded", a mix of them, or "" (real dollars)
-    wall_s: float = 0.0
-    left_out: dict[str, int] = field(default_factory=dict)  # why -> tasks left out
-    cache_policy: str = "read-write"
-    run_id: str | None = None  # the stored run of the check's episodes (replayable)
-    # on a simulated pool: the exact oracle and gap on the same tasks
-    exact_oracle: float | None = None
-    exact_gap: float | None = None
-    # on a simulated pool: the exact accuracy of routing by category alone (the best
-    # worker per category), below the any-right oracle, which also counts lucky draws
-    exact_by_category: float | None = None
-
-    @property
-    def best_figures(self) -> WorkerFigures:
-        return next(w for w in self.workers if w.worker == self.best)
-
-    @property
-    def sentence(self) -> str:
-        """The check's conclusion in one plain sentence, claiming nothing the interval
-        does not show."""
-        gap, low, high = (100 * x for x in self.gap)
-        if self.gap[0] == 0 and high < 100 * 2 * ONE_POINT:
-            return (
-                f"The best worker ({self.best}) is right whenever any worker is, on these "
-                f"{self.n} tasks (a gap above {high:.1f} points is ruled out): training a "
-                "coordinator cannot help here."
-            )
-        if self.gap[0] == 0:
-            return (
-                f"The best worker ({self.best}) is right whenever any worker is, on these "
-                f"{self.n} tasks, but on so few a gap of up to {high:.0f} points is not ruled "
-                "out (95%): check more tasks (--sample) before concluding a coordinator "
-                "cannot help."
-            )
-        if high < 100 * 2 * ONE_POINT:
-            return (
-                f"Routing can gain at most {gap:.0f} points [{low:.0f}, {high:.0f}] over "
-                f"{self.best} on this suite: too little for a coordinator to be worth training."
-            )
-        return (
-            f"Routing can gain at most {gap:.0f} points [{low:.0f}, {high:.0f}] over "
-            f"{self.best} on this suite; a coordinator needs to find most of that to be "
-            "worth training."
-        )
-
-    def cost_line(self) -> str:
-        c = self.cost
-        free = []
-        if c.cached:
-            free.append(f"{c.cached} answers from the response cache")
-        if c.recorded:
-            free.append(f"{c.recorded} from recorded answers")
-        return (
-            f"this check cost {c.calls} calls, {c.tokens_in + c.tokens_out} tokens "
-            f"({c.tokens_in} in, {c.tokens_out} out), {dollars(c.dollars, self.spend)}"
-            + (f"; free: {', '.join(free)}" if free else "")
-            + f"; {self.wall_s:.1f} s"
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["spend"] = self.spend or "real"
-        data["sentence"] = self.sentence
-        data["categories"] = [{**asdict(c), "clear": c.clear} for c in self.categories]
-        return data
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2)
-
-    def write(self, folder: str | Path) -> list[Path]:
-        """headroom.json and headroom.md (the table) in ``folder``."""
-        folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
-        paths = [folder / "headroom.json", folder / "headroom.md"]
-        paths[0].write_text(self.to_json(), encoding="utf-8")
-        paths[1].write_text("```\n" + self.table() + "\n```\n", encoding="utf-8")
-        return paths
-
-    def table(self) -> str:
-        """The report as text: the workers, the oracle and its gap, the pairwise table,
-        the categories, the cost and the sentence."""
-        exact = any(w.exact is not None for w in self.workers)
-        spend = f" ({self.spend})" if self.spend else ""
-        lines = [
-            f"Headroom on `{self.suite}`: {self.n} training tasks ({self.sample})",
-            "",
-        ]
-        rows = [
-            ("worker", "accuracy", "95% CI", f"$ / task{spend}", *(("exact",) if exact else ()))
-        ]
-        for w in self.workers:
-            rows.append(
-                (
-                    w.worker + (" (best)" if w.worker == self.best else ""),
-                    f"{w.accuracy:.3f}",
-                    f"[{w.ci_low:.3f}, {w.ci_high:.3f}]",
-                    f"{w.dollars_per_task:.6f}",
-                    *((f"{w.exact:.3f}" if w.exact is not None else "",) if exact else ()),
-                )
-            )
-        o, g = self.oracle, self.gap
-        rows.append(
-            (
-                "one-turn oracle (any right)",
-                f"{o[0]:.3f}",
-                f"[{o[1]:.3f}, {o[2]:.3f}]",
-                "",
-                *((_fmt(self.exact_oracle),) if exact else ()),
-            )
-        )
-        rows.append(
-            (
-                f"gap over {self.best}",
-                f"{g[0]:+.3f}",
-                f"[{g[1]:+.3f}, {g[2]:+.3f}]",
-                "",
-                *((_fmt(self.exact_gap, "+.3f"),) if exact else ()),
-            )
-        )
-        lines.append(columns(rows))
-        lines += ["", "A right and B wrong (share of tasks; rows A, columns B):"]
-        header = ("A \\ B", *self.pool)
-        pair_rows = [header] + [
-            (a, *("-" if a == b else f"{self.pairwise[a][b]:.3f}" for b in self.pool))
-            for a in self.pool
-        ]
-        lines.append(columns(pair_rows))
-        if len(self.categories) > 1:
-            lines += ["", "per category:"]
-            cat_rows = [("category", "n", "winner", "accuracy", "95% CI", "lead over next")]
-            for c in self.categories:
-                lead = (
-                    f"{c.lead:+.3f} [{c.lead_low:+.3f}, {c.lead_high:+.3f}] over {c.runner_up}"
-                    f", won {c.wins} lost {c.losses}, p={c.p_value:.2g}"
-                    + ("" if c.clear else " (not separated)")
-                    if c.runner_up
-                    else ""
-                )
-                cat_rows.append(
-                    (
-                        c.category,
-                        str(c.n),
-                        c.winner,
-                        f"{c.accuracy:.3f}",
-                        f"[{c.ci_low:.3f}, {c.ci_high:.3f}]",
-                        lead,
-                    )
-                )
-            lines.append(columns(cat_rows))
-        if self.left_out:
-            lines += [""] + [f"left out: {n} tasks ({why})" for why, n in self.left_out.items()]
-        if exact:
-            lines += ["", "exact: the simulation's expected values on these tasks"]
-        if self.exact_by_category is not None:
-            lines.append(
-                f"routing by category alone (the best worker per category) reaches "
-                f"{self.exact_by_category:.3f} exactly: the simulation draws each answer "
-                "afresh, so the any-right oracle also counts lucky draws no router can foresee"
-            )
-        lines += ["", self.cost_line()]
-        if self.run_id:
-            lines.append(f"answers stored as run {self.run_id[:8]} (cache: {self.cache_policy})")
-        lines += ["", self.sentence]
-        return "\n".join(lines)
-
-
-def _fmt(value: float | None, spec: str = ".3f") -> str:
-    return "" if value is None else format(value, spec)
-
-
-def columns(rows: Sequence[Sequence[str]]) -> str:
-    """Rows of cells as left-aligned text columns."""
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join(
-        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows
-    )
-
-
-# --------------------------------------------------------------------------- analysis
-
-
-def analyse(
-    outcomes: Outcomes, *, seed: int = 0, resamples: int = RESAMPLES
-) -> tuple[tuple[WorkerFigures, ...], str, Any, Any, dict, tuple[CategoryWinner, ...]]:
-    """(workers, best, oracle, gap, pairwise, categories) of ``outcomes`` (see
-    ``HeadroomReport``)."""
-    right = np.asarray(outcomes.right, dtype=bool)
-    n_workers, n = right.shape
-    if n == 0:
-        raise InvalidInput("the headroom check has no task to measure on")
-    acc = right.mean(axis=1)
-    per_task = np.asarray(outcomes.cost, dtype=float).mean(axis=1)
-    figures = []
-    for i, w in enumerate(outcomes.workers):
-        ci_low, ci_high = wilson(int(right[i].sum()), n)
-        figures.append(
-            WorkerFigures(
-                worker=w,
-                accuracy=float(acc[i]),
-                ci_low=ci_low,
-                ci_high=ci_high,
-                n=n,
-                dollars_per_task=float(per_task[i]),
-            )
-        )
-    workers = tuple(figures)
-    b = best_single_index(list(acc), list(per_task))
-    any_right = right.any(axis=0)
-    oracle = (float(any_right.mean()), *wilson(int(any_right.sum()), n))
-    gap = bootstrap_mean(
-        any_right.astype(float) - right[b].astype(float), seed=seed, resamples=resamples
-    )
-    if gap[0] == 0:
-        # no task where another worker was right and the best wrong: the bootstrap interval
-        # is [0, 0], but with n tasks a gap up to 3/n is not ruled out (95%, rule of three)
-        gap = (0.0, 0.0, min(1.0, 3 / n))
-    pairwise = {
-        a: {
-            c: float((right[i] & ~right[j]).mean())
-            for j, c in enumerate(outcomes.workers)
-            if j != i
-        }
-        for i, a in enumerate(outcomes.workers)
-    }
-    groups = np.asarray(outcomes.groups)
-    categories = []
-    for g in sorted(set(outcomes.groups)):
-        mask = groups == g
-        sub = right[:, mask]
-        cat_acc = sub.mean(axis=1)
-        order = sorted(range(n_workers), key=lambda i: (-cat_acc[i], per_task[i], i))
-        win = order[0]
-        m = int(mask.sum())
-        low, high = wilson(int(sub[win].sum()), m)
-        if n_workers > 1:
-            nxt = order[1]
-            d = paired_values(
-                outcomes.workers[win],
-                outcomes.workers[nxt],
-                sub[win].astype(float) - sub[nxt].astype(float),
-                seed=seed,
-                resamples=resamples,
-            )
-        else:
-            nxt, d = None, paired_values(outcomes.workers[win], "", [])
-        categories.append(
-            CategoryWinner(
-                category=g,
-                n=m,
-                winner=outcomes.workers[win],
-                accuracy=float(cat_acc[win]),
-                ci_low=low,
-                ci_high=high,
-                runner_up=None if nxt is None else outcomes.workers[nxt],
-                lead=d.difference,
-                lead_low=d.ci_low,
-                lead_high=d.ci_high,
-                wins=d.wins,
-                losses=d.losses,
-                p_value=d.p_value,
-            )
-        )
-    return workers, outcomes.workers[b], oracle, gap, pairwise, tuple(categories)
-
-
-def simulated_skills(pool: Sequence[str], tasks: Sequence[Task]) -> np.ndarray | None:
-    """P(right) of each simulated worker's one-turn Worker answer on each task (workers x
-    tasks), from the simulation's declared skills; None unless every worker is simulated.
-    A task without a reference answer is never answered right."""
-    if not pool or not all(w in PROFILES_BY_ID for w in pool):
-        return None
-    out = np.zeros((len(pool), len(tasks)))
-    for j, task in enumerate(tasks):
-        answerable = (task.solution if task.kind == "code" else task.answer) is not None
-        for i, w in enumerate(pool):
-            out[i, j] = PROFILES_BY_ID[w].skill_for(task.category, task.kind) if answerable else 0
-    return out
-
-
-def exact_headroom(pool: Sequence[str], tasks: Sequence[Task], best: str) -> dict[str, Any] | None:
-    """The exact expected figures of a simulated pool on ``tasks``: each worker's accuracy,
-    the one-turn oracle (any worker right: the simulation draws each worker's outcome on
-    its own, so 1 - prod(1 - skill)), its gap over ``best`` and the pairwise shares; None
-    for a pool with a worker that is not simulated."""
-    p = simulated_skills(pool, tasks)
-    if p is None:
-        return None
-    oracle = 1 - np.prod(1 - p, axis=0)
-    b = list(pool).index(best)
-    return {
-        "by_category": float(p.max(axis=0).mean()),
-        "workers": {w: float(p[i].mean()) for i, w in enumerate(pool)},
-        "oracle": float(oracle.mean()),
-        "gap": float((oracle - p[b]).mean()),
-        "pairwise": {
-            a: {c: float((p[i] * (1 - p[j])).mean()) for j, c in enumerate(pool) if j != i}
-            for i, a in enumerate(pool)
-        },
-    }
 
 
 # --------------------------------------------------------------------------- the check
@@ -568,8 +185,9 @@ def check_headroom(
 ) -> HeadroomReport:
     """Run the headroom check of ``config``'s pool on its suite's training split (see the
     module docstring); ``sample`` training tasks (0: all), plus those already cached or
-    recorded. The answers are stored as a run of kind ``headroom`` (Replay shows them) and
-    recorded in the response cache. ``stop``: no answer starts after it; raises
+    recorded. The check is stored as a run of kind ``headroom`` with the episodes of its
+    live workers (Replay shows them; recorded answers are read, not stored again), and
+    live answers are recorded in the response cache. ``stop``: no answer starts after it; raises
     ``EvaluationStopped``."""
     if sample < 0:
         raise InvalidInput(f"--sample must be 0 (all) or more, got {sample}")
@@ -614,16 +232,19 @@ def check_headroom(
         spent: dict[str, float] = dict.fromkeys(
             ("calls", "tokens_in", "tokens_out", "dollars", "cached", "recorded"), 0
         )
-        metered = [_Meter(w, spent) for w in cached]
+        # workers of recorded answers are read directly (``_answers``); the rest metered
+        read = [w.answers_at_no_cost for w in cached]
+        metered = [w if r else _Meter(w, spent) for w, r in zip(cached, read, strict=True)]
         run_id = store.create_run(
             f"headroom of {', '.join(config.pool.workers)} on {suite.name}",
             "headroom",
             {**config.to_dict(), "headroom": {"sample": sample, "tasks": len(tasks)}},
         )
         try:
-            episodes = _play(
+            answers, episodes = _answers(
                 session,
                 metered,
+                read,
                 tasks,
                 EpisodeSettings(
                     suite=suite.name,
@@ -639,44 +260,48 @@ def check_headroom(
                 stop=stop,
             )
         except EvaluationStopped:
-            store.set_run_status(run_id, "stopped", stop_reason="stopped")
+            store.set_run_status(run_id, RunStatus.STOPPED, stop_reason=RunStopReason.STOPPED)
             raise
         except Exception as exc:
             store.set_run_status(
-                run_id, "failed", stop_reason="error", error=f"{type(exc).__name__}: {exc}"
+                run_id,
+                RunStatus.FAILED,
+                stop_reason=RunStopReason.ERROR,
+                error=f"{type(exc).__name__}: {exc}",
             )
             raise
         store.add_episodes(episodes)
-        outcomes, failed = outcomes_of(episodes, ids, tasks)
+        spent["recorded"] += sum(1 for (i, _), a in answers.items() if read[i] and not a.error)
+        outcomes, failed = outcomes_of(answers, ids, tasks)
         if failed:
             left_out = {**left_out, f"a call failed: {failed[1]}": failed[0]}
         if not outcomes.tasks:
             first = failed[1] if failed else "no answer"
-            store.set_run_status(run_id, "failed", stop_reason="error", error=first)
+            store.set_run_status(
+                run_id, RunStatus.FAILED, stop_reason=RunStopReason.ERROR, error=first
+            )
             raise WorkFailed(
                 f"every task of the headroom check had a failed call (first: {first}): "
                 "test the workers (trinity-workbench workers test ID) and check again"
             )
-        workers, best, oracle, gap, pairwise, categories = analyse(
-            outcomes, seed=config.run.seed, resamples=resamples
+        kept_ids = set(outcomes.tasks)
+        figures, exact = with_exact(
+            analyse(outcomes, seed=config.run.seed, resamples=resamples),
+            ids,
+            [t for t in tasks if t.id in kept_ids],
         )
-        kept = [t for t in tasks if t.id in set(outcomes.tasks)]
-        exact = exact_headroom(ids, kept, best)
-        if exact is not None:
-            workers = tuple(
-                WorkerFigures(**{**asdict(w), "exact": exact["workers"][w.worker]}) for w in workers
-            )
         report = HeadroomReport(
             suite=suite.name,
             pool=ids,
             n=len(outcomes.tasks),
             sample=words,
-            workers=workers,
-            best=best,
-            oracle=oracle,
-            gap=gap,
-            pairwise=pairwise,
-            categories=categories,
+            workers=figures.workers,
+            best=figures.best,
+            oracle=figures.oracle,
+            gap=figures.gap,
+            pairwise=figures.pairwise,
+            categories=figures.categories,
+            held_out=figures.held_out,
             cost=CheckCost(
                 calls=int(spent["calls"]),
                 tokens_in=int(spent["tokens_in"]),
@@ -695,14 +320,38 @@ def check_headroom(
             exact_by_category=exact["by_category"] if exact else None,
         )
         store.set_run_status(
-            run_id, "finished", stop_reason="done", result={"headroom": report.to_dict()}
+            run_id,
+            RunStatus.FINISHED,
+            stop_reason=RunStopReason.DONE,
+            result={"headroom": report.to_dict()},
         )
     return report
 
 
-def _play(
+# Recorded answers are graded this many to a thread hop: the choice grader takes tens of
+# microseconds an answer, less than the hop; a code answer's sandbox runs in its thread.
+GRADE_CHUNK = 256
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One worker's one-turn answer to one task, as the figures need it: its reward, its
+    dollars, and the error of a failed call (such a task is left out)."""
+
+    reward: float
+    cost: float
+    error: str | None = None
+
+    @classmethod
+    def of(cls, episode: Episode) -> Answer:
+        errors = [t.error for t in episode.turns if t.error is not None]
+        return cls(episode.reward, episode.cost, errors[0] if errors else None)
+
+
+def _answers(
     session: PoolSession,
     pool: Sequence[Worker],
+    read: Sequence[bool],
     tasks: Sequence[Task],
     settings: EpisodeSettings,
     *,
@@ -711,66 +360,127 @@ def _play(
     run_id: str,
     progress: Callable[[HeadroomProgress], None] | None,
     stop: StopToken | None,
-) -> list[Episode]:
-    """Every worker's one-turn Worker episode on every task (candidate = the worker's
-    index in the pool), closing the pool's workers and client after."""
+) -> tuple[dict[tuple[int, str], Answer], list[Episode]]:
+    """Every worker's one-turn Worker answer to every task, by (worker index, task id),
+    and the episodes to store; closes the pool's workers and client after.
+
+    A worker with ``read[i]`` (one of recorded answers: nothing is decided and nothing is
+    spent) is asked for each task's answer with the Worker prompt and the answer graded,
+    in chunks off the event loop: no episode is built or stored for it (its answers are
+    in its pool already), which keeps a check of 12,000 tasks to seconds. Every other
+    worker plays a one-turn Worker episode per task (candidate = its index in the pool),
+    stored as the check's run."""
     total = len(pool) * len(tasks)
     done = 0
+    answers: dict[tuple[int, str], Answer] = {}
 
-    async def play() -> list[Episode]:
-        gate = episode_gate(concurrency, total)
+    def tick(count: int) -> None:
+        nonlocal done
+        done += count
+        if progress is not None:
+            progress(HeadroomProgress(done, total))
 
-        async def one(i: int, task: Task) -> Episode:
-            nonlocal done
-            async with gate:
-                if stop is not None and stop.stopped:
-                    raise EvaluationStopped("the headroom check was stopped")
-                episode = await run_episode(
-                    FixedPolicy(len(pool), i),
-                    pool,
-                    task,
-                    settings,
-                    seed=_task_seed(seed, task),
-                    tag=EpisodeTag(run_id=run_id, candidate=i),
-                )
-            done += 1
-            if progress is not None:
-                progress(HeadroomProgress(done, total))
-            return episode
+    def check_stop() -> None:
+        if stop is not None and stop.stopped:
+            raise EvaluationStopped("the headroom check was stopped")
 
-        running = [asyncio.ensure_future(one(i, t)) for t in tasks for i in range(len(pool))]
+    async def episode(i: int, task: Task, gate: asyncio.Semaphore) -> Episode:
+        async with gate:
+            check_stop()
+            played = await run_episode(
+                FixedPolicy(len(pool), i),
+                pool,
+                task,
+                settings,
+                seed=_task_seed(seed, task),
+                tag=EpisodeTag(run_id=run_id, candidate=i),
+            )
+        tick(1)
+        return played
+
+    async def reply(
+        i: int, task: Task, messages: tuple[Message, ...], call_seed: int | None
+    ) -> str | None:
+        """Worker ``i``'s answer to ``task``, or None with its failure noted."""
+        check_stop()
+        worker = pool[i]
         try:
+            got = await worker.complete(
+                messages,
+                max_tokens=settings.max_tokens,
+                temperature=settings.temperature,
+                seed=call_seed,
+                context=EpisodeContext(task, str(Role.WORKER), None, ()),
+            )
+        except WorkerError as exc:
+            answers[(i, task.id)] = Answer(0.0, 0.0, worker.redact(str(exc)))
+            tick(1)
+            return None
+        answers[(i, task.id)] = Answer(0.0, got.cost)
+        return worker.redact(got.text)
+
+    def grade_all(part: list[tuple[int, Task, str]]) -> list[float]:
+        rewards = []
+        for _, task, text in part:
+            check_stop()  # the chunks wait in the executor's queue: check at each answer
+            rewards.append(grade(task, text).reward)
+        return rewards
+
+    async def grade_chunk(part: list[tuple[int, Task, str]]) -> None:
+        rewards = await asyncio.to_thread(grade_all, part)
+        for (i, task, _), reward in zip(part, rewards, strict=True):
+            answers[(i, task.id)] = Answer(reward, answers[(i, task.id)].cost)
+        tick(len(part))
+
+    async def run() -> list[Episode]:
+        live = [i for i in range(len(pool)) if not read[i]]
+        gate = episode_gate(concurrency, len(live) * len(tasks))
+        running = [asyncio.ensure_future(episode(i, t, gate)) for t in tasks for i in live]
+        try:
+            to_grade: list[tuple[int, Task, str]] = []
+            readers = [i for i in range(len(pool)) if read[i]]
+            prompts = settings.prompts or Prompts.load()
+            for task in tasks if readers else ():
+                messages = build_messages(prompts, Role.WORKER, task, (), None)
+                call_seed = turn_seed(_task_seed(seed, task), 0)  # as the episode's first turn
+                for i in readers:
+                    text = await reply(i, task, messages, call_seed)
+                    if text is not None:
+                        to_grade.append((i, task, text))
+            chunks = range(0, len(to_grade), GRADE_CHUNK)
+            await asyncio.gather(*(grade_chunk(to_grade[k : k + GRADE_CHUNK]) for k in chunks))
             return list(await asyncio.gather(*running))
         except EvaluationStopped:
             await asyncio.gather(*running, return_exceptions=True)
             raise
 
-    return session.run(play())
+    episodes = session.run(run())
+    answers.update({(e.candidate, e.task_id): Answer.of(e) for e in episodes})
+    return answers, episodes
 
 
 def outcomes_of(
-    episodes: Sequence[Episode], pool: Sequence[str], tasks: Sequence[Task]
+    answers: dict[tuple[int, str], Answer], pool: Sequence[str], tasks: Sequence[Task]
 ) -> tuple[Outcomes, tuple[int, str] | None]:
-    """The ``Outcomes`` of one-turn episodes (candidate = worker index), leaving out every
-    task where a call failed: a failed call is not a wrong answer. Returns them and
-    (tasks left out, the first error) when any was."""
-    by = {(e.candidate, e.task_id): e for e in episodes}
+    """The ``Outcomes`` of every worker's answers (by worker index and task id), leaving
+    out every task where a call failed: a failed call is not a wrong answer. Returns them
+    and (tasks left out, the first error) when any was."""
     kept: list[Task] = []
     first_error = None
     dropped = 0
     for task in tasks:
-        eps = [by.get((i, task.id)) for i in range(len(pool))]
-        errors = [t.error for e in eps if e is not None for t in e.turns if t.error is not None]
-        if any(e is None for e in eps) or errors:
+        got = [answers.get((i, task.id)) for i in range(len(pool))]
+        errors = [a.error for a in got if a is not None and a.error is not None]
+        if any(a is None for a in got) or errors:
             dropped += 1
             first_error = first_error or (errors[0] if errors else "no answer")
             continue
         kept.append(task)
     right = np.array(
-        [[by[(i, t.id)].reward >= 1.0 for t in kept] for i in range(len(pool))], dtype=bool
+        [[answers[(i, t.id)].reward >= 1.0 for t in kept] for i in range(len(pool))], dtype=bool
     ).reshape(len(pool), len(kept))
     cost = np.array(
-        [[by[(i, t.id)].cost for t in kept] for i in range(len(pool))], dtype=float
+        [[answers[(i, t.id)].cost for t in kept] for i in range(len(pool))], dtype=float
     ).reshape(len(pool), len(kept))
     outcomes = Outcomes(
         workers=tuple(pool),

@@ -112,9 +112,9 @@ def echo_pattern(key: str) -> re.Pattern[str]:
     return re.compile(f"(?i:{pattern})" + (f"|{b64}" if b64 else ""))
 
 
-# the shortest piece of a key that is masked wherever it turns up (issue #40): a provider
-# prefix such as ``sk-proj-`` is 8 characters, so any piece of the secret part of that
-# length is masked too
+# the shortest piece of a key that is masked wherever it turns up: a provider prefix such
+# as ``sk-proj-`` is 8 characters, so any piece of the secret part of that length is
+# masked too
 PIECE = 8
 # characters ignored between two characters of a key echoed "split" or "spaced": blanks,
 # quotes, separators and zero-width characters (the normalised view of a text)
@@ -232,12 +232,6 @@ class PieceMasker:
             copied = end
         out.append(text[copied:])
         return "".join(out)
-
-
-def mask_pieces(text: str, key: str) -> str:
-    """``text`` with every piece of ``key`` of at least ``PIECE`` characters masked, in
-    any letter case, hex or base64, contiguous or spaced (``PieceMasker``)."""
-    return PieceMasker([key]).mask(text)
 
 
 def clean_key(worker_id: str, key: str) -> str:

@@ -18,6 +18,7 @@ this module costs nothing.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import logging
@@ -25,6 +26,7 @@ import os
 import re
 import shutil
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -134,11 +136,21 @@ def offline_gguf_path() -> Path:
 
 
 def _file_fingerprint(path: Path) -> str:
-    """Changes when the file changes (size, modification time), not with where it is: the
-    AppImage mounts the offline model at a new path on every launch, and a fingerprint of
-    the path converted the model again each time (20 s and 517 MiB more in the cache)."""
+    """Changes when the file changes (size, modification time), not with where it is: an
+    unpacked bundle moved to another folder finds the offline model at a new path, and a
+    fingerprint of the path would convert it again (20 s, and 517 MiB more in the cache)."""
     st = path.stat()
     return hashlib.sha256(f"{path.name}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()[:16]
+
+
+def _folder_fingerprint(path: Path) -> str:
+    """Changes when the model folder's config or any of its weight files changes: stored
+    features (coordinator/feature_store.py) of weights saved over the old ones must not
+    answer for the new."""
+    files = [path / "config.json"] + sorted(
+        p for p in path.iterdir() if p.suffix in (".safetensors", ".bin") and p.is_file()
+    )
+    return hashlib.sha256("|".join(_file_fingerprint(p) for p in files).encode()).hexdigest()[:16]
 
 
 def resolve_source(source: str) -> ResolvedSource:
@@ -178,13 +190,12 @@ def resolve_source(source: str) -> ResolvedSource:
                 f"folder {path} is not a model folder (no config.json): "
                 "give the folder that save_pretrained wrote, or a .gguf file"
             )
-        cfg = path / "config.json"
         return ResolvedSource(
             source=source,
             kind="directory",
             location=str(path.resolve()),
             gguf_file=None,
-            fingerprint=_file_fingerprint(cfg),
+            fingerprint=_folder_fingerprint(path),
         )
     if source.startswith((".", "/", "~")) or os.sep in source.strip("/").replace("/", "", 1):
         raise ModelSourceError(f"model path {path} not found: check the path")
@@ -218,9 +229,10 @@ def _convert_gguf(resolved: ResolvedSource) -> Path:
             tokenizer = AutoTokenizer.from_pretrained(
                 resolved.location, gguf_file=resolved.gguf_file
             )
-            quantised = AutoModelForCausalLM.from_pretrained(
-                resolved.location, gguf_file=resolved.gguf_file, dtype=torch.float32
-            )
+            with _without_tqdm():  # the caller shows this step (core.progress)
+                quantised = AutoModelForCausalLM.from_pretrained(
+                    resolved.location, gguf_file=resolved.gguf_file, dtype=torch.float32
+                )
         except Exception as exc:  # transformers raises many kinds here
             fault = installation_fault(exc)
             if fault is not None:
@@ -241,6 +253,35 @@ def _convert_gguf(resolved: ResolvedSource) -> Path:
         tokenizer.save_pretrained(tmp)
         os.replace(tmp, target)  # atomic: a killed conversion leaves no half folder
     return target
+
+
+def loading_words(source: str) -> str:
+    """What loading ``source`` involves now, in plain words for a progress line: the first
+    load of a GGUF file also converts it (once, tens of seconds). A source that cannot be
+    resolved is named as given: loading it raises the error that says why."""
+    try:
+        resolved = resolve_source(source)
+    except ModelSourceError:
+        return f"loading model {source}"
+    name = "the offline model" if resolved.kind == OFFLINE else f"model {source}"
+    if resolved.gguf_file and not (_converted_dir(resolved) / "config.json").is_file():
+        return f"loading {name} (first time: converting it once, up to a minute)"
+    return f"loading {name}"
+
+
+@contextlib.contextmanager
+def _without_tqdm() -> Iterator[None]:
+    """transformers draws the GGUF conversion with its own tqdm bar, which no
+    ``disable_progress_bar`` reaches; tqdm reads ``TQDM_DISABLE`` when a bar is made."""
+    before = os.environ.get("TQDM_DISABLE")
+    os.environ["TQDM_DISABLE"] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("TQDM_DISABLE", None)
+        else:
+            os.environ["TQDM_DISABLE"] = before
 
 
 def local_directory(source: str) -> Path:

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from workbench.core.coordinator import Action
+from workbench.core.policies import AnyContext
 from workbench.core.records import ROLES, Role
 from workbench.core.workers.simulated import PROFILES_BY_ID
 
@@ -217,7 +218,7 @@ def expected_reward(pool_ids: Sequence[str], tasks: Sequence, max_turns: int) ->
     return float(np.mean([plans[(t.category, t.kind)].expected_reward for t in tasks]))
 
 
-class PlanPolicy:
+class PlanPolicy(AnyContext):
     """A coordinator stand-in that follows one plan, turn by turn, for ONE episode (it
     counts its decisions): the oracle as a system ``run_episode`` can run."""
 

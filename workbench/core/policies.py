@@ -21,14 +21,18 @@ from workbench.core.records import ROLES, Role
 class Policy(Protocol):
     """Chooses a turn's worker and role from the transcript so far. ``rng`` samples (a
     training rollout); ``None`` acts greedily (evaluation). ``n_workers`` is the size of
-    the pool it chooses from. A policy that reads transcripts through a model of bounded
-    context may also offer ``context_fits(transcript) -> bool`` (the coordinator does):
-    ``run_episode`` then drops the oldest turns first from what it reads
-    (``protocol.fit_transcript``)."""
+    the pool it chooses from."""
 
     @property
     def n_workers(self) -> int:
         """The size of the pool the policy chooses from."""
+        ...
+
+    def context_fits(self, transcript: str) -> bool:
+        """Whether the policy reads ``transcript`` whole. The coordinator reads it through
+        a backbone of bounded context; while this says no, ``run_episode`` drops the
+        oldest turns first from what it reads (``protocol.fit_transcript``). A policy that
+        reads no model fits any (``AnyContext``)."""
         ...
 
     async def adecide(self, transcript: str, rng: np.random.Generator | None = None) -> Action:
@@ -36,7 +40,14 @@ class Policy(Protocol):
         ...
 
 
-class FixedPolicy:
+class AnyContext:
+    """``Policy.context_fits`` of a policy that reads no model: every transcript fits."""
+
+    def context_fits(self, transcript: str) -> bool:
+        return True
+
+
+class FixedPolicy(AnyContext):
     """A coordinator stand-in that always gives one worker one role (single-worker
     baselines, imitation labels, the sandbox oracle)."""
 
@@ -50,7 +61,7 @@ class FixedPolicy:
         return self._action
 
 
-class RandomPolicy:
+class RandomPolicy(AnyContext):
     """Uniformly random (worker, role) at every turn, from the episode's generator."""
 
     def __init__(self, n_workers: int):
@@ -70,13 +81,16 @@ class ExploringStart:
     it does after every opening, so what pays after a Thinker turn is learned before the
     opening's role settles (``optimizer.exploring_starts``, docs/guides/training.md, "Exploring starts").
     Sampled decisions only: with ``rng`` None (argmax: validation, evaluation) it is the
-    policy itself. Other attributes (``context_fits``) are the policy's."""
+    policy itself. Other attributes are the policy's."""
 
     def __init__(self, policy: Policy, share: float):
         self.policy, self.share, self._opened = policy, share, False
 
     def __getattr__(self, name: str):
         return getattr(self.policy, name)
+
+    def context_fits(self, transcript: str) -> bool:
+        return self.policy.context_fits(transcript)
 
     async def adecide(self, transcript: str, rng: np.random.Generator | None = None) -> Action:
         if self._opened or rng is None:

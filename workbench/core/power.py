@@ -1,7 +1,8 @@
 """How many seeds and test tasks a comparison needs to separate a given margin: a power
-estimate by the normal approximation (two-sided test, stdlib ``statistics.NormalDist``;
-the project has no scipy). The study prints it (``jobs.study_stats.Study.power``), so a
-user can tell whether a difference between two optimizers is real or within the noise.
+estimate by the normal approximation (two-sided test; the normal quantiles are scipy's,
+through ``workbench.core.stats.normal_quantile``). The study prints it
+(``jobs.study_stats.Study.power``), so a user can tell whether a difference between two
+optimizers is real or within the noise.
 
 Formulas (two-sided significance ``alpha``, power ``power``, z = standard normal quantile,
 k = z(1 - alpha/2) + z(power)):
@@ -21,8 +22,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from statistics import NormalDist
 from typing import Any
+
+from workbench.core.stats import normal_quantile
 
 ALPHA = 0.05
 POWER = 0.8
@@ -31,8 +33,7 @@ POWER = 0.8
 def _k(alpha: float, power: float) -> float:
     if not 0 < alpha < 1 or not 0 < power < 1:
         raise ValueError(f"alpha ({alpha}) and power ({power}) must lie strictly between 0 and 1")
-    z = NormalDist().inv_cdf
-    return z(1 - alpha / 2) + z(power)
+    return normal_quantile(1 - alpha / 2) + normal_quantile(power)
 
 
 def _check_margin(margin: float) -> None:

@@ -27,7 +27,7 @@ import numpy as np
 
 from workbench.core.coordinator import Action
 from workbench.core.policies import Policy
-from workbench.core.records import ROLES, Episode, Role, StopReason, Turn
+from workbench.core.records import ROLES, Episode, Role, StopReason, Turn, Verdict
 from workbench.core.tasks.graders import grade_cached
 from workbench.core.tasks.model import Task
 from workbench.core.workers.base import EpisodeContext, Worker
@@ -98,14 +98,14 @@ def render_transcript(task: Task, turns: Sequence[Turn], omitted: int = 0) -> st
 
 
 def fit_transcript(
-    task: Task, turns: Sequence[Turn], fits: Callable[[str], bool] | None
+    task: Task, turns: Sequence[Turn], fits: Callable[[str], bool]
 ) -> tuple[str, int]:
     """``render_transcript`` within the coordinator's context: while ``fits`` (the policy's
     ``context_fits``) says the text is too long, the oldest turns are dropped first; returns
     the text and how many turns were dropped (recorded on the turn decided from it)."""
     omitted = 0
     text = render_transcript(task, turns)
-    while fits is not None and omitted < len(turns) and not fits(text):
+    while omitted < len(turns) and not fits(text):
         omitted += 1
         text = render_transcript(task, turns, omitted)
     return text, omitted
@@ -154,14 +154,14 @@ _VERDICT = re.compile(r"^(?:verdict[\s*_:\-]*)?[\s*_`]*(accept|revise)(?![a-z])"
 _LEAD = re.compile(r"^[\s*_#>`'\"\[\(]+")
 
 
-def parse_verdict(text: str) -> tuple[str, bool]:
+def parse_verdict(text: str) -> tuple[Verdict, bool]:
     """(``ACCEPT`` or ``REVISE``, parsed). Tolerates case, markdown and leading space;
     a reply that does not start with a verdict counts as REVISE, unparsed."""
     head = _LEAD.sub("", text or "")
     match = _VERDICT.match(head)
     if match is None:
-        return "REVISE", False
-    return match.group(1).upper(), True
+        return Verdict.REVISE, False
+    return Verdict(match.group(1).upper()), True
 
 
 def suggested_role(text: str) -> Role | None:
@@ -279,16 +279,6 @@ def mask_workers(
     return Action(worker, action.role, tuple(float(x) for x in p), action.role_probs)
 
 
-def answers_task(pool: Sequence[Worker], task: Task) -> tuple[bool, ...]:
-    """For each worker of ``pool``, whether it can answer ``task`` at all: a worker that
-    answers from a recorded table says so (``answers_task(task_id)``); any other can."""
-    found = []
-    for worker in pool:
-        check = getattr(worker, "answers_task", None)
-        found.append(True if check is None else bool(check(task.id)))
-    return tuple(found)
-
-
 @dataclass(frozen=True)
 class EpisodeTag:
     """Where an episode is recorded: its run, generation and candidate (training), and its
@@ -355,11 +345,9 @@ async def run_episode(
     overridden: list[int] = []
     forced: list[int] = []  # turns restricted to the Worker role (final_turn = "worker")
     turns: list[Turn] = _Turns(on_turn) if on_turn is not None else []
-    answering = answers_task(pool, task)  # recorded workers without this task's answer
+    answering = tuple(w.covers(task) for w in pool)  # recorded ones may lack this task
     for index in range(max_turns):
-        transcript, omitted = fit_transcript(
-            task, turns, getattr(coordinator, "context_fits", None)
-        )
+        transcript, omitted = fit_transcript(task, turns, coordinator.context_fits)
         action = mask_roles(await coordinator.adecide(transcript, rng), settings.roles, rng)
         action = mask_workers(action, answering, rng)
         worker, role = pool[action.worker], ROLES[action.role]
@@ -421,7 +409,10 @@ async def run_episode(
             continue
         # every key of the pool masked (a worker masks its own; this catches the rest)
         text = worker.redact(reply.text)
-        verdict, parsed = parse_verdict(text) if role is Role.VERIFIER else (None, True)
+        verdict: Verdict | None = None
+        parsed = True
+        if role is Role.VERIFIER:
+            verdict, parsed = parse_verdict(text)
         turns.append(
             Turn(
                 **decision,
@@ -442,7 +433,7 @@ async def run_episode(
                 suggested = suggested_role(text)
         elif role is Role.WORKER:
             answer, thinkers = text, []
-        elif verdict == "ACCEPT":
+        elif verdict is Verdict.ACCEPT:
             stop = StopReason.ACCEPTED
             break
     called = [t for t in turns if t.messages]

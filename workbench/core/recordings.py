@@ -10,7 +10,8 @@ The import format is JSONL, one recorded answer a line (docs/guides/recorded-poo
 * optional: ``role`` (``worker``, ``thinker`` or ``verifier``: the role it answered in),
   ``setting`` (a prompt setting, in words), ``model`` (the model, in words),
   ``tokens_in`` / ``tokens_out`` (whole numbers), ``cost`` (USD) and ``latency_s``
-  (seconds), each at least 0.
+  (seconds), each at least 0, and ``meta`` (an object: what the answer's source said
+  about it, such as MMLU-Pro's extracted letter; kept, never shown to a coordinator).
 
 Validation is the suites' (``tasks/jsonl.py``): every problem of the file is reported at
 once with its line number, and nothing is imported when there is any. Unknown fields,
@@ -18,8 +19,10 @@ a (task, worker) pair given twice and task ids the suite does not have are probl
 task with no line for a worker is a miss (``NotRecorded``), not an error.
 
 A pool is kept as ``records/NAME.jsonl`` (the answers, in this format) and
-``records/NAME.json`` (suite, source, import time, workers) in the workspace; the
-provider (``workers/recorded.py``) reads them.
+``records/NAME.json`` (format version, suite, source, import time, workers) in the
+workspace; the provider (``workers/recorded.py``) reads them. Other formats (MMLU-Pro's
+published outputs, lm-evaluation-harness samples) are converted to these records and
+checked by the same functions (``workbench.core.importers``).
 """
 
 from __future__ import annotations
@@ -32,8 +35,8 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +48,8 @@ from workbench.core.store import Store
 from workbench.core.tasks.jsonl import (
     SuiteValidationError,
     ValidationIssue,
+    dumps_line,
+    issue_at,
     json_objects,
     split_lines,
 )
@@ -52,6 +57,7 @@ from workbench.core.tasks.model import Task
 from workbench.core.tasks.suites import load_suite
 from workbench.core.workers.recorded import (
     CHAMP_MODELS,
+    FORMAT_VERSION,
     RecordedPoolDamaged,
     Recording,
     champ_tables,
@@ -72,12 +78,12 @@ FIELDS = (
     "tokens_out",
     "cost",
     "latency_s",
+    "meta",
 )
 BUILT_IN = ("champ",)
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _WORKER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _ROLES = ("worker", "thinker", "verifier")
-FORMAT_VERSION = 1
 CHAMP_NOTES = (
     "recorded:champ names the four 0-shot workers; the -5shot workers are CHAMP's 5-shot "
     "setting, a different behaviour, named one by one",
@@ -149,10 +155,25 @@ def parse_records(
     """Validate recorded-answer lines; return the answers and every problem found.
     ``task_ids``: the suite's, to list unknown ids (None: not checked); ``unknown``
     collects those ids."""
-    records: list[Recording] = []
     issues: list[ValidationIssue] = []
+    records = check_records(json_objects(lines, path, issues), path, issues, task_ids, unknown)
+    return records, issues
+
+
+def check_records(
+    objects: Iterable[tuple[int, dict[str, Any]]],
+    path: str,
+    issues: list[ValidationIssue],
+    task_ids: set[str] | None,
+    unknown: set[str] | None = None,
+    unit: str = "",
+) -> list[Recording]:
+    """The answers among ``objects`` ((line or ``unit`` number, object) pairs, as
+    ``tasks.jsonl.json_objects`` reads them), each problem added to ``issues``: the one
+    check of a recorded answer, whatever file it came from."""
+    records: list[Recording] = []
     first: dict[tuple[str, str], int] = {}
-    for number, record in json_objects(lines, path, issues):
+    for number, record in objects:
         found = _check(record, task_ids)
         task_id = record.get("task_id")
         if unknown is not None and task_ids is not None and isinstance(task_id, str):
@@ -166,16 +187,16 @@ def parse_records(
                     (
                         "worker",
                         f"a second answer of worker '{key[1]}' to task '{key[0]}' (first on "
-                        f"line {first[key]}): keep one answer per task and worker",
+                        f"{unit or 'line'} {first[key]}): keep one answer per task and worker",
                     )
                 )
             else:
                 first[key] = number
         if found:
-            issues.extend(ValidationIssue(path, number, f, m) for f, m in found)
+            issues.extend(issue_at(path, number, f, m, unit) for f, m in found)
             continue
         records.append(_to_recording(record))
-    return records, issues
+    return records
 
 
 def _check(record: dict[str, Any], task_ids: set[str] | None) -> list[tuple[str | None, str]]:
@@ -226,6 +247,8 @@ def _check(record: dict[str, Any], task_ids: set[str] | None) -> list[tuple[str 
             isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v < 0
         ):
             found.append((key, f"must be a number of at least 0, got {v!r}"))
+    if "meta" in record and not isinstance(record["meta"], dict):
+        found.append(("meta", f"must be an object, got {type(record['meta']).__name__}"))
     return found
 
 
@@ -313,7 +336,7 @@ def import_file(
                 f"--price {worker}={price_in},{price_out}: prices are USD per million tokens, "
                 "0 or more; nothing was imported"
             )
-    _write_pool(workspace, name, tasks.name, f"file {file.name}", records, prices=prices)
+    write_pool(workspace, name, tasks.name, f"file {file.name}", records, prices=prices)
     return show_pool(workspace, name)
 
 
@@ -345,7 +368,7 @@ def import_from_run(
             "(simulated and recorded workers are left out); nothing was imported",
         )
     records = [r for _, r in sorted(kept.items())]
-    _write_pool(workspace, name, suite, f"run {record.id}", records, _notes(left))
+    write_pool(workspace, name, suite, f"run {record.id}", records, _notes(left))
     return show_pool(workspace, name)
 
 
@@ -439,7 +462,7 @@ def import_from_cache(
             "left out); nothing was imported",
         )
     records = [r for _, r in sorted(kept.items())]
-    _write_pool(workspace, name, tasks.name, "cache", records, _notes(left))
+    write_pool(workspace, name, tasks.name, "cache", records, _notes(left))
     return show_pool(workspace, name)
 
 
@@ -454,7 +477,7 @@ def _notes(left: dict[str, int]) -> tuple[str, ...]:
     return tuple(f"{n} {why} left out" for why, n in sorted(left.items()))
 
 
-def _write_pool(
+def write_pool(
     workspace: Workspace,
     name: str,
     suite: str,
@@ -462,9 +485,15 @@ def _write_pool(
     records: Sequence[Recording],
     notes: Sequence[str] = (),
     prices: Mapping[str, tuple[float, float]] | None = None,
+    *,
+    progress: Callable[[int], None] | None = None,
+    before_commit: Callable[[], None] | None = None,
 ) -> None:
-    """Both files written to temporary names first, then moved in place (answers, then
-    metadata: a pool exists once its metadata does)."""
+    """Keep ``records`` as the recorded pool ``name``. Both files are written to temporary
+    names first (the answers one line at a time, ``progress(lines written)`` every
+    ``PROGRESS_EVERY`` lines), then ``before_commit()`` runs (an import that writes its
+    suite too), then they are moved in place (answers, then metadata: a pool exists once
+    its metadata does). Nothing is left behind when any step fails."""
     folder = workspace.records_dir
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     answers, meta = pool_paths(workspace, name)
@@ -479,12 +508,12 @@ def _write_pool(
         "prices": {w: [float(i), float(o)] for w, (i, o) in (prices or {}).items()},
         "notes": list(notes),
     }
-    lines = "".join(
-        json.dumps({k: v for k, v in asdict(r).items() if v is not None}, ensure_ascii=False) + "\n"
-        for r in records
-    )
-    written = [_temporary(folder, lines), _temporary(folder, json.dumps(info, indent=2))]
+    written: list[Path] = []
     try:
+        written.append(_temporary(folder, _answer_lines(records, progress)))
+        written.append(_temporary(folder, [json.dumps(info, indent=2)]))
+        if before_commit is not None:
+            before_commit()
         os.replace(written[0], answers)
         os.replace(written[1], meta)
     finally:
@@ -493,10 +522,30 @@ def _write_pool(
                 path.unlink()
 
 
-def _temporary(folder: Path, text: str) -> Path:
+PROGRESS_EVERY = 2000  # answers written between two progress reports
+_RECORD_FIELDS = tuple(f.name for f in fields(Recording))
+
+
+def _answer_lines(
+    records: Sequence[Recording], progress: Callable[[int], None] | None
+) -> Iterator[str]:
+    if progress is not None:
+        progress(0)
+    for number, record in enumerate(records, 1):
+        values = {k: v for k in _RECORD_FIELDS if (v := getattr(record, k)) is not None}
+        yield dumps_line(values) + "\n"
+        if progress is not None and (number % PROGRESS_EVERY == 0 or number == len(records)):
+            progress(number)
+
+
+def _temporary(folder: Path, pieces: Iterable[str]) -> Path:
     fd, name = tempfile.mkstemp(dir=folder, prefix=".import-", suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
-        out.write(text)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
+            out.writelines(pieces)
+    except BaseException:
+        Path(name).unlink(missing_ok=True)
+        raise
     return Path(name)
 
 

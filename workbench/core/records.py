@@ -1,7 +1,10 @@
-"""What an episode leaves behind: its turns and its outcome, as frozen dataclasses.
+"""What an episode and a run leave behind: their records as frozen dataclasses, and the
+words they are told in as enums (a turn's role and verdict, why an episode ended, a run's
+status and why it ended).
 
-These records are shared by the protocol (which makes them), the store (which keeps
-them) and the pages that show them. They serialise to plain JSON.
+These are shared by the protocol and the jobs (which make them), the store (which keeps
+them) and the pages that show them. They serialise to plain JSON; each enum is a
+``StrEnum``, so its members are the very strings stored and compared.
 """
 
 from __future__ import annotations
@@ -22,12 +25,55 @@ class Role(StrEnum):
 ROLES: tuple[Role, ...] = (Role.THINKER, Role.WORKER, Role.VERIFIER)
 
 
+class Verdict(StrEnum):
+    """What a Verifier turn says of the latest answer: ACCEPT ends the episode."""
+
+    ACCEPT = "ACCEPT"
+    REVISE = "REVISE"
+
+
 class StopReason(StrEnum):
+    """Why an episode ended."""
+
     ACCEPTED = "accepted"  # a Verifier said ACCEPT
     MAX_TURNS = "max_turns"  # K turns were used
     VERIFIER_WITHOUT_ANSWER = "verifier_without_answer"  # Verifier before any Worker answer
     WORKER_ERRORS = "worker_errors"  # every worker call failed
     CANCELLED = "cancelled"  # stopped before its end (a served request's client left)
+
+
+class RunStatus(StrEnum):
+    """Where a stored run (of any kind) is in its life."""
+
+    CREATED = "created"
+    RUNNING = "running"
+    PAUSED = "paused"
+    STOPPED = "stopped"  # by its user; a training run resumes from its checkpoint
+    FINISHED = "finished"
+    FAILED = "failed"
+    # never stored: a run the store says is running whose process is gone (killed, or the
+    # machine restarted) reads so (jobs.shared.effective_status)
+    INTERRUPTED = "interrupted"
+
+
+class RunStopReason(StrEnum):
+    """Why a run (of any kind) ended: a training run's budget key that ran out, its user,
+    an error; the other jobs end ``done``; a served team when its server shuts down."""
+
+    GENERATIONS = "budget.generations"
+    EPISODES = "budget.episodes"
+    CALLS = "budget.calls"
+    DOLLARS = "budget.dollars"
+    MINUTES = "budget.minutes"
+    STOPPED = "stopped"
+    ERROR = "error"
+    DONE = "done"
+    SHUTDOWN = "shutdown"
+
+    @classmethod
+    def _missing_(cls, value: object) -> RunStopReason | None:
+        # "failed" is how the Playground marks a served question that raised: an error
+        return cls.ERROR if value == "failed" else None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,7 +87,7 @@ class Turn:
     role_probs: tuple[float, ...]
     messages: tuple[dict[str, str], ...]  # the chat messages sent to the worker
     response: str = ""
-    verdict: str | None = None  # ACCEPT / REVISE for a Verifier turn, else None
+    verdict: Verdict | None = None  # a Verifier turn's, else None
     verdict_parsed: bool = True  # False when a Verifier reply had no readable verdict
     tokens_in: int = 0
     tokens_out: int = 0
@@ -72,6 +118,7 @@ class Turn:
     def from_dict(cls, d: dict[str, Any]) -> Turn:
         d = dict(d)
         d["role"] = Role(d["role"])
+        d["verdict"] = None if d.get("verdict") is None else Verdict(d["verdict"])
         d["worker_probs"] = tuple(d["worker_probs"])
         d["role_probs"] = tuple(d["role_probs"])
         d["messages"] = tuple(dict(m) for m in d["messages"])

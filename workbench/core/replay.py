@@ -68,9 +68,6 @@ def turn_cost(turn: Turn) -> str:
     return dollars(turn.cost, spend_kind([turn.worker]), 6)
 
 
-TIMELINE = ("Turn", "Role", "Worker", "p(worker)", "p(role)", "Verdict", "Tokens in/out", "Cost")
-
-
 def turn_verdict(turn: Turn) -> str:
     """What became of a turn, in a word or two: the verifier's verdict, the error, or
     that the worker was not called."""
@@ -81,30 +78,6 @@ def turn_verdict(turn: Turn) -> str:
     if turn.verdict and not turn.verdict_parsed:
         return f"{turn.verdict} (unreadable: REVISE)"
     return str(turn.verdict or "")
-
-
-def timeline_rows(episode: Episode) -> list[tuple[str, ...]]:
-    """Every turn of an episode as one timeline row (see ``TIMELINE``; the Replay page's
-    timeline and the Playground's turns): the probability columns are those of the
-    worker and the role that were chosen."""
-    roles = [str(r) for r in ROLES]
-    rows: list[tuple[str, ...]] = []
-    for i, turn in enumerate(episode.turns):
-        p_worker = turn.worker_probs[episode.pool.index(turn.worker)]
-        p_role = turn.role_probs[roles.index(str(turn.role))]
-        rows.append(
-            (
-                str(i + 1),
-                role_label(episode, i),
-                turn.worker,
-                f"{p_worker:.2f}",
-                f"{p_role:.2f}",
-                turn_verdict(turn),
-                f"{turn.tokens_in}/{turn.tokens_out}",
-                turn_cost(turn),
-            )
-        )
-    return rows
 
 
 class Replay:

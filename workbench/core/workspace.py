@@ -72,6 +72,11 @@ class Workspace:
         return self.root / "records"
 
     @property
+    def features_path(self) -> Path:
+        """Backbone features kept between runs (coordinator/feature_store.py)."""
+        return self.root / "features.sqlite3"
+
+    @property
     def log_dir(self) -> Path:
         return self.root / "logs"
 

@@ -40,7 +40,7 @@ DARK_COLOURS = {
     "slate": "#b0bec5",
     "grey": "#8c8c8c",
     "bar": "#4f86c6",
-    "error": "#ff8a80",  # an error's text: 6.2:1 on the dark window (#b00020 was 1.9:1)
+    "error": "#ff8a80",  # an error's text: 6.2:1 on the dark window (#b00020 would be 1.9:1)
 }
 # a colour per run or system, in this order (Compare's runs)
 SERIES = ("blue", "red", "green", "orange", "purple", "teal", "brown")

@@ -19,7 +19,7 @@ from typing import Any
 
 from workbench.core.jobs.evaluate import evaluable_runs, evaluation_source
 from workbench.core.jobs.shared import run_title
-from workbench.core.records import ROLES
+from workbench.core.records import ROLES, RunStopReason
 from workbench.core.replay import turn_cost, turn_verdict
 from workbench.core.serving.standin import stand_in
 from workbench.core.serving.team import TurnDecided, TurnReplied, load_team
@@ -412,7 +412,7 @@ class QtPlayground(Page):
 
             team = await asyncio.to_thread(self._load_team)
             loaded({**team.describe(), "model": team.model_id})
-            reason = "failed"  # how the question's `serve` run ended, for the Runs page
+            reason = RunStopReason.ERROR  # how the question's `serve` run ended (Runs page)
             answerer = None
             try:  # aclose() also releases what a start() that failed halfway opened
                 await team.start()
@@ -423,10 +423,10 @@ class QtPlayground(Page):
                     await asyncio.to_thread(answerer.prepare)
                     team.pool = stand_in(team.pool, answerer)
                 answered = await team.answer([{"role": "user", "content": question}], listener=emit)
-                reason = "done"
+                reason = RunStopReason.DONE
                 return answered
             except asyncio.CancelledError:
-                reason = "stopped"
+                reason = RunStopReason.STOPPED
                 raise
             finally:
                 await team.aclose(stop_reason=reason)

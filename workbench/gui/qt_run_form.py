@@ -1,6 +1,6 @@
 """The new-run side of the Runs page: the form (every key of a ``RunConfig``, editable,
 built from the config's own keys: their types, labels, help texts and bounds,
-``config.Key``, one source with the config check and docs/reference/config.md), the
+``config_schema.Key``, one source with the config check and docs/reference/config.md), the
 buttons that load and save it, Start / Pause / Resume / Stop and the run's status lines
 (``NewRunBox``), and the choices its pool and suite offer (``choices``, a disk read)."""
 

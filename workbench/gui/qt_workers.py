@@ -387,3 +387,10 @@ class QtWorkers(Page):
         self._update_buttons()
 
     # -- lifetime ------------------------------------------------------------------
+
+    def shutdown(self) -> None:
+        """Stop the downloads in flight (at their next chunk, their parts kept), then cancel
+        and wait for the page's jobs."""
+        if self.recorded is not None:
+            self.recorded.stop_downloads()
+        super().shutdown()

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from workbench.core.jobs.shared import RunSummary, list_runs
-from workbench.core.records import Episode, Role, StopReason, Turn
+from workbench.core.records import Episode, Role, StopReason, Turn, Verdict
 from workbench.core.store import EpisodeSummary, Store
 from workbench.core.tasks.model import Task
 from workbench.core.tasks.suites import load_suite
@@ -34,7 +34,12 @@ KIND_WORDS = {
     "serve": "Playground",
     "headroom": "headroom check",
 }
-EPISODE_STOPS = ("accepted", "max_turns", "verifier_without_answer", "worker_errors")
+EPISODE_STOPS = (
+    StopReason.ACCEPTED,
+    StopReason.MAX_TURNS,
+    StopReason.VERIFIER_WITHOUT_ANSWER,
+    StopReason.WORKER_ERRORS,
+)
 OUTCOMES = {"any result": (None, None), "right": (1.0, None), "not right": (None, 0.9999)}
 
 
@@ -89,7 +94,7 @@ def turn_words(turn: Turn) -> str:
         return "Not called: a Verifier before any answer ends the episode"
     if turn.verdict and not turn.verdict_parsed:
         return "No readable verdict: counted as a request to revise"
-    if turn.verdict == "ACCEPT":
+    if turn.verdict == Verdict.ACCEPT:
         return "Verdict: accepted the answer"
     if turn.verdict:
         return "Verdict: asked for a revision"

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from workbench.core.config import RunConfig
 from workbench.core.jobs.shared import RunSummary, StoredRun
+from workbench.core.records import RunStopReason
 from workbench.core.settings import load_run_config
 from workbench.core.spend import Spend, dollars
 from workbench.core.training.events import GenerationStats, RunFinished, RunStarted
@@ -85,7 +86,7 @@ class RunProgress:
 def state_after(event: RunFinished) -> str:
     """The page's state once a run ended (its stop reason: stopped by the user, or it ran
     its course)."""
-    return "stopped" if event.stop_reason == "stopped" else "finished"
+    return "stopped" if event.stop_reason == RunStopReason.STOPPED else "finished"
 
 
 def started_text(created_at: float, now: float | None = None) -> str:

@@ -78,7 +78,6 @@ STOP_REASONS = {
     "error": "It failed with an error",
     "done": "Done",
     "shutdown": "The server was shut down",
-    "failed": "It failed",
 }
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from workbench.core.tasks import Task, grade
 from workbench.core.tasks.graders import extract_choice, extract_program
-from workbench.core.tasks.mathcheck import gold_variants
+from workbench.core.tasks.math_references import gold_variants
 
 HOSTILE = [
     None,
@@ -130,7 +130,7 @@ def test_math_messy_champ_references(gold: str, answer: str, reward: float) -> N
     [
         ("1/2", "\\boxed{\\frac{1}{2}}", "math-verify: equal"),
         ("x=6, y=5", "\\boxed{(6, 5)}", "math-verify: equal (tuple in order)"),
-        ("No", "\\boxed{\\text{No}}", "text: exact after normalisation"),
+        ("No", "\\boxed{\\text{No}}", "yes/no: final answer same"),
         ("No", "No, it cannot.", "yes/no: same"),
         ("7", "\\boxed{3} or \\boxed{7}", "several final answers disagree"),
         ("2^(n-1)", "\\boxed{2^{n+1}}", "math-verify: not equal"),
@@ -210,7 +210,6 @@ CHOICE = Task(
         "paris.",
         "The answer: Paris",
         "Option A is London, option C is Paris.\nAnswer: C",
-        "Answer: A. Wait, no. The answer is C",
         "A good guess is C",
         "I think it's C",
     ],
@@ -235,6 +234,35 @@ def test_choice_wrong_letter_is_read_correctly(answer: str, letter: str) -> None
     result = grade(CHOICE, answer)
     assert result.reward == 0.0
     assert extract_choice(answer, CHOICE)[0] == letter
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Answer: A. Wait, no. The answer is C",  # two final answers: never the kinder one
+        "The answer is (C). However, on reflection the answer is (B).",
+        "The answer is (C).\n\\boxed{D}",
+        "Answer: C\nAnswer: B",
+    ],
+)
+def test_choice_final_answers_that_disagree_score_zero(answer: str) -> None:
+    result = grade(CHOICE, answer)
+    assert result.reward == 0.0
+    assert result.details["rule"].startswith("choice: several answers")
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "The answer is (C).\n\nQuestion: Which is a planet?\n(A) Moon (B) Mars\n"
+        "Answer: Let's think step by step. The answer is (B).",
+        "Answer: C\n\n**Question 2:** Which ocean is largest?\nThe answer is (A).",
+    ],
+)
+def test_choice_reads_no_further_than_the_next_question(answer: str) -> None:
+    # a few-shot continuation: after its answer the model asks and answers another question
+    result = grade(CHOICE, answer)
+    assert result.reward == 1.0, result.details
 
 
 @pytest.mark.parametrize(

@@ -16,11 +16,14 @@ import pytest
 
 from workbench.core.tasks import sandbox
 from workbench.core.tasks.sandbox import (
+    box,
     check_function,
     detect_isolation,
     end_spare_sandboxes,
+    grade_box,
     run_program,
 )
+from workbench.core.tasks.sandbox.isolation import NOBODY
 from workbench.core.tasks.sandbox.macos import sandbox_profile
 from workbench.core.tasks.sandbox.plaindata import NotPlainData, decode, encode
 
@@ -319,7 +322,7 @@ def test_a_grade_runs_in_sandboxes_started_ahead_and_used_once() -> None:
     assert [grade_and_count_spares() for _ in range(3)][0] == 1
     assert 1 <= grade_and_count_spares() <= 2
     deadline = time.monotonic() + 30
-    while not all(p.ready() for ps in sandbox._SPARES.values() for p in ps):
+    while not all(p.ready() for ps in grade_box.SPARES.values() for p in ps):
         assert time.monotonic() < deadline
         time.sleep(0.05)
     time.sleep(0.2)
@@ -388,7 +391,7 @@ def test_a_sandbox_that_could_not_start_is_replaced_once(monkeypatch) -> None:
     """A sandbox that ends before it is ready (as when its fork of the candidate's
     process meets the user's process limit, raised meanwhile by others) ran nothing of
     the grade: a fresh one grades it. A second failure is a failure, not a loop."""
-    real_give = sandbox._GradeBox.give
+    real_give = grade_box.GradeBox.give
     given: list[object] = []
 
     def give_then_end_it(self, *args) -> None:
@@ -400,10 +403,10 @@ def test_a_sandbox_that_could_not_start_is_replaced_once(monkeypatch) -> None:
             os.killpg(self.checker.pid, signal.SIGKILL)
             os.waitid(os.P_PID, self.checker.pid, os.WEXITED | os.WNOWAIT)  # ended, not reaped
             if self.ready():  # "ready", or the end of the pipe
-                assert os.read(self.verdict_r, len(sandbox._READY)) in (b"", sandbox._READY)
+                assert os.read(self.verdict_r, len(grade_box.READY)) in (b"", grade_box.READY)
         real_give(self, *args)
 
-    monkeypatch.setattr(sandbox._GradeBox, "give", give_then_end_it)
+    monkeypatch.setattr(grade_box.GradeBox, "give", give_then_end_it)
     program, test = (
         "def f():\n    return 1\n",
         "def check(candidate):\n    assert candidate() == 1\n",
@@ -556,7 +559,7 @@ def test_a_fork_bomb_does_not_fail_another_grade_running_at_the_same_time() -> N
     limit = sandbox.process_limit()
     if not limit.per_sandbox:
         pytest.skip(f"no per-sandbox process limit here: {limit.detail}")
-    user = sandbox.NOBODY if os.geteuid() == 0 else os.getuid()
+    user = NOBODY if os.geteuid() == 0 else os.getuid()
     bomb = (
         "import os, time\n"
         "while True:\n"
@@ -586,7 +589,7 @@ def test_a_fork_bomb_does_not_fail_another_grade_running_at_the_same_time() -> N
     end_spare_sandboxes()
     # this thread's spare for the right answer's limits, started before the bomb
     check_function("def f(x):\n    return x\n", prelude="", test=test, entry_point="f")
-    before = sandbox._count_tasks_of(user)
+    before = box.count_tasks_of(user)
     bombed = threading.Thread(
         target=check_function,
         args=(bomb,),
@@ -594,7 +597,7 @@ def test_a_fork_bomb_does_not_fail_another_grade_running_at_the_same_time() -> N
     )
     bombed.start()
     try:
-        while sandbox._count_tasks_of(user) < before + 40 and bombed.is_alive():
+        while box.count_tasks_of(user) < before + 40 and bombed.is_alive():
             time.sleep(0.05)
         assert bombed.is_alive()
         check = check_function(forker, prelude="", test=test, entry_point="f")

@@ -15,6 +15,7 @@ import pytest
 
 from tests.support.fault_server import MODEL, Fault
 from workbench.core.coordinator import Action
+from workbench.core.policies import AnyContext
 from workbench.core.protocol import EpisodeSettings, run_episode
 from workbench.core.records import ROLES, StopReason
 from workbench.core.tasks.model import Task
@@ -347,7 +348,7 @@ def test_a_worker_can_be_used_from_two_event_loops(fault_server):
     assert "The answer is" in call(worker).text  # a second asyncio.run: fresh semaphore and client
 
 
-class FixedCoordinator:
+class FixedCoordinator(AnyContext):
     """Chooses from a fixed list of (worker index, role) actions: the faults, not the
     coordinator, are under test here."""
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from workbench.core.coordinator import Action
-from workbench.core.policies import FixedPolicy
+from workbench.core.policies import AnyContext, FixedPolicy
 from workbench.core.protocol import EpisodeSettings, mask_workers, run_episode
 from workbench.core.tasks.model import Task
 from workbench.core.workers.base import WorkerError
@@ -145,7 +145,7 @@ def test_an_unknown_recorded_worker_names_the_known_ones():
     assert isinstance(error.value, BadInput)  # bad input (exit 2), like the other misses
 
 
-class _Prefers:
+class _Prefers(AnyContext):
     """A policy that prefers worker 0 (probabilities 0.7 / 0.3) and picks it."""
 
     n_workers = 2
@@ -170,7 +170,7 @@ def _two_workers() -> list[RecordedWorker]:
 
 def test_the_worker_mask_routes_around_a_worker_without_the_tasks_answer():
     pool = _two_workers()
-    assert pool[0].answers_task("t1") and not pool[0].answers_task("t2")
+    assert pool[0].covers(TASK) and not pool[0].covers(OTHER)
     # t2: worker a has no answer, so the choice moves to b (greedy and sampled alike)
     for rng in (None, np.random.default_rng(3)):
         ep = asyncio.run(run_episode(_Prefers(), pool, OTHER, _settings(), rng=rng))
@@ -211,7 +211,7 @@ def test_recorded_workers_bypass_the_response_cache(tmp_path):
     assert type(wrapped[1]).__name__ == "CachedWorker"
 
 
-class _AsThinker:
+class _AsThinker(AnyContext):
     """A policy that always picks worker 0 as Thinker."""
 
     n_workers = 1

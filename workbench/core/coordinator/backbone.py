@@ -82,6 +82,9 @@ class Backbone:
             pick_precision,
         )
 
+        # what a stored feature of this backbone is keyed by (feature_namespace): None
+        # for a model handed in, whose weights nothing here can fingerprint
+        self._fingerprinted = model is None
         if model is None:
             precision = pick_precision(pick_device(device), precision)
             model, tokenizer, resolved = load_causal_lm(source, device, precision)
@@ -199,6 +202,25 @@ class Backbone:
         recomputes an argmax decision in fp32 when a logit lies within this error of the
         best one (``Head.near_tie``)."""
         return BF16_MIXED_FEATURE_ERROR if self.approximate else 0.0
+
+    def feature_namespace(self, exact: bool = False) -> str | None:
+        """What this backbone's features (``exact``: its fp32 ones) are kept under on disk
+        (``feature_store``): the model and its fingerprint, how it reads a transcript, the
+        precision and what the feature is; None for a model handed in (nothing
+        fingerprints its weights)."""
+        if not self._fingerprinted:
+            return None
+        return f"{self.id}|{self.input}|{self._precision_for(exact)}|{FEATURE_KIND}"
+
+    def prime(self, transcripts: Sequence[str], rows: np.ndarray, exact: bool = False) -> None:
+        """Put features computed earlier (``feature_store``) into the in-memory cache, as
+        this backbone's own (``exact``: fp32) without SVF offsets; kept until ``forget``."""
+        precision = self._precision_for(exact)
+        with self._lock:
+            for text, row in zip(transcripts, rows, strict=True):
+                self._feature_cache[(precision, "none", text)] = np.asarray(row)
+            while len(self._feature_cache) > self._feature_cache_size:
+                self._feature_cache.popitem(last=False)
 
     def forget(self) -> None:
         """Empty the feature and KV-prefix caches. A feature computed in a batch (or over a
@@ -460,6 +482,9 @@ class Backbone:
 # the trained head's, 18% of the random heads') are recomputed in fp32, and all 9,129
 # decisions then equal fp32's (66 flipped without the recheck, every one a near tie).
 BF16_MIXED_FEATURE_ERROR = 0.075
+# what a feature is (docs/METHOD.md): part of the stored features' key, so a change of
+# definition never reads features of the old one
+FEATURE_KIND = "final-norm@penultimate/unit-rms"
 CONTEXT_MARGIN = 64  # tokens a chat template may add around a transcript
 DRAIN_ROUNDS = 16  # event-loop turns a batch waits at most for more requests to arrive
 CPU_BATCH_TOKENS = 8192  # padded positions per forward on a CPU: larger batches gain little
@@ -515,12 +540,12 @@ class _Row:
 
 PREFIX_FACTOR = 4  # a forward's padded prefix positions cost attention only, not the MLP
 # A forward's fixed cost (one pass through every layer, whatever the batch), counted in
-# new-token positions. On a CPU: the issue's measurement on this 2-core machine, 16 later
-# turns each forwarded alone at 6.1 ms per new token against 2.5 ms as one padded batch
-# (about 40 new tokens each), puts a forward's overhead near 60 positions; a least-squares
-# fit of 72 bf16-mixed forwards of a K = 5 generation (one thread, machine under load)
-# after issue 16's changes: 36 ms per forward, 0.51 ms per padded new position (70
-# positions), 0.016 ms per padded prefix position (copying it in and out, attending to it).
+# new-token positions. On a 2-core CPU, 16 later turns each forwarded alone took 6.1 ms per
+# new token against 2.5 ms as one padded batch (about 40 new tokens each), which puts a
+# forward's overhead near 60 positions; a least-squares fit of 72 bf16-mixed forwards of a
+# K = 5 generation (one thread, machine under load) gives 36 ms per forward, 0.51 ms per
+# padded new position (70 positions), 0.016 ms per padded prefix position (copying it in
+# and out, attending to it).
 # On a GPU a forward's kernel launches outweigh thousands of positions (an estimate).
 CPU_FORWARD_COST = 64
 GPU_FORWARD_COST = 4096

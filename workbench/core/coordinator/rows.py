@@ -1,5 +1,5 @@
 """What one batched backbone forward runs on: the rows' KV cache, grouped-query attention
-and the bf16 copies of the weights (issue 16).
+and the bf16 copies of the weights.
 
 Imported by ``backbone`` inside its forward (torch and transformers load here, at first use):
 

@@ -1,6 +1,6 @@
 """Whole jobs as one call each, for the CLI and the GUI alike, one module a job: ``train``
 (new or resumed), ``evaluate`` (a run or a coordinator file), ``export``, ``study``
-(optimizers compared over seeds; its statistics in ``study_stats``), ``learned`` and
+(optimizers compared over seeds; its result table in ``study_stats``), ``learned`` and
 ``episode`` (one episode played and stored). What they share (the runs registry, the run
 lock, the backbone and the pool) is ``shared``.
 

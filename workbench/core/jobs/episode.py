@@ -1,26 +1,34 @@
-"""The one-episode job: one task played by an untrained (or random) coordinator over
-chosen workers and stored, for ``run-episode`` and the self-test.
+"""The one-episode job: one task played and stored, for ``run-episode`` and the
+self-test: by a trained run's coordinator over its pool, or by an untrained (or random)
+coordinator over chosen workers.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from workbench.core.coordinator import Backbone
-from workbench.core.jobs.shared import open_worker_pool
-from workbench.core.records import Episode
+from workbench.core.errors import InvalidInput
+from workbench.core.jobs.shared import backbone_for, open_worker_pool
+from workbench.core.progress import StageListener, tell
+from workbench.core.protocol import EpisodeSettings, Prompts, run_episode
+from workbench.core.records import Episode, Turn
 from workbench.core.store import Store, StoreError
 from workbench.core.tasks.suites import load_suite
+from workbench.core.training.checkpoint import best_vector
+from workbench.core.training.executors import coordinator_from_vector
 from workbench.core.workspace import Workspace
 
 
 def run_one_episode(
     workspace: Workspace,
     *,
-    pool: Sequence[str],
-    suite: str,
     task: str,
+    run: str | None = None,
+    pool: Sequence[str] = (),
+    suite: str | None = None,
     backbone: str | None = "offline",
     device: str = "auto",
     seed: int = 0,
@@ -29,64 +37,175 @@ def run_one_episode(
     max_tokens: int = 1024,
     temperature: float = 0.1,
     prompts: str | Path | None = None,
+    stages: StageListener | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> Episode:
-    """Play one episode of ``task`` (from ``suite``) with the workers ``pool`` names, and
-    store it in the workspace; returns it.
+    """Play one episode of ``task`` and store it in the workspace; returns it.
 
-    The coordinator is an untrained head (seeded by ``seed``) on ``backbone``, acting by
-    argmax or, with ``sample``, by seeded sampling. ``backbone=None`` routes with the
-    uniformly random policy instead, which needs no model (the self-test of an edition
-    without the offline model). ``progress`` hears what takes time (loading the backbone).
+    With ``run``: the run's trained coordinator (its best-on-validation vector, as
+    ``eval`` takes it) over the run's pool, on its backbone, turn limit and protocol, the
+    task from its suite unless ``suite`` names another; it acts by argmax (as evaluated),
+    or with ``sample`` by seeded sampling (as trained). Without: the workers ``pool``
+    names, on ``suite``, with an untrained head (seeded by ``seed``) on ``backbone``, by
+    argmax or seeded sampling; ``backbone=None`` routes with the uniformly random policy
+    instead, which needs no model (the self-test of an edition without the offline
+    model). ``stages`` hears what takes time (loading the models, playing the task);
+    ``progress`` the same steps as words.
     """
+    if stages is None and progress is not None:
+        stages = lambda stage: progress(stage.text)  # noqa: E731 - words for a line printer
+    if run is None and (not pool or suite is None):
+        raise InvalidInput(
+            "which workers and suite? give a trained run (--run RUN), or a pool and a "
+            "suite (--pool sandbox --suite mixed)"
+        )
+    # Opened first: a database that cannot store the episode is refused before it plays.
+    with Store.open(workspace) as store:
+        played = (
+            _trained(store, workspace, run, task, suite, seed, sample, stages)
+            if run is not None
+            else _untrained(
+                workspace,
+                task,
+                pool,
+                suite or "",
+                backbone,
+                device,
+                seed,
+                sample,
+                EpisodeSettings(
+                    max_turns=max_turns,
+                    max_tokens=max_tokens,
+                    temperature=temperature,
+                    prompts=Prompts.load(prompts),
+                ),
+                stages,
+            )
+        )
+        try:
+            store.add_episode(played)
+        except StoreError as exc:  # the database broke while it played: keep the episode
+            raise type(exc)(f"{exc}; {_rescue_episode(played)}") from exc
+    return played
+
+
+def _trained(
+    store: Store,
+    workspace: Workspace,
+    run: str,
+    task: str,
+    suite: str | None,
+    seed: int,
+    sample: bool,
+    stages: StageListener | None,
+) -> Episode:
+    """One episode of ``task`` played by run ``run``'s trained coordinator."""
+    import numpy as np
+
+    record = store.get_run(run)
+    config = record.config()
+    if suite is not None:
+        config = config.replace(tasks={"suite": suite})
+    the_suite = load_suite(config.tasks.suite, workspace)
+    the_task = the_suite.get(task)
+    vector, _ = best_vector(store, record.id)
+    model = backbone_for(config, stages=stages)  # shared in this process: never closed here
+    session = open_worker_pool(config.pool.workers, workspace, stages)
+    coordinator = coordinator_from_vector(model, len(session.pool), vector, config.optimizer.svf)
+    p = config.protocol
+    settings = EpisodeSettings(
+        suite=the_suite.name,
+        max_turns=p.max_turns,
+        max_tokens=p.max_tokens,
+        temperature=p.temperature,
+        thinker_suggests_role=p.thinker_suggests_role,
+        roles=p.roles,
+    )
+    tell(stages, _playing(the_task.id, settings.max_turns))
+    return session.run(
+        run_episode(
+            coordinator,
+            session.pool,
+            the_task,
+            settings,
+            rng=np.random.default_rng(seed) if sample else None,
+            seed=seed,
+            on_turn=_turn_teller(stages, the_task.id, settings.max_turns),
+        )
+    )
+
+
+def _untrained(
+    workspace: Workspace,
+    task: str,
+    pool: Sequence[str],
+    suite: str,
+    backbone: str | None,
+    device: str,
+    seed: int,
+    sample: bool,
+    settings: EpisodeSettings,
+    stages: StageListener | None,
+) -> Episode:
+    """One episode of ``task`` routed by an untrained head (or, without a backbone, at
+    random) over the workers ``pool`` names."""
     import numpy as np
 
     from workbench.core.coordinator import Coordinator
+    from workbench.core.models import loading_words
     from workbench.core.policies import Policy, RandomPolicy
-    from workbench.core.protocol import EpisodeSettings, Prompts, run_episode
 
     task_suite = load_suite(suite, workspace)
     the_task = task_suite.get(task)
-    # Opened first: a database that cannot store the episode is refused before it plays.
-    with Store.open(workspace) as store:
-        session = open_worker_pool([p for p in pool if p.strip()], workspace)
-        loaded = Prompts.load(prompts)
-        model: Backbone | None = None
-        if backbone is not None:
-            if progress is not None:
-                progress(f"loading backbone '{backbone}' ...")
-            model = Backbone(backbone, device=device)
-        try:
-            policy: Policy
-            if model is not None:
-                policy = Coordinator.untrained(model, len(session.pool), seed=seed)
-            else:
-                policy = RandomPolicy(len(session.pool))
-            rng = np.random.default_rng(seed) if sample or model is None else None
-            episode = session.run(
-                run_episode(
-                    policy,
-                    session.pool,
-                    the_task,
-                    EpisodeSettings(
-                        suite=task_suite.name,
-                        max_turns=max_turns,
-                        max_tokens=max_tokens,
-                        temperature=temperature,
-                        prompts=loaded,
-                    ),
-                    rng=rng,
-                    seed=seed,
-                )
+    session = open_worker_pool([p for p in pool if p.strip()], workspace, stages)
+    settings = replace(settings, suite=task_suite.name)
+    model: Backbone | None = None
+    if backbone is not None:
+        tell(stages, loading_words(backbone))
+        model = Backbone(backbone, device=device)
+    try:
+        policy: Policy
+        if model is not None:
+            policy = Coordinator.untrained(model, len(session.pool), seed=seed)
+        else:
+            policy = RandomPolicy(len(session.pool))
+        rng = np.random.default_rng(seed) if sample or model is None else None
+        tell(stages, _playing(the_task.id, settings.max_turns))
+        return session.run(
+            run_episode(
+                policy,
+                session.pool,
+                the_task,
+                settings,
+                rng=rng,
+                seed=seed,
+                on_turn=_turn_teller(stages, the_task.id, settings.max_turns),
             )
-        finally:
-            if model is not None:
-                model.close()
-        try:
-            store.add_episode(episode)
-        except StoreError as exc:  # the database broke while it played: keep the episode
-            raise type(exc)(f"{exc}; {_rescue_episode(episode)}") from exc
-    return episode
+        )
+    finally:
+        if model is not None:
+            model.close()
+
+
+def _playing(task: str, max_turns: int) -> str:
+    return f"playing task {task} (at most {max_turns} turn{'' if max_turns == 1 else 's'})"
+
+
+def _turn_teller(
+    stages: StageListener | None, task: str, max_turns: int
+) -> Callable[[Turn], None] | None:
+    """An ``on_turn`` that tells ``stages`` each turn played, or None without a listener."""
+    if stages is None:
+        return None
+
+    def told(turn: Turn) -> None:
+        tell(
+            stages,
+            f"playing task {task}: turn {turn.index + 1} of at most {max_turns} played "
+            f"({turn.worker} as {turn.role})",
+        )
+
+    return told
 
 
 def _rescue_episode(episode: Episode) -> str:

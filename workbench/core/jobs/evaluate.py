@@ -6,6 +6,7 @@ what is stored, ``stored_evaluations`` lists and ``load_evaluation`` reads back.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -23,7 +24,8 @@ from workbench.core.jobs.shared import (
     open_pool,
     run_title,
 )
-from workbench.core.records import Episode
+from workbench.core.progress import StageListener, tell
+from workbench.core.records import Episode, RunStatus, RunStopReason
 from workbench.core.spend import spend_kind
 from workbench.core.store import RunRecord, Store
 from workbench.core.tasks.suites import load_suite
@@ -66,7 +68,7 @@ class EvaluationSource:
         return baseline_names(self.pool, self.config.protocol.max_turns)
 
 
-EVALUABLE = ("finished", "stopped")
+EVALUABLE = (RunStatus.FINISHED, RunStatus.STOPPED)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -82,7 +84,7 @@ class StoredEvaluation:
     evaluated_run: str | None  # the trained run's id (None: a file, or a fold)
     suite: str
     split: str
-    status: str
+    status: RunStatus
     created_at: float
     accuracy: float | None
 
@@ -200,12 +202,15 @@ def evaluate_run(
     progress: Callable[[Any], None] | None = None,
     stop: StopToken | None = None,
     final_turn: str = "free",
+    stages: StageListener | None = None,
 ) -> EvaluationResult:
     """Evaluate a trained run's best vector, or a coordinator file, on a split.
 
     ``baselines``: all (True), none (False) or the names to run (``EvaluationSource.baselines``).
-    ``progress`` hears an ``EvaluationProgress`` per episode; ``stop`` ends the evaluation
-    early: its run record is then ``stopped`` and ``EvaluationStopped`` is raised.
+    ``stages`` hears the steps before the first episode (loading the backbone and the
+    workers' models); ``progress`` an ``EvaluationProgress`` per episode; ``stop`` ends
+    the evaluation early: its run record is then ``stopped`` and ``EvaluationStopped`` is
+    raised.
     ``final_turn``: ``free`` (the paper's protocol) or ``worker`` (an episode's turn that
     would end it without a Worker's answer is played as a Worker, as ``serve`` does).
     """
@@ -221,7 +226,7 @@ def evaluate_run(
             config = config.replace(tasks={"suite": suite})
         task_suite = load_suite(config.tasks.suite, workspace)
         tasks = task_splits(config, task_suite)[split]
-        backbone = backbone_for(config, backbone, source.backbone_model)
+        backbone = backbone_for(config, backbone, source.backbone_model, stages)
         if source.run_id is not None:
             vector, _ = best_vector(store, source.run_id)
             coordinator = coordinator_from_vector(
@@ -230,7 +235,7 @@ def evaluate_run(
         else:
             assert source.coordinator_file is not None  # a source is a run or a file
             coordinator, _ = load_coordinator(source.coordinator_file, backbone)
-        session = open_pool(config, store, workspace)  # a worker that cannot serve: nothing stored
+        session = open_pool(config, store, workspace, stages)  # one that cannot serve: no run
         eval_id = store.create_run(
             evaluation_title(config.run.name, source.coordinator_file),
             "eval",
@@ -240,6 +245,9 @@ def evaluate_run(
             },
         )
         p = config.protocol
+        # the coordinator's episodes come first, and the first of them wait for the
+        # backbone to read every task once: its minutes pass before any episode ends
+        tell(stages, f"playing the {len(tasks)} {split} tasks: the coordinator first")
         report, _ = session.run(
             stored_evaluation(
                 store,
@@ -284,17 +292,23 @@ async def stored_evaluation(
     (``evaluate_run``, each cross-validation fold)."""
     try:
         report, episodes = await evaluation
-    except EvaluationStopped:
-        store.set_run_status(eval_id, "stopped", stop_reason="stopped")
+    except (EvaluationStopped, asyncio.CancelledError):  # a stop, or Ctrl-C in the CLI
+        store.set_run_status(eval_id, RunStatus.STOPPED, stop_reason=RunStopReason.STOPPED)
         raise
     except Exception as exc:
         store.set_run_status(
-            eval_id, "failed", stop_reason="error", error=f"{type(exc).__name__}: {exc}"
+            eval_id,
+            RunStatus.FAILED,
+            stop_reason=RunStopReason.ERROR,
+            error=f"{type(exc).__name__}: {exc}",
         )
         raise
     report = dataclasses.replace(report, spend=spend_kind(pool))
     store.add_episodes(episodes)
     store.set_run_status(
-        eval_id, "finished", stop_reason="done", result={"report": report.to_json()}
+        eval_id,
+        RunStatus.FINISHED,
+        stop_reason=RunStopReason.DONE,
+        result={"report": report.to_json()},
     )
     return report, episodes

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from workbench.core.coordinator import Backbone
 from workbench.core.jobs.shared import backbone_for
+from workbench.core.progress import StageListener
 from workbench.core.store import Store
 from workbench.core.training.checkpoint import best_vector
 from workbench.core.training.trainer import coordinator_from_vector
@@ -17,10 +18,16 @@ from workbench.core.workspace import Workspace
 
 
 def export_run(
-    workspace: Workspace, run: str, out: str | Path, backbone: Backbone | None = None
+    workspace: Workspace,
+    run: str,
+    out: str | Path,
+    backbone: Backbone | None = None,
+    stages: StageListener | None = None,
 ) -> Path:
     """Write a run's best-on-validation coordinator to a coordinator file; ``out`` is a
-    file, or a folder to write ``coordinator-RUNID.safetensors`` in (``export.resolve_out``)."""
+    file, or a folder to write ``coordinator-RUNID.safetensors`` in (``export.resolve_out``).
+    ``stages`` hears the backbone being loaded (the SVF adapter and the file's manifest
+    read it)."""
     from workbench.core.export import resolve_out, save_coordinator
 
     with Store.open(workspace) as store:
@@ -29,7 +36,7 @@ def export_run(
         out = resolve_out(out, default_name)  # a bad place fails before the backbone loads
         config = record.config()
         vector, checkpoint = best_vector(store, record.id)
-        backbone = backbone_for(config, backbone)
+        backbone = backbone_for(config, backbone, stages=stages)
         pool = describe_pool(config.pool.workers, workspace=workspace)
         coordinator = coordinator_from_vector(backbone, len(pool), vector, config.optimizer.svf)
         training = {

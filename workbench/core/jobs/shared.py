@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,9 @@ from typing import Any
 from workbench.core.config import RunConfig
 from workbench.core.coordinator import Backbone
 from workbench.core.errors import BadInput, InvalidInput
-from workbench.core.records import GenerationStats
+from workbench.core.models import loading_words
+from workbench.core.progress import StageListener, tell
+from workbench.core.records import GenerationStats, RunStatus, RunStopReason
 from workbench.core.spend import Spend, recorded_spend, spend_kind
 from workbench.core.store import RunRecord, Store, StoreError
 from workbench.core.workers.base import Worker
@@ -34,13 +37,16 @@ from workbench.core.workspace import Workspace
 _backbones: dict[tuple[str, str, int, str, str], Backbone] = {}
 
 
-def shared_backbone(config: RunConfig, model: str | None = None) -> Backbone:
+def shared_backbone(
+    config: RunConfig, model: str | None = None, stages: StageListener | None = None
+) -> Backbone:
     """The backbone ``config`` names (``model`` instead of its model when given: a
     coordinator file's), loaded once per (model, device, SVF layer, precision, input) in
-    this process."""
+    this process; ``stages`` hears when it is loaded (the first time: converted)."""
     b = config.backbone
     key = (model or b.model, b.device, config.optimizer.svf_layer, b.precision, b.input)
     if key not in _backbones:
+        tell(stages, loading_words(key[0]))
         _backbones[key] = Backbone(
             key[0], device=b.device, precision=b.precision, input=b.input, svf_layer=key[2]
         )
@@ -48,14 +54,17 @@ def shared_backbone(config: RunConfig, model: str | None = None) -> Backbone:
 
 
 def backbone_for(
-    config: RunConfig, given: Backbone | None = None, model: str | None = None
+    config: RunConfig,
+    given: Backbone | None = None,
+    model: str | None = None,
+    stages: StageListener | None = None,
 ) -> Backbone:
     """``given`` (a caller's own backbone) if it reads transcripts the way ``config``
     says, else ``ValueError``; with none given, ``shared_backbone(config, model)``. A head
     trained on raw transcripts is meaningless on chat-wrapped ones and the other way round,
     so the two are never mixed silently."""
     if given is None:
-        return shared_backbone(config, model)
+        return shared_backbone(config, model, stages)
     if given.input != config.backbone.input:
         raise InvalidInput(
             f"the backbone reads transcripts as {given.input!r} but the run's config says "
@@ -65,22 +74,22 @@ def backbone_for(
     return given
 
 
-def effective_status(record: RunRecord) -> str:
+def effective_status(record: RunRecord) -> RunStatus:
     """A run's status, except that a ``running`` run whose process is gone (killed, or the
     machine restarted) reads ``interrupted``: resume it with ``train --resume``."""
     import os
     import socket
 
-    status = str(record.status)
+    status = record.status
     result = record.run_result()
-    if status != "running" or result is None or result.pid is None:
+    if status is not RunStatus.RUNNING or result is None or result.pid is None:
         return status
     if result.host != socket.gethostname():
         return status  # another machine's run: we cannot tell
     try:
         os.kill(result.pid, 0)
     except ProcessLookupError:
-        return "interrupted"
+        return RunStatus.INTERRUPTED
     except PermissionError:
         pass
     return status
@@ -123,10 +132,10 @@ def run_lock(workspace: Workspace, run_id: str, store: Store | None = None) -> I
         lock.release()
 
 
-RESUMABLE = ("stopped", "interrupted", "failed")
+RESUMABLE = (RunStatus.STOPPED, RunStatus.INTERRUPTED, RunStatus.FAILED)
 
 
-def can_resume(status: str) -> bool:
+def can_resume(status: RunStatus) -> bool:
     """Whether a training run in ``status`` (as ``effective_status`` reads it) can be
     resumed from its checkpoint: stopped, interrupted and failed runs can."""
     return status in RESUMABLE
@@ -139,8 +148,8 @@ class RunSummary:
 
     id: str
     name: str
-    status: str
-    stop_reason: str
+    status: RunStatus
+    stop_reason: RunStopReason | None
     generations: int
     kind: str = "train"
     error: str | None = None
@@ -160,7 +169,7 @@ class RunSummary:
             "name": self.name,
             "kind": self.kind,
             "status": self.status,
-            "stop_reason": self.stop_reason or None,
+            "stop_reason": self.stop_reason,
             "error": self.error,
             "created_at": self.created_at,
             "updated_at": self.updated_at,
@@ -194,7 +203,7 @@ def summarise_run(record: RunRecord, generations: int) -> RunSummary:
         name=record.name,
         title=run_title(record),
         status=effective_status(record),
-        stop_reason=record.stop_reason or "",
+        stop_reason=record.stop_reason,
         generations=generations,
         kind=record.kind,
         error=record.error,
@@ -274,6 +283,19 @@ def cache_policy(config: RunConfig) -> str:
     return str(default_policy(config.protocol.temperature))
 
 
+class UnwaitedExecutor(ThreadPoolExecutor):
+    """A job's executor for blocking calls (``asyncio.to_thread``) that its loop's close
+    does not wait for: a stopped run abandons a forward of the backbone in a thread
+    (``StopToken.race``), which may take a minute on a busy CPU, and the job returns at
+    once; the thread ends with its call (the CLI's stopped ``train`` exits without it)."""
+
+    def __init__(self) -> None:
+        super().__init__(thread_name_prefix="job")
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        super().shutdown(wait=False, cancel_futures=cancel_futures)
+
+
 @dataclass
 class PoolSession:
     """A job's pool over one shared HTTP client, with its response cache (if any).
@@ -286,6 +308,7 @@ class PoolSession:
 
     def run(self, coro: Any) -> Any:
         async def job() -> Any:
+            asyncio.get_running_loop().set_default_executor(UnwaitedExecutor())
             try:
                 return await coro
             finally:
@@ -296,10 +319,16 @@ class PoolSession:
         return asyncio.run(job())
 
 
-def open_pool(config: RunConfig, store: Store, workspace: Workspace | None = None) -> PoolSession:
+def open_pool(
+    config: RunConfig,
+    store: Store,
+    workspace: Workspace | None = None,
+    stages: StageListener | None = None,
+) -> PoolSession:
     """The config's pool (registered and built-in workers, recorded pools imported into
-    ``workspace``) behind the config's cache policy."""
-    session = open_worker_pool(config.pool.workers, workspace)
+    ``workspace``) behind the config's cache policy; ``stages`` hears of a worker's model
+    being loaded."""
+    session = open_worker_pool(config.pool.workers, workspace, stages)
     try:
         check_recorded_roles(session.pool, config.protocol.roles)
     except InvalidInput:
@@ -314,17 +343,24 @@ def open_pool(config: RunConfig, store: Store, workspace: Workspace | None = Non
     return PoolSession(pool, cache, session.client)
 
 
-def open_worker_pool(worker_ids: Sequence[str], workspace: Workspace | None = None) -> PoolSession:
+def open_worker_pool(
+    worker_ids: Sequence[str],
+    workspace: Workspace | None = None,
+    stages: StageListener | None = None,
+) -> PoolSession:
     """Workers by id (built-in and registered) over one shared HTTP client, uncached: a
     single episode outside a run has no cache policy. Each worker is prepared first
-    (``Worker.prepare``: a local model is loaded), so a worker that cannot serve is an
-    error here, before a job stores anything."""
+    (``Worker.prepare``: a local model is loaded, which ``stages`` hears of), so a worker
+    that cannot serve is an error here, before a job stores anything."""
+    from workbench.core.workers.local import LocalWorker
     from workbench.core.workers.transport import open_client
 
     client = open_client()
     try:
         pool = build_pool(worker_ids, client=client, workspace=workspace)
         for worker in pool:
+            if isinstance(worker, LocalWorker):
+                tell(stages, f"worker {worker.id}: {loading_words(worker.source)}")
             worker.prepare()
     except BaseException:
         asyncio.run(client.aclose())

@@ -1,12 +1,13 @@
 """The study job: every optimizer trained under the same config and budget over several
 seeds, each evaluated on test beside the best single worker (chosen on validation) and the
 sandbox oracles; a paper-faithful study gives all of them the paper's settings
-(``paper_config``). The statistics are ``study_stats``.
+(``paper_config``). Its result table is ``study_stats``; its intervals are
+``workbench.core.stats``'s.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from workbench.core.config import ConfigError, RunConfig
@@ -15,10 +16,13 @@ from workbench.core.errors import InvalidInput
 from workbench.core.evaluate import MULTI_TURN_ORACLE
 from workbench.core.jobs.evaluate import evaluate_run, evaluation_source
 from workbench.core.jobs.shared import backbone_for
-from workbench.core.jobs.study_stats import Study, StudyRow, mean_ci
+from workbench.core.jobs.study_stats import Study, StudyRow
 from workbench.core.jobs.train import train
 from workbench.core.power import PowerEstimate
+from workbench.core.progress import StageListener, tell
+from workbench.core.stats import mean_ci
 from workbench.core.store import Store
+from workbench.core.training.events import Listener
 from workbench.core.workers.pool import describe_pool
 from workbench.core.workspace import Workspace
 
@@ -33,10 +37,12 @@ def study_optimizers(
     *,
     seeds: int = 3,
     optimizers: Sequence[str] | None = None,
-    progress=None,
+    progress: Callable[[str], None] | None = None,
     backbone: Backbone | None = None,
     margin: float = 0.05,
     paper: bool = False,
+    listeners: Sequence[Listener] = (),
+    stages: StageListener | None = None,
 ) -> Study:
     """Train every optimizer under the same config and budget with ``seeds`` seeds, and
     report the final validation and test reward of each with 95% intervals.
@@ -49,8 +55,13 @@ def study_optimizers(
     (``power.PowerEstimate``) sizes seeds and test tasks for.
 
     ``paper``: a paper-faithful study (``paper_config``): the paper's settings, one SVF
-    setting and one budget in episodes (and calls) for every optimizer."""
-    from workbench.core.config import OPTIMIZERS, RANKING_OPTIMIZERS
+    setting and one budget in episodes (and calls) for every optimizer.
+
+    ``progress`` hears a line as each run is evaluated, ``listeners`` every run's training
+    events, ``stages`` the steps between them (loading the backbone, evaluating a run)."""
+    from workbench.core.optimizers.registry import OPTIMIZERS, optimizers_where
+
+    ranking = optimizers_where(lambda e: e.ranks_candidates)
 
     optimizers = tuple(optimizers or OPTIMIZERS)
     unknown = [o for o in optimizers if o not in OPTIMIZERS]
@@ -63,13 +74,13 @@ def study_optimizers(
     if not 0 < margin <= 1:
         raise InvalidInput(f"--margin must lie in (0, 1], got {margin}: e.g. 0.05")
     test_tasks = 0
-    backbone = backbone_for(config, backbone)
+    backbone = backbone_for(config, backbone, stages=stages)
     forced: dict[str, Any] = {}
     if paper:
         config, forced = paper_config(config, optimizers, backbone)
         if backbone.input != config.backbone.input:  # the paper reads raw text
-            backbone = backbone_for(config)
-    others = [o for o in optimizers if o not in RANKING_OPTIMIZERS]
+            backbone = backbone_for(config, stages=stages)
+    others = [o for o in optimizers if o not in ranking]
     for key, can, off in (
         ("svf", "search SVF offsets", "false"),
         ("exploring_starts", "widen their openings", "0"),
@@ -79,7 +90,7 @@ def study_optimizers(
             raise ConfigError(
                 f"optimizer.{key} = {str(value).lower()}, but {', '.join(others)} cannot "
                 f"{can}: a study gives every optimizer the same setting, so set {key} = "
-                f"{off}, or compare only {','.join(RANKING_OPTIMIZERS)} (--optimizers)"
+                f"{off}, or compare only {','.join(ranking)} (--optimizers)"
             )
     rows: list[Any] = []
     references: dict[str, list[Any]] = {name: [] for name in REFERENCES}
@@ -93,7 +104,8 @@ def study_optimizers(
                 run={"name": f"study {name} seed {s}", "seed": config.run.seed + s},
                 optimizer={"name": name},
             )
-            run_id = train(cfg, workspace, backbone=backbone)
+            run_id = train(cfg, workspace, backbone=backbone, listeners=listeners)
+            tell(stages, f"evaluating run {run_id[:8]} on the test split")
             with Store.open(workspace) as store:
                 result = store.get_run(run_id).run_result()
             val = (result.best_validation if result is not None else None) or 0.0

@@ -1,63 +1,13 @@
-"""The study's statistics: each optimizer's rewards over seeds as a mean with a 95%
-t-interval (``mean_ci``), and the study's result (``Study``, ``StudyRow``) as a table and
-as JSON.
+"""The study's result (``Study``, ``StudyRow``): each optimizer's rewards over seeds as a
+mean with a 95% t-interval (``workbench.core.stats.mean_ci``), as a table and as JSON.
 """
 
 from __future__ import annotations
 
-import math
-import statistics
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from workbench.core.power import PowerEstimate
-
-# 97.5% quantiles of Student's t for 1..30 degrees of freedom (two-sided 95% intervals)
-_T975 = (
-    12.706,
-    4.303,
-    3.182,
-    2.776,
-    2.571,
-    2.447,
-    2.365,
-    2.306,
-    2.262,
-    2.228,
-    2.201,
-    2.179,
-    2.160,
-    2.145,
-    2.131,
-    2.120,
-    2.110,
-    2.101,
-    2.093,
-    2.086,
-    2.080,
-    2.074,
-    2.069,
-    2.064,
-    2.060,
-    2.056,
-    2.052,
-    2.048,
-    2.045,
-    2.042,
-)
-
-
-def mean_ci(values: Sequence[float], *, upper: float = 1.0) -> tuple[float, float, float]:
-    """Mean and its 95% t-interval, clipped to [0, ``upper``] (rewards over seeds: [0, 1];
-    dollars per task: ``upper=inf``), the workbench's one interval of a mean (one value:
-    the interval is the point)."""
-    n = len(values)
-    mean = statistics.fmean(values)
-    if n < 2:
-        return mean, mean, mean
-    half = (_T975[n - 2] if n - 1 <= len(_T975) else 1.96) * statistics.stdev(values) / math.sqrt(n)
-    return mean, max(0.0, mean - half), min(upper, mean + half)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -7,11 +7,13 @@ the run stops.
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterator, Sequence
 
 from workbench.core.config import ConfigError, RunConfig
 from workbench.core.coordinator import Backbone
 from workbench.core.jobs.shared import backbone_for, cache_policy, open_pool, run_lock
+from workbench.core.progress import StageListener
 from workbench.core.store import Store
 from workbench.core.tasks.suites import load_suite
 from workbench.core.training.events import Listener, StopToken
@@ -41,17 +43,34 @@ def _check_resume_config(stored: RunConfig, given: RunConfig | None) -> RunConfi
     return stored.replace(budget=b["budget"], run=run)
 
 
+MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def default_run_name(config: RunConfig, when: float | None = None) -> str:
+    """A new run's name when none is given: the config's ``run.name`` and the day it
+    starts (``sandbox routing, Dec 6``); the store adds a counter to a name the
+    workspace has (``sandbox routing, Dec 6 (2)``). Month names are spelled here, not
+    by the locale, so every process names runs alike."""
+    day = time.localtime(when)
+    return f"{config.run.name}, {MONTHS[day.tm_mon - 1]} {day.tm_mday}"
+
+
 def train(
     config: RunConfig | None,
     workspace: Workspace,
     *,
     resume: str | None = None,
+    name: str | None = None,
     listeners: Sequence[Listener] = (),
     stop: StopToken | None = None,
     backbone: Backbone | None = None,
     ray_address: str | None = None,
+    stages: StageListener | None = None,
 ) -> str:
     """Train a new run from ``config``, or resume run ``resume``; returns the run id.
+    A new run is named ``name`` as given, else ``default_run_name`` made unique in the
+    workspace; a resumed one keeps its name. ``stages`` hears the steps before the
+    first generation (loading the backbone and the workers' models).
     Raises ``RunLocked`` (changing nothing) if another process drives that run. With
     ``run.executor = "ray"`` the training episodes run on Ray actors (``ray_address``, else
     ``RAY_ADDRESS``, else a Ray instance on this machine): an unreachable cluster is an
@@ -67,9 +86,9 @@ def train(
         assert config is not None
         suite = load_suite(config.tasks.suite, workspace)
         stop = stop or StopToken()
-        executor = held.enter_context(open_executor(config, ray_address, stop))
-        backbone = backbone_for(config, backbone)
-        session = open_pool(config, store, workspace)
+        executor = held.enter_context(open_executor(config, ray_address, stop, workspace))
+        backbone = backbone_for(config, backbone, stages=stages)
+        session = open_pool(config, store, workspace, stages)
         cache = session.cache
         trainer = Trainer(
             config,
@@ -86,21 +105,31 @@ def train(
             trainer.resume(resume)
         else:
             # a new id: no one else can know it yet, so the lock is free
-            held.enter_context(run_lock(workspace, trainer.start()))
+            run_id = trainer.start(name or default_run_name(config), unique=name is None)
+            held.enter_context(run_lock(workspace, run_id))
         session.run(trainer.run_async())
         return trainer.current_run_id
 
 
 @contextlib.contextmanager
 def open_executor(
-    config: RunConfig, ray_address: str | None, stop: StopToken
+    config: RunConfig,
+    ray_address: str | None,
+    stop: StopToken,
+    workspace: Workspace | None = None,
 ) -> Iterator[Executor | None]:
     """The run's executor: None for ``local`` (the trainer plays episodes itself), the Ray
-    executor for ``ray``, closed (its actors stopped) when the run ends."""
+    executor for ``ray`` (the imported recorded pools the run names, read from
+    ``workspace``, travel with it), closed (its actors stopped) when the run ends."""
     if config.run.executor == "local":
         yield None
         return
-    from workbench.core.training.ray_executor import ExecutorError, RayExecutor, recipe_for
+    from workbench.core.training.ray_executor import (
+        ExecutorError,
+        RayExecutor,
+        recipe_for,
+        recorded_pools,
+    )
 
     if cache_policy(config) == "replay-only":
         raise ExecutorError(
@@ -108,7 +137,11 @@ def open_executor(
             'read the workspace\'s response cache; use run.executor = "local" to replay it'
         )
     executor = RayExecutor(
-        recipe_for(config), actors=config.run.actors, address=ray_address, stop=stop
+        recipe_for(config, workspace),
+        actors=config.run.actors,
+        address=ray_address,
+        stop=stop,
+        recorded=recorded_pools(config, workspace),
     )
     try:
         yield executor

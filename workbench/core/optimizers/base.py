@@ -11,7 +11,7 @@ import numpy as np
 from workbench.core.records import Episode
 
 if TYPE_CHECKING:
-    from workbench.core.config import RunConfig
+    from workbench.core.config import OptimizerSection
     from workbench.core.coordinator import HeadConfig
     from workbench.core.tasks.model import Task
 
@@ -32,9 +32,6 @@ class Optimizer(Protocol):
 
     popsize: int  # proposals per generation
     rollouts: int  # tasks per proposal (the shared minibatch)
-    # whether the trainer gives every proposal of a generation the same random numbers
-    # per task (``training.executors.episode_seeds``): for optimizers that rank candidates
-    common_random_numbers: bool
 
     def ask(self) -> list[Proposal]: ...
 
@@ -63,11 +60,13 @@ def default_popsize(n: int) -> int:
 
 @dataclass(frozen=True, kw_only=True)
 class OptimizerBuild:
-    """What every optimizer class's ``from_config`` gets (``make.make_optimizer``): the run's
-    config, ``n`` parameters, the head's shape, and for the gradient baselines the features
-    of recorded turns (``features``) and the tasks they were played on."""
+    """What every optimizer class's ``from_config`` gets (``make.make_optimizer``): the
+    run's ``[optimizer]`` keys and the seed the optimizer draws from, ``n`` parameters, the
+    head's shape, and for the gradient baselines the features of recorded turns
+    (``features``) and the tasks they were played on."""
 
-    config: RunConfig
+    settings: OptimizerSection
+    seed: int
     n: int
     head: HeadConfig
     features: Features
@@ -76,4 +75,4 @@ class OptimizerBuild:
     @property
     def popsize(self) -> int:
         """``optimizer.popsize``, or pycma's default for ``n`` when it is 0."""
-        return self.config.optimizer.popsize or default_popsize(self.n)
+        return self.settings.popsize or default_popsize(self.n)

@@ -29,12 +29,11 @@ from workbench.core.records import ROLES, Episode, Role
 class RandomSearch:
     """Each candidate drawn U[-0.5, 0.5]^n; the best by training fitness is kept."""
 
-    common_random_numbers = True  # it ranks different candidates
-
     @classmethod
     def from_config(cls, build: OptimizerBuild) -> RandomSearch:
-        o = build.config.optimizer
-        return cls(build.n, popsize=build.popsize, rollouts=o.rollouts, seed=build.config.run.seed)
+        return cls(
+            build.n, popsize=build.popsize, rollouts=build.settings.rollouts, seed=build.seed
+        )
 
     def __init__(self, n: int, *, popsize: int, rollouts: int, seed: int):
         self.n, self.popsize, self.rollouts = n, popsize, rollouts
@@ -92,7 +91,7 @@ class _HeadLearner:
 
     @classmethod
     def from_config(cls, build: OptimizerBuild) -> Self:
-        o = build.config.optimizer
+        o = build.settings
         return cls(
             build.head,
             build.features,
@@ -133,8 +132,6 @@ class Reinforce(_HeadLearner):
     0.9 and 0.999) along the batch's mean of ``advantage x sum over the episode's turns
     of grad log pi(worker, role)``, advantage = the episode's reward minus the batch's
     mean reward. Features are in the trainer's search basis."""
-
-    common_random_numbers = False  # its proposals are copies of one policy: episodes must differ
 
     def __init__(
         self,
@@ -202,8 +199,6 @@ class Imitation(_HeadLearner):
     worker has solved has no label. The head is then fitted (Adam, ``epochs`` passes) to
     the labels on the query's feature, role Worker.
     """
-
-    common_random_numbers = False  # a worker's repeated plays of a task must differ
 
     def __init__(
         self,

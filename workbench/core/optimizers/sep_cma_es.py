@@ -36,13 +36,11 @@ class SepCMAES:
     """Separable CMA-ES (pycma with a diagonal covariance). ``stds`` (optional, one per
     coordinate) multiplies sigma0 coordinate-wise: the head's width scale, 1 for SVF."""
 
-    common_random_numbers = True  # candidates are ranked against each other
-
     @classmethod
     def from_config(cls, build: OptimizerBuild) -> SepCMAES:
-        """The optimizer ``build.config`` asks for; ``stds``: [SVF offsets || head], the SVF
-        offsets relative (sigma0), the head's weights at ``optimizer.sigma0_scale``."""
-        o, n = build.config.optimizer, build.n
+        """The optimizer ``build.settings`` ask for; ``stds``: [SVF offsets || head], the
+        SVF offsets relative (sigma0), the head's weights at ``optimizer.sigma0_scale``."""
+        o, n = build.settings, build.n
         stds = np.ones(n)
         stds[n - build.head.n_params :] = head_sigma_factor(o.sigma0_scale, build.head.hidden_size)
         return cls(
@@ -50,7 +48,7 @@ class SepCMAES:
             sigma0=o.sigma0,
             popsize=o.popsize,
             rollouts=o.rollouts,
-            seed=build.config.run.seed,
+            seed=build.seed,
             stds=stds,
         )
 
@@ -67,11 +65,11 @@ class SepCMAES:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # pycma warns when matplotlib is absent
             import cma
-        # the strategy samples from its own generator (seeded as pycma seeds the global one,
-        # so a seed draws what it drew before), pickled with it: numpy's global generator,
-        # which pycma uses by default, is shared by the process, and a pickled bound
-        # ``np.random.randn`` unpickles as a detached copy of it, so a restored strategy
-        # drifted from an uninterrupted one two generations after a resume
+        # the strategy samples from its own generator (seeded as pycma seeds the global
+        # one), pickled with it: numpy's global generator, which pycma uses by default, is
+        # shared by the process, and a pickled bound ``np.random.randn`` unpickles as a
+        # detached copy of it, so a restored strategy would drift from an uninterrupted one
+        # after a resume
         self._random = np.random.RandomState(seed + 1)
         options: dict[str, Any] = {
             "CMA_diagonal": True,
@@ -109,5 +107,3 @@ class SepCMAES:
     def loads(self, state: bytes) -> None:
         data = pickle.loads(state)
         self._es = pickle.loads(data["es"])
-        if "np_random" in data:  # a checkpoint of a version that sampled numpy's global
-            np.random.set_state(data["np_random"])

@@ -35,7 +35,16 @@ from workbench.core.protocol import (
     render_transcript,
     run_episode,
 )
-from workbench.core.records import ROLES, Episode, Role, StopReason, Turn
+from workbench.core.records import (
+    ROLES,
+    Episode,
+    Role,
+    RunStatus,
+    RunStopReason,
+    StopReason,
+    Turn,
+    Verdict,
+)
 from workbench.core.store import Store
 from workbench.core.tasks.model import KINDS, Task
 from workbench.core.workers.base import (
@@ -106,7 +115,7 @@ class TurnReplied:
     worker: str
     role: Role
     text: str = ""
-    verdict: str | None = None
+    verdict: Verdict | None = None
     tokens_in: int = 0
     tokens_out: int = 0
     cost: float = 0.0
@@ -130,6 +139,9 @@ class _WatchedCoordinator:
     @property
     def n_workers(self) -> int:
         return self._coordinator.n_workers
+
+    def context_fits(self, transcript: str) -> bool:
+        return self._coordinator.context_fits(transcript)
 
     async def adecide(self, transcript: str, rng: Any = None) -> Any:
         action = await self._coordinator.adecide(transcript, rng)
@@ -343,7 +355,7 @@ class Team:
         self.run_id = await asyncio.to_thread(
             self._store.create_run, f"serve {self.model_id}", "serve", config
         )
-        await asyncio.to_thread(self._store.set_run_status, self.run_id, "running")
+        await asyncio.to_thread(self._store.set_run_status, self.run_id, RunStatus.RUNNING)
 
     def prompt_tokens(self, task: Task) -> int:
         """How many tokens the coordinator would read for ``task`` at its first turn (the
@@ -483,7 +495,7 @@ class Team:
             await asyncio.wait(tasks, timeout=5.0)
         return len(tasks)
 
-    async def aclose(self, stop_reason: str = "done") -> None:
+    async def aclose(self, stop_reason: RunStopReason = RunStopReason.DONE) -> None:
         """Cancel what still runs (stored, cancelled), close the pool and its client;
         mark the ``serve`` run finished."""
         await self.cancel_answers()
@@ -497,7 +509,7 @@ class Team:
                 await asyncio.to_thread(
                     self._store.set_run_status,
                     self.run_id,
-                    "finished",
+                    RunStatus.FINISHED,
                     stop_reason=stop_reason,
                     result={"episodes": self.episodes, "cancelled": self.cancelled},
                 )

@@ -38,13 +38,22 @@ import weakref
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypeVar
 
 from workbench.core.config import RunConfig
 from workbench.core.errors import InvalidInput
-from workbench.core.records import Episode, GenerationStats, Role, RunResult, StopReason, Turn
+from workbench.core.records import (
+    Episode,
+    GenerationStats,
+    Role,
+    RunResult,
+    RunStatus,
+    RunStopReason,
+    StopReason,
+    Turn,
+    Verdict,
+)
 from workbench.core.store import schema
 from workbench.core.store.episode_file import episode_json, parse_episode_json
 from workbench.core.store.errors import (
@@ -77,7 +86,6 @@ __all__ = [
     "GenerationExists",
     "RunNotFound",
     "RunRecord",
-    "RunStatus",
     "Store",
     "StoreDamaged",
     "StoreError",
@@ -101,17 +109,6 @@ MIN_PREFIX = 4  # shortest run id prefix accepted, like git's short hashes
 # --------------------------------------------------------------------------- records
 
 
-class RunStatus(StrEnum):
-    """Where a run is in its life."""
-
-    CREATED = "created"
-    RUNNING = "running"
-    PAUSED = "paused"
-    STOPPED = "stopped"
-    FINISHED = "finished"
-    FAILED = "failed"
-
-
 @dataclass(frozen=True, kw_only=True)
 class RunRecord:
     """One stored run: what it was asked to do and how it ended."""
@@ -121,7 +118,7 @@ class RunRecord:
     kind: str  # 'train', 'episode', 'eval', ...
     config_data: dict[str, Any] = field(hash=False)  # the stored config, as JSON
     status: RunStatus
-    stop_reason: str | None
+    stop_reason: RunStopReason | None
     error: str | None
     created_at: float
     updated_at: float
@@ -461,8 +458,13 @@ class Store:
 
     # ----------------------------------------------------------------- runs
 
-    def create_run(self, name: str, kind: str, config: dict[str, Any]) -> str:
-        """Record a new run in status 'created'; returns its id (32 hex characters)."""
+    def create_run(
+        self, name: str, kind: str, config: dict[str, Any], *, unique: bool = False
+    ) -> str:
+        """Record a new run in status 'created'; returns its id (32 hex characters).
+        ``unique``: a name another run of the workspace has already is followed by the
+        first free counter, ``name (2)``, ``name (3)``, ... (chosen in the same transaction
+        as the insert, so two processes never take the same one)."""
         if not kind:
             raise ValueError("a run needs a kind, such as 'train', 'episode' or 'eval'")
         run_id = uuid.uuid4().hex
@@ -470,10 +472,16 @@ class Store:
         now = time.time()
 
         def insert(conn: sqlite3.Connection) -> str:
+            chosen = name
+            if unique:
+                taken = {r[0] for r in conn.execute("SELECT name FROM runs")}
+                count = 2
+                while chosen in taken:
+                    chosen, count = f"{name} ({count})", count + 1
             conn.execute(
                 "INSERT INTO runs (id, name, kind, config, status, created_at, updated_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (run_id, name, kind, config_json, RunStatus.CREATED.value, now, now),
+                (run_id, chosen, kind, config_json, RunStatus.CREATED.value, now, now),
             )
             return run_id
 
@@ -482,9 +490,9 @@ class Store:
     def set_run_status(
         self,
         run_id: str,
-        status: RunStatus | str,
+        status: RunStatus,
         *,
-        stop_reason: str | None = None,
+        stop_reason: RunStopReason | None = None,
         error: str | None = None,
         result: dict[str, Any] | None = None,
     ) -> None:
@@ -493,7 +501,7 @@ class Store:
         ``stop_reason`` and ``error`` are replaced (``None`` clears them, so a resumed run
         loses its old stop reason); ``result`` is replaced only when given.
         """
-        status = _run_status(status)
+        status, stop_reason = _run_status(status, stop_reason)
         result_json = None if result is None else _dumps(result)
         now = time.time()
 
@@ -501,7 +509,7 @@ class Store:
             cur = conn.execute(
                 "UPDATE runs SET status = ?, stop_reason = ?, error = ?,"
                 " result = coalesce(?, result), updated_at = ? WHERE id = ?",
-                (status.value, stop_reason, error, result_json, now, run_id),
+                (status.value, stop_reason and stop_reason.value, error, result_json, now, run_id),
             )
             if cur.rowcount == 0:
                 raise _run_not_found(run_id, self.path)
@@ -947,12 +955,26 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _run_status(status: RunStatus | str) -> RunStatus:
+def _run_status(
+    status: RunStatus, stop_reason: RunStopReason | None
+) -> tuple[RunStatus, RunStopReason | None]:
+    """``status`` and ``stop_reason`` as members of their enums (the strings they stand
+    for are accepted); ``InvalidInput`` names an unknown one, or ``interrupted``, a status
+    that is read from a run's process, never stored."""
     try:
-        return RunStatus(status)
+        status = RunStatus(status)
     except ValueError:
-        known = ", ".join(s.value for s in RunStatus)
+        known = ", ".join(s.value for s in RunStatus if s is not RunStatus.INTERRUPTED)
         raise InvalidInput(f"unknown run status {status!r}: use one of {known}") from None
+    if status is RunStatus.INTERRUPTED:
+        raise InvalidInput("a run is never stored as interrupted: its gone process reads so")
+    if stop_reason is None:
+        return status, None
+    try:
+        return status, RunStopReason(stop_reason)
+    except ValueError:
+        known = ", ".join(r.value for r in RunStopReason)
+        raise InvalidInput(f"unknown stop reason {stop_reason!r}: use one of {known}") from None
 
 
 def _run_not_found(run_id: str, path: Path, *, short: bool = False) -> RunNotFound:
@@ -970,7 +992,7 @@ def _run_record(row: sqlite3.Row) -> RunRecord:
         kind=row["kind"],
         config_data=json.loads(row["config"]),
         status=RunStatus(row["status"]),
-        stop_reason=row["stop_reason"],
+        stop_reason=None if row["stop_reason"] is None else RunStopReason(row["stop_reason"]),
         error=row["error"],
         created_at=row["created_at"],
         updated_at=row["updated_at"],
@@ -1079,7 +1101,7 @@ def _turn(row: sqlite3.Row) -> Turn:
         role_probs=tuple(json.loads(row["role_probs"])),
         messages=tuple(json.loads(row["messages"])),
         response=row["response"],
-        verdict=row["verdict"],
+        verdict=None if row["verdict"] is None else Verdict(row["verdict"]),
         verdict_parsed=bool(row["verdict_parsed"]),
         tokens_in=row["tokens_in"],
         tokens_out=row["tokens_out"],

@@ -20,7 +20,7 @@ _UNICODE_MATH = {
     "\u00d7": " \\times ",
     "\u22c5": " \\cdot ",
     "\u00b7": " \\cdot ",
-    "\u00f7": " / ",
+    "\u00f7": " \\div ",  # an operation still to do, not the fraction a/b
     "\u2215": "/",
     "\u2264": " \\le ",
     "\u2265": " \\ge ",
@@ -70,8 +70,9 @@ def normalize_math_text(text: str) -> str:
     return " ".join(_ARTICLES.sub(" ", text).split())
 
 
-def all_boxed(text: str) -> list[str]:
-    r"""The contents of every closed ``\boxed{...}`` / ``\fbox{...}`` in order."""
+def boxed_spans(text: str) -> list[tuple[int, str]]:
+    r"""(where it starts, its content) of every closed ``\boxed{...}`` / ``\fbox{...}`` in
+    order."""
     found = []
     for match in re.finditer(r"\\(?:boxed|fbox)\s*\{", text):
         depth = 0
@@ -81,9 +82,14 @@ def all_boxed(text: str) -> list[str]:
             elif text[j] == "}":
                 depth -= 1
                 if depth == 0:
-                    found.append(text[match.end() : j])
+                    found.append((match.start(), text[match.end() : j]))
                     break
     return found
+
+
+def all_boxed(text: str) -> list[str]:
+    r"""The contents of every closed ``\boxed{...}`` / ``\fbox{...}`` in order."""
+    return [content for _, content in boxed_spans(text)]
 
 
 def last_boxed(text: str) -> str | None:

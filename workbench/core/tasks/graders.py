@@ -188,6 +188,7 @@ _RULED_OUT = re.compile(
 )
 _BOXED_LETTER = re.compile(r"^\s*\(?\s*(?:\\text\{)?\s*\(?([A-Z])\)?\s*\}?\s*\)?\s*$")
 _LONE = re.compile(r"^[\s(\[*]*(?:option|choice)?\s*[(\[]?([A-Z])[)\]]?[\s)\]*.:]*$", re.IGNORECASE)
+_SHORT_ANSWER = 300  # characters: an answer this short is read whole for a lone letter
 _TOKEN = re.compile(r"(?<![A-Za-z0-9'’])([A-Z])(?![A-Za-z0-9'’])")
 # "A" and "I" start ordinary sentences ("A good guess is B", "I think"); they count as
 # option letters only before a verb that states a choice ("A is correct").
@@ -239,40 +240,69 @@ def _hedge(text: str, valid: str, any_case: bool = False) -> list[str] | None:
     return None
 
 
-def _explicit_letter(answer: str, valid: str) -> tuple[str | None, list[str] | None]:
-    """(letter, hedge) from the last explicit answer cue that names a valid letter."""
-    for match in reversed(list(_EXPLICIT.finditer(answer))):
+# where a model goes on to ask itself the prompt's next example question (a few-shot
+# continuation): what follows answers another question
+_NEXT_QUESTION = re.compile(r"\n\s*(?:\*\*)?(?:Question|Q)\s*\d*\s*(?:\*\*)?\s*:", re.IGNORECASE)
+
+
+def own_answer(answer: str) -> str:
+    """The answer up to the point where, after stating an answer, the model starts another
+    question ("The answer is (J).\n\nQuestion: ..."): the rest answers that question."""
+    first = _EXPLICIT.search(answer)
+    if first is None:
+        return answer
+    follows = _NEXT_QUESTION.search(answer, first.end())
+    return answer[: follows.start()] if follows else answer
+
+
+def _explicit_letters(answer: str, valid: str) -> tuple[list[str], list[str] | None]:
+    """(every letter the explicit answer cues name, in order; the hedge of the last cue, if
+    it offers several)."""
+    letters: list[str] = []
+    last_hedge = None
+    for match in _EXPLICIT.finditer(answer):
         letter = match.group(1)
         after = answer[match.end() :]
         region = answer[match.start(1) - (1 if answer[match.start(1) - 1] == "(" else 0) :]
         region = region.split("\n", 1)[0]
         hedge = _hedge(region, valid, any_case=True)
         if hedge:
-            return None, hedge
+            letters += hedge
+            last_hedge = hedge
+            continue
         if letter.upper() not in valid:
             continue
         # a lower-case letter is a letter only when no word follows it ("answer: d."),
         # not an article ("the answer is a city")
         if letter.islower() and re.match(r"\)?\s*[A-Za-z]", after):
             continue
-        return letter.upper(), None
-    return None, None
+        letters.append(letter.upper())
+        last_hedge = None
+    return letters, last_hedge
 
 
 def extract_choice(answer: str, task: Task) -> tuple[str | None, str]:
-    """The option letter an answer picks, and how it was found ("" when none was). A hedge
-    (two or more letters offered as the answer) picks none: the ``how`` says
-    ``hedge (A, B)``."""
+    """The option letter an answer picks, and how it was found ("" when none was).
+
+    Explicit final-answer markers ("The answer is (B)", "Answer: B", a boxed letter)
+    outrank every other letter in the text; markers that name different letters pick none
+    (``several answers (E, F)``), and so does a hedge (two or more letters offered as the
+    answer: ``hedge (A, B)``). What a model writes after its answer when it goes on to
+    another question (a few-shot continuation) is not read (``own_answer``)."""
     valid = _choice_letters(task)
-    letter, hedge = _explicit_letter(answer, valid)
-    if hedge:
-        return None, f"hedge ({', '.join(hedge)})"
-    if letter:
-        return letter, "stated answer"
+    answer = own_answer(answer)
+    stated, hedge = _explicit_letters(answer, valid)
     boxed_matches = [_BOXED_LETTER.match(b) for b in all_boxed(answer)]
-    boxed_letters = list(dict.fromkeys(m.group(1).upper() for m in boxed_matches if m))
-    if len([b for b in boxed_letters if b in valid]) > 1:  # \boxed{B} or \boxed{C}
-        return None, f"hedge ({', '.join(b for b in boxed_letters if b in valid)})"
+    boxed_letters = [m.group(1).upper() for m in boxed_matches if m]
+    marked = list(dict.fromkeys(x for x in stated + boxed_letters if x in valid))
+    if hedge and stated and set(hedge) >= set(marked):
+        return None, f"hedge ({', '.join(hedge)})"
+    if len(marked) > 1:
+        if not stated:  # \boxed{B} or \boxed{C}
+            return None, f"hedge ({', '.join(marked)})"
+        return None, f"several answers ({', '.join(marked)})"
+    if stated and marked:
+        return marked[0], "stated answer"
     boxed = last_boxed(answer)
     if boxed is not None:
         hedge = _hedge(strip_text_macro(boxed), valid, any_case=True)
@@ -291,7 +321,10 @@ def extract_choice(answer: str, task: Task) -> tuple[str | None, str]:
             if key in options and key:
                 return options[key], f"option text ({label})"
     lines = [line for line in answer.splitlines() if line.strip()]
-    for scope in ([lines[-1]] if lines else []) + [answer]:
+    # a long answer's stray capitals ("F_1 progeny", "(c)", a variable A) are no choice:
+    # only its last line, or a short answer as a whole, is read for a lone letter
+    scopes = ([lines[-1]] if lines else []) + ([answer] if len(answer) <= _SHORT_ANSWER else [])
+    for scope in scopes:
         hedge = _hedge(scope, valid, any_case=len(scope.strip()) <= 12)
         if hedge:
             return None, f"hedge ({', '.join(hedge)})"
@@ -303,16 +336,23 @@ def extract_choice(answer: str, task: Task) -> tuple[str | None, str]:
 
 def grade_choice(task: Task, answer: str) -> Grade:
     """The option letter the answer picks equals the reference letter; a hedge between
-    two or more letters is wrong even when one of them is right."""
+    two or more letters, or final answers that name different letters, is wrong even when
+    one of them is right."""
     reference = (task.answer or "").strip().upper()
     letter, how = extract_choice(answer, task)
-    if letter is None and how.startswith("hedge"):
+    if letter is None and how.startswith(("hedge", "several answers")):
+        offered = how[how.index("(") :]
+        reason = (
+            f"the answer offers several options {offered}"
+            if how.startswith("hedge")
+            else f"the answer's final answers disagree {offered}"
+        )
         return Grade(
             0.0,
             {
-                "extracted": how[len("hedge ") :].strip("()"),
+                "extracted": offered.strip("()"),
                 "expected": reference,
-                "reason": f"the answer offers several options {how[len('hedge ') :]}",
+                "reason": reason,
                 "rule": f"choice: {how} is wrong",
             },
         )

@@ -48,12 +48,34 @@ class ValidationIssue:
     field: str | None
     message: str
 
-    def __str__(self) -> str:
+    @property
+    def where(self) -> str:
         # line 0: a problem of the whole file (or of the suite's name), not of one line
-        where = f"{self.path}:{self.line}" if self.line else self.path
+        return f"{self.path}:{self.line}" if self.line else self.path
+
+    def __str__(self) -> str:
+        where = self.where
         return (
             f"{where}: {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
         )
+
+
+@dataclass(frozen=True)
+class ItemIssue(ValidationIssue):
+    """A problem of one item of a JSON list: ``line`` is the item's place (from 1)."""
+
+    @property
+    def where(self) -> str:
+        return f"{self.path}, item {self.line}" if self.line else self.path
+
+
+def issue_at(
+    path: str, number: int, field: str | None, message: str, unit: str = ""
+) -> ValidationIssue:
+    """An issue at line ``number`` of ``path``, or at item ``number`` when ``unit`` is
+    ``item`` (a JSON list's)."""
+    kind = ItemIssue if unit == "item" else ValidationIssue
+    return kind(path, number, field, message)
 
 
 class SuiteValidationError(BadInput, ValueError):
@@ -163,7 +185,7 @@ def _loads(raw: str) -> Any:
         raise _NotJson(f"not valid JSON: {error}") from None
 
 
-def _bad_text(value: Any) -> str | None:
+def bad_text(value: Any) -> str | None:
     """Why a parsed JSON value cannot be kept as suite text (a lone surrogate, a number
     that overflowed to infinity), or None. Walks without recursion."""
     stack = [value]
@@ -202,7 +224,7 @@ def json_objects(
         except _NotJson as error:
             issues.append(ValidationIssue(path, number, None, str(error)))
             continue
-        problem = _bad_text(record)
+        problem = bad_text(record)
         if problem is not None:
             issues.append(ValidationIssue(path, number, None, problem))
             continue
@@ -220,10 +242,22 @@ def parse_lines(
     lines: Iterable[str], path: str = "<suite>"
 ) -> tuple[list[Task], list[ValidationIssue]]:
     """Validate JSONL lines; return the valid tasks and every problem found."""
-    tasks: list[Task] = []
     issues: list[ValidationIssue] = []
+    tasks = check_tasks(json_objects(lines, path, issues), path, issues)
+    return tasks, issues
+
+
+def check_tasks(
+    objects: Iterable[tuple[int, dict[str, Any]]],
+    path: str,
+    issues: list[ValidationIssue],
+    unit: str = "",
+) -> list[Task]:
+    """The valid tasks among ``objects`` ((line or ``unit`` number, object) pairs), each
+    problem added to ``issues``: the one check of a task, whatever file it came from."""
+    tasks: list[Task] = []
     first_line_of: dict[str, int] = {}
-    for number, record in json_objects(lines, path, issues):
+    for number, record in objects:
         found = _check_record(record)
         task_id = record.get("id")
         if isinstance(task_id, str) and task_id.strip():
@@ -231,16 +265,17 @@ def parse_lines(
                 found.append(
                     (
                         "id",
-                        f"duplicate id '{task_id}' (first used on line {first_line_of[task_id]})",
+                        f"duplicate id '{task_id}' (first used on {unit or 'line'} "
+                        f"{first_line_of[task_id]})",
                     )
                 )
             else:
                 first_line_of[task_id] = number
         if found:
-            issues.extend(ValidationIssue(path, number, field, message) for field, message in found)
+            issues.extend(issue_at(path, number, field, message, unit) for field, message in found)
             continue
         tasks.append(_to_task(record))
-    return tasks, issues
+    return tasks
 
 
 def _type_name(value: Any) -> str:
@@ -408,13 +443,19 @@ def _number_text(value: int | float) -> str:
 _LINE_BREAKS = {"\u0085": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 
 
-def dumps_task(task: Task) -> str:
-    """One task as one JSONL line (without its line feed): readable UTF-8, with every
+def dumps_line(value: Any) -> str:
+    """``value`` as one JSONL line (without its line feed): readable UTF-8, with every
     character that some reader takes as a line end escaped."""
-    line = json.dumps(task.to_dict(), ensure_ascii=False, allow_nan=False)
+    line = json.dumps(value, ensure_ascii=False, allow_nan=False)
     for raw, escaped in _LINE_BREAKS.items():
-        line = line.replace(raw, escaped)  # such characters only occur inside strings
+        if raw in line:  # such characters only occur inside strings
+            line = line.replace(raw, escaped)
     return line
+
+
+def dumps_task(task: Task) -> str:
+    """One task as one JSONL line (``dumps_line``)."""
+    return dumps_line(task.to_dict())
 
 
 def write_jsonl(suite: Suite, path: str | os.PathLike[str]) -> Path:

@@ -11,7 +11,6 @@ Plain numbers are compared here directly, without the helper.
 from __future__ import annotations
 
 import atexit
-import functools
 import json
 import logging
 import os
@@ -21,15 +20,11 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 from workbench.core.tasks import prose
-from workbench.core.tasks.extract import (
-    ANSWER_CUE as _ANSWER_CUE,
-)
 from workbench.core.tasks.extract import (
     all_boxed,
     answer_views,
@@ -37,263 +32,28 @@ from workbench.core.tasks.extract import (
     normalize_unicode_math,
     strip_text_macro,
 )
+from workbench.core.tasks.math_answers import (
+    ANSWER_TAIL_CHARS,
+    Marker,
+    echoes_question,
+    final_answer,
+    final_markers,
+    first_yes_no,
+    last_side,
+    stated_yes_no,
+    without_remark,
+)
+from workbench.core.tasks.math_equivalence import answers_agree, faithful, math_match
+from workbench.core.tasks.math_references import PARTS, Reading, gold_readings, reads_as_math
 
 log = logging.getLogger(__name__)
 
 CHECK_TIMEOUT_S = 20.0  # the helper is killed after this long on one check
-PARSE_TIMEOUT_S = 2  # math-verify's own limit per parse or comparison (whole seconds)
 BUDGET_S = 8.0  # stop trying further readings of the reference after this long
 HELPER_MEMORY_BYTES = 4 * 2**30
-_ANSWER_TAIL_CHARS = 4000  # math-verify reads the tail only: long rambles are slow to parse
 _SENT_CHARS = 50_000
 
-# Alternatives of one reference ("C(10, 5), or equivalently 252"); a bare " or " between
-# two values ("f(x)=0 or f(x)=1") lists solutions, and every one is required.
-_ALTERNATIVES = re.compile(
-    r",?\s+or\s+(?:equivalently|approximately|an\s+equivalent\s+form\s+such\s+as)\s+|,\s+or\s+",
-    re.IGNORECASE,
-)
-_TEXT_CONNECTIVE = re.compile(r"\\(?:text|textrm|mathrm|mbox)\s*\{\s*(and|or)\s*\}", re.IGNORECASE)
-_PARTS = re.compile(r",?\s+(?:and|or)\s+", re.IGNORECASE)
-# "98 values", "0 is the only possible value": a number and a unit or a remark, nothing more
-_NUMBER_WITH_UNIT = re.compile(
-    r"^\s*(-?\d+(?:[./]\d+)?)\s+(?:is\s+the\s+only\s+possible\s+value|[A-Za-z-]+)\s*$",
-    re.IGNORECASE,
-)
-_TRAILING_VALUE = re.compile(
-    r"(?:equal\s+to|limit\s+is|period\s+of|value\s+is)\s+(.+?)\.?\s*$", re.IGNORECASE
-)
 _PLAIN_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:/\d+)?")
-_ASSIGNMENT = re.compile(r"^\s*([A-Za-z](?:_\{?\w+\}?)?)\s*=\s*([^=]+?)\s*$")
-_PAREN_GROUP = re.compile(r"\(([^()]*=[^()]*)\)")
-_YES_NO = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
-# Words that make a reference prose rather than mathematics; longer words count too,
-# unless they are names of functions or constants.
-_ENGLISH = {"no", "yes", "is", "of", "to", "the", "all", "for", "any", "not", "an", "at", "it"}
-_ENGLISH |= {"in", "and", "or", "if", "such", "only", "none", "are", "be", "as", "on", "by"}
-_MATH_WORDS = {
-    "sqrt", "sum", "prod", "floor", "ceil", "binom", "frac", "dfrac", "tfrac", "infty", "cdot",
-    "times", "left", "right", "sin", "cos", "tan", "log", "exp", "mod", "gcd", "lcm", "max",
-    "min", "text", "pi", "ln", "le", "ge", "ne", "pm", "mp", "infinity", "dots", "ldots",
-    "cdots", "boxed", "mathrm", "operatorname", "arcsin", "arccos", "arctan", "cot", "sec",
-    "csc", "choose", "lfloor", "rfloor", "lceil", "rceil", "quad", "qquad", "mathbb",
-}  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Reading:
-    """One way to read a reference: ``math`` (compared by math-verify, ``names`` set when it
-    came from assignments such as ``x=6, y=5`` and is an ordered tuple), ``text`` (a
-    reference with no mathematical reading, such as ``No``, compared as text), or a claim
-    that a prose answer must make: ``none`` ("No integer solutions"), ``limit_none``
-    ("The limit does not exist"), ``infinite`` ("Infinitely many solutions"), ``count``
-    ("At least 1 number": ``text`` is "at least|1") or ``phrase`` ("Monotonically
-    increasing": ``text`` is the words the answer must say)."""
-
-    kind: str
-    text: str
-    names: tuple[str, ...] = ()
-
-
-_CLAIM_KINDS = ("none", "limit_none", "infinite", "count", "phrase")
-_NONE_REFERENCE = re.compile(
-    r"^(?:no\s+\w+|there\s+(?:is|are)\s+no\b|.*\b(?:(?:does|do)\s+not\s+exist|not\s+possible"
-    r"|impossible)\b|at\s+most\s+0\b|0\s+(?:pairs|roots|zeros|values|solutions|ways)\b)",
-    re.IGNORECASE,
-)
-_COUNT_REFERENCE = re.compile(
-    r"^(at\s+least|at\s+most|exactly)\s+(\d+|one|two|three|four|five)\b", re.IGNORECASE
-)
-_PHRASE_SUBJECT = re.compile(r"^(?:the|such\s+a|this)\s+\w+\s+", re.IGNORECASE)
-# CHAMP writes references in ASCII notation that math-verify misreads: it takes the
-# "1" of "sum_(i=1)^n i^3" for the whole answer, so a bare \boxed{1} was paid.
-_ASCII_SUM = re.compile(r"\bsum_\((\w+)\s*=\s*([^()]+)\)\^(\w+|\([^()]*\))\s*(.+)$")
-_ASCII_BINOM = re.compile(r"(?<![A-Za-z\\])C\(([^(),]+),\s*([^(),]+)\)")
-_ASCII_FLOOR = re.compile(r"\bfloor\(([^()]+)\)")
-
-
-def ascii_to_latex(text: str) -> str:
-    """CHAMP's ASCII notation as LaTeX: ``sum_(i=1)^n i^3`` -> ``\\sum_{i=1}^{n} i^3``,
-    ``C(10, 5)`` -> ``\\binom{10}{5}``, ``floor(n/2)`` -> ``\\lfloor n/2 \\rfloor``."""
-    text = _ASCII_SUM.sub(
-        lambda m: f"\\sum_{{{m.group(1)}={m.group(2)}}}^{{{m.group(3).strip('()')}}} {m.group(4)}",
-        text,
-    )
-    text = _ASCII_BINOM.sub(lambda m: f"\\binom{{{m.group(1)}}}{{{m.group(2)}}}", text)
-    return _ASCII_FLOOR.sub(lambda m: f"\\lfloor {m.group(1)} \\rfloor", text)
-
-
-def _split_remark(text: str) -> tuple[str, str]:
-    """``0 (i.e., no such values)`` -> (``0``, ``i.e., no such values``): a remark in
-    parentheses (nested parentheses included) and the text without it."""
-    match = re.search(r"\s*\((?=i\.e\.|e\.g\.|that is|no |none)", text, re.IGNORECASE)
-    if not match:
-        return text, ""
-    depth = 0
-    for j in range(match.end() - 1, len(text)):
-        depth += {"(": 1, ")": -1}.get(text[j], 0)
-        if depth == 0:
-            return (text[: match.start()] + text[j + 1 :]).strip() or text, text[match.end() : j]
-    return text, ""
-
-
-def _unchain(text: str) -> str:
-    """``x=y=0`` as the assignments ``x=0, y=0`` (the pair (x, y) = (0, 0))."""
-    chained = re.fullmatch(r"\s*([A-Za-z])\s*=\s*([A-Za-z])\s*=\s*([^=]+?)\s*", text)
-    if not chained:
-        return text
-    return ", ".join(f"{name}={chained.group(3)}" for name in chained.group(1, 2))
-
-
-def _claim_readings(alternative: str, remark: str) -> list[Reading]:
-    """The claims a prose answer can make that state this reference."""
-    readings = []
-    lowered = " ".join(alternative.lower().split())
-    if re.match(r"^the\s+limit\s+does\s+not\s+exist", lowered):
-        readings.append(Reading("limit_none", alternative))
-    elif _NONE_REFERENCE.match(lowered) or re.search(r"\b(?:no|none)\b", remark, re.IGNORECASE):
-        readings.append(Reading("none", alternative))
-    if lowered.startswith("infinitely many"):
-        readings.append(Reading("infinite", alternative))
-    count = _COUNT_REFERENCE.match(lowered)
-    if count:
-        qualifier = " ".join(count.group(1).split())
-        readings.append(
-            Reading(
-                "count", f"{qualifier}|{prose.NUMBER_WORDS.get(count.group(2), count.group(2))}"
-            )
-        )
-    if (
-        not readings
-        and re.fullmatch(r"[a-z ]+", lowered)
-        and not re.match(r"(?:yes|no)\b", lowered)
-    ):
-        phrase = _PHRASE_SUBJECT.sub("", lowered).strip()
-        if len(phrase.split()) >= 2:
-            readings.append(Reading("phrase", phrase))
-    return readings
-
-
-def _is_prose(text: str) -> bool:
-    words = re.findall(r"[A-Za-z]+", text)
-    return any(
-        w.lower() in _ENGLISH or (len(w) >= 4 and w.lower() not in _MATH_WORDS) for w in words
-    )
-
-
-def _split_top_level(text: str, sep: str = ",") -> list[str]:
-    """``text`` split at ``sep`` outside brackets and braces."""
-    parts: list[str] = []
-    current: list[str] = []
-    depth = 0
-    for ch in text:
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        if ch == sep and depth == 0:
-            parts.append("".join(current))
-            current = []
-        else:
-            current.append(ch)
-    parts.append("".join(current))
-    return [p.strip() for p in parts]
-
-
-def _assignments(text: str) -> list[tuple[str, str]] | None:
-    """``x=6, y=5`` as [("x", "6"), ("y", "5")]: two or more distinct names, else None."""
-    pairs = []
-    for part in _split_top_level(text):
-        match = _ASSIGNMENT.match(part)
-        if not match:
-            return None
-        pairs.append((match.group(1), match.group(2)))
-    if len(pairs) < 2 or len({name for name, _ in pairs}) != len(pairs):
-        return None
-    return pairs
-
-
-def _as_tuples(text: str, order: tuple[str, ...] = ()) -> tuple[str, tuple[str, ...]]:
-    """Assignments written as ordered tuples: ``x=6, y=5`` -> ``(6, 5)`` and
-    ``(x=8, y=2), (x=2, y=8)`` -> ``(8, 2), (2, 8)``, values in the order of ``order``
-    (the reference's names) when given, else as written. Returns the text and the names."""
-    names: tuple[str, ...] = ()
-
-    def tuple_of(pairs: list[tuple[str, str]]) -> str | None:
-        nonlocal names
-        given = [name for name, _ in pairs]
-        want = order or names or tuple(given)
-        if sorted(want) != sorted(given):
-            return None
-        names = tuple(want)
-        values = dict(pairs)
-        return "(" + ", ".join(values[name] for name in want) + ")"
-
-    whole = _assignments(text)
-    if whole is not None:
-        converted = tuple_of(whole)
-        return (converted, names) if converted else (text, ())
-
-    def group(match: re.Match[str]) -> str:
-        pairs = _assignments(match.group(1))
-        converted = tuple_of(pairs) if pairs else None
-        return converted or match.group(0)
-
-    converted = _PAREN_GROUP.sub(group, text)
-    return converted, names if converted != text else ()
-
-
-def _math_reading(text: str, order: tuple[str, ...] = ()) -> Reading:
-    """A mathematical text as math-verify should see it: parts joined by "and" become a
-    list (every part required), assignments become ordered tuples."""
-    text = _TEXT_CONNECTIVE.sub(r" \1 ", text)  # 376 \text{ and } 625
-    parts = _PARTS.split(text)
-    if len(parts) > 1:
-        converted = [_as_tuples(part, order) for part in parts]
-        names = next((n for _, n in converted if n), ())
-        return Reading("math", ", ".join(t for t, _ in converted), names)
-    whole, names = _as_tuples(text, order)
-    return Reading("math", whole, names)
-
-
-def gold_readings(gold: str) -> list[Reading]:
-    """The readings of a (possibly messy) reference answer, best first.
-
-    CHAMP writes references like ``C(10, 5), or equivalently 252``, ``376 and 625``,
-    ``x=6, y=5`` or ``0 is the only possible value``: each alternative is a reading;
-    parts joined by "and" are all required; assignments are tuples in order; a number
-    with a unit or a value named in prose is read as that value (ASCII notation such as
-    ``sum_(i=1)^n`` is parsed as LaTeX, see ``ascii_to_latex``); a reference with no mathematical
-    reading (``No``) is compared as text, and a prose one also as the claim an answer
-    must make (``No integer solutions``: that there are none).
-    """
-    gold = normalize_unicode_math(gold).strip()
-    cleaned, remark = _split_remark(gold)
-    readings: list[Reading] = []
-    for alternative in _ALTERNATIVES.split(cleaned):
-        alternative = alternative.strip().rstrip(".").strip()
-        if not alternative:
-            continue
-        alternative = _unchain(alternative)
-        if _reads_as_math(alternative):
-            readings.append(_math_reading(alternative))
-            if remark:
-                readings += _claim_readings(alternative, remark)
-            continue
-        readings.append(Reading("text", alternative))
-        number = _NUMBER_WITH_UNIT.match(alternative)
-        if number:
-            readings.append(Reading("math", number.group(1)))
-        value = _TRAILING_VALUE.search(alternative)
-        if value and not _is_prose(value.group(1)):
-            readings.append(_math_reading(value.group(1).strip()))
-        readings += _claim_readings(alternative, remark)
-    return list(dict.fromkeys(readings))
-
-
-def gold_variants(gold: str) -> list[str]:
-    """The texts of ``gold_readings`` (for display and tests)."""
-    return [reading.text for reading in gold_readings(gold)]
 
 
 def _plain_number(text: str) -> Fraction | None:
@@ -314,8 +74,8 @@ def _fast_check(reference: str, answer: str) -> dict[str, Any] | None:
         return None
     answer = normalize_unicode_math(answer)
     boxes = all_boxed(answer)
-    if len(boxes) > 1:
-        return None  # several final answers: the full check decides
+    if len(boxes) > 1 or (boxes and any(m.kind == "stated" for m in final_markers(answer))):
+        return None  # several final answers: the full check compares them
     reply = strip_text_macro(boxes[0]) if boxes else answer.strip()
     value = _plain_number(reply)
     if value is None:
@@ -334,170 +94,6 @@ def _verdict(
     return {"reward": reward, "extracted": extracted, "reason": reason, "rule": rule, **extra}
 
 
-def _in_main_thread() -> bool:
-    return threading.current_thread() is threading.main_thread()
-
-
-def _parse(text: str) -> list[Any]:
-    from math_verify import parse
-
-    timeout = PARSE_TIMEOUT_S if _in_main_thread() else None
-    try:
-        return parse(text, parsing_timeout=timeout)
-    except Exception:  # odd input and timeouts: nothing parsed
-        return []
-
-
-@functools.lru_cache(maxsize=4096)
-def _parse_boxed(text: str) -> list[Any]:
-    return _parse("\\boxed{" + text + "}")
-
-
-_NOT_VARIABLES = re.compile(
-    r"\\[A-Za-z]+|\b(?:sqrt|floor|ceil|sum|prod|binom|frac|log|ln|exp|sin|cos|tan|mod|gcd|lcm|max|min|pi)\b"
-)
-
-
-def _faithful(reading: Reading) -> bool:
-    """math-verify reads the reference as written: a reference with variables is not
-    read as a constant (``sum_(i=1)^n i^3`` read as the 1 of ``i=1`` paid a bare
-    \\boxed{1}). A reading it cannot parse at all is kept (it only ever equals itself)."""
-    text = ascii_to_latex(reading.text)
-    parsed = _parse_boxed(text)
-    if not parsed or isinstance(parsed[0], str):
-        return True
-    letters = re.findall(r"[A-Za-z]", _NOT_VARIABLES.sub(" ", text))
-    free = getattr(parsed[0], "free_symbols", None)
-    if letters and free is not None and not free:
-        log.debug("reference reading %r parses as a constant; ignored", reading.text)
-        return False
-    return True
-
-
-def _verify(gold: list[Any], target: list[Any]) -> bool:
-    from math_verify import verify
-
-    timeout = PARSE_TIMEOUT_S if _in_main_thread() else None
-    try:
-        return bool(verify(gold, target, timeout_seconds=timeout))
-    except Exception:
-        return False
-
-
-def _bare_latex(answer: str) -> str | None:
-    r"""The final value of an answer with no ``$`` or box (``The answer is \frac12``):
-    the text after the last answer cue, else the last line, read as LaTeX."""
-    views = dict(answer_views(answer))
-    for label in ("text after 'Answer:'", "last line"):
-        text = views.get(label, "").strip().rstrip(".").strip()
-        if not text or len(text) > 200:
-            continue
-        parsed = _parse("$" + text + "$")
-        if len(parsed) >= 2:
-            return str(parsed[-1])
-    return None
-
-
-def _without_remark(text: str) -> str:
-    """``100 (i.e., all values)`` -> ``100``: a remark in parentheses is not the answer."""
-    return _split_remark(text)[0]
-
-
-def _stated_answer(answer: str) -> str | None:
-    """The text after the last answer cue ("The final answer is $-239$.", "Answer: 5/14,
-    or approximately 35.7%") when it reads as mathematics as a whole: so that every value
-    it states is checked, not just the first one a parser finds."""
-    cues = list(_ANSWER_CUE.finditer(answer))
-    if not cues:
-        return None
-    after = answer[cues[-1].end() :].strip()
-    text = after.splitlines()[0] if after else ""
-    text = _without_remark(text.strip().rstrip(".").strip().strip("$").strip())
-    if not text or len(text) > 200 or not _reads_as_math(text):
-        return None
-    return text
-
-
-def _reads_as_math(text: str) -> bool:
-    """Every alternative of ``text`` is mathematics (parts joined by "and" included)."""
-    for alternative in _ALTERNATIVES.split(text):
-        parts = _PARTS.split(alternative)
-        if _is_prose(alternative) and (len(parts) < 2 or any(_is_prose(p) for p in parts)):
-            return False
-    return True
-
-
-def _final_answer(answer: str) -> tuple[str | None, str, list[str]]:
-    """(final answer text, where it came from, every boxed answer) of a worker's answer."""
-    boxes = [_without_remark(strip_text_macro(b)) for b in all_boxed(answer)]
-    if boxes:
-        return boxes[-1], "boxed answer", boxes
-    stated = _stated_answer(answer)
-    if stated is not None:
-        return stated, "stated answer", []
-    if prose.is_prose(" ".join(prose.final_sentences(answer[-_ANSWER_TAIL_CHARS:]))):
-        # a sentence in words: its claims are read by _prose_check, never "the last
-        # number a parser finds" ("... to fill a 2 x 21 rectangle" is not an answer of 21)
-        return None, "prose", []
-    parsed = _parse(answer[-_ANSWER_TAIL_CHARS:])
-    if len(parsed) >= 2:
-        return str(parsed[-1]), "final value", []
-    bare = _bare_latex(answer[-_ANSWER_TAIL_CHARS:])
-    if bare is not None:
-        return bare, "final value (bare LaTeX)", []
-    return None, "answer", []
-
-
-def _equal(reading: Reading, text: str) -> bool:
-    """The answer text ``text`` equals a math reading of the reference (math-verify)."""
-    text = _unchain(ascii_to_latex(text))
-    target = _math_reading(text, reading.names) if reading.names else _math_reading(text)
-    candidate = target.text
-    if reading.names and not target.names and "(" not in candidate and "," in candidate:
-        candidate = "(" + candidate + ")"  # "6, 5" for x=6, y=5: the values in order
-    gold = _parse_boxed(ascii_to_latex(reading.text))
-    answer = _parse_boxed(candidate)
-    return bool(gold and answer and _verify(gold, answer))
-
-
-def _math_match(readings: list[Reading], text: str) -> Reading | None:
-    """The reading that an answer's final text equals. A final text that offers
-    alternatives ("252, or equivalently C(10, 5)") must be right in every one."""
-    alternatives = [a.strip() for a in _ALTERNATIVES.split(text) if a.strip()] or [text]
-    matched = None
-    for alternative in alternatives:
-        hit = next((r for r in readings if r.kind == "math" and _equal(r, alternative)), None)
-        if hit is None:
-            return None
-        matched = matched or hit
-    return matched
-
-
-def _first_word(text: str) -> str:
-    words = re.findall(r"[A-Za-z]+", text)
-    return words[0] if words else ""
-
-
-def _yes_no(answer: str, boxes: list[str]) -> str | None:
-    """The yes or no an answer gives: its box, or the first word of the text after its
-    answer cue, of the answer or of its last line ("There are no solutions" says no
-    "no" to a yes/no question: it is read as a claim instead)."""
-    views = dict(answer_views(answer))
-    ordered = [
-        boxes[-1] if boxes else "",
-        _first_word(views.get("text after 'Answer:'", "")),
-        _first_word(answer),
-        _first_word(views.get("last line", "")),
-    ]
-    for view in ordered:
-        said = {word.lower() for word in _YES_NO.findall(view)}
-        if len(said) == 1:
-            return said.pop()
-        if len(said) > 1:
-            return None
-    return None
-
-
 def _text_match(
     readings: list[Reading], answer: str, boxes: list[str], yes_no: bool = True
 ) -> dict[str, Any] | None:
@@ -508,7 +104,7 @@ def _text_match(
             continue
         target = normalize_math_text(reading.text)
         for label, text in views:
-            if target and normalize_math_text(_without_remark(text)) == target:
+            if target and normalize_math_text(without_remark(text)) == target:
                 return _verdict(
                     1.0,
                     text.strip(),
@@ -517,7 +113,7 @@ def _text_match(
                     matched=reading.text,
                 )
         if target in ("yes", "no") and yes_no:
-            said = _yes_no(answer, boxes)
+            said = stated_yes_no(answer, boxes)
             if said is not None:
                 right = said == target
                 return _verdict(
@@ -573,11 +169,17 @@ def _phrase_said(phrase: str, claims: prose.Claims) -> bool:
 
 
 def _prose_check(
-    readings: list[Reading], answer: str, question: str | None
+    readings: list[Reading], answer: str, question: str | None, reference: str
 ) -> dict[str, Any] | None:
     """Judge a final answer written as a sentence by what it claims (see ``prose``): a
-    verdict, or None when its claims say nothing about this reference."""
-    sentences = prose.final_sentences(answer[-_ANSWER_TAIL_CHARS:])
+    verdict, or None when its claims say nothing about this reference. An explicit
+    final-answer marker outranks what comes before it: only the text from the sentence
+    that holds the last marker on is read."""
+    markers = final_markers(answer)
+    if markers:
+        at = markers[-1].start
+        answer = answer[max(answer.rfind("\n", 0, at), answer.rfind(". ", 0, at)) + 1 :]
+    sentences = prose.final_sentences(answer[-ANSWER_TAIL_CHARS:])
     if not sentences:
         return None
     every = [prose.claims(sentence) for sentence in sentences]
@@ -589,13 +191,17 @@ def _prose_check(
             0.0, claims.sentence, "the answer does not commit to an answer", "prose: hedged"
         )
     values = list(claims.values)
+    echo = next((v for v in values if _echoes(reference, v, question)), None)
+    if echo is not None:
+        return _echo_verdict(echo)
     if claims.count is not None:
         value = _count_as_value(claims.count, question)
         if value is not None:
             values.append(value)
     for value in dict.fromkeys(values):
-        hit = _math_match(readings, value)
-        if hit is not None:
+        found = math_match(readings, value)
+        if found is not None:
+            hit, _ = found
             return _verdict(
                 1.0,
                 value,
@@ -644,12 +250,47 @@ def _prose_check(
     )
 
 
-def _boxes_agree(boxes: list[str]) -> bool:
-    distinct = list(dict.fromkeys(b.strip() for b in boxes))
-    if len(distinct) < 2:
-        return True
-    last = _parse_boxed(distinct[-1])
-    return bool(last) and all(_verify(last, _parse_boxed(b)) for b in distinct[:-1])
+def _echoes(reference: str, text: str, question: str | None) -> bool:
+    """``text`` restates the question's operation where the reference is a value."""
+    return _plain_number(normalize_unicode_math(reference)) is not None and echoes_question(
+        text, question
+    )
+
+
+def _echo_verdict(text: str) -> dict[str, Any]:
+    return _verdict(
+        0.0,
+        text,
+        "the answer restates the question's own operation instead of its value",
+        "echo: the question restated",
+    )
+
+
+def _marked_yes_no(readings: list[Reading], markers: list[Marker]) -> dict[str, Any] | None:
+    """For a yes/no reference, the yes or no the explicit final-answer markers give
+    ("... Answer: Yes" outranks a leading "No"); markers that say both are wrong."""
+    target = next(
+        (r.text.lower() for r in readings if r.kind == "text" and r.text.lower() in ("yes", "no")),
+        None,
+    )
+    if target is None:
+        return None
+    said = list(dict.fromkeys(w for m in markers if (w := first_yes_no(m.text)) is not None))
+    if not said:
+        return None
+    if len(said) > 1:
+        return _verdict(
+            0.0, " | ".join(m.text for m in markers), "the final answers say both yes and no",
+            "several final answers disagree",
+        )  # fmt: skip
+    right = said[0] == target
+    return _verdict(
+        1.0 if right else 0.0,
+        said[0],
+        f"the final answer says {said[0]}; the reference says {target}",
+        "yes/no: final answer " + ("same" if right else "differs"),
+        **({"matched": target} if right else {}),
+    )
 
 
 def check_here(
@@ -660,13 +301,16 @@ def check_here(
     reading of the reference (see ``gold_readings``); a normalised-text comparison only
     for readings with no mathematical meaning (``No``); a final answer in prose judged by
     what its sentence claims (``_prose_check``; ``question``, the problem's text, lets a
-    "cannot" answer a "Can ...?"). Several final answers that disagree score 0."""
+    "cannot" answer a "Can ...?" and tells an echo of its operation from a value).
+    Explicit final-answer markers outrank earlier words, and several that disagree score
+    0; so does a final answer that restates the question's operation."""
     deadline = time.monotonic() + budget_s
     answer = normalize_unicode_math(answer)
-    readings = [r for r in gold_readings(reference) if r.kind != "math" or _faithful(r)]
-    final, source, boxes = _final_answer(answer)
-    if len(boxes) > 1 and not _boxes_agree(boxes):
-        if any(len(_PARTS.split(r.text)) > 1 or "," in r.text for r in readings):
+    readings = [r for r in gold_readings(reference) if r.kind != "math" or faithful(r)]
+    markers = final_markers(answer)
+    final, source, boxes = final_answer(answer)
+    if len(boxes) > 1 and not answers_agree(boxes):
+        if any(len(PARTS.split(r.text)) > 1 or "," in r.text for r in readings):
             final = ", ".join(dict.fromkeys(b.strip() for b in boxes))  # "376" and "625"
             source = "boxed answers together"
         else:
@@ -676,22 +320,39 @@ def check_here(
                 f"the answer gives {len(boxes)} different boxed answers",
                 "several final answers disagree",
             )
+    stated = [
+        last_side(m.text) for m in markers
+        if reads_as_math(m.text) and first_yes_no(m.text) is None
+    ]  # fmt: skip
+    if source != "boxed answers together" and not answers_agree(stated):
+        return _verdict(
+            0.0,
+            " | ".join(stated),
+            f"the answer states {len(set(stated))} different final answers",
+            "several final answers disagree",
+        )
+    marked = _marked_yes_no(readings, markers)
+    if marked is not None:
+        return marked
+    if final is not None and _echoes(reference, final, question):
+        return _echo_verdict(final)
     if final is not None and any(r.kind == "math" for r in readings):
         if time.monotonic() <= deadline:
-            hit = _math_match(readings, final)
-            if hit is not None:
+            found = math_match(readings, final)
+            if found is not None:
+                hit, how = found
                 return _verdict(
                     1.0,
                     final,
                     f"the {source} equals the reference",
-                    "math-verify: equal" + (" (tuple in order)" if hit.names else ""),
+                    f"{how}: equal" + (" (tuple in order)" if hit.names else ""),
                     matched=hit.text,
                 )
     text = _text_match(readings, answer, boxes, yes_no=source != "prose")
     if text is not None:
         return text
     if source == "prose":
-        verdict = _prose_check(readings, answer, question)
+        verdict = _prose_check(readings, answer, question, reference)
         if verdict is not None:
             return verdict
     if final is not None:

@@ -177,6 +177,15 @@ def import_suite(
     if naming:
         shown = name if len(name) <= MAX_NAME_LENGTH else name[:MAX_NAME_LENGTH] + "..."
         raise SuiteValidationError(naming, summary=f"suite name {shown!r} is not allowed")
+    return save_suite(suite, workspace, replace=replace)
+
+
+def save_suite(suite: Suite, workspace: Workspace, *, replace: bool = False) -> Suite:
+    """Keep ``suite`` in ``workspace`` as the imported suite of its name (a file import, or
+    an import that builds its tasks from another format): the copy is read back and
+    compared before it replaces anything; an imported suite of that name is replaced only
+    with ``replace=True``. Call ``name_problems`` first: the name is not checked here."""
+    name = suite.name
     target = imported_path(name, workspace)
     if target.exists() and not replace:
         raise FileExistsError(

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from workbench.core.optimizers.registry import optimizer_entry
 from workbench.core.records import Role
 
 WHITENED_RANK = 32  # directions the whitened basis evens out (the rest move like the last)
 MAX_GAIN = 100.0  # no direction is scaled up more than this against the strongest
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SearchBasis:
     """The coordinates the optimizer searches in, mapped to head weights by ``W = V M``.
 
@@ -49,6 +51,14 @@ class SearchBasis:
       basis's 0.76 and 0.72 at 128 x 16 x 100, two seeds); a bench option, not a
       config one.
 
+    - ``projection`` (``fit_projection``): a smaller search. The head reads the feature
+      through ``rank`` + 1 fixed directions only (``projection``, rows): the leading
+      principal directions of the training tasks' standardised features, each scaled to
+      unit variance, and the mean feature's direction scaled to about 1 (the bias-free
+      head's bias). A search vector holds ``(L + 3) x (rank + 1)`` weights ``A`` and the
+      head is ``W = A P``. On a recorded pool, where every query's feature is at hand, it
+      is what separates the workers best per evaluation (docs/guides/recorded-pools.md).
+
     Every vector maps to an ordinary head on the unit-RMS feature, so stored results,
     exports and evaluation never see the basis. ``identity`` is the paper's
     parametrisation.
@@ -58,6 +68,15 @@ class SearchBasis:
     gains: np.ndarray | None = None  # (k,)
     alpha: float = 1.0  # the gain of the rest of the space
     scale: float = 1.0
+    projection: np.ndarray | None = None  # (rank + 1, d): the projection basis's rows
+
+    @staticmethod
+    def fitted(search_basis: str, optimizer: str) -> bool:
+        """Whether a new run fits its search basis on a sample of its tasks before its
+        first generation (a forward of the backbone over them): not with the identity
+        basis, nor for an optimizer that draws head weights itself (its registry entry's
+        ``searches_basis`` is false: random search, the paper's U[-0.5, 0.5])."""
+        return search_basis != "identity" and optimizer_entry(optimizer).searches_basis
 
     @property
     def direction(self) -> np.ndarray | None:
@@ -66,6 +85,8 @@ class SearchBasis:
 
     @property
     def kind(self) -> str:
+        if self.projection is not None:
+            return "projection"
         if self.components is None:
             return "identity"
         if self.alpha == 0:
@@ -89,7 +110,7 @@ class SearchBasis:
                 MAX_GAIN,
             )
         )
-        return cls(u[None, :], np.ones(1), alpha, 1.0)._rescaled(features)
+        return cls(components=u[None, :], gains=np.ones(1), alpha=alpha)._rescaled(features)
 
     @classmethod
     def fit_whitened(
@@ -107,9 +128,40 @@ class SearchBasis:
             return cls.fit(features)
         gains = np.minimum(s[0] / s[:k], MAX_GAIN)
         if not rest:
-            return cls(vt[:k].copy(), gains, 0.0, 1.0)._rescaled(features)
+            return cls(components=vt[:k].copy(), gains=gains, alpha=0.0)._rescaled(features)
         others = float(min(s[0] / s[k], MAX_GAIN)) if k < len(s) and s[k] > 0 else gains[-1]
-        return cls(vt[:k].copy(), gains, float(min(others, gains[-1])), 1.0)._rescaled(features)
+        alpha = float(min(others, gains[-1]))
+        return cls(components=vt[:k].copy(), gains=gains, alpha=alpha)._rescaled(features)
+
+    @classmethod
+    def fit_projection(cls, features: np.ndarray, rank: int) -> SearchBasis:
+        """The projection basis of the training tasks' ``features`` (rows: unit-RMS
+        features): their ``rank`` leading principal directions after standardising each
+        dimension, scaled so each coordinate has unit variance, and the mean direction
+        scaled so its coordinate is about 1."""
+        features = np.asarray(features, dtype=np.float64)
+        n, d = features.shape
+        mean = features.mean(axis=0)
+        spread = features.std(axis=0)
+        spread = np.where(spread > 0, spread, 1.0)
+        z = (features - mean) / spread
+        _, s, vt = np.linalg.svd(z, full_matrices=False)
+        # fewer tasks (or directions) than the rank: the missing rows stay 0, so a search
+        # vector has the same size whatever the sample
+        k = int(min(rank, int(np.sum(s > s[0] * 1e-6)) if len(s) else 0, n - 1, d - 1))
+        rows = np.zeros((rank, d))
+        rows[:k] = vt[:k] / spread / (s[:k, None] / np.sqrt(n))  # unit-variance coordinates
+        norm = float(np.linalg.norm(mean))
+        u = mean / norm if norm > 0 else np.full(d, 1 / np.sqrt(d))
+        along = float(np.mean(features @ u))
+        bias = u / (along if abs(along) > 1e-12 else 1.0)
+        return cls(projection=np.vstack([rows, bias[None, :]]))
+
+    def search_size(self, shape: tuple[int, int]) -> int:
+        """How many weights a search vector holds for a head of ``shape``."""
+        if self.projection is not None:
+            return shape[0] * len(self.projection)
+        return shape[0] * shape[1]
 
     def _rescaled(self, features: np.ndarray) -> SearchBasis:
         """This basis with ``scale`` set so the mapped calibration features have unit RMS."""
@@ -118,7 +170,10 @@ class SearchBasis:
         return replace_scale(self, scale if scale > 0 else 1.0)
 
     def features(self, features: np.ndarray) -> np.ndarray:
-        """Features as the search coordinates see them: ``f M`` (M is symmetric)."""
+        """Features as the search coordinates see them: ``f M`` (M is symmetric), or
+        ``f P^T`` for the projection basis."""
+        if self.projection is not None:
+            return features @ self.projection.T
         if self.components is None:
             return features
         assert self.gains is not None
@@ -128,7 +183,9 @@ class SearchBasis:
         ) / self.scale
 
     def head(self, vector: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
-        """Head weights (flat) of a search vector's head part (flat): ``V M``."""
+        """Head weights (flat) of a search vector's head part (flat): ``V M`` (``A P``)."""
+        if self.projection is not None:
+            return (np.asarray(vector).reshape(shape[0], -1) @ self.projection).reshape(-1)
         if self.components is None:
             return vector
         return self.features(np.asarray(vector).reshape(shape)).reshape(-1)
@@ -139,6 +196,7 @@ class SearchBasis:
             "gains": None if self.gains is None else self.gains.tolist(),
             "alpha": self.alpha,
             "scale": self.scale,
+            "projection": None if self.projection is None else self.projection.tolist(),
         }
 
     @classmethod
@@ -146,24 +204,28 @@ class SearchBasis:
         if "direction" in data:  # a checkpoint from before the whitened basis: balanced
             direction = data["direction"]
             if direction is None:
-                return cls(None, None, float(data["alpha"]), float(data["scale"]))
+                return cls(alpha=float(data["alpha"]), scale=float(data["scale"]))
             return cls(
-                np.asarray(direction, dtype=np.float64)[None, :],
-                np.ones(1),
-                float(data["alpha"]),
-                float(data["scale"]),
+                components=np.asarray(direction, dtype=np.float64)[None, :],
+                gains=np.ones(1),
+                alpha=float(data["alpha"]),
+                scale=float(data["scale"]),
             )
         components = data.get("components")
+        projection = data.get("projection")
         return cls(
-            None if components is None else np.asarray(components, dtype=np.float64),
-            None if data.get("gains") is None else np.asarray(data["gains"], dtype=np.float64),
-            float(data["alpha"]),
-            float(data["scale"]),
+            components=None if components is None else np.asarray(components, dtype=np.float64),
+            gains=None
+            if data.get("gains") is None
+            else np.asarray(data["gains"], dtype=np.float64),
+            alpha=float(data["alpha"]),
+            scale=float(data["scale"]),
+            projection=None if projection is None else np.asarray(projection, dtype=np.float64),
         )
 
 
 def replace_scale(basis: SearchBasis, scale: float) -> SearchBasis:
-    return SearchBasis(basis.components, basis.gains, basis.alpha, scale)
+    return dataclasses.replace(basis, scale=scale)
 
 
 CALIBRATION_TASKS = 32  # training tasks whose opening transcripts fit the search basis

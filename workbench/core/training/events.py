@@ -8,14 +8,20 @@ import asyncio
 import json
 import logging
 import threading
-from collections.abc import Callable, Sequence
+import typing
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from enum import StrEnum
+from typing import Any, TypeVar
 
 from workbench.core.errors import Interrupted
-from workbench.core.records import GenerationStats
+from workbench.core.records import GenerationStats, RunStopReason, StopReason
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+POLL_S = 0.05  # how often a waiting run looks at its stop token
+CANCEL_WAIT_S = 1.0  # at most this long for cancelled work to unwind before a stop returns
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -59,14 +65,14 @@ class EpisodeDone:
     task_id: str
     reward: float
     turns: int
-    stop_reason: str
+    stop_reason: StopReason
     cost: float
 
 
 @dataclass(frozen=True)
 class RunFinished:
     run_id: str
-    stop_reason: str
+    stop_reason: RunStopReason
     generations: int
     best_validation: float | None
 
@@ -91,12 +97,17 @@ def event_to_json(event: Event) -> str:
 
 
 def event_from_json(line: str) -> Event:
-    """The event a line written by ``event_to_json`` stands for."""
+    """The event a line written by ``event_to_json`` stands for (its enums' strings read
+    back as their members)."""
     data = json.loads(line)
     kind = data.pop("event", None)
     if kind not in EVENT_TYPES:
         raise ValueError(f"not a training event: {line[:80]!r}")
-    return EVENT_TYPES[kind](**data)
+    cls = EVENT_TYPES[kind]
+    for name, hint in typing.get_type_hints(cls).items():
+        if isinstance(hint, type) and issubclass(hint, StrEnum) and name in data:
+            data[name] = hint(data[name])
+    return cls(**data)
 
 
 class StopToken:
@@ -149,9 +160,26 @@ class StopToken:
     async def checkpoint(self) -> None:
         """Wait here while paused (without blocking the loop); raise if stopped."""
         while not self._running.is_set():
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(POLL_S)
         if self._stop.is_set():
             raise Stopped
+
+    async def race(self, work: Awaitable[T]) -> T:
+        """Await ``work``; if the token is stopped before it is awaited (looked at every
+        ``POLL_S``), cancel it and raise ``Stopped``, even if it has just finished. A stop
+        then ends a generation's episodes in flight instead of waiting for them: with
+        every episode started at once, they have all passed their ``checkpoint``. Work
+        running in a thread (a forward) finishes there, unawaited."""
+        task = asyncio.ensure_future(work)
+        while not self._stop.is_set():
+            if task.done():
+                return task.result()
+            await asyncio.wait({task}, timeout=POLL_S)
+        task.cancel()
+        await asyncio.wait({task}, timeout=CANCEL_WAIT_S)  # it unwinds now, not at the close
+        if not task.cancelled() and task.done():
+            task.exception()  # retrieved: a failure the stop made moot is not logged
+        raise Stopped
 
 
 class Stopped(Interrupted):

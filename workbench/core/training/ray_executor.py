@@ -24,6 +24,10 @@ go the other way (docs/guides/ray.md, "Same seed, same results").
   value or a log line.
 - The response cache is the driver's workspace file: actors' workers call live and do not
   write it, so ``cache.policy = "replay-only"`` is refused with this executor.
+- Imported recorded pools (``recorded:NAME``) are files of the driver's workspace, which
+  actors do not have: the driver reads the pools the run names (``recorded_pools``) and
+  puts them in Ray's object store once; every actor, a replacement too, builds its
+  recorded workers from that one copy.
 
 Ray is imported only here, and only when a run asks for it (``pip install -e ".[ray]"``).
 """
@@ -49,7 +53,9 @@ from workbench.core.training.executors import (
     GenerationWork,
     LocalExecutor,
 )
+from workbench.core.workers.recorded import RecordedPool, imported_names_in, load_recorded_pool
 from workbench.core.workers.spec import WorkerSpec
+from workbench.core.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -84,9 +90,10 @@ class ActorRecipe:
         return {wid: WorkerSpec.from_toml(wid, table) for wid, table in self.specs.items()}
 
 
-def recipe_for(config: RunConfig) -> ActorRecipe:
+def recipe_for(config: RunConfig, workspace: Workspace | None = None) -> ActorRecipe:
     """The actors' recipe for ``config``: its backbone and the registered specs of its
-    pool's workers (read here, on the driver, so every actor builds the same pool)."""
+    pool's workers (read here, on the driver, so every actor builds the same pool;
+    ``workspace`` holds the imported recorded pools it may name)."""
     from workbench.core.workers.pool import registered_specs
 
     b = config.backbone
@@ -97,9 +104,25 @@ def recipe_for(config: RunConfig) -> ActorRecipe:
         input=b.input,
         svf_layer=config.optimizer.svf_layer,
         worker_ids=tuple(config.pool.workers),
-        specs={wid: s.to_toml() for wid, s in registered_specs(config.pool.workers).items()},
+        specs={
+            wid: s.to_toml() for wid, s in registered_specs(config.pool.workers, workspace).items()
+        },
         concurrency=config.optimizer.concurrency,
     )
+
+
+def recorded_pools(config: RunConfig, workspace: Workspace | None) -> dict[str, RecordedPool]:
+    """The imported recorded pools ``config``'s pool names, read from ``workspace`` on the
+    driver: they travel with the job (the actors have no workspace)."""
+    names = imported_names_in(config.pool.workers)
+    if not names:
+        return {}
+    if workspace is None:
+        raise ExecutorError(
+            f"the pool names imported recorded pool(s) {', '.join(names)}, and no workspace "
+            "was given to read them from: pass --workspace"
+        )
+    return {name: load_recorded_pool(workspace, name) for name in names}
 
 
 class EpisodeActor:
@@ -107,7 +130,7 @@ class EpisodeActor:
     (an async actor, so the episodes of the candidates it holds at once batch their
     forwards together)."""
 
-    def __init__(self, recipe: ActorRecipe):
+    def __init__(self, recipe: ActorRecipe, recorded: dict[str, RecordedPool] | None = None):
         from workbench.core.coordinator import Backbone
         from workbench.core.workers.pool import build_pool
         from workbench.core.workers.registry import FixedRegistry
@@ -119,7 +142,9 @@ class EpisodeActor:
             input=recipe.input,
             svf_layer=recipe.svf_layer,
         )
-        self.pool = build_pool(recipe.worker_ids, registry=FixedRegistry(recipe.worker_specs()))
+        self.pool = build_pool(
+            recipe.worker_ids, registry=FixedRegistry(recipe.worker_specs()), recorded=recorded
+        )
         for worker in self.pool:
             worker.prepare()
         self.stop = StopToken()
@@ -209,6 +234,7 @@ class RayExecutor:
         address: str | None = None,
         stop: StopToken | None = None,
         start_timeout_s: float = 600.0,
+        recorded: dict[str, RecordedPool] | None = None,
     ):
         ray = self.ray = _ray()
         self.recipe = recipe
@@ -219,7 +245,14 @@ class RayExecutor:
             if address is not None:
                 check_reachable(address)
             try:
-                ray.init(address=address, include_dashboard=False, log_to_driver=False)
+                ray.init(
+                    address=address,
+                    include_dashboard=False,
+                    log_to_driver=False,
+                    # Ray logs through its own handler at INFO unless told: at the level
+                    # the program set (the CLI: WARNING, INFO with -v)
+                    logging_level=logging.getLogger().getEffectiveLevel(),
+                )
             except Exception as exc:  # Ray's own: ConnectionError, RuntimeError, auth errors
                 raise ExecutorError(
                     f"cannot join the Ray cluster at {address or 'this machine'}: {exc}"
@@ -236,6 +269,8 @@ class RayExecutor:
         else:
             self.options = {"num_cpus": min(1.0, float(resources.get("CPU", 1)) / count)}
         self._actor_class = ray.remote(EpisodeActor)
+        # the recorded pools once in the object store: every actor reads this one copy
+        self._recorded = ray.put(recorded) if recorded else None
         self.start_timeout_s = start_timeout_s
         self.actors: list[Any] = [self._new_actor() for _ in range(count)]
         self.places: list[tuple[str, int]] = [("", 0)] * count
@@ -255,7 +290,7 @@ class RayExecutor:
         return ExecutorInfo("ray", len(self.actors), tuple(sorted({h for h, _ in self.places})))
 
     def _new_actor(self) -> Any:
-        return self._actor_class.options(**self.options).remote(self.recipe)
+        return self._actor_class.options(**self.options).remote(self.recipe, self._recorded)
 
     def _placed(self, actor: Any) -> tuple[str, int]:
         """Wait until ``actor`` has built its backbone and pool; its node and pid."""

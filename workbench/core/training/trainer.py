@@ -25,14 +25,17 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
-from workbench.core.config import RunConfig
-from workbench.core.coordinator import Backbone, Coordinator, HeadConfig
+from workbench.core.config import RunConfig, routing_table_reason, table_config
+from workbench.core.coordinator import Action, Backbone, Coordinator, HeadConfig
+from workbench.core.coordinator.feature_store import FeatureStore, stored_features
 from workbench.core.errors import InvalidInput
 from workbench.core.optimizers.base import Proposal
 from workbench.core.optimizers.make import make_optimizer
+from workbench.core.optimizers.registry import optimizer_entry
 from workbench.core.optimizers.sep_cma_es import head_sigma_factor
 from workbench.core.policies import FixedPolicy
 from workbench.core.protocol import (
@@ -43,8 +46,8 @@ from workbench.core.protocol import (
     render_transcript,
     run_episode,
 )
-from workbench.core.records import Episode, Role, RunResult
-from workbench.core.store import RunStatus, Store
+from workbench.core.records import Episode, Role, RunResult, RunStatus, RunStopReason
+from workbench.core.store import Store
 from workbench.core.tasks.model import Suite, Task
 from workbench.core.training.basis import CALIBRATION_ROLES, CALIBRATION_TASKS, SearchBasis
 from workbench.core.training.checkpoint import Checkpoint, CheckpointError, Spend, latest_checkpoint
@@ -66,6 +69,14 @@ from workbench.core.training.executors import (
     LocalExecutor,
     coordinator_from_vector,
     derived_seed,
+)
+from workbench.core.training.table import (
+    RoutingTable,
+    argmax_actions,
+    build_routing_table,
+    episode_uniforms,
+    pool_reason,
+    sampled_choices,
 )
 from workbench.core.workers.base import Worker
 
@@ -125,8 +136,14 @@ class Trainer:
         prompts: Prompts | None = None,
         cache_stats: Callable[[], int] | None = None,
         executor: Executor | None = None,
+        feature_store: FeatureStore | None = None,
+        table: RoutingTable | None = None,
     ):
-        self.config = config
+        # the config as given is what the run stores; on a routing table it trains with
+        # the recorded-pool settings (config.table_config) when the config asks for them
+        self.given_config = config
+        table_reason = routing_table_reason(config) or pool_reason(pool)
+        self.config = config = table_config(config) if table_reason is None else config
         self.store = store
         self.suite = suite
         self.pool = list(pool)
@@ -147,10 +164,22 @@ class Trainer:
         )
         self.head_config = HeadConfig(len(self.pool), backbone.hidden_size)
         self.n_svf = backbone.svf().n_params if config.optimizer.svf else 0
-        self.n_params = self.n_svf + self.head_config.n_params
-        self.optimizer = make_optimizer(
-            config, self.n_params, self.head_config, self._features, {t.id: t for t in suite.tasks}
+        self.n_params = self.n_svf + (
+            self.head_config.shape[0] * (config.optimizer.search_rank + 1)
+            if config.optimizer.search_basis == "projection"
+            else self.head_config.n_params
         )
+        # optimizer.rollouts = 0: every training task scores every candidate; the optimizer
+        # is built with that number (``self.optimizer.rollouts`` is its own minibatch)
+        self.minibatch_size = config.optimizer.rollouts or len(self.splits["train"])
+        self.optimizer = self._make_optimizer(config.run.seed)
+        # a recorded pool routed in one Worker turn trains on its routing table (table.py):
+        # the same decisions as its episodes, scored without playing them
+        self.table_reason = table_reason
+        self.feature_store = feature_store
+        # a table built by the caller (cross-validation builds one for every fold)
+        self.table: RoutingTable | None = table if self.uses_table else None
+        self._table_features: dict[str, np.ndarray] = {}
         self.state = TrainState()
         self.run_id: str | None = None
         # where the training episodes run; validation and the basis's calibration always
@@ -162,6 +191,23 @@ class Trainer:
         self._in_flight = Spend(seconds=time.perf_counter())
         self._spend_recorded = time.monotonic()
 
+    def _make_optimizer(self, seed: int) -> Any:
+        """The config's optimizer for this run's search, seeded with ``seed`` (its
+        minibatch size resolved)."""
+        return make_optimizer(
+            replace(self.config.optimizer, rollouts=self.minibatch_size),
+            seed,
+            self.n_params,
+            self.head_config,
+            self._features,
+            {t.id: t for t in self.suite.tasks},
+        )
+
+    @property
+    def uses_table(self) -> bool:
+        """Whether this run scores candidates on its routing table (``table.py``)."""
+        return self.table_reason is None
+
     # -- public --------------------------------------------------------------
 
     @property
@@ -171,9 +217,11 @@ class Trainer:
             raise RuntimeError("the trainer has no run yet: call start() or resume() first")
         return self.run_id
 
-    def start(self) -> str:
-        """Create the run record; returns its id."""
-        self.run_id = self.store.create_run(self.config.run.name, "train", self.config.to_dict())
+    def start(self, name: str | None = None, *, unique: bool = False) -> str:
+        """Create the run record, named ``name`` (else the config's ``run.name``; ``unique``:
+        a counter follows a name the workspace has, ``Store.create_run``); returns its id."""
+        config, named = self.given_config.to_dict(), name or self.config.run.name
+        self.run_id = self.store.create_run(named, "train", config, unique=unique)
         return self.run_id
 
     def resume(self, run_id: str) -> None:
@@ -232,7 +280,7 @@ class Trainer:
         self._emit(
             RunStarted(
                 run_id=run_id,
-                name=cfg.run.name,
+                name=self.store.get_run(run_id).name,  # as listed: unique, kept on resume
                 n_params=self.n_params,
                 popsize=self.optimizer.popsize,
                 rollouts=self.optimizer.rollouts,
@@ -245,6 +293,8 @@ class Trainer:
         )
         reason = None
         try:
+            if self.uses_table and not self._table_features:
+                await self._build_table()
             if self.state.basis is None:
                 self.state.basis = await self._fit_basis()
             while reason is None:
@@ -254,21 +304,24 @@ class Trainer:
                 await self._generation(self.state.generation + 1)
                 reason = self._budget_reason(before_generation=False)
         except Stopped:
-            reason = "stopped"
+            reason = RunStopReason.STOPPED
         except Exception as exc:
             # the sentence, not a traceback: the caller shows the error (the CLI its
             # traceback under -v); the details stay in the debug log
             log.info("run %s failed: %s: %s", run_id, type(exc).__name__, exc)
             log.debug("run %s failed", run_id, exc_info=True)
             self.store.set_run_status(
-                run_id, RunStatus.FAILED, stop_reason="error", error=f"{type(exc).__name__}: {exc}"
+                run_id,
+                RunStatus.FAILED,
+                stop_reason=RunStopReason.ERROR,
+                error=f"{type(exc).__name__}: {exc}",
             )
             self._emit(RunFailed(run_id, f"{type(exc).__name__}: {exc}"))
             raise
-        status = RunStatus.STOPPED if reason == "stopped" else RunStatus.FINISHED
-        self.store.set_run_status(
-            run_id, status, stop_reason=reason, result=self._result().to_dict()
-        )
+        status = RunStatus.STOPPED if reason is RunStopReason.STOPPED else RunStatus.FINISHED
+        # a stop keeps what the generation it cut short paid (a resume counts it too)
+        result = replace(self._result(), spend=self._so_far().as_totals())
+        self.store.set_run_status(run_id, status, stop_reason=reason, result=result.to_dict())
         self._emit(
             RunFinished(run_id, reason, self.state.generation + 1, self.state.best_validation)
         )
@@ -286,14 +339,13 @@ class Trainer:
         if now - self._spend_recorded < SPEND_RECORD_S:
             return
         self._spend_recorded = now
-        s = self.state.spend
-        so_far = Spend(
-            episodes=s.episodes + f.episodes,
-            calls=s.calls + f.calls,
-            dollars=s.dollars + f.dollars,
-            seconds=s.seconds + (time.perf_counter() - f.seconds),
-        )
-        self._record_spend(so_far)
+        self._record_spend(self._so_far())
+
+    def _so_far(self) -> Spend:
+        """The run's spend: its completed generations' and what the one in flight paid."""
+        s, f = self.state.spend, self._in_flight
+        seconds = s.seconds + (time.perf_counter() - f.seconds)
+        return Spend(s.episodes + f.episodes, s.calls + f.calls, s.dollars + f.dollars, seconds)
 
     def _record_spend(self, spend: Spend) -> None:
         """Write the run's spend so far into its record (with who runs it)."""
@@ -304,25 +356,25 @@ class Trainer:
 
     def _budget_reason(
         self, before_generation: bool, spend: Spend | None = None, done: int | None = None
-    ) -> str | None:
+    ) -> RunStopReason | None:
         """Why the run stops now, or None. ``before_generation``: also stop when the next
         generation's episodes would pass ``budget.episodes``. ``spend`` and ``done``
         (generations completed) default to the run's own; a projection passes others."""
         b, s = self.config.budget, spend or self.state.spend
         done = self.state.generation + 1 if done is None else done
         if done >= b.generations:
-            return "budget.generations"
+            return RunStopReason.GENERATIONS
         per_generation = self.optimizer.popsize * self.optimizer.rollouts
         if b.episodes and s.episodes + (per_generation if before_generation else 0) > b.episodes:
-            return "budget.episodes"
+            return RunStopReason.EPISODES
         if b.calls and s.calls >= b.calls:
-            return "budget.calls"
+            return RunStopReason.CALLS
         if b.dollars and s.dollars >= b.dollars:
-            return "budget.dollars"
+            return RunStopReason.DOLLARS
         if b.minutes and s.seconds >= b.minutes * 60:
-            return "budget.minutes"
+            return RunStopReason.MINUTES
         if self.stop.stopped and spend is None:
-            return "stopped"
+            return RunStopReason.STOPPED
         return None
 
     async def _generation(self, g: int) -> None:
@@ -339,18 +391,17 @@ class Trainer:
         self.backbone.forget()
         self._restart_if_due(g)
         proposals = self.optimizer.ask()
-        batch_rng = np.random.default_rng(derived_seed(cfg.run.seed, "minibatch", g))
-        train = self.splits["train"]
-        m = self.optimizer.rollouts
-        picks = batch_rng.choice(len(train), size=m, replace=len(train) < m)
-        minibatch = [train[int(i)] for i in picks]
+        minibatch = self._minibatch(g)
+        if self.table is not None:
+            await self._table_generation(g, started, proposals, minibatch)
+            return
 
         share = self.opening_share(g)
         work = GenerationWork(
             run_id=self.current_run_id,
             generation=g,
             run_seed=cfg.run.seed,
-            common_random_numbers=self.optimizer.common_random_numbers,
+            common_random_numbers=optimizer_entry(self.config.optimizer.name).ranks_candidates,
             opening_share=share,
             minibatch=tuple(minibatch),
             settings=self.settings,
@@ -368,13 +419,13 @@ class Trainer:
                     task_id=episode.task_id,
                     reward=episode.reward,
                     turns=len(episode.turns),
-                    stop_reason=str(episode.stop_reason),
+                    stop_reason=episode.stop_reason,
                     cost=episode.cost,
                 )
             )
 
         candidates = [self._candidate(k, p) for k, p in enumerate(proposals)]
-        per = await self.executor.run_generation(work, candidates, done)
+        per = await self.stop.race(self.executor.run_generation(work, candidates, done))
         flat = [e for eps in per for e in eps]
         fitness = [float(np.mean([self._score(e) for e in eps])) for eps in per]
         self.optimizer.tell(proposals, fitness, per)
@@ -394,6 +445,7 @@ class Trainer:
         s.dollars += dollars
         s.seconds += wall
         self.state.generation = g
+        self._in_flight = Spend(seconds=time.perf_counter())  # counted in the state now
         usage = Counter(f"{t.worker}/{t.role}" for e in flat for t in e.turns)
         stats = GenerationStats(
             run_id=self.current_run_id,
@@ -434,6 +486,144 @@ class Trainer:
         )
         self._emit(stats)
 
+    def _minibatch(self, g: int) -> list[Task]:
+        """Generation ``g``'s training tasks, shared by its candidates: every training task
+        in order when the optimizer's minibatch is all of them (``optimizer.rollouts`` 0),
+        else a seeded draw of its size."""
+        train = self.splits["train"]
+        m = self.optimizer.rollouts  # the optimizer's own (imitation spreads it over workers)
+        if not self.config.optimizer.rollouts and m == len(train):
+            return list(train)
+        batch_rng = np.random.default_rng(derived_seed(self.config.run.seed, "minibatch", g))
+        picks = batch_rng.choice(len(train), size=m, replace=len(train) < m)
+        return [train[int(i)] for i in picks]
+
+    async def _build_table(self) -> None:
+        """The routing table and the query features of the training and validation tasks
+        (read from the feature store where kept, else computed once and kept)."""
+        tasks = [*self.splits["train"], *self.splits["validation"]]
+        if self.table is None:
+            self.table = await build_routing_table(self.pool, tasks, self.settings)
+        texts = [render_transcript(t, ()) for t in tasks]
+        rows = await asyncio.to_thread(stored_features, self.backbone, self.feature_store, texts)
+        self._table_features = {t.id: r for t, r in zip(tasks, rows, strict=True)}
+        log.info(
+            "run %s: scoring on the routing table of %d tasks x %d workers",
+            self.run_id,
+            len(tasks),
+            len(self.pool),
+        )
+
+    def _table_rows(self, tasks: Sequence[Task]) -> tuple[np.ndarray, np.ndarray]:
+        """The table rows and query features of ``tasks``."""
+        assert self.table is not None
+        return self.table.rows(tasks), np.stack([self._table_features[t.id] for t in tasks])
+
+    async def _table_generation(
+        self, g: int, started: float, proposals: Sequence[Proposal], minibatch: list[Task]
+    ) -> None:
+        """Generation ``g`` on the routing table: every candidate's sampled decisions on
+        the minibatch (those of its episodes: ``table.sampled_choices``), its fitness, the
+        optimizer told, validation, and the generation stored without training episodes
+        (a run scores thousands of them a generation; they are a function of the head,
+        the table and the seeds)."""
+        cfg, table = self.config, self.table
+        assert table is not None
+        rows, features = self._table_rows(minibatch)
+        heads = np.stack(
+            [
+                self._candidate(k, p).vector.reshape(self.head_config.shape)  # type: ignore[union-attr]
+                for k, p in enumerate(proposals)
+            ]
+        )
+        uniforms = episode_uniforms(cfg.run.seed, g, len(minibatch))
+        choices = sampled_choices(
+            heads, features, table.answered[rows], uniforms, self.settings.roles
+        )
+        reward, cost = table.outcome(rows, choices)
+        o = cfg.optimizer
+        scores = reward - o.cost_penalty * cost - o.turn_penalty + o.turn_bonus
+        fitness = [float(x) for x in scores.mean(axis=1)]
+        self.optimizer.tell(proposals, fitness, [[] for _ in proposals])
+        episodes: list[Episode] = []
+        validation = None
+        if (g + 1) % o.validate_every == 0 or self._last_generation(g, [], started):
+            validation = self._table_validate(g)
+        n = int(choices.size)
+        dollars = float(cost.sum())
+        s = self.state.spend
+        wall = time.perf_counter() - started
+        s.episodes += n
+        s.calls += n
+        s.dollars += dollars
+        s.seconds += wall
+        self.state.generation = g
+        picked = Counter(int(w) for w in choices.reshape(-1))
+        stats = GenerationStats(
+            run_id=self.current_run_id,
+            generation=g,
+            best=max(fitness),
+            mean=float(np.mean(fitness)),
+            median=float(statistics.median(fitness)),
+            worst=min(fitness),
+            sigma=self.optimizer.sigma,
+            evaluations=n,
+            calls=n,
+            tokens=int(table.tokens[rows, choices].sum()),
+            dollars=dollars,
+            cache_hits=0,
+            wall_s=wall,
+            coordinator_s=0.0,
+            worker_s=float(table.latency[rows, choices].sum()),
+            features_requested=n,
+            features_computed=0,
+            usage={f"{self.pool[w].id}/{Role.WORKER}": c for w, c in sorted(picked.items())},
+            validation=validation,
+            best_validation=self.state.best_validation,
+            totals=s.as_totals(),
+            opening_share=0.0,
+        )
+        await asyncio.to_thread(
+            self.store.commit_generation,
+            self.current_run_id,
+            g,
+            stats.to_stored(),
+            self._checkpoint(),
+            episodes,
+        )
+        self._emit(stats)
+
+    def _table_validate(self, g: int) -> float:
+        """``_validate`` on the routing table: the distribution mean acting by argmax on
+        the validation split (near ties rechecked in fp32, as the coordinator does)."""
+        tasks = self.splits["validation"]
+        rows, features = self._table_rows(tasks)
+        choices = self.table_choices(self._head_space(self.optimizer.center()), tasks)
+        assert self.table is not None
+        value = float(np.mean(self.table.outcome(rows, choices)[0]))
+        self._record_validation(g, value)
+        return value
+
+    def table_actions(self, vector: np.ndarray, tasks: Sequence[Task]) -> list[Action]:
+        """What a head-space ``vector`` (``[SVF offsets || head weights]``, as stored)
+        decides for each task by argmax on the routing table (``table.argmax_actions``).
+        The tasks' features are read from the feature store (or computed and kept) when
+        the run has not read them yet."""
+        assert self.table is not None
+        missing = [t for t in tasks if t.id not in self._table_features]
+        if missing:
+            rows = stored_features(
+                self.backbone, self.feature_store, [render_transcript(t, ()) for t in missing]
+            )
+            self._table_features.update(zip((t.id for t in missing), rows, strict=True))
+        rows, features = self._table_rows(tasks)
+        head = np.asarray(vector)[self.n_svf :].reshape(self.head_config.shape)
+        return argmax_actions(head, features, self.table.answered[rows])
+
+    def table_choices(self, vector: np.ndarray, tasks: Sequence[Task]) -> np.ndarray:
+        """The worker each task goes to under ``table_actions``."""
+        return np.array([a.worker for a in self.table_actions(vector, tasks)], dtype=np.int64)
+
     def opening_share(self, g: int) -> float:
         """The uniform share mixed into generation ``g``'s training openings: with
         ``optimizer.exploring_starts`` N, 1 at an attempt's first generation falling
@@ -462,15 +652,8 @@ class Trainer:
         if not restarts or g == 0 or g % length or g // length > restarts:
             return
         attempt = g // length
-        seeded = replace(
-            cfg, run=replace(cfg.run, seed=derived_seed(cfg.run.seed, "restart", attempt) % 2**31)
-        )
-        self.optimizer = make_optimizer(
-            seeded,
-            self.n_params,
-            self.head_config,
-            self._features,
-            {t.id: t for t in self.suite.tasks},
+        self.optimizer = self._make_optimizer(
+            derived_seed(cfg.run.seed, "restart", attempt) % 2**31
         )
         log.info(
             "run %s: attempt %d of %d from generation %d", self.run_id, attempt + 1, restarts + 1, g
@@ -511,30 +694,31 @@ class Trainer:
 
     def _head_space(self, vector: np.ndarray) -> np.ndarray:
         """A search vector as ``[SVF offsets || head weights]``: what is stored and exported."""
-        out = np.array(vector, dtype=np.float64)
-        out[self.n_svf :] = self.basis.head(out[self.n_svf :], self.head_config.shape)
-        return out
+        vector = np.asarray(vector, dtype=np.float64)
+        head = self.basis.head(vector[self.n_svf :], self.head_config.shape)
+        return np.concatenate([vector[: self.n_svf], head])
 
     @property
     def basis(self) -> SearchBasis:
         return self.state.basis or SearchBasis()
 
     async def _fit_basis(self) -> SearchBasis:
-        """The run's search basis, from the opening transcripts of a seeded random sample of
-        its training tasks (the whitened basis with two or more turns also from one turn of
-        each worker on them: ``_calibration_transcripts``). Random search always draws head
-        weights themselves (the paper's U[-0.5, 0.5])."""
+        """The run's search basis (if ``SearchBasis.fitted``), from the opening transcripts of a
+        seeded random sample of its training tasks (the whitened basis with two or more
+        turns also from one turn of each worker on them: ``_calibration_transcripts``)."""
         o = self.config.optimizer
-        if o.search_basis == "identity" or o.name == "random-search":
+        if not SearchBasis.fitted(o.search_basis, o.name):
             return SearchBasis()
         train = self.splits["train"]
+        if o.search_basis == "projection":
+            return await self._fit_projection(train, o.search_rank)
         rng = np.random.default_rng(derived_seed(self.config.run.seed, "basis"))
         sample = rng.choice(len(train), size=min(CALIBRATION_TASKS, len(train)), replace=False)
         tasks = [train[int(i)] for i in sorted(sample)]
         texts = [render_transcript(task, ()) for task in tasks]
         if o.search_basis == "whitened" and self.config.protocol.max_turns > 1:
             texts += await self._calibration_transcripts(tasks)
-        features = await asyncio.to_thread(self.backbone.features, texts)
+        features = await self.stop.race(asyncio.to_thread(self.backbone.features, texts))
         if o.search_basis == "whitened":
             basis = SearchBasis.fit_whitened(features, o.search_rank)
         else:
@@ -545,6 +729,23 @@ class Trainer:
             basis.kind,
             0 if basis.components is None else len(basis.components),
             basis.alpha,
+        )
+        return basis
+
+    async def _fit_projection(self, train: Sequence[Task], rank: int) -> SearchBasis:
+        """The projection basis, fitted on every training task's query feature on a
+        routing table (all are at hand), else on a seeded sample of them."""
+        if self._table_features:
+            features = np.stack([self._table_features[t.id] for t in train])
+        else:
+            rng = np.random.default_rng(derived_seed(self.config.run.seed, "basis"))
+            size = min(len(train), max(CALIBRATION_TASKS, 4 * (rank + 1)))
+            sample = sorted(rng.choice(len(train), size=size, replace=False))
+            texts = [render_transcript(train[int(i)], ()) for i in sample]
+            features = await asyncio.to_thread(self.backbone.features, texts)
+        basis = SearchBasis.fit_projection(features, rank)
+        log.info(
+            "run %s: projection basis, rank %d, from %d tasks", self.run_id, rank, len(features)
         )
         return basis
 
@@ -575,19 +776,19 @@ class Trainer:
             self._paid(episode, training=True)  # a calibration episode counts as one
             return episode
 
-        episodes = await asyncio.gather(
-            *(
-                one(j, w, role, task)
-                for j, task in enumerate(tasks)
-                for w in range(len(self.pool))
-                for role in CALIBRATION_ROLES
-            )
+        plays = (
+            one(j, w, role, task)
+            for j, task in enumerate(tasks)
+            for w in range(len(self.pool))
+            for role in CALIBRATION_ROLES
         )
+        episodes = await self.stop.race(asyncio.gather(*plays))
         s = self.state.spend
         s.episodes += len(episodes)
         s.calls += worker_calls(episodes)
         s.dollars += sum(e.cost for e in episodes)
         s.seconds += time.perf_counter() - started
+        self._in_flight = Spend(seconds=time.perf_counter())  # counted in the state now
         by_id = {t.id: t for t in tasks}
         return [render_transcript(by_id[e.task_id], e.turns) for e in episodes if e.turns]
 
@@ -613,16 +814,20 @@ class Trainer:
             self._paid(episode, training=False)
             return episode
 
-        episodes = await asyncio.gather(
-            *(one(j, t) for j, t in enumerate(self.splits["validation"]))
-        )
+        plays = (one(j, t) for j, t in enumerate(self.splits["validation"]))
+        episodes = await self.stop.race(asyncio.gather(*plays))
         value = float(np.mean([e.reward for e in episodes]))
+        self._record_validation(g, value)
+        return value, list(episodes)
+
+    def _record_validation(self, g: int, value: float) -> None:
+        """Keep generation ``g``'s validation score, and its mean as the best vector when
+        it scores higher than any before."""
         self.state.last_validation = value
         if self.state.best_validation is None or value > self.state.best_validation:
             self.state.best_validation = value
-            self.state.best_vector = self._head_space(center)
+            self.state.best_vector = self._head_space(self.optimizer.center())
             self.state.best_validation_generation = g
-        return value, list(episodes)
 
     def _features(self, transcripts: list[str]) -> np.ndarray:
         """Features in the search basis: what the gradient baselines differentiate against."""
@@ -680,7 +885,7 @@ class Trainer:
             sigma0_head_scale=head_sigma_factor(
                 self.config.optimizer.sigma0_scale, self.head_config.hidden_size
             )
-            if self.config.optimizer.name == "sep-cma-es"
+            if optimizer_entry(self.config.optimizer.name).scales_head_sigma
             else None,
         )
 

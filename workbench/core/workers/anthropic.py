@@ -14,15 +14,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from workbench.core.workers.base import Message, WorkerError, register_provider
+from workbench.core.workers.base import Message, WorkerError
 from workbench.core.workers.http import HTTPWorker, Parsed, table
 
 ANTHROPIC_VERSION = "2023-06-01"
 
 
-@register_provider("anthropic")
 class AnthropicWorker(HTTPWorker):
     """A Claude model through the Messages API."""
+
+    provider = "anthropic"
 
     default_base_url = "https://api.anthropic.com/v1"
     sends_seed = False

@@ -1,9 +1,9 @@
-"""The Worker protocol and its small types: the completion, the error hierarchy, the
-episode context, and the tables provider modules register themselves in.
+"""The Worker protocol and its small types: the completion, the error hierarchy and the
+episode context.
 
-A provider implements one coroutine, ``complete()``. ``PROVIDER_CLASSES`` maps a provider name
-(``"local"``, ``"sandbox"``, ``"recorded"``, ``"openai"``, ``"anthropic"``, ``"gemini"``) to its class;
-``workbench.core.workers.pool`` turns worker ids into worker objects.
+A provider implements one coroutine, ``complete()``. ``spec.PROVIDER_CLASSES`` names each
+provider's class (``"local"``, ``"sandbox"``, ``"recorded"``, ``"openai"``, ``"anthropic"``,
+``"gemini"``); ``workbench.core.workers.pool`` turns worker ids into worker objects.
 
 Errors: every failed call raises a ``WorkerError`` subclass whose message names the
 worker, the HTTP status when there is one, and what to do next; never a key.
@@ -12,7 +12,7 @@ worker, the HTTP status when there is one, and what to do next; never a key.
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -21,7 +21,6 @@ from workbench.core.errors import BadInput, WorkFailed
 if TYPE_CHECKING:
     from workbench.core.keychain import Secret
     from workbench.core.tasks.model import Task
-    from workbench.core.workspace import Workspace
 
 Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": str}
 
@@ -176,7 +175,8 @@ class Worker(abc.ABC):
 
     def covers(self, task: Task) -> bool:
         """Whether this worker can answer ``task`` at all: a live model can answer
-        anything; a worker of recorded answers only the tasks it has a recording for."""
+        anything; a worker of recorded answers only the tasks it has a recording for (an
+        episode's worker mask reads it: ``protocol.mask_workers``)."""
         return True
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook, not abstract
@@ -209,29 +209,7 @@ class Worker(abc.ABC):
         return f"{type(self).__name__}({self.id!r}, model={self.model!r})"
 
 
-# filled as the modules of spec.PROVIDER_MODULES are imported (pool.load_providers)
-PROVIDER_CLASSES: dict[str, type[Worker]] = {}
-
-
-def register_provider(name: str) -> Callable[[type[Worker]], type[Worker]]:
-    """Class decorator: make a Worker subclass available under a provider name."""
-
-    def wrap(cls: type[Worker]) -> type[Worker]:
-        cls.provider = name
-        PROVIDER_CLASSES[name] = cls
-        return cls
-
-    return wrap
-
-
-# Resolvers for built-in worker ids: prefix -> function(id, workspace) -> list of
-# workers (``workspace``: where the pool is built, or None; recorded pools imported into a
-# workspace are found there). Each built-in provider module registers its own when
-# imported; workbench.core.workers.pool imports them and reads this table.
-Resolver = Callable[[str, "Workspace | None"], list[Worker]]
-BUILTIN_RESOLVERS: dict[str, Resolver] = {}
-
-
-def register_builtin(prefix: str, resolve: Resolver) -> None:
-    """Make built-in worker ids starting with ``prefix`` resolve through ``resolve``."""
-    BUILTIN_RESOLVERS[prefix] = resolve
+def pool_covers(pool: Sequence[Worker], task: Task) -> bool:
+    """Whether every worker of ``pool`` can answer ``task`` (``Worker.covers``): the tasks
+    a comparison of a recorded pool's systems is made on."""
+    return all(worker.covers(task) for worker in pool)

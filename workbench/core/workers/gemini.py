@@ -21,13 +21,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
-from workbench.core.workers.base import Message, register_provider
+from workbench.core.workers.base import Message
 from workbench.core.workers.http import HTTPWorker, Parsed, array, table
 
 
-@register_provider("gemini")
 class GeminiWorker(HTTPWorker):
     """A Gemini model through ``generateContent``."""
+
+    provider = "gemini"
 
     default_base_url = "https://generativelanguage.googleapis.com/v1beta"
 

@@ -25,8 +25,6 @@ from workbench.core.workers.base import (
     EpisodeContext,
     Message,
     Worker,
-    register_builtin,
-    register_provider,
 )
 
 if TYPE_CHECKING:
@@ -59,9 +57,10 @@ def _shared_model(source: str, device: str) -> _LoadedModel:
         return _models[key]
 
 
-@register_provider("local")
 class LocalWorker(Worker):
     """A causal LM run in this process with its chat template."""
+
+    provider = "local"
 
     def __init__(
         self,
@@ -170,13 +169,11 @@ class LocalWorker(Worker):
         )
 
 
-def _resolve(worker_id: str, workspace: Workspace | None = None) -> list[Worker]:
+def resolve(worker_id: str, workspace: Workspace | None = None) -> list[Worker]:
+    """The workers built-in id ``worker_id`` names: ``local:smollm2`` or ``local:SOURCE`` (``spec.BUILTIN_RESOLVERS``)."""
     if worker_id == SMOLLM2_ID:
         return [LocalWorker(SMOLLM2_ID, OFFLINE)]
     _, _, source = worker_id.partition(":")
     if not source:
         raise ValueError("worker 'local' needs a model: local:smollm2 or local:PATH_OR_HUB_ID")
     return [LocalWorker(worker_id, source)]
-
-
-register_builtin("local", _resolve)

@@ -15,13 +15,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from workbench.core.workers.base import Message, register_provider
+from workbench.core.workers.base import Message
 from workbench.core.workers.http import HTTPWorker, Parsed, table
 
 
-@register_provider("openai")
 class OpenAIWorker(HTTPWorker):
     """A model behind an OpenAI-compatible ``/chat/completions`` endpoint."""
+
+    provider = "openai"
 
     default_base_url = "https://api.openai.com/v1"
 

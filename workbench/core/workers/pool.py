@@ -9,42 +9,38 @@ registered workers from their specs (``worker_for``) with their keys resolved no
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from workbench.core.keychain import KeyStatus, Secret, clean_key
-from workbench.core.workers.base import (
-    BUILTIN_RESOLVERS,
-    PROVIDER_CLASSES,
-    UnknownWorker,
-    Worker,
-)
+from workbench.core.workers.base import UnknownWorker, Worker
 from workbench.core.workers.registry import Registry
-from workbench.core.workers.spec import PROVIDER_MODULES, WorkerSpec
+from workbench.core.workers.spec import BUILTIN_RESOLVERS, PROVIDER_CLASSES, WorkerSpec
 
 if TYPE_CHECKING:
     import httpx
 
+    from workbench.core.workers.recorded import RecordedPool
     from workbench.core.workspace import Workspace
 
 
 def builtin_prefixes() -> list[str]:
-    """The id prefixes of built-in workers (``local``, ``sandbox``)."""
-    _load_builtin_modules()
+    """The id prefixes of built-in workers (``local``, ``recorded``, ``sandbox``, ``team``)."""
     return sorted(BUILTIN_RESOLVERS)
 
 
-def _load_builtin_modules() -> None:
-    # Importing registers the providers; the heavy imports happen inside their classes.
-    from workbench.core.workers import local, recorded, simulated  # noqa: F401
+def _imported(path: str) -> Any:
+    """The object a table's ``module:name`` path names, its module imported now (the heavy
+    imports happen inside the classes)."""
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
-def load_providers() -> None:
-    """Import the module of every provider in ``spec.PROVIDER_MODULES`` (each registers
-    its Worker class); the heavy imports happen inside the classes."""
-    for module in PROVIDER_MODULES.values():
-        importlib.import_module(module)
+def provider_class(provider: str) -> type[Worker]:
+    """The Worker subclass of ``provider`` (a name of ``spec.PROVIDER_CLASSES``)."""
+    cls: type[Worker] = _imported(PROVIDER_CLASSES[provider])
+    return cls
 
 
 @dataclass(frozen=True)
@@ -77,6 +73,7 @@ def build_pool(
     registry: Registry | None = None,
     client: httpx.AsyncClient | None = None,
     workspace: Workspace | None = None,
+    recorded: Mapping[str, RecordedPool] | None = None,
 ) -> list[Worker]:
     """Turn worker ids into workers, in order: built-in ids (``local:smollm2``,
     ``local:SOURCE``, ``sandbox``, ``sandbox:<name>``) and ids registered with
@@ -87,12 +84,14 @@ def build_pool(
 
     ``client`` is the run's shared ``httpx.AsyncClient`` (see
     ``workbench.core.workers.transport.open_client``); workers built without one open their
-    own on first use and close it in ``aclose()``.
+    own on first use and close it in ``aclose()``. ``recorded``: imported recorded pools
+    read elsewhere, by name (a Ray actor's, which has no workspace), used before
+    ``workspace``'s.
     """
     registry = registry or _registry_if_needed(worker_ids)
     pool = [
         w if isinstance(w, Worker) else worker_for(registry, w, client=client)
-        for w in _expand(worker_ids, registry, workspace)
+        for w in _expand(worker_ids, registry, workspace, recorded)
     ]
     share_secrets(pool)
     return pool
@@ -139,23 +138,29 @@ def describe_pool(
 
 
 def _registry_if_needed(worker_ids: Sequence[str]) -> Registry | None:
-    _load_builtin_modules()
     if all(wid.strip().split(":", 1)[0] in BUILTIN_RESOLVERS for wid in worker_ids):
         return None
     return Registry.open()
 
 
 def _expand(
-    worker_ids: Sequence[str], registry: Registry | None, workspace: Workspace | None = None
+    worker_ids: Sequence[str],
+    registry: Registry | None,
+    workspace: Workspace | None = None,
+    recorded: Mapping[str, RecordedPool] | None = None,
 ) -> list[Worker | WorkerSpec]:
     """Built-in workers (cheap: nothing loads until a call) and registered specs, in order."""
-    _load_builtin_modules()
     pool: list[Worker | WorkerSpec] = []
     for wid in worker_ids:
         wid = wid.strip()
         prefix = wid.split(":", 1)[0]
+        if prefix == "recorded" and recorded:
+            from workbench.core.workers.recorded import resolve
+
+            pool.extend(resolve(wid, workspace, recorded))
+            continue
         if prefix in BUILTIN_RESOLVERS:
-            pool.extend(BUILTIN_RESOLVERS[prefix](wid, workspace))
+            pool.extend(_imported(BUILTIN_RESOLVERS[prefix])(wid, workspace))
             continue
         spec = registry.find(wid) if registry is not None else None
         if spec is None:
@@ -203,6 +208,5 @@ def worker_for(
         registry = registry or Registry.open()
         secret, status = registry.resolve_key(spec)
     # the providers take the spec and the key (Worker subclasses with their own __init__)
-    load_providers()
-    provider = cast(Callable[..., Worker], PROVIDER_CLASSES[spec.provider])
+    provider = cast(Callable[..., Worker], provider_class(spec.provider))
     return provider(spec, key=secret, key_status=status, client=client)

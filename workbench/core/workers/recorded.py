@@ -24,9 +24,11 @@ and per-worker prices). A pool is read once per process and file version.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,11 +42,10 @@ from workbench.core.workers.base import (
     UnknownWorker,
     Worker,
     WorkerError,
-    register_builtin,
-    register_provider,
 )
 
 if TYPE_CHECKING:
+    from workbench.core.tasks.model import Task
     from workbench.core.workspace import Workspace
 
 
@@ -76,6 +77,10 @@ class Recording:
     cost: float | None = None
     latency_s: float | None = None
     model: str | None = None  # the model that gave the answer, in words
+    # what the answer's source said about it, kept to check against (never shown to the
+    # coordinator): MMLU-Pro's extracted letter {"pred": "C"}, lm-evaluation-harness's
+    # per-sample metrics; format 2 of the record file (workbench.core.recordings)
+    meta: dict[str, Any] | None = field(default=None, hash=False, compare=True)
 
 
 # CHAMP's models: worker name -> (the dataset's model name, USD per million input tokens,
@@ -91,15 +96,34 @@ CHAMP_MODELS: dict[str, tuple[str, float, float]] = {
 }
 CHAMP_SETTINGS = {"": "0-Shot", "-5shot": "5-Shot"}
 PRICES_AS_OF = "2024-06-01"
+# the version of an imported pool's files this code writes and reads: 1 the first answer
+# format, 2 adds each answer's ``meta`` (older files read unchanged)
+FORMAT_VERSION = 2
+
+
+@contextlib.contextmanager
+def paused_cycle_collection() -> Iterator[None]:
+    """Pause the cyclic garbage collector while many objects without cycles are made
+    (records read from JSON): its full passes over them cost about a third of reading a
+    large pool or importing one (tests/benchmarks/bench_importers.py); reference counting
+    still frees everything, and collection resumes after."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _estimate_tokens(text: str) -> int:
     return max(1, len(text) // 4)
 
 
-@register_provider("recorded")
 class RecordedWorker(Worker):
     """Answers ``context.task.id`` from ``table`` (task id -> Recording)."""
+
+    provider = "recorded"
 
     answers_at_no_cost = True  # reading a recording calls no one: nothing is spent now
 
@@ -118,11 +142,6 @@ class RecordedWorker(Worker):
         self.price_in = price_in
         self.price_out = price_out
         self.usage_estimated = usage_estimated  # the table's tokens are estimates (CHAMP)
-
-    def answers_task(self, task_id: str) -> bool:
-        """Whether the table holds this worker's answer to ``task_id`` (the episode's
-        worker mask reads it: ``protocol.mask_workers``)."""
-        return task_id in self.table
 
     async def complete(
         self,
@@ -176,8 +195,8 @@ class RecordedWorker(Worker):
             model=self.model,
         )
 
-    def covers(self, task) -> bool:
-        """Whether the table has this task's answer."""
+    def covers(self, task: Task) -> bool:
+        """Whether the table holds this worker's answer to ``task``."""
         return task.id in self.table
 
     def request_identity(
@@ -315,6 +334,20 @@ class RecordedPool:
         return out
 
 
+def imported_names_in(worker_ids: Sequence[str]) -> list[str]:
+    """The imported recorded pools ``worker_ids`` name (``recorded:NAME`` or
+    ``recorded:NAME/WORKER``; the built-in CHAMP pool is not imported), in order."""
+    names: list[str] = []
+    for wid in worker_ids:
+        wid = wid.strip()
+        if not wid.startswith("recorded:"):
+            continue
+        name = wid.removeprefix("recorded:").partition("/")[0]
+        if name != "champ" and name not in names:
+            names.append(name)
+    return names
+
+
 def pool_paths(workspace: Workspace, name: str) -> tuple[Path, Path]:
     """(answers, metadata) files of the recorded pool ``name`` in ``workspace``."""
     return workspace.records_dir / f"{name}.jsonl", workspace.records_dir / f"{name}.json"
@@ -340,7 +373,8 @@ def load_recorded_pool(workspace: Workspace, name: str) -> RecordedPool:
             f"--name {name} --suite SUITE",
         )
     stamp = (answers.stat().st_mtime_ns, meta.stat().st_mtime_ns)
-    return _read_pool(str(answers), str(meta), stamp, str(workspace.root))
+    with paused_cycle_collection():
+        return _read_pool(str(answers), str(meta), stamp, str(workspace.root))
 
 
 def _damaged(name: str, path: str, line: int, problem: str, root: str) -> RecordedPoolDamaged:
@@ -359,6 +393,12 @@ def _read_pool(answers: str, meta: str, _stamp: tuple[int, int], root: str) -> R
         info: Any = json.loads(Path(meta).read_text(encoding="utf-8"))
         if not isinstance(info, dict):
             raise ValueError("expected a JSON object")
+        version = info.get("format", 1)
+        if not isinstance(version, int) or not 1 <= version <= FORMAT_VERSION:
+            raise ValueError(
+                f"format {version!r}: this version of the workbench reads formats 1 to "
+                f"{FORMAT_VERSION} (a newer workbench wrote it: update this one)"
+            )
         prices = {w: (float(p[0]), float(p[1])) for w, p in info.get("prices", {}).items()}
         header = {
             "name": info["name"],
@@ -389,18 +429,28 @@ def _read_pool(answers: str, meta: str, _stamp: tuple[int, int], root: str) -> R
     return RecordedPool(**header, tables=tables, prices=prices)
 
 
-def _resolve(worker_id: str, workspace: Workspace | None = None) -> list[Worker]:
+def resolve(
+    worker_id: str,
+    workspace: Workspace | None = None,
+    shipped: Mapping[str, RecordedPool] | None = None,
+) -> list[Worker]:
+    """The workers built-in id ``worker_id`` (``recorded:NAME`` or ``recorded:NAME/WORKER``,
+    ``spec.BUILTIN_RESOLVERS``) names: a built-in pool's, else an imported pool's from ``shipped`` (pools read elsewhere and
+    handed over: a Ray actor has no workspace) or from ``workspace``."""
     if worker_id in ("recorded", "recorded:champ"):
         return [champ_worker(f"recorded:champ/{name}") for name in CHAMP_MODELS]
     if worker_id.startswith("recorded:champ/"):
         return [champ_worker(worker_id)]
     name, _, worker = worker_id.removeprefix("recorded:").partition("/")
-    if workspace is None:
+    if shipped is not None and name in shipped:
+        pool = shipped[name]
+    elif workspace is None:
         raise RecordedPoolNotFound(
             f"recorded pool '{name}' is not built in, and no workspace was given to find "
             "an imported one in: pass --workspace, or use recorded:champ",
         )
-    pool = load_recorded_pool(workspace, name)
+    else:
+        pool = load_recorded_pool(workspace, name)
     workers = pool.workers()
     if not worker:
         return list(workers)
@@ -411,6 +461,3 @@ def _resolve(worker_id: str, workspace: Workspace | None = None) -> list[Worker]
             f"{', '.join(w.id for w in workers)}",
         )
     return found
-
-
-register_builtin("recorded", _resolve)

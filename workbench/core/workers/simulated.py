@@ -41,14 +41,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from workbench.core.records import Verdict
 from workbench.core.workers.base import (
     Completion,
     EpisodeContext,
     Message,
     Worker,
     WorkerError,
-    register_builtin,
-    register_provider,
 )
 
 if TYPE_CHECKING:
@@ -392,19 +391,20 @@ def simulate_turn(profile: SandboxProfile, ctx: TurnContext, rng: random.Random)
     return f"{name} plan"
 
 
-def _verdict(profile: SandboxProfile, ctx: TurnContext, rng: random.Random) -> str:
+def _verdict(profile: SandboxProfile, ctx: TurnContext, rng: random.Random) -> Verdict:
     """ACCEPT or REVISE on the latest answer (REVISE when there is none yet)."""
     if ctx.answer is None:
-        return "REVISE"
+        return Verdict.REVISE
     task = ctx.task
     correct = _is_correct(task, ctx.answer)
     revise = rng.random() < revise_probability(profile, task.category, task.kind, correct)
-    return "REVISE" if revise else "ACCEPT"
+    return Verdict.REVISE if revise else Verdict.ACCEPT
 
 
-@register_provider("sandbox")
 class SimulatedWorker(Worker):
     """One simulated worker (see the module docstring: a labelled simulation)."""
+
+    provider = "sandbox"
 
     def __init__(self, worker_id: str, profile: SandboxProfile):
         super().__init__(worker_id, f"simulated/{profile.name}")
@@ -477,7 +477,8 @@ def _broken_program(task) -> str:
     return f"def {entry}(*args, **kwargs):\n    return None"
 
 
-def _resolve(worker_id: str, workspace: Workspace | None = None) -> list[Worker]:
+def resolve(worker_id: str, workspace: Workspace | None = None) -> list[Worker]:
+    """The workers built-in id ``worker_id`` names: ``sandbox``, ``team`` or one of their workers (``sandbox:NAME``) (``spec.BUILTIN_RESOLVERS``)."""
     prefix = worker_id.split(":", 1)[0]
     profiles = POOLS[prefix]
     if worker_id == prefix:
@@ -488,7 +489,3 @@ def _resolve(worker_id: str, workspace: Workspace | None = None) -> list[Worker]
             f"{', '.join(p.id for p in profiles)} (or '{prefix}' for all of them)"
         )
     return [SimulatedWorker(worker_id, PROFILES_BY_ID[worker_id])]
-
-
-for _pool in POOLS:
-    register_builtin(_pool, _resolve)

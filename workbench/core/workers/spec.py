@@ -18,21 +18,31 @@ from urllib.parse import unquote, urlsplit
 
 from workbench.core.errors import BadInput
 
-# The providers a registered worker may name, each with the module that implements it
-# (its Worker class registers itself there with @base.register_provider). One table: the
-# spec's check reads its names, the pool imports its modules, and a test checks that every
-# module registers exactly its row's name (tests/core/workers/test_provider_registry.py).
-PROVIDER_MODULES: dict[str, str] = {
-    "openai": "workbench.core.workers.openai",  # and every OpenAI-compatible server
-    "anthropic": "workbench.core.workers.anthropic",
-    "gemini": "workbench.core.workers.gemini",
-    "local": "workbench.core.workers.local",  # a model in this process
-    "sandbox": "workbench.core.workers.simulated",  # the simulation: built in only
-    "recorded": "workbench.core.workers.recorded",  # recorded answers: built in only
+# The providers a worker may name, each the ``module:Class`` of its Worker subclass (whose
+# ``provider`` is the row's name). One table: the spec's check reads its names, and the
+# pool imports a class when it builds a worker of it (pool.provider_class); a test builds
+# every row (tests/core/workers/test_provider_registry.py).
+PROVIDER_CLASSES: dict[str, str] = {
+    "openai": "workbench.core.workers.openai:OpenAIWorker",  # every OpenAI-compatible server
+    "anthropic": "workbench.core.workers.anthropic:AnthropicWorker",
+    "gemini": "workbench.core.workers.gemini:GeminiWorker",
+    "local": "workbench.core.workers.local:LocalWorker",  # a model in this process
+    "sandbox": "workbench.core.workers.simulated:SimulatedWorker",  # the simulation: built in
+    "recorded": "workbench.core.workers.recorded:RecordedWorker",  # recorded answers: built in
 }
-# what workers.toml may name (the sandbox's workers are built in: sandbox, sandbox:NAME)
-PROVIDERS = tuple(name for name in PROVIDER_MODULES if name not in ("sandbox", "recorded"))
-BUILTIN_PREFIXES = ("local", "sandbox", "recorded")  # ids that name built-in workers
+# what workers.toml may name (the sandbox's and recorded workers are built in)
+PROVIDERS = tuple(name for name in PROVIDER_CLASSES if name not in ("sandbox", "recorded"))
+# The prefixes of built-in worker ids (``local:smollm2``, ``sandbox``, ``team:NAME``,
+# ``recorded:POOL``), each the ``module:function`` that turns such an id into its workers,
+# ``function(worker_id, workspace) -> list[Worker]`` (``workspace``: where the pool is
+# built, or None; recorded pools imported into a workspace are found there).
+BUILTIN_RESOLVERS: dict[str, str] = {
+    "local": "workbench.core.workers.local:resolve",
+    "sandbox": "workbench.core.workers.simulated:resolve",
+    "team": "workbench.core.workers.simulated:resolve",
+    "recorded": "workbench.core.workers.recorded:resolve",
+}
+BUILTIN_PREFIXES = tuple(BUILTIN_RESOLVERS)  # ids that name built-in workers
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _ENV = re.compile(r"^[A-Z_][A-Z0-9_]*$")
