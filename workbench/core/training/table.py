@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from workbench.core.coordinator.head import Action, choose, softmax
+from workbench.core.policies import AnyContext
 from workbench.core.protocol import (
     EpisodeSettings,
     Prompts,
@@ -218,10 +219,12 @@ def argmax_actions(head: np.ndarray, features: np.ndarray, answered: np.ndarray)
     return actions
 
 
-class DecidedPolicy:
+class DecidedPolicy(AnyContext):
     """A policy that plays decisions made beforehand on a routing table: the action for
     each task's opening transcript (``render_transcript(task, ())``). An evaluation of it
-    stores the episodes the decisions lead to, as any evaluation does."""
+    stores the episodes the decisions lead to, as any evaluation does. It reads no model
+    when it plays (the features were read when the decisions were made): any transcript
+    fits."""
 
     def __init__(self, n_workers: int, actions: Mapping[str, Action]):
         self.n_workers = n_workers
