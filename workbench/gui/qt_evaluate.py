@@ -5,7 +5,8 @@ suite, a split and the baselines, and evaluate in the background with progress a
 Cancel. The results (``qt_evaluate_results.EvaluationView``): the accuracy table with 95%
 intervals over a bar chart, each system's paired difference from the best single worker,
 the usage per worker and role, the accuracy per category; the Report's own Markdown and
-CSV exports. A last tab holds the headroom check and the cost-quality frontier.
+CSV exports. Two last tabs hold the headroom check and the cost-quality frontier
+(``qt_headroom``), and the stored cross-validations (``qt_crossval``).
 
 A view: what can be evaluated, which baselines exist, the figures and the export formats
 come from core (``core.jobs.evaluate``: ``evaluate_run`` in an ``EvaluationThread``,
@@ -55,6 +56,7 @@ from workbench.gui.qt import (
     QWidget,
     Signal,
 )
+from workbench.gui.qt_crossval import CrossValView
 from workbench.gui.qt_evaluate_results import EvaluationsList, EvaluationView
 from workbench.gui.qt_headroom import HeadroomPanel
 from workbench.gui.runs_model import started_text
@@ -103,6 +105,7 @@ class QtEvaluate(Page):
         self.refresh_runs()
         self.refresh_evaluations()
         self.headroom_panel.refresh_frontiers()
+        self.crossval_view.refresh()
 
     # ------------------------------------------------------------------ layout
 
@@ -128,6 +131,14 @@ class QtEvaluate(Page):
             self.headroom_panel,
             "Headroom and cost",
             "Is there anything to learn (before training), and accuracy against dollars",
+        )
+        # the cross-validations made on the command line: every question tested once
+        self.crossval_view = CrossValView(self, self.workspace)
+        self.results.add_view(
+            self.crossval_view,
+            "Cross-validations",
+            "Stored cross-validations: each system's accuracy with its interval, against "
+            "the best single model overall and per category",
         )
         self.export_md_button = QPushButton("Export Markdown…")
         self.export_csv_button = QPushButton("Export CSV…")
@@ -209,6 +220,10 @@ class QtEvaluate(Page):
     def show_headroom(self) -> None:
         """Show the Headroom and cost tab (the first-run guide's "Check the headroom")."""
         self.results.setCurrentWidget(self.headroom_panel)
+
+    def show_crossvals(self) -> None:
+        """Show the Cross-validations tab."""
+        self.results.setCurrentWidget(self.crossval_view)
 
     # ------------------------------------------------------------------ stored evaluations
 
@@ -316,6 +331,7 @@ class QtEvaluate(Page):
             self.refresh_runs()
             self.refresh_evaluations()
         self.headroom_panel.refresh_frontiers()
+        self.crossval_view.refresh()
         super().showEvent(event)
 
     def select_run(self, run_id: str) -> bool:
