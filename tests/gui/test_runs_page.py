@@ -121,6 +121,7 @@ def test_a_run_on_ray_says_where_its_episodes_run(
         pass
     assert finished.args[0].stop_reason == "budget.generations"
     assert page.executor_label.text() == f"Episodes on Ray: 1 actor on {socket.gethostname()}"
+    assert "actors" in page.executor_label.toolTip()  # the term explained where it shows
     assert "episodes on Ray: 1 actor" in page.log_view.toPlainText()
     # a stored Ray run says so when it is opened again
     run_id = finished.args[0].run_id

@@ -35,7 +35,7 @@ from workbench.gui.qt import (
     QWidget,
 )
 from workbench.gui.runs_model import STATE_WORDS
-from workbench.gui.words import worker_words
+from workbench.gui.words import EXECUTOR_HELP, worker_words
 
 log = logging.getLogger(__name__)
 
@@ -266,6 +266,7 @@ class NewRunBox(QGroupBox):
         self.eta_label = QLabel("")
         self.spend_label = QLabel("")
         self.executor_label = QLabel("")
+        self.executor_label.setToolTip(EXECUTOR_HELP)
         layout = QVBoxLayout(self)
         layout.addWidget(self.form, 1)
         layout.addLayout(source_row)

@@ -105,6 +105,11 @@ STEP_SIZE_HELP = (
     "Step size (the method's \"sigma\"): how far the search's candidates lie from its "
     "centre. It shrinks as the search settles on what works."
 )
+EXECUTOR_HELP = (
+    "Where the run's episodes are played. Empty: on this computer, in the training "
+    "process. On Ray (the run's executor setting): Ray spreads the episodes over worker "
+    "processes, its actors, on this computer or on a cluster's machines (its nodes)."
+)
 SCORES_CAPTION = (
     "Training score: each candidate's share right on a few training questions (the best "
     "of many can be lucky). Validation: the kept coordinator on held-out questions."
