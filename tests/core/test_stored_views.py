@@ -40,8 +40,10 @@ def test_a_stored_evaluation_reads_back_as_the_report_that_was_computed(evaluate
     ws, run_id, result = evaluated
     (listed,) = stored_evaluations(ws)
     assert listed.id == result.run_id and listed.evaluated_run == run_id
-    assert listed.title == "evaluation of 'routing'"  # the run's name, no stored dict
-    assert listed.evaluated == "routing"
+    (run,) = list_runs(ws)
+    assert run.id == run_id and run.name.startswith("routing, ")  # the config's name, the day
+    assert listed.title == f"evaluation of '{run.name}'"  # the run's own name, no stored dict
+    assert listed.evaluated == run.name
     assert "{" not in listed.title
     assert (listed.suite, listed.split, listed.status) == ("mixed", "test", "finished")
     coordinator = next(s for s in result.report.systems if s.kind == "coordinator")
@@ -78,9 +80,32 @@ def test_lists_name_an_evaluation_by_what_it_evaluated_even_one_stored_with_a_di
             {"run": {"name": "routing"}, "evaluation": {"run": run_id, "split": "test"}},
         )
     titles = {r.id: r.title for r in list_runs(ws, kind=None)}
-    assert titles[old] == "evaluation of 'routing'" and titles[run_id] == "routing"
+    # stored with no run name: the name in the config the run was trained under
+    assert titles[old] == "evaluation of 'routing'" and titles[run_id].startswith("routing, ")
     with Store.open(ws) as store:
         store.delete_run(old)
+
+
+def test_evaluations_of_two_runs_of_one_config_are_told_apart(tmp_path, tiny_backbone):
+    """Two runs of one config get different names, and so do their evaluations in every
+    list (the evaluation is named after the run's own name, not the config's)."""
+    ws = Workspace.open(tmp_path / "ws")
+    runs = [
+        train(config(run={"name": "same"}, budget={"generations": 1}), ws, backbone=tiny_backbone)
+        for _ in range(2)
+    ]
+    for run in runs:
+        evaluate_run(ws, run=run, backbone=tiny_backbone, baselines=False)
+    names = {r.id: r.name for r in list_runs(ws)}
+    assert len(set(names.values())) == 2
+    listed = {e.evaluated_run: e for e in stored_evaluations(ws)}
+    assert {run: listed[run].title for run in runs} == {
+        run: f"evaluation of '{names[run]}'" for run in runs
+    }
+    with Store.open(ws) as store:
+        assert {r.name for r in store.list_runs("eval")} == {
+            f"evaluation of '{names[run]}'" for run in runs
+        }
 
 
 def test_read_run_gives_every_generation_its_budget_and_its_spend(evaluated):
@@ -90,7 +115,11 @@ def test_read_run_gives_every_generation_its_budget_and_its_spend(evaluated):
     assert [s.generation for s in stored.generations] == [0, 1]
     assert stored.budget_generations == 2 and stored.pool == ("sandbox",)
     last = stored.generations[-1].totals
-    assert stored.spend == Spend.of(last) and stored.spend.episodes == int(last["episodes"])
+    # the last generation's running totals; the minutes run on to the run's end
+    generation = Spend.of(last)
+    assert stored.spend.episodes == generation.episodes == int(last["episodes"])
+    assert (stored.spend.calls, stored.spend.dollars) == (generation.calls, generation.dollars)
+    assert stored.spend.minutes >= generation.minutes
     assert stored.spend_kind == "simulated" and stored.where == ""
     assert "(simulated)" in stored.spend.words(stored.spend_kind)
 

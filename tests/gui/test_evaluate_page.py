@@ -475,6 +475,8 @@ def test_an_evaluation_made_on_the_command_line_is_listed_and_shown(
     assert page.result.run_id == eval_id
     stored = load_evaluation(gui_workspace, eval_id).report
     assert page.table_rows() == [result_cells(s) for s in stored.systems]
-    assert page.stored.table.item(0, 0).text() == "t"
-    assert "evaluation of 't'" in page.shown_label.text()
+    with Store.open(gui_workspace) as store:
+        name = store.get_run(run_id).name  # the config's name and the day
+    assert page.stored.table.item(0, 0).text() == name
+    assert f"evaluation of '{name}'" in page.shown_label.text()
     assert page.export_md_button.isEnabled()

@@ -374,8 +374,11 @@ def test_the_page_opens_on_the_newest_run_and_follows_the_run_chosen(
     qtbot.waitUntil(lambda: page.replay is not None, timeout=30_000)
     assert page.runs.currentData() == result.run_id != LOOSE
     labels = [page.runs.itemText(i) for i in range(page.runs.count())]
-    assert labels[0].startswith("evaluation of 't' · evaluation · today ")
-    assert labels[1].startswith("t · training · today ")
+    with Store.open(ws) as store:
+        name = store.get_run(run_id).name
+    assert name.startswith("t, ")  # the config's name and the day: runs told apart
+    assert labels[0].startswith(f"evaluation of '{name}' · evaluation · today ")
+    assert labels[1].startswith(f"{name} · training · today ")
     assert labels[-1] == "single episodes (not in a run)"
     assert not any("{" in label for label in labels)
     assert page.replay.episode.run_id == result.run_id

@@ -20,6 +20,7 @@ from workbench.core.evaluate import EvaluationStopped, Report
 from workbench.core.jobs.shared import (
     backbone_for,
     effective_status,
+    evaluated_name,
     evaluation_title,
     open_pool,
     run_title,
@@ -51,14 +52,21 @@ class EvaluationSource:
     pool: tuple[str, ...]
     backbone_model: str
     run_id: str | None = None
+    run_name: str = ""  # the trained run's own name (unique in its workspace)
     coordinator_file: str | None = None
 
     @property
     def reference(self) -> dict[str, str]:
-        """How the evaluation's run record names its source."""
+        """How the evaluation's run record names its source: the run's id and name (lists
+        show the name: two runs of one config have different ones), or the file."""
         if self.run_id is not None:
-            return {"run": self.run_id}
+            return {"run": self.run_id, "run_name": self.run_name}
         return {"coordinator_file": str(self.coordinator_file)}
+
+    @property
+    def name(self) -> str:
+        """What an evaluation of it is called after: the run's name, else the config's."""
+        return self.run_name or self.config.run.name
 
     @property
     def baselines(self) -> list[str]:
@@ -107,7 +115,7 @@ def _stored_evaluation(record: RunRecord) -> StoredEvaluation:
     coordinator = (
         next((s for s in report.systems if s.kind == "coordinator"), None) if report else None
     )
-    name = str((record.config_data.get("run") or {}).get("name") or "a coordinator")
+    name = evaluated_name(record) or "a coordinator"
     file = reference.get("coordinator_file")
     return StoredEvaluation(
         id=record.id,
@@ -172,7 +180,11 @@ def _evaluation_source(
         config = record.config()
         pool = tuple(wid for wid, _ in describe_pool(config.pool.workers, workspace=workspace))
         return EvaluationSource(
-            config=config, pool=pool, backbone_model=config.backbone.model, run_id=record.id
+            config=config,
+            pool=pool,
+            backbone_model=config.backbone.model,
+            run_id=record.id,
+            run_name=record.name,
         )
     if coordinator_file is not None:
         manifest = read_manifest(coordinator_file)
@@ -237,7 +249,7 @@ def evaluate_run(
             coordinator, _ = load_coordinator(source.coordinator_file, backbone)
         session = open_pool(config, store, workspace, stages)  # one that cannot serve: no run
         eval_id = store.create_run(
-            evaluation_title(config.run.name, source.coordinator_file),
+            evaluation_title(source.name, source.coordinator_file),
             "eval",
             {
                 **config.to_dict(),

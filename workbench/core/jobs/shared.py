@@ -191,9 +191,17 @@ def run_title(record: RunRecord) -> str:
     evaluation adds), whatever name it was stored under."""
     if record.kind != "eval":
         return record.name or record.id[:8]
-    evaluated = record.config_data.get("run") or {}
     reference = record.config_data.get("evaluation") or {}
-    return evaluation_title(str(evaluated.get("name") or ""), reference.get("coordinator_file"))
+    return evaluation_title(evaluated_name(record), reference.get("coordinator_file"))
+
+
+def evaluated_name(record: RunRecord) -> str:
+    """What evaluation ``record`` evaluated, by name: the trained run's own name as the
+    evaluation stored it, else (a coordinator file, a cross-validation's fold) the name in
+    the config it was trained under; empty when neither says."""
+    reference = record.config_data.get("evaluation") or {}
+    evaluated = record.config_data.get("run") or {}
+    return str(reference.get("run_name") or evaluated.get("name") or "")
 
 
 def summarise_run(record: RunRecord, generations: int) -> RunSummary:
