@@ -109,8 +109,10 @@ def test_ctrl_q_quits(make_main_window, qtbot):
     window = make_main_window()
     assert window.quit_action.shortcut().toString() == "Ctrl+Q"
     window.activateWindow()
+    # an application shortcut fires in the active window (a user's is: they type in it)
+    qtbot.waitUntil(window.isActiveWindow, timeout=10_000)
     qtbot.keyClick(window, Qt.Key.Key_Q, Qt.KeyboardModifier.ControlModifier)
-    qtbot.waitUntil(lambda: not window.isVisible(), timeout=5_000)
+    qtbot.waitUntil(lambda: not window.isVisible(), timeout=10_000)
 
 
 # Runs in the child: the app's main() on a workspace that cannot be used; a timer reads

@@ -316,7 +316,7 @@ def test_config_files_are_read_and_written_off_the_gui_thread(
     import pathlib
     import threading
 
-    import workbench.gui.qt_runs as qt_runs
+    import workbench.gui.runs_model as runs_model
 
     on_gui: list[tuple[str, bool]] = []  # per disk call: (what, was it on the GUI thread?)
 
@@ -327,7 +327,7 @@ def test_config_files_are_read_and_written_off_the_gui_thread(
 
         return wrapper
 
-    monkeypatch.setattr(qt_runs, "load_run_config", recorded("read", qt_runs.load_run_config))
+    monkeypatch.setattr(runs_model, "load_run_config", recorded("read", runs_model.load_run_config))
     import workbench.core.settings as settings
 
     monkeypatch.setattr(

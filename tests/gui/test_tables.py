@@ -8,6 +8,7 @@ from __future__ import annotations
 from tests.core.test_training import config
 from workbench.core.jobs.train import train
 from workbench.core.records import ROLES, StopReason
+from workbench.core.store import Store
 from workbench.gui import tables
 from workbench.gui.qt import Qt, QTableWidget
 from workbench.gui.words import ROLE_NAMES, STOP_REASONS, stop_sentence
@@ -24,12 +25,16 @@ def test_the_runs_table_fits_its_content_and_elides_only_a_long_value(
     its tooltip."""
     from tests.gui.fitting import assert_fits_sideways
 
+    long_run = ""
     for name in ("short", LONG_NAME.strip()):
-        train(
+        long_run = train(
             config(run={"name": name}, budget={"generations": 1}),
             gui_workspace,
             backbone=tiny_backbone,
         )
+    with Store.open(gui_workspace) as store:
+        long_name = store.get_run(long_run).name  # the config's name and the day
+    assert long_name.startswith(LONG_NAME.strip() + ", ")
     window = make_main_window()
     window.resize(1280, 800)
     page = window.pages["Runs"]
@@ -40,8 +45,8 @@ def test_the_runs_table_fits_its_content_and_elides_only_a_long_value(
     name_column, why = header.index("Name"), header.index("Why it ended")
     assert_fits_sideways(table, stretched=[name_column, why], readable=60)
     rows = {table.item(r, name_column).text(): r for r in range(2)}
-    long_row = rows[LONG_NAME.strip()]
-    assert LONG_NAME.strip() in table.item(long_row, name_column).toolTip()
+    long_row = rows[long_name]
+    assert long_name in table.item(long_row, name_column).toolTip()
     assert table.textElideMode() == Qt.TextElideMode.ElideRight and not table.wordWrap()
     # when it started: today's runs by the time alone, the whole date in the tooltip
     started = table.item(long_row, header.index("Started"))

@@ -117,7 +117,8 @@ def usage_rows(report: Report, pool: Sequence[str]) -> list[list[CellText]]:
     rows = []
     for key in usage_keys(report, pool):
         worker, _, role = key.rpartition("/")
-        head = CellText(f"{worker} as {role_name(role)}", tooltip=f"{worker} in the {role} role")
+        text = f"{worker} as {role_name(role)}"
+        head = CellText(text, tooltip=f"{text} (the {role} role)")
         counts = [s.usage.get(key, 0) for s in report.systems]
         rows.append([head, *(CellText(str(n), n, f"{n} turns") for n in counts)])
     return rows
