@@ -91,7 +91,7 @@ class CrossValView(QWidget):
         for name, tip in LIST_TIPS.items():
             tables.header_tip(self.list_table, LIST_COLUMNS.index(name), tip)
         self.list_table.setToolTip("Click a cross-validation to show its results")
-        self.list_table.setMaximumHeight(140)
+        self.list_table.setMaximumHeight(110)  # a few rows: the results below need the room
         self.list_table.itemSelectionChanged.connect(self._picked)
         self.summary_label = QLabel(NO_CROSSVAL)
         self.summary_label.setWordWrap(True)
