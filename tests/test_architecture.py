@@ -28,7 +28,7 @@ def test_import_linter_contracts_hold():
         "the program's layers: the CLI over the GUI over core",
         "core's layers: jobs over training over the episode over its parts",
         "the workers' layers: checks over pools over providers over the transport",
-        "the jobs' layers: the study over the single jobs over what they share",
+        "the jobs' layers: jobs of jobs over single jobs over their parts",
         "the HTTP transport knows no API keys",
         "no import circles between the modules of any package",
     ):

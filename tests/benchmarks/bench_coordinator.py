@@ -83,7 +83,7 @@ def child_generation(args) -> dict:
     try:  # this tree
         from workbench.core.records import GenerationStats
         from workbench.core.training.basis import CALIBRATION_TASKS
-        from workbench.core.training.trainer import task_splits
+        from workbench.core.training.state import task_splits
     except ImportError:  # the baseline commit: one evolution module held all three
         from workbench.core.evolution import (  # type: ignore[no-redef]
             CALIBRATION_TASKS,

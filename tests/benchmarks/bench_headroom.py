@@ -37,7 +37,7 @@ from results import ROOT, write_results  # noqa: E402
 
 from workbench.core.config import RunConfig  # noqa: E402
 from workbench.core.tasks.suites import load_suite  # noqa: E402
-from workbench.core.training.trainer import task_splits  # noqa: E402
+from workbench.core.training.state import task_splits  # noqa: E402
 
 
 def cli(workspace: Path, *args: str) -> float:

@@ -20,7 +20,7 @@ outside references:
 
 - MMLU-Pro's own extraction (each record's ``pred``) on the same questions: each model's
   accuracy, the any-right oracle, and the held-out gain of routing by category computed by
-  the same function (``workbench.core.headroom_figures.analyse``) on ``pred``'s right and
+  the same function (``workbench.core.jobs.headroom_figures.analyse``) on ``pred``'s right and
   wrong;
 - the figures published with the data (measured from outside on all the pool's questions,
   routing by category 5-fold cross-validated): on small-6 best single 0.442, any-of-six
@@ -49,7 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from results import ROOT, write_results  # noqa: E402
 
-from workbench.core.headroom_figures import Outcomes, analyse  # noqa: E402
+from workbench.core.jobs.headroom_figures import Outcomes, analyse  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "mmlu-pro"
 # the pools of tests/benchmarks/configs/mmlu-pro-preregistered.toml

@@ -10,6 +10,9 @@ and without kept features.
     python tests/benchmarks/bench_mmlu_pro.py dev --workspace WS --out docs/results/data/mmlu-pro-dev.json
     # the pre-registered comparison, both pools (tests/benchmarks/configs/mmlu-pro-preregistered.toml)
     python tests/benchmarks/bench_mmlu_pro.py compare --workspace WS --out docs/results/data/mmlu-pro.json
+    # its figures and tables computed again from the reports the file holds (its provenance
+    # kept, the command and commit that computed them added as figures_by)
+    python tests/benchmarks/bench_mmlu_pro.py figures --from FILE --out docs/results/data/mmlu-pro.json
     # backbones compared on a sample of small-6 (the same folds, every router on each)
     python tests/benchmarks/bench_mmlu_pro.py backbones --workspace WS --sample 3000 \
         --backbone offline --backbone PATH/gemma-3-270m-q4_k_m.gguf --out docs/results/data/mmlu-pro-backbones.json
@@ -39,11 +42,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from results import ROOT, write_results  # noqa: E402
+from results import ROOT, commit, write_results  # noqa: E402
 
 from workbench.core.config import RunConfig  # noqa: E402
 from workbench.core.coordinator.feature_store import FeatureStore, stored_features  # noqa: E402
-from workbench.core.crossval import (  # noqa: E402
+from workbench.core.jobs.crossval import (  # noqa: E402
     FoldProgress,
     cross_validate,
     fold_suite,
@@ -299,7 +302,62 @@ def pool_figures(name: str, report: dict[str, Any]) -> tuple[dict[str, Any], dic
                 short(chosen),
             ]
         )
-    return figures, {"systems": table, "by_category": by_category, "routing": where}
+    curve = training_curve(report.get("curves", []))
+    for row in curve["rows"]:
+        figures[f"{name}/curve/{row[0]}/validation"] = row[3]
+    return figures, {
+        "systems": table,
+        "by_category": by_category,
+        "routing": where,
+        "curve": curve,
+    }
+
+
+CURVE_AT = (1, 2, 5, 10, 20, 30, 40, 50, 60)
+
+
+def training_curve(curves: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The coordinator's training, generation by generation, averaged over the first fold
+    seed's folds: the best and the mean fitness of a generation's candidates (accuracy on
+    the training split) and the validation accuracy of the search's mean."""
+    rows = []
+    for g in CURVE_AT:
+        at = [c for c in curves if len(c["best"]) >= g]
+        if not at:
+            continue
+        values = [[c[key][g - 1] for c in at] for key in ("best", "mean", "validation")]
+        rows.append(
+            [g]
+            + [
+                None if any(v is None for v in vs) else round(float(np.mean(vs)), 4)
+                for vs in values
+            ]
+        )
+    return {
+        "columns": [
+            "generation",
+            "best candidate, training split",
+            "candidates' mean, training split",
+            "validation",
+        ],
+        "rows": rows,
+    }
+
+
+def refigure(source: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """The figures and tables of a compare results file, computed again from the reports it
+    holds (``pools``) with this module's ``pool_figures``; and its provenance, kept."""
+    data = json.loads(source.read_text(encoding="utf-8"))
+    figures: dict[str, Any] = {}
+    tables: dict[str, Any] = {}
+    for pool, report in data["pools"].items():
+        more, pool_tables = pool_figures(pool, report)
+        tables.update({f"{pool}/{k}": v for k, v in pool_tables.items()})
+        figures.update(more)
+        figures[f"{pool}/wall_seconds"] = report["wall_seconds"]
+        figures[f"{pool}/train_seconds"] = report["train_seconds"]
+    kept = {k: data[k] for k in ("command", "commit", "machine", "date", "load")}
+    return figures, tables, {**kept, "pools": data["pools"], "plan": data["plan"]}
 
 
 def compare(workspace: Workspace, pools: Sequence[str], config_sections: dict[str, Any]) -> dict:
@@ -454,7 +512,15 @@ def backbones(
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("mode", choices=("plan", "import", "dev", "compare", "timing", "backbones"))
+    parser.add_argument(
+        "mode", choices=("plan", "import", "dev", "compare", "figures", "timing", "backbones")
+    )
+    parser.add_argument(
+        "--from",
+        dest="source",
+        type=Path,
+        help="figures: a compare results file whose figures to compute again",
+    )
     parser.add_argument(
         "--backbone",
         action="append",
@@ -485,6 +551,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         }
         if args.out:
             write_results(args.out, figures, plan=the_plan)
+        return 0
+    if args.mode == "figures":
+        if not (args.source and args.out):
+            parser.error("figures needs --from and --out")
+        figures, tables, kept = refigure(args.source)
+        data = {**kept, "figures": figures, **tables}
+        data["figures_by"] = {"command": " ".join(sys.argv), "commit": commit()}
+        Path(args.out).write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
         return 0
     if not args.workspace:
         parser.error(f"{args.mode} needs --workspace")

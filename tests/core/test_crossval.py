@@ -12,18 +12,11 @@ import numpy as np
 import pytest
 
 from workbench.core.config import RunConfig
-from workbench.core.crossval import (
-    cross_validate,
-    fold_suite,
-    list_crossvals,
-    load_crossval,
-    make_folds,
-    paired,
-    sign_test,
-    summarise_folds,
-)
 from workbench.core.errors import InvalidInput
+from workbench.core.jobs.crossval import cross_validate, fold_suite, make_folds
+from workbench.core.jobs.crossval_report import list_crossvals, load_crossval, summarise_folds
 from workbench.core.recordings import import_file
+from workbench.core.stats import paired, sign_test
 from workbench.core.store import Store
 from workbench.core.tasks.model import Suite, Task
 from workbench.core.tasks.suites import import_suite, load_suite

@@ -147,12 +147,22 @@ def test_one_bootstrap_one_best_single_rule_one_any_right_oracle_one_mean_interv
     """Every module uses the one statistics module and evaluate's rules, not copies."""
     import numpy as np
 
-    from workbench.core import crossval, frontier, headroom, power, stats
     from workbench.core import evaluate as ev
-    from workbench.core.jobs import study, study_stats
+    from workbench.core import power, stats
+    from workbench.core.jobs import (
+        crossval,
+        crossval_report,
+        frontier,
+        frontier_report,
+        headroom,
+        headroom_figures,
+        study,
+        study_stats,
+    )
 
     # the statistics live in workbench.core.stats alone
-    for module in (ev, crossval, frontier, headroom, study_stats):
+    modules = (ev, crossval, crossval_report, frontier, frontier_report, headroom)
+    for module in (*modules, headroom_figures, study_stats):
         for name in ("wilson", "bootstrap_mean", "paired_values", "sign_test", "mean_ci"):
             assert getattr(module, name, getattr(stats, name)) is getattr(stats, name), (
                 module.__name__,
@@ -162,8 +172,8 @@ def test_one_bootstrap_one_best_single_rule_one_any_right_oracle_one_mean_interv
     assert power.normal_quantile is stats.normal_quantile
     assert not hasattr(study_stats, "_T975") and not hasattr(ev, "BOOTSTRAP")
     assert not hasattr(headroom, "best_index") and not hasattr(headroom, "mean_interval")
-    assert frontier.best_single_index is ev.best_single_index
-    assert crossval.best_single_index is ev.best_single_index
+    assert frontier_report.best_single_index is ev.best_single_index
+    assert crossval_report.best_single_index is ev.best_single_index
     # the paired difference's interval is the bootstrap's, clamped to hold the mean
     d = np.array([1.0] * 3 + [0.0] * 97)
     p = stats.paired_values("a", "b", d, seed=3)

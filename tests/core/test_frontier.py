@@ -12,15 +12,14 @@ import pytest
 
 from workbench.core.config import RunConfig
 from workbench.core.errors import InvalidInput
-from workbench.core.frontier import (
+from workbench.core.jobs.frontier import check_penalties, study_frontier
+from workbench.core.jobs.frontier_report import (
     ANY_RIGHT,
     SystemOutcomes,
     build_frontier,
-    check_penalties,
     list_frontiers,
     load_frontier,
     pareto_front,
-    study_frontier,
 )
 from workbench.core.workspace import Workspace
 

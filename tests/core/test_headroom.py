@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from workbench.core.config import RunConfig
-from workbench.core.headroom import DEFAULT_SAMPLE, GRADE_CHUNK, check_headroom, check_tasks
-from workbench.core.headroom_figures import (
+from workbench.core.jobs.headroom import DEFAULT_SAMPLE, GRADE_CHUNK, check_headroom, check_tasks
+from workbench.core.jobs.headroom_figures import (
     CheckCost,
     HeadroomReport,
     Outcomes,
@@ -23,7 +23,7 @@ from workbench.core.headroom_figures import (
 )
 from workbench.core.store import Store
 from workbench.core.tasks.suites import load_suite
-from workbench.core.training.trainer import task_splits
+from workbench.core.training.state import task_splits
 from workbench.core.workspace import Workspace
 
 
@@ -135,8 +135,8 @@ def test_recorded_answers_cost_nothing_and_cover_the_whole_split(tmp_path):
 def test_a_stopped_check_of_recorded_answers_grades_no_more(tmp_path, monkeypatch):
     """A stop during grading: no answer is graded after it but those already begun (one
     per grading chunk at most), and the check's run is stored as stopped."""
-    from workbench.core import headroom
     from workbench.core.evaluate import EvaluationStopped
+    from workbench.core.jobs import headroom
     from workbench.core.tasks.graders import grade
     from workbench.core.training.events import StopToken
 
@@ -319,7 +319,7 @@ def test_the_held_out_gain_counts_no_lucky_draws():
 
 
 def test_the_held_out_halves_split_every_category_evenly():
-    from workbench.core.headroom_figures import halves
+    from workbench.core.jobs.headroom_figures import halves
 
     groups = np.array([0] * 7 + [1] * 4 + [2] * 1 + [3] * 1)
     half = halves(groups, 4, seed=5)

@@ -12,8 +12,8 @@ import pytest
 
 from tests.support.mmlu_pro import SMALL_SIX, mmlu_pro_file, records
 from workbench.core.config import RunConfig
-from workbench.core.crossval import cross_validate
 from workbench.core.importers.mmlu_pro import import_mmlu_pro
+from workbench.core.jobs.crossval import cross_validate
 from workbench.core.store import Store
 from workbench.core.tasks.suites import load_suite
 from workbench.core.workspace import Workspace

@@ -125,8 +125,7 @@ def test_evaluate_reports_the_multi_turn_oracle_next_to_the_one_turn_one():
             None,
             build_pool(TEAM),
             tasks,
-            suite="mixed",
-            max_turns=5,
+            EpisodeSettings(suite="mixed", max_turns=5),
             baselines=["oracle", "multi-turn oracle"],
         )
     )

@@ -14,7 +14,7 @@ from workbench.core.jobs.study import study_optimizers
 from workbench.core.jobs.train import train
 from workbench.core.store import Store
 from workbench.core.tasks.suites import load_suite
-from workbench.core.training.trainer import task_splits
+from workbench.core.training.state import task_splits
 from workbench.core.workspace import Workspace
 
 

@@ -321,10 +321,8 @@ def test_an_evaluation_of_a_recorded_pool_has_the_oracle_and_paired_differences(
             FixedPolicy(2, 1),  # always beta: no answer to tasks[0], right on tasks[1]
             pool,
             tasks[:2],
-            suite=SUITE,
-            max_turns=1,
+            EpisodeSettings(suite=SUITE, max_turns=1, roles=("worker",)),
             baselines=["recorded oracle"],  # brings the single workers it is read from
-            roles=("worker",),
         )
     )
     by_name = {s.name: s for s in report.systems}

@@ -23,6 +23,7 @@ import pytest
 
 from tests.core.test_training import config
 from tests.support.fault_server import MODEL, Fault
+from tests.support.runs import ended_as
 from workbench.core.coordinator import Coordinator, Head, HeadConfig
 from workbench.core.export import save_coordinator
 from workbench.core.jobs.train import train
@@ -501,7 +502,7 @@ def test_stopping_lets_in_flight_episodes_finish_and_closes_the_run(
     with Store.open(ws) as store:
         (run,) = store.list_runs(kind="serve")
     assert run.status == "finished" and run.stop_reason == "shutdown"
-    assert run.result == {"episodes": 1, "cancelled": 0}
+    assert ended_as(run.result) == {"episodes": 1, "cancelled": 0}
     with pytest.raises(openai.APIConnectionError):
         served.chat()
 
@@ -562,7 +563,7 @@ def test_the_serve_command_serves_until_interrupted(tmp_path, tiny_chat_backbone
     assert "stopped; 1 episode(s) stored in run" in stderr
     with Store.open(Workspace.open(ws)) as store:
         (run,) = store.list_runs(kind="serve")
-        assert run.status == "finished" and run.result == {"episodes": 1, "cancelled": 0}
+        assert run.status == "finished" and ended_as(run.result) == {"episodes": 1, "cancelled": 0}
         (episode,) = store.list_episodes(run.id)
     assert episode.id == completion.trinity["episode_id"]
 

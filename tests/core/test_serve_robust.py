@@ -30,6 +30,7 @@ from tests.core.test_serve import (  # noqa: F401
     ws,
 )
 from tests.support.fault_server import Fault
+from tests.support.runs import ended_as
 from workbench.core.serving.api import ServeSettings
 from workbench.core.serving.server import Server
 from workbench.core.serving.team import load_team
@@ -279,7 +280,7 @@ def test_sigterm_with_a_long_request_in_flight_exits_within_the_grace(
         assert isinstance(failed, openai.APIError | httpx.HTTPError), failed
     with Store.open(Workspace.open(ws)) as store:
         (run,) = store.list_runs(kind="serve")
-        assert run.status == "finished" and run.result == {"episodes": 1, "cancelled": 1}
+        assert run.status == "finished" and ended_as(run.result) == {"episodes": 1, "cancelled": 1}
         (summary,) = store.list_episodes(run.id)
         episode = store.get_episode(summary.id)
     assert episode.stop_reason == "cancelled" and len(episode.turns) == 1

@@ -15,7 +15,7 @@ from workbench.core.protocol import SUGGEST_ROLE_INSTRUCTION, EpisodeSettings, r
 from workbench.core.records import Episode, Role, StopReason, Turn
 from workbench.core.store import Store
 from workbench.core.tasks.model import Task
-from workbench.core.training.trainer import fitness_score
+from workbench.core.training.state import fitness_score
 from workbench.core.workspace import Workspace
 
 
@@ -131,7 +131,8 @@ def test_replays_mark_the_role_the_thinker_picked():
     out = io.StringIO()
     print_episode(episode, file=out)
     assert "worker (Thinker's pick)" in out.getvalue()
-    assert "the coordinator's choice overridden" in out.getvalue()
+    # the note wraps at the terminal's width: read it as one line
+    assert "the coordinator's choice overridden" in " ".join(out.getvalue().split())
     plain = thinker_override_episode(option=False)
     assert "Thinker's pick" not in " ".join(role_label(plain, i) for i in range(3))
 

@@ -357,7 +357,7 @@ def test_export_and_load_give_identical_decisions(ws, tiny_backbone, tmp_path):
     assert manifest_1["version"] == 1
     np.testing.assert_array_equal(loaded_1.head.get_flat(), loaded.head.get_flat())
     np.testing.assert_array_equal(loaded.head.get_flat(), vector)
-    from workbench.core.training.trainer import coordinator_from_vector
+    from workbench.core.training.executors import coordinator_from_vector
 
     original = coordinator_from_vector(tiny_backbone, 3, vector, svf=False)
     for text in ("Query:\nWhat is 2 + 2?", "Query:\nWrite sq(x).\n\nThinker/sandbox:coder: plan"):
@@ -683,7 +683,7 @@ def test_the_stored_result_is_the_coordinator_that_was_validated(ws, tiny_chat_b
     from workbench.core.coordinator import softmax
     from workbench.core.protocol import render_transcript
     from workbench.core.tasks.suites import load_suite
-    from workbench.core.training.trainer import coordinator_from_vector
+    from workbench.core.training.executors import coordinator_from_vector
 
     cfg = config(
         optimizer={"popsize": 4, "rollouts": 3, "validate_every": 1, "search_basis": basis},

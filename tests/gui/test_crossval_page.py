@@ -12,7 +12,7 @@ import pytest
 
 from tests.core.test_crossval import _parity, _parity_config
 from tests.gui.fitting import assert_fits_sideways
-from workbench.core.crossval import cross_validate
+from workbench.core.jobs.crossval import cross_validate
 from workbench.gui.crossval_model import system_name
 from workbench.gui.qt import QApplication, pg
 

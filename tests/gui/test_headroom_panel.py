@@ -1,12 +1,13 @@
 """The Evaluate page's "Headroom and cost" panel: the headroom check of a run config runs
 in the background and shows core's report; a stored frontier study is drawn with every
-point's details on hover (the figures are core's: workbench/core/headroom.py, frontier.py)."""
+point's details on hover (the figures are core's: workbench/core/jobs/headroom.py, frontier.py)."""
 
 from __future__ import annotations
 
 from tests.core.test_frontier import _config as frontier_config
-from workbench.core.frontier import point_details, study_frontier
-from workbench.core.headroom import check_headroom
+from workbench.core.jobs.frontier import study_frontier
+from workbench.core.jobs.frontier_report import point_details
+from workbench.core.jobs.headroom import check_headroom
 from workbench.gui.qt import Qt
 
 TIMEOUT = 120_000
@@ -63,7 +64,7 @@ def test_a_frontier_study_runs_from_the_panel_with_its_progress(
     """Study the frontier from the panel: the study runs in a child process (the window
     stays live), the bar counts the penalties as each is done, and the finished study is
     drawn and stored."""
-    from workbench.core.frontier import list_frontiers
+    from workbench.core.jobs.frontier_report import list_frontiers
 
     config = frontier_config().replace(backbone={"model": str(tiny_model_dir), "device": "cpu"})
     path = tmp_path / "frontier.toml"
@@ -91,7 +92,7 @@ def test_a_frontier_study_runs_from_the_panel_with_its_progress(
 def test_a_stopped_study_says_so_and_stores_no_study(
     make_main_window, qtbot, gui_workspace, tiny_model_dir, tmp_path
 ):
-    from workbench.core.frontier import list_frontiers
+    from workbench.core.jobs.frontier_report import list_frontiers
 
     config = frontier_config().replace(backbone={"model": str(tiny_model_dir), "device": "cpu"})
     path = tmp_path / "frontier.toml"

@@ -224,7 +224,7 @@ def test_stop_ends_a_slow_episode_without_storing_it(
     with Store.open(gui_workspace) as store:
         (run,) = store.list_runs(kind="serve")
         assert store.list_episodes(run.id) == []
-        assert run.status == "finished" and run.stop_reason == "stopped"
+        assert run.status == "stopped" and run.stop_reason == "stopped"
     assert page.ask_button.isEnabled()
 
 

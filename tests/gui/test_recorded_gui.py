@@ -12,6 +12,7 @@ import pytest
 
 from workbench.core.evaluate import evaluate
 from workbench.core.policies import FixedPolicy
+from workbench.core.protocol import EpisodeSettings
 from workbench.core.recordings import import_file
 from workbench.core.tasks.suites import load_suite
 from workbench.core.workers.pool import build_pool
@@ -72,7 +73,9 @@ def test_the_evaluate_page_charts_paired_differences_from_the_best_single(
 ):
     pool = build_pool(["recorded:mine"], workspace=gui_workspace)
     report, _ = asyncio.run(
-        evaluate(FixedPolicy(2, 1), pool, imported, suite="arithmetic", max_turns=1)
+        evaluate(
+            FixedPolicy(2, 1), pool, imported, EpisodeSettings(suite="arithmetic", max_turns=1)
+        )
     )
     window = make_main_window()
     page = window.pages["Evaluate"]

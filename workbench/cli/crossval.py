@@ -10,7 +10,7 @@ from workbench.cli.progress import Counter, Display, add_progress_option, durati
 def cmd_crossval(args) -> int:
     from workbench.cli.views import TrainingView
     from workbench.core.config import RunConfig
-    from workbench.core.crossval import FoldProgress, cross_validate
+    from workbench.core.jobs.crossval import FoldProgress, cross_validate
     from workbench.core.jobs.shared import backbone_for
 
     config = RunConfig.load(args.config)

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from workbench.cli.common import UserError, print_json, print_written, workspace
 from workbench.cli.progress import Display, add_progress_option
-from workbench.core.headroom import DEFAULT_SAMPLE
+from workbench.core.jobs.headroom import DEFAULT_SAMPLE
 
 
 def cmd_headroom(args) -> int:
     from workbench.core.config import RunConfig
-    from workbench.core.headroom import check_headroom
+    from workbench.core.jobs.headroom import check_headroom
 
     config = RunConfig.load(args.config)
     if args.pool:
@@ -55,7 +55,7 @@ def parse_penalties(text: str) -> list[float]:
 def cmd_frontier(args) -> int:
     from workbench.cli.views import RunsView
     from workbench.core.config import RunConfig
-    from workbench.core.frontier import study_frontier
+    from workbench.core.jobs.frontier import study_frontier
 
     config = RunConfig.load(args.config)
     penalties = parse_penalties(args.penalties)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import csv
+import dataclasses
 import io
 import json
 from collections import Counter
@@ -38,7 +39,7 @@ from workbench.core.routers import RECORDED_ORACLE
 from workbench.core.stats import Paired, paired, wilson
 from workbench.core.tasks.model import Task
 from workbench.core.training.events import StopToken
-from workbench.core.training.trainer import derived_seed
+from workbench.core.training.executors import derived_seed
 from workbench.core.workers.base import Worker, pool_covers
 from workbench.core.workers.simulated import PROFILES_BY_ID, oracle_worker
 
@@ -406,23 +407,16 @@ async def evaluate(
     coordinator: Policy,
     pool: Sequence[Worker],
     tasks: Sequence[Task],
+    settings: EpisodeSettings,
     *,
-    suite: str,
     split: str = "test",
-    max_turns: int = 5,
-    temperature: float = 0.1,
-    max_tokens: int = 4096,
     seed: int = 0,
     concurrency: int = 0,
     baselines: bool | Collection[str] = True,
-    prompts: Prompts | None = None,
     run_id: str | None = None,
     name: str = "coordinator",
     progress: Callable[[EvaluationProgress], None] | None = None,
     stop: StopToken | None = None,
-    thinker_suggests_role: bool = False,
-    final_turn: str = "free",
-    roles: tuple[str, ...] = ("thinker", "worker", "verifier"),
 ) -> tuple[Report, list[Episode]]:
     """Run every system on ``tasks``; returns the report and all episodes (candidate =
     the system's index in the report, so Replay can show the evaluation).
@@ -430,11 +424,13 @@ async def evaluate(
     ``baselines``: all of them (True), none (False), or the names to run, from
     ``baseline_names``. ``progress`` hears of every finished episode; once ``stop`` is
     stopped, no further episode starts and ``EvaluationStopped`` is raised.
-    ``thinker_suggests_role``: the run's protocol option; ``final_turn``: ``free`` (the
-    paper's protocol) or ``worker`` (a turn that would end an episode without a Worker's
-    answer is played as a Worker, as the server does): both ``EpisodeSettings``.
+    ``settings``: how every episode is played (``EpisodeSettings.of`` a run's protocol;
+    its ``final_turn``: ``free``, the paper's protocol, or ``worker``, a turn that would
+    end an episode without a Worker's answer played as a Worker, as the server does); a
+    baseline of fewer turns plays them in the same settings.
     """
-    prompts = prompts or Prompts.load()
+    max_turns = settings.max_turns
+    settings = dataclasses.replace(settings, prompts=settings.prompts or Prompts.load())
     L = len(pool)
     ids = [w.id for w in pool]
     chosen = _chosen_baselines(ids, baselines, max_turns)
@@ -470,16 +466,7 @@ async def evaluate(
                 policy,
                 pool,
                 task,
-                EpisodeSettings(
-                    suite=suite,
-                    max_turns=turns,
-                    max_tokens=max_tokens,
-                    temperature=temperature,
-                    prompts=prompts,
-                    thinker_suggests_role=thinker_suggests_role,
-                    final_turn=final_turn,
-                    roles=roles,
-                ),
+                dataclasses.replace(settings, max_turns=turns),
                 rng=np.random.default_rng(derived_seed(seed, "eval", index, j))
                 if isinstance(policy, RandomPolicy)
                 else None,
@@ -515,7 +502,7 @@ async def evaluate(
     covered = [t.id for t in tasks if pool_covers(pool, t)]
     best, pairs = against_best_single(results, episodes, covered, seed)
     report = Report(
-        suite=suite,
+        suite=settings.suite,
         split=split,
         systems=tuple(results),
         learned=tuple(learned),

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from workbench.core.config import ProtocolSection
 from workbench.core.coordinator import Action
 from workbench.core.policies import Policy
 from workbench.core.records import ROLES, Episode, Role, StopReason, Turn, Verdict
@@ -216,6 +217,31 @@ class EpisodeSettings:
     # the roles the coordinator may choose (``[protocol] roles``); the head keeps a row
     # for every role of ROLES and the others' probabilities are masked to zero
     roles: tuple[str, ...] = tuple(str(r) for r in ROLES)
+
+    @classmethod
+    def of(
+        cls,
+        protocol: ProtocolSection,
+        suite: str,
+        *,
+        prompts: Prompts | None = None,
+        max_turns: int | None = None,
+        final_turn: str = "free",
+    ) -> EpisodeSettings:
+        """The settings of a run's ``[protocol]`` section, the one place they are read:
+        its turn limit (``max_turns`` instead where a caller plays fewer, as the headroom
+        check's one turn or a served team's own limit), output limit, temperature,
+        Thinker's role suggestion and roles, for episodes recorded under ``suite``."""
+        return cls(
+            suite=suite,
+            max_turns=protocol.max_turns if max_turns is None else max_turns,
+            max_tokens=protocol.max_tokens,
+            temperature=protocol.temperature,
+            prompts=prompts,
+            thinker_suggests_role=protocol.thinker_suggests_role,
+            final_turn=final_turn,
+            roles=protocol.roles,
+        )
 
     def __post_init__(self) -> None:
         if self.final_turn not in FINAL_TURNS:

@@ -9,6 +9,7 @@ them) and the pages that show them. They serialise to plain JSON; each enum is a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -286,3 +287,36 @@ class GenerationStats:
         data = asdict(self)
         del data["run_id"], data["generation"]
         return data
+
+
+@dataclass
+class Spend:
+    """What a run has used so far: its episodes, worker calls, dollars and seconds (a
+    training run's is restored on resume; every ended run stores ``as_totals``)."""
+
+    episodes: int = 0
+    calls: int = 0
+    dollars: float = 0.0
+    seconds: float = 0.0
+
+    def add(
+        self, episodes: int = 0, calls: int = 0, dollars: float = 0.0, seconds: float = 0.0
+    ) -> None:
+        """Count more spend in this one."""
+        self.episodes += episodes
+        self.calls += calls
+        self.dollars += dollars
+        self.seconds += seconds
+
+    def as_totals(self) -> dict[str, float]:
+        return {
+            "episodes": self.episodes,
+            "calls": self.calls,
+            "dollars": self.dollars,
+            "minutes": self.seconds / 60,
+        }
+
+
+def worker_calls(episodes: Sequence[Episode]) -> int:
+    """The worker calls ``episodes`` made (a Verifier chosen before any answer makes none)."""
+    return sum(len([t for t in e.turns if t.messages]) for e in episodes)

@@ -8,7 +8,7 @@ reads it without a window; the view is ``qt_crossval``.
 
 from __future__ import annotations
 
-from workbench.core.crossval import CrossValReport, CVSystem, StoredCrossVal
+from workbench.core.jobs.crossval_report import CrossValReport, CVSystem, StoredCrossVal
 from workbench.core.stats import Paired
 from workbench.gui.evaluate_model import tick_name
 from workbench.gui.runs_model import CellText, started_text

@@ -14,7 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from workbench.core.crossval import CrossValReport, StoredCrossVal, list_crossvals, load_crossval
+from workbench.core.jobs.crossval_report import (
+    CrossValReport,
+    StoredCrossVal,
+    list_crossvals,
+    load_crossval,
+)
 from workbench.core.workspace import Workspace
 from workbench.gui import tables
 from workbench.gui.crossval_model import (

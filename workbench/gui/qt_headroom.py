@@ -3,11 +3,12 @@ training: is a coordinator worth it on this pool?) and the stored cost-quality f
 (after it: accuracy against dollars per task, every point with its intervals and its
 details on hover, the Pareto front marked).
 
-A view only: the check is ``workbench.core.headroom.check_headroom``, run in the page's
-background jobs; a new frontier study (``workbench.core.frontier.study_frontier``: a
-training run and an evaluation per cost penalty) runs in a child process
-(``study_thread.StudyThread``) with its progress and a Stop; stored studies are read in
-background jobs. Nothing runs on the GUI thread. docs/guides/headroom-and-cost.md.
+A view only: the check is ``workbench.core.jobs.headroom.check_headroom``, run in the
+page's background jobs; a new frontier study (``workbench.core.jobs.frontier.study_frontier``:
+a training run and an evaluation per cost penalty) runs in a child process
+(``study_thread.StudyThread``) with its progress and a Stop; stored studies
+(``workbench.core.jobs.frontier_report``) are read in background jobs. Nothing runs on the
+GUI thread. docs/guides/headroom-and-cost.md.
 """
 
 from __future__ import annotations
@@ -15,14 +16,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from workbench.core.frontier import (
+from workbench.core.jobs.frontier import check_penalties
+from workbench.core.jobs.frontier_report import (
     Frontier,
-    check_penalties,
     list_frontiers,
     load_frontier,
     point_details,
 )
-from workbench.core.headroom import DEFAULT_SAMPLE, HeadroomReport
+from workbench.core.jobs.headroom import DEFAULT_SAMPLE, HeadroomReport
 from workbench.core.printable import shown_path
 from workbench.core.workspace import Workspace
 from workbench.gui.plots import PlotPalette, coloured_curve, painted, text_item, themed
@@ -94,7 +95,7 @@ def interval_of(point: Any) -> pg.ErrorBarItem:
 def run_check(workspace: Workspace, config_path: str, sample: int) -> HeadroomReport:
     """The headroom check of the config file at ``config_path`` (a background job)."""
     from workbench.core.config import RunConfig
-    from workbench.core.headroom import check_headroom
+    from workbench.core.jobs.headroom import check_headroom
 
     return check_headroom(RunConfig.load(config_path), workspace, sample=sample)
 

@@ -58,7 +58,7 @@ class CellText:
     tooltip: str | None = None
 
 
-@dataclass
+@dataclass(kw_only=True)
 class RunProgress:
     """The run the page trains, or the one it shows: its state (a key of
     ``STATE_WORDS``), name, generations done of its budget, best training score, spend in

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from workbench.core.frontier import Frontier
+from workbench.core.jobs.frontier_report import Frontier
 from workbench.core.workspace import Workspace
 from workbench.gui.qt import QThread, Signal
 from workbench.gui.run_thread import own_command

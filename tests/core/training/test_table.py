@@ -210,13 +210,16 @@ def test_which_runs_take_the_table_path(champ, tiny_backbone):
     ):
         assert words in routing_table_reason(cfg.replace(**change))
     assert pool_reason(pool) is None
-    assert not Trainer(
-        cfg.replace(protocol={"max_turns": 2}),
-        store,
-        suite=load_suite("champ", ws),
-        pool=pool,
-        backbone=tiny_backbone,
-    ).uses_table
+    assert (
+        Trainer(
+            cfg.replace(protocol={"max_turns": 2}),
+            store,
+            suite=load_suite("champ", ws),
+            pool=pool,
+            backbone=tiny_backbone,
+        ).scoring
+        is None
+    )
 
 
 def test_the_recorded_defaults_apply_on_the_table_and_are_one_key_away(champ, tiny_backbone):
@@ -273,7 +276,7 @@ def test_a_run_on_the_table_trains_stores_and_resumes_exactly(champ, tiny_backbo
     ws, store, session, pool, tasks = champ
     cfg = _config()
     trainer, seen = _train(store, ws, session, tiny_backbone, cfg)
-    assert trainer.uses_table
+    assert trainer.scoring is not None
     trainer.start()
     session.run(trainer.run_async())
     whole = store.generations(trainer.run_id)
@@ -286,9 +289,10 @@ def test_a_run_on_the_table_trains_stores_and_resumes_exactly(champ, tiny_backbo
     assert vector is not None
     # the stored best is what its head scores on validation by argmax
     tasks = trainer.splits["validation"]
-    choices = trainer.table_choices(vector, tasks)
-    assert trainer.table is not None
-    rewards = trainer.table.outcome(trainer.table.rows(tasks), choices)[0]
+    assert trainer.scoring is not None and trainer.scoring.table is not None
+    choices = trainer.scoring.choices(vector, tasks)
+    table = trainer.scoring.table
+    rewards = table.outcome(table.rows(tasks), choices)[0]
     assert float(np.mean(rewards)) == pytest.approx(best)
 
     # killed after two generations and resumed: the same history as the uninterrupted run

@@ -112,15 +112,7 @@ def _trained(
     model = backbone_for(config, stages=stages)  # shared in this process: never closed here
     session = open_worker_pool(config.pool.workers, workspace, stages)
     coordinator = coordinator_from_vector(model, len(session.pool), vector, config.optimizer.svf)
-    p = config.protocol
-    settings = EpisodeSettings(
-        suite=the_suite.name,
-        max_turns=p.max_turns,
-        max_tokens=p.max_tokens,
-        temperature=p.temperature,
-        thinker_suggests_role=p.thinker_suggests_role,
-        roles=p.roles,
-    )
+    settings = EpisodeSettings.of(config.protocol, the_suite.name)
     tell(stages, _playing(the_task.id, settings.max_turns))
     return session.run(
         run_episode(

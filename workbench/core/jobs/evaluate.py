@@ -6,7 +6,6 @@ what is stored, ``stored_evaluations`` lists and ``load_evaluation`` reads back.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -16,7 +15,7 @@ from typing import Any
 from workbench.core.config import RunConfig
 from workbench.core.coordinator import Backbone
 from workbench.core.errors import InvalidInput
-from workbench.core.evaluate import EvaluationStopped, Report
+from workbench.core.evaluate import Report
 from workbench.core.jobs.shared import (
     backbone_for,
     effective_status,
@@ -26,13 +25,16 @@ from workbench.core.jobs.shared import (
     run_title,
 )
 from workbench.core.progress import StageListener, tell
+from workbench.core.protocol import EpisodeSettings
 from workbench.core.records import Episode, RunStatus, RunStopReason
 from workbench.core.spend import spend_kind
 from workbench.core.store import RunRecord, Store
+from workbench.core.store.lifecycle import RunLife
 from workbench.core.tasks.suites import load_suite
 from workbench.core.training.checkpoint import best_vector
 from workbench.core.training.events import StopToken
-from workbench.core.training.trainer import coordinator_from_vector, task_splits
+from workbench.core.training.executors import coordinator_from_vector
+from workbench.core.training.state import task_splits
 from workbench.core.workers.pool import describe_pool
 from workbench.core.workspace import Workspace
 
@@ -269,20 +271,14 @@ def evaluate_run(
                     coordinator,
                     session.pool,
                     tasks,
-                    suite=task_suite.name,
+                    EpisodeSettings.of(p, task_suite.name, final_turn=final_turn),
                     split=split,
-                    max_turns=p.max_turns,
-                    temperature=p.temperature,
-                    max_tokens=p.max_tokens,
                     seed=config.run.seed,
                     concurrency=config.optimizer.concurrency,
                     baselines=baselines,
                     run_id=eval_id,
                     progress=progress,
                     stop=stop,
-                    thinker_suggests_role=p.thinker_suggests_role,
-                    final_turn=final_turn,
-                    roles=p.roles,
                 ),
             )
         )
@@ -300,27 +296,13 @@ async def stored_evaluation(
     """Await ``evaluation`` (``evaluate.evaluate``) into the stored run ``eval_id``: its
     report labelled with the pool's spend (simulated, recorded or real dollars), its
     episodes stored, the run finished; or the run marked stopped or failed when the
-    evaluation raises, never left "running". Every stored evaluation goes through it
-    (``evaluate_run``, each cross-validation fold)."""
-    try:
+    evaluation raises, never left "running" (``RunLife``). Every stored evaluation goes
+    through it (``evaluate_run``, each cross-validation fold)."""
+    life = RunLife(store, eval_id)
+    life.start()
+    with life:
         report, episodes = await evaluation
-    except (EvaluationStopped, asyncio.CancelledError):  # a stop, or Ctrl-C in the CLI
-        store.set_run_status(eval_id, RunStatus.STOPPED, stop_reason=RunStopReason.STOPPED)
-        raise
-    except Exception as exc:
-        store.set_run_status(
-            eval_id,
-            RunStatus.FAILED,
-            stop_reason=RunStopReason.ERROR,
-            error=f"{type(exc).__name__}: {exc}",
-        )
-        raise
-    report = dataclasses.replace(report, spend=spend_kind(pool))
-    store.add_episodes(episodes)
-    store.set_run_status(
-        eval_id,
-        RunStatus.FINISHED,
-        stop_reason=RunStopReason.DONE,
-        result={"report": report.to_json()},
-    )
+        report = dataclasses.replace(report, spend=spend_kind(pool))
+        store.add_episodes(episodes)
+        life.end(RunStopReason.DONE, {"report": report.to_json()}, spend=life.spent(episodes))
     return report, episodes

@@ -12,7 +12,7 @@ from workbench.core.jobs.shared import backbone_for
 from workbench.core.progress import StageListener
 from workbench.core.store import Store
 from workbench.core.training.checkpoint import best_vector
-from workbench.core.training.trainer import coordinator_from_vector
+from workbench.core.training.executors import coordinator_from_vector
 from workbench.core.workers.pool import describe_pool
 from workbench.core.workspace import Workspace
 

@@ -76,18 +76,20 @@ def backbone_for(
 
 def effective_status(record: RunRecord) -> RunStatus:
     """A run's status, except that a ``running`` run whose process is gone (killed, or the
-    machine restarted) reads ``interrupted``: resume it with ``train --resume``."""
+    machine restarted) reads ``interrupted`` (a training run resumes with ``train
+    --resume``). Every kind of run names its process while it runs (``RunLife``)."""
     import os
     import socket
 
     status = record.status
-    result = record.run_result()
-    if status is not RunStatus.RUNNING or result is None or result.pid is None:
+    result = record.result or {}
+    pid = result.get("pid")
+    if status is not RunStatus.RUNNING or not isinstance(pid, int):
         return status
-    if result.host != socket.gethostname():
+    if result.get("host") != socket.gethostname():
         return status  # another machine's run: we cannot tell
     try:
-        os.kill(result.pid, 0)
+        os.kill(pid, 0)
     except ProcessLookupError:
         return RunStatus.INTERRUPTED
     except PermissionError:

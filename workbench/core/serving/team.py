@@ -39,13 +39,13 @@ from workbench.core.records import (
     ROLES,
     Episode,
     Role,
-    RunStatus,
     RunStopReason,
     StopReason,
     Turn,
     Verdict,
 )
 from workbench.core.store import Store
+from workbench.core.store.lifecycle import RunLife
 from workbench.core.tasks.model import KINDS, Task
 from workbench.core.workers.base import (
     Completion,
@@ -305,6 +305,7 @@ class Team:
         self.episodes = 0
         self._client: Any = None
         self._store: Store | None = None
+        self._life: RunLife | None = None
 
     @property
     def model_id(self) -> str:
@@ -352,10 +353,11 @@ class Team:
                 "max_prompt_tokens": self.max_prompt_tokens,
             },
         }
-        self.run_id = await asyncio.to_thread(
-            self._store.create_run, f"serve {self.model_id}", "serve", config
+        self._life = await asyncio.to_thread(
+            RunLife.create, self._store, f"serve {self.model_id}", "serve", config
         )
-        await asyncio.to_thread(self._store.set_run_status, self.run_id, RunStatus.RUNNING)
+        self.run_id = self._life.run_id
+        await asyncio.to_thread(self._life.start)
 
     def prompt_tokens(self, task: Task) -> int:
         """How many tokens the coordinator would read for ``task`` at its first turn (the
@@ -412,14 +414,11 @@ class Team:
         if listener is not None:
             coordinator = _WatchedCoordinator(self.coordinator, self.source.pool, listener)
             pool = [_WatchedWorker(w, coordinator, listener) for w in self.pool]
-        protocol = self.source.config.protocol
-        settings = EpisodeSettings(
-            suite=SUITE,
-            max_turns=self.max_turns,
-            max_tokens=protocol.max_tokens,
-            temperature=protocol.temperature,
+        settings = EpisodeSettings.of(
+            self.source.config.protocol,
+            SUITE,
             prompts=self.prompts,
-            thinker_suggests_role=protocol.thinker_suggests_role,
+            max_turns=self.max_turns,
             final_turn=self.final_turn,
         )
         tag = EpisodeTag(run_id=self.run_id, episode_id=episode_id or uuid.uuid4().hex)
@@ -497,7 +496,8 @@ class Team:
 
     async def aclose(self, stop_reason: RunStopReason = RunStopReason.DONE) -> None:
         """Cancel what still runs (stored, cancelled), close the pool and its client;
-        mark the ``serve`` run finished."""
+        end the ``serve`` run for ``stop_reason`` (``RunLife``: finished, stopped or
+        failed)."""
         await self.cancel_answers()
         for worker in self.pool:
             await worker.aclose()
@@ -505,13 +505,11 @@ class Team:
             await self._client.aclose()
             self._client = None
         if self._store is not None:
-            if self.run_id is not None:
+            if self._life is not None and self._life.ended is None:
                 await asyncio.to_thread(
-                    self._store.set_run_status,
-                    self.run_id,
-                    RunStatus.FINISHED,
-                    stop_reason=stop_reason,
-                    result={"episodes": self.episodes, "cancelled": self.cancelled},
+                    self._life.end,
+                    stop_reason,
+                    {"episodes": self.episodes, "cancelled": self.cancelled},
                 )
             self._store.close()
             self._store = None
@@ -532,7 +530,7 @@ def load_team(
     ``RunNotFound``, ``ConfigError`` or ``CoordinatorFileError`` with a readable message."""
     from workbench.core.export import load_coordinator
     from workbench.core.training.checkpoint import best_vector
-    from workbench.core.training.trainer import coordinator_from_vector
+    from workbench.core.training.executors import coordinator_from_vector
 
     source = evaluation_source(workspace, run=run, coordinator_file=coordinator_file)
     config = source.config

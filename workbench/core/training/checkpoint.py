@@ -16,28 +16,11 @@ from typing import Any
 import numpy as np
 
 from workbench.core.errors import BadInput, InvalidInput
+from workbench.core.records import Spend
 from workbench.core.store import Store
 from workbench.core.training.basis import SearchBasis
 
 CHECKPOINT_FORMAT = 1
-
-
-@dataclass
-class Spend:
-    """What a run has used so far (restored on resume)."""
-
-    episodes: int = 0
-    calls: int = 0
-    dollars: float = 0.0
-    seconds: float = 0.0
-
-    def as_totals(self) -> dict[str, float]:
-        return {
-            "episodes": self.episodes,
-            "calls": self.calls,
-            "dollars": self.dollars,
-            "minutes": self.seconds / 60,
-        }
 
 
 @dataclass(frozen=True, kw_only=True)

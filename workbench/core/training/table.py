@@ -223,8 +223,7 @@ class DecidedPolicy(AnyContext):
     """A policy that plays decisions made beforehand on a routing table: the action for
     each task's opening transcript (``render_transcript(task, ())``). An evaluation of it
     stores the episodes the decisions lead to, as any evaluation does. It reads no model
-    when it plays (the features were read when the decisions were made): any transcript
-    fits."""
+    (the decisions were made already), so every transcript fits its context."""
 
     def __init__(self, n_workers: int, actions: Mapping[str, Action]):
         self.n_workers = n_workers

@@ -1,6 +1,6 @@
 """The headroom check's figures and its report, from every worker's one-turn answers on
 the same tasks (``Outcomes``): no worker and no store here (the check that collects the
-answers is ``workbench.core.headroom``). ``analyse`` measures:
+answers is ``workbench.core.jobs.headroom``). ``analyse`` measures:
 
 - each worker's accuracy (95% Wilson interval) and dollars per task;
 - the any-right oracle (a task counts as solved when ANY worker answered it right) and its
@@ -45,7 +45,7 @@ from workbench.core.stats import (
     wilson,
 )
 from workbench.core.tasks.model import Task
-from workbench.core.training.trainer import derived_seed
+from workbench.core.training.executors import derived_seed
 from workbench.core.workers.simulated import PROFILES_BY_ID
 
 RESAMPLES = BOOTSTRAP  # bootstrap resamples of the tasks (the workbench's one bootstrap)

@@ -3,7 +3,7 @@ and suite at all?
 
 Every worker of the pool answers every task of a sample of the TRAINING split once, as a
 one-turn Worker (the protocol's Worker prompt, the run's decoding settings). From those
-answers (``workbench.core.headroom_figures``):
+answers (``workbench.core.jobs.headroom_figures``):
 
 - each worker's accuracy with a 95% Wilson interval, and its dollars per task;
 - the one-turn oracle: a task counts as solved when ANY worker answered it right (what a
@@ -42,7 +42,7 @@ import numpy as np
 from workbench.core.config import RunConfig
 from workbench.core.errors import InvalidInput, WorkFailed
 from workbench.core.evaluate import EvaluationStopped
-from workbench.core.headroom_figures import (
+from workbench.core.jobs.headroom_figures import (
     RESAMPLES,
     CheckCost,
     HeadroomReport,
@@ -61,14 +61,16 @@ from workbench.core.protocol import (
     run_episode,
     turn_seed,
 )
-from workbench.core.records import Episode, Role, RunStatus, RunStopReason
+from workbench.core.records import Episode, Role, RunStopReason, Spend
 from workbench.core.spend import spend_kind
 from workbench.core.store import Store
+from workbench.core.store.lifecycle import RunLife
 from workbench.core.tasks.graders import grade
 from workbench.core.tasks.model import Task
 from workbench.core.tasks.suites import load_suite
 from workbench.core.training.events import StopToken
-from workbench.core.training.trainer import derived_seed, task_splits
+from workbench.core.training.executors import derived_seed
+from workbench.core.training.state import task_splits
 from workbench.core.workers.base import Completion, EpisodeContext, Message, Worker, WorkerError
 from workbench.core.workspace import Workspace
 
@@ -235,96 +237,80 @@ def check_headroom(
         # workers of recorded answers are read directly (``_answers``); the rest metered
         read = [w.answers_at_no_cost for w in cached]
         metered = [w if r else _Meter(w, spent) for w, r in zip(cached, read, strict=True)]
-        run_id = store.create_run(
+        life = RunLife.create(
+            store,
             f"headroom of {', '.join(config.pool.workers)} on {suite.name}",
             "headroom",
             {**config.to_dict(), "headroom": {"sample": sample, "tasks": len(tasks)}},
         )
-        try:
+        run_id = life.run_id
+        life.start()
+        with life:
             answers, episodes = _answers(
                 session,
                 metered,
                 read,
                 tasks,
-                EpisodeSettings(
-                    suite=suite.name,
-                    max_turns=1,
-                    max_tokens=p.max_tokens,
-                    temperature=p.temperature,
-                    prompts=prompts,
-                ),
+                EpisodeSettings.of(config.protocol, suite.name, prompts=prompts, max_turns=1),
                 seed=config.run.seed,
                 concurrency=config.optimizer.concurrency,
                 run_id=run_id,
                 progress=progress,
                 stop=stop,
             )
-        except EvaluationStopped:
-            store.set_run_status(run_id, RunStatus.STOPPED, stop_reason=RunStopReason.STOPPED)
-            raise
-        except Exception as exc:
-            store.set_run_status(
-                run_id,
-                RunStatus.FAILED,
-                stop_reason=RunStopReason.ERROR,
-                error=f"{type(exc).__name__}: {exc}",
+            store.add_episodes(episodes)
+            spent["recorded"] += sum(1 for (i, _), a in answers.items() if read[i] and not a.error)
+            outcomes, failed = outcomes_of(answers, ids, tasks)
+            if failed:
+                left_out = {**left_out, f"a call failed: {failed[1]}": failed[0]}
+            if not outcomes.tasks:
+                first = failed[1] if failed else "no answer"
+                raise WorkFailed(
+                    f"every task of the headroom check had a failed call (first: {first}): "
+                    "test the workers (trinity-workbench workers test ID) and check again"
+                )
+            kept_ids = set(outcomes.tasks)
+            figures, exact = with_exact(
+                analyse(outcomes, seed=config.run.seed, resamples=resamples),
+                ids,
+                [t for t in tasks if t.id in kept_ids],
             )
-            raise
-        store.add_episodes(episodes)
-        spent["recorded"] += sum(1 for (i, _), a in answers.items() if read[i] and not a.error)
-        outcomes, failed = outcomes_of(answers, ids, tasks)
-        if failed:
-            left_out = {**left_out, f"a call failed: {failed[1]}": failed[0]}
-        if not outcomes.tasks:
-            first = failed[1] if failed else "no answer"
-            store.set_run_status(
-                run_id, RunStatus.FAILED, stop_reason=RunStopReason.ERROR, error=first
+            report = HeadroomReport(
+                suite=suite.name,
+                pool=ids,
+                n=len(outcomes.tasks),
+                sample=words,
+                workers=figures.workers,
+                best=figures.best,
+                oracle=figures.oracle,
+                gap=figures.gap,
+                pairwise=figures.pairwise,
+                categories=figures.categories,
+                held_out=figures.held_out,
+                cost=CheckCost(
+                    calls=int(spent["calls"]),
+                    tokens_in=int(spent["tokens_in"]),
+                    tokens_out=int(spent["tokens_out"]),
+                    dollars=float(spent["dollars"]),
+                    cached=int(spent["cached"]),
+                    recorded=int(spent["recorded"]),
+                ),
+                spend=spend_kind(ids),
+                wall_s=time.perf_counter() - started,
+                left_out=left_out,
+                cache_policy=shown_policy,
+                run_id=run_id,
+                exact_oracle=exact["oracle"] if exact else None,
+                exact_gap=exact["gap"] if exact else None,
+                exact_by_category=exact["by_category"] if exact else None,
             )
-            raise WorkFailed(
-                f"every task of the headroom check had a failed call (first: {first}): "
-                "test the workers (trinity-workbench workers test ID) and check again"
+            paid = Spend(
+                episodes=len(episodes),
+                calls=report.cost.calls,
+                dollars=report.cost.dollars,
+                seconds=life.seconds,
             )
-        kept_ids = set(outcomes.tasks)
-        figures, exact = with_exact(
-            analyse(outcomes, seed=config.run.seed, resamples=resamples),
-            ids,
-            [t for t in tasks if t.id in kept_ids],
-        )
-        report = HeadroomReport(
-            suite=suite.name,
-            pool=ids,
-            n=len(outcomes.tasks),
-            sample=words,
-            workers=figures.workers,
-            best=figures.best,
-            oracle=figures.oracle,
-            gap=figures.gap,
-            pairwise=figures.pairwise,
-            categories=figures.categories,
-            held_out=figures.held_out,
-            cost=CheckCost(
-                calls=int(spent["calls"]),
-                tokens_in=int(spent["tokens_in"]),
-                tokens_out=int(spent["tokens_out"]),
-                dollars=float(spent["dollars"]),
-                cached=int(spent["cached"]),
-                recorded=int(spent["recorded"]),
-            ),
-            spend=spend_kind(ids),
-            wall_s=time.perf_counter() - started,
-            left_out=left_out,
-            cache_policy=shown_policy,
-            run_id=run_id,
-            exact_oracle=exact["oracle"] if exact else None,
-            exact_gap=exact["gap"] if exact else None,
-            exact_by_category=exact["by_category"] if exact else None,
-        )
-        store.set_run_status(
-            run_id,
-            RunStatus.FINISHED,
-            stop_reason=RunStopReason.DONE,
-            result={"headroom": report.to_dict()},
-        )
+            life.end(RunStopReason.DONE, {"headroom": report.to_dict()}, spend=paid)
     return report
 
 
