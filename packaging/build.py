@@ -1,9 +1,12 @@
 """Build the packaged application with PyInstaller (run from the repository root).
 
-    pip install torch==2.13.0 && pip install -e ".[packaging]" -c packaging/requirements-lock.txt
+    pip install torch==2.13.0 && pip install -e ".[packaging,docs]" -c packaging/requirements-lock.txt
     python packaging/build.py [--offline] [--self-test] [--no-archive] [--deb]
 
-Produces the one-folder app ``dist/trinity-workbench/`` (executable
+First builds the documentation site for offline reading into
+``workbench/resources/docs`` (packaging/docs_site.py; the docs extra, mkdocs, must be
+installed: ``pip install -e ".[packaging,docs]"``), which the bundle carries for Help >
+Documentation. Produces the one-folder app ``dist/trinity-workbench/`` (executable
 ``dist/trinity-workbench/trinity-workbench``, ``.exe`` on Windows, and
 ``dist/Trinity Workbench.app`` on macOS), then the platform's archive: a tarball with
 the ``.desktop`` entry on Linux; on Windows run Inno Setup on
@@ -138,6 +141,17 @@ def main() -> None:
     except ImportError:
         fail('PyInstaller is not installed: pip install -e ".[packaging]"')
     platform_icons()
+    # the documentation, for Help > Documentation without a network (packaging/docs_site.py):
+    # built into workbench/resources/docs, which the spec's collect_data_files takes
+    sys.path.insert(0, str(ROOT / "packaging"))
+    from docs_site import build as build_docs
+
+    started = time.perf_counter()
+    try:
+        index = build_docs()
+    except RuntimeError as exc:
+        fail(f"the documentation site: {exc}")
+    print(f"built the documentation site {index.parent} in {time.perf_counter() - started:.0f} s")
     env = {
         **os.environ,
         "TRINITY_EDITION": "offline" if args.offline else "standard",
@@ -169,7 +183,6 @@ def main() -> None:
         print(f"stripped the shared libraries' symbol tables: {saved:.0f} MiB saved")
     built = time.perf_counter() - started
     print(f"built {app} in {built:.0f} s: {folder_size(app) / 2**20:.0f} MiB")
-    sys.path.insert(0, str(ROOT / "packaging"))
     from sizes import bundle_sizes, table
 
     print(table(bundle_sizes(app), 10))

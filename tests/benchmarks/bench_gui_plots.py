@@ -52,13 +52,13 @@ def main() -> None:
                     for i, w in enumerate(WORKERS)
                     for j, r in enumerate(("thinker", "worker", "verifier"))
                 }
-                page._add_generation(
+                page.plots.add_generation(
                     g, 0.5 + g / 4000, 0.4, 0.4, 0.2, 0.03, 0.5 if g % 5 == 4 else None, usage
                 )
                 g += 1
             times = []
             for _ in range(20):
-                page._add_generation(g, 0.6, 0.4, 0.4, 0.2, 0.03, None, usage)
+                page.plots.add_generation(g, 0.6, 0.4, 0.4, 0.2, 0.03, None, usage)
                 g += 1
                 started = time.perf_counter()
                 page.redraw()

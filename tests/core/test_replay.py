@@ -48,8 +48,9 @@ def test_stepping_shows_the_stored_decisions_and_notifies(stored_episode):
     replay.go(-5)
     assert replay.index == 0 and seen[-1] == 0
     out = replay.outcome()
-    assert out["reference"] == "42" and out["reward"] == stored_episode.reward
-    assert out["stop_reason"] == str(stored_episode.stop_reason)
+    assert out.reference == "42" and out.reward == stored_episode.reward
+    assert out.stop_reason == stored_episode.stop_reason
+    assert out.right == (stored_episode.reward >= 1.0)
 
 
 def test_prompt_text_is_what_the_worker_received(stored_episode):

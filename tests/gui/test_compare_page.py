@@ -59,10 +59,13 @@ def test_two_runs_overlay_their_curves_and_list_only_the_settings_that_differ(qt
         ]
         vx, vy = page.curves[(run, "validation")].getData()
         assert list(zip(vx, vy, strict=True)) == validated and validated
+    with Store.open(ws) as store:
+        names = {r.id: r.name for r in store.list_runs()}
+    assert names[second].startswith("second, ")  # the config's name and the day
     labels = [label.text for _, label in page.legend.items]
     assert labels == [
-        f"{name}: {series}"
-        for name in ("second", "first")
+        f"{names[run]}: {series}"
+        for run in (second, first)
         for series in ("best", "mean", "validation")
     ]
     assert page.plot.getPlotItem().getAxis("bottom").labelText == "generation"
@@ -81,7 +84,7 @@ def test_two_runs_overlay_their_curves_and_list_only_the_settings_that_differ(qt
         ["run.name", "run.seed", "budget.generations", "optimizer.rollouts"]
     )
     headers = [page.diff_table.horizontalHeaderItem(c).text() for c in range(3)]
-    assert headers == ["Setting", "second", "first"]
+    assert headers == ["Setting", names[second], names[first]]
     row = page.difference_keys().index("optimizer.rollouts")
     # in the config key's own words, the run form's label and tooltip (one source)
     (rollouts,) = [k for k in config_keys() if k.dotted == "optimizer.rollouts"]

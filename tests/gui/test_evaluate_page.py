@@ -18,8 +18,8 @@ from workbench.core.jobs.evaluate import evaluate_run
 from workbench.core.jobs.export import export_run
 from workbench.core.jobs.train import train
 from workbench.core.store import Store
+from workbench.gui.evaluate_model import COST_COLUMN, result_cells, tick_name
 from workbench.gui.qt import QFontMetrics, Qt, QThread
-from workbench.gui.qt_evaluate import COST_COLUMN, result_cells, tick_name
 
 TIMEOUT = 120_000
 SYSTEMS = [
@@ -54,9 +54,11 @@ def choose_file(qtbot, page, path) -> bool:
 
 
 def wait_done(qtbot, page):
+    """The evaluation ended, and no thread of the page is left running (the evaluation's,
+    and the stored evaluations' listing read after it)."""
     qtbot.waitUntil(lambda: page.eval_thread is None, timeout=TIMEOUT)
-    assert not page.findChildren(QThread) or not any(
-        t.isRunning() for t in page.findChildren(QThread)
+    qtbot.waitUntil(
+        lambda: not any(t.isRunning() for t in page.findChildren(QThread)), timeout=30_000
     )
 
 
@@ -111,28 +113,35 @@ def test_evaluating_a_run_shows_cores_figures_and_exports_them(
     assert [name for _, name in ticks] == [tick_name(s) for s in SYSTEMS]
     assert tick_name("single:sandbox:mathlete") == "mathlete"
     assert_bar_names_fit(page)
-    # usage: every system's turns per worker and role, summing to its turns
-    headers = [
-        page.usage_table.horizontalHeaderItem(c).text()
-        for c in range(page.usage_table.columnCount())
-    ]
-    assert "sandbox:mathlete / worker" in headers
-    for row, system in enumerate(expected.systems):
-        cells = [int(page.usage_table.item(row, c).text()) for c in range(1, len(headers))]
+    # usage: a row per worker and role, a column per system (named as under its bar):
+    # each system's turns, summing to its turns
+    usage = page.usage_table
+    headers = [usage.horizontalHeaderItem(c).text() for c in range(usage.columnCount())]
+    assert headers == ["Worker and role", *(tick_name(s) for s in SYSTEMS)]
+    rows = [usage.item(r, 0).text() for r in range(usage.rowCount())]
+    assert "sandbox:mathlete as Worker" in rows
+    for column, system in enumerate(expected.systems, start=1):
+        cells = [int(usage.item(r, column).text()) for r in range(usage.rowCount())]
         assert sum(cells) == sum(system.usage.values()) == round(system.avg_turns * system.n)
-    assert page.usage_table.item(1, headers.index("sandbox:mathlete / worker")).text() == "9"
-    # per category (benchmark): each system's accuracy and task count, then the total
+    assert usage.item(rows.index("sandbox:mathlete as Worker"), 2).text() == "9"
+    # per category (benchmark): a row per category and one for all, each system's
+    # accuracy there and its number of questions
     groups = expected.groups
     assert len(groups) >= 2
-    category_headers = [
-        page.category_table.horizontalHeaderItem(c).text()
-        for c in range(page.category_table.columnCount())
+    categories = page.category_table
+    assert [categories.item(r, 0).text() for r in range(categories.rowCount())] == [
+        *groups,
+        "all",
     ]
-    assert category_headers == ["System", *groups, "all"]
-    for row, system in enumerate(expected.systems):
-        cells = [page.category_table.item(row, c).text() for c in range(1, len(groups) + 2)]
+    for column, system in enumerate(expected.systems, start=1):
+        cells = [categories.item(r, column).text() for r in range(len(groups) + 1)]
         per = [system.by_group[g] for g in groups] + [system]
         assert cells == [f"{r.accuracy:.3f} ({r.n})" for r in per]
+    # at 1280 x 800 neither table scrolls sideways
+    page.result_tabs.setCurrentIndex(2)
+    qtbot.waitUntil(lambda: usage.isVisible(), timeout=5_000)
+    assert_fits_sideways(usage, stretched=[0])
+    assert_fits_sideways(categories, stretched=[0])
     with Store.open(gui_workspace) as store:
         assert len(store.list_episodes(page.result.run_id)) == 7 * 9
     # what the coordinator played per category, beside the oracle's plan (issue 17)
@@ -407,7 +416,7 @@ def test_sources_and_suites_are_read_off_the_gui_thread(
     background job, never on the GUI thread."""
     import threading
 
-    import workbench.gui.qt_evaluate as qt_evaluate
+    import workbench.gui.evaluate_model as evaluate_model
 
     threads: list[bool] = []  # per read: was it on the GUI (main) thread?
 
@@ -418,8 +427,10 @@ def test_sources_and_suites_are_read_off_the_gui_thread(
 
         return wrapper
 
-    monkeypatch.setattr(qt_evaluate, "evaluation_source", recorded(qt_evaluate.evaluation_source))
-    monkeypatch.setattr(qt_evaluate, "list_suites", recorded(qt_evaluate.list_suites))
+    monkeypatch.setattr(
+        evaluate_model, "evaluation_source", recorded(evaluate_model.evaluation_source)
+    )
+    monkeypatch.setattr(evaluate_model, "list_suites", recorded(evaluate_model.list_suites))
     path = export_run(
         gui_workspace, trained_run, tmp_path / "coordinator.safetensors", backbone=tiny_backbone
     )
@@ -430,3 +441,42 @@ def test_sources_and_suites_are_read_off_the_gui_thread(
     qtbot.waitUntil(lambda: not page.reading)
     assert page.source is not None and page.source.coordinator_file is None
     assert len(threads) >= 6 and not any(threads)  # source and suites, three times
+
+
+def test_an_evaluation_made_on_the_command_line_is_listed_and_shown(
+    make_main_window, qtbot, gui_workspace, tiny_backbone, tiny_model_dir
+):
+    """``trinity-workbench eval`` in a terminal stores an evaluation; the Evaluate page
+    lists it (by the run it evaluated) and shows its report, the one core reads back."""
+    import subprocess
+    import sys
+
+    from workbench.core.jobs.evaluate import load_evaluation
+    from workbench.gui.evaluate_model import result_cells
+
+    run_id = train(
+        config(budget={"generations": 1}, backbone={"model": str(tiny_model_dir), "device": "cpu"}),
+        gui_workspace,
+        backbone=tiny_backbone,
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "workbench", "--workspace", str(gui_workspace.root), "eval"]
+        + ["--run", run_id],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    window, page = evaluate_page(make_main_window, qtbot)
+    qtbot.waitUntil(lambda: len(page.evaluation_ids()) == 1, timeout=30_000)
+    (eval_id,) = page.evaluation_ids()
+    # the newest evaluation is shown at once, whichever interface made it
+    qtbot.waitUntil(lambda: page.result is not None, timeout=30_000)
+    assert page.result.run_id == eval_id
+    stored = load_evaluation(gui_workspace, eval_id).report
+    assert page.table_rows() == [result_cells(s) for s in stored.systems]
+    with Store.open(gui_workspace) as store:
+        name = store.get_run(run_id).name  # the config's name and the day
+    assert page.stored.table.item(0, 0).text() == name
+    assert f"evaluation of '{name}'" in page.shown_label.text()
+    assert page.export_md_button.isEnabled()

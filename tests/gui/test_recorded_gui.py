@@ -62,7 +62,7 @@ def test_the_workers_page_lists_recorded_pools_with_coverage(qtbot, gui_workspac
 
 
 def test_the_run_forms_pool_list_offers_the_recorded_pools(gui_workspace, imported):
-    from workbench.gui.qt_runs import _choices
+    from workbench.gui.qt_run_form import choices as _choices
 
     workers, _suites = _choices(gui_workspace)
     assert "recorded:champ" in workers and "recorded:mine" in workers

@@ -117,8 +117,12 @@ def test_page_down_and_up_step_through_the_episodes_of_the_list(qtbot, trained):
     ws, run_id = trained
     page = replay_page(qtbot, ws, run_id)
     ids = page.episode_ids()
-    qtbot.keyClick(page, Qt.Key.Key_PageDown)  # nothing selected: the first
+    # the run just chosen shows its first (best) episode at once
     qtbot.waitUntil(lambda: page.replay is not None and page.replay.episode.id == ids[0])
+    qtbot.keyClick(page, Qt.Key.Key_PageDown)
+    qtbot.waitUntil(lambda: page.replay.episode.id == ids[1])
+    qtbot.keyClick(page, Qt.Key.Key_PageUp)
+    qtbot.waitUntil(lambda: page.replay.episode.id == ids[0])
     qtbot.keyClick(page, Qt.Key.Key_PageDown)
     qtbot.waitUntil(lambda: page.replay.episode.id == ids[1])
     page.next_episode_button.click()
@@ -284,7 +288,7 @@ def test_the_episode_list_fits_1280_by_800_with_long_stop_reasons(make_main_wind
     page._on_episodes(None, listing(episodes))
     assert page.episodes.rowCount() == len(EPISODE_STOPS) + 1
     assert (window.width(), window.height()) == (1280, 800)
-    why = EPISODE_COLUMNS.index("Why it ended")
+    why = EPISODE_COLUMNS.index("How it ended")
     assert_fits_sideways(page.episodes, stretched=[0, why])
 
 
@@ -300,7 +304,7 @@ def test_a_training_runs_episodes_show_whole_in_the_list_at_1280_by_800(
     from tests.gui.fitting import assert_fits_sideways
     from workbench.gui.qt import QApplication
     from workbench.gui.qt_replay import EPISODE_COLUMNS, EPISODE_STOPS
-    from workbench.gui.words import STOP_WORDS
+    from workbench.gui.replay_model import ending_word
 
     ws, run_id = trained
     window = make_main_window(workspace=ws)
@@ -329,7 +333,7 @@ def test_a_training_runs_episodes_show_whole_in_the_list_at_1280_by_800(
         for i in range(120)
     ]
     page._on_episodes(None, listing(episodes))
-    why = EPISODE_COLUMNS.index("Why it ended")
+    why = EPISODE_COLUMNS.index("How it ended")
     assert_fits_sideways(page.episodes, stretched=[0, why])
     table = page.episodes
     for c in (0, why):  # each as wide as its content: whole, not elided
@@ -341,5 +345,55 @@ def test_a_training_runs_episodes_show_whole_in_the_list_at_1280_by_800(
         )
     assert table.verticalScrollBar().isVisible()
     shown = {table.item(r, why).text() for r in range(table.rowCount())}
-    assert shown == {STOP_WORDS[r] for r in EPISODE_STOPS}
+    assert shown == {ending_word(r, None) for r in EPISODE_STOPS}
     assert all("stop reason: " in table.item(r, why).toolTip() for r in range(table.rowCount()))
+
+
+def test_the_page_opens_on_the_newest_run_and_follows_the_run_chosen(
+    make_main_window, qtbot, trained, tiny_backbone
+):
+    """A newcomer who trained, evaluated and ran a single episode opens Replay: the newest
+    run is chosen (not "single episodes"), every run is listed by its name, kind and date
+    (an evaluation by what it evaluated, never a stored dict), its best episode shows; and
+    another run chosen replaces the whole right side with that run's episode."""
+    from dataclasses import replace
+
+    from workbench.core.jobs.evaluate import evaluate_run
+    from workbench.gui.qt_replay_cards import TurnCard
+    from workbench.gui.replay_model import LOOSE
+
+    ws, run_id = trained
+    with Store.open(ws) as store:  # an episode outside any run (run-episode stores one)
+        some = store.get_episode(store.list_episodes(run_id)[0].id)
+        store.add_episode(replace(some, id="loose-episode", run_id=None, generation=None))
+    result = evaluate_run(ws, run=run_id, backbone=tiny_backbone)
+    window = make_main_window(workspace=ws)
+    window.resize(1280, 800)
+    window.go("Replay")
+    page = window.pages["Replay"]
+    qtbot.waitUntil(lambda: page.replay is not None, timeout=30_000)
+    assert page.runs.currentData() == result.run_id != LOOSE
+    labels = [page.runs.itemText(i) for i in range(page.runs.count())]
+    with Store.open(ws) as store:
+        name = store.get_run(run_id).name
+    assert name.startswith("t, ")  # the config's name and the day: runs told apart
+    assert labels[0].startswith(f"evaluation of '{name}' · evaluation · today ")
+    assert labels[1].startswith(f"{name} · training · today ")
+    assert labels[-1] == "single episodes (not in a run)"
+    assert not any("{" in label for label in labels)
+    assert page.replay.episode.run_id == result.run_id
+    assert page.replay.episode.id == page.episode_ids()[0]  # the list's first: the best
+    # another run: its best episode, and none of the evaluation's cards left in view
+    page.runs.setCurrentIndex(page.runs.findData(run_id))
+    qtbot.waitUntil(
+        lambda: page.replay is not None and page.replay.episode.run_id == run_id,
+        timeout=30_000,
+    )
+    assert page.replay.episode.id == page.episode_ids()[0]
+    shown = [card for card in page.conversation.findChildren(TurnCard) if card.isVisible()]
+    assert shown == page.cards and len(shown) == len(page.replay.episode.turns)
+    assert f"question {page.replay.episode.task_id}" in page.header.text()
+    # the list's words: how each episode ended, with the right plural under it
+    words = {page.episodes.item(r, 5).text() for r in range(page.episodes.rowCount())}
+    assert words <= {"accepted", "answered", "out of turns", "Verifier too early", "calls failed"}
+    assert page.list_note.text().startswith(f"{page.episodes.rowCount()} episodes")

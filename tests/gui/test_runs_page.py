@@ -121,6 +121,7 @@ def test_a_run_on_ray_says_where_its_episodes_run(
         pass
     assert finished.args[0].stop_reason == "budget.generations"
     assert page.executor_label.text() == f"Episodes on Ray: 1 actor on {socket.gethostname()}"
+    assert "actors" in page.executor_label.toolTip()  # the term explained where it shows
     assert "episodes on Ray: 1 actor" in page.log_view.toPlainText()
     # a stored Ray run says so when it is opened again
     run_id = finished.args[0].run_id
@@ -138,8 +139,16 @@ def test_pause_resume_stop_then_resume_from_the_list(
     window, page = runs_page(make_main_window, qtbot, tmp_path, tiny_model_dir, generations=50)
     page.start()
     thread = page.run_thread
-    with qtbot.waitSignal(thread.generation, timeout=TIMEOUT):
+    with qtbot.waitSignal(thread.generation, timeout=TIMEOUT) as first:
         pass
+    # the runs list follows the run live: its state and generations from the events (the
+    # store said "running", 0 generations, when the list was read at its start)
+    run_id = first.args[0].run_id
+    qtbot.waitUntil(lambda: page.row_of(run_id) is not None, timeout=10_000)
+    done = page.progress_of.generation
+    assert page.runs_list.cell_text(run_id, "Status") == "training"
+    assert page.runs_list.cell_text(run_id, "Gen.") == f"{done} of 50"
+    assert f"generation {done} of 50" in window.run_strip.text()
     qtbot.mouseClick(page.pause_button, qtbot_button())
     assert thread.paused and page.status_label.text() == "Paused"
     assert page.resume_button.isEnabled() and not page.pause_button.isEnabled()
@@ -171,6 +180,12 @@ def test_pause_resume_stop_then_resume_from_the_list(
     ) as gen:
         pass
     assert gen.args[0].generation == generations[-1]["generation"] + 1
+    # a resumed run's plots show its whole history: the stored generations, then this one
+    resumed_at = gen.args[0].generation + 1  # as the plots number it
+    qtbot.waitUntil(lambda: page.x.size >= resumed_at, timeout=10_000)
+    page.redraw()
+    x, _ = page.curves["best"].getData()
+    assert list(x[:resumed_at]) == list(range(1, resumed_at + 1))
     with qtbot.waitSignal(resumed.finished_run, timeout=TIMEOUT):
         page.stop()
     qtbot.waitUntil(lambda: page.run_thread is None, timeout=TIMEOUT)
@@ -301,7 +316,7 @@ def test_config_files_are_read_and_written_off_the_gui_thread(
     import pathlib
     import threading
 
-    import workbench.gui.qt_runs as qt_runs
+    import workbench.gui.runs_model as runs_model
 
     on_gui: list[tuple[str, bool]] = []  # per disk call: (what, was it on the GUI thread?)
 
@@ -312,7 +327,7 @@ def test_config_files_are_read_and_written_off_the_gui_thread(
 
         return wrapper
 
-    monkeypatch.setattr(qt_runs, "load_run_config", recorded("read", qt_runs.load_run_config))
+    monkeypatch.setattr(runs_model, "load_run_config", recorded("read", runs_model.load_run_config))
     import workbench.core.settings as settings
 
     monkeypatch.setattr(

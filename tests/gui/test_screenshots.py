@@ -13,7 +13,7 @@ def test_every_page_is_rendered_with_sample_content(qtbot, tmp_path, tiny_backbo
     from workbench.core.store import Store
     from workbench.core.workspace import Workspace
     from workbench.gui.qt import QImage
-    from workbench.gui.screenshots import file_name, take
+    from workbench.gui.screenshots import VIEWS, file_name, take
 
     checked = {}
 
@@ -37,7 +37,10 @@ def test_every_page_is_rendered_with_sample_content(qtbot, tmp_path, tiny_backbo
         config=config(budget={"generations": 2}),
         on_page=fits,
     )
-    assert [f.name for f in files] == [file_name(title) for title, _ in PAGES]
+    # a picture per page, then one per further view of a page (the Headroom and cost tab)
+    assert [f.name for f in files] == [file_name(title) for title, _ in PAGES] + [
+        f"{name}.png" for name, _, _ in VIEWS
+    ]
     assert files[0].name == "start.png" and set(checked) == {t for t, _ in PAGES}
     assert all(checked.values())
     for f in files:
@@ -56,6 +59,7 @@ def test_every_page_is_rendered_with_sample_content(qtbot, tmp_path, tiny_backbo
         answered = store.list_episodes(serve.id)
     assert kinds == [
         "eval",
+        "headroom",  # the Headroom and cost tab's check of the sample's config
         "serve",
         "train",
         "train",

@@ -156,3 +156,21 @@ def test_resumability_and_status_come_from_core(make_main_window, qtbot, gui_wor
     # a status cell edited on screen changes nothing: the page asks core's summary
     page.runs_table.item(page.row_of(finished), 1).setText("stopped")
     assert not page.can_resume(finished)
+
+
+def test_the_desktop_guide_counts_and_names_the_start_pages_steps():
+    """docs/guides/desktop.md says how many first steps the Start page shows, and lists
+    them in its order."""
+    import re
+    from pathlib import Path
+
+    from workbench.gui.qt_start import STEPS
+
+    guide = (Path(__file__).resolve().parents[2] / "docs/guides/desktop.md").read_text()
+    found = re.search(r"on Start: (\w+) first\s+steps[^(]*\(([^)]*)\)", guide)
+    assert found, "the guide names the Start page's steps"
+    numbers = {3: "three", 4: "four", 5: "five", 6: "six"}
+    assert found.group(1) == numbers[len(STEPS)]
+    listed = [" ".join(item.split()) for item in found.group(2).split(",")]
+    assert len(listed) == len(STEPS)
+    assert listed == [heading.lower() for heading, _, _ in STEPS]

@@ -89,8 +89,8 @@ class RunSection:
     )
     actors: int = key(
         0,
-        "Ray actors",
-        "With the ray executor: how many actors play the episodes.",
+        "Parallel processes (Ray)",
+        "With the ray executor: how many processes (Ray actors) play the episodes.",
         low=0,
         zero="one per GPU of the cluster, or one per node without GPUs",
     )
@@ -113,8 +113,8 @@ class BackboneSection:
     )
     precision: str = key(
         "auto",
-        "Precision",
-        "auto: bf16-mixed on CUDA and on a CPU with native bf16, else fp32; fp32 is "
+        "Number format",
+        "The precision the coordinator's model computes in. auto: bf16-mixed on CUDA and on a CPU with native bf16, else fp32; fp32 is "
         "bit-faithful; bf16-mixed rechecks near ties in fp32; bf16 is the fastest.",
         choices=PRECISIONS,
     )
@@ -182,7 +182,7 @@ class OptimizerSection:
     )
     popsize: int = key(
         0,
-        "Population",
+        "Candidates per generation",
         "Candidates per generation.",
         low=0,
         zero="pycma's default, 4 + 3 ln n",
@@ -210,9 +210,13 @@ class OptimizerSection:
         zero="every training task, each generation (cheap on a routing table)",
     )
     svf: bool = key(
-        False, "Tune SVF offsets", "Also evolve singular-value offsets of one backbone layer."
+        False,
+        "Also tune one model layer (SVF)",
+        "Also evolve singular-value offsets of one backbone layer.",
     )
-    svf_layer: int = key(-2, "SVF layer", "The backbone layer whose singular values SVF tunes.")
+    svf_layer: int = key(
+        -2, "Layer tuned (SVF)", "The backbone layer whose singular values SVF tunes."
+    )
     validate_every: int = key(
         5,
         "Validate every",
@@ -223,14 +227,14 @@ class OptimizerSection:
     cost_penalty: float = key(
         0.0,
         "Cost penalty",
-        "Fitness minus this weight times each episode's dollars.",
+        "The training score (the method's fitness) minus this weight times each episode's dollars.",
         low=0,
         unit="per dollar",
     )
     turn_penalty: float = key(
         0.0,
         "Turn penalty",
-        "Fitness minus this weight times each episode's turns.",
+        "The training score (the method's fitness) minus this weight times each episode's turns.",
         low=0,
         unit="per turn",
     )
@@ -253,7 +257,7 @@ class OptimizerSection:
     )
     search_rank: int = key(
         8,
-        "Basis rank",
+        "Feature directions",
         "How many leading feature directions the whitened basis evens out, or the "
         "projection basis keeps.",
         low=2,
@@ -268,7 +272,7 @@ class OptimizerSection:
     diversity_bonus: float = key(
         0.0,
         "Diversity bonus",
-        "Fitness plus this when an episode called two or more distinct workers (the released "
+        "The training score plus this when an episode called two or more distinct workers (the released "
         "run: 0.15).",
         low=0,
         high=1,
@@ -277,7 +281,7 @@ class OptimizerSection:
     turn_bonus: float = key(
         0.0,
         "Turn bonus",
-        "Fitness plus this times the turns (the released run: 0.10).",
+        "The training score plus this times the turns (the released run: 0.10).",
         low=0,
         high=1,
         zero="off",

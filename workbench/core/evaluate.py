@@ -87,6 +87,13 @@ class GroupResult:
     n: int
 
 
+def _system(data: Mapping[str, Any]) -> SystemResult:
+    """A ``SystemResult`` from its stored JSON (``asdict``)."""
+    fields = {k: v for k, v in data.items() if k != "by_group"}
+    groups = {g: GroupResult(**r) for g, r in (data.get("by_group") or {}).items()}
+    return SystemResult(**fields, by_group=groups)
+
+
 @dataclass(frozen=True, kw_only=True)
 class Report:
     suite: str
@@ -151,6 +158,22 @@ class Report:
                 "paired_left_out": self.paired_left_out,
             },
             indent=2,
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> Report:
+        """A report as ``to_json`` wrote it (a stored evaluation's), read back typed."""
+        data = json.loads(text)
+        spend = str(data.get("spend") or "")
+        return cls(
+            suite=str(data["suite"]),
+            split=str(data["split"]),
+            systems=tuple(_system(s) for s in data["systems"]),
+            spend="" if spend == "real" else spend,
+            learned=tuple(CategoryLearned.from_json(c) for c in data.get("learned", ())),
+            best_single=str(data.get("best_single") or ""),
+            paired=tuple(Paired(**p) for p in data.get("paired", ())),
+            paired_left_out=int(data.get("paired_left_out") or 0),
         )
 
     def to_csv(self) -> str:

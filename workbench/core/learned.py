@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from workbench.core.oracle import OraclePlan, Step, best_plan
-from workbench.core.records import Episode
+from workbench.core.records import Episode, Role
 from workbench.core.tasks.model import Task
 from workbench.core.workers.simulated import PROFILES_BY_ID
 
@@ -67,8 +67,47 @@ class CategoryLearned:
             else {
                 "plan": self.oracle.describe(),
                 "expected_reward": self.oracle.expected_reward,
+                "category": self.oracle.category,
+                "kind": self.oracle.kind,
+                "max_turns": self.oracle.max_turns,
+                "steps": [asdict(s) | {"role": str(s.role)} for s in self.oracle.steps],
             },
         }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CategoryLearned:
+        """What ``to_json`` wrote, read back (a stored evaluation's report). An oracle
+        stored without its steps (by a version that kept only its sentence) reads as
+        None: its plan cannot be rebuilt from the sentence."""
+        oracle = data.get("oracle")
+        plan = None
+        if oracle and "steps" in oracle:
+            plan = OraclePlan(
+                category=oracle.get("category"),
+                kind=str(oracle.get("kind", "")),
+                max_turns=int(oracle.get("max_turns", 0)),
+                steps=tuple(_step(s) for s in oracle["steps"]),
+                expected_reward=float(oracle["expected_reward"]),
+            )
+        return cls(
+            category=str(data["category"]),
+            episodes=int(data["episodes"]),
+            mean_reward=float(data["mean_reward"]),
+            sequences=tuple(
+                PlayedSequence(
+                    steps=tuple(_step(s) for s in q["steps"]),
+                    count=int(q["count"]),
+                    share=float(q["share"]),
+                    mean_reward=float(q["mean_reward"]),
+                )
+                for q in data.get("sequences", ())
+            ),
+            oracle=plan,
+        )
+
+
+def _step(data: Mapping[str, Any]) -> Step:
+    return Step(worker=str(data["worker"]), role=Role(data["role"]))
 
 
 def summarise_learned(

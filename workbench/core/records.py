@@ -100,6 +100,11 @@ class Turn:
     # because the transcript exceeded its backbone's context (protocol.fit_transcript)
     context_omitted: int = 0
 
+    def prompt_text(self) -> str:
+        """The chat messages the worker received, as text (``[role]`` over each message's
+        content); empty when it was not called."""
+        return "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in self.messages)
+
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["role"] = str(self.role)

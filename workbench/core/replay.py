@@ -9,11 +9,11 @@ and answered, and, at the end, the final answer, the reference and the grader's 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from workbench.core.protocol import render_transcript
-from workbench.core.records import ROLES, Episode, Turn
+from workbench.core.records import ROLES, Episode, StopReason, Turn
 from workbench.core.spend import dollars, spend_kind
 from workbench.core.tasks.model import Task
 
@@ -28,6 +28,23 @@ class Decision:
     roles: tuple[str, ...]
     role_probs: tuple[float, ...]
     chosen_role: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class Outcome:
+    """How an episode ended: the final answer (None: no Worker answered), the task's
+    reference (None: its suite is gone), the reward, why it ended and the grader's
+    details."""
+
+    answer: str | None
+    reference: str | None
+    reward: float
+    stop_reason: StopReason
+    grader: dict[str, Any] = field(hash=False)
+
+    @property
+    def right(self) -> bool:
+        return self.reward >= 1.0
 
 
 THINKER_CHOSE = "role chosen by the Thinker before it (the coordinator's choice overridden)"
@@ -126,18 +143,18 @@ class Replay:
 
     def prompt(self) -> str:
         """The messages the worker received, as text (empty when it was not called)."""
-        return "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in self.turn.messages)
+        return self.turn.prompt_text()
 
-    def outcome(self) -> dict[str, Any]:
+    def outcome(self) -> Outcome:
         """The episode's end: answer, reference, reward, stop reason, grader details."""
         task = self.task
         reference = None
         if task is not None:
             reference = task.solution if task.kind == "code" and task.solution else task.answer
-        return {
-            "answer": self.episode.answer,
-            "reference": reference,
-            "reward": self.episode.reward,
-            "stop_reason": str(self.episode.stop_reason),
-            "grader": dict(self.episode.grade_details),
-        }
+        return Outcome(
+            answer=self.episode.answer,
+            reference=reference,
+            reward=self.episode.reward,
+            stop_reason=self.episode.stop_reason,
+            grader=dict(self.episode.grade_details),
+        )

@@ -7,6 +7,7 @@ dollars for real spend."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 # The built-in simulated pools (``workbench.core.workers.simulated.POOLS``): the ids
@@ -69,3 +70,37 @@ def recorded_spend(
             values.append(float(reported.get(key, 0.0)))
         out[key] = max(values)
     return out
+
+
+def _count(number: int, word: str) -> str:
+    return f"{number:,} {word}{'' if number == 1 else 's'}"
+
+
+@dataclass(frozen=True)
+class Spend:
+    """What a run used so far: episodes, worker calls, dollars and minutes of training
+    (a generation's running ``totals``, or ``recorded_spend``'s figures), typed."""
+
+    episodes: int = 0
+    calls: int = 0
+    dollars: float = 0.0
+    minutes: float = 0.0
+
+    @classmethod
+    def of(cls, totals: Mapping[str, float] | None) -> Spend:
+        """The spend in a mapping of ``SPEND_KEYS`` (a missing key is nothing spent)."""
+        totals = totals or {}
+        return cls(
+            episodes=int(totals.get("episodes", 0)),
+            calls=int(totals.get("calls", 0)),
+            dollars=float(totals.get("dollars", 0.0)),
+            minutes=float(totals.get("minutes", 0.0)),
+        )
+
+    def words(self, kind: str) -> str:
+        """``12 episodes, 30 calls, $0.0012 (simulated), 1.5 min``: ``kind`` labels the
+        dollars (``spend_kind``)."""
+        return (
+            f"{_count(self.episodes, 'episode')}, {_count(self.calls, 'call')}, "
+            f"{dollars(self.dollars, kind)}, {self.minutes:.1f} min"
+        )

@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import logging
 import os
-import platform
 import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +22,15 @@ from workbench import __version__
 from workbench.core.models import describe_device
 from workbench.core.printable import shown_path
 from workbench.core.settings import load_settings_or_defaults, settings_path
-from workbench.core.workspace import Workspace, WorkspaceError, resources_dir
+from workbench.core.workspace import Workspace, resources_dir
+from workbench.gui import background, startup
+from workbench.gui.help import (
+    APP_NAME,
+    NO_DOCUMENTATION,
+    Documentation,
+    find_documentation,
+)
+from workbench.gui.help import about_text as help_about_text
 from workbench.gui.page import Page
 from workbench.gui.qt import (
     PYSIDE_VERSION,
@@ -38,6 +44,7 @@ from workbench.gui.qt import (
     QFrame,
     QHBoxLayout,
     QIcon,
+    QKeySequence,
     QLabel,
     QListWidget,
     QListWidgetItem,
@@ -67,8 +74,6 @@ from workbench.gui.qt_tasks import QtTasks
 from workbench.gui.qt_workers import QtWorkers
 
 log = logging.getLogger(__name__)
-
-APP_NAME = "Trinity Workbench"
 
 
 @dataclass(frozen=True)
@@ -218,22 +223,11 @@ def _open_path(path: Path) -> bool:
     return bool(QDesktopServices.openUrl(QUrl.fromLocalFile(str(path))))
 
 
-def _version(distribution: str) -> str:
-    try:
-        return metadata.version(distribution)
-    except metadata.PackageNotFoundError:
-        return "not installed"
-
-
-def about_text() -> str:
-    """The versions shown by Help > About (read from package metadata: nothing heavy imported)."""
-    return (
-        f"{APP_NAME} {__version__}\n\n"
-        f"Python {platform.python_version()}\n"
-        f"torch {_version('torch')}\n"
-        f"transformers {_version('transformers')}\n"
-        f"Qt {QT_VERSION} (PySide6 {PYSIDE_VERSION})\n"
-        f"device: {describe_device()}"
+def about_text(workspace: Workspace | None = None, device: str | None = None) -> str:
+    """What Help > About says (``help.about_text``); ``device`` None: read here (it imports
+    torch: the window reads it in a background job)."""
+    return help_about_text(
+        workspace, QT_VERSION, PYSIDE_VERSION, describe_device() if device is None else device
     )
 
 
@@ -332,15 +326,28 @@ class MainWindow(QMainWindow):
             start.go.connect(self.go)
 
     def _build_help_menu(self) -> None:
+        """File > Quit (Ctrl+Q); Help > Documentation (F1), About, the log, the workspace."""
+        file_menu = self.menuBar().addMenu("&File")
+        quit_action = QAction("&Quit", self)
+        quit_action.setShortcut(QKeySequence("Ctrl+Q"))  # every platform's (Cmd+Q on a Mac)
+        quit_action.setShortcutContext(Qt.ShortcutContext.ApplicationShortcut)
+        quit_action.triggered.connect(self.close)
+        file_menu.addAction(quit_action)
+        self.quit_action = quit_action
         help_menu = self.menuBar().addMenu("&Help")
-        for text, slot in (
-            ("&About", self.show_about),
-            ("Open &log", self.open_log),
-            ("Open &workspace folder", self.open_workspace_folder),
+        self.help_actions: dict[str, QAction] = {}
+        for name, text, slot, keys in (
+            ("documentation", "&Documentation", self.open_documentation, QKeySequence("F1")),
+            ("about", "&About", self.show_about, None),
+            ("log", "Open &log", self.open_log, None),
+            ("workspace", "Open &workspace folder", self.open_workspace_folder, None),
         ):
             action = QAction(text, self)
+            if keys is not None:
+                action.setShortcut(keys)
             action.triggered.connect(slot)
             help_menu.addAction(action)
+            self.help_actions[name] = action
 
     # ------------------------------------------------------------------ size and splitters
 
@@ -427,8 +434,75 @@ class MainWindow(QMainWindow):
     def open_workspace_folder(self) -> bool:
         return _open_path(self.workspace.root)
 
-    def show_about(self) -> None:
-        QMessageBox.about(self, f"About {APP_NAME}", about_text())
+    def open_documentation(self) -> Documentation | None:
+        """Open the documentation in the system's browser, from this computer (no
+        network): the site bundled with the app, or a source checkout's Markdown pages
+        (saying how to build the site). Returns what was opened (None: none here)."""
+        found = find_documentation()
+        if found is None:
+            QMessageBox.information(self, "Documentation", NO_DOCUMENTATION)
+            return None
+        if found.note:
+            self.statusBar().showMessage(found.note, 15_000)
+            log.info("%s", found.note)
+        if not _open_path(found.path):
+            QMessageBox.information(
+                self,
+                "Documentation",
+                f"No application opened the documentation; it is at {found.path}"
+                + (f"\n\n{found.note}" if found.note else ""),
+            )
+        return found
+
+    def show_about(self) -> QMessageBox:
+        """Help > About: the version, the licence and the workspace at once; the device
+        (which needs torch) filled in from a background job."""
+        box = QMessageBox(
+            QMessageBox.Icon.Information,
+            f"About {APP_NAME}",
+            about_text(self.workspace, device="checking…"),
+            QMessageBox.StandardButton.Ok,
+            self,
+        )
+        box.setObjectName("about")
+        self.about_box = box
+        box.open()
+        background.start(
+            self,
+            "describe the device",
+            describe_device,
+            self._on_device,
+            self._on_device_failed,
+        )
+        return box
+
+    def _on_device(self, _context: Any, device: str) -> None:
+        box = getattr(self, "about_box", None)
+        if box is not None and box.isVisible():
+            box.setText(about_text(self.workspace, device=device))
+
+    def _on_device_failed(self, _context: Any, exc: Exception) -> None:
+        self._on_device(None, f"unknown ({background.readable(exc)})")
+
+    def check_keychain(self, registry: Any = None) -> None:
+        """Say in a dialog, beside the window, when registered workers' keys cannot be
+        read for want of a keychain (read in a background job: the keychain may be slow)."""
+        background.start(
+            self,
+            "check the keychain",
+            lambda: startup.keychain_problem(registry),
+            self._on_keychain,
+            self._on_keychain_failed,
+        )
+
+    def _on_keychain(self, _context: Any, problem: str | None) -> None:
+        if problem is not None and self.isVisible():
+            self.keychain_box = startup.show_problem(
+                startup.KEYCHAIN_TITLE, problem, self, modal=False
+            )
+
+    def _on_keychain_failed(self, _context: Any, exc: Exception) -> None:
+        log.info("keychain check failed: %s", exc)  # the Workers page says what is wrong
 
     def running_pages(self) -> list[Page]:
         return [p for p in self.pages.values() if p.running]
@@ -451,6 +525,9 @@ class MainWindow(QMainWindow):
         self.save_layout()
         for page in self.pages.values():  # no thread outlives the window
             page.shutdown()
+        background.shutdown(self)  # the window's own jobs (About's device, the keychain)
+        for box in self.findChildren(QMessageBox):  # a dialog beside it goes with it
+            box.close()
         event.accept()
 
 
@@ -498,23 +575,29 @@ def main(
     argv: Sequence[str] | None = None,
 ) -> int:
     """Start the GUI on ``workspace`` (default: the user's); ``quit_after_ms`` closes the
-    window after that many milliseconds (a smoke test). Returns the exit code: 1 with one
-    sentence when there is no display, 2 when the workspace cannot be used."""
+    window (and any start-up dialog) after that many milliseconds (a smoke test). Returns
+    the exit code: 1 with one sentence on stderr when there is no display, 2 when the
+    workspace cannot be used (said in a dialog, and on stderr)."""
     problem = display_problem()
     if problem is not None:
         print(f"error: {problem}", file=sys.stderr)
         return 1
-    settings, settings_problem = load_settings_or_defaults()  # the Settings page shows it too
-    try:
-        ws = Workspace.open(workspace if workspace is not None else settings.workspace)
-    except (WorkspaceError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    _quiet_terminal()
     app = QApplication.instance() or QApplication(list(argv) if argv is not None else sys.argv[:1])
     app.setApplicationName(APP_NAME)
     app.setApplicationVersion(__version__)
     QApplication.setWindowIcon(QIcon(str(resources_dir() / "icons" / "trinity-workbench.png")))
+    settings, settings_problem = load_settings_or_defaults()  # the Settings page shows it too
+    path = workspace if workspace is not None else settings.workspace
+    try:
+        ws = startup.open_workspace(path)
+    except Exception as exc:  # a bad folder: said in a dialog, nothing else starts
+        startup.show_problem(
+            startup.WORKSPACE_TITLE,
+            startup.workspace_problem(exc, path),
+            close_after_ms=quit_after_ms,
+        )
+        return 2
+    _quiet_terminal()
     from workbench.gui.qt_settings import apply_theme
 
     apply_theme(settings.theme)
@@ -523,6 +606,7 @@ def main(
         log.warning("%s", settings_problem)
     window = MainWindow(ws)
     window.show()
+    window.check_keychain()
     if quit_after_ms is not None:
         QTimer.singleShot(quit_after_ms, window.close)
     return app.exec()

@@ -227,6 +227,22 @@ def title_across(plot: pg.PlotWidget) -> None:
     layout.addItem(title, 0, 0, 1, layout.columnCount())
 
 
+def themed_colour_bar(
+    plot: pg.PlotWidget, image: pg.ImageItem, colours: pg.ColorMap, label: str
+) -> pg.ColorBarItem:
+    """The colour scale of a heatmap, right of ``plot``: ``colours`` from low to high
+    with its axis (``label``, the unit the colours count) in the theme's text colour.
+    Its levels, and the image's, are set with ``setLevels``."""
+    bar = pg.ColorBarItem(colorMap=colours, interactive=False, label=label, width=12)
+    bar.setImageItem(image, insert_in=plot.getPlotItem())
+
+    def paint(palette: PlotPalette) -> None:
+        bar.axis.setPen(pg.mkPen(palette.foreground))
+        bar.axis.setTextPen(pg.mkPen(palette.foreground))
+
+    return painted(bar, paint)
+
+
 def legend_beside(plot: pg.PlotWidget) -> pg.LegendItem:
     """A legend in a column of its own right of the plot (never over the curves); items
     are added with ``legend.addItem(curve, name)``."""

@@ -46,7 +46,7 @@ from workbench.gui.qt import (
     read_only_table,
 )
 from workbench.gui.qt_run_form import tooltip
-from workbench.gui.words import status_words
+from workbench.gui.words import SCORE_HELP, VALIDATION_HELP, status_words
 
 SERIES = {  # curve: (pen style, symbol)
     "best": (Qt.PenStyle.SolidLine, None),
@@ -110,6 +110,16 @@ def read_compared(workspace: Workspace, run_ids: Sequence[str]) -> list[Compared
     return found
 
 
+def shown_names(runs: Sequence[ComparedRun]) -> dict[str, str]:
+    """Each run's name in the legend and the table's header, told apart: a name two runs
+    share gets each run's short id."""
+    names = [r.name or r.id[:8] for r in runs]
+    return {
+        r.id: f"{name} ({r.id[:6]})" if names.count(name) > 1 else name
+        for r, name in zip(runs, names, strict=True)
+    }
+
+
 def _keys() -> dict[str, ConfigKey]:
     return {k.dotted: k for k in config_keys()}
 
@@ -164,9 +174,10 @@ class QtCompare(Page):
 
         self.series_boxes = {name: QCheckBox(name) for name in SERIES}
         tips = {
-            "best": "The best candidate of each generation (solid line)",
-            "mean": "The average candidate of each generation (dashed line)",
-            "validation": "The search's centre on the validation questions (dotted, dots)",
+            "best": "The best candidate's training score in each generation (solid line)",
+            "mean": "The average candidate's training score in each generation (dashed line)",
+            "validation": "The kept coordinator on the held-out validation questions (dotted, "
+            "dots)",
         }
         series_row = QHBoxLayout()
         series_row.addWidget(QLabel("Curves:"))
@@ -176,8 +187,8 @@ class QtCompare(Page):
             box.toggled.connect(lambda _: self._draw())
             series_row.addWidget(box)
         series_row.addStretch(1)
-        self.plot = generation_plot("Runs compared: fitness per generation", "fitness")
-        self.plot.setToolTip("Fitness: a candidate's average reward per question")
+        self.plot = generation_plot("Runs compared: training score and validation", "share right")
+        self.plot.setToolTip(f"{SCORE_HELP}\n\n{VALIDATION_HELP}")
         self.legend = legend_beside(self.plot)
         self.diff_table = read_only_table(("Setting",))
         tables.sortable(self.diff_table)
@@ -310,9 +321,10 @@ class QtCompare(Page):
         self.curves = {}
         self.legend.clear()
         last = 1
+        names = shown_names(self.shown)
         for number, run in enumerate(self.shown):
             colour = RUN_COLOURS[number % len(RUN_COLOURS)]  # the theme's shade of it
-            name = run.name or run.id[:8]
+            name = names[run.id]
             for series, (style, symbol) in SERIES.items():
                 if not self.series_boxes[series].isChecked():
                     continue
@@ -339,7 +351,8 @@ class QtCompare(Page):
         runs = self.shown
         table = self.diff_table
         table.setColumnCount(1 + len(runs))
-        table.setHorizontalHeaderLabels(["Setting", *(r.name or r.id[:8] for r in runs)])
+        names = shown_names(runs)
+        table.setHorizontalHeaderLabels(["Setting", *(names[r.id] for r in runs)])
         if len(runs) < 2:
             tables.fill(table, [])
             self.diff_note.setText("Tick two or more runs: their differing settings show here.")

@@ -1,216 +1,80 @@
-"""The Evaluate page: pick a trained coordinator (a finished or stopped run, or a coordinator
-file), a suite, a split and the baselines; evaluate in the background with progress and
-Cancel; then the accuracy table with 95% intervals, a bar chart with error bars, each
-system's paired difference from the best single worker (a second chart), the usage
-per worker and role, and the Report's own Markdown and CSV exports.
+"""The Evaluate page: every evaluation stored in the workspace (made here, with
+``trinity-workbench eval`` or by a cross-validation), any of them shown at a click; and a
+new one: pick a trained coordinator (a finished or stopped run, or a coordinator file), a
+suite, a split and the baselines, and evaluate in the background with progress and
+Cancel. The results (``qt_evaluate_results.EvaluationView``): the accuracy table with 95%
+intervals over a bar chart, each system's paired difference from the best single worker,
+the usage per worker and role, the accuracy per category; the Report's own Markdown and
+CSV exports. Two last tabs hold the headroom check and the cost-quality frontier
+(``qt_headroom``), and the stored cross-validations (``qt_crossval``).
 
-The page holds no domain logic: what can be evaluated, which baselines exist, the figures
-and the export formats all come from core (``core.jobs.evaluate.evaluate_run`` and its
-``Report``), run in an ``EvaluationThread``.
+A view: what can be evaluated, which baselines exist, the figures and the export formats
+come from core (``core.jobs.evaluate``: ``evaluate_run`` in an ``EvaluationThread``,
+``stored_evaluations``, ``load_evaluation``); the cells from ``evaluate_model``.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from workbench.core.evaluate import EvaluationProgress, EvaluationStopped, Report
+from workbench.core.evaluate import EvaluationProgress, Report
 from workbench.core.jobs.evaluate import (
     EvaluationResult,
     EvaluationSource,
+    StoredEvaluation,
     evaluable_runs,
-    evaluate_run,
-    evaluation_source,
+    load_evaluation,
+    stored_evaluations,
 )
+from workbench.core.jobs.shared import run_title
 from workbench.core.printable import shown_path
-from workbench.core.records import ROLES
-from workbench.core.spend import dollars
-from workbench.core.tasks.suites import list_suites
-from workbench.core.training.events import StopToken
 from workbench.core.workspace import Workspace
-from workbench.gui import background, tables
+from workbench.gui import background
+from workbench.gui.evaluate_model import (
+    SPLITS,
+    baseline_words,
+    read_source,
+    source_words,
+)
+from workbench.gui.evaluation_thread import EvaluationThread
 from workbench.gui.page import Page, combo_over_buttons, message_label
-from workbench.gui.plots import painted, palette_colors, themed
 from workbench.gui.qt import (
     QCheckBox,
     QComboBox,
     QFileDialog,
-    QFontMetrics,
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QProgressBar,
     QPushButton,
     QSplitter,
     Qt,
-    QTableWidgetItem,
-    QTabWidget,
-    QThread,
     QVBoxLayout,
     QWidget,
     Signal,
-    pg,
-    read_only_table,
 )
+from workbench.gui.qt_crossval import CrossValView
+from workbench.gui.qt_evaluate_results import EvaluationsList, EvaluationView
 from workbench.gui.qt_headroom import HeadroomPanel
-from workbench.gui.qt_learned import LearnedView
+from workbench.gui.runs_model import started_text
 
 log = logging.getLogger(__name__)
-
-SPLITS = ("test", "validation", "train")
-# the accuracy table: short headers with their unit (two lines where one would make the
-# table wider than its tab at 1280 px), what each means in its tooltip
-COLUMNS = (
-    "System",
-    "Accuracy",
-    "95% interval",
-    "Turns\nper question",
-    "$ per question",
-    "Tokens\nper question",
-)
-COLUMN_TIPS = (
-    "What answered: the trained coordinator, one worker alone (single:…), random routing "
-    "or the oracle (the best any worker could do)",
-    "The share of the questions answered right, from 0 to 1",
-    "The accuracy's 95% confidence interval (Wilson): the true accuracy lies between these "
-    "two values with 95% confidence",
-    "The average number of turns (worker calls) per question",
-    "The average cost of one question, in dollars",
-    "The average number of tokens (in and out) per question",
-)
-COST_COLUMN = 4
+EVALUATION_ID = Qt.ItemDataRole.UserRole
 
 
-def result_cells(system: Any) -> tuple[str, ...]:
-    """One row of the accuracy table (a ``SystemResult``), as shown (the cost column's
-    header says when its dollars are simulated: ``cost_header``)."""
-    return (
-        system.name,
-        f"{system.accuracy:.3f}",
-        f"{system.ci_low:.3f}–{system.ci_high:.3f}",
-        f"{system.avg_turns:.2f}",
-        dollars(system.avg_cost, "", 6),
-        f"{system.avg_tokens:.0f}",
-    )
-
-
-def cost_header(spend: str) -> str:
-    """The cost column's header: its unit, and on a second line what kind of dollars they
-    are when not real (``Report.spend``: "simulated", "recorded", ...)."""
-    return COLUMNS[COST_COLUMN] + (f"\n({spend})" if spend else "")
-
-
-def bar_item(x: np.ndarray, height: np.ndarray) -> pg.BarGraphItem:
-    """Bars in the theme's bar colour (recoloured when the theme changes)."""
-    bars = pg.BarGraphItem(x=x, height=height, width=0.6)
-    return painted(bars, lambda palette: bars.setOpts(brush=pg.mkBrush(palette.colour("bar"))))
-
-
-def interval_item(x: np.ndarray, y: np.ndarray, low: np.ndarray, high: np.ndarray) -> Any:
-    """Error bars from ``low`` to ``high`` in the theme's text colour (read on either theme)."""
-    errors = pg.ErrorBarItem(x=x, y=y, top=high - y, bottom=y - low, beam=0.25)
-    return painted(
-        errors, lambda palette: errors.setData(pen=pg.mkPen(palette.foreground, width=2))
-    )
-
-
-def name_bars(chart: pg.PlotWidget, systems: list[str]) -> None:
-    """Each bar's system name (``tick_name``) under it, the axis as high as the longest
-    name's lines (a wrapped name's second line was cut off)."""
-    names = [tick_name(system) for system in systems]
-    axis = chart.getAxis("bottom")
-    axis.setTicks([list(enumerate(names))])
-    lines = max((name.count("\n") + 1 for name in names), default=1)
-    line = QFontMetrics(axis.style["tickFont"] or chart.font()).height()
-    axis.setHeight(line * lines + 20 if lines > 1 else None)
-
-
-class EvaluationThread(QThread):
-    """Runs ``evaluate_run`` in the background with a ``StopToken``; core loads the backbone
-    here (unless one is given), never in the GUI thread. Signals carry core's dataclasses."""
-
-    progress = Signal(object)  # EvaluationProgress
-    finished_evaluation = Signal(object)  # EvaluationResult
-    failed = Signal(str)  # a readable message
-    cancelled = Signal()
-
-    def __init__(
-        self,
-        workspace: Workspace,
-        source: EvaluationSource,
-        *,
-        suite: str,
-        split: str,
-        baselines: list[str],
-        backbone: Any = None,
-        parent: Any = None,
-    ):
-        super().__init__(parent)
-        self.workspace = workspace
-        self.source = source
-        self.suite = suite
-        self.split = split
-        self.baselines = baselines
-        self.backbone = backbone
-        self.token = StopToken()
-
-    def cancel(self) -> None:
-        """No episode starts after this; those in flight end first (thread-safe)."""
-        self.token.stop()
-
-    def run(self) -> None:  # runs in the worker thread
-        try:
-            result = evaluate_run(
-                self.workspace,
-                run=self.source.run_id,
-                coordinator_file=self.source.coordinator_file,
-                suite=self.suite,
-                split=self.split,
-                baselines=self.baselines,
-                backbone=self.backbone,
-                progress=self.progress.emit,
-                stop=self.token,
-            )
-        except EvaluationStopped:
-            self.cancelled.emit()
-        except Exception as exc:  # reported on the page as a readable message, details to the log
-            log.exception("evaluation of %s failed", self.source.reference)
-            self.failed.emit(background.readable(exc))
-        else:
-            self.finished_evaluation.emit(result)
-
-
-def read_source(workspace: Workspace, data: str) -> tuple[EvaluationSource, list[str]]:
-    """The evaluation source ``data`` names ("run:ID" or "file:PATH") and the workspace's
-    suite names: the disk reads of choosing a source, run in a background job."""
-    kind, _, value = data.partition(":")
-    source = evaluation_source(workspace, **{"run" if kind == "run" else "coordinator_file": value})
-    return source, [info.name for info in list_suites(workspace)]
-
-
-TICK_CHARS = 12  # a longer name under a bar is written on two or more lines
-
-
-def tick_name(system: str) -> str:
-    """A system's name under its bar: a single worker by its own name (``mathlete`` for
-    ``single:sandbox:mathlete``, ``gpt-4`` for ``single:recorded:champ/gpt-4``), a long
-    name wrapped after its hyphens or spaces (``gpt-4-turbo-`` over ``5shot``), so that
-    eight names fit side by side at 1280 px; the table above the chart has each whole."""
-    name = system.rsplit(":", 1)[-1] if system.startswith("single:") else system
-    name = name.rsplit("/", 1)[-1]  # a recorded pool's worker: by its model
-    lines: list[str] = []
-    for piece in re.findall(r"[^\s-]*-|[^\s-]+\s*", name):  # break after a hyphen or space
-        if lines and len(lines[-1]) + len(piece.rstrip()) <= TICK_CHARS:
-            lines[-1] += piece
-        else:
-            lines.append(piece)
-    return "\n".join(line.rstrip() for line in lines) or name
+def _evaluable(workspace: Workspace) -> list[tuple[str, str, str]]:
+    """The runs an evaluation can take: (id, label, tooltip), newest first (a job)."""
+    return [
+        (
+            r.id,
+            f"{run_title(r)} · {started_text(r.created_at)}",
+            f"{r.name} ({r.status})\nrun id {r.id}",
+        )
+        for r in evaluable_runs(workspace)
+    ]
 
 
 class QtEvaluate(Page):
@@ -218,6 +82,7 @@ class QtEvaluate(Page):
     every evaluation started here (tests use the tiny one)."""
 
     exported = Signal(object)  # an export ended: the file written, or None (said on the page)
+    evaluations_listed = Signal(int)  # the stored evaluations were read: how many
 
     def __init__(
         self, workspace: Workspace, *, backbone: Any = None, parent: QWidget | None = None
@@ -233,14 +98,77 @@ class QtEvaluate(Page):
         self.baseline_boxes: dict[str, QCheckBox] = {}
         self.listing = False  # the runs are being read
         self.reading = False  # a coordinator (and the suites) is being read
+        self.evaluations: list[StoredEvaluation] = []
+        self._listed_once = False  # the first listing shows the newest evaluation
         self._reads = 0  # the latest source read asked for: older ones are dropped
         self._build()
         self.refresh_runs()
+        self.refresh_evaluations()
         self.headroom_panel.refresh_frontiers()
+        self.crossval_view.refresh()
 
     # ------------------------------------------------------------------ layout
 
     def _build(self) -> None:
+        self.stored = EvaluationsList()
+        self.evaluations_table = self.stored.table
+        self.evaluations_table.itemSelectionChanged.connect(self._evaluation_picked)
+        self.shown_label = QLabel("")
+        self.shown_label.setWordWrap(True)
+        setup = self._build_setup()
+        self.results = EvaluationView()
+        # the results' widgets, named on the page too (tests and screenshots read them)
+        self.results_table, self.chart = self.results.results_table, self.results.chart
+        self.usage_table, self.category_table = (
+            self.results.usage_table,
+            self.results.category_table,
+        )
+        self.paired_chart, self.learned_view = self.results.paired_chart, self.results.learned_view
+        self.result_tabs = self.results
+        # before training and after it: the headroom check and the cost-quality frontier
+        self.headroom_panel = HeadroomPanel(self, self.workspace)
+        self.results.add_view(
+            self.headroom_panel,
+            "Headroom and cost",
+            "Is there anything to learn (before training), and accuracy against dollars",
+        )
+        # the cross-validations made on the command line: every question tested once
+        self.crossval_view = CrossValView(self, self.workspace)
+        self.results.add_view(
+            self.crossval_view,
+            "Cross-validations",
+            "Stored cross-validations: each system's accuracy with its interval, against "
+            "the best single model overall and per category",
+        )
+        self.export_md_button = QPushButton("Export Markdown…")
+        self.export_csv_button = QPushButton("Export CSV…")
+        self.export_md_button.clicked.connect(lambda: self.export_markdown())
+        self.export_csv_button.clicked.connect(lambda: self.export_csv())
+        exports = QHBoxLayout()
+        exports.addWidget(self.shown_label, 1)
+        exports.addWidget(self.export_md_button)
+        exports.addWidget(self.export_csv_button)
+        right = QWidget()
+        right_layout = QVBoxLayout(right)
+        right_layout.setContentsMargins(0, 0, 0, 0)
+        right_layout.addWidget(self.results, 1)
+        right_layout.addLayout(exports)
+        left = QSplitter(Qt.Orientation.Vertical)
+        left.addWidget(self.stored)
+        left.addWidget(setup)
+        left.setStretchFactor(1, 1)
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter.addWidget(left)
+        splitter.addWidget(right)
+        splitter.setStretchFactor(1, 2)
+        # at first, room for the evaluations' names beside the results (the user's own
+        # sizes are remembered after that)
+        splitter.setSizes([360, 700])
+        QVBoxLayout(self).addWidget(splitter)
+        self._update_buttons()
+
+    def _build_setup(self) -> QGroupBox:
+        """A new evaluation: the coordinator, suite, split and baselines; Evaluate."""
         self.source_combo = QComboBox()
         self.source_combo.currentIndexChanged.connect(lambda _: self._on_source_changed())
         self.refresh_button = QPushButton("Refresh")
@@ -253,14 +181,17 @@ class QtEvaluate(Page):
         self.suite_combo = QComboBox()
         self.split_combo = QComboBox()
         self.split_combo.addItems(SPLITS)
-        self.baselines_box = QGroupBox("Baselines")
+        self.baselines_box = QGroupBox("Compare with")
+        self.baselines_box.setToolTip(
+            "The baselines: each worker alone, random routing and, on a simulated pool, "
+            "the oracle (the best any worker could do)"
+        )
         self.baselines_layout = QVBoxLayout(self.baselines_box)
         form = QFormLayout()
         form.addRow("Coordinator", source_row)
         form.addRow("", self.source_label)
         form.addRow("Suite", self.suite_combo)
         form.addRow("Split", self.split_combo)
-
         self.evaluate_button = QPushButton("Evaluate")
         self.cancel_button = QPushButton("Cancel")
         self.evaluate_button.clicked.connect(self.evaluate)
@@ -272,12 +203,10 @@ class QtEvaluate(Page):
         self.status_label = QLabel("idle")
         self.progress = QProgressBar()
         self.progress.setFormat("%v of %m episodes")
+        self.progress.setTextVisible(False)  # until an evaluation says how many
         self.progress.setValue(0)
         self.message_label = message_label()
-        self.stored_label = QLabel("")
-        self.stored_label.setWordWrap(True)
-
-        setup = QGroupBox("Evaluate a trained coordinator")
+        setup = QGroupBox("New evaluation")
         setup_layout = QVBoxLayout(setup)
         setup_layout.addLayout(form)
         setup_layout.addWidget(self.baselines_box)
@@ -285,103 +214,70 @@ class QtEvaluate(Page):
         setup_layout.addWidget(self.status_label)
         setup_layout.addWidget(self.progress)
         setup_layout.addWidget(self.message_label)
-        setup_layout.addWidget(self.stored_label)
         setup_layout.addStretch(1)
-
-        self.results_table = read_only_table(COLUMNS)
-        self.usage_table = read_only_table(("System",))
-        self.category_table = read_only_table(("System",))  # accuracy per category (benchmark)
-        # the coordinator's sequences beside the oracle's plan
-        self.learned_view = LearnedView("What the coordinator played: shown after an evaluation.")
-        for table in (self.results_table, self.usage_table, self.category_table):
-            table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        # the figures whole; the system's name takes the width left (elided, whole in its
-        # tooltip), so that the table fits its tab at 1280 px without scrolling sideways
-        tables.fit_width(self.results_table, [0], Qt.TextElideMode.ElideMiddle)
-        # rows as high as their one line of text: seven to nine systems in view at once
-        rows = self.results_table.verticalHeader()
-        rows.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
-        rows.setDefaultSectionSize(self.results_table.fontMetrics().height() + 8)
-        for column, tip in enumerate(COLUMN_TIPS):
-            tables.header_tip(self.results_table, column, tip)
-        self.chart = themed(pg.PlotWidget(title="Accuracy with 95% intervals"))
-        self.chart.setYRange(0, 1)
-        self.chart.setMouseEnabled(x=False, y=False)
-        self.chart.setMenuEnabled(False)
-        self.bars: pg.BarGraphItem | None = None
-        self.error_bars: pg.ErrorBarItem | None = None
-        # every other system minus the best single worker, task by task (``Report.paired``)
-        self.paired_chart = themed(
-            pg.PlotWidget(
-                title="Difference from the best single worker, task by task (95% bootstrap)"
-            )
-        )
-        self.paired_chart.setMouseEnabled(x=False, y=False)
-        self.paired_chart.setMenuEnabled(False)
-        zero = pg.InfiniteLine(pos=0, angle=0)
-        self.paired_chart.addItem(
-            painted(zero, lambda palette: zero.setPen(pg.mkPen(palette.colour("grey"))))
-        )
-        self.paired_items: list[Any] = []
-        self.export_md_button = QPushButton("Export Markdown…")
-        self.export_csv_button = QPushButton("Export CSV…")
-        self.export_md_button.clicked.connect(lambda: self.export_markdown())
-        self.export_csv_button.clicked.connect(lambda: self.export_csv())
-        exports = QHBoxLayout()
-        exports.addStretch(1)
-        exports.addWidget(self.export_md_button)
-        exports.addWidget(self.export_csv_button)
-
-        # three tabs, so that the page fits a laptop's screen: the scores, how they were
-        # reached, and the headroom check with the cost-quality frontier
-        def box(title: str, widget: QWidget) -> QGroupBox:
-            group = QGroupBox(title)
-            QVBoxLayout(group).addWidget(widget)
-            return group
-
-        scores = QSplitter(Qt.Orientation.Vertical)
-        scores.addWidget(box("Accuracy", self.results_table))
-        scores.addWidget(self.chart)
-        # room for the table's seven to nine rows whole, and the chart below them (the
-        # user's own sizes are remembered after that)
-        scores.setSizes([330, 370])
-        played = QSplitter(Qt.Orientation.Vertical)
-        played.addWidget(box("Usage: turns per worker and role", self.usage_table))
-        played.addWidget(box("Accuracy per category (n tasks)", self.category_table))
-        played.addWidget(box("What the coordinator played, by category", self.learned_view))
-        # before training and after it: the headroom check and the cost-quality frontier
-        self.headroom_panel = HeadroomPanel(self, self.workspace)
-        self.result_tabs = QTabWidget()
-        self.result_tabs.addTab(scores, "Scores")
-        self.result_tabs.setTabToolTip(0, "Accuracy of each system with 95% intervals")
-        self.result_tabs.addTab(self.paired_chart, "Against the best worker")
-        self.result_tabs.setTabToolTip(
-            1, "Each system minus the best single worker, task by task, with 95% intervals"
-        )
-        self.result_tabs.addTab(played, "Usage and categories")
-        self.result_tabs.setTabToolTip(
-            2, "Which workers and roles were used, accuracy per category, what was played"
-        )
-        self.result_tabs.addTab(self.headroom_panel, "Headroom and cost")
-        self.result_tabs.setTabToolTip(
-            3, "Is there anything to learn (before training), and accuracy against dollars"
-        )
-        right = QWidget()
-        right_layout = QVBoxLayout(right)
-        right_layout.setContentsMargins(0, 0, 0, 0)
-        right_layout.addWidget(self.result_tabs, 1)
-        right_layout.addLayout(exports)
-
-        splitter = QSplitter(Qt.Orientation.Horizontal)
-        splitter.addWidget(setup)
-        splitter.addWidget(right)
-        splitter.setStretchFactor(1, 2)
-        QVBoxLayout(self).addWidget(splitter)
-        self._update_buttons()
+        return setup
 
     def show_headroom(self) -> None:
         """Show the Headroom and cost tab (the first-run guide's "Check the headroom")."""
-        self.result_tabs.setCurrentWidget(self.headroom_panel)
+        self.results.setCurrentWidget(self.headroom_panel)
+
+    def show_crossvals(self) -> None:
+        """Show the Cross-validations tab."""
+        self.results.setCurrentWidget(self.crossval_view)
+
+    # ------------------------------------------------------------------ stored evaluations
+
+    def refresh_evaluations(self) -> None:
+        """Read the stored evaluations in the background (the latest read wins)."""
+        self.in_background(
+            "stored evaluations",
+            lambda: stored_evaluations(self.workspace),
+            self._on_evaluations,
+            self.failed,
+            context="list the stored evaluations",
+            latest=True,
+        )
+
+    def _on_evaluations(self, _context: Any, evaluations: list[StoredEvaluation]) -> None:
+        self.evaluations = evaluations
+        shown = self.result.run_id if self.result is not None else None
+        self.stored.show_evaluations(evaluations, shown)
+        first, self._listed_once = not self._listed_once, True
+        newest = next((e.id for e in evaluations if e.has_report), None)
+        if first and shown is None and newest is not None and self.eval_thread is None:
+            self.stored.select(newest)  # the newest, whichever interface made it
+        self.evaluations_listed.emit(len(evaluations))
+
+    def evaluation_ids(self) -> list[str]:
+        """The stored evaluations' ids, in the list's order."""
+        return self.stored.ids()
+
+    def _evaluation_picked(self) -> None:
+        eval_id = self.stored.selected()
+        if eval_id is None or self.eval_thread is not None:
+            return
+        if self.result is not None and self.result.run_id == eval_id:
+            return
+        picked = next((e for e in self.evaluations if e.id == eval_id), None)
+        if picked is not None and not picked.has_report:
+            self.clear_results()
+            self.shown_label.setText(
+                f"This evaluation {picked.status} before its end: it has no report (its "
+                "episodes so far are on the Replay page)."
+            )
+            return
+        self.in_background(
+            "stored evaluation",
+            lambda: load_evaluation(self.workspace, eval_id),
+            self._on_evaluation_loaded,
+            self.failed,
+            context="show the evaluation",
+            latest=True,
+        )
+
+    def _on_evaluation_loaded(self, _context: Any, result: EvaluationResult) -> None:
+        if self.eval_thread is None:
+            self.show_result(result)
 
     # ------------------------------------------------------------------ choosing
 
@@ -391,7 +287,7 @@ class QtEvaluate(Page):
         self.listing = True
         self.in_background(
             "evaluable runs",
-            lambda: evaluable_runs(self.workspace),
+            lambda: _evaluable(self.workspace),
             self._on_runs,
             self._on_runs_failed,
         )
@@ -403,7 +299,7 @@ class QtEvaluate(Page):
         )
         self._on_runs(None, [])
 
-    def _on_runs(self, _context: Any, runs: list[Any]) -> None:
+    def _on_runs(self, _context: Any, runs: list[tuple[str, str, str]]) -> None:
         self.listing = False
         chosen = self.source_combo.currentData()
         files = [
@@ -413,9 +309,10 @@ class QtEvaluate(Page):
         ]
         self.source_combo.blockSignals(True)
         self.source_combo.clear()
-        for record in runs:
-            self.source_combo.addItem(
-                f"run {record.id[:8]}  {record.name}  ({record.status})", f"run:{record.id}"
+        for run_id, label, tip in runs:
+            self.source_combo.addItem(label, f"run:{run_id}")
+            self.source_combo.setItemData(
+                self.source_combo.count() - 1, tip, Qt.ItemDataRole.ToolTipRole
             )
         for text, data in files:
             self.source_combo.addItem(text, data)
@@ -428,10 +325,13 @@ class QtEvaluate(Page):
             self._on_source_changed()  # the same source keeps the user's choices
 
     def showEvent(self, event) -> None:  # noqa: N802 (Qt's name)
-        """Runs trained since the page was last shown appear when it is shown again."""
+        """Runs trained and evaluations made since the page was last shown (here or in
+        a terminal) appear when it is shown again."""
         if self.eval_thread is None:
             self.refresh_runs()
-        self.headroom_panel.refresh_frontiers()  # a study made since, in the CLI
+            self.refresh_evaluations()
+        self.headroom_panel.refresh_frontiers()
+        self.crossval_view.refresh()
         super().showEvent(event)
 
     def select_run(self, run_id: str) -> bool:
@@ -518,6 +418,7 @@ class QtEvaluate(Page):
         source = self.source
         for box in self.baseline_boxes.values():
             self.baselines_layout.removeWidget(box)
+            box.hide()  # gone from view now; freed when the loop next runs
             box.deleteLater()
         self.baseline_boxes = {}
         self.suite_combo.clear()
@@ -528,18 +429,16 @@ class QtEvaluate(Page):
                 else "–"
             )
             return
+        self.source_label.setText(source_words(source))
         c = source.config
-        self.source_label.setText(
-            f"pool {', '.join(source.pool)} · backbone {source.backbone_model} · "
-            f"suite {c.tasks.suite} (test {c.tasks.test or 'all'}) · up to {c.protocol.max_turns} turns"
-        )
         names = list(suites)
         if c.tasks.suite not in names:
             names.insert(0, c.tasks.suite)
         self.suite_combo.addItems(names)
         self.suite_combo.setCurrentText(c.tasks.suite)
         for name in source.baselines:
-            box = QCheckBox(name)
+            box = QCheckBox(baseline_words(name))
+            box.setToolTip(name)
             box.setChecked(True)
             self.baselines_layout.addWidget(box)
             self.baseline_boxes[name] = box
@@ -551,7 +450,9 @@ class QtEvaluate(Page):
 
     @property
     def running(self) -> bool:
-        return self.eval_thread is not None and self.eval_thread.isRunning()
+        """An evaluation, or a frontier study, is in progress."""
+        evaluating = self.eval_thread is not None and self.eval_thread.isRunning()
+        return evaluating or self.headroom_panel.studying
 
     def evaluate(self) -> None:
         if self.source is None or self.eval_thread is not None:
@@ -573,9 +474,8 @@ class QtEvaluate(Page):
         self.eval_thread = thread
         self.clear_results()
         self.message_label.clear()
-        self.progress.setRange(
-            0, 0
-        )  # busy until the first episode ends (the backbone may be loading)
+        # busy until the first episode ends (the backbone may be loading)
+        self.progress.setRange(0, 0)
         self._set_state("starting", "loading the coordinator and the tasks…")
         thread.start()
 
@@ -585,13 +485,15 @@ class QtEvaluate(Page):
             self._set_state("cancelling", "cancelling: the episodes in flight end first…")
 
     def stop_and_wait(self, timeout_ms: int = 120_000) -> bool:
-        """Cancel a running evaluation and wait for its thread; used on close."""
+        """Cancel a running evaluation or frontier study and wait for it; used on close."""
+        studied = self.headroom_panel.stop_and_wait(timeout_ms)
         if self.eval_thread is None:
-            return True
+            return studied
         self.eval_thread.cancel()
-        return bool(self.eval_thread.wait(timeout_ms))
+        return bool(self.eval_thread.wait(timeout_ms)) and studied
 
     def _on_progress(self, event: EvaluationProgress) -> None:
+        self.progress.setTextVisible(True)
         self.progress.setRange(0, event.total)
         self.progress.setValue(event.done)
         if self.state == "starting":
@@ -604,13 +506,21 @@ class QtEvaluate(Page):
         self._set_state("finished", "")
 
     def show_result(self, result: EvaluationResult) -> None:
-        """Show a finished evaluation: its table, chart and usage; exports enabled."""
+        """Show an evaluation, just made or stored: its tables and charts; exports enabled."""
         self.result = result
-        self.show_report(result.report)
-        self.stored_label.setText(
-            f"The evaluation's episodes are stored as run {result.run_id[:8]}: "
-            "step through them on the Replay page."
+        pool = list(self.source.pool) if self.source is not None else []
+        self.results.show_report(result.report, pool)
+        title = next((e.title for e in self.evaluations if e.id == result.run_id), "")
+        self.shown_label.setText(
+            f"Shown: {title or 'evaluation ' + result.run_id[:8]} on {result.report.suite}, "
+            f"{result.report.split} split. Its episodes are on the Replay page."
         )
+        self.stored.select(result.run_id)
+        self._update_buttons()
+
+    def show_report(self, report: Report) -> None:
+        """Show ``report`` (one not stored: a test's, a screenshot's)."""
+        self.results.show_report(report, list(self.source.pool) if self.source else [])
         self._update_buttons()
 
     def _on_failed(self, message: str) -> None:
@@ -630,133 +540,34 @@ class QtEvaluate(Page):
             self.progress.setRange(0, 1)
             self.progress.setValue(0)
         self._update_buttons()
+        self.refresh_evaluations()  # the one just made (or stopped) is listed
 
     # ------------------------------------------------------------------ results
 
     @property
     def report(self) -> Report | None:
-        return self.result.report if self.result is not None else None
+        return self.results.report
+
+    @property
+    def bars(self) -> Any:
+        return self.results.bars
+
+    @property
+    def error_bars(self) -> Any:
+        return self.results.error_bars
+
+    @property
+    def paired_items(self) -> list[Any]:
+        return self.results.paired_items
 
     def clear_results(self) -> None:
         self.result = None
-        self.results_table.setRowCount(0)
-        self.usage_table.setRowCount(0)
-        self.usage_table.setColumnCount(1)
-        self.category_table.setRowCount(0)
-        self.category_table.setColumnCount(1)
-        self.learned_view.show_learned((), "")
-        self.stored_label.clear()
-        for item in (self.bars, self.error_bars):
-            if item is not None:
-                self.chart.removeItem(item)
-        self.bars = self.error_bars = None
-        self.chart.getAxis("bottom").setTicks(None)
-        for item in self.paired_items:
-            self.paired_chart.removeItem(item)
-        self.paired_items = []
-        self.paired_chart.getAxis("bottom").setTicks(None)
-
-    def show_report(self, report: Report) -> None:
-        """Fill the accuracy table, the bar chart and the usage table from ``report``."""
-        systems = report.systems
-        header = tables.header_item(self.results_table, COST_COLUMN)
-        header.setText(cost_header(report.spend))
-        header.setToolTip(
-            COLUMN_TIPS[COST_COLUMN]
-            + (f" ({report.spend}: not money spent)" if report.spend else "")
-        )
-        self.results_table.setRowCount(len(systems))
-        for row, system in enumerate(systems):
-            for col, text in enumerate(result_cells(system)):
-                item = QTableWidgetItem(text)
-                item.setToolTip(text if col else f"{text} ({system.kind})")
-                if col:
-                    item.setTextAlignment(
-                        Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
-                    )
-                self.results_table.setItem(row, col, item)
-
-        x = np.arange(len(systems), dtype=float)
-        accuracy = np.array([s.accuracy for s in systems])
-        low, high = np.array([s.ci_low for s in systems]), np.array([s.ci_high for s in systems])
-        self.bars = bar_item(x, accuracy)
-        self.error_bars = interval_item(x, accuracy, low, high)
-        self.chart.addItem(self.bars)
-        self.chart.addItem(self.error_bars)
-        name_bars(self.chart, [s.name for s in systems])
-        self.chart.setXRange(-0.6, len(systems) - 0.4)
-        self._show_paired(report)
-
-        keys = self._usage_columns(report)
-        self.usage_table.setColumnCount(1 + len(keys))
-        self.usage_table.setHorizontalHeaderLabels(
-            ["System", *(k.replace("/", " / ") for k in keys)]
-        )
-        self.usage_table.setRowCount(len(systems))
-        for row, system in enumerate(systems):
-            self.usage_table.setItem(row, 0, QTableWidgetItem(system.name))
-            for col, key in enumerate(keys, start=1):
-                item = QTableWidgetItem(str(system.usage.get(key, 0)))
-                item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-                self.usage_table.setItem(row, col, item)
-        self._show_categories(report)
-        self.learned_view.show_learned(
-            report.learned, f"On the {report.split} split (the oracle: the exact best plan):"
-        )
-        self._update_buttons()
-
-    def _show_paired(self, report: Report) -> None:
-        """Each system's paired difference from the best single worker, with its interval."""
-        pairs = report.paired
-        self.paired_chart.setTitle(
-            f"Difference from {report.best_single}, task by task (95% bootstrap)"
-            if pairs
-            else "Difference from the best single worker: no single worker evaluated",
-            color=palette_colors()[1],
-        )
-        if not pairs:
-            return
-        x = np.arange(len(pairs), dtype=float)
-        diff = np.array([p.difference for p in pairs])
-        low, high = np.array([p.ci_low for p in pairs]), np.array([p.ci_high for p in pairs])
-        self.paired_items = [bar_item(x, diff), interval_item(x, diff, low, high)]
-        for item in self.paired_items:
-            self.paired_chart.addItem(item)
-        name_bars(self.paired_chart, [p.system for p in pairs])
-        self.paired_chart.setXRange(-0.6, len(pairs) - 0.4)
-        self.paired_chart.setYRange(min(-0.1, float(low.min())), max(0.1, float(high.max())))
-
-    def _show_categories(self, report: Report) -> None:
-        """Each system's accuracy per category of the tasks, and the total (``all``)."""
-        groups = report.groups
-        self.category_table.setColumnCount(2 + len(groups))
-        self.category_table.setHorizontalHeaderLabels(["System", *groups, "all"])
-        self.category_table.setRowCount(len(report.systems))
-        for row, system in enumerate(report.systems):
-            self.category_table.setItem(row, 0, QTableWidgetItem(system.name))
-            cells = [system.by_group.get(g) for g in groups] + [system]
-            for col, result in enumerate(cells, start=1):
-                text = "" if result is None else f"{result.accuracy:.3f} ({result.n})"
-                item = QTableWidgetItem(text)
-                item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-                self.category_table.setItem(row, col, item)
-
-    def _usage_columns(self, report: Report) -> list[str]:
-        """Every used "worker/role", in pool order and role order."""
-        used = {key for s in report.systems for key in s.usage}
-        pool = list(self.source.pool) if self.source is not None else []
-        pool += sorted({k.rpartition("/")[0] for k in used} - set(pool))
-        return [f"{w}/{r}" for w in pool for r in ROLES if f"{w}/{r}" in used]
+        self.results.clear_results()
+        self.shown_label.clear()
 
     def table_rows(self) -> list[tuple[str, ...]]:
         """The accuracy table's cells, row by row (what the user reads)."""
-        return [
-            tuple(
-                tables.item(self.results_table, r, c).text()
-                for c in range(self.results_table.columnCount())
-            )
-            for r in range(self.results_table.rowCount())
-        ]
+        return self.results.table_rows()
 
     def export_markdown(self, path: str | Path | None = None) -> bool:
         return self._export("Markdown", "md", "Markdown (*.md)", path)
@@ -821,6 +632,7 @@ class QtEvaluate(Page):
             self.suite_combo,
             self.split_combo,
             self.baselines_box,
+            self.evaluations_table,
         ):
             w.setEnabled(not busy)
         has_report = self.report is not None

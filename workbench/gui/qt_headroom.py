@@ -3,9 +3,12 @@ training: is a coordinator worth it on this pool?) and the stored cost-quality f
 (after it: accuracy against dollars per task, every point with its intervals and its
 details on hover, the Pareto front marked).
 
-A view only: the check is ``workbench.core.jobs.headroom.check_headroom`` and the frontier
-``workbench.core.jobs.frontier`` (``trinity-workbench study frontier`` makes one); both run in
-the page's background jobs, never on the GUI thread. docs/guides/headroom-and-cost.md.
+A view only: the check is ``workbench.core.jobs.headroom.check_headroom``, run in the
+page's background jobs; a new frontier study (``workbench.core.jobs.frontier.study_frontier``:
+a training run and an evaluation per cost penalty) runs in a child process
+(``study_thread.StudyThread``) with its progress and a Stop; stored studies
+(``workbench.core.jobs.frontier_report``) are read in background jobs. Nothing runs on the
+GUI thread. docs/guides/headroom-and-cost.md.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from workbench.core.jobs.frontier import check_penalties
 from workbench.core.jobs.frontier_report import (
     Frontier,
     list_frontiers,
@@ -29,6 +33,8 @@ from workbench.gui.qt import (
     QGroupBox,
     QHBoxLayout,
     QLabel,
+    QLineEdit,
+    QProgressBar,
     QPushButton,
     QSpinBox,
     Qt,
@@ -36,10 +42,33 @@ from workbench.gui.qt import (
     pg,
     text_view,
 )
+from workbench.gui.runs_model import started_text
+from workbench.gui.study_thread import StudyThread
 
 # each kind of point's colour, by name (``plots.plot_palette`` gives its light or dark
 # shade; the frontier's SVG file, on white, has core.frontier.COLOURS)
 KIND_COLOURS = {"coordinator": "blue", "single": "orange", "random": "grey", "oracle": "green"}
+PENALTIES = "0,500,2000"  # per dollar: where the sandbox's routing trades accuracy for price
+NO_FRONTIER = (
+    "No frontier study yet: choose a run config above and press Study the frontier (a "
+    "training run and an evaluation per cost penalty, in the background)."
+)
+
+
+def parse_penalties(text: str) -> tuple[float, ...]:
+    """``0,500,2000`` as cost penalties (``ValueError`` naming a word that is none)."""
+    values = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        try:
+            values.append(float(part))
+        except ValueError:
+            raise ValueError(
+                f"'{part}' is not a number: give cost penalties per dollar separated by "
+                "commas, e.g. 0,500,2000"
+            ) from None
+    return check_penalties(values)
 
 
 def kind_colour(palette: PlotPalette, kind: str) -> str:
@@ -116,12 +145,36 @@ class HeadroomPanel(QGroupBox):
         frontier_row.addWidget(QLabel("Frontier"))
         frontier_row.addWidget(self.frontier_combo, 1)
         frontier_row.addWidget(self.frontier_refresh)
+        # a new study of the chosen config, in the background
+        self.study: StudyThread | None = None
+        self.penalties_edit = QLineEdit(PENALTIES)
+        self.penalties_edit.setToolTip(
+            "Cost penalties per dollar, comma-separated: one coordinator is trained and "
+            "evaluated for each (its training score minus the penalty times its dollars)"
+        )
+        self.study_button = QPushButton("Study the frontier")
+        self.study_button.setToolTip(
+            "Train and evaluate a coordinator of the chosen run config at each cost penalty, "
+            "in the background; the runs it makes are stored as any other"
+        )
+        self.study_button.clicked.connect(self.start_study)
+        self.stop_study_button = QPushButton("Stop")
+        self.stop_study_button.clicked.connect(self.stop_study)
+        self.study_progress = QProgressBar()
+        self.study_progress.setFormat("%v of %m penalties done")
+        self.study_progress.setTextVisible(False)  # until a study says how many
+        self.study_progress.setValue(0)
+        study_row = QHBoxLayout()
+        study_row.addWidget(QLabel("Penalties"))
+        study_row.addWidget(self.penalties_edit, 1)
+        study_row.addWidget(self.study_button)
+        study_row.addWidget(self.stop_study_button)
         self.plot = themed(pg.PlotWidget(title="Accuracy against dollars per task (95% intervals)"))
         self.plot.setMenuEnabled(False)
         self.plot.setLabel("left", "accuracy")
         self.plot.setLabel("bottom", "$ / task")
         self.scatter: Any = None
-        self.frontier_label = QLabel("Make one with: trinity-workbench study frontier CONFIG")
+        self.frontier_label = QLabel(NO_FRONTIER)
         self.frontier_label.setWordWrap(True)
 
         layout = QVBoxLayout(self)
@@ -130,6 +183,8 @@ class HeadroomPanel(QGroupBox):
         layout.addWidget(self.sentence_label)
         layout.addWidget(self.report_view, 1)
         layout.addLayout(frontier_row)
+        layout.addLayout(study_row)
+        layout.addWidget(self.study_progress)
         layout.addWidget(self.plot, 1)
         layout.addWidget(self.frontier_label)
         self._update()
@@ -199,11 +254,12 @@ class HeadroomPanel(QGroupBox):
 
     def _on_frontiers(self, _context: Any, studies: list[Any]) -> None:
         self.listing = False
-        chosen = self.frontier_combo.currentData()
+        chosen = self.frontier.run_id if self.frontier is not None else None
+        chosen = chosen or self.frontier_combo.currentData()
         self.frontier_combo.blockSignals(True)
         self.frontier_combo.clear()
         for s in studies:
-            self.frontier_combo.addItem(f"{s.run_id[:8]}  {s.name}", s.run_id)
+            self.frontier_combo.addItem(f"{s.name} · {started_text(s.created_at)}", s.run_id)
         index = self.frontier_combo.findData(chosen) if chosen is not None else 0
         self.frontier_combo.setCurrentIndex(max(index, 0))
         self.frontier_combo.blockSignals(False)
@@ -290,5 +346,69 @@ class HeadroomPanel(QGroupBox):
             return []
         return [spot.data() for spot in self.scatter.points()]
 
+    # ------------------------------------------------------------------ a new study
+
+    @property
+    def studying(self) -> bool:
+        return self.study is not None
+
+    def start_study(self) -> None:
+        """Study the frontier of the chosen config at the penalties given, in a child
+        process; a bad list of penalties is said on the page and nothing starts."""
+        if self.config_path is None or self.study is not None:
+            return
+        try:
+            penalties = parse_penalties(self.penalties_edit.text())
+        except ValueError as exc:
+            self.page.show_error(f"Cannot study the frontier: penalties {exc}")
+            return
+        self.study = StudyThread(self.workspace, self.config_path, penalties, parent=self)
+        self.study.penalty_finished.connect(self._on_penalty)
+        self.study.finished_study.connect(self._on_studied)
+        self.study.failed.connect(self._on_study_failed)
+        self.study.finished.connect(self._on_study_ended)
+        self.study_progress.setRange(0, len(penalties))
+        self.study_progress.setValue(0)
+        self.study_progress.setTextVisible(True)
+        self.frontier_label.setText(
+            f"Studying {len(penalties)} cost penalties: training and evaluating a "
+            "coordinator for each (the first loads the language model)…"
+        )
+        self.study.start()
+        self._update()
+
+    def stop_study(self) -> None:
+        if self.study is not None:
+            self.study.stop()
+
+    def stop_and_wait(self, timeout_ms: int) -> bool:
+        """Stop a study in progress and wait for its thread (the window is closing)."""
+        if self.study is None:
+            return True
+        self.study.stop()
+        return bool(self.study.wait(timeout_ms))
+
+    def _on_penalty(self, done: int, line: str) -> None:
+        self.study_progress.setValue(done)
+        self.frontier_label.setText(f"Done: {line}")
+
+    def _on_studied(self, frontier: Frontier) -> None:
+        self.show_frontier(frontier)
+        self.refresh_frontiers()
+
+    def _on_study_failed(self, message: str) -> None:
+        self.frontier_label.setText("")
+        self.page.show_error(f"The frontier study ended early: {message}")
+
+    def _on_study_ended(self) -> None:
+        study, self.study = self.study, None
+        if study is not None:
+            study.deleteLater()
+        self._update()
+
     def _update(self) -> None:
         self.check_button.setEnabled(self.config_path is not None and not self.checking)
+        ready = self.config_path is not None and self.study is None
+        self.study_button.setEnabled(ready)
+        self.penalties_edit.setEnabled(self.study is None)
+        self.stop_study_button.setEnabled(self.study is not None)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.core.jobs.evaluate import evaluable_runs, evaluation_source
+from workbench.core.jobs.shared import run_title
 from workbench.core.records import ROLES, RunStopReason
 from workbench.core.replay import turn_cost, turn_verdict
 from workbench.core.serving.standin import stand_in
@@ -48,6 +49,7 @@ from workbench.gui.qt import (
     text_view,
 )
 from workbench.gui.qt_probabilities import ProbabilityBars, ProbabilityCell
+from workbench.gui.runs_model import started_text
 from workbench.gui.words import role_name, stop_sentence
 
 log = logging.getLogger(__name__)
@@ -293,7 +295,14 @@ class QtPlayground(Page):
         ]
         self.source_combo.clear()
         for record in runs:
-            self.source_combo.addItem(f"run {record.id[:8]}  {record.name}", f"run:{record.id}")
+            self.source_combo.addItem(
+                f"{run_title(record)} · {started_text(record.created_at)}", f"run:{record.id}"
+            )
+            self.source_combo.setItemData(
+                self.source_combo.count() - 1,
+                f"{record.name}\nrun id {record.id}",
+                Qt.ItemDataRole.ToolTipRole,
+            )
         for text, data in files:
             self.source_combo.addItem(text, data)
         index = self.source_combo.findData(chosen) if chosen is not None else 0
@@ -321,12 +330,12 @@ class QtPlayground(Page):
         if self.source_combo.currentData() is None:
             self.pool_label.clear()
             return
-        source = self._source()
+        run, coordinator_file = self._source()
         self.message_label.clear()
         self.pool_label.setText("reading the coordinator…")
         self.in_background(
             "playground source",
-            lambda: evaluation_source(self.workspace, **source),
+            lambda: evaluation_source(self.workspace, run=run, coordinator_file=coordinator_file),
             self._on_source,
             self._on_source_failed,
             context=str(self.source_combo.currentData()),
@@ -362,17 +371,15 @@ class QtPlayground(Page):
             self.pool_label.setText("")
             self.show_error(f"Cannot read the coordinator: {background.readable(exc)}")
 
-    def _source(self) -> dict[str, str]:
+    def _source(self) -> tuple[str | None, str | None]:
+        """The chosen coordinator: (a run's id, None) or (None, a coordinator file)."""
         kind, _, value = str(self.source_combo.currentData()).partition(":")
-        return {"run": value} if kind == "run" else {"coordinator_file": value}
+        return (value, None) if kind == "run" else (None, value)
 
     def _load_team(self) -> Any:
-        source = self._source()
+        run, coordinator_file = self._source()
         return load_team(
-            self.workspace,
-            run=source.get("run"),
-            coordinator_file=source.get("coordinator_file"),
-            backbone=self.backbone,
+            self.workspace, run=run, coordinator_file=coordinator_file, backbone=self.backbone
         )
 
     # ------------------------------------------------------------------ asking

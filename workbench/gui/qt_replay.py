@@ -16,15 +16,13 @@ page re-reads the runs whenever it is shown.
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from workbench.core.printable import shown_path
+from workbench.core.records import Episode
 from workbench.core.replay import Replay, role_label
-from workbench.core.store import EpisodeSummary, Store
-from workbench.core.tasks.suites import load_suite
+from workbench.core.store import EpisodeSummary
+from workbench.core.tasks.model import Task
 from workbench.core.workspace import Workspace
 from workbench.gui import tables
 from workbench.gui.page import Page, message_label
@@ -47,62 +45,32 @@ from workbench.gui.qt import (
     read_only_table,
 )
 from workbench.gui.qt_replay_cards import OutcomeCard, QuestionCard, TurnCard
-from workbench.gui.words import STOP_REASONS, stop_sentence, stop_word
+from workbench.gui.replay_model import (
+    EPISODE_COLUMNS,
+    EPISODE_STOPS,
+    OUTCOMES,
+    EpisodeList,
+    RunChoice,
+    best_first,
+    candidate_word,
+    candidate_words,
+    ending_sentence,
+    ending_word,
+    episode_ending,
+    episode_header,
+    export_episode,
+    list_note,
+    read_episode,
+    read_episodes,
+    read_runs,
+    result_words,
+)
+from workbench.gui.words import stop_sentence
 
 log = logging.getLogger(__name__)
 
-EPISODE_COLUMNS = ("Question", "Result", "Turns", "Gen.", "Cand.", "Why it ended")
 SHOWN_AT_MOST = 2000  # rows of the episode list (the filters narrow the rest)
-OUTCOMES = {"any result": (None, None), "right": (1.0, None), "not right": (None, 0.9999)}
-EPISODE_STOPS = ("accepted", "max_turns", "verifier_without_answer", "worker_errors")
 ANY = "any"
-
-
-@dataclass(frozen=True, kw_only=True)
-class EpisodeList:
-    """What the list shows for a run: the episodes in order (best candidate first), how
-    many matched, the best (generation, candidate) and its share right, and the choices
-    the filters offer (generations, candidates, workers)."""
-
-    episodes: list[EpisodeSummary]
-    matched: int
-    best: tuple[int | None, int | None] | None
-    best_share: float
-    generations: list[int]
-    candidates: list[int]
-    workers: list[str]
-
-
-def best_first(
-    episodes: Sequence[EpisodeSummary],
-) -> tuple[list[EpisodeSummary], tuple[int | None, int | None] | None, float]:
-    """The episodes ordered by their candidate's share of right answers, best first (a
-    later generation first among equals), then by question; with the best (generation,
-    candidate) and its share. A candidate is a (generation, candidate) pair: a training
-    candidate, the validation of a generation, or an evaluated system."""
-    groups: dict[tuple[int | None, int | None], list[EpisodeSummary]] = defaultdict(list)
-    for e in episodes:
-        groups[(e.generation, e.candidate)].append(e)
-    if not groups:
-        return [], None, 0.0
-    share = {key: sum(e.reward for e in group) / len(group) for key, group in groups.items()}
-    order = sorted(
-        groups,
-        key=lambda key: (-share[key], -(key[0] if key[0] is not None else -1), key[1] or 0),
-    )
-    ordered = [e for key in order for e in sorted(groups[key], key=lambda e: e.task_id)]
-    return ordered, order[0], share[order[0]]
-
-
-def candidate_words(summary: EpisodeSummary, kind: str) -> tuple[str, str]:
-    """An episode's candidate as the list's cell shows it (numbered from 1) and its
-    tooltip."""
-    if summary.candidate is None:
-        if summary.generation is None:
-            return "–", "not part of a generation"
-        return "validation", "the search's centre, scored on the validation questions"
-    word = "system" if kind == "eval" else "candidate"
-    return str(summary.candidate + 1), f"{word} {summary.candidate + 1}"
 
 
 class QtReplay(Page):
@@ -116,6 +84,8 @@ class QtReplay(Page):
         self.listing: EpisodeList | None = None
         self.run_kinds: dict[str, str] = {}
         self._episodes_wanted = self._episodes_read = 0
+        self._episode_wanted: str | None = None  # the episode shown, or being read
+        self._run_fresh = False  # a run was just chosen: its best episode is shown
         self.exported: str | None = None
         self.message_label = message_label()
         self._build()
@@ -152,13 +122,13 @@ class QtReplay(Page):
         form.addRow("Worker", self.worker_filter)
         form.addRow("Generation", self.generation_filter)
         form.addRow("Candidate", self.candidate_filter)
-        form.addRow("Why it ended", self.stop_filter)
+        form.addRow("How it ended", self.stop_filter)
         form.addRow("Question", self.task_filter)
         self.episodes = read_only_table(EPISODE_COLUMNS)
         tables.sortable(self.episodes)
         # the question and why it ended share the width the figures leave (elided, whole in
         # their tooltips): the list fits its side of the page at 1280 px without scrolling
-        tables.fit_width(self.episodes, [0, EPISODE_COLUMNS.index("Why it ended")])
+        tables.fit_width(self.episodes, [0, EPISODE_COLUMNS.index("How it ended")])
         tables.header_tip(self.episodes, 3, "Generation (numbered from 1)")
         tables.header_tip(
             self.episodes,
@@ -267,37 +237,46 @@ class QtReplay(Page):
         """Reload the runs that have episodes (training, evaluation, single episodes)."""
         self.in_background(
             "replay runs",
-            lambda: _read_runs(self.workspace),
+            lambda: read_runs(self.workspace),
             self._on_runs,
             self.failed,
             context="read the runs",
         )
 
-    def _on_runs(self, _context: Any, found: tuple[list[tuple[str, str, str]], bool]) -> None:
-        runs, loose = found
+    def _on_runs(self, _context: Any, runs: list[RunChoice]) -> None:
+        """The runs offered, newest first; the run chosen stays chosen, and at first (or
+        when it is gone) the newest run is: the one just trained or evaluated."""
         current = self.runs.currentData()
         self.runs.blockSignals(True)
         self.runs.clear()
         self.run_kinds = {}
-        for run_id, label, kind in runs:
-            self.runs.addItem(label, run_id)
-            self.run_kinds[run_id] = kind
-        if loose:
-            self.runs.addItem("single episodes (not in a run)", None)
-        if self.runs.findData(current) >= 0:
-            self.runs.setCurrentIndex(self.runs.findData(current))
+        for run in runs:
+            self.runs.addItem(run.label, run.run_id)
+            self.runs.setItemData(self.runs.count() - 1, run.label, Qt.ItemDataRole.ToolTipRole)
+            self.run_kinds[run.run_id] = run.kind
+        index = self.runs.findData(current) if current is not None else -1
+        self.runs.setCurrentIndex(max(index, 0))
         self.runs.blockSignals(False)
-        self.refresh_episodes()
+        if self.runs.currentData() != current:
+            self._run_changed()
+        else:
+            self.refresh_episodes()
 
     def _run_changed(self) -> None:
+        """Another run: its filters from scratch, the last run's episode gone from the
+        right, and its best episode shown once its list is read."""
         for combo in (self.worker_filter, self.generation_filter, self.candidate_filter):
             combo.blockSignals(True)
             combo.setCurrentIndex(0)
             combo.blockSignals(False)
+        self.clear_episode()
+        self._run_fresh = True
         self.refresh_episodes()
 
     def refresh_episodes(self) -> None:
         run_id = self.runs.currentData()
+        if run_id is None:  # no run with episodes yet
+            return
         low, high = OUTCOMES[self.outcome_filter.currentText()]
         query = {
             "stop_reason": self.stop_filter.currentData(),
@@ -311,7 +290,7 @@ class QtReplay(Page):
         self._episodes_wanted += 1
         self.in_background(
             "replay episodes",
-            lambda: _read_episodes(self.workspace, run_id, query, needle),
+            lambda: read_episodes(self.workspace, run_id, query, needle),
             self._on_episodes,
             self.failed,
             context="read the episodes",
@@ -326,22 +305,15 @@ class QtReplay(Page):
         self._offer(self.generation_filter, [(f"{g + 1}", g) for g in listing.generations])
         self._offer(
             self.candidate_filter,
-            [
-                (f"{'system' if kind == 'eval' else 'candidate'} {c + 1}", c)
-                for c in listing.candidates
-            ],
+            [(f"{candidate_word(kind)} {c + 1}", c) for c in listing.candidates],
         )
         self._offer(self.worker_filter, [(w, w) for w in listing.workers])
         rows = []
         for e in listing.episodes[:SHOWN_AT_MOST]:
-            right = e.reward >= 1.0
+            ended = ending_word(e.stop_reason, e.last_role)
             cells = (
                 tables.Cell(e.task_id, tooltip=f"question {e.task_id} ({e.suite})\nepisode {e.id}"),
-                tables.Cell(
-                    "✓ right" if right else ("partly" if e.reward > 0 else "✗ wrong"),
-                    e.reward,
-                    f"reward {e.reward:g}",
-                ),
+                tables.Cell(result_words(e.reward), e.reward, f"reward {e.reward:g}"),
                 tables.number(e.n_turns),
                 tables.number(
                     None if e.generation is None else e.generation + 1,
@@ -349,8 +321,8 @@ class QtReplay(Page):
                 ),
                 tables.Cell(*_candidate_cell(e, kind)),
                 tables.Cell(
-                    stop_word(str(e.stop_reason)),
-                    tooltip=f"{stop_word(str(e.stop_reason))}: {stop_sentence(str(e.stop_reason))}"
+                    ended,
+                    tooltip=f"{ended}: {ending_sentence(e.stop_reason, e.last_role)}"
                     f"\nstop reason: {e.stop_reason}",
                 ),
             )
@@ -361,22 +333,26 @@ class QtReplay(Page):
         self.episodes.horizontalHeader().setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
         tables.fill(self.episodes, rows)
         self.episodes.blockSignals(False)
-        shown = min(listing.matched, SHOWN_AT_MOST)
-        note = f"{listing.matched} episodes" + (
-            f" (the first {shown} shown: narrow them with the filters)"
-            if shown < listing.matched
-            else ""
-        )
-        if listing.best is not None and listing.matched:
-            generation, candidate = listing.best
-            who = (
-                "validation"
-                if candidate is None
-                else f"{'system' if kind == 'eval' else 'candidate'} {candidate + 1}"
-            )
-            where = f"generation {generation + 1}, {who}" if generation is not None else who
-            note += f". Best first: {where}, {listing.best_share:.0%} right."
-        self.list_note.setText(note)
+        self.list_note.setText(list_note(listing, min(listing.matched, SHOWN_AT_MOST), kind))
+        self._follow_list()
+
+    def _follow_list(self) -> None:
+        """The right side follows the list: a run just chosen shows its first (best)
+        episode; the episode shown stays selected while the filters keep it, and goes
+        when they leave it out."""
+        ids = self.episode_ids()
+        shown, fresh = self._episode_wanted, self._run_fresh
+        self._run_fresh = False
+        chosen = shown if shown in ids else (ids[0] if fresh and ids else None)
+        self.episodes.blockSignals(True)  # the list was refilled: its selection is set here
+        self.episodes.clearSelection()
+        if chosen is not None:
+            self.episodes.selectRow(ids.index(chosen))
+        self.episodes.blockSignals(False)
+        if chosen is None and shown is not None:
+            self.clear_episode()
+        elif chosen is not None and chosen != shown:
+            self.open_episode(chosen)
 
     @staticmethod
     def _offer(combo: QComboBox, choices: list[tuple[str, Any]]) -> None:
@@ -421,16 +397,39 @@ class QtReplay(Page):
     def open_episode(self, episode_id: str) -> None:
         """Read the episode (and its task) in the background, then show it."""
         self.message_label.clear()
+        self._episode_wanted = episode_id
         self.in_background(
             "replay episode",
-            lambda: _read_episode(self.workspace, episode_id),
+            lambda: read_episode(self.workspace, episode_id),
             self._on_episode,
             self.failed,
             context="open the episode",
         )
 
-    def _on_episode(self, _context: Any, found: tuple[Any, Any]) -> None:
+    def clear_episode(self) -> None:
+        """Nothing on the right: no episode is chosen (another run was picked)."""
+        self._episode_wanted = None
+        self.replay = None
+        self.cards = []
+        self._clear_cards()
+        self.header.setText("Pick an episode in the list.")
+        self.header.setToolTip("")
+        self.position.clear()
+        self._set_enabled(False)
+
+    def _clear_cards(self) -> None:
+        layout = self.conversation_layout
+        while layout.count() > 1:  # everything but the closing stretch
+            item = layout.takeAt(0)
+            widget = item.widget() if item is not None else None
+            if widget is not None:  # gone from view now; freed when the loop next runs
+                widget.hide()
+                widget.deleteLater()
+
+    def _on_episode(self, _context: Any, found: tuple[Episode, Task | None]) -> None:
         episode, task = found
+        if episode.id != self._episode_wanted:
+            return  # another episode (or none) was asked for since
         try:
             replay = Replay(episode, task)
         except ValueError as exc:
@@ -439,19 +438,7 @@ class QtReplay(Page):
             return
         self.replay = replay
         replay.changed.append(lambda _: self.show_turn())
-        right = episode.reward >= 1.0
-        where = ""
-        if episode.generation is not None:
-            where = f" · generation {episode.generation + 1}"
-        if episode.candidate is not None:
-            kind = self.run_kinds.get(episode.run_id or "", "")
-            word = "system" if kind == "eval" else "candidate"
-            where += f" · {word} {episode.candidate + 1}"
-        self.header.setText(
-            f"<b>{'✓ Right' if right else '✗ Not right'}</b> · question {episode.task_id}"
-            f"{where} · {len(episode.turns)} turn{'s' if len(episode.turns) != 1 else ''} · "
-            f"{stop_sentence(str(episode.stop_reason))}"
-        )
+        self.header.setText(episode_header(episode, self.run_kinds.get(episode.run_id or "", "")))
         self.header.setToolTip(
             f"episode {episode.id}\nstop reason: {episode.stop_reason}\n"
             f"team: {', '.join(episode.pool)}"
@@ -460,24 +447,19 @@ class QtReplay(Page):
         self._set_enabled(True)
         self.show_turn()
 
-    def _show_cards(self, episode: Any, task: Any) -> None:
+    def _show_cards(self, episode: Episode, task: Task | None) -> None:
         assert self.replay is not None  # the episode's replay is set before its cards
-        layout = self.conversation_layout
-        while layout.count() > 1:  # everything but the closing stretch
-            item = layout.takeAt(0)
-            widget = item.widget() if item is not None else None
-            if widget is not None:
-                widget.deleteLater()
+        self._clear_cards()
         prompt = task.full_prompt() if task is not None else None
         widgets: list[QWidget] = [QuestionCard(episode, prompt)]
         self.cards = [
             TurnCard(episode, i, role_label(episode, i)) for i in range(len(episode.turns))
         ]
         widgets += self.cards
-        self.outcome_card = OutcomeCard(self.replay.outcome(), str(episode.stop_reason))
+        self.outcome_card = OutcomeCard(self.replay.outcome(), episode_ending(episode)[1])
         widgets.append(self.outcome_card)
         for index, widget in enumerate(widgets):
-            layout.insertWidget(index, widget)
+            self.conversation_layout.insertWidget(index, widget)
 
     # -- showing -----------------------------------------------------------------
 
@@ -535,7 +517,7 @@ class QtReplay(Page):
         episode_id = self.replay.episode.id
         self.in_background(
             "export episode",
-            lambda: _export(self.workspace, episode_id, path),
+            lambda: export_episode(self.workspace, episode_id, path),
             self._on_exported,
             self._on_export_failed,
             context=path,
@@ -563,61 +545,4 @@ def _candidate_cell(summary: EpisodeSummary, kind: str) -> tuple[str, Any, str]:
     return text, summary.candidate if summary.candidate is not None else -1, tip
 
 
-def _read_runs(workspace: Workspace) -> tuple[list[tuple[str, str, str]], bool]:
-    with Store.open(workspace) as store:
-        runs = store.list_runs()
-        loose = any(e.run_id is None for e in store.list_episodes())
-    kinds = {"train": "training", "eval": "evaluation", "serve": "Playground"}
-    return [
-        (r.id, f"{r.name or r.id[:8]} ({kinds.get(r.kind, r.kind)})", r.kind)
-        for r in reversed(runs)
-    ], loose
-
-
-def _read_episodes(
-    workspace: Workspace, run_id: str | None, query: dict[str, Any], needle: str
-) -> EpisodeList:
-    """The run's episodes matching the filters, best candidate first, and what the
-    filters can offer (read in a background job)."""
-    with Store.open(workspace) as store:
-        found = store.list_episodes(run_id, **query)
-        every = store.list_episodes(run_id) if any(v is not None for v in query.values()) else found
-        sample = next(iter(every), None)
-        pool = store.get_episode(sample.id).pool if sample is not None else ()
-    if run_id is None:
-        found = [e for e in found if e.run_id is None]
-        every = [e for e in every if e.run_id is None]
-    if needle:
-        found = [e for e in found if needle in e.task_id]
-    ordered, best, share = best_first(found)
-    return EpisodeList(
-        episodes=ordered,
-        matched=len(ordered),
-        best=best,
-        best_share=share,
-        generations=sorted({e.generation for e in every if e.generation is not None}),
-        candidates=sorted({e.candidate for e in every if e.candidate is not None}),
-        workers=list(pool),
-    )
-
-
-def _read_episode(workspace: Workspace, episode_id: str) -> tuple[Any, Any]:
-    with Store.open(workspace) as store:
-        episode = store.get_episode(episode_id)
-    try:
-        task = load_suite(episode.suite, workspace).get(episode.task_id)
-    except (LookupError, ValueError, OSError) as exc:  # the suite may be gone
-        log.info("task of episode %s unavailable: %s", episode_id, exc)
-        task = None
-    return episode, task
-
-
-def _export(workspace: Workspace, episode_id: str, path: str) -> str:
-    with Store.open(workspace) as store:
-        text = store.export_episode_json(episode_id)
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
-    return path
-
-
-__all__ = ["EPISODE_COLUMNS", "STOP_REASONS", "QtReplay", "best_first"]
+__all__ = ["EPISODE_COLUMNS", "QtReplay", "best_first"]

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import json
 
-from workbench.core.records import Episode, Role, Turn, Verdict
-from workbench.core.replay import turn_cost
+from workbench.core.records import ROLES, Episode
+from workbench.core.replay import Outcome, turn_cost
 from workbench.gui.plots import plot_palette
 from workbench.gui.qt import (
     QEvent,
@@ -21,7 +21,8 @@ from workbench.gui.qt import (
     QWidget,
 )
 from workbench.gui.qt_probabilities import BarList
-from workbench.gui.words import ROLE_SENTENCES, role_name, stop_sentence
+from workbench.gui.replay_model import reply_heading, turn_words
+from workbench.gui.words import ROLE_SENTENCES, role_name
 
 # each card's border by name, in the theme's shade (``plots.plot_palette``): the same
 # colours as the plots', lighter on dark
@@ -85,23 +86,6 @@ class Card(QFrame):
             self.set_current(self.current)  # the light or dark theme's shade
 
 
-def grade_text(turn: Turn) -> str:
-    """What became of a turn, in words."""
-    if turn.error:
-        return f"The call failed: {turn.error}"
-    if not turn.messages:
-        return "Not called: a Verifier before any answer ends the episode"
-    if turn.verdict and not turn.verdict_parsed:
-        return "No readable verdict: counted as a request to revise"
-    if turn.verdict == Verdict.ACCEPT:
-        return "Verdict: accepted the answer"
-    if turn.verdict:
-        return "Verdict: asked for a revision"
-    if turn.role == Role.WORKER:
-        return "Gave an answer (graded at the end)"
-    return "Gave guidance (not graded)"
-
-
 class TurnCard(Card):
     """One turn: who and in which role, the coordinator's probabilities, what the worker
     was asked (shown on request) and answered, and the grade."""
@@ -117,7 +101,7 @@ class TurnCard(Card):
         )
         self.title.setTextFormat(Qt.TextFormat.RichText)
         self.title.setToolTip(f"{ROLE_SENTENCES.get(role, role)}\nrole id: {role}")
-        roles = ("thinker", "worker", "verifier")
+        roles = [str(r) for r in ROLES]
         self.worker_bars = BarList(
             "Which worker",
             episode.pool,
@@ -133,16 +117,12 @@ class TurnCard(Card):
         charts.addWidget(self.role_bars, 2)
         charts_note = QLabel("The coordinator's probabilities:")
         charts_note.setStyleSheet("color: gray")
-        self.prompt = text_label(
-            _text("\n\n".join(f"[{m['role']}]\n{m['content']}" for m in turn.messages))
-            or "(not called)"
-        )
+        self.prompt = text_label(_text(turn.prompt_text()) or "(not called)")
         self.prompt_button = _toggle("What it was asked", self.prompt)
-        said = {"worker": "It answered:", "thinker": "Its guidance:", "verifier": "Its check:"}
-        self.answer_heading = QLabel(said.get(role, "It replied:"))
+        self.answer_heading = QLabel(reply_heading(turn))
         self.answer_heading.setStyleSheet("color: gray")
         self.answer = text_label(_text(turn.response or turn.error or "(no reply)"))
-        self.grade = QLabel(grade_text(turn))
+        self.grade = QLabel(turn_words(turn))
         self.grade.setStyleSheet("font-weight: bold")
         cost = turn_cost(turn)
         self.figures = QLabel(
@@ -180,26 +160,25 @@ class QuestionCard(Card):
 
 
 class OutcomeCard(Card):
-    """The end: right or not, why it ended, the final answer and the reference; the
+    """The end: right or not, how it ended, the final answer and the reference; the
     grader's details on request."""
 
-    def __init__(self, outcome: dict, stop_reason: str):
-        right = outcome["reward"] >= 1.0
-        super().__init__("green" if right else "red")
+    def __init__(self, outcome: Outcome, ending: str):
+        super().__init__("green" if outcome.right else "red")
         verdict = (
             "Right answer"
-            if right
-            else ("Partly right" if outcome["reward"] > 0 else "Wrong answer")
+            if outcome.right
+            else ("Partly right" if outcome.reward > 0 else "Wrong answer")
         )
         self.title = QLabel(
-            f"<b>{'✓' if right else '✗'} {verdict}</b> (reward {outcome['reward']:g}) · "
-            f"{stop_sentence(stop_reason)}"
+            f"<b>{'✓' if outcome.right else '✗'} {verdict}</b> (reward {outcome.reward:g}) · "
+            f"{ending}"
         )
         self.title.setTextFormat(Qt.TextFormat.RichText)
-        self.title.setToolTip(f"stop reason: {stop_reason}")
-        self.answer = text_label(f"Final answer:\n{_text(outcome['answer'] or '(none)')}")
-        self.reference = text_label(f"Reference:\n{_text(outcome['reference'] or '(unknown)')}")
-        self.details = text_label(json.dumps(outcome["grader"], indent=2, default=str))
+        self.title.setToolTip(f"stop reason: {outcome.stop_reason}")
+        self.answer = text_label(f"Final answer:\n{_text(outcome.answer or '(none)')}")
+        self.reference = text_label(f"Reference:\n{_text(outcome.reference or '(unknown)')}")
+        self.details = text_label(json.dumps(outcome.grader, indent=2, default=str))
         details_button = _toggle("How it was graded", self.details)
         for widget in (self.title, self.answer, self.reference, details_button, self.details):
             self.layout_.addWidget(widget)

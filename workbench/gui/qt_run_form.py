@@ -1,12 +1,17 @@
-"""The new-run form of the Runs page: every key of a ``RunConfig``, editable, built from
-the config's own keys: their types, labels, help texts and bounds (``config_schema.Key``, one
-source with the config check and docs/reference/config.md)."""
+"""The new-run side of the Runs page: the form (every key of a ``RunConfig``, editable,
+built from the config's own keys: their types, labels, help texts and bounds,
+``config_schema.Key``, one source with the config check and docs/reference/config.md), the
+buttons that load and save it, Start / Pause / Resume / Stop and the run's status lines
+(``NewRunBox``), and the choices its pool and suite offer (``choices``, a disk read)."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from workbench.core.config import ConfigKey, RunConfig, config_keys
+from workbench.core.workspace import Workspace
+from workbench.gui.page import message_label
 from workbench.gui.qt import (
     QAbstractItemView,
     QCheckBox,
@@ -14,17 +19,25 @@ from workbench.gui.qt import (
     QDoubleSpinBox,
     QFormLayout,
     QFrame,
+    QGroupBox,
+    QHBoxLayout,
     QLabel,
     QLineEdit,
     QListWidget,
     QListWidgetItem,
+    QProgressBar,
+    QPushButton,
     QScrollArea,
     QSpinBox,
     Qt,
     QTabWidget,
+    QVBoxLayout,
     QWidget,
 )
-from workbench.gui.words import worker_words
+from workbench.gui.runs_model import STATE_WORDS
+from workbench.gui.words import EXECUTOR_HELP, worker_words
+
+log = logging.getLogger(__name__)
 
 # the tabs of the new-run form: the config sections each shows
 FORM_TABS = (
@@ -200,3 +213,89 @@ def tooltip(k: ConfigKey) -> str:
     return f"{spec.help}{unit} {accepts}\nIn a config file: [{k.section}] {k.name}".replace(
         "  ", " "
     )
+
+
+class NewRunBox(QGroupBox):
+    """The form, where its settings came from, the buttons that load and save it, and
+    Start / Pause / Resume / Stop with the run's status, progress, spend and executor
+    lines; the page connects the buttons and writes the lines."""
+
+    def __init__(self) -> None:
+        super().__init__("New run")
+        self.form = RunForm()
+        self.source_label = QLabel("defaults")
+        self.source_label.setWordWrap(True)
+        self.load_button = QPushButton("Open…")
+        self.load_button.setToolTip("Load a run config file (TOML) into the form")
+        self.save_button = QPushButton("Save…")
+        self.save_button.setToolTip(
+            "Save the form as a run config file (what trinity-workbench train reads)"
+        )
+        self.example_button = QPushButton("Sandbox example")
+        self.example_button.setToolTip(
+            "One turn per question on the simulated team (offline, free): it learns which "
+            "simulated specialist answers which kind of question, in about 5 minutes"
+        )
+        self.team_example_button = QPushButton("Team example")
+        self.team_example_button.setToolTip(
+            "Several turns per question on the simulated team (Thinker, Worker, Verifier): "
+            "slower, it learns who plans, who answers and who checks"
+        )
+        source_row = QFormLayout()
+        source_row.addRow("Settings from", self.source_label)
+        load_row = QHBoxLayout()
+        for b in (
+            self.load_button,
+            self.save_button,
+            self.example_button,
+            self.team_example_button,
+        ):
+            load_row.addWidget(b)
+        load_row.addStretch(1)
+        self.start_button = QPushButton("Start")
+        self.pause_button = QPushButton("Pause")
+        self.resume_button = QPushButton("Resume")
+        self.stop_button = QPushButton("Stop")
+        control_row = QHBoxLayout()
+        for b in (self.start_button, self.pause_button, self.resume_button, self.stop_button):
+            control_row.addWidget(b)
+        self.status_label = QLabel(STATE_WORDS["idle"])
+        self.message_label = message_label()
+        self.progress = QProgressBar()
+        self.progress.setFormat("generation %v of %m")
+        self.eta_label = QLabel("")
+        self.spend_label = QLabel("")
+        self.executor_label = QLabel("")
+        self.executor_label.setToolTip(EXECUTOR_HELP)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.form, 1)
+        layout.addLayout(source_row)
+        layout.addLayout(load_row)
+        layout.addLayout(control_row)
+        status_row = QHBoxLayout()
+        status_row.addWidget(QLabel("Status:"))
+        status_row.addWidget(self.status_label, 1)
+        status_row.addWidget(self.eta_label)
+        layout.addLayout(status_row)
+        layout.addWidget(self.progress)
+        for w in (self.spend_label, self.executor_label, self.message_label):
+            layout.addWidget(w)
+
+
+def choices(workspace: Workspace) -> tuple[list[str], list[str]]:
+    """The workers a pool may name and the suites there are (read in the background)."""
+    from workbench.core.tasks.suites import list_suites
+    from workbench.core.workers.pool import builtin_workers
+    from workbench.core.workers.recorded import imported_pool_names
+    from workbench.core.workers.registry import Registry
+    from workbench.core.workers.simulated import POOLS
+
+    # each built-in sandbox pool as a whole ("sandbox", "team"), then its single workers,
+    # then the recorded pools (CHAMP's built in, those imported into the workspace)
+    workers = [*POOLS, *(w.id for w in builtin_workers())]
+    workers += [f"recorded:{n}" for n in ("champ", *imported_pool_names(workspace))]
+    try:
+        workers += [spec.id for spec in Registry.open().list()]
+    except Exception:  # a broken workers.toml is the Workers page's to report
+        log.warning("cannot list registered workers", exc_info=True)
+    return workers, [info.name for info in list_suites(workspace)]

@@ -1,17 +1,31 @@
-"""The Runs page's live plots: fitness per generation (with validation points), the search's
-step size (sigma), and who answered (turns per worker and role, a heatmap). Generations are
-numbered from 1 on every axis, with whole-number ticks. Plot items are created once and
-redrawn from a timer with ``setData`` on preallocated arrays that grow by doubling (docs:
-pyqtgraph's scrolling plots are the model)."""
+"""The Runs page's live plots: the training score per generation (with the validation
+points), the search's step size, and who answered (turns per worker and role, a heatmap
+with its colour scale). Generations are numbered from 1 on every axis, with whole-number
+ticks; the method's terms ("fitness", "sigma") are named in the tooltips, the axes speak
+plain words. Plot items are created once and redrawn from a timer with ``setData`` on
+preallocated arrays that grow by doubling (docs: pyqtgraph's scrolling plots are the
+model)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from workbench.core.records import ROLES
-from workbench.gui.plots import coloured_curve, generation_plot, legend_beside, show_generations
-from workbench.gui.qt import Qt, QWidget, pg
-from workbench.gui.words import ROLE_NAMES
+from workbench.core.records import ROLES, GenerationStats
+from workbench.gui.plots import (
+    coloured_curve,
+    generation_plot,
+    legend_beside,
+    show_generations,
+    themed_colour_bar,
+)
+from workbench.gui.qt import QLabel, Qt, QVBoxLayout, QWidget, pg
+from workbench.gui.words import (
+    ROLE_NAMES,
+    SCORE_HELP,
+    SCORES_CAPTION,
+    STEP_SIZE_HELP,
+    VALIDATION_HELP,
+)
 
 
 class Series:
@@ -106,11 +120,11 @@ class RunPlots:
         self.validation = Series()
         self.usage = UsageGrid()
         self._dirty = False
-        self.fitness_plot = generation_plot("How well the candidates answer", "fitness")
+        self.fitness_plot = generation_plot("Training score and validation", "share right")
         self.fitness_plot.setToolTip(
-            "Each generation tries a population of candidate coordinators on training "
-            "questions: the best, mean, median and worst candidate's average reward. "
-            "Validation: the search's current centre on questions it never trains on."
+            "Each generation tries a population of candidate coordinators on a few training "
+            f"questions: the best, mean, median and worst candidate's score.\n\n{SCORE_HELP}"
+            f"\n\n{VALIDATION_HELP}"
         )
         self.legend = legend_beside(self.fitness_plot)
         self.curves = {}
@@ -127,27 +141,51 @@ class RunPlots:
             symbols=True,
         )
         self.legend.addItem(self.validation_points, "validation")
-        self.sigma_plot = generation_plot("How widely the search still looks", "sigma")
-        self.sigma_plot.setToolTip(
-            "sigma: how far the search's candidates lie from its centre. It shrinks as the "
-            "search settles on what works."
-        )
+        # why the best training score reads higher than validation, in a line under it
+        self.caption = QLabel(SCORES_CAPTION)
+        self.caption.setWordWrap(True)
+        self.caption.setToolTip(f"{SCORE_HELP}\n\n{VALIDATION_HELP}")
+        self.scores = QWidget()
+        column = QVBoxLayout(self.scores)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.setSpacing(2)
+        column.addWidget(self.fitness_plot, 1)
+        column.addWidget(self.caption)
+        self.sigma_plot = generation_plot("How widely the search still looks", "step size")
+        self.sigma_plot.setToolTip(STEP_SIZE_HELP)
         self.curves["sigma"] = coloured_curve(self.sigma_plot.plot(), CURVE_COLOURS["sigma"])
         self.curves["sigma"].setDownsampling(auto=True, method="peak")
         self.curves["sigma"].setClipToView(True)
         self.usage_plot = generation_plot("Who answered: turns per worker and role", "")
         self.usage_plot.setToolTip(
-            "Brighter: more turns given to that worker in that role in that generation"
+            "Brighter: more turns given to that worker in that role in that generation "
+            "(the scale on the right counts the turns)"
         )
         self.usage_plot.invertY(True)
         self.usage_plot.setYRange(0, 3)
         self.heatmap = pg.ImageItem(axisOrder="row-major")
-        self.heatmap.setColorMap(pg.colormap.get("viridis"))
+        colours = pg.colormap.get("viridis")
+        self.heatmap.setColorMap(colours)
         self.usage_plot.addItem(self.heatmap)
+        self.colour_bar = themed_colour_bar(self.usage_plot, self.heatmap, colours, "turns")
 
     @property
     def widgets(self) -> tuple[QWidget, ...]:
-        return (self.fitness_plot, self.sigma_plot, self.usage_plot)
+        """The three plots as the page lays them out (the scores with their caption)."""
+        return (self.scores, self.sigma_plot, self.usage_plot)
+
+    def add_stats(self, stats: GenerationStats) -> None:
+        """Add a generation's figures (stored or live)."""
+        self.add_generation(
+            stats.generation,
+            stats.best,
+            stats.mean,
+            stats.median,
+            stats.worst,
+            stats.sigma,
+            stats.validation,
+            stats.usage,
+        )
 
     def clear(self) -> None:
         self.x.clear()
@@ -196,7 +234,8 @@ class RunPlots:
                 show_generations(plot, int(x[-1]))
         grid = self.usage.view
         if grid.size:
-            self.heatmap.setImage(grid, autoLevels=True)
+            self.heatmap.setImage(grid, autoLevels=False)
+            self.colour_bar.setLevels((0.0, max(1.0, float(grid.max()))))
             self.heatmap.setRect(0.5, 0, grid.shape[1], grid.shape[0])  # column c: generation c+1
             # every worker's three rows in view (a pool of two showed only the first's)
             self.usage_plot.setYRange(0, max(3, grid.shape[0]), padding=0)

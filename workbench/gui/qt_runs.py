@@ -1,10 +1,13 @@
-"""The Runs page: the runs list (status, stop reason, generations; resume, open), a compact
-new-run form (load a config TOML or the sandbox example), Start / Pause / Resume / Stop,
-and live plots (fitness, sigma, model x role usage heatmap), progress with ETA and a log.
+"""The Runs page: the runs list (status, why it ended, generations; resume, open), a
+compact new-run form (load a config TOML or the sandbox example), Start / Pause / Resume /
+Stop, and live plots (training score and validation, step size, who answered), progress
+with the time left and a log.
 
-The page holds no domain logic: configs, runs, statuses and which runs can resume all come
-from core; training runs in a ``RunThread``. The form is ``qt_run_form.RunForm``, the plots
-``qt_run_plots.RunPlots`` (redrawn from the page's timer).
+A view: configs, runs, statuses and which runs can resume come from core; the words, the
+table's cells, the strip and the log's lines from ``runs_model``; training runs in a
+``RunThread``. The form is ``qt_run_form.RunForm``, the list ``qt_runs_list.RunsList``,
+the plots ``qt_run_plots.RunPlots`` (redrawn from the page's timer). A resumed run's plots
+show its whole history: the stored generations, then the live ones.
 """
 
 from __future__ import annotations
@@ -14,14 +17,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from workbench.core.config import ConfigError, RunConfig
+from workbench.core.config import RunConfig
 from workbench.core.jobs.learned import run_learned
-from workbench.core.jobs.shared import RunSummary, effective_status, list_runs
+from workbench.core.jobs.shared import RunSummary, StoredRun, list_runs, read_run
 from workbench.core.printable import shown_path
-from workbench.core.records import RunStopReason
-from workbench.core.settings import load_run_config
-from workbench.core.spend import dollars, recorded_spend, spend_kind
-from workbench.core.store import Store
+from workbench.core.spend import Spend, dollars, spend_kind
 from workbench.core.training.events import (
     GenerationStats,
     RunFailed,
@@ -30,31 +30,42 @@ from workbench.core.training.events import (
     where_episodes_ran,
 )
 from workbench.core.workspace import Workspace, resources_dir
-from workbench.gui import background, tables
-from workbench.gui.page import Page, message_label
+from workbench.gui import background
+from workbench.gui.page import Page
 from workbench.gui.qt import (
     QCheckBox,
     QFileDialog,
-    QFormLayout,
-    QGroupBox,
     QHBoxLayout,
     QLabel,
     QPlainTextEdit,
-    QProgressBar,
-    QPushButton,
     QSplitter,
     Qt,
     QTimer,
     QVBoxLayout,
     QWidget,
     Signal,
-    read_only_table,
 )
 from workbench.gui.qt_learned import LearnedView
-from workbench.gui.qt_run_form import RunForm
+from workbench.gui.qt_run_form import NewRunBox, choices
 from workbench.gui.qt_run_plots import RunPlots
+from workbench.gui.qt_runs_list import RunsList
 from workbench.gui.run_thread import RunThread
-from workbench.gui.words import status_words, stop_sentence
+from workbench.gui.runs_model import (
+    ENDED_STATES,
+    LEARNED_HEADING,
+    STATE_WORDS,
+    Eta,
+    RunProgress,
+    finished_lines,
+    generation_lines,
+    opened_line,
+    read_config,
+    spend_line,
+    started_lines,
+    state_after,
+    strip_text,
+    write_config,
+)
 
 log = logging.getLogger(__name__)
 
@@ -62,25 +73,6 @@ SANDBOX_EXAMPLE = resources_dir() / "examples" / "sandbox.toml"
 # the multi-turn example: Thinker / Worker / Verifier coordination on the team pool
 TEAM_EXAMPLE = resources_dir() / "examples" / "team.toml"
 REDRAW_MS = 200
-
-
-def _choices(workspace: Workspace) -> tuple[list[str], list[str]]:
-    """The workers a pool may name and the suites there are (read in the background)."""
-    from workbench.core.tasks.suites import list_suites
-    from workbench.core.workers.pool import builtin_workers
-    from workbench.core.workers.recorded import imported_pool_names
-    from workbench.core.workers.registry import Registry
-    from workbench.core.workers.simulated import POOLS
-
-    # each built-in sandbox pool as a whole ("sandbox", "team"), then its single workers,
-    # then the recorded pools (CHAMP's built in, those imported into the workspace)
-    workers = [*POOLS, *(w.id for w in builtin_workers())]
-    workers += [f"recorded:{n}" for n in ("champ", *imported_pool_names(workspace))]
-    try:
-        workers += [spec.id for spec in Registry.open().list()]
-    except Exception:  # a broken workers.toml is the Workers page's to report
-        log.warning("cannot list registered workers", exc_info=True)
-    return workers, [info.name for info in list_suites(workspace)]
 
 
 class QtRuns(Page):
@@ -95,21 +87,17 @@ class QtRuns(Page):
         self.workspace = workspace
         self.run_thread: RunThread | None = None
         self.config_file: str | None = None  # "reading" or "writing" a config file, or None
-        self.state = "idle"
-        self._budget_generations = 0
-        self._first_generation = 0
-        self._started_at = 0.0
-        self._done_live = 0
+        self.progress_of = RunProgress()  # the run trained here, or the one opened
+        self.eta = Eta()
         self._refreshing = False
         self._refresh_again = False
         self.opened: str | None = None  # the run whose stored plots are shown
-        self._run_name = ""  # the run in progress (or the one opened), for the strip
-        self._generation = 0  # generations done (numbered from 1)
-        self._best: float | None = None  # its best fitness so far
-        self._spent = ""  # what it spent, in words
+        self._live: list[GenerationStats] = []  # this session's generations of the run
+        self._history: list[GenerationStats] = []  # a resumed run's stored ones before
         self._log_entries: list[tuple[str, str]] = []  # (plain line, technical details)
         self._last_run_id: str | None = None  # the run that last ended here
         self.runs: dict[str, RunSummary] = {}  # the listed runs, as core summarised them
+        self._listed: list[RunSummary] = []  # in the order core listed them
         self.listed = False  # read the runs list once yet? (the first listing opens the latest run)
         self._build()
         self.timer = QTimer(self)
@@ -119,106 +107,49 @@ class QtRuns(Page):
         self.load_config(SANDBOX_EXAMPLE, missing_ok=True)
         self.in_background(
             "run-form choices",
-            lambda: _choices(workspace),
+            lambda: choices(workspace),
             self._on_choices,
             self.failed,
             context="list the workers and suites",
         )
         self.refresh_runs()
 
+    @property
+    def state(self) -> str:
+        """What the page does with its run (a key of ``runs_model.STATE_WORDS``)."""
+        return self.progress_of.state
+
     # ------------------------------------------------------------------ layout
 
     def _build(self) -> None:
-        # runs list
-        self.runs_table = read_only_table(RUN_COLUMNS)
-        tables.sortable(self.runs_table)
-        self.runs_table.sortByColumn(RUN_COLUMNS.index("Started"), Qt.SortOrder.DescendingOrder)
-        self.runs_table.setMinimumHeight(140)
+        self.runs_list = RunsList()
+        self.runs_table = self.runs_list.table
+        self.refresh_button = self.runs_list.refresh_button
+        self.open_button = self.runs_list.open_button
+        self.resume_run_button = self.runs_list.resume_button
         self.runs_table.itemSelectionChanged.connect(self._update_buttons)
-        self.refresh_button = QPushButton("Refresh")
-        self.open_button = QPushButton("Open")
-        self.resume_run_button = QPushButton("Resume run")
         self.refresh_button.clicked.connect(self.refresh_runs)
         self.open_button.clicked.connect(self.open_selected)
         self.resume_run_button.clicked.connect(self.resume_selected)
-        runs_buttons = QHBoxLayout()
-        for b in (self.refresh_button, self.open_button, self.resume_run_button):
-            runs_buttons.addWidget(b)
-        runs_buttons.addStretch(1)
-        runs_box = QGroupBox("Runs in this workspace")
-        runs_layout = QVBoxLayout(runs_box)
-        runs_layout.addWidget(self.runs_table)
-        runs_layout.addLayout(runs_buttons)
-
-        # new run form
-        self.form = RunForm()
-        self.source_label = QLabel("defaults")
-        self.source_label.setWordWrap(True)
-        self.load_button = QPushButton("Open…")
-        self.load_button.setToolTip("Load a run config file (TOML) into the form")
-        self.save_button = QPushButton("Save…")
-        self.save_button.setToolTip(
-            "Save the form as a run config file (what trinity-workbench train reads)"
-        )
-        self.example_button = QPushButton("Sandbox example")
-        self.example_button.setToolTip(
-            "One turn per question on the simulated team (offline, free): it learns which "
-            "simulated specialist answers which kind of question, in about 5 minutes"
-        )
+        new_box = NewRunBox()
+        # its widgets, named on the page (the page writes them, tests read them)
+        self.form, self.source_label = new_box.form, new_box.source_label
+        self.load_button, self.save_button = new_box.load_button, new_box.save_button
+        self.example_button = new_box.example_button
+        self.team_example_button = new_box.team_example_button
+        self.start_button, self.pause_button = new_box.start_button, new_box.pause_button
+        self.resume_button, self.stop_button = new_box.resume_button, new_box.stop_button
+        self.status_label, self.message_label = new_box.status_label, new_box.message_label
+        self.progress, self.eta_label = new_box.progress, new_box.eta_label
+        self.spend_label, self.executor_label = new_box.spend_label, new_box.executor_label
         self.load_button.clicked.connect(self._choose_config)
         self.save_button.clicked.connect(self._choose_save_path)
         self.example_button.clicked.connect(self.load_example)
-        self.team_example_button = QPushButton("Team example")
-        self.team_example_button.setToolTip(
-            "Several turns per question on the simulated team (Thinker, Worker, Verifier): "
-            "slower, it learns who plans, who answers and who checks"
-        )
         self.team_example_button.clicked.connect(lambda: self.load_config(TEAM_EXAMPLE))
-        source_row = QFormLayout()
-        source_row.addRow("Settings from", self.source_label)
-        load_row = QHBoxLayout()
-        for b in (
-            self.load_button,
-            self.save_button,
-            self.example_button,
-            self.team_example_button,
-        ):
-            load_row.addWidget(b)
-        load_row.addStretch(1)
-        self.start_button = QPushButton("Start")
-        self.pause_button = QPushButton("Pause")
-        self.resume_button = QPushButton("Resume")
-        self.stop_button = QPushButton("Stop")
         self.start_button.clicked.connect(self.start)
         self.pause_button.clicked.connect(self.pause)
         self.resume_button.clicked.connect(self.resume)
         self.stop_button.clicked.connect(self.stop)
-        control_row = QHBoxLayout()
-        for b in (self.start_button, self.pause_button, self.resume_button, self.stop_button):
-            control_row.addWidget(b)
-        self.status_label = QLabel(STATE_WORDS["idle"])
-        self.message_label = message_label()
-        self.progress = QProgressBar()
-        self.progress.setFormat("generation %v of %m")
-        self.eta_label = QLabel("")
-        self.spend_label = QLabel("")
-        self.executor_label = QLabel("")
-        new_box = QGroupBox("New run")
-        new_layout = QVBoxLayout(new_box)
-        new_layout.addWidget(self.form, 1)
-        new_layout.addLayout(source_row)
-        new_layout.addLayout(load_row)
-        new_layout.addLayout(control_row)
-        status_row = QHBoxLayout()
-        status_row.addWidget(QLabel("Status:"))
-        status_row.addWidget(self.status_label, 1)
-        status_row.addWidget(self.eta_label)
-        new_layout.addLayout(status_row)
-        new_layout.addWidget(self.progress)
-        new_layout.addWidget(self.spend_label)
-        new_layout.addWidget(self.executor_label)
-        new_layout.addWidget(self.message_label)
-
         # plots: created once, fed with setData from the timer
         self.plots = RunPlots()
         # the buffers and plot items, named on the page too (tests and screenshots read them)
@@ -226,6 +157,29 @@ class QtRuns(Page):
         self.x, self.usage = self.plots.x, self.plots.usage  # type: ignore[method-assign,assignment]
         self.curves, self.heatmap = self.plots.curves, self.plots.heatmap
         self.validation_points = self.plots.validation_points
+        # what the opened (or just ended) run learned
+        self.learned_view = LearnedView("What it learned: shown once a run has been validated.")
+        plots = QSplitter(Qt.Orientation.Vertical)
+        for w in (*self.plots.widgets, self.learned_view, self._build_log()):
+            plots.addWidget(w)
+        left = QSplitter(Qt.Orientation.Vertical)
+        left.addWidget(new_box)
+        left.addWidget(self.runs_list)
+        left.setStretchFactor(0, 3)
+        left.setStretchFactor(1, 2)
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter.addWidget(left)
+        splitter.addWidget(plots)
+        splitter.setStretchFactor(1, 2)
+        # at first, room for the runs table's columns beside the plots (the user's own
+        # sizes are remembered after that)
+        splitter.setSizes([600, 660])
+        layout = QVBoxLayout(self)
+        layout.addWidget(splitter)
+        self._update_buttons()
+
+    def _build_log(self) -> QWidget:
+        """The run's log in words; "Technical details" adds each line's figures."""
         self.log_view = QPlainTextEdit()
         self.log_view.setReadOnly(True)
         self.log_view.setMaximumBlockCount(5000)
@@ -244,28 +198,7 @@ class QtRuns(Page):
         log_head.addWidget(self.details_box)
         log_layout.addLayout(log_head)
         log_layout.addWidget(self.log_view)
-
-        # what the opened (or just ended) run learned
-        self.learned_view = LearnedView("What it learned: shown once a run has been validated.")
-
-        plots = QSplitter(Qt.Orientation.Vertical)
-        for w in (*self.plots.widgets, self.learned_view, log_box):
-            plots.addWidget(w)
-        left = QSplitter(Qt.Orientation.Vertical)
-        left.addWidget(new_box)
-        left.addWidget(runs_box)
-        left.setStretchFactor(0, 3)
-        left.setStretchFactor(1, 2)
-        splitter = QSplitter(Qt.Orientation.Horizontal)
-        splitter.addWidget(left)
-        splitter.addWidget(plots)
-        splitter.setStretchFactor(1, 2)
-        # at first, room for the runs table's columns beside the plots (the user's own
-        # sizes are remembered after that)
-        splitter.setSizes([600, 660])
-        layout = QVBoxLayout(self)
-        layout.addWidget(splitter)
-        self._update_buttons()
+        return log_box
 
     # ------------------------------------------------------------------ config
 
@@ -402,9 +335,13 @@ class QtRuns(Page):
         self.clear_plots()
         self.learned_view.clear_learned()  # the previous run's lesson is not this one's
         self.message_label.clear()
+        self._live, self._history = [], []
         self.run_thread = thread
-        self._run_name = thread.config.run.name if thread.config is not None else ""
-        self._generation, self._best, self._spent = 0, None, ""
+        self.progress_of = RunProgress(
+            state="starting",
+            run_id=thread.resume_id,
+            name=thread.config.run.name if thread.config is not None else "",
+        )
         self.progress.setRange(0, 0)  # busy: nothing to count until the run has started
         thread.started_run.connect(self._on_started)
         thread.generation.connect(self._on_generation)
@@ -456,87 +393,58 @@ class QtRuns(Page):
     # ------------------------------------------------------------------ events
 
     def _on_started(self, event: RunStarted) -> None:
-        self._budget_generations = int(event.budget.get("generations") or 0)
-        self._first_generation = event.start_generation
-        self._started_at = time.monotonic()
-        self._done_live = 0
-        self.progress.setRange(0, max(self._budget_generations, 1))
+        p = self.progress_of
+        p.run_id, p.name = event.run_id, event.name
+        p.budget, p.generation = event.budget_generations, event.start_generation
+        self.eta.start()
+        self.progress.setRange(0, max(p.budget, 1))
         self.progress.setValue(event.start_generation)
-        self._run_name, self._generation = event.name, event.start_generation
         if self.state == "starting":
             self._set_state("running")
         # where the episodes run: this computer, or Ray actors on the cluster's nodes
         self.executor_label.setText(where_episodes_ran(event.executor, event.actors, event.nodes))
-        self.log(
-            f"run {event.run_id[:8]} '{event.name}' started: each generation tries "
-            f"{event.popsize} candidate coordinators on {event.rollouts} questions each; "
-            f"generation {event.start_generation + 1} is running (the first reads every "
-            f"question once, the slowest){event.executor_note()}",
-            f"{event.n_params} parameters, population {event.popsize} x {event.rollouts} "
-            f"rollouts, from stored generation {event.start_generation}",
-        )
+        self.log(*started_lines(event))
+        if event.start_generation:  # resumed: the generations before it, from the store
+            self.in_background(
+                "read the resumed run's history",
+                lambda: read_run(self.workspace, event.run_id),
+                self._on_history,
+                self.failed,
+                context="read the run's earlier generations",
+            )
         self.refresh_runs()
 
-    def _on_generation(self, event: GenerationStats) -> None:
-        self._add_generation(
-            event.generation,
-            event.best,
-            event.mean,
-            event.median,
-            event.worst,
-            event.sigma,
-            event.validation,
-            event.usage,
-        )
-        self._done_live += 1
-        self.progress.setValue(event.generation + 1)
-        remaining = self._budget_generations - (event.generation + 1)
-        if remaining > 0 and self._done_live:
-            per = (time.monotonic() - self._started_at) / self._done_live
-            self.eta_label.setText(f"ETA {_duration(per * remaining)}")
-        else:
-            self.eta_label.setText("")
-        t = event.totals
-        spend = spend_kind(self.usage.workers)  # the workers called so far
-        self._spent = dollars(t.get("dollars", 0.0), spend)
-        self._generation = event.generation + 1
-        self._best = event.best if self._best is None else max(self._best, event.best)
-        self.spend_label.setText(
-            f"Spent: {int(t.get('episodes', 0))} episodes, {int(t.get('calls', 0))} calls, "
-            f"{self._spent}, {t.get('minutes', 0.0):.1f} min"
-        )
+    def _on_history(self, _context: Any, stored: StoredRun) -> None:
+        if stored.summary.id != self.progress_of.run_id:
+            return  # another run by now
+        first = self._live[0].generation if self._live else None
+        self._history = [s for s in stored.generations if first is None or s.generation < first]
+        self._replot()
+        if self.progress_of.best is None and self._history:
+            self.progress_of.best = max(s.best for s in self._history)
         self._emit_strip()
-        val = (
-            ""
-            if event.validation is None
-            else f"; on the validation questions {event.validation:.0%} right"
-        )
-        of = f" of {self._budget_generations}" if self._budget_generations else ""
-        self.log(
-            f"generation {event.generation + 1}{of}: the best candidate answered "
-            f"{event.best:.0%} right, the average {event.mean:.0%}{val}; {event.calls} "
-            f"worker calls, {dollars(event.dollars, spend)}, {event.wall_s:.1f} s",
-            f"best {event.best:.3f}, mean {event.mean:.3f}, median {event.median:.3f}, worst "
-            f"{event.worst:.3f}, sigma {event.sigma:.4f}{event.opening_note()}; coordinator "
-            f"{event.coordinator_s:.1f} s: {event.tokens_forwarded} tokens in {event.batches} "
-            f"forwards of {event.mean_batch:.1f} transcripts{event.recheck_note()}; workers "
-            f"{event.worker_s:.1f} s, {event.cache_hits} cached replies",
-        )
+
+    def _on_generation(self, event: GenerationStats) -> None:
+        self._live.append(event)
+        self.plots.add_stats(event)
+        p = self.progress_of
+        p.generation = event.generation + 1
+        p.best = event.best if p.best is None else max(p.best, event.best)
+        kind = spend_kind(self.usage.workers)  # the workers called so far
+        p.spent = dollars(Spend.of(event.totals).dollars, kind)
+        p.eta = self.eta.left(p.generation, p.budget)
+        self.progress.setValue(p.generation)
+        self.eta_label.setText(p.eta)
+        self.spend_label.setText(spend_line(Spend.of(event.totals), kind))
+        self._emit_strip()
+        self._show_runs()  # the live run's row: its generation and state
+        self.log(*generation_lines(event, p.budget, kind))
 
     def _on_finished(self, event: RunFinished) -> None:
-        self._set_state("stopped" if event.stop_reason == RunStopReason.STOPPED else "finished")
+        self._set_state(state_after(event))
+        self.progress_of.eta = ""
         self.eta_label.setText("")
-        best = (
-            ""
-            if event.best_validation is None
-            else f"; its best coordinator answered {event.best_validation:.0%} of the "
-            "validation questions right"
-        )
-        self.log(
-            f"run {event.run_id[:8]} ended after {event.generations} generations: "
-            f"{stop_sentence(event.stop_reason).lower()}{best}",
-            f"stop reason {event.stop_reason}",
-        )
+        self.log(*finished_lines(event))
 
     def _on_failed(self, event: RunFailed) -> None:
         self._set_state("failed")
@@ -549,7 +457,7 @@ class QtRuns(Page):
         if self.progress.maximum() == 0:  # it ended before it started: no more busy bar
             self.progress.setRange(0, 1)
             self.progress.setValue(0)
-        if self.state not in ("finished", "stopped", "failed"):
+        if self.state not in ENDED_STATES:
             self._set_state("idle")
         self.redraw()
         self.refresh_runs()
@@ -558,9 +466,6 @@ class QtRuns(Page):
         self._last_run_id = run_id
         if run_id is not None:
             self.show_learned_of(run_id)
-
-    def _ended_run_id(self) -> str | None:
-        return self._last_run_id
 
     def show_learned_of(self, run_id: str) -> None:
         """Show what run ``run_id`` learned, read in the background; a run whose result
@@ -577,9 +482,9 @@ class QtRuns(Page):
         self.log(f"cannot read what run {run_id[:8]} learned: {background.readable(exc)}")
 
     def _on_learned(self, run_id: str, learned: list[Any]) -> None:
-        if self.running or run_id not in (self.opened, self._ended_run_id()):
+        if self.running or run_id not in (self.opened, self._last_run_id):
             return  # another run is shown by now
-        self.learned_view.show_learned(learned, _LEARNED_HEADING.format(run=run_id[:8]))
+        self.learned_view.show_learned(learned, LEARNED_HEADING.format(run=run_id[:8]))
 
     # ------------------------------------------------------------------ plots
 
@@ -587,8 +492,11 @@ class QtRuns(Page):
         self.spend_label.clear()
         self.plots.clear()
 
-    def _add_generation(self, *args: Any) -> None:
-        self.plots.add_generation(*args)
+    def _replot(self) -> None:
+        """The plots again from the stored history and the live generations."""
+        self.plots.clear()
+        for stats in (*self._history, *self._live):
+            self.plots.add_stats(stats)
 
     def redraw(self) -> None:
         """Push the buffers to the plot items (from the timer, not per event)."""
@@ -621,28 +529,9 @@ class QtRuns(Page):
             self._refresh_again = False
             self.refresh_runs()
         selected = self.selected_run_id()
+        self._listed = runs
         self.runs = {run.id: run for run in runs}
-        rows = []
-        for run in runs:
-            started = time.strftime("%Y-%m-%d %H:%M", time.localtime(run.created_at))
-            cells = (
-                tables.Cell(run.name or "(no name)", tooltip=f"{run.name}\nrun id {run.id}"),
-                tables.Cell(status_words(run.status), run.status, f"status: {run.status}"),
-                tables.Cell(
-                    stop_sentence(run.stop_reason) or "–",
-                    tooltip=(run.error or "")
-                    + (f"\nstop reason: {run.stop_reason}" if run.stop_reason else ""),
-                ),
-                tables.number(run.generations),
-                tables.Cell(started, run.created_at),
-            )
-            for cell in cells:
-                cell.setData(Qt.ItemDataRole.UserRole, run.id)
-            rows.append(cells)
-        self.runs_table.blockSignals(True)
-        tables.fill(self.runs_table, rows)
-        self.runs_table.blockSignals(False)
-        self.select_run(selected or "")
+        self._show_runs()
         first_listing = not self.listed
         self.listed = True
         if first_listing and runs and selected is None and not self.running:
@@ -652,12 +541,12 @@ class QtRuns(Page):
         self._update_buttons()
         self.runs_listed.emit(len(runs))
 
+    def _show_runs(self) -> None:
+        self.runs_list.show_runs(self._listed, self.progress_of if self.running else None)
+
     def row_of(self, run_id: str) -> int | None:
         """The row where run ``run_id`` is shown now (the table can be sorted)."""
-        for row in range(self.runs_table.rowCount()):
-            if tables.item(self.runs_table, row, 0).data(Qt.ItemDataRole.UserRole) == run_id:
-                return row
-        return None
+        return self.runs_list.row_of(run_id)
 
     def status_of(self, run_id: str) -> str | None:
         """The run's effective status as core read it (never a table cell's text)."""
@@ -665,13 +554,10 @@ class QtRuns(Page):
         return None if run is None else run.status
 
     def select_run(self, run_id: str) -> None:
-        row = self.row_of(run_id)
-        if row is not None:
-            self.runs_table.selectRow(row)
+        self.runs_list.select(run_id)
 
     def selected_run_id(self) -> str | None:
-        items = self.runs_table.selectedItems()
-        return items[0].data(Qt.ItemDataRole.UserRole) if items else None
+        return self.runs_list.selected()
 
     def can_resume(self, run_id: str) -> bool:
         run = self.runs.get(run_id)
@@ -684,94 +570,56 @@ class QtRuns(Page):
             return
         self.in_background(
             "open run",
-            lambda: _read_run(self.workspace, run_id),
+            lambda: read_run(self.workspace, run_id),
             self._on_opened,
             self._on_open_failed,
             context=run_id,
         )
 
     def _on_open_failed(self, run_id: str, exc: Exception) -> None:
-        self.show_error(f"Cannot open run {run_id[:8]}: {exc}")
+        self.show_error(f"Cannot open run {run_id[:8]}: {background.readable(exc)}")
 
-    def _on_opened(
-        self, run_id: str, stored: tuple[Any, list[GenerationStats], int, dict[str, float]]
-    ) -> None:
+    def _on_opened(self, run_id: str, stored: StoredRun) -> None:
         if self.running:
             return
-        record, generations, budget, spent = stored
         self.opened = run_id
         self.learned_view.clear_learned()
         self.show_learned_of(run_id)
         self.clear_plots()
-        for s in generations:
-            self._add_generation(
-                s.generation,
-                s.best,
-                s.mean,
-                s.median,
-                s.worst,
-                s.sigma,
-                s.validation,
-                s.usage,
-            )
-        self.progress.setRange(0, max(budget, 1))
-        self.progress.setValue(len(generations))
+        self._history, self._live = list(stored.generations), []
+        self._replot()
+        generations = len(stored.generations)
+        self.progress.setRange(0, max(stored.budget_generations, 1))
+        self.progress.setValue(generations)
         self.eta_label.setText("")
-        workers = (record.config_data.get("pool") or {}).get("workers") or ()
-        self._spent = dollars(spent["dollars"], spend_kind(workers))
-        self.spend_label.setText(
-            f"Spent: {int(spent['episodes'])} episodes, {int(spent['calls'])} calls, "
-            f"{self._spent}, {spent['minutes']:.1f} min"
-        )
-        result = record.run_result()
-        self.executor_label.setText(
-            where_episodes_ran(result.executor, result.actors, result.nodes or ())
-            if result is not None
-            else ""
-        )
-        status = effective_status(record)
-        self.log(
-            f"opened run {run_id[:8]} '{record.name}': {len(generations)} generations, "
-            f"{status_words(status)}"
-        )
+        self.spend_label.setText(spend_line(stored.spend, stored.spend_kind))
+        self.executor_label.setText(stored.where)
+        self.log(opened_line(stored))
         self.redraw()
-        self._run_name, self._generation = record.name, len(generations)
-        self._best = max((s.best for s in generations), default=None)
-        self._emit_strip(status)
+        self.progress_of = RunProgress(  # a stored run is shown: none is trained
+            run_id=run_id,
+            name=stored.summary.name,
+            generation=generations,
+            budget=stored.budget_generations,
+            best=max((s.best for s in stored.generations), default=None),
+            spent=dollars(stored.spend.dollars, stored.spend_kind),
+        )
+        self.status_label.setText(STATE_WORDS["idle"])
+        self._emit_strip(stored.summary.status)
 
     # ------------------------------------------------------------------ state
 
     def _set_state(self, state: str) -> None:
-        self.state = state
+        self.progress_of.state = state
         self.status_label.setText(STATE_WORDS.get(state, state))
         self._update_buttons()
         self._emit_strip()
+        if self._listed:
+            self._show_runs()
 
     def strip_text(self, opened_status: str | None = None) -> str:
-        """The current run in one line, for the window's status strip: what it is doing,
-        its generation, its best fitness and its spend."""
-        name = f"'{self._run_name}'" if self._run_name else "the run"
-        of = f" of {self._budget_generations}" if self._budget_generations else ""
-        figures = []
-        if self._generation:
-            figures.append(f"generation {self._generation}{of}")
-        if self._best is not None:
-            figures.append(f"best fitness {self._best:.3f}")
-        if self._spent:
-            figures.append(f"spent {self._spent}")
-        tail = "".join(f" · {f}" for f in figures)
-        if self.state == "starting":
-            return f"Starting {name}: loading the language model…"
-        if self.state in ("running", "paused", "stopping"):
-            doing = {"running": "Training", "paused": "Paused", "stopping": "Stopping"}
-            eta = self.eta_label.text()
-            return f"{doing[self.state]} {name}{tail}" + (f" · {eta}" if eta else "")
-        if self.state in ("finished", "stopped", "failed"):
-            return f"{STATE_WORDS[self.state]}: {name}{tail}"
-        if opened_status is not None or self.opened:
-            shown = status_words(opened_status) if opened_status else "opened"
-            return f"No run in progress · shown: {name} ({shown}){tail}"
-        return "No run in progress"
+        """The current run in one line, for the window's status strip."""
+        return strip_text(self.progress_of, self.opened is not None, opened_status)
 
     def _emit_strip(self, opened_status: str | None = None) -> None:
         self.strip_changed.emit(self.strip_text(opened_status))
@@ -814,63 +662,3 @@ class QtRuns(Page):
     def _show_log(self) -> None:
         self.log_view.setPlainText("\n".join(self._log_text(e) for e in self._log_entries))
         self.log_view.verticalScrollBar().setValue(self.log_view.verticalScrollBar().maximum())
-
-
-RUN_COLUMNS = ("Name", "Status", "Why it ended", "Generations", "Started")
-_LEARNED_HEADING = (
-    "What run {run} learned: on the validation questions, per kind of question, the "
-    "turns its coordinator played most often:"
-)
-STATE_WORDS = {
-    "idle": "Ready to start",
-    "starting": "Starting: loading the language model…",
-    "running": "Training",
-    "paused": "Paused",
-    "stopping": "Stopping after the episodes in flight…",
-    "finished": "Finished",
-    "stopped": "Stopped (you can resume it)",
-    "failed": "Failed",
-}
-
-
-def read_config(path: str | Path, *, missing_ok: bool = False) -> RunConfig | None:
-    """The run config at ``path`` with the user's defaults (the Settings page's device and
-    cache policy) for what it leaves out: the disk reads of loading a config, run in a
-    background job. None when ``missing_ok`` and there is no file at ``path``."""
-    if missing_ok and not Path(path).is_file():
-        return None
-    return load_run_config(path)
-
-
-def write_config(path: str | Path, text: str) -> None:
-    """Write a config TOML's ``text`` to ``path`` (a background job)."""
-    Path(path).write_text(text, encoding="utf-8")
-
-
-def _read_run(
-    workspace: Workspace, run_id: str
-) -> tuple[Any, list[GenerationStats], int, dict[str, float]]:
-    """A stored run, its generations' stats, its budget of generations (0: none readable
-    from its config) for the plots, and its spend from its stored records (a killed run's
-    too): read in a background job."""
-    with Store.open(workspace) as store:
-        record, generations = store.get_run(run_id), store.generation_stats(run_id)
-        spent = recorded_spend(
-            store.generations(run_id),
-            store.stored_spend(run_id),
-            (record.result or {}).get("spend"),
-        )
-    try:
-        budget = record.config().budget.generations
-    except ConfigError:  # a config of long ago: the plots show, the progress bar has no end
-        budget = 0
-    return record, generations, budget, spent
-
-
-def _duration(seconds: float) -> str:
-    seconds = int(round(seconds))
-    if seconds < 60:
-        return f"{seconds} s"
-    if seconds < 3600:
-        return f"{seconds // 60} min {seconds % 60:02d} s"
-    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"

@@ -1,7 +1,7 @@
-"""The Start page: the first-run guide. Four steps, each a sentence and a button that goes
+"""The Start page: the first-run guide. Five steps, each a sentence and a button that goes
 where the step is done: choose who answers (the simulated team, offline and free, or a
 real model), pick the questions, check whether a team can gain anything (the headroom
-check), train, replay. The window opens here on a workspace
+check), train, replay (docs/guides/desktop.md says the same five). The window opens here on a workspace
 without runs; once runs exist it opens on the Runs page, and this page says how many.
 """
 

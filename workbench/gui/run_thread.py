@@ -39,12 +39,18 @@ log = logging.getLogger(__name__)
 STDERR_TAIL = 20  # lines of the child's stderr kept for the error message
 
 
-def train_command(workspace: Workspace, config_path: Path | None, resume: str | None) -> list[str]:
-    """The child's command line: this program's own ``train`` (frozen app or Python)."""
+def own_command(*args: str) -> list[str]:
+    """A command line of this program's own (the frozen app, or Python with the package):
+    the GUI's child processes run its commands."""
     program = (
         [sys.executable] if getattr(sys, "frozen", False) else [sys.executable, "-m", "workbench"]
     )
-    command = [*program, "train", "--events", "--workspace", str(workspace.root)]
+    return [*program, *args]
+
+
+def train_command(workspace: Workspace, config_path: Path | None, resume: str | None) -> list[str]:
+    """The child's command line: this program's own ``train`` (frozen app or Python)."""
+    command = own_command("train", "--events", "--workspace", str(workspace.root))
     if config_path is not None:
         command.append(str(config_path))
     if resume is not None:

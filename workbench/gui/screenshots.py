@@ -1,13 +1,19 @@
 """``trinity-workbench --screenshot DIR``: every page rendered with sample content to PNG.
 
-The sample content is made on the fly with the real engine: a short sep-CMA-ES run on
-the built-in sandbox pool with the offline backbone (a few minutes on a CPU), an
-evaluation of its coordinator against each single worker, random and the oracle, and a
-second run (another seed and step size) for the Compare page. It
-goes into a temporary workspace, or into ``--workspace W`` when one is given (it is
-kept there). Then the main window opens on that workspace, each page is brought to a
-representative state (the run's plots, an episode mid-way, the evaluation table, a
-task preview, a question answered in the Playground) and grabbed. Progress goes to stderr; the PNG paths to stdout.
+The sample content is made on the fly with the real engine, kept small so that it takes
+well under a minute on a laptop's processor: a short one-turn sep-CMA-ES run on the
+built-in sandbox pool (a labelled simulation) with the offline backbone, an evaluation of
+its coordinator against each single worker, random and the oracle, a second run that
+differs only in its step size (the Compare page), and the headroom check of the sample's
+config. What costs time is the backbone reading the questions (forwards of SmolLM2-135M,
+about a second each on a busy laptop processor, again in every generation: a trainer
+empties the backbone's caches at each generation's start so that a resumed run computes
+what an uninterrupted one did), so the sample asks few: three questions per candidate,
+six validation questions once, at its last generation, twelve test questions. It goes into a temporary workspace, or into ``--workspace W`` when one is given (it
+is kept there). Then the main window opens on that workspace, each page is brought to a
+representative state (the run's plots, an episode, the evaluation, a task preview, a
+question answered in the Playground) and grabbed. Progress goes to stderr (with the
+seconds since the start); the PNG paths to stdout.
 """
 
 from __future__ import annotations
@@ -29,55 +35,58 @@ SAMPLE_CONFIG = {
     "run": {"name": "sandbox sample", "seed": 0},
     "backbone": {"model": "offline", "device": "auto"},
     "pool": {"workers": ["sandbox"]},
-    "tasks": {"suite": "mixed", "train": 0, "validation": 12, "test": 24},
-    "optimizer": {"popsize": 6, "rollouts": 4, "validate_every": 2},
-    "budget": {"generations": 4},
-    "protocol": {"max_turns": 3, "temperature": 0.0, "max_tokens": 256},
+    "tasks": {"suite": "mixed", "train": 0, "validation": 6, "test": 12},
+    "optimizer": {"popsize": 6, "rollouts": 3, "validate_every": 3},
+    "budget": {"generations": 3},
+    "protocol": {"max_turns": 1, "temperature": 0.0, "max_tokens": 256},
     "cache": {"policy": "off"},
 }
+STARTED = time.perf_counter()
 WAIT_S = 60.0  # the longest a page may take to read what it shows
 
 
 def say(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+    print(f"[{time.perf_counter() - STARTED:5.1f} s] {message}", file=sys.stderr, flush=True)
 
 
 @dataclass(frozen=True)
 class Sample:
     run_id: str  # the sample training run
     evaluation: Any  # its evaluation (jobs.evaluate.EvaluationResult)
-    other_run_id: str = ""  # a second run, another seed and step size (the Compare page)
+    other_run_id: str = ""  # a second run, twice the step size (the Compare page)
+    config_path: Path | None = None  # the sample's config (the headroom check reads it)
 
 
 def make_sample(
     workspace: Workspace, config: RunConfig | None = None, backbone: Any = None
 ) -> Sample:
-    """Train the sample run and evaluate it."""
+    """Train the sample run, evaluate it, train the second run; write the config."""
     from workbench.core.jobs.evaluate import evaluate_run
     from workbench.core.jobs.train import train
     from workbench.core.training.events import GenerationStats
 
     config = config or RunConfig.from_dict(SAMPLE_CONFIG)
-    started = time.perf_counter()
 
     def progress(event: Any) -> None:
         if isinstance(event, GenerationStats):
             say(
-                f"  generation {event.generation + 1}/{config.budget.generations}: best {event.best:.3f}, "
-                f"mean {event.mean:.3f} ({time.perf_counter() - started:.0f} s)"
+                f"  generation {event.generation + 1} of {config.budget.generations}: the best "
+                f"candidate {event.best:.0%} right, the average {event.mean:.0%}"
             )
 
-    say(f"training a sample run on the sandbox pool in {workspace.root} ...")
+    say(f"training a sample run on the simulated sandbox team in {workspace.root} ...")
     run_id = train(config, workspace, listeners=[progress], backbone=backbone)
     say("evaluating it against each single worker, random and the oracle ...")
     evaluation = evaluate_run(workspace, run=run_id, backbone=backbone)
     data = config.to_dict()
-    data["run"] = {**data["run"], "name": f"{config.run.name}, seed 1", "seed": 1}
+    data["run"] = {**data["run"], "name": f"{config.run.name}, step size x2"}
     data["optimizer"] = {**data["optimizer"], "sigma0": config.optimizer.sigma0 * 2}
     other = RunConfig.from_dict(data)
-    say("training a second run (another seed, twice the step size) to compare ...")
+    say("training a second run (twice the step size, the same questions) to compare ...")
     other_id = train(other, workspace, listeners=[progress], backbone=backbone)
-    return Sample(run_id, evaluation, other_id)
+    path = workspace.root / "sample.toml"
+    path.write_text(config.to_toml(), encoding="utf-8")
+    return Sample(run_id, evaluation, other_id, path)
 
 
 def wait_for(condition: Callable[[], bool], what: str, timeout_s: float = WAIT_S) -> None:
@@ -137,21 +146,22 @@ def take(
                 runs, QtRuns
             ):  # its first listing picks the start page: let it land first
                 wait_for(lambda: runs.listed and not _busy(runs), "the runs list")
-            for row, title in enumerate(window.pages):
-                window.nav.setCurrentRow(row)
+            shots = [(title, title, PREPARE.get(title)) for title in window.pages]
+            shots += [(name, title, prepare) for name, title, prepare in VIEWS]
+            for name, title, prepare in shots:
+                window.go(title)
                 page = window.pages[title]
-                prepare = PREPARE.get(title)
                 if prepare is not None:
                     prepare(page, sample)
                 wait_for(partial(_idle, page), f"{title} page")
                 settle(0.3)  # the layouts of what was just shown (posted events) settle
                 if on_page is not None:
                     on_page(window, title)
-                path = out / file_name(title)
+                path = out / file_name(name)
                 if not window.grab().save(str(path)):
                     raise OSError(f"could not write {path}")
                 files.append(path)
-                say(f"  {title}: {path}")
+                say(f"  {name}: {path}")
         finally:
             for page in window.pages.values():
                 if hasattr(page, "shutdown"):
@@ -182,18 +192,16 @@ def _runs(page: Any, sample: Sample) -> None:
 
 
 def _replay(page: Any, sample: Sample) -> None:
+    """The sample run chosen: the page shows its best candidate's first episode."""
     run_id = sample.run_id
     wait_for(lambda: page.runs.findData(run_id) >= 0 and not page.loading, "runs list")
     page.runs.setCurrentIndex(page.runs.findData(run_id))
-    wait_for(lambda: not page.loading and page.episodes.rowCount() > 0, "episode list")
-    # among the best candidate's first episodes, the longest, shown at its second turn
-    turns = page.episode_ids()[:20]
-    rows = range(len(turns))
-    row = max(rows, key=lambda r: int(page.episodes.item(r, 2).text()))
-    page.episodes.selectRow(row)
-    wait_for(lambda: page.replay is not None and not page.loading, "episode")
-    if page.replay.n_turns > 1:
-        page.replay.go(1)
+    wait_for(
+        lambda: (
+            not page.loading and page.replay is not None and page.replay.episode.run_id == run_id
+        ),
+        "episode",
+    )
 
 
 def _tasks(page: Any, _sample: Sample) -> None:
@@ -204,9 +212,22 @@ def _tasks(page: Any, _sample: Sample) -> None:
 
 
 def _evaluate(page: Any, sample: Sample) -> None:
-    wait_for(lambda: not _busy(page) and not page.listing, "runs list")
+    """The sample's evaluation, clicked in the list of stored evaluations."""
+    eval_id = sample.evaluation.run_id
+    wait_for(lambda: eval_id in page.evaluation_ids() and not page.listing, "evaluations list")
     page.select_run(sample.run_id)
-    page.show_result(sample.evaluation)
+    page.stored.select(eval_id)
+    wait_for(lambda: page.result is not None and page.result.run_id == eval_id, "evaluation")
+
+
+def _headroom(page: Any, sample: Sample) -> None:
+    """The Headroom and cost tab: the headroom check of the sample's config."""
+    page.show_headroom()
+    panel = page.headroom_panel
+    panel.choose_config(sample.config_path)
+    panel.sample_box.setValue(30)
+    panel.check()
+    wait_for(lambda: not panel.checking, "headroom check")
 
 
 def _playground(page: Any, sample: Sample) -> None:
@@ -234,3 +255,7 @@ PREPARE: dict[str, Callable[[Any, Sample], None]] = {
     "Evaluate": _evaluate,
     "Playground": _playground,
 }
+# more views of a page, each its own picture: (file name, page, how to bring it there)
+VIEWS: list[tuple[str, str, Callable[[Any, Sample], None]]] = [
+    ("headroom", "Evaluate", _headroom),
+]

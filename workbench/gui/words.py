@@ -89,19 +89,36 @@ def stop_sentence(reason: str | None) -> str:
     return STOP_REASONS.get(str(reason), str(reason))
 
 
-# Why an episode ended, in a list's few words (the sentence above is its cell's tooltip)
-STOP_WORDS = {
-    "accepted": "accepted",
-    "max_turns": "out of turns",
-    "verifier_without_answer": "Verifier too early",
-    "worker_errors": "calls failed",
-    "cancelled": "cancelled",
-}
+# ---------------------------------------------------------------------------- scores
+
+# the method's terms, in words a newcomer reads (the term itself in the tooltip)
+SCORE_HELP = (
+    "Training score (the method's \"fitness\"): a candidate coordinator's share of right "
+    "answers on the generation's few training questions. With many candidates and few "
+    "questions the best one is often lucky, so it reads higher than validation."
+)
+VALIDATION_HELP = (
+    "Validation: the search's centre, the coordinator the run keeps, scored on held-out "
+    "questions it never trains on: the figure to trust."
+)
+STEP_SIZE_HELP = (
+    "Step size (the method's \"sigma\"): how far the search's candidates lie from its "
+    "centre. It shrinks as the search settles on what works."
+)
+EXECUTOR_HELP = (
+    "Where the run's episodes are played. Empty: on this computer, in the training "
+    "process. On Ray (the run's executor setting): Ray spreads the episodes over worker "
+    "processes, its actors, on this computer or on a cluster's machines (its nodes)."
+)
+SCORES_CAPTION = (
+    "Training score: each candidate's share right on a few training questions (the best "
+    "of many can be lucky). Validation: the kept coordinator on held-out questions."
+)
 
 
-def stop_word(reason: str | None) -> str:
-    """Why an episode ended in a list's few words; a reason without them gets its sentence."""
-    return STOP_WORDS.get(str(reason), stop_sentence(reason))
+def score_words(score: float) -> str:
+    """A training score as a newcomer reads it: ``training score 75%``."""
+    return f"training score {score:.0%}"
 
 
 STATUS_WORDS = {

@@ -1,6 +1,7 @@
 """The evaluate job: a trained run's best vector, or a coordinator file, on a split,
 beside the baselines (single workers, random routing, the sandbox oracles); stored as an
-``eval`` run whose episodes are replayable. What it evaluates is an ``EvaluationSource``.
+``eval`` run whose episodes are replayable. What it evaluates is an ``EvaluationSource``;
+what is stored, ``stored_evaluations`` lists and ``load_evaluation`` reads back.
 """
 
 from __future__ import annotations
@@ -15,12 +16,19 @@ from workbench.core.config import RunConfig
 from workbench.core.coordinator import Backbone
 from workbench.core.errors import InvalidInput
 from workbench.core.evaluate import Report
-from workbench.core.jobs.shared import backbone_for, effective_status, open_pool
+from workbench.core.jobs.shared import (
+    backbone_for,
+    effective_status,
+    evaluated_name,
+    evaluation_title,
+    open_pool,
+    run_title,
+)
 from workbench.core.progress import StageListener, tell
 from workbench.core.protocol import EpisodeSettings
 from workbench.core.records import Episode, RunStatus, RunStopReason
 from workbench.core.spend import spend_kind
-from workbench.core.store import Store
+from workbench.core.store import RunRecord, Store
 from workbench.core.store.lifecycle import RunLife
 from workbench.core.tasks.suites import load_suite
 from workbench.core.training.checkpoint import best_vector
@@ -33,7 +41,7 @@ from workbench.core.workspace import Workspace
 
 @dataclass(frozen=True)
 class EvaluationResult:
-    report: Any  # evaluate.Report
+    report: Report
     run_id: str  # the evaluation's own run record (its episodes are replayable)
 
 
@@ -46,14 +54,21 @@ class EvaluationSource:
     pool: tuple[str, ...]
     backbone_model: str
     run_id: str | None = None
+    run_name: str = ""  # the trained run's own name (unique in its workspace)
     coordinator_file: str | None = None
 
     @property
     def reference(self) -> dict[str, str]:
-        """How the evaluation's run record names its source."""
+        """How the evaluation's run record names its source: the run's id and name (lists
+        show the name: two runs of one config have different ones), or the file."""
         if self.run_id is not None:
-            return {"run": self.run_id}
+            return {"run": self.run_id, "run_name": self.run_name}
         return {"coordinator_file": str(self.coordinator_file)}
+
+    @property
+    def name(self) -> str:
+        """What an evaluation of it is called after: the run's name, else the config's."""
+        return self.run_name or self.config.run.name
 
     @property
     def baselines(self) -> list[str]:
@@ -64,6 +79,77 @@ class EvaluationSource:
 
 
 EVALUABLE = (RunStatus.FINISHED, RunStatus.STOPPED)
+
+
+@dataclass(frozen=True, kw_only=True)
+class StoredEvaluation:
+    """One stored evaluation as a list shows it, whichever interface made it (``eval`` on
+    the command line, the Evaluate page, a cross-validation fold): what it evaluated, on
+    which suite and split, how it ended, and its coordinator's accuracy when it finished
+    (None for one stopped or failed, which stored no report)."""
+
+    id: str
+    title: str  # ``shared.run_title``: "evaluation of 'sandbox routing'"
+    evaluated: str  # what it evaluated: the trained run's name (and a file's)
+    evaluated_run: str | None  # the trained run's id (None: a file, or a fold)
+    suite: str
+    split: str
+    status: RunStatus
+    created_at: float
+    accuracy: float | None
+
+    @property
+    def has_report(self) -> bool:
+        return self.accuracy is not None
+
+
+def stored_evaluations(workspace: Workspace) -> list[StoredEvaluation]:
+    """Every evaluation stored in the workspace, newest first."""
+    with Store.open(workspace) as store:
+        records = store.list_runs(kind="eval")
+    return [_stored_evaluation(r) for r in reversed(records)]
+
+
+def _stored_evaluation(record: RunRecord) -> StoredEvaluation:
+    reference = record.config_data.get("evaluation") or {}
+    tasks = record.config_data.get("tasks") or {}
+    report = _stored_report(record)
+    coordinator = (
+        next((s for s in report.systems if s.kind == "coordinator"), None) if report else None
+    )
+    name = evaluated_name(record) or "a coordinator"
+    file = reference.get("coordinator_file")
+    return StoredEvaluation(
+        id=record.id,
+        title=run_title(record),
+        evaluated=name + (f" ({Path(file).name})" if file else ""),
+        evaluated_run=reference.get("run"),
+        suite=report.suite if report is not None else str(tasks.get("suite") or ""),
+        split=report.split if report is not None else str(reference.get("split") or "test"),
+        status=effective_status(record),
+        created_at=record.created_at,
+        accuracy=coordinator.accuracy if coordinator is not None else None,
+    )
+
+
+def _stored_report(record: RunRecord) -> Report | None:
+    text = (record.result or {}).get("report")
+    return Report.from_json(text) if isinstance(text, str) else None
+
+
+def load_evaluation(workspace: Workspace, eval_id: str) -> EvaluationResult:
+    """The stored evaluation ``eval_id`` (an id or a prefix) with its report, as
+    ``evaluate_run`` returned it; ``InvalidInput`` for one that stored no report (it was
+    stopped or failed before its end)."""
+    with Store.open(workspace) as store:
+        record = store.get_run(eval_id)
+    report = _stored_report(record) if record.kind == "eval" else None
+    if report is None:
+        what = "is no evaluation" if record.kind != "eval" else f"ended {effective_status(record)}"
+        raise InvalidInput(
+            f"run {record.id[:8]} {what} and has no report to show: evaluate the coordinator again"
+        )
+    return EvaluationResult(report, record.id)
 
 
 def evaluable_runs(workspace: Workspace) -> list[Any]:
@@ -96,7 +182,11 @@ def _evaluation_source(
         config = record.config()
         pool = tuple(wid for wid, _ in describe_pool(config.pool.workers, workspace=workspace))
         return EvaluationSource(
-            config=config, pool=pool, backbone_model=config.backbone.model, run_id=record.id
+            config=config,
+            pool=pool,
+            backbone_model=config.backbone.model,
+            run_id=record.id,
+            run_name=record.name,
         )
     if coordinator_file is not None:
         manifest = read_manifest(coordinator_file)
@@ -161,7 +251,7 @@ def evaluate_run(
             coordinator, _ = load_coordinator(source.coordinator_file, backbone)
         session = open_pool(config, store, workspace, stages)  # one that cannot serve: no run
         eval_id = store.create_run(
-            f"eval of {source.reference}",
+            evaluation_title(source.name, source.coordinator_file),
             "eval",
             {
                 **config.to_dict(),

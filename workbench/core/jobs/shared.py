@@ -1,5 +1,6 @@
 """What the jobs share: the runs registry as lists show it (``list_runs``,
-``RunSummary``, ``effective_status``, ``can_resume``), the lock that lets one process
+``RunSummary``, ``run_title``, ``effective_status``, ``can_resume``) and one stored run as
+its page shows it (``read_run``, ``StoredRun``), the lock that lets one process
 drive a run (``run_lock``, ``RunLocked``), the backbone loaded once per process
 (``shared_backbone``, ``backbone_for``) and a job's pool over one HTTP client with its
 response cache (``open_pool``, ``open_worker_pool``, ``PoolSession``).
@@ -17,6 +18,7 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from workbench.core.config import RunConfig
@@ -24,7 +26,8 @@ from workbench.core.coordinator import Backbone
 from workbench.core.errors import BadInput, InvalidInput
 from workbench.core.models import loading_words
 from workbench.core.progress import StageListener, tell
-from workbench.core.records import RunStatus, RunStopReason
+from workbench.core.records import GenerationStats, RunStatus, RunStopReason
+from workbench.core.spend import Spend, recorded_spend, spend_kind
 from workbench.core.store import RunRecord, Store, StoreError
 from workbench.core.workers.base import Worker
 from workbench.core.workers.pool import build_pool
@@ -154,6 +157,7 @@ class RunSummary:
     error: str | None = None
     created_at: float = 0.0
     updated_at: float = 0.0
+    title: str = ""  # how lists name it (``run_title``); the name when empty
 
     @property
     def resumable(self) -> bool:
@@ -174,11 +178,40 @@ class RunSummary:
         }
 
 
+def evaluation_title(evaluated: str, coordinator_file: str | None = None) -> str:
+    """An evaluation's name in lists: what it evaluated, the trained run's name (and the
+    coordinator file's, when it evaluated one)."""
+    name = f"'{evaluated}'" if evaluated else "a coordinator"
+    return f"evaluation of {name}" + (
+        f" ({Path(coordinator_file).name})" if coordinator_file else ""
+    )
+
+
+def run_title(record: RunRecord) -> str:
+    """How a list names ``record``: its name, and an evaluation by what it evaluated, read
+    from its stored config (the evaluated run's own, with the ``evaluation`` section the
+    evaluation adds), whatever name it was stored under."""
+    if record.kind != "eval":
+        return record.name or record.id[:8]
+    reference = record.config_data.get("evaluation") or {}
+    return evaluation_title(evaluated_name(record), reference.get("coordinator_file"))
+
+
+def evaluated_name(record: RunRecord) -> str:
+    """What evaluation ``record`` evaluated, by name: the trained run's own name as the
+    evaluation stored it, else (a coordinator file, a cross-validation's fold) the name in
+    the config it was trained under; empty when neither says."""
+    reference = record.config_data.get("evaluation") or {}
+    evaluated = record.config_data.get("run") or {}
+    return str(reference.get("run_name") or evaluated.get("name") or "")
+
+
 def summarise_run(record: RunRecord, generations: int) -> RunSummary:
     """``record`` as a runs list shows it, with ``generations`` committed."""
     return RunSummary(
         id=record.id,
         name=record.name,
+        title=run_title(record),
         status=effective_status(record),
         stop_reason=record.stop_reason,
         generations=generations,
@@ -196,6 +229,58 @@ def list_runs(workspace: Workspace, kind: str | None = "train") -> list[RunSumma
         runs = store.list_runs(kind=kind)
         counts = store.generation_counts()
     return [summarise_run(r, counts.get(r.id, 0)) for r in reversed(runs)]
+
+
+@dataclass(frozen=True, kw_only=True)
+class StoredRun:
+    """A stored training run as its page shows it: the run as lists show it, every stored
+    generation from the first (a resumed run's whole history), the generations its budget
+    allows (0 when its config is of a version that no longer reads), its pool, what it
+    used (``Spend``, from its stored records: a killed run's too) and where its episodes
+    ran, in words (empty for this computer)."""
+
+    summary: RunSummary
+    generations: list[GenerationStats]
+    budget_generations: int
+    pool: tuple[str, ...]
+    spend: Spend
+    where: str
+
+    @property
+    def spend_kind(self) -> str:
+        """What kind of dollars it spent (``spend.spend_kind``: "simulated", "recorded"...)."""
+        return spend_kind(self.pool)
+
+
+def read_run(workspace: Workspace, run_id: str) -> StoredRun:
+    """Read run ``run_id`` (an id or a prefix) for its page: ``StoredRun``."""
+    from workbench.core.config import ConfigError
+    from workbench.core.training.events import where_episodes_ran
+
+    with Store.open(workspace) as store:
+        record = store.get_run(run_id)
+        stats = store.generation_stats(record.id)
+        stored = recorded_spend(
+            store.generations(record.id),
+            store.stored_spend(record.id),
+            (record.result or {}).get("spend"),
+        )
+    try:
+        config = record.config()
+        budget, pool = config.budget.generations, tuple(config.pool.workers)
+    except ConfigError:  # a config of long ago: the plots show, the progress has no end
+        budget, pool = 0, tuple((record.config_data.get("pool") or {}).get("workers") or ())
+    result = record.run_result()
+    return StoredRun(
+        summary=summarise_run(record, len(stats)),
+        generations=stats,
+        budget_generations=budget,
+        pool=pool,
+        spend=Spend.of(stored),
+        where=where_episodes_ran(result.executor, result.actors, result.nodes or ())
+        if result is not None
+        else "",
+    )
 
 
 def cache_policy(config: RunConfig) -> str:

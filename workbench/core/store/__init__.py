@@ -153,6 +153,9 @@ class EpisodeSummary:
     tokens_in: int
     tokens_out: int
     created_at: float
+    # the role of its last turn (None: no turn), which tells an episode that ran out of
+    # turns on a Worker's answer from one that ran out before an answer stood
+    last_role: Role | None = None
 
 
 def _sqlite_errors(method: Callable[..., T]) -> Callable[..., T]:
@@ -683,7 +686,9 @@ class Store:
             args.append(worker)
         sql = (
             "SELECT id, run_id, generation, candidate, suite, task_id, reward, stop_reason,"
-            " n_turns, cost, tokens_in, tokens_out, created_at FROM episodes"
+            " n_turns, cost, tokens_in, tokens_out, created_at,"
+            " (SELECT role FROM turns WHERE episode_id = episodes.id ORDER BY idx DESC"
+            " LIMIT 1) AS last_role FROM episodes"
         )
         if where:
             sql += " WHERE " + " AND ".join(where)
@@ -693,7 +698,14 @@ class Store:
             args.append(limit)
         rows = self._reader().execute(sql, args).fetchall()
         return [
-            EpisodeSummary(**{**dict(r), "stop_reason": StopReason(r["stop_reason"])}) for r in rows
+            EpisodeSummary(
+                **{
+                    **dict(r),
+                    "stop_reason": StopReason(r["stop_reason"]),
+                    "last_role": None if r["last_role"] is None else Role(r["last_role"]),
+                }
+            )
+            for r in rows
         ]
 
     @_sqlite_errors

@@ -37,6 +37,11 @@ class RunStarted:
     actors: int | None = None  # with ray: how many actors, on which nodes
     nodes: tuple[str, ...] = ()
 
+    @property
+    def budget_generations(self) -> int:
+        """The generations the run's budget allows (0: no limit on generations)."""
+        return int(self.budget.get("generations") or 0)
+
     def executor_note(self) -> str:
         """Where the episodes run, in words ('' for this process), after a '; '."""
         where = where_episodes_ran(self.executor, self.actors, self.nodes)

@@ -1,0 +1,88 @@
+"""The Evaluate page's Cross-validations tab over a real cross-validation: three folds of
+the tiny coordinator on a recorded pool of two models, each right on one category of a
+12-question suite (so the oracle is right everywhere, each model alone on half, and the
+oracle beats the best model on exactly the other category's six questions). The tab lists
+it, shows every system's accuracy as a bar with its interval, the paired differences and
+the wins and losses per category, and its tables fit at 1280 x 800."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.core.test_crossval import _parity, _parity_config
+from tests.gui.fitting import assert_fits_sideways
+from workbench.core.jobs.crossval import cross_validate
+from workbench.gui.crossval_model import system_name
+from workbench.gui.qt import QApplication, pg
+
+
+@pytest.fixture()
+def crossval(tmp_path, tiny_backbone):
+    ws, _ = _parity(tmp_path)  # the same folder as the window's workspace (gui_workspace)
+    return cross_validate(_parity_config(max_turns=1), ws, folds=3, seed=1, backbone=tiny_backbone)
+
+
+def items_of(chart: pg.PlotWidget, kind: type) -> list:
+    return [item for item in chart.getPlotItem().items if isinstance(item, kind)]
+
+
+def test_the_tab_shows_a_stored_cross_validation(make_main_window, qtbot, crossval):
+    window = make_main_window()
+    window.resize(1280, 800)
+    window.go("Evaluate")
+    page = window.pages["Evaluate"]
+    view = page.crossval_view
+    page.show_crossvals()
+    qtbot.waitUntil(lambda: view.report is not None, timeout=30_000)
+    assert view.ids() == [crossval.run_id]
+    assert view.list_table.item(0, 0).text().startswith("cross-validation of cv")
+    assert view.report.run_id == crossval.run_id
+    assert "3-fold" in view.summary_label.text()
+    assert "parity/even alone" in view.summary_label.text()  # the best model (a tie: first)
+
+    rows = view.table_rows(view.systems_table)
+    assert [r[0] for r in rows] == [system_name(s.name) for s in crossval.systems]
+    by_name = {r[0]: r for r in rows}
+    # by the pool's construction: the oracle right everywhere, each model on its half
+    assert by_name["recorded oracle"][1] == "1.000"
+    assert by_name["recorded:parity/odd alone"][1] == "0.500"
+    assert by_name["best model per category"][1] == "1.000"
+    assert by_name["recorded:parity/even alone"][3] == "reference"
+    assert by_name["recorded oracle"][3].startswith("+0.500 (")
+    assert by_name["recorded oracle"][4] == "6 / 0"
+
+    (bars,) = items_of(view.accuracy_chart, pg.BarGraphItem)
+    heights = np.asarray(bars.opts["height"])
+    assert heights.tolist() == [s.accuracy for s in crossval.systems]
+    (errors,) = items_of(view.accuracy_chart, pg.ErrorBarItem)
+    assert np.allclose(heights + errors.opts["top"], [s.ci_high for s in crossval.systems])
+    assert np.allclose(heights - errors.opts["bottom"], [s.ci_low for s in crossval.systems])
+    (paired,) = items_of(view.paired_chart, pg.BarGraphItem)
+    assert np.asarray(paired.opts["height"]).tolist() == [p.difference for p in crossval.paired]
+    assert len(items_of(view.paired_chart, pg.ErrorBarItem)) == 1
+    assert "parity/even alone" in view.paired_chart.getPlotItem().titleLabel.text
+
+    # per category: the oracle wins the six questions of the category the best model misses
+    view.choose_system("recorded oracle")
+    cats = view.table_rows(view.category_table)
+    assert [(r[0], r[1], r[3]) for r in cats] == [("a", "6", "0 / 0"), ("b", "6", "6 / 0")]
+    assert "recorded oracle against recorded:parity/even alone" in view.category_box.title()
+    view.choose_system("coordinator")
+    assert [r[0] for r in view.table_rows(view.category_table)] == ["a", "b"]
+
+    view.views.setCurrentIndex(0)
+    QApplication.processEvents()
+    assert_fits_sideways(view.systems_table, [0])
+    view.views.setCurrentIndex(1)
+    QApplication.processEvents()
+    assert_fits_sideways(view.category_table, [0])
+
+
+def test_with_no_cross_validation_the_tab_says_how_to_make_one(make_main_window, qtbot):
+    window = make_main_window()
+    page = window.pages["Evaluate"]
+    page.show_crossvals()
+    qtbot.waitUntil(lambda: not page.crossval_view.listing, timeout=30_000)
+    assert page.crossval_view.ids() == []
+    assert "trinity-workbench crossval" in page.crossval_view.summary_label.text()
