@@ -92,10 +92,11 @@ class Tree:
             "PYTHONPATH": str(root),
         }
 
-    def terminal(self, *args: str, **kwargs) -> Session:
+    def terminal(self, *args: str, env: dict[str, str] | None = None, **kwargs) -> Session:
+        """``python -m workbench ARGS`` in an 80 x 24 terminal (``env`` over the tree's)."""
         argv = [sys.executable, "-m", "workbench", *args]
         print(f"[{self.label}] {' '.join(args)}", file=sys.stderr, flush=True)
-        return run_in_terminal(argv, env=self.env, cwd=str(self.root), **kwargs)
+        return run_in_terminal(argv, env={**self.env, **(env or {})}, cwd=str(self.root), **kwargs)
 
     def quiet(self, *args: str, data: Path | None = None) -> str:
         env = {**os.environ, **self.env}
