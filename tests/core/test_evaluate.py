@@ -43,7 +43,9 @@ def test_a_run_and_its_coordinator_file_describe_the_same_evaluation(
     assert [r.id for r in evaluable_runs(ws)] == [trained]
     by_run = evaluation_source(ws, run=trained[:8])
     assert by_run.run_id == trained and by_run.pool == tuple(SANDBOX)
-    assert by_run.config.tasks.test == 9 and by_run.reference == {"run": trained}
+    with Store.open(ws) as store:
+        name = store.get_run(trained).name  # the run's own, unique in the workspace
+    assert by_run.config.tasks.test == 9 and by_run.reference == {"run": trained, "run_name": name}
     path = export_run(ws, trained, tmp_path / "c.safetensors", backbone=tiny_backbone)
     by_file = evaluation_source(ws, coordinator_file=path)
     assert by_file.pool == by_run.pool and by_file.baselines == by_run.baselines == baseline_names(

@@ -431,7 +431,12 @@ def test_a_trained_run_serves_its_pool_and_stores_what_it_did(serve, ws, tiny_ch
     run_id = train(cfg, ws, backbone=tiny_chat_backbone)
     team = load_team(ws, run=run_id[:8], backbone=tiny_chat_backbone, max_turns=3)
     served = serve(team)
-    assert served.client.models.list().data[0].trinity["source"] == {"run": run_id}
+    with Store.open(ws) as store:
+        name = store.get_run(run_id).name
+    assert served.client.models.list().data[0].trinity["source"] == {
+        "run": run_id,
+        "run_name": name,
+    }
     raw = served.post(
         json.dumps({"model": team.model_id, "messages": QUESTION, "trace": True}).encode()
     )
