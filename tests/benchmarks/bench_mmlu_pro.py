@@ -9,10 +9,11 @@ and without kept features.
     # accuracy only (no test fold is read)
     python tests/benchmarks/bench_mmlu_pro.py dev --workspace WS --out docs/results/data/mmlu-pro-dev.json
     # the pre-registered comparison, both pools (tests/benchmarks/configs/mmlu-pro-preregistered.toml)
-    python tests/benchmarks/bench_mmlu_pro.py compare --workspace WS --out docs/results/data/mmlu-pro.json
+    python tests/benchmarks/bench_mmlu_pro.py compare --workspace WS --out docs/results/data/mmlu-pro.json \
+        --reports REPORTS.json   # the whole reports, every question's reward (outside the repository)
     # its figures and tables computed again from the reports the file holds (its provenance
     # kept, the command and commit that computed them added as figures_by)
-    python tests/benchmarks/bench_mmlu_pro.py figures --from FILE --out docs/results/data/mmlu-pro.json
+    python tests/benchmarks/bench_mmlu_pro.py figures --from REPORTS_OR_FULL_FILE --out docs/results/data/mmlu-pro.json
     # backbones compared on a sample of small-6 (the same folds, every router on each)
     python tests/benchmarks/bench_mmlu_pro.py backbones --workspace WS --sample 3000 \
         --backbone offline --backbone PATH/gemma-3-270m-q4_k_m.gguf --out docs/results/data/mmlu-pro-backbones.json
@@ -348,6 +349,11 @@ def refigure(source: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, An
     """The figures and tables of a compare results file, computed again from the reports it
     holds (``pools``) with this module's ``pool_figures``; and its provenance, kept."""
     data = json.loads(source.read_text(encoding="utf-8"))
+    if any("rewards" not in r for r in data["pools"].values()):
+        raise SystemExit(
+            f"{source}: its reports hold no per-question rewards; give the file "
+            "compare's --reports wrote"
+        )
     figures: dict[str, Any] = {}
     tables: dict[str, Any] = {}
     for pool, report in data["pools"].items():
@@ -357,7 +363,7 @@ def refigure(source: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, An
         figures[f"{pool}/wall_seconds"] = report["wall_seconds"]
         figures[f"{pool}/train_seconds"] = report["train_seconds"]
     kept = {k: data[k] for k in ("command", "commit", "machine", "date", "load")}
-    return figures, tables, {**kept, "pools": data["pools"], "plan": data["plan"]}
+    return figures, tables, {**kept, "pools": slim(data["pools"]), "plan": data["plan"]}
 
 
 def compare(workspace: Workspace, pools: Sequence[str], config_sections: dict[str, Any]) -> dict:
@@ -532,6 +538,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--workspace", help="holds the pools (see the docstring)")
     parser.add_argument("--pools", nargs="*", default=None, help="default: the plan's pools")
     parser.add_argument("--out", help="the results file to write")
+    parser.add_argument(
+        "--reports",
+        help="compare: also write the pools' whole reports here (every question's reward)",
+    )
     args = parser.parse_args(argv)
     the_plan = plan()
     if args.mode == "plan":
@@ -597,9 +607,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             figures.update(more)
             figures[f"{pool}/wall_seconds"] = report["wall_seconds"]
             figures[f"{pool}/train_seconds"] = report["train_seconds"]
+        if args.reports:  # the same file with every question's reward
+            write_results(args.reports, figures, **tables, pools=reports, plan=the_plan)
         if args.out:
-            write_results(args.out, figures, **tables, pools=reports, plan=the_plan)
+            write_results(args.out, figures, **tables, pools=slim(reports), plan=the_plan)
     return 0
+
+
+def slim(reports: dict[str, Any]) -> dict[str, Any]:
+    """The pools' reports as the results file keeps them: without every question's reward
+    per system (about 4 MB a pool; ``--reports`` writes them whole, which ``figures`` reads)."""
+    return {pool: {k: v for k, v in r.items() if k != "rewards"} for pool, r in reports.items()}
 
 
 if __name__ == "__main__":
