@@ -240,6 +240,11 @@ def test_the_evaluate_pages_tables_put_systems_in_columns():
     ]
     assert baseline_words("single:sandbox:coder") == "sandbox:coder alone"
     assert baseline_words("random") == "random"
+    # a recorded pool's worker by its own name: the pool's would widen the page
+    assert (
+        baseline_words("single:recorded:small-6/Meta-Llama-3_1-8B-Instruct")
+        == "Meta-Llama-3_1-8B-Instruct alone"
+    )
 
 
 def test_a_stored_evaluation_is_listed_by_what_it_evaluated():

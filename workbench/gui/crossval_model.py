@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from workbench.core.jobs.crossval_report import CrossValReport, CVSystem, StoredCrossVal
 from workbench.core.stats import Paired
-from workbench.gui.evaluate_model import tick_name
+from workbench.gui.evaluate_model import baseline_words, tick_name
 from workbench.gui.runs_model import CellText, started_text
 
 LIST_COLUMNS = ("Cross-validation", "When")
@@ -46,9 +46,9 @@ KIND_WORDS = {
 
 
 def system_name(name: str) -> str:
-    """A system as a table names it: a single model by its own name (``sandbox:mathlete
-    alone`` for ``single:sandbox:mathlete``), the others by theirs."""
-    return f"{name.removeprefix('single:')} alone" if name.startswith("single:") else name
+    """A system as a table names it: a single model by its own name, as the Evaluate
+    page's baselines are (``evaluate_model.baseline_words``), the others by theirs."""
+    return baseline_words(name)
 
 
 def kind_words(system: CVSystem) -> str:

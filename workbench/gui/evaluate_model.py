@@ -99,8 +99,16 @@ def tick_name(system: str) -> str:
 
 def baseline_words(name: str) -> str:
     """A baseline as its check box names it: ``sandbox:mathlete alone`` for a single
-    worker (``single:sandbox:mathlete``), the others by their own names."""
-    return f"{name.removeprefix('single:')} alone" if name.startswith("single:") else name
+    worker (``single:sandbox:mathlete``), a recorded pool's worker by its own name
+    (``Meta-Llama-3_1-8B-Instruct alone`` for ``single:recorded:POOL/Meta-Llama-3_1-8B-Instruct``:
+    the pool's name made the page wider than a laptop's screen), the others by their own
+    names. The check box's tooltip holds the whole id."""
+    if not name.startswith("single:"):
+        return name
+    worker = name.removeprefix("single:")
+    if worker.startswith("recorded:"):
+        worker = worker.rpartition("/")[2]
+    return f"{worker} alone"
 
 
 def usage_keys(report: Report, pool: Sequence[str]) -> list[str]:

@@ -170,6 +170,11 @@ class QtEvaluate(Page):
     def _build_setup(self) -> QGroupBox:
         """A new evaluation: the coordinator, suite, split and baselines; Evaluate."""
         self.source_combo = QComboBox()
+        # a long run name is cut in the closed box (whole in its list), not the page widened
+        self.source_combo.setSizeAdjustPolicy(
+            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
+        )
+        self.source_combo.setMinimumContentsLength(24)
         self.source_combo.currentIndexChanged.connect(lambda _: self._on_source_changed())
         self.refresh_button = QPushButton("Refresh")
         self.refresh_button.clicked.connect(self.refresh_runs)
