@@ -390,8 +390,13 @@ def test_the_page_opens_on_the_newest_run_and_follows_the_run_chosen(
         timeout=30_000,
     )
     assert page.replay.episode.id == page.episode_ids()[0]
-    shown = [card for card in page.conversation.findChildren(TurnCard) if card.isVisible()]
-    assert shown == page.cards and len(shown) == len(page.replay.episode.turns)
+
+    def shown() -> list:
+        return [card for card in page.conversation.findChildren(TurnCard) if card.isVisible()]
+
+    # the new cards show once the event loop has laid them out (later on a busy machine)
+    qtbot.waitUntil(lambda: shown() == page.cards, timeout=10_000)
+    assert len(shown()) == len(page.replay.episode.turns)
     assert f"question {page.replay.episode.task_id}" in page.header.text()
     # the list's words: how each episode ended, with the right plural under it
     words = {page.episodes.item(r, 5).text() for r in range(page.episodes.rowCount())}
