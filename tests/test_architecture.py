@@ -182,6 +182,56 @@ def test_mypy_finds_no_type_errors_in_the_package():
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-2000:]
 
 
+# where a whole run config may be read: where it is defined and loaded (config, the user's
+# defaults), where it is stored (the store), and the jobs that load one and hand its parts down
+CONFIG_READERS = ("config.py", "config_schema.py", "settings.py", "store/", "jobs/")
+
+
+def whole_config_readers(core: Path) -> list[str]:
+    """The modules under ``core`` outside ``CONFIG_READERS`` that name ``RunConfig``
+    (import it, annotate with it, call it)."""
+    found = []
+    for path in sorted(core.rglob("*.py")):
+        rel = path.relative_to(core).as_posix()
+        if rel.startswith(CONFIG_READERS):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        names |= {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
+        names |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+        names |= {
+            n.value
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and n.value == "RunConfig"
+        }
+        if "RunConfig" in names:
+            found.append(rel)
+    return found
+
+
+def test_below_the_jobs_no_module_reads_a_whole_run_config():
+    """A run's config is read by the job that loaded it, which hands each layer the typed
+    parts it needs (the trainer a ``TrainPlan``, episodes their ``EpisodeSettings``, the
+    optimizer its ``[optimizer]`` section): a module below the jobs that takes the whole
+    config fails here."""
+    found = whole_config_readers(ROOT / "workbench" / "core")
+    assert found == [], "hand these modules the parts they need instead: " + ", ".join(found)
+
+
+def test_the_config_reader_check_finds_a_module_that_takes_the_config(tmp_path):
+    core = tmp_path / "core"
+    sources = {
+        "jobs/train.py": "from workbench.core.config import RunConfig\n",
+        "training/trainer.py": "def f(config: 'RunConfig'): ...\n",
+        "training/plan.py": "from workbench.core.config import OptimizerSection\n",
+        "optimizers/make.py": "from workbench.core import config\nx = config.RunConfig()\n",
+    }
+    for name, text in sources.items():
+        (core / name).parent.mkdir(parents=True, exist_ok=True)
+        (core / name).write_text(text)
+    assert whole_config_readers(core) == ["optimizers/make.py", "training/trainer.py"]
+
+
 def test_records_of_more_than_four_fields_are_built_by_keyword():
     """A dataclass of more than four fields is ``kw_only``: a record built from 6-11
     positional values breaks silently when a field is added or two of one type swap."""

@@ -98,7 +98,7 @@ def child_generation(args) -> dict:
     with tempfile.TemporaryDirectory() as folder:
         ws = Workspace.open(folder)
         suite = load_suite("mixed", ws)
-        splits = task_splits(config, suite)
+        splits = task_splits(config.tasks, suite)
         # the run's calibration forwards, done first so that the figures are the generation's
         backbone.features([render_transcript(t, ()) for t in splits["train"][:CALIBRATION_TASKS]])
         before = (backbone.stats.tokens_forwarded, backbone.stats.forwards)

@@ -92,7 +92,7 @@ def main() -> None:
     args = parser.parse_args()
     config = RunConfig.load(args.config)
     suite = load_suite(config.tasks.suite)
-    splits = {k: list(v) for k, v in task_splits(config, suite).items()}
+    splits = {k: list(v) for k, v in task_splits(config.tasks, suite).items()}
     figures: dict = {"pool": ", ".join(config.pool.workers), "suite": suite.name}
     tables: dict = {}
     with tempfile.TemporaryDirectory(prefix="headroom-") as tmp:

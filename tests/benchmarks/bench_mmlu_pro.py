@@ -53,7 +53,7 @@ from workbench.core.jobs.crossval import (  # noqa: E402
     fold_suite,
     make_folds,
 )
-from workbench.core.jobs.shared import backbone_for, open_pool  # noqa: E402
+from workbench.core.jobs.shared import backbone_for, open_pool, train_plan  # noqa: E402
 from workbench.core.protocol import EpisodeSettings, render_transcript  # noqa: E402
 from workbench.core.store import Store  # noqa: E402
 from workbench.core.tasks.suites import load_suite  # noqa: E402
@@ -166,7 +166,7 @@ def dev(workspace: Workspace, pool: str, fold_seed: int, folds: int) -> dict[str
                     run={"name": f"dev {name} fold {index + 1}"},
                 )
                 trainer = Trainer(
-                    cfg,
+                    train_plan(cfg, suite.name, session.pool),
                     store,
                     suite=fold_suite(suite, dealt, index, fold_seed),
                     pool=session.pool,
@@ -420,7 +420,11 @@ def timing(workspace: Workspace, pool: str, sample: int) -> dict[str, Any]:
         def run(target: Any, kept: FeatureStore) -> tuple[float, int]:
             folds = make_folds(target.tasks, 5, 0)
             trainer = Trainer(
-                base.replace(tasks={"train": 0, "validation": 0, "test": 0}),
+                train_plan(
+                    base.replace(tasks={"train": 0, "validation": 0, "test": 0}),
+                    target.name,
+                    session.pool,
+                ),
                 store,
                 suite=fold_suite(target, folds, 0, 0),
                 pool=session.pool,

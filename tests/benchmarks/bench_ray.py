@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 from workbench.core.config import RunConfig
-from workbench.core.jobs.shared import backbone_for, open_pool
+from workbench.core.jobs.shared import backbone_for, open_pool, train_plan
 from workbench.core.store import Store
 from workbench.core.tasks.suites import load_suite
 from workbench.core.training.events import GenerationStats
@@ -64,17 +64,19 @@ def one(args: argparse.Namespace, executor: str, actors: int) -> dict:
     started = time.perf_counter()
     ex = None
     if executor == "ray":
-        from workbench.core.training.ray_executor import RayExecutor, recipe_for
+        from workbench.core.jobs.train import recipe_for
+        from workbench.core.training.ray_executor import RayExecutor
 
         ex = RayExecutor(recipe_for(cfg), actors=actors)
     startup = time.perf_counter() - started
     walls: list[float] = []
     with Store.open(ws) as store:
         session = open_pool(cfg, store)
+        suite = load_suite(cfg.tasks.suite, ws)
         trainer = Trainer(
-            cfg,
+            train_plan(cfg, suite.name, session.pool),
             store,
-            suite=load_suite(cfg.tasks.suite, ws),
+            suite=suite,
             pool=session.pool,
             backbone=backbone_for(cfg),
             listeners=[lambda e: walls.append(e.wall_s) if isinstance(e, GenerationStats) else 0],

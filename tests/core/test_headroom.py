@@ -44,7 +44,7 @@ def test_the_sandbox_check_holds_the_exact_figures_in_its_intervals(tmp_path):
     config = _config(["sandbox"])
     report = check_headroom(config, ws, sample=60)
     assert report.n == 60 and report.spend == "simulated"
-    train = task_splits(config, load_suite("mixed"))["train"]
+    train = task_splits(config.tasks, load_suite("mixed"))["train"]
     exact = exact_headroom(report.pool, [t for t in train if t.id in _ids(ws, report)], report.best)
     assert exact is not None
     for w in report.workers:
@@ -102,7 +102,7 @@ def test_recorded_answers_cost_nothing_and_cover_the_whole_split(tmp_path):
     from workbench.core.workers.pool import build_pool
 
     pool = build_pool(list(config.pool.workers))
-    train = task_splits(config, load_suite("champ"))["train"]
+    train = task_splits(config.tasks, load_suite("champ"))["train"]
     assert report.n == sum(all(w.covers(t) for w in pool) for t in train) >= 25
     assert report.cost.calls == 0 and report.cost.dollars == 0
     assert report.cost.recorded == 2 * report.n
@@ -154,7 +154,7 @@ def test_a_stopped_check_of_recorded_answers_grades_no_more(tmp_path, monkeypatc
     monkeypatch.setattr(headroom, "grade", grade_then_stop)
     with pytest.raises(EvaluationStopped):
         check_headroom(config, ws, sample=0, stop=stop)
-    answers = 2 * len(task_splits(config, load_suite("champ"))["train"])
+    answers = 2 * len(task_splits(config.tasks, load_suite("champ"))["train"])
     assert 1 <= len(graded) <= -(-answers // GRADE_CHUNK) < answers
     with Store.open(ws) as store:
         (run,) = store.list_runs("headroom")
@@ -180,7 +180,7 @@ def test_a_live_model_is_paid_once_and_its_answers_are_reused_by_training(tmp_pa
     assert first.cost.calls == 6 and first.cost.tokens_out > 0
     second = check_headroom(config, ws, sample=0)
     assert second.cost.calls == 0 and second.cost.cached == 6
-    task = task_splits(config, load_suite("arithmetic"))["train"][0]
+    task = task_splits(config.tasks, load_suite("arithmetic"))["train"][0]
     session = open_worker_pool(["local:smollm2"])
     with Store.open(ws) as store:
         cache = ResponseCache(store, "read-write")
@@ -354,7 +354,7 @@ def test_the_best_worker_right_whenever_any_is_says_a_coordinator_cannot_help(tm
 def test_the_sample_is_a_seeded_prefix_and_uncovered_tasks_are_left_out():
     from workbench.core.workers.pool import build_pool
 
-    train = task_splits(_config(["sandbox"]), load_suite("mixed"))["train"]
+    train = task_splits(_config(["sandbox"]).tasks, load_suite("mixed"))["train"]
     pool = build_pool(["sandbox:mathlete"])
     small, words, left = check_tasks(train, pool, 10, 0, lambda w, t: False)
     large, _, _ = check_tasks(train, pool, 20, 0, lambda w, t: False)
@@ -416,7 +416,7 @@ def test_the_check_reads_a_pool_imported_into_the_workspace(tmp_path):
 
     ws = Workspace.open(tmp_path / "ws")
     config = _config(["recorded:mine"], suite="arithmetic")
-    train = task_splits(config, load_suite("arithmetic"))["train"][:12]
+    train = task_splits(config.tasks, load_suite("arithmetic"))["train"][:12]
     lines = [
         json.dumps({"task_id": t.id, "worker": w, "response": f"\\boxed{{{answer}}}"})
         for t in train

@@ -49,12 +49,12 @@ def test_a_task_files_explicit_splits_are_honoured_whatever_the_split_seed(tmp_p
         cfg = config(
             tasks={"suite": str(path), "train": 0, "validation": 0, "test": 0, "split_seed": seed}
         )
-        splits = task_splits(cfg, suite)
+        splits = task_splits(cfg.tasks, suite)
         ids = {name: {t.id for t in tasks} for name, tasks in splits.items()}
         assert marked_test <= ids["test"] and marked_val <= ids["validation"]
         assert not (marked_test | marked_val) & ids["train"]
         # a size cut keeps the explicit tasks first: test = 12 is exactly the file's test split
-        cut = task_splits(cfg.replace(tasks={"test": 12, "validation": 4}), suite)
+        cut = task_splits(cfg.replace(tasks={"test": 12, "validation": 4}).tasks, suite)
         assert {t.id for t in cut["test"]} == marked_test
         assert {t.id for t in cut["validation"]} == marked_val
 

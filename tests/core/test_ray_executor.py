@@ -190,7 +190,7 @@ def test_what_actors_receive_holds_no_key(keychain, tmp_path, monkeypatch):
     a registered worker's spec but never its key, which the actor reads on its own node."""
     import pickle
 
-    from workbench.core.training.ray_executor import recipe_for
+    from workbench.core.jobs.train import recipe_for
     from workbench.core.workers.registry import FixedRegistry, Registry
     from workbench.core.workers.spec import WorkerSpec
 
@@ -251,7 +251,7 @@ def test_a_ray_run_trains_on_an_imported_pool_that_travels_with_the_job(
     import pickle
 
     from workbench.core.importers.mmlu_pro import import_mmlu_pro
-    from workbench.core.training.ray_executor import recipe_for, recorded_pools
+    from workbench.core.jobs.train import recipe_for, recorded_pools
 
     files = [
         (None, _mmlu_pro_file(tmp_path / "model_outputs_lawyer_5shots.zip", "law")),

@@ -9,7 +9,7 @@ import pytest
 
 from workbench.core.config import ConfigError, RunConfig
 from workbench.core.coordinator import Action
-from workbench.core.jobs.shared import open_pool
+from workbench.core.jobs.shared import open_pool, train_plan
 from workbench.core.protocol import EpisodeSettings, mask_roles
 from workbench.core.records import Role
 from workbench.core.store import Store
@@ -76,7 +76,7 @@ def test_tiny_training_on_the_recorded_champ_pool_with_the_worker_role_alone(
             "recorded:champ/palm-2",
         ]
         trainer = Trainer(
-            cfg,
+            train_plan(cfg, "champ", session.pool),
             store,
             suite=load_suite("champ", ws),
             pool=session.pool,

@@ -9,13 +9,13 @@ import pytest
 from tests.core.test_training import config
 from tests.support.fault_server import FaultServer, default_reply
 from workbench.core.config import ConfigError, RunConfig
+from workbench.core.jobs.shared import train_plan
 from workbench.core.jobs.train import train
 from workbench.core.oracle import PlanPolicy, Step
 from workbench.core.protocol import SUGGEST_ROLE_INSTRUCTION, EpisodeSettings, run_episode
 from workbench.core.records import Episode, Role, StopReason, Turn
 from workbench.core.store import Store
 from workbench.core.tasks.model import Task
-from workbench.core.training.state import fitness_score
 from workbench.core.workspace import Workspace
 
 
@@ -42,6 +42,11 @@ def _episode(workers, reward=1.0):
         reward=reward,
         stop_reason=StopReason.MAX_TURNS,
     )
+
+
+def fitness_score(cfg, episode):
+    """``episode``'s fitness in a run of ``cfg`` (its plan's rule)."""
+    return train_plan(cfg, "s", ()).fitness(episode)
 
 
 def test_shaping_is_off_by_default_and_adds_the_released_runs_bonuses_when_set():

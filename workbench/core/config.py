@@ -471,18 +471,18 @@ class RunConfig:
 
         return tomli_w.dumps(self.to_dict())
 
-    @property
-    def attempt_generations(self) -> int:
-        """Generations per attempt of ``optimizer.restarts`` (the last attempt also takes
-        any remainder): the span the restarts and the exploring starts' schedule share."""
-        return max(1, self.budget.generations // (self.optimizer.restarts + 1))
-
     def replace(self, **sections: dict[str, Any]) -> RunConfig:
         """A copy with some keys of some sections changed: ``cfg.replace(budget={"generations": 3})``."""
         data = self.to_dict()
         for name, values in sections.items():
             data[name].update(values)
         return RunConfig.from_dict(data)
+
+
+def attempt_generations(budget: BudgetSection, optimizer: OptimizerSection) -> int:
+    """Generations per attempt of ``optimizer.restarts`` (the last attempt also takes any
+    remainder): the span the restarts and the exploring starts' schedule share."""
+    return max(1, budget.generations // (optimizer.restarts + 1))
 
 
 def config_keys() -> list[ConfigKey]:
@@ -559,7 +559,7 @@ def _check(cfg: RunConfig) -> None:
         "optimizer.restarts",
         f"{o.restarts}: use 0 (one attempt) up to budget.generations - 1",
     )
-    attempt = cfg.attempt_generations if 0 <= o.restarts < b.generations else 0
+    attempt = attempt_generations(b, o) if 0 <= o.restarts < b.generations else 0
     need(
         o.exploring_starts <= 0 or o.exploring_starts < attempt,
         "optimizer.exploring_starts",

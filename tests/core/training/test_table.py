@@ -20,7 +20,7 @@ from workbench.core.config import (
 )
 from workbench.core.coordinator import Backbone, Coordinator, Head, HeadConfig
 from workbench.core.coordinator.head import near_tie
-from workbench.core.jobs.shared import open_pool
+from workbench.core.jobs.shared import open_pool, train_plan
 from workbench.core.policies import FixedPolicy
 from workbench.core.protocol import EpisodeSettings, render_transcript, run_episode
 from workbench.core.records import Role
@@ -212,7 +212,7 @@ def test_which_runs_take_the_table_path(champ, tiny_backbone):
     assert pool_reason(pool) is None
     assert (
         Trainer(
-            cfg.replace(protocol={"max_turns": 2}),
+            train_plan(cfg.replace(protocol={"max_turns": 2}), "champ", pool),
             store,
             suite=load_suite("champ", ws),
             pool=pool,
@@ -225,23 +225,33 @@ def test_which_runs_take_the_table_path(champ, tiny_backbone):
 def test_the_recorded_defaults_apply_on_the_table_and_are_one_key_away(champ, tiny_backbone):
     ws, store, session, pool, tasks = champ
     base = _config().replace(optimizer={"rollouts": 16, "recorded_defaults": True})
-    trainer = Trainer(base, store, suite=load_suite("champ", ws), pool=pool, backbone=tiny_backbone)
-    assert RECORDED_DEFAULTS == {"rollouts": 0}
-    for name, value in RECORDED_DEFAULTS.items():
-        assert getattr(trainer.config.optimizer, name) == value
-    assert trainer.minibatch_size == len(trainer.splits["train"])
-    trainer.start()
-    stored = store.get_run(trainer.run_id).config()
-    assert stored == base  # the config as given is what is stored
-    paper = Trainer(
-        base.replace(optimizer={"recorded_defaults": False, "search_basis": "identity"}),
+    trainer = Trainer(
+        train_plan(base, "champ", pool),
         store,
         suite=load_suite("champ", ws),
         pool=pool,
         backbone=tiny_backbone,
     )
-    assert paper.config.optimizer.rollouts == 16
-    assert paper.config.optimizer.search_basis == "identity"
+    assert RECORDED_DEFAULTS == {"rollouts": 0}
+    for name, value in RECORDED_DEFAULTS.items():
+        assert getattr(trainer.plan.optimizer, name) == value
+    assert trainer.minibatch_size == len(trainer.splits["train"])
+    trainer.start()
+    stored = store.get_run(trainer.run_id).config()
+    assert stored == base  # the config as given is what is stored
+    paper = Trainer(
+        train_plan(
+            base.replace(optimizer={"recorded_defaults": False, "search_basis": "identity"}),
+            "champ",
+            pool,
+        ),
+        store,
+        suite=load_suite("champ", ws),
+        pool=pool,
+        backbone=tiny_backbone,
+    )
+    assert paper.plan.optimizer.rollouts == 16
+    assert paper.plan.optimizer.search_basis == "identity"
     # a setting the recorded defaults would overrule is refused, naming the key to turn
     with pytest.raises(ConfigError, match="optimizer.rollouts.*recorded_defaults = false"):
         base.replace(optimizer={"rollouts": 64})
@@ -261,7 +271,7 @@ def _train(store, ws, session, backbone, cfg, stop_after=None):
                 stop.stop()
 
     trainer = Trainer(
-        cfg,
+        train_plan(cfg, "champ", session.pool),
         store,
         suite=load_suite("champ", ws),
         pool=session.pool,

@@ -42,7 +42,7 @@ from workbench.core.jobs.crossval_report import (
     summarise_folds,
 )
 from workbench.core.jobs.evaluate import stored_evaluation
-from workbench.core.jobs.shared import backbone_for, open_pool
+from workbench.core.jobs.shared import backbone_for, open_pool, train_plan
 from workbench.core.protocol import EpisodeSettings, render_transcript
 from workbench.core.records import Episode, RunStopReason
 from workbench.core.routers import Routed, Split, simple_routers
@@ -230,7 +230,7 @@ def _fold_cross_validate(
             )
             started = time.perf_counter()
             trainer = Trainer(
-                cfg,
+                train_plan(cfg, suite.name, session.pool),
                 store,
                 suite=fold_suite(suite, dealt, index, seed),
                 pool=session.pool,
@@ -372,7 +372,7 @@ def _table_cross_validate(
                             }
                         )
                         trainer = Trainer(
-                            cfg,
+                            train_plan(cfg, fs.name, session.pool),
                             store,
                             suite=fs,
                             pool=session.pool,

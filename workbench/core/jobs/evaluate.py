@@ -239,7 +239,7 @@ def evaluate_run(
         if suite is not None:
             config = config.replace(tasks={"suite": suite})
         task_suite = load_suite(config.tasks.suite, workspace)
-        tasks = task_splits(config, task_suite)[split]
+        tasks = task_splits(config.tasks, task_suite)[split]
         backbone = backbone_for(config, backbone, source.backbone_model, stages)
         if source.run_id is not None:
             vector, _ = best_vector(store, source.run_id)

@@ -126,7 +126,7 @@ def study_frontier(
     config = config.replace(cache={"policy": policy})
     backbone = backbone_for(config, backbone, stages=stages)
     suite = load_suite(config.tasks.suite, workspace)
-    test_tasks = task_splits(config, suite)["test"]
+    test_tasks = task_splits(config.tasks, suite)["test"]
     with Store.open(workspace) as store:
         life = RunLife.create(
             store,

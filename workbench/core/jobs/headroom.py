@@ -195,7 +195,7 @@ def check_headroom(
         raise InvalidInput(f"--sample must be 0 (all) or more, got {sample}")
     started = time.perf_counter()
     suite = load_suite(config.tasks.suite, workspace)
-    train = task_splits(config, suite)["train"]
+    train = task_splits(config.tasks, suite)["train"]
     p = config.protocol
     prompts = Prompts.load()
     policy = "replay-only" if config.cache.policy == "replay-only" else "read-write"

@@ -2,8 +2,10 @@
 ``RunSummary``, ``run_title``, ``effective_status``, ``can_resume``) and one stored run as
 its page shows it (``read_run``, ``StoredRun``), the lock that lets one process
 drive a run (``run_lock``, ``RunLocked``), the backbone loaded once per process
-(``shared_backbone``, ``backbone_for``) and a job's pool over one HTTP client with its
-response cache (``open_pool``, ``open_worker_pool``, ``PoolSession``).
+(``shared_backbone``, ``backbone_for``), a job's pool over one HTTP client with its
+response cache (``open_pool``, ``open_worker_pool``, ``PoolSession``) and a training
+run's typed settings read from its config (``train_plan``: the trainer never sees the
+config).
 
 One process drives a run: ``train`` holds the run's lock (an OS file lock that the system
 releases when the process ends, however it ends) from before it changes anything until the
@@ -21,14 +23,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workbench.core.config import RunConfig
+from workbench.core.config import RunConfig, routing_table_reason, table_config
 from workbench.core.coordinator import Backbone
 from workbench.core.errors import BadInput, InvalidInput
 from workbench.core.models import loading_words
 from workbench.core.progress import StageListener, tell
+from workbench.core.protocol import EpisodeSettings, Prompts
 from workbench.core.records import GenerationStats, RunStatus, RunStopReason
 from workbench.core.spend import Spend, recorded_spend, spend_kind
 from workbench.core.store import RunRecord, Store, StoreError
+from workbench.core.training.plan import TrainPlan
+from workbench.core.training.table import pool_reason
 from workbench.core.workers.base import Worker
 from workbench.core.workers.pool import build_pool
 from workbench.core.workers.recorded import check_recorded_roles
@@ -376,3 +381,27 @@ def open_worker_pool(
         asyncio.run(client.aclose())
         raise
     return PoolSession(pool, None, client)
+
+
+def train_plan(
+    config: RunConfig,
+    suite: str,
+    pool: Sequence[Worker],
+) -> TrainPlan:
+    """The settings a training run of ``config`` on ``suite`` with ``pool`` trains with,
+    read once: on a routing table (a recorded pool routed in one Worker turn) the
+    recorded-pool settings (``config.table_config``) when the config asks for them, the
+    config as given otherwise (the run's record stores ``config`` as given). Episodes are
+    played with the bundled role prompts."""
+    reason = routing_table_reason(config) or pool_reason(pool)
+    trains = table_config(config) if reason is None else config
+    return TrainPlan(
+        name=config.run.name,
+        seed=config.run.seed,
+        optimizer=trains.optimizer,
+        budget=config.budget,
+        tasks=config.tasks,
+        episode=EpisodeSettings.of(config.protocol, suite, prompts=Prompts.load()),
+        stored=config.to_dict(),
+        table_reason=reason,
+    )

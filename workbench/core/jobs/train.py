@@ -12,13 +12,15 @@ from collections.abc import Iterator, Sequence
 
 from workbench.core.config import ConfigError, RunConfig
 from workbench.core.coordinator import Backbone
-from workbench.core.jobs.shared import backbone_for, cache_policy, open_pool, run_lock
+from workbench.core.jobs.shared import backbone_for, cache_policy, open_pool, run_lock, train_plan
 from workbench.core.progress import StageListener
 from workbench.core.store import Store
 from workbench.core.tasks.suites import load_suite
 from workbench.core.training.events import Listener, StopToken
 from workbench.core.training.executors import Executor
+from workbench.core.training.ray_executor import ActorRecipe
 from workbench.core.training.trainer import Trainer
+from workbench.core.workers.recorded import RecordedPool, imported_names_in, load_recorded_pool
 from workbench.core.workspace import Workspace
 
 
@@ -90,8 +92,9 @@ def train(
         backbone = backbone_for(config, backbone, stages=stages)
         session = open_pool(config, store, workspace, stages)
         cache = session.cache
+        plan = train_plan(config, suite.name, session.pool)
         trainer = Trainer(
-            config,
+            plan,
             store,
             suite=suite,
             pool=session.pool,
@@ -124,12 +127,7 @@ def open_executor(
     if config.run.executor == "local":
         yield None
         return
-    from workbench.core.training.ray_executor import (
-        ExecutorError,
-        RayExecutor,
-        recipe_for,
-        recorded_pools,
-    )
+    from workbench.core.training.ray_executor import ExecutorError, RayExecutor
 
     if cache_policy(config) == "replay-only":
         raise ExecutorError(
@@ -147,3 +145,40 @@ def open_executor(
         yield executor
     finally:
         executor.close()
+
+
+def recipe_for(config: RunConfig, workspace: Workspace | None = None) -> ActorRecipe:
+    """The Ray actors' recipe for ``config``: its backbone and the registered specs of its
+    pool's workers (read here, on the driver, so every actor builds the same pool;
+    ``workspace`` holds the imported recorded pools it may name)."""
+    from workbench.core.workers.pool import registered_specs
+
+    b = config.backbone
+    return ActorRecipe(
+        model=b.model,
+        device=b.device,
+        precision=b.precision,
+        input=b.input,
+        svf_layer=config.optimizer.svf_layer,
+        worker_ids=tuple(config.pool.workers),
+        specs={
+            wid: s.to_toml() for wid, s in registered_specs(config.pool.workers, workspace).items()
+        },
+        concurrency=config.optimizer.concurrency,
+    )
+
+
+def recorded_pools(config: RunConfig, workspace: Workspace | None) -> dict[str, RecordedPool]:
+    """The imported recorded pools ``config``'s pool names, read from ``workspace`` on the
+    driver: they travel with the job to the Ray actors, which have no workspace."""
+    from workbench.core.training.ray_executor import ExecutorError
+
+    names = imported_names_in(config.pool.workers)
+    if not names:
+        return {}
+    if workspace is None:
+        raise ExecutorError(
+            f"the pool names imported recorded pool(s) {', '.join(names)}, and no workspace "
+            "was given to read them from: pass --workspace"
+        )
+    return {name: load_recorded_pool(workspace, name) for name in names}

@@ -11,7 +11,6 @@ import numpy as np
 from workbench.core.optimizers.registry import optimizer_entry
 from workbench.core.records import Role
 
-WHITENED_RANK = 32  # directions the whitened basis evens out (the rest move like the last)
 MAX_GAIN = 100.0  # no direction is scaled up more than this against the strongest
 
 
@@ -113,12 +112,10 @@ class SearchBasis:
         return cls(components=u[None, :], gains=np.ones(1), alpha=alpha)._rescaled(features)
 
     @classmethod
-    def fit_whitened(
-        cls, features: np.ndarray, rank: int = WHITENED_RANK, *, rest: bool = True
-    ) -> SearchBasis:
+    def fit_whitened(cls, features: np.ndarray, rank: int, *, rest: bool = True) -> SearchBasis:
         """The whitened basis of calibration ``features`` (rows: unit-RMS features): their
-        top ``rank`` directions by second moment, evened out; without ``rest`` the
-        subspace basis (the rest of the space removed)."""
+        top ``rank`` directions (a run's ``optimizer.search_rank``) by second moment,
+        evened out; without ``rest`` the subspace basis (the rest of the space removed)."""
         features = np.asarray(features, dtype=np.float64)
         if len(features) < 2 or not np.any(features):
             return cls()

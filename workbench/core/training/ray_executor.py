@@ -25,8 +25,8 @@ go the other way (docs/guides/ray.md, "Same seed, same results").
 - The response cache is the driver's workspace file: actors' workers call live and do not
   write it, so ``cache.policy = "replay-only"`` is refused with this executor.
 - Imported recorded pools (``recorded:NAME``) are files of the driver's workspace, which
-  actors do not have: the driver reads the pools the run names (``recorded_pools``) and
-  puts them in Ray's object store once; every actor, a replacement too, builds its
+  actors do not have: the driver reads the pools the run names (the train job's
+  ``recorded_pools``) and puts them in Ray's object store once; every actor, a replacement too, builds its
   recorded workers from that one copy.
 
 Ray is imported only here, and only when a run asks for it (``pip install -e ".[ray]"``).
@@ -43,7 +43,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from workbench.core.config import RunConfig
 from workbench.core.errors import WorkFailed
 from workbench.core.records import Episode
 from workbench.core.training.events import Stopped, StopToken
@@ -53,9 +52,8 @@ from workbench.core.training.executors import (
     GenerationWork,
     LocalExecutor,
 )
-from workbench.core.workers.recorded import RecordedPool, imported_names_in, load_recorded_pool
+from workbench.core.workers.recorded import RecordedPool
 from workbench.core.workers.spec import WorkerSpec
-from workbench.core.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -88,41 +86,6 @@ class ActorRecipe:
 
     def worker_specs(self) -> dict[str, WorkerSpec]:
         return {wid: WorkerSpec.from_toml(wid, table) for wid, table in self.specs.items()}
-
-
-def recipe_for(config: RunConfig, workspace: Workspace | None = None) -> ActorRecipe:
-    """The actors' recipe for ``config``: its backbone and the registered specs of its
-    pool's workers (read here, on the driver, so every actor builds the same pool;
-    ``workspace`` holds the imported recorded pools it may name)."""
-    from workbench.core.workers.pool import registered_specs
-
-    b = config.backbone
-    return ActorRecipe(
-        model=b.model,
-        device=b.device,
-        precision=b.precision,
-        input=b.input,
-        svf_layer=config.optimizer.svf_layer,
-        worker_ids=tuple(config.pool.workers),
-        specs={
-            wid: s.to_toml() for wid, s in registered_specs(config.pool.workers, workspace).items()
-        },
-        concurrency=config.optimizer.concurrency,
-    )
-
-
-def recorded_pools(config: RunConfig, workspace: Workspace | None) -> dict[str, RecordedPool]:
-    """The imported recorded pools ``config``'s pool names, read from ``workspace`` on the
-    driver: they travel with the job (the actors have no workspace)."""
-    names = imported_names_in(config.pool.workers)
-    if not names:
-        return {}
-    if workspace is None:
-        raise ExecutorError(
-            f"the pool names imported recorded pool(s) {', '.join(names)}, and no workspace "
-            "was given to read them from: pass --workspace"
-        )
-    return {name: load_recorded_pool(workspace, name) for name in names}
 
 
 class EpisodeActor:

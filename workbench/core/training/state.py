@@ -1,6 +1,6 @@
 """A training run's state between generations (what its checkpoints hold), its task
-splits, how an episode scores as fitness, and which budget ends it: the trainer's pure
-parts (``trainer.py`` runs the loop)."""
+splits, and which budget ends it: the trainer's pure parts (``trainer.py`` runs the loop;
+``plan.py`` holds its settings and the rules that read only them)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from workbench.core.config import BudgetSection, RunConfig
+from workbench.core.config import BudgetSection, TasksSection
 from workbench.core.errors import InvalidInput
-from workbench.core.records import Episode, RunStopReason, Spend
+from workbench.core.records import RunStopReason, Spend
 from workbench.core.tasks.model import Suite, Task
 from workbench.core.training.basis import SearchBasis
 from workbench.core.training.checkpoint import Checkpoint
@@ -59,12 +59,13 @@ class TrainState:
         )
 
 
-def task_splits(config: RunConfig, suite: Suite) -> dict[str, tuple[Task, ...]]:
-    """The run's train/validation/test tasks: the suite's seeded splits, cut to the sizes."""
-    splits = suite.splits(seed=config.tasks.split_seed)
+def task_splits(tasks: TasksSection, suite: Suite) -> dict[str, tuple[Task, ...]]:
+    """A run's train/validation/test tasks (its ``[tasks]`` settings): the suite's seeded
+    splits, cut to the sizes."""
+    splits = suite.splits(seed=tasks.split_seed)
     out = {}
     for name in ("train", "validation", "test"):
-        size = getattr(config.tasks, name)
+        size = getattr(tasks, name)
         out[name] = splits[name][:size] if size else splits[name]
     if not out["train"]:
         raise InvalidInput(
@@ -75,46 +76,6 @@ def task_splits(config: RunConfig, suite: Suite) -> dict[str, tuple[Task, ...]]:
             f"suite '{suite.name}' has no validation tasks: give it a validation split or more tasks"
         )
     return out
-
-
-def fitness_score(config: RunConfig, episode: Episode) -> float:
-    """One episode's contribution to a candidate's fitness: the reward, minus the cost and
-    turn penalties, plus the released run's optional shaping (``diversity_bonus`` when the
-    episode called two or more distinct workers, ``turn_bonus`` per turn)."""
-    o = config.optimizer
-    turns = len(episode.turns)
-    score = episode.reward - o.cost_penalty * episode.cost - o.turn_penalty * turns
-    if o.diversity_bonus and len({t.worker for t in episode.turns if t.messages}) >= 2:
-        score += o.diversity_bonus
-    return score + o.turn_bonus * turns
-
-
-def opening_share(config: RunConfig, g: int) -> float:
-    """The uniform share mixed into generation ``g``'s training openings: with
-    ``optimizer.exploring_starts`` N, 1 at an attempt's first generation falling linearly
-    to 0 at its N-th; 0 after, and without the option. A function of ``g``, so a resumed
-    run explores as an uninterrupted one would."""
-    n = config.optimizer.exploring_starts
-    if not n:
-        return 0.0
-    length = config.attempt_generations
-    attempt = min(g // length, config.optimizer.restarts)
-    return max(0.0, 1.0 - (g - attempt * length) / n)
-
-
-def restart_attempt(config: RunConfig, g: int) -> int | None:
-    """The attempt that starts at generation ``g`` with ``optimizer.restarts`` r > 0, or
-    None: attempts start at generations L, 2L, ..., rL, L = ``budget.generations // (r +
-    1)`` (a multi-start, as CMA-ES restarts are). Validation and the best vector span
-    every attempt, so a run keeps the best coordinator of any of them. Why: on the team at
-    two turns a run settles in the first ~100 generations either in the planner's plan or
-    in the one-turn plan, which its logits then hold too firmly for its samples to leave
-    (docs/results/multi-turn.md). A function of ``g``, so a resumed run restarts where an
-    uninterrupted one would (the checkpoint holds the current attempt's optimizer)."""
-    restarts, length = config.optimizer.restarts, config.attempt_generations
-    if not restarts or g == 0 or g % length or g // length > restarts:
-        return None
-    return g // length
 
 
 def lost_spend(paid: Mapping[str, Any], counted: Spend) -> Spend:
@@ -155,9 +116,6 @@ def budget_reason(
 __all__ = [
     "TrainState",
     "budget_reason",
-    "fitness_score",
     "lost_spend",
-    "opening_share",
-    "restart_attempt",
     "task_splits",
 ]

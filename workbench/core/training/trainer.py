@@ -27,7 +27,6 @@ from typing import Any
 
 import numpy as np
 
-from workbench.core.config import RunConfig, routing_table_reason, table_config
 from workbench.core.coordinator import Backbone, Coordinator, HeadConfig
 from workbench.core.coordinator.feature_store import FeatureStore
 from workbench.core.optimizers.base import Proposal
@@ -35,9 +34,7 @@ from workbench.core.optimizers.make import make_optimizer
 from workbench.core.optimizers.registry import optimizer_entry
 from workbench.core.optimizers.sep_cma_es import head_sigma_factor
 from workbench.core.protocol import (
-    EpisodeSettings,
     EpisodeTag,
-    Prompts,
     episode_gate,
     render_transcript,
     run_episode,
@@ -74,19 +71,9 @@ from workbench.core.training.executors import (
     coordinator_from_vector,
     derived_seed,
 )
-from workbench.core.training.state import (
-    TrainState,
-    budget_reason,
-    fitness_score,
-    lost_spend,
-    opening_share,
-    restart_attempt,
-    task_splits,
-)
-from workbench.core.training.table import (
-    RoutingTable,
-    pool_reason,
-)
+from workbench.core.training.plan import TrainPlan
+from workbench.core.training.state import TrainState, budget_reason, lost_spend, task_splits
+from workbench.core.training.table import RoutingTable
 from workbench.core.training.table_scoring import TableScoring
 from workbench.core.workers.base import Worker
 
@@ -100,13 +87,14 @@ SPEND_RECORD_S = 1.0
 class Trainer:
     """Runs one training run (new or resumed) to its end, reporting events.
 
-    ``backbone`` and ``pool`` may be passed in to share them across runs (the study);
-    otherwise they are built from the config.
+    ``plan``: the run's settings (``TrainPlan``, built by the job from its config);
+    ``backbone`` and ``pool`` are the job's, shared across runs where a job trains
+    several (cross-validation's folds).
     """
 
     def __init__(
         self,
-        config: RunConfig,
+        plan: TrainPlan,
         store: Store,
         *,
         suite: Suite,
@@ -114,42 +102,35 @@ class Trainer:
         backbone: Backbone,
         listeners: Sequence[Listener] = (),
         stop: StopToken | None = None,
-        prompts: Prompts | None = None,
         cache_stats: Callable[[], int] | None = None,
         executor: Executor | None = None,
         feature_store: FeatureStore | None = None,
         table: RoutingTable | None = None,
     ):
-        # the config as given is what the run stores; on a routing table it trains with
-        # the recorded-pool settings (config.table_config) when the config asks for them
-        self.given_config = config
-        table_reason = routing_table_reason(config) or pool_reason(pool)
-        self.config = config = table_config(config) if table_reason is None else config
+        self.plan = plan
         self.store = store
         self.suite = suite
         self.pool = list(pool)
         self.backbone = backbone
         self.listeners = list(listeners)
         self.stop = stop or StopToken()
-        self.prompts = prompts or Prompts.load()
         self.cache_hits = cache_stats or (lambda: 0)
-        self.splits = task_splits(config, suite)
-        self.settings = EpisodeSettings.of(config.protocol, suite.name, prompts=self.prompts)
+        self.splits = task_splits(plan.tasks, suite)
+        self.settings = plan.episode
         self.head_config = HeadConfig(len(self.pool), backbone.hidden_size)
-        self.n_svf = backbone.svf().n_params if config.optimizer.svf else 0
+        o = plan.optimizer
+        self.n_svf = backbone.svf().n_params if o.svf else 0
         self.n_params = self.n_svf + (
-            self.head_config.shape[0] * (config.optimizer.search_rank + 1)
-            if config.optimizer.search_basis == "projection"
+            self.head_config.shape[0] * (o.search_rank + 1)
+            if o.search_basis == "projection"
             else self.head_config.n_params
         )
         # optimizer.rollouts = 0: every training task scores every candidate; the optimizer
         # is built with that number (``self.optimizer.rollouts`` is its own minibatch)
-        self.minibatch_size = config.optimizer.rollouts or len(self.splits["train"])
-        self.optimizer = self._make_optimizer(config.run.seed)
+        self.minibatch_size = o.rollouts or len(self.splits["train"])
+        self.optimizer = self._make_optimizer(plan.seed)
         # a recorded pool routed in one Worker turn trains on its routing table (table.py):
         # the same decisions as its episodes, scored without playing them
-        # why it plays episodes instead (None: it trains on the table)
-        self.table_reason = table_reason
         self.scoring = (
             TableScoring(
                 self.pool,
@@ -160,26 +141,24 @@ class Trainer:
                 n_svf=self.n_svf,
                 table=table,
             )
-            if table_reason is None
+            if plan.table_reason is None
             else None
         )
         self.state = TrainState()
         self.run_id: str | None = None
         # where the training episodes run; validation and the basis's calibration always
         # run here, on this process's backbone and pool
-        self.executor = executor or LocalExecutor(
-            backbone, self.pool, self.stop, config.optimizer.concurrency
-        )
+        self.executor = executor or LocalExecutor(backbone, self.pool, self.stop, o.concurrency)
         # what the generation in flight has paid so far (``seconds``: when it started)
         self._in_flight = Spend(seconds=time.perf_counter())
         self._spend_recorded = time.monotonic()
         self._life: RunLife | None = None  # while ``run_async`` runs
 
     def _make_optimizer(self, seed: int) -> Any:
-        """The config's optimizer for this run's search, seeded with ``seed`` (its
-        minibatch size resolved)."""
+        """The plan's optimizer for this run's search, seeded with ``seed`` (its minibatch
+        size resolved)."""
         return make_optimizer(
-            replace(self.config.optimizer, rollouts=self.minibatch_size),
+            replace(self.plan.optimizer, rollouts=self.minibatch_size),
             seed,
             self.n_params,
             self.head_config,
@@ -195,10 +174,11 @@ class Trainer:
         return self.run_id
 
     def start(self, name: str | None = None, *, unique: bool = False) -> str:
-        """Create the run record, named ``name`` (else the config's ``run.name``; ``unique``:
-        a counter follows a name the workspace has, ``Store.create_run``); returns its id."""
-        config, named = self.given_config.to_dict(), name or self.config.run.name
-        self.run_id = self.store.create_run(named, "train", config, unique=unique)
+        """Create the run record, named ``name`` (else the plan's name; ``unique``: a
+        counter follows a name the workspace has, ``Store.create_run``), storing the
+        plan's config; returns its id."""
+        named = name or self.plan.name
+        self.run_id = self.store.create_run(named, "train", dict(self.plan.stored), unique=unique)
         return self.run_id
 
     def resume(self, run_id: str) -> None:
@@ -255,7 +235,7 @@ class Trainer:
 
     async def _started_generations(self, life: RunLife) -> RunStopReason:
         """``RunStarted`` told, then the run's generations (``_generations``)."""
-        cfg, run_id = self.config, life.run_id
+        run_id = life.run_id
         self._emit(
             RunStarted(
                 run_id=run_id,
@@ -264,7 +244,7 @@ class Trainer:
                 popsize=self.optimizer.popsize,
                 rollouts=self.optimizer.rollouts,
                 start_generation=self.state.generation + 1,
-                budget={k: v for k, v in asdict(cfg.budget).items()},
+                budget=asdict(self.plan.budget),
                 executor=self.executor.info.executor,
                 actors=self.executor.info.actors,
                 nodes=self.executor.info.nodes,
@@ -289,12 +269,12 @@ class Trainer:
                 )
             if self.state.basis is None:
                 self.state.basis = await fit_basis(
-                    self.config.optimizer,
-                    self.config.run.seed,
+                    self.plan.optimizer,
+                    self.plan.seed,
                     self.splits["train"],
                     self.backbone,
                     self.stop,
-                    max_turns=self.config.protocol.max_turns,
+                    max_turns=self.settings.max_turns,
                     calibration=self._calibration_transcripts,
                     kept=self.scoring.features if self.scoring is not None else None,
                 )
@@ -350,7 +330,7 @@ class Trainer:
         generation's episodes would pass ``budget.episodes``. ``spend`` and ``done``
         (generations completed) default to the run's own; a projection passes others."""
         return budget_reason(
-            self.config.budget,
+            self.plan.budget,
             spend or self.state.spend,
             self.state.generation + 1 if done is None else done,
             self.optimizer.popsize * self.optimizer.rollouts if before_generation else 0,
@@ -358,7 +338,6 @@ class Trainer:
         )
 
     async def _generation(self, g: int) -> None:
-        cfg = self.config
         started = time.perf_counter()
         bs = self.backbone.stats
         busy0, req0, fwd0 = bs.busy_s, bs.requests, bs.forwards
@@ -376,12 +355,12 @@ class Trainer:
             await self._table_generation(g, started, proposals, minibatch)
             return
 
-        share = opening_share(self.config, g)
+        share = self.plan.opening_share(g)
         work = GenerationWork(
             run_id=self.current_run_id,
             generation=g,
-            run_seed=cfg.run.seed,
-            common_random_numbers=optimizer_entry(self.config.optimizer.name).ranks_candidates,
+            run_seed=self.plan.seed,
+            common_random_numbers=optimizer_entry(self.plan.optimizer.name).ranks_candidates,
             opening_share=share,
             minibatch=tuple(minibatch),
             settings=self.settings,
@@ -407,12 +386,14 @@ class Trainer:
         candidates = [self._candidate(k, p) for k, p in enumerate(proposals)]
         per = await self.stop.race(self.executor.run_generation(work, candidates, done))
         flat = [e for eps in per for e in eps]
-        fitness = [float(np.mean([fitness_score(self.config, e) for e in eps])) for eps in per]
+        fitness = [float(np.mean([self.plan.fitness(e) for e in eps])) for eps in per]
         self.optimizer.tell(proposals, fitness, per)
         episodes = list(flat)
 
         validation = None
-        if (g + 1) % cfg.optimizer.validate_every == 0 or self._last_generation(g, flat, started):
+        if (g + 1) % self.plan.optimizer.validate_every == 0 or self._last_generation(
+            g, flat, started
+        ):
             validation, val_episodes = await self._validate(g)
             episodes += val_episodes
 
@@ -496,9 +477,9 @@ class Trainer:
         else a seeded draw of its size."""
         train = self.splits["train"]
         m = self.optimizer.rollouts  # the optimizer's own (imitation spreads it over workers)
-        if not self.config.optimizer.rollouts and m == len(train):
+        if not self.plan.optimizer.rollouts and m == len(train):
             return list(train)
-        batch_rng = np.random.default_rng(derived_seed(self.config.run.seed, "minibatch", g))
+        batch_rng = np.random.default_rng(derived_seed(self.plan.seed, "minibatch", g))
         picks = batch_rng.choice(len(train), size=m, replace=len(train) < m)
         return [train[int(i)] for i in picks]
 
@@ -510,7 +491,7 @@ class Trainer:
         optimizer told, validation, and the generation stored without training episodes
         (a run scores thousands of them a generation; they are a function of the head,
         the table and the seeds)."""
-        cfg, scoring = self.config, self.scoring
+        scoring = self.scoring
         assert scoring is not None
         heads = np.stack(
             [
@@ -518,10 +499,14 @@ class Trainer:
                 for k, p in enumerate(proposals)
             ]
         )
-        fitness, measured = scoring.generation(heads, minibatch, cfg.run.seed, g, cfg.optimizer)
+        fitness, measured = scoring.generation(
+            heads, minibatch, self.plan.seed, g, self.plan.optimizer
+        )
         self.optimizer.tell(proposals, fitness, [[] for _ in proposals])
         validation = None
-        if (g + 1) % cfg.optimizer.validate_every == 0 or self._last_generation(g, [], started):
+        if (g + 1) % self.plan.optimizer.validate_every == 0 or self._last_generation(
+            g, [], started
+        ):
             validation = scoring.accuracy(
                 self._head_space(self.optimizer.center()), self.splits["validation"]
             )
@@ -531,13 +516,13 @@ class Trainer:
     def _restart_if_due(self, g: int) -> None:
         """A fresh optimizer at the start of each attempt of ``optimizer.restarts``
         (``state.restart_attempt``), seeded by the run's seed and the attempt."""
-        attempt = restart_attempt(self.config, g)
+        attempt = self.plan.restart_attempt(g)
         if attempt is None:
             return
         self.optimizer = self._make_optimizer(
-            derived_seed(self.config.run.seed, "restart", attempt) % 2**31
+            derived_seed(self.plan.seed, "restart", attempt) % 2**31
         )
-        restarts = self.config.optimizer.restarts
+        restarts = self.plan.optimizer.restarts
         log.info(
             "run %s: attempt %d of %d from generation %d", self.run_id, attempt + 1, restarts + 1, g
         )
@@ -558,13 +543,11 @@ class Trainer:
 
     def _candidate(self, k: int, proposal: Proposal) -> Candidate:
         """Proposal ``k`` as the executor plays it: a fixed worker for one turn, or its
-        vector in head space for the config's turns."""
+        vector in head space for the run's turns."""
         if proposal.fixed_worker is not None:
             return Candidate(k, 1, fixed_worker=proposal.fixed_worker)
         assert proposal.vector is not None  # a proposal is a vector or a fixed worker
-        return Candidate(
-            k, self.config.protocol.max_turns, vector=self._head_space(proposal.vector)
-        )
+        return Candidate(k, self.settings.max_turns, vector=self._head_space(proposal.vector))
 
     def coordinator(self, vector: np.ndarray) -> Coordinator:
         """The coordinator of a search vector."""
@@ -594,8 +577,8 @@ class Trainer:
             self.settings,
             tasks,
             self.stop,
-            seed=self.config.run.seed,
-            concurrency=self.config.optimizer.concurrency,
+            seed=self.plan.seed,
+            concurrency=self.plan.optimizer.concurrency,
             run_id=self.run_id,
             paid=lambda episode: self._paid(episode, training=True),
         )
@@ -612,10 +595,9 @@ class Trainer:
 
     async def _validate(self, g: int) -> tuple[float, list[Episode]]:
         """The distribution mean, argmax acting, on the validation split."""
-        cfg = self.config
         center = self.optimizer.center()
         coordinator = self.coordinator(center)
-        gate = episode_gate(cfg.optimizer.concurrency, len(self.splits["validation"]))
+        gate = episode_gate(self.plan.optimizer.concurrency, len(self.splits["validation"]))
 
         async def one(j: int, task: Task) -> Episode:
             async with gate:
@@ -626,7 +608,7 @@ class Trainer:
                     task,
                     self.settings,
                     rng=None,
-                    seed=derived_seed(cfg.run.seed, "val", j) % 2**31,
+                    seed=derived_seed(self.plan.seed, "val", j) % 2**31,
                     tag=EpisodeTag(run_id=self.run_id, generation=g, candidate=None),
                 )
             self._paid(episode, training=False)
@@ -660,7 +642,7 @@ class Trainer:
     def _restore(self, checkpoint: Checkpoint) -> None:
         if checkpoint.n_params != self.n_params:
             raise CheckpointError(
-                f"checkpoint has {checkpoint.n_params} parameters, this config gives "
+                f"checkpoint has {checkpoint.n_params} parameters, this run's settings give "
                 f"{self.n_params}: was the pool, the backbone or SVF changed since the run started?"
             )
         self.optimizer.loads(checkpoint.optimizer)
@@ -681,9 +663,9 @@ class Trainer:
             actors=self.executor.info.actors,
             nodes=list(self.executor.info.nodes) or None,
             sigma0_head_scale=head_sigma_factor(
-                self.config.optimizer.sigma0_scale, self.head_config.hidden_size
+                self.plan.optimizer.sigma0_scale, self.head_config.hidden_size
             )
-            if optimizer_entry(self.config.optimizer.name).scales_head_sigma
+            if optimizer_entry(self.plan.optimizer.name).scales_head_sigma
             else None,
         )
 
