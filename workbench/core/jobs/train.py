@@ -2,6 +2,11 @@
 checkpoint (only the budget and where episodes run may change), on this process or on Ray
 actors. It holds the run's lock (``shared.run_lock``) from before it changes anything until
 the run stops.
+
+The job is where a run's config is read: the suite, the backbone, the pool and the executor
+(with the Ray actors' recipe, ``recipe_for``) each from their own keys, and the trainer's
+typed settings (``shared.train_plan``); a resume reads the stored config back and builds
+the same from it.
 """
 
 from __future__ import annotations
