@@ -269,7 +269,7 @@ def test_a_ray_run_trains_on_an_imported_pool_that_travels_with_the_job(
         "optimizer": {"svf": True},
     }
     cfg = config(tiny_model_dir, "ray", **changes)
-    shipped = pickle.dumps(recipe_for(cfg, ray_ws))
+    shipped = pickle.dumps(recipe_for(cfg))
     assert str(ray_ws.root).encode() not in shipped  # the recipe names no workspace
     assert list(recorded_pools(cfg, ray_ws)) == ["mini"]
     on_ray = train(cfg, ray_ws)

@@ -140,7 +140,7 @@ def open_executor(
             'read the workspace\'s response cache; use run.executor = "local" to replay it'
         )
     executor = RayExecutor(
-        recipe_for(config, workspace),
+        recipe_for(config),
         actors=config.run.actors,
         address=ray_address,
         stop=stop,
@@ -152,10 +152,9 @@ def open_executor(
         executor.close()
 
 
-def recipe_for(config: RunConfig, workspace: Workspace | None = None) -> ActorRecipe:
+def recipe_for(config: RunConfig) -> ActorRecipe:
     """The Ray actors' recipe for ``config``: its backbone and the registered specs of its
-    pool's workers (read here, on the driver, so every actor builds the same pool;
-    ``workspace`` holds the imported recorded pools it may name)."""
+    pool's workers (read here, on the driver, so every actor builds the same pool)."""
     from workbench.core.workers.pool import registered_specs
 
     b = config.backbone
@@ -166,9 +165,7 @@ def recipe_for(config: RunConfig, workspace: Workspace | None = None) -> ActorRe
         input=b.input,
         svf_layer=config.optimizer.svf_layer,
         worker_ids=tuple(config.pool.workers),
-        specs={
-            wid: s.to_toml() for wid, s in registered_specs(config.pool.workers, workspace).items()
-        },
+        specs={wid: s.to_toml() for wid, s in registered_specs(config.pool.workers).items()},
         concurrency=config.optimizer.concurrency,
     )
 

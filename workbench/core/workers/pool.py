@@ -97,17 +97,14 @@ def build_pool(
     return pool
 
 
-def registered_specs(
-    worker_ids: Sequence[str], workspace: Workspace | None = None
-) -> dict[str, WorkerSpec]:
-    """The specs of the registered workers among ``worker_ids`` (none for built-in ones),
-    as ``build_pool`` would read them: what a Ray actor builds the same pool from. Specs
-    hold no key."""
-    return {
-        w.id: w
-        for w in _expand(worker_ids, _registry_if_needed(worker_ids), workspace)
-        if isinstance(w, WorkerSpec)
-    }
+def registered_specs(worker_ids: Sequence[str]) -> dict[str, WorkerSpec]:
+    """The specs of the registered workers among ``worker_ids`` (none for built-in ones,
+    which are not built here), as ``build_pool`` would read them: what a Ray actor builds
+    the same pool from. Specs hold no key."""
+    registered = [w for w in worker_ids if w.strip().split(":", 1)[0] not in BUILTIN_RESOLVERS]
+    if not registered:
+        return {}
+    return {w.id: w for w in _expand(registered, Registry.open()) if isinstance(w, WorkerSpec)}
 
 
 def share_secrets(pool: Sequence[Worker]) -> None:
