@@ -5,7 +5,7 @@ cross-validation, one stored run's episode and a served team play by the same.""
 import re
 from pathlib import Path
 
-from workbench.core.config import RunConfig
+from workbench.core.config import ProtocolSection, RunConfig
 from workbench.core.protocol import EpisodeSettings, Prompts
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,3 +53,11 @@ def test_no_module_copies_the_protocol_into_episode_settings_field_by_field():
         if count:
             built[path.relative_to(ROOT).as_posix()] = count
     assert built == {"workbench/core/protocol.py": 1, "workbench/core/jobs/episode.py": 1}, built
+
+
+def test_an_episode_outside_a_run_plays_by_a_runs_defaults():
+    """One source for the protocol's defaults: settings built without a run (an episode of
+    ``run-episode --pool``, a test's) are a default run config's."""
+    assert EpisodeSettings(suite="s") == EpisodeSettings.of(ProtocolSection(), "s")
+    changed = ProtocolSection(max_tokens=77)
+    assert EpisodeSettings(suite="s") != EpisodeSettings.of(changed, "s")

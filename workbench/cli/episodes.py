@@ -101,9 +101,9 @@ def cmd_run_episode(args) -> int:
             device=args.device or "auto",
             seed=args.seed,
             sample=(args.acting or ("argmax" if args.run else "sample")) == "sample",
-            max_turns=args.max_turns or 5,
-            max_tokens=args.max_tokens or 512,
-            temperature=0.1 if args.temperature is None else args.temperature,
+            max_turns=args.max_turns,
+            max_tokens=args.max_tokens,
+            temperature=args.temperature,
             prompts=args.prompts,
             stages=display.heard,
         )
@@ -185,6 +185,9 @@ def cmd_episodes_export(args) -> int:
 
 def register(sub, common) -> None:
     """Add this module's commands to the parser."""
+    from workbench.core.config import ProtocolSection
+
+    protocol = ProtocolSection()  # a run's defaults, which an episode outside one plays by
     p = sub.add_parser(
         "run-episode",
         parents=[common],
@@ -209,7 +212,11 @@ def register(sub, common) -> None:
     )
     p.add_argument("--suite", help="suite name or path to a .jsonl file (with --run: the run's)")
     p.add_argument("--task", required=True, help="task id")
-    p.add_argument("--max-turns", type=int, help="without --run: at most this many turns (5)")
+    p.add_argument(
+        "--max-turns",
+        type=int,
+        help=f"without --run: at most this many turns ({protocol.max_turns}, as a run's)",
+    )
     p.add_argument(
         "--seed", type=seed_arg, default=0, help="seeds the head, the sampling and the workers"
     )
@@ -219,8 +226,16 @@ def register(sub, common) -> None:
         help="sample the choices (as training does; the default without --run) or take the "
         "argmax (as evaluation does; the default with --run)",
     )
-    p.add_argument("--max-tokens", type=int, help="without --run: worker output cap per call (512)")
-    p.add_argument("--temperature", type=float, help="without --run: worker temperature (0.1)")
+    p.add_argument(
+        "--max-tokens",
+        type=int,
+        help=f"without --run: worker output cap per call ({protocol.max_tokens}, as a run's)",
+    )
+    p.add_argument(
+        "--temperature",
+        type=float,
+        help=f"without --run: worker temperature ({protocol.temperature}, as a run's)",
+    )
     p.add_argument(
         "--prompts", metavar="DIR", help="without --run: folder of role prompt templates"
     )

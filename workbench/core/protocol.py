@@ -198,6 +198,9 @@ def worker_only_turn(settings: EpisodeSettings, index: int, role: Role, answer: 
     )
 
 
+_PROTOCOL = ProtocolSection()
+
+
 @dataclass(frozen=True, kw_only=True)
 class EpisodeSettings:
     """How episodes are played, the same for every episode of a run: the suite name they
@@ -207,16 +210,17 @@ class EpisodeSettings:
     the role it names replaces the coordinator's role choice for the next turn (the
     coordinator still picks the worker)."""
 
+    # a run's [protocol] defaults are the defaults here too (one source: config.py)
     suite: str = ""
-    max_turns: int = 5
-    max_tokens: int = 1024
-    temperature: float = 0.1
+    max_turns: int = _PROTOCOL.max_turns
+    max_tokens: int = _PROTOCOL.max_tokens
+    temperature: float = _PROTOCOL.temperature
     prompts: Prompts | None = None
-    thinker_suggests_role: bool = False
+    thinker_suggests_role: bool = _PROTOCOL.thinker_suggests_role
     final_turn: str = "free"
     # the roles the coordinator may choose (``[protocol] roles``); the head keeps a row
     # for every role of ROLES and the others' probabilities are masked to zero
-    roles: tuple[str, ...] = tuple(str(r) for r in ROLES)
+    roles: tuple[str, ...] = _PROTOCOL.roles
 
     @classmethod
     def of(

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from workbench.core.config import ProtocolSection
 from workbench.core.coordinator import Backbone
 from workbench.core.errors import InvalidInput
 from workbench.core.jobs.shared import backbone_for, open_worker_pool
@@ -20,6 +21,8 @@ from workbench.core.tasks.suites import load_suite
 from workbench.core.training.checkpoint import best_vector
 from workbench.core.training.executors import coordinator_from_vector
 from workbench.core.workspace import Workspace
+
+PROTOCOL = ProtocolSection()  # an episode outside a run plays by a run's defaults
 
 
 def run_one_episode(
@@ -33,9 +36,9 @@ def run_one_episode(
     device: str = "auto",
     seed: int = 0,
     sample: bool = False,
-    max_turns: int = 5,
-    max_tokens: int = 1024,
-    temperature: float = 0.1,
+    max_turns: int | None = None,
+    max_tokens: int | None = None,
+    temperature: float | None = None,
     prompts: str | Path | None = None,
     stages: StageListener | None = None,
     progress: Callable[[str], None] | None = None,
@@ -49,8 +52,9 @@ def run_one_episode(
     names, on ``suite``, with an untrained head (seeded by ``seed``) on ``backbone``, by
     argmax or seeded sampling; ``backbone=None`` routes with the uniformly random policy
     instead, which needs no model (the self-test of an edition without the offline
-    model). ``stages`` hears what takes time (loading the models, playing the task);
-    ``progress`` the same steps as words.
+    model); ``max_turns``, ``max_tokens`` and ``temperature`` are the episode's (default:
+    a run config's, ``[protocol]``). ``stages`` hears what takes time (loading the
+    models, playing the task); ``progress`` the same steps as words.
     """
     if stages is None and progress is not None:
         stages = lambda stage: progress(stage.text)  # noqa: E731 - words for a line printer
@@ -74,9 +78,9 @@ def run_one_episode(
                 seed,
                 sample,
                 EpisodeSettings(
-                    max_turns=max_turns,
-                    max_tokens=max_tokens,
-                    temperature=temperature,
+                    max_turns=PROTOCOL.max_turns if max_turns is None else max_turns,
+                    max_tokens=PROTOCOL.max_tokens if max_tokens is None else max_tokens,
+                    temperature=PROTOCOL.temperature if temperature is None else temperature,
                     prompts=Prompts.load(prompts),
                 ),
                 stages,
