@@ -78,7 +78,7 @@ def pool_reason(pool: Sequence[Worker]) -> str | None:
     """Why ``pool`` cannot be routed on a table (None: every worker answers from a
     recorded table). The rest of the rule is the config's (``config.routing_table_reason``;
     the train job's ``train_plan`` asks both)."""
-    if not all(getattr(w, "answers_at_no_cost", False) for w in pool):
+    if not all(w.answers_at_no_cost for w in pool):
         return "the pool has live workers"
     return None
 
