@@ -53,7 +53,7 @@ from workbench.core.jobs.crossval import (  # noqa: E402
     fold_suite,
     make_folds,
 )
-from workbench.core.jobs.shared import backbone_for, open_pool, train_plan  # noqa: E402
+from workbench.core.jobs.shared import backbone_for, new_train_run, open_pool, train_plan  # noqa: E402
 from workbench.core.protocol import EpisodeSettings, render_transcript  # noqa: E402
 from workbench.core.store import Store  # noqa: E402
 from workbench.core.tasks.suites import load_suite  # noqa: E402
@@ -174,7 +174,7 @@ def dev(workspace: Workspace, pool: str, fold_seed: int, folds: int) -> dict[str
                     feature_store=kept,
                     table=table,
                 )
-                trainer.start()
+                trainer.attach(new_train_run(store, cfg))
                 t0 = time.perf_counter()
                 session.run(trainer.run_async())
                 runs.append(
@@ -419,19 +419,16 @@ def timing(workspace: Workspace, pool: str, sample: int) -> dict[str, Any]:
 
         def run(target: Any, kept: FeatureStore) -> tuple[float, int]:
             folds = make_folds(target.tasks, 5, 0)
+            cfg = base.replace(tasks={"train": 0, "validation": 0, "test": 0})
             trainer = Trainer(
-                train_plan(
-                    base.replace(tasks={"train": 0, "validation": 0, "test": 0}),
-                    target.name,
-                    session.pool,
-                ),
+                train_plan(cfg, target.name, session.pool),
                 store,
                 suite=fold_suite(target, folds, 0, 0),
                 pool=session.pool,
                 backbone=backbone,
                 feature_store=kept,
             )
-            trainer.start()
+            trainer.attach(new_train_run(store, cfg))
             forwards = backbone.stats.forwards
             t0 = time.perf_counter()
             session.run(trainer.run_async())

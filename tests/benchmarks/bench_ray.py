@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 from workbench.core.config import RunConfig
-from workbench.core.jobs.shared import backbone_for, open_pool, train_plan
+from workbench.core.jobs.shared import backbone_for, new_train_run, open_pool, train_plan
 from workbench.core.store import Store
 from workbench.core.tasks.suites import load_suite
 from workbench.core.training.events import GenerationStats
@@ -82,7 +82,7 @@ def one(args: argparse.Namespace, executor: str, actors: int) -> dict:
             listeners=[lambda e: walls.append(e.wall_s) if isinstance(e, GenerationStats) else 0],
             executor=ex,
         )
-        trainer.start()
+        trainer.attach(new_train_run(store, cfg))
         session.run(trainer.run_async())
         history = [
             (g["best"], g["mean"], g["worst"], g["usage"])

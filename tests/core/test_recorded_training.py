@@ -9,7 +9,7 @@ import pytest
 
 from workbench.core.config import ConfigError, RunConfig
 from workbench.core.coordinator import Action
-from workbench.core.jobs.shared import open_pool, train_plan
+from workbench.core.jobs.shared import new_train_run, open_pool, train_plan
 from workbench.core.protocol import EpisodeSettings, mask_roles
 from workbench.core.records import Role
 from workbench.core.store import Store
@@ -83,7 +83,7 @@ def test_tiny_training_on_the_recorded_champ_pool_with_the_worker_role_alone(
             backbone=tiny_backbone,
         )
         assert trainer.head_config.n_workers == 4
-        trainer.start()
+        trainer.attach(new_train_run(store, cfg))
         session.run(trainer.run_async())
         generations = store.generations(trainer.run_id)
         assert len(generations) == 2

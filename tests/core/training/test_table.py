@@ -20,7 +20,7 @@ from workbench.core.config import (
 )
 from workbench.core.coordinator import Backbone, Coordinator, Head, HeadConfig
 from workbench.core.coordinator.head import near_tie
-from workbench.core.jobs.shared import open_pool, train_plan
+from workbench.core.jobs.shared import new_train_run, open_pool, train_plan
 from workbench.core.policies import FixedPolicy
 from workbench.core.protocol import EpisodeSettings, render_transcript, run_episode
 from workbench.core.records import Role
@@ -236,7 +236,7 @@ def test_the_recorded_defaults_apply_on_the_table_and_are_one_key_away(champ, ti
     for name, value in RECORDED_DEFAULTS.items():
         assert getattr(trainer.plan.optimizer, name) == value
     assert trainer.minibatch_size == len(trainer.splits["train"])
-    trainer.start()
+    trainer.attach(new_train_run(store, base))
     stored = store.get_run(trainer.run_id).config()
     assert stored == base  # the config as given is what is stored
     paper = Trainer(
@@ -260,7 +260,8 @@ def test_the_recorded_defaults_apply_on_the_table_and_are_one_key_away(champ, ti
     assert table_config(episodes) == episodes
 
 
-def _train(store, ws, session, backbone, cfg, stop_after=None):
+def _train(store, ws, session, backbone, cfg, stop_after=None, resume=None):
+    """A trainer of ``cfg`` attached to a new run, or to run ``resume``."""
     stop = StopToken()
     seen = []
 
@@ -279,6 +280,7 @@ def _train(store, ws, session, backbone, cfg, stop_after=None):
         listeners=[listener],
         stop=stop,
     )
+    trainer.attach(resume or new_train_run(store, cfg))
     return trainer, seen
 
 
@@ -287,7 +289,6 @@ def test_a_run_on_the_table_trains_stores_and_resumes_exactly(champ, tiny_backbo
     cfg = _config()
     trainer, seen = _train(store, ws, session, tiny_backbone, cfg)
     assert trainer.scoring is not None
-    trainer.start()
     session.run(trainer.run_async())
     whole = store.generations(trainer.run_id)
     assert [g["generation"] for g in whole] == [0, 1, 2, 3]
@@ -307,11 +308,9 @@ def test_a_run_on_the_table_trains_stores_and_resumes_exactly(champ, tiny_backbo
 
     # killed after two generations and resumed: the same history as the uninterrupted run
     cut, _ = _train(store, ws, session, tiny_backbone, cfg, stop_after=2)
-    cut.start()
     session.run(cut.run_async())
     assert len(store.generations(cut.run_id)) == 2
-    resumed, _ = _train(store, ws, session, tiny_backbone, cfg)
-    resumed.resume(cut.run_id)
+    resumed, _ = _train(store, ws, session, tiny_backbone, cfg, resume=cut.run_id)
     session.run(resumed.run_async())
     again = store.generations(cut.run_id)
     assert [g["best"] for g in again] == [g["best"] for g in whole]
@@ -321,7 +320,6 @@ def test_a_run_on_the_table_trains_stores_and_resumes_exactly(champ, tiny_backbo
 def test_every_training_task_each_generation_with_rollouts_0(champ, tiny_backbone):
     ws, store, session, pool, tasks = champ
     trainer, seen = _train(store, ws, session, tiny_backbone, _config(rollouts=0))
-    trainer.start()
     session.run(trainer.run_async())
     assert trainer.minibatch_size == len(trainer.splits["train"]) == 40
     assert all(e.evaluations == 6 * 40 for e in seen)
@@ -356,16 +354,13 @@ def test_a_run_with_the_projection_basis_searches_fewer_weights(champ, tiny_back
     cfg = _config(search_basis="projection", search_rank=4)
     trainer, seen = _train(store, ws, session, tiny_backbone, cfg)
     assert trainer.n_params == (len(pool) + 3) * 5
-    trainer.start()
     session.run(trainer.run_async())
     assert trainer.basis.kind == "projection"
     assert trainer.state.best_vector is not None
     assert trainer.state.best_vector.shape == ((len(pool) + 3) * tiny_backbone.hidden_size,)
     cut, _ = _train(store, ws, session, tiny_backbone, cfg, stop_after=2)
-    cut.start()
     session.run(cut.run_async())
-    resumed, _ = _train(store, ws, session, tiny_backbone, cfg)
-    resumed.resume(cut.run_id)
+    resumed, _ = _train(store, ws, session, tiny_backbone, cfg, resume=cut.run_id)
     session.run(resumed.run_async())
     whole = store.generations(trainer.run_id)
     assert [g["best"] for g in store.generations(cut.run_id)] == [g["best"] for g in whole]

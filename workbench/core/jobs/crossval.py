@@ -42,7 +42,7 @@ from workbench.core.jobs.crossval_report import (
     summarise_folds,
 )
 from workbench.core.jobs.evaluate import stored_evaluation
-from workbench.core.jobs.shared import backbone_for, open_pool, train_plan
+from workbench.core.jobs.shared import backbone_for, new_train_run, open_pool, train_plan
 from workbench.core.protocol import EpisodeSettings, render_transcript
 from workbench.core.records import Episode, RunStopReason
 from workbench.core.routers import Routed, Split, simple_routers
@@ -237,7 +237,8 @@ def _fold_cross_validate(
                 backbone=backbone,
                 listeners=listeners,
             )
-            run_id = trainer.start()
+            run_id = new_train_run(store, cfg)
+            trainer.attach(run_id)
             await trainer.run_async()
             seconds = time.perf_counter() - started
             trained += seconds
@@ -381,7 +382,8 @@ def _table_cross_validate(
                             feature_store=features_kept,
                             table=table,
                         )
-                        run_id = trainer.start()
+                        run_id = new_train_run(store, cfg)
+                        trainer.attach(run_id)
                         t0 = time.perf_counter()
                         await trainer.run_async()
                         seconds = time.perf_counter() - t0

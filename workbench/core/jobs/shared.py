@@ -391,17 +391,24 @@ def train_plan(
     """The settings a training run of ``config`` on ``suite`` with ``pool`` trains with,
     read once: on a routing table (a recorded pool routed in one Worker turn) the
     recorded-pool settings (``config.table_config``) when the config asks for them, the
-    config as given otherwise (the run's record stores ``config`` as given). Episodes are
-    played with the bundled role prompts."""
+    config as given otherwise (the run's record stores ``config`` as given:
+    ``new_train_run``). Episodes are played with the bundled role prompts."""
     reason = routing_table_reason(config) or pool_reason(pool)
     trains = table_config(config) if reason is None else config
     return TrainPlan(
-        name=config.run.name,
         seed=config.run.seed,
         optimizer=trains.optimizer,
         budget=config.budget,
         tasks=config.tasks,
         episode=EpisodeSettings.of(config.protocol, suite, prompts=Prompts.load()),
-        stored=config.to_dict(),
         table_reason=reason,
     )
+
+
+def new_train_run(
+    store: Store, config: RunConfig, name: str | None = None, unique: bool = False
+) -> str:
+    """Create a training run's record in ``store``: ``config`` as given, named ``name`` (else
+    its ``run.name``; ``unique``: a counter follows a name the workspace has,
+    ``Store.create_run``); returns its id, which the trainer attaches to."""
+    return store.create_run(name or config.run.name, "train", config.to_dict(), unique=unique)

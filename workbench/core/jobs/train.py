@@ -17,7 +17,14 @@ from collections.abc import Iterator, Sequence
 
 from workbench.core.config import ConfigError, RunConfig
 from workbench.core.coordinator import Backbone
-from workbench.core.jobs.shared import backbone_for, cache_policy, open_pool, run_lock, train_plan
+from workbench.core.jobs.shared import (
+    backbone_for,
+    cache_policy,
+    new_train_run,
+    open_pool,
+    run_lock,
+    train_plan,
+)
 from workbench.core.progress import StageListener
 from workbench.core.store import Store
 from workbench.core.tasks.suites import load_suite
@@ -83,10 +90,12 @@ def train(
     ``RAY_ADDRESS``, else a Ray instance on this machine): an unreachable cluster is an
     ``ExecutorError`` before anything is stored."""
     with Store.open(workspace) as store, contextlib.ExitStack() as held:
+        run_id = None
         if resume is not None:
             record = store.get_run(resume)
-            held.enter_context(run_lock(workspace, record.id, store))
-            record = store.get_run(record.id)  # as the previous holder left it
+            run_id = record.id
+            held.enter_context(run_lock(workspace, run_id, store))
+            record = store.get_run(run_id)  # as the previous holder left it
             config = _check_resume_config(record.config(), config)
             if config.to_dict() != record.config_data:
                 store.update_run_config(record.id, config.to_dict())
@@ -109,14 +118,13 @@ def train(
             cache_stats=(lambda: cache.hits) if cache is not None else None,
             executor=executor,
         )
-        if resume is not None:
-            trainer.resume(resume)
-        else:
+        if run_id is None:
             # a new id: no one else can know it yet, so the lock is free
-            run_id = trainer.start(name or default_run_name(config), unique=name is None)
+            run_id = new_train_run(store, config, name or default_run_name(config), name is None)
             held.enter_context(run_lock(workspace, run_id))
+        trainer.attach(run_id)
         session.run(trainer.run_async())
-        return trainer.current_run_id
+        return run_id
 
 
 @contextlib.contextmanager

@@ -6,9 +6,7 @@ schedules). Nothing below the jobs reads a whole run config.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from workbench.core.config import (
     BudgetSection,
@@ -22,21 +20,19 @@ from workbench.core.records import Episode
 
 @dataclass(frozen=True, kw_only=True)
 class TrainPlan:
-    """A training run's settings: its name (when none is given) and seed, the optimizer
-    settings it trains with (on a routing table with the recorded-pool settings applied),
-    its budget, its task splits' sizes and seed, how its episodes are played, and the
-    config as the run's record stores it (``stored``: what a resume reads back).
+    """A training run's settings: its seed, the optimizer settings it trains with (on a
+    routing table with the recorded-pool settings applied), its budget, its task splits'
+    sizes and seed, and how its episodes are played. (The config itself stays with the
+    job, which stores it in the run's record; a resume builds the same plan from it.)
 
     ``table_reason``: why the run plays its episodes, or None when it trains on its
     recorded pool's routing table (``training/table.py``)."""
 
-    name: str
     seed: int
     optimizer: OptimizerSection
     budget: BudgetSection
     tasks: TasksSection
     episode: EpisodeSettings
-    stored: Mapping[str, Any]
     table_reason: str | None = "the pool has live workers"
 
     @property

@@ -168,21 +168,15 @@ class Trainer:
 
     @property
     def current_run_id(self) -> str:
-        """The id of the run being trained (after ``start`` or ``resume``)."""
+        """The id of the run being trained (after ``attach``)."""
         if self.run_id is None:
-            raise RuntimeError("the trainer has no run yet: call start() or resume() first")
+            raise RuntimeError("the trainer has no run yet: attach() it to its run first")
         return self.run_id
 
-    def start(self, name: str | None = None, *, unique: bool = False) -> str:
-        """Create the run record, named ``name`` (else the plan's name; ``unique``: a
-        counter follows a name the workspace has, ``Store.create_run``), storing the
-        plan's config; returns its id."""
-        named = name or self.plan.name
-        self.run_id = self.store.create_run(named, "train", dict(self.plan.stored), unique=unique)
-        return self.run_id
-
-    def resume(self, run_id: str) -> None:
-        """Continue ``run_id`` from its last checkpoint (or from the start if it has none)."""
+    def attach(self, run_id: str) -> None:
+        """Train run ``run_id``, a record its job created with the config it stores
+        (``Store.create_run``): from its last checkpoint when it has one (a resumed run),
+        else from the start."""
         self.run_id = self.store.resolve_run_id(run_id)
         checkpoint = latest_checkpoint(self.store, self.run_id)
         if checkpoint is not None:
@@ -216,8 +210,6 @@ class Trainer:
 
     async def run_async(self) -> TrainState:
         """``run`` inside a running event loop (the caller owns the loop and the pool)."""
-        if self.run_id is None:
-            self.start()
         run_id = self.current_run_id
         # whatever ends it, the run keeps what the generation in flight paid (a resume
         # counts it too)
