@@ -631,12 +631,14 @@ def routing_table_reason(cfg: RunConfig) -> str | None:
     return None
 
 
-def table_config(cfg: RunConfig) -> RunConfig:
-    """``cfg`` as a run on a routing table trains it: with ``optimizer.recorded_defaults``,
-    ``RECORDED_DEFAULTS`` in place of the paper's minibatch and search basis."""
-    if cfg.optimizer.recorded_defaults and routing_table_reason(cfg) is None:
-        return cfg.replace(optimizer={**RECORDED_DEFAULTS, "recorded_defaults": False})
-    return cfg
+def table_optimizer(cfg: RunConfig) -> OptimizerSection:
+    """The ``[optimizer]`` settings a run of ``cfg`` on a routing table trains with: with
+    ``optimizer.recorded_defaults``, ``RECORDED_DEFAULTS`` in place of the paper's
+    minibatch; the config's own otherwise, and off the table."""
+    o = cfg.optimizer
+    if o.recorded_defaults and routing_table_reason(cfg) is None:
+        return dataclasses.replace(o, **RECORDED_DEFAULTS, recorded_defaults=False)
+    return o
 
 
 def _paper_option_problems(cfg: RunConfig) -> dict[str, str]:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workbench.core.config import RunConfig, routing_table_reason, table_config
+from workbench.core.config import RunConfig, routing_table_reason, table_optimizer
 from workbench.core.coordinator import Backbone
 from workbench.core.errors import BadInput, InvalidInput
 from workbench.core.models import loading_words
@@ -390,14 +390,13 @@ def train_plan(
 ) -> TrainPlan:
     """The settings a training run of ``config`` on ``suite`` with ``pool`` trains with,
     read once: on a routing table (a recorded pool routed in one Worker turn) the
-    recorded-pool settings (``config.table_config``) when the config asks for them, the
+    recorded-pool settings (``config.table_optimizer``) when the config asks for them, the
     config as given otherwise (the run's record stores ``config`` as given:
     ``new_train_run``). Episodes are played with the bundled role prompts."""
     reason = routing_table_reason(config) or pool_reason(pool)
-    trains = table_config(config) if reason is None else config
     return TrainPlan(
         seed=config.run.seed,
-        optimizer=trains.optimizer,
+        optimizer=table_optimizer(config) if reason is None else config.optimizer,
         budget=config.budget,
         tasks=config.tasks,
         episode=EpisodeSettings.of(config.protocol, suite, prompts=Prompts.load()),
