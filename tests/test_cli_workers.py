@@ -221,8 +221,8 @@ def test_run_episode_with_a_registered_worker_in_the_pool(
     keychain, fault_server, tiny_lm, tmp_path
 ):
     from workbench.core.coordinator import Backbone, Coordinator
-    from workbench.core.protocol import render_transcript
     from workbench.core.tasks.suites import load_suite
+    from workbench.core.transcript import render_transcript
     from workbench.core.workspace import Workspace
 
     model, tokenizer = tiny_lm

@@ -76,8 +76,8 @@ def child_generation(args) -> dict:
     from workbench.core.config import RunConfig
     from workbench.core.coordinator import Backbone
     from workbench.core.jobs.train import train
-    from workbench.core.protocol import render_transcript
     from workbench.core.tasks.suites import load_suite
+    from workbench.core.transcript import render_transcript
     from workbench.core.workspace import Workspace
 
     try:  # this tree
@@ -137,9 +137,9 @@ def measure(args, backbone, ws, run_id, suite, tokens: int) -> dict:
 
     from workbench.core.coordinator import Backbone, Head, HeadConfig, act, apply_heads
     from workbench.core.coordinator.head import near_tie
-    from workbench.core.protocol import render_transcript
     from workbench.core.store import Store
     from workbench.core.training.checkpoint import best_vector
+    from workbench.core.transcript import render_transcript
 
     tasks = {t.id: t for t in suite.tasks}
     with Store.open(ws) as store:

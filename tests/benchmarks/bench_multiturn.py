@@ -41,11 +41,11 @@ from workbench.core.config import RunConfig
 from workbench.core.coordinator import Backbone, HeadConfig, softmax
 from workbench.core.optimizers.make import make_optimizer
 from workbench.core.oracle import best_plan, expected_reward, random_routing_value
-from workbench.core.protocol import render_transcript
 from workbench.core.records import ROLES, Episode, Role, StopReason, Turn
 from workbench.core.stats import mean_ci
 from workbench.core.tasks.suites import load_suite
 from workbench.core.training.basis import CALIBRATION_TASKS, SearchBasis
+from workbench.core.transcript import render_transcript
 from workbench.core.workers.simulated import (
     POOLS,
     PROFILES_BY_ID,

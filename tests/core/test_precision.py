@@ -22,8 +22,9 @@ import pytest
 
 from workbench.core.coordinator import Backbone, Coordinator, Head, HeadConfig
 from workbench.core.jobs.shared import open_worker_pool
-from workbench.core.protocol import EpisodeSettings, render_transcript, run_episode
+from workbench.core.protocol import EpisodeSettings, run_episode
 from workbench.core.tasks.suites import load_suite
+from workbench.core.transcript import render_transcript
 
 pytestmark = pytest.mark.slow
 

@@ -13,14 +13,13 @@ from workbench.core.protocol import (
     EpisodeSettings,
     Prompts,
     build_messages,
-    fit_transcript,
     parse_verdict,
-    render_transcript,
     run_episode,
     worker_only_turn,
 )
 from workbench.core.records import ROLES, Role, StopReason, Turn
 from workbench.core.tasks.model import Task
+from workbench.core.transcript import fit_transcript, render_transcript
 from workbench.core.workers.base import Completion, Worker, WorkerError
 from workbench.core.workers.pool import build_pool
 

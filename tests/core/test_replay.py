@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 
 from workbench.core.coordinator import Coordinator
-from workbench.core.protocol import render_transcript, run_episode
+from workbench.core.protocol import run_episode
 from workbench.core.replay import Replay
 from workbench.core.store import Store
 from workbench.core.tasks.model import Task
+from workbench.core.transcript import render_transcript
 from workbench.core.workers.pool import build_pool
 
 TASK = Task(id="m", kind="math", prompt="What is 6 * 7?", answer="42", category="math")

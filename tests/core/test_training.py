@@ -681,9 +681,9 @@ def test_the_stored_result_is_the_coordinator_that_was_validated(ws, tiny_chat_b
     """The recorded decisions of the best validation replay exactly from the stored vector
     (what export and evaluation use), whichever basis the optimizer searched in."""
     from workbench.core.coordinator import softmax
-    from workbench.core.protocol import render_transcript
     from workbench.core.tasks.suites import load_suite
     from workbench.core.training.executors import coordinator_from_vector
+    from workbench.core.transcript import render_transcript
 
     cfg = config(
         optimizer={"popsize": 4, "rollouts": 3, "validate_every": 1, "search_basis": basis},

@@ -39,6 +39,7 @@ from workbench.core.config_schema import (
     read_toml,
     shown,
 )
+from workbench.core.coordinator.backbone import INPUTS
 from workbench.core.models import PRECISIONS, device_problem
 from workbench.core.optimizers.registry import OPTIMIZER_REGISTRY, OPTIMIZERS, optimizers_where
 
@@ -50,7 +51,6 @@ EXPLORING_OPTIMIZERS = optimizers_where(lambda e: e.exploring_starts)
 CACHE_POLICIES = ("auto", "off", "read-write", "replay-only")
 SEARCH_BASES = ("identity", "balanced", "whitened", "projection")
 SIGMA0_SCALES = ("literal", "width")
-INPUTS = ("raw", "chat")
 DEVICES = ("auto", "cpu", "cuda", "mps")
 # where a generation's training episodes run: in this process, or on Ray actors
 # (training.ray_executor; the cluster's address is the machine's, not the run's: --ray-address)

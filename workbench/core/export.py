@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from workbench.core.coordinator import Backbone, Coordinator, Head, HeadConfig
+from workbench.core.coordinator.backbone import INPUTS
 from workbench.core.errors import BadInput
 from workbench.core.outputs import OutputError, output_path, write_atomically
 from workbench.core.records import ROLES
@@ -32,9 +33,8 @@ FORMAT = "trinity-workbench/coordinator"
 # are still read: nothing a load uses changed, and that field is only shown, never used.
 VERSION = 2
 FEATURE = {"layer": "final", "token": "penultimate", "normalisation": "unit-rms"}
-# "input" (the backbone's: "raw" or "chat"); files written before it was a choice describe
-# the chat template in words and are read as "chat"
-FEATURE_INPUTS = {"raw", "chat"}
+# "input" (the backbone's, ``backbone.INPUTS``); files written before it was a choice
+# describe the chat template in words and are read as "chat"
 
 
 class CoordinatorFileError(BadInput, ValueError):
@@ -153,7 +153,7 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
 def feature_input(manifest: dict[str, Any]) -> str:
     """What the coordinator of ``manifest`` reads: "raw" or "chat" (``Backbone.input``)."""
     given = (manifest.get("feature") or {}).get("input")
-    return given if given in FEATURE_INPUTS else "chat"
+    return given if given in INPUTS else "chat"
 
 
 def load_coordinator(

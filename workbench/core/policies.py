@@ -31,7 +31,7 @@ class Policy(Protocol):
     def context_fits(self, transcript: str) -> bool:
         """Whether the policy reads ``transcript`` whole. The coordinator reads it through
         a backbone of bounded context; while this says no, ``run_episode`` drops the
-        oldest turns first from what it reads (``protocol.fit_transcript``). A policy that
+        oldest turns first from what it reads (``transcript.fit_transcript``). A policy that
         reads no model fits any (``AnyContext``)."""
         ...
 

@@ -31,12 +31,12 @@ from workbench.core.policies import Policy
 from workbench.core.records import ROLES, Episode, Role, StopReason, Turn, Verdict
 from workbench.core.tasks.graders import grade_cached
 from workbench.core.tasks.model import Task
+from workbench.core.transcript import fit_transcript
 from workbench.core.workers.base import EpisodeContext, Worker
 from workbench.core.workspace import resources_dir
 
 log = logging.getLogger(__name__)
 
-ROLE_TITLES = {Role.THINKER: "Thinker", Role.WORKER: "Worker", Role.VERIFIER: "Verifier"}
 # [protocol] thinker_suggests_role: what the Thinker is asked, and how its reply is read
 SUGGEST_ROLE_INSTRUCTION = (
     "\n\nEnd your reply with one line naming the role that should act next: "
@@ -83,33 +83,6 @@ class Prompts:
                 role
             ]
         )
-
-
-def render_transcript(task: Task, turns: Sequence[Turn], omitted: int = 0) -> str:
-    """The coordinator's view: the query, then each earlier turn as ``role/worker: content``,
-    whole (the paper reads the transcript), the oldest ``omitted`` turns left out (a line
-    says how many: ``fit_transcript``)."""
-    parts = [f"Query:\n{task.full_prompt()}"]
-    if omitted:
-        parts.append(f"[{omitted} earlier turns omitted]")
-    for turn in turns[omitted:]:
-        body = turn.response if turn.error is None else f"[call failed: {turn.error}]"
-        parts.append(f"{ROLE_TITLES[turn.role]}/{turn.worker}: {body}")
-    return "\n\n".join(parts)
-
-
-def fit_transcript(
-    task: Task, turns: Sequence[Turn], fits: Callable[[str], bool]
-) -> tuple[str, int]:
-    """``render_transcript`` within the coordinator's context: while ``fits`` (the policy's
-    ``context_fits``) says the text is too long, the oldest turns are dropped first; returns
-    the text and how many turns were dropped (recorded on the turn decided from it)."""
-    omitted = 0
-    text = render_transcript(task, turns)
-    while omitted < len(turns) and not fits(text):
-        omitted += 1
-        text = render_transcript(task, turns, omitted)
-    return text, omitted
 
 
 def _history_for(role: Role, turns: Sequence[Turn]) -> str:

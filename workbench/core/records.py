@@ -97,7 +97,7 @@ class Turn:
     usage_estimated: bool = False
     error: str | None = None
     # the oldest earlier turns left out of what the coordinator read for this decision,
-    # because the transcript exceeded its backbone's context (protocol.fit_transcript)
+    # because the transcript exceeded its backbone's context (transcript.fit_transcript)
     context_omitted: int = 0
 
     def prompt_text(self) -> str:

@@ -12,10 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from workbench.core.protocol import render_transcript
 from workbench.core.records import ROLES, Episode, StopReason, Turn
 from workbench.core.spend import dollars, spend_kind
 from workbench.core.tasks.model import Task
+from workbench.core.transcript import render_transcript
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -22,7 +22,7 @@ from workbench.core.coordinator import Backbone, Coordinator, Head, HeadConfig
 from workbench.core.coordinator.head import near_tie
 from workbench.core.jobs.shared import new_train_run, open_pool, train_plan
 from workbench.core.policies import FixedPolicy
-from workbench.core.protocol import EpisodeSettings, render_transcript, run_episode
+from workbench.core.protocol import EpisodeSettings, run_episode
 from workbench.core.records import Role
 from workbench.core.store import Store
 from workbench.core.tasks.suites import load_suite
@@ -38,6 +38,7 @@ from workbench.core.training.table import (
     sampled_choices,
 )
 from workbench.core.training.trainer import Trainer
+from workbench.core.transcript import render_transcript
 from workbench.core.workspace import Workspace
 
 SETTINGS = EpisodeSettings(suite="champ", max_turns=1, temperature=0.0, roles=("worker",))

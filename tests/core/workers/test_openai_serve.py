@@ -7,9 +7,10 @@ from __future__ import annotations
 import asyncio
 
 from workbench.core.coordinator import Coordinator
-from workbench.core.protocol import EpisodeSettings, render_transcript, run_episode
+from workbench.core.protocol import EpisodeSettings, run_episode
 from workbench.core.records import Role
 from workbench.core.tasks.model import Task
+from workbench.core.transcript import render_transcript
 from workbench.core.workers.checks import test_connection
 from workbench.core.workers.openai import OpenAIWorker
 from workbench.core.workers.spec import Timeouts, WorkerSpec

@@ -4,7 +4,7 @@
   (docs/METHOD.md), normalised to unit RMS. The backbone reads the transcript's raw text
   (``input="raw"``, the paper's released code) or the transcript as a chat message
   (``input="chat"``); a transcript longer than its context loses its oldest turns first
-  (``protocol.fit_transcript``).
+  (``transcript.fit_transcript``).
 - Head: one bias-free linear map ``W`` of shape ``(L + 3, d)``; the first ``L`` logits
   choose the worker, the last 3 the role, as two independent softmax distributions.
 - Acting: sample (seeded) while training, argmax when evaluating; every decision carries

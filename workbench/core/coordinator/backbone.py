@@ -17,11 +17,14 @@ from typing import Any, cast
 
 import numpy as np
 
-from workbench.core.config import INPUTS
 from workbench.core.coordinator.prefix_cache import PrefixCache, PrefixEntry
 from workbench.core.coordinator.svf import SVF
 
 log = logging.getLogger(__name__)
+
+# how the backbone reads a transcript: its text as is, or as one user message in its chat
+# template (a run's ``backbone.input``)
+INPUTS = ("raw", "chat")
 
 
 @dataclass(kw_only=True)

@@ -50,7 +50,7 @@ class Coordinator:
 
     def context_fits(self, transcript: str) -> bool:
         """Whether the backbone reads ``transcript`` whole (run_episode drops the oldest
-        turns first when it does not: protocol.fit_transcript)."""
+        turns first when it does not: transcript.fit_transcript)."""
         return self.backbone.fits(transcript)
 
     async def adecide(self, transcript: str, rng: np.random.Generator | None = None) -> Action:

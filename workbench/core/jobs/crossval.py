@@ -43,7 +43,7 @@ from workbench.core.jobs.crossval_report import (
 )
 from workbench.core.jobs.evaluate import stored_evaluation
 from workbench.core.jobs.shared import backbone_for, new_train_run, open_pool, train_plan
-from workbench.core.protocol import EpisodeSettings, render_transcript
+from workbench.core.protocol import EpisodeSettings
 from workbench.core.records import Episode, RunStopReason
 from workbench.core.routers import Routed, Split, simple_routers
 from workbench.core.store import Store
@@ -55,6 +55,7 @@ from workbench.core.training.events import Listener
 from workbench.core.training.executors import coordinator_from_vector
 from workbench.core.training.table import DecidedPolicy, RoutingTable, build_routing_table
 from workbench.core.training.trainer import Trainer
+from workbench.core.transcript import render_transcript
 from workbench.core.workers.base import pool_covers
 from workbench.core.workspace import Workspace
 

@@ -11,11 +11,29 @@ import numpy as np
 from workbench.core.records import Episode
 
 if TYPE_CHECKING:
-    from workbench.core.config import OptimizerSection
     from workbench.core.coordinator import HeadConfig
     from workbench.core.tasks.model import Task
 
 Features = Callable[[list[str]], np.ndarray]  # transcripts -> features in the search basis
+
+
+class OptimizerSettings(Protocol):
+    """The ``[optimizer]`` keys an optimizer reads (the config's ``OptimizerSection`` has
+    them, among others): the optimizers sit below the config, which reads their table
+    (``registry.py``), and know its section by this shape alone."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def popsize(self) -> int: ...
+    @property
+    def rollouts(self) -> int: ...
+    @property
+    def sigma0(self) -> float: ...
+    @property
+    def sigma0_scale(self) -> str: ...
+    @property
+    def learning_rate(self) -> float: ...
 
 
 @dataclass(frozen=True)
@@ -65,7 +83,7 @@ class OptimizerBuild:
     head's shape, and for the gradient baselines the features of recorded turns
     (``features``) and the tasks they were played on."""
 
-    settings: OptimizerSection
+    settings: OptimizerSettings
     seed: int
     n: int
     head: HeadConfig

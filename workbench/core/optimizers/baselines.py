@@ -22,8 +22,8 @@ import numpy as np
 
 from workbench.core.coordinator import HeadConfig, softmax
 from workbench.core.optimizers.base import Features, OptimizerBuild, Proposal
-from workbench.core.protocol import render_transcript
 from workbench.core.records import ROLES, Episode, Role
+from workbench.core.transcript import render_transcript
 
 
 class RandomSearch:

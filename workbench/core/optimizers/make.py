@@ -7,15 +7,14 @@ from collections.abc import Callable
 
 import numpy as np
 
-from workbench.core.config import OptimizerSection
 from workbench.core.coordinator import HeadConfig
-from workbench.core.optimizers.base import Optimizer, OptimizerBuild
+from workbench.core.optimizers.base import Optimizer, OptimizerBuild, OptimizerSettings
 from workbench.core.optimizers.registry import optimizer_entry
 from workbench.core.tasks.model import Task
 
 
 def make_optimizer(
-    settings: OptimizerSection,
+    settings: OptimizerSettings,
     seed: int,
     n: int,
     head: HeadConfig,

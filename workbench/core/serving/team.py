@@ -32,7 +32,6 @@ from workbench.core.protocol import (
     EpisodeTag,
     Prompts,
     parse_verdict,
-    render_transcript,
     run_episode,
 )
 from workbench.core.records import (
@@ -47,6 +46,7 @@ from workbench.core.records import (
 from workbench.core.store import Store
 from workbench.core.store.lifecycle import RunLife
 from workbench.core.tasks.model import KINDS, Task
+from workbench.core.transcript import render_transcript
 from workbench.core.workers.base import (
     Completion,
     EpisodeContext,

@@ -16,18 +16,13 @@ import numpy as np
 from workbench.core.config import OptimizerSection
 from workbench.core.coordinator import Backbone
 from workbench.core.policies import FixedPolicy
-from workbench.core.protocol import (
-    EpisodeSettings,
-    EpisodeTag,
-    episode_gate,
-    render_transcript,
-    run_episode,
-)
+from workbench.core.protocol import EpisodeSettings, EpisodeTag, episode_gate, run_episode
 from workbench.core.records import Episode, Role
 from workbench.core.tasks.model import Task
 from workbench.core.training.basis import CALIBRATION_ROLES, CALIBRATION_TASKS, SearchBasis
 from workbench.core.training.events import StopToken
 from workbench.core.training.executors import derived_seed
+from workbench.core.transcript import render_transcript
 from workbench.core.workers.base import Worker
 
 log = logging.getLogger(__name__)

@@ -18,7 +18,7 @@ import numpy as np
 from workbench.core.config import OptimizerSection
 from workbench.core.coordinator import Action, Backbone
 from workbench.core.coordinator.feature_store import FeatureStore, stored_features
-from workbench.core.protocol import EpisodeSettings, render_transcript
+from workbench.core.protocol import EpisodeSettings
 from workbench.core.records import Role
 from workbench.core.tasks.model import Task
 from workbench.core.training.table import (
@@ -28,6 +28,7 @@ from workbench.core.training.table import (
     episode_uniforms,
     sampled_choices,
 )
+from workbench.core.transcript import render_transcript
 from workbench.core.workers.base import Worker
 
 

@@ -33,12 +33,7 @@ from workbench.core.optimizers.base import Proposal
 from workbench.core.optimizers.make import make_optimizer
 from workbench.core.optimizers.registry import optimizer_entry
 from workbench.core.optimizers.sep_cma_es import head_sigma_factor
-from workbench.core.protocol import (
-    EpisodeTag,
-    episode_gate,
-    render_transcript,
-    run_episode,
-)
+from workbench.core.protocol import EpisodeTag, episode_gate, run_episode
 from workbench.core.records import (
     Episode,
     RunResult,
@@ -75,6 +70,7 @@ from workbench.core.training.plan import TrainPlan
 from workbench.core.training.state import TrainState, budget_reason, lost_spend, task_splits
 from workbench.core.training.table import RoutingTable
 from workbench.core.training.table_scoring import TableScoring
+from workbench.core.transcript import render_transcript
 from workbench.core.workers.base import Worker
 
 log = logging.getLogger(__name__)
