@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from workbench.core.config import RunConfig
-from workbench.core.coordinator import Backbone
+from workbench.core.coordinator import Backbone, Coordinator
 from workbench.core.errors import InvalidInput
 from workbench.core.evaluate import Report
+from workbench.core.export import load_coordinator
 from workbench.core.jobs.shared import (
     backbone_for,
     effective_status,
@@ -76,6 +77,18 @@ class EvaluationSource:
         from workbench.core.evaluate import baseline_names
 
         return baseline_names(self.pool, self.config.protocol.max_turns)
+
+    def coordinator(self, store: Store, backbone: Backbone) -> Coordinator:
+        """The coordinator it names, on ``backbone``: the run's best-on-validation vector
+        (read from ``store``) or the file's head."""
+        if self.run_id is not None:
+            vector, _ = best_vector(store, self.run_id)
+            return coordinator_from_vector(
+                backbone, len(self.pool), vector, self.config.optimizer.svf
+            )
+        assert self.coordinator_file is not None  # a source is a run or a file
+        coordinator, _ = load_coordinator(self.coordinator_file, backbone)
+        return coordinator
 
 
 EVALUABLE = (RunStatus.FINISHED, RunStatus.STOPPED)
@@ -229,7 +242,6 @@ def evaluate_run(
     would end it without a Worker's answer is played as a Worker, as ``serve`` does).
     """
     from workbench.core.evaluate import evaluate
-    from workbench.core.export import load_coordinator
 
     with Store.open(workspace) as store:
         source = _evaluation_source(store, run, coordinator_file, workspace)
@@ -241,14 +253,7 @@ def evaluate_run(
         task_suite = load_suite(config.tasks.suite, workspace)
         tasks = task_splits(config.tasks, task_suite)[split]
         backbone = backbone_for(config, backbone, source.backbone_model, stages)
-        if source.run_id is not None:
-            vector, _ = best_vector(store, source.run_id)
-            coordinator = coordinator_from_vector(
-                backbone, len(source.pool), vector, config.optimizer.svf
-            )
-        else:
-            assert source.coordinator_file is not None  # a source is a run or a file
-            coordinator, _ = load_coordinator(source.coordinator_file, backbone)
+        coordinator = source.coordinator(store, backbone)
         session = open_pool(config, store, workspace, stages)  # one that cannot serve: no run
         eval_id = store.create_run(
             evaluation_title(source.name, source.coordinator_file),

@@ -528,22 +528,10 @@ def load_team(
     """A trained run's best coordinator (``run``: id or prefix) or a coordinator file's,
     with the pool it was trained for; loads the backbone unless given. Raises
     ``RunNotFound``, ``ConfigError`` or ``CoordinatorFileError`` with a readable message."""
-    from workbench.core.export import load_coordinator
-    from workbench.core.training.checkpoint import best_vector
-    from workbench.core.training.executors import coordinator_from_vector
-
     source = evaluation_source(workspace, run=run, coordinator_file=coordinator_file)
-    config = source.config
-    backbone = backbone_for(config, backbone, source.backbone_model)
-    if source.run_id is not None:
-        with Store.open(workspace) as store:
-            vector, _ = best_vector(store, source.run_id)
-        coordinator = coordinator_from_vector(
-            backbone, len(source.pool), vector, config.optimizer.svf
-        )
-    else:
-        assert source.coordinator_file is not None  # a source is a run or a file
-        coordinator, _ = load_coordinator(source.coordinator_file, backbone)
+    backbone = backbone_for(source.config, backbone, source.backbone_model)
+    with Store.open(workspace) as store:
+        coordinator = source.coordinator(store, backbone)
     return Team(
         coordinator,
         source,
