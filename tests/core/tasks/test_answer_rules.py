@@ -103,6 +103,29 @@ def test_what_an_echo_is() -> None:
     assert last_side("x = 5") == "x = 5"
 
 
+# ----------------------------------------------------------------------------- units
+
+PENCILS = "A pencil costs 91 cents. How many cents do 3 pencils cost?"
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "reward"),
+    [
+        (PENCILS, "The final answer is 273 cents.", 1.0),
+        (PENCILS, "So 3 pencils = 3 * 91 = 273 cents. The total is 273 cents.", 1.0),
+        (PENCILS, "The final answer is 272 cents.", 0.0),
+        (PENCILS, "The final answer is 273 pencils.", 0.0),  # not the unit asked
+        (PENCILS, "The final answer is 273 cents more than the eraser.", 0.0),
+        ("What is 91 * 3?", "The final answer is 273 cents.", 0.0),  # no unit asked
+    ],
+)
+def test_a_value_in_the_unit_the_question_asks_for_is_an_answer(question, answer, reward) -> None:
+    """A sentence that states the number in the unit the question asks for ("How many
+    cents ...?": "... is 273 cents") states that number; another unit, or words after
+    it, state nothing."""
+    assert grade(math("273", question), answer).reward == reward
+
+
 # ----------------------------------------------------------------------------- markers
 
 

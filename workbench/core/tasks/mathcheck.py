@@ -158,6 +158,21 @@ def _count_as_value(claimed: tuple[str, str], question: str | None) -> str | Non
     return None
 
 
+def _asked_unit_value(sentence: str, question: str | None) -> str | None:
+    """The number a sentence states in the unit its question asks for: "How many cents do 3
+    pencils cost?" answered "The final answer is 273 cents." states 273. Only a number
+    right after the main clause's copula, followed by that unit and nothing else."""
+    units = {u.lower() for u in re.findall(r"\bhow\s+many\s+([a-z]+)", question or "", re.I)}
+    if not units:
+        return None
+    stated = re.search(
+        r"(?:\b(?:is|are|equals)|=)\s+([-+]?\d+(?:\.\d+)?)\s+([a-z]+)$",
+        prose.main_clause(sentence),
+        re.IGNORECASE,
+    )
+    return stated.group(1) if stated and stated.group(2).lower() in units else None
+
+
 def _phrase_said(phrase: str, claims: prose.Claims) -> bool:
     """The answer's main clause says ``phrase`` ("monotonically increasing") as it is:
     no more negations than the phrase has, no alternatives, no "whether"."""
@@ -196,6 +211,10 @@ def _prose_check(
         return _echo_verdict(echo)
     if claims.count is not None:
         value = _count_as_value(claims.count, question)
+        if value is not None:
+            values.append(value)
+    if not values:
+        value = _asked_unit_value(claims.sentence, question)
         if value is not None:
             values.append(value)
     for value in dict.fromkeys(values):
