@@ -259,3 +259,16 @@ def test_exploring_starts_are_refused_where_they_cannot_work(changes, says):
         {"optimizer": {"exploring_starts": 29, "restarts": 1}, "budget": {"generations": 60}}
     )
     assert good.optimizer.exploring_starts == 29
+
+
+def test_every_keys_help_says_more_than_its_label():
+    """The run form shows a key's label beside its field and its help in the tooltip: a
+    help that only repeats the label tells the user nothing more."""
+    from workbench.core.config import config_keys
+
+    repeated = [
+        k.dotted
+        for k in config_keys()
+        if k.key.help.rstrip(".").strip().lower() == k.key.label.strip().lower()
+    ]
+    assert repeated == [], "say in these keys' help what the label does not: " + ", ".join(repeated)

@@ -183,7 +183,7 @@ class OptimizerSection:
     popsize: int = key(
         0,
         "Candidates per generation",
-        "Candidates per generation.",
+        "How many candidate coordinators each generation proposes and scores.",
         low=0,
         zero="pycma's default, 4 + 3 ln n",
     )
