@@ -7,6 +7,8 @@ the wins and losses per category, and its tables fit at 1280 x 800."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -14,7 +16,7 @@ from tests.core.test_crossval import _parity, _parity_config
 from tests.gui.fitting import assert_fits_sideways
 from workbench.core.jobs.crossval import cross_validate
 from workbench.gui.crossval_model import system_name
-from workbench.gui.qt import QApplication, pg
+from workbench.gui.qt import QApplication, QFontMetrics, pg
 
 
 @pytest.fixture()
@@ -54,14 +56,20 @@ def test_the_tab_shows_a_stored_cross_validation(make_main_window, qtbot, crossv
     assert by_name["recorded oracle"][3].startswith("+0.500 (")
     assert by_name["recorded oracle"][4] == "6 / 0"
 
+    # a row a system, the first on top, its bar from 0 to its accuracy
     (bars,) = items_of(view.accuracy_chart, pg.BarGraphItem)
-    heights = np.asarray(bars.opts["height"])
-    assert heights.tolist() == [s.accuracy for s in crossval.systems]
+    lengths = np.asarray(bars.opts["width"])
+    assert lengths.tolist() == [s.accuracy for s in crossval.systems]
+    assert np.asarray(bars.opts["y"]).tolist() == list(range(len(crossval.systems)))[::-1]
     (errors,) = items_of(view.accuracy_chart, pg.ErrorBarItem)
-    assert np.allclose(heights + errors.opts["top"], [s.ci_high for s in crossval.systems])
-    assert np.allclose(heights - errors.opts["bottom"], [s.ci_low for s in crossval.systems])
+    assert np.allclose(lengths + errors.opts["right"], [s.ci_high for s in crossval.systems])
+    assert np.allclose(lengths - errors.opts["left"], [s.ci_low for s in crossval.systems])
+    (ticks,) = view.accuracy_chart.getAxis("left")._tickLevels
+    assert [name for _, name in sorted(ticks, reverse=True)] == [r[0] for r in rows]
     (paired,) = items_of(view.paired_chart, pg.BarGraphItem)
-    assert np.asarray(paired.opts["height"]).tolist() == [p.difference for p in crossval.paired]
+    starts, widths = np.asarray(paired.opts["x0"]), np.asarray(paired.opts["width"])
+    ends = np.where(starts < 0, starts, starts + widths)  # a loss's bar runs left of 0
+    assert ends.tolist() == [p.difference for p in crossval.paired]
     assert len(items_of(view.paired_chart, pg.ErrorBarItem)) == 1
     assert "even alone" in view.paired_chart.getPlotItem().titleLabel.text
 
@@ -88,3 +96,45 @@ def test_with_no_cross_validation_the_tab_says_how_to_make_one(make_main_window,
     qtbot.waitUntil(lambda: not page.crossval_view.listing, timeout=30_000)
     assert page.crossval_view.ids() == []
     assert "trinity-workbench crossval" in page.crossval_view.summary_label.text()
+
+
+def test_a_dozen_systems_keep_their_names_apart(make_main_window, qtbot, crossval):
+    """A cross-validation on a real pool compares a dozen systems or more (the routers,
+    each model, the coordinators, the oracle): at 1280 x 800 each name stands left of its
+    own row, whole, a line of text or more from the next, in both charts, even with the
+    pane beside the chart dragged as large as it goes."""
+    many = dataclasses.replace(
+        crossval,
+        systems=tuple(
+            dataclasses.replace(s, name=f"{s.name} {copy}")
+            for copy in range(3)
+            for s in crossval.systems
+        )[:14],
+        paired=tuple(
+            dataclasses.replace(p, system=f"{p.system} {copy}")
+            for copy in range(4)
+            for p in crossval.paired
+        )[:13],
+    )
+    window = make_main_window()
+    window.resize(1280, 800)
+    window.go("Evaluate")
+    page = window.pages["Evaluate"]
+    view = page.crossval_view
+    page.show_crossvals()
+    qtbot.waitUntil(lambda: view.report is not None, timeout=30_000)
+    view.show_report(many)
+    for tab, chart, count in ((0, view.accuracy_chart, 14), (1, view.paired_chart, 13)):
+        view.views.setCurrentIndex(tab)
+        splitter = chart.parentWidget()
+        mine = splitter.indexOf(chart)
+        splitter.setSizes([0 if i == mine else 10_000 for i in range(splitter.count())])
+        QApplication.processEvents()
+        axis = chart.getAxis("left")
+        (ticks,) = axis._tickLevels
+        assert len(ticks) == count
+        metrics = QFontMetrics(axis.style["tickFont"] or chart.font())
+        low, high = chart.getViewBox().viewRange()[1]
+        row = chart.getViewBox().height() / (high - low)  # pixels from one row to the next
+        assert row >= metrics.height(), (row, metrics.height())
+        assert axis.width() >= max(metrics.horizontalAdvance(name) for _, name in ticks)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from workbench.core.jobs.crossval_report import CrossValReport, CVSystem, StoredCrossVal
 from workbench.core.stats import Paired
-from workbench.gui.evaluate_model import baseline_words, tick_name
+from workbench.gui.evaluate_model import baseline_words
 from workbench.gui.runs_model import CellText, started_text
 
 LIST_COLUMNS = ("Cross-validation", "When")
@@ -149,8 +149,3 @@ def category_rows(report: CrossValReport, system: str) -> list[list[CellText]]:
             ]
         )
     return rows
-
-
-def bar_names(report: CrossValReport) -> list[str]:
-    """Each system's name under its bar (``tick_name``)."""
-    return [tick_name(s.name) for s in report.systems]

@@ -3,6 +3,8 @@ workspace (``trinity-workbench crossval``), and the chosen one: each system's ac
 bar with its 95% interval (the coordinator, the routers, each model alone, the oracle), its
 paired difference from the best single model with that difference's interval, and, for a
 system picked below, the questions it won and lost against that model in each category.
+The bars lie in rows, a system's name left of its row: a cross-validation compares a dozen
+systems or more, whose names would overlap side by side under upright bars.
 
 A view of ``crossval_model``'s cells; the reads (``list_crossvals``, ``load_crossval``) run
 in the page's background jobs. docs/guides/desktop.md, "Evaluate".
@@ -38,6 +40,7 @@ from workbench.gui.crossval_model import (
 from workbench.gui.plots import painted, palette_colors, themed
 from workbench.gui.qt import (
     QComboBox,
+    QFontMetrics,
     QFormLayout,
     QGroupBox,
     QLabel,
@@ -50,10 +53,11 @@ from workbench.gui.qt import (
     pg,
     read_only_table,
 )
-from workbench.gui.qt_evaluate_results import bar_item, interval_item, name_bars
 from workbench.gui.runs_model import CellText
 
 RUN_ID = Qt.ItemDataRole.UserRole
+ROW_GAP = 4  # pixels between two rows' names
+CHART_FRAME = 80  # pixels of a chart's title, bottom axis and margins
 NO_CROSSVAL = (
     "No cross-validation in this workspace yet. Make one on the command line: "
     "trinity-workbench crossval CONFIG --folds 5 (docs: Evaluating)."
@@ -75,6 +79,29 @@ def _chart(title: str) -> pg.PlotWidget:
     chart.setMouseEnabled(x=False, y=False)
     chart.setMenuEnabled(False)
     return chart
+
+
+def row_items(values: np.ndarray, low: np.ndarray, high: np.ndarray) -> list[Any]:
+    """One bar a row from 0 to each value (the first row on top), in the theme's bar
+    colour, and each value's interval from ``low`` to ``high`` in its text colour."""
+    y = np.arange(len(values), dtype=float)[::-1]
+    bars = pg.BarGraphItem(x0=np.minimum(values, 0.0), y=y, width=np.abs(values), height=0.6)
+    errors = pg.ErrorBarItem(x=values, y=y, left=values - low, right=high - values, beam=0.25)
+    return [
+        painted(bars, lambda palette: bars.setOpts(brush=pg.mkBrush(palette.colour("bar")))),
+        painted(errors, lambda palette: errors.setData(pen=pg.mkPen(palette.foreground, width=2))),
+    ]
+
+
+def name_rows(chart: pg.PlotWidget, names: list[str]) -> None:
+    """Each row's name left of it (the first on top), the axis as wide as the widest name
+    and the chart at least as high as a line of text a row, with its title and axis."""
+    axis = chart.getAxis("left")
+    axis.setTicks([[(len(names) - 1 - i, name) for i, name in enumerate(names)]])
+    metrics = QFontMetrics(axis.style["tickFont"] or chart.font())
+    axis.setWidth(max((metrics.horizontalAdvance(n) for n in names), default=0) + 16)
+    chart.setMinimumHeight(len(names) * (metrics.height() + ROW_GAP) + CHART_FRAME)
+    chart.setYRange(-0.6, len(names) - 0.4, padding=0)
 
 
 class CrossValView(QWidget):
@@ -106,9 +133,9 @@ class CrossValView(QWidget):
         for column, tip in enumerate(SYSTEM_TIPS):
             tables.header_tip(self.systems_table, column, tip)
         self.accuracy_chart = _chart("Accuracy with 95% intervals")
-        self.accuracy_chart.setYRange(0, 1)
+        self.accuracy_chart.setXRange(0, 1)
         self.paired_chart = _chart("Difference from the best single model (95% intervals)")
-        zero = pg.InfiniteLine(pos=0, angle=0)
+        zero = pg.InfiniteLine(pos=0, angle=90)
         self.paired_chart.addItem(
             painted(zero, lambda palette: zero.setPen(pg.mkPen(palette.colour("grey"))))
         )
@@ -228,14 +255,12 @@ class CrossValView(QWidget):
                 chart.removeItem(item)
         self._drawn = {self.accuracy_chart: [], self.paired_chart: []}
         systems = report.systems
-        x = np.arange(len(systems), dtype=float)
         accuracy = np.array([s.accuracy for s in systems])
         low, high = np.array([s.ci_low for s in systems]), np.array([s.ci_high for s in systems])
-        for item in (bar_item(x, accuracy), interval_item(x, accuracy, low, high)):
+        for item in row_items(accuracy, low, high):
             self.accuracy_chart.addItem(item)
             self._drawn[self.accuracy_chart].append(item)
-        name_bars(self.accuracy_chart, [s.name for s in systems])
-        self.accuracy_chart.setXRange(-0.6, len(systems) - 0.4)
+        name_rows(self.accuracy_chart, [system_name(s.name) for s in systems])
         self._show_paired(report)
         self.system_combo.blockSignals(True)
         self.system_combo.clear()
@@ -253,15 +278,13 @@ class CrossValView(QWidget):
         )
         if not pairs:
             return
-        x = np.arange(len(pairs), dtype=float)
         diff = np.array([p.difference for p in pairs])
         low, high = np.array([p.ci_low for p in pairs]), np.array([p.ci_high for p in pairs])
-        for item in (bar_item(x, diff), interval_item(x, diff, low, high)):
+        for item in row_items(diff, low, high):
             self.paired_chart.addItem(item)
             self._drawn[self.paired_chart].append(item)
-        name_bars(self.paired_chart, [p.system for p in pairs])
-        self.paired_chart.setXRange(-0.6, len(pairs) - 0.4)
-        self.paired_chart.setYRange(min(-0.1, float(low.min())), max(0.1, float(high.max())))
+        name_rows(self.paired_chart, [system_name(p.system) for p in pairs])
+        self.paired_chart.setXRange(min(-0.1, float(low.min())), max(0.1, float(high.max())))
 
     def _show_categories(self) -> None:
         system = self.system_combo.currentData()
