@@ -29,14 +29,20 @@ def items_of(chart: pg.PlotWidget, kind: type) -> list:
     return [item for item in chart.getPlotItem().items if isinstance(item, kind)]
 
 
-def test_the_tab_shows_a_stored_cross_validation(make_main_window, qtbot, crossval):
+def shown_tab(make_main_window, qtbot):
+    """The Cross-validations tab of a 1280 x 800 window, its stored cross-validation shown."""
     window = make_main_window()
     window.resize(1280, 800)
     window.go("Evaluate")
     page = window.pages["Evaluate"]
-    view = page.crossval_view
     page.show_crossvals()
+    view = page.crossval_view
     qtbot.waitUntil(lambda: view.report is not None, timeout=30_000)
+    return view
+
+
+def test_the_tab_shows_a_stored_cross_validation(make_main_window, qtbot, crossval):
+    view = shown_tab(make_main_window, qtbot)
     assert view.ids() == [crossval.run_id]
     assert view.list_table.item(0, 0).text().startswith("cross-validation of cv")
     assert view.report.run_id == crossval.run_id
@@ -116,13 +122,7 @@ def test_a_dozen_systems_keep_their_names_apart(make_main_window, qtbot, crossva
             for p in crossval.paired
         )[:13],
     )
-    window = make_main_window()
-    window.resize(1280, 800)
-    window.go("Evaluate")
-    page = window.pages["Evaluate"]
-    view = page.crossval_view
-    page.show_crossvals()
-    qtbot.waitUntil(lambda: view.report is not None, timeout=30_000)
+    view = shown_tab(make_main_window, qtbot)
     view.show_report(many)
     for tab, chart, count in ((0, view.accuracy_chart, 14), (1, view.paired_chart, 13)):
         view.views.setCurrentIndex(tab)
