@@ -11,7 +11,7 @@ import time
 
 from workbench.core.evaluate import GroupResult, Report, SystemResult
 from workbench.core.jobs.evaluate import StoredEvaluation
-from workbench.core.jobs.shared import RunSummary
+from workbench.core.jobs.shared import RunSummary, run_day
 from workbench.core.records import GenerationStats, Role, StopReason
 from workbench.core.spend import Spend
 from workbench.core.training.events import RunFinished
@@ -190,6 +190,13 @@ def test_replays_run_list_names_and_dates_each_run_never_a_dict():
     )
     assert evaluation.label == "evaluation of 'sandbox routing' · evaluation · today 14:20"
     assert "{" not in evaluation.label
+    # a name that carries its day (train's default) is not followed by the day again
+    day = run_day(NOW - 600)
+    for title in (f"sandbox routing, {day}", f"sandbox routing, {day} (2)"):
+        named = run_choice(summary(title=title, status="finished"), NOW)
+        assert named.label == f"{title} · training · 14:20"
+    other_day = run_choice(summary(title="sandbox routing, Feb 30", status="finished"), NOW)
+    assert other_day.label == "sandbox routing, Feb 30 · training · today 14:20"
 
 
 def figures_report() -> Report:

@@ -5,6 +5,7 @@ come first, and an episode exports as JSON."""
 
 import json
 import os
+import re
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -378,7 +379,8 @@ def test_the_page_opens_on_the_newest_run_and_follows_the_run_chosen(
         name = store.get_run(run_id).name
     assert name.startswith("t, ")  # the config's name and the day: runs told apart
     assert labels[0].startswith(f"evaluation of '{name}' · evaluation · today ")
-    assert labels[1].startswith(f"{name} · training · today ")
+    # its name carries the day: the list adds the time alone
+    assert re.fullmatch(rf"{re.escape(name)} · training · \d\d:\d\d", labels[1]), labels[1]
     assert labels[-1] == "single episodes (not in a run)"
     assert not any("{" in label for label in labels)
     assert page.replay.episode.run_id == result.run_id

@@ -10,12 +10,13 @@ without a window. The store reads (``read_runs``, ``read_episodes``, ``read_epis
 from __future__ import annotations
 
 import logging
+import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.core.jobs.shared import RunSummary, list_runs
+from workbench.core.jobs.shared import RunSummary, list_runs, named_for_its_day
 from workbench.core.records import Episode, Role, StopReason, Turn, Verdict
 from workbench.core.store import EpisodeSummary, Store
 from workbench.core.tasks.model import Task
@@ -129,11 +130,14 @@ class RunChoice:
 
 
 def run_choice(run: RunSummary, now: float | None = None) -> RunChoice:
-    """``sandbox routing · training · today 14:05``."""
+    """``sandbox routing · training · today 14:05``; a run whose name carries its day
+    (``sandbox routing, Dec 6``) by the time alone: ``sandbox routing, Dec 6 · training ·
+    14:05``."""
     kind = KIND_WORDS.get(run.kind, run.kind)
-    return RunChoice(
-        run.id, f"{run.title} · {kind} · {started_text(run.created_at, now)}", run.kind
-    )
+    when = started_text(run.created_at, now)
+    if named_for_its_day(run.title, run.created_at):
+        when = time.strftime("%H:%M", time.localtime(run.created_at))
+    return RunChoice(run.id, f"{run.title} · {kind} · {when}", run.kind)
 
 
 def read_runs(workspace: Workspace) -> list[RunChoice]:

@@ -1,5 +1,6 @@
 """What the jobs share: the runs registry as lists show it (``list_runs``,
-``RunSummary``, ``run_title``, ``effective_status``, ``can_resume``) and one stored run as
+``RunSummary``, ``run_title``, ``effective_status``, ``can_resume``, the day a new run's
+name carries: ``run_day``, ``named_for_its_day``) and one stored run as
 its page shows it (``read_run``, ``StoredRun``), the lock that lets one process
 drive a run (``run_lock``, ``RunLocked``), the backbone loaded once per process
 (``shared_backbone``, ``backbone_for``), a job's pool over one HTTP client with its
@@ -17,6 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
+import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -137,6 +140,23 @@ def run_lock(workspace: Workspace, run_id: str, store: Store | None = None) -> I
         yield
     finally:
         lock.release()
+
+
+MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def run_day(when: float | None = None) -> str:
+    """The day ``when`` (default: now) as a new run's name carries it: ``Dec 6``. Month
+    names are spelled here, not by the locale, so every process names runs alike."""
+    day = time.localtime(when)
+    return f"{MONTHS[day.tm_mon - 1]} {day.tm_mday}"
+
+
+def named_for_its_day(title: str, created_at: float) -> bool:
+    """Whether a run's name ends with the day it started, as ``train`` names a run when
+    none is given (``sandbox routing, Dec 6``, ``sandbox routing, Dec 6 (2)``): a list
+    that shows its name need not say the day again."""
+    return re.search(rf", {re.escape(run_day(created_at))}(?: \(\d+\))?$", title) is not None
 
 
 RESUMABLE = (RunStatus.STOPPED, RunStatus.INTERRUPTED, RunStatus.FAILED)

@@ -12,7 +12,6 @@ the same from it.
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Iterator, Sequence
 
 from workbench.core.config import ConfigError, RunConfig
@@ -22,6 +21,7 @@ from workbench.core.jobs.shared import (
     cache_policy,
     new_train_run,
     open_pool,
+    run_day,
     run_lock,
     train_plan,
 )
@@ -57,16 +57,11 @@ def _check_resume_config(stored: RunConfig, given: RunConfig | None) -> RunConfi
     return stored.replace(budget=b["budget"], run=run)
 
 
-MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
-
-
 def default_run_name(config: RunConfig, when: float | None = None) -> str:
     """A new run's name when none is given: the config's ``run.name`` and the day it
-    starts (``sandbox routing, Dec 6``); the store adds a counter to a name the
-    workspace has (``sandbox routing, Dec 6 (2)``). Month names are spelled here, not
-    by the locale, so every process names runs alike."""
-    day = time.localtime(when)
-    return f"{config.run.name}, {MONTHS[day.tm_mon - 1]} {day.tm_mday}"
+    starts (``sandbox routing, Dec 6``: ``shared.run_day``); the store adds a counter to
+    a name the workspace has (``sandbox routing, Dec 6 (2)``)."""
+    return f"{config.run.name}, {run_day(when)}"
 
 
 def train(
