@@ -23,6 +23,7 @@ import pytest
 from tests.core.test_training import config
 from tests.gui.test_real_window import ocr, xvfb  # noqa: F401 (a fixture, used by name)
 from workbench.core.config import config_keys
+from workbench.core.jobs.shared import run_day
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="Xvfb is Linux's")
 
@@ -217,7 +218,8 @@ EXPECTED = {
     "start": ["Welcome", "Choose who answers", "Is a team worth it?", "Go to training"],
     "training": ["Training score and validation", "training", "of 2"],
     "runs": ["Runs in this workspace", "Why it ended", "today", "Finished"],
-    "replay": ["training", "today", "How it ended"],
+    # the run's name carries its day (train's default name): the list adds the time alone
+    "replay": ["training", run_day(), "How it ended"],
     "compare": ["Runs compared", "first steps"],
     "evaluate": ["Evaluations in this workspace", "coordinator", "Accuracy"],
     "usage": ["Worker and role", "as Worker"],
