@@ -70,6 +70,21 @@ def plain_display(verbose: bool = False, clock=None) -> tuple[Display, io.String
     return Display("auto", verbose=verbose, console=console, clock=clock or Clock()), out
 
 
+def test_in_a_terminal_every_step_is_drawn_however_short():
+    """A step that ends before the display's next tick (a short episode after the model
+    loaded) is still drawn once: the user sees every step, and a terminal's record has
+    each one."""
+    out = io.StringIO()
+    console = Console(file=out, width=80, force_terminal=True, highlight=False)
+    with Display("auto", console=console) as display:
+        display.stage("loading the offline model")
+        display.stage("playing task mixed-math-001 (at most 5 turns)")
+        display.end_stage()
+        console.print("reward: 1")
+    assert "loading the offline model" in out.getvalue()
+    assert "playing task mixed-math-001" in out.getvalue()
+
+
 def test_without_a_terminal_work_done_in_2_s_prints_only_its_end():
     clock = Clock()
     display, out = plain_display(clock=clock)

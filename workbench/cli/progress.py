@@ -265,6 +265,8 @@ class Display:
             self._stage = self._progress.add_task(text, total=None)
         else:
             self._progress.update(self._stage, description=text)
+        # drawn now, not at the next tick: a step shorter than a tick is still shown
+        self._progress.refresh()
 
     def heard(self, stage: Stage) -> None:
         """A listener of core's ``Stage`` events (``core.progress``)."""
