@@ -308,7 +308,8 @@ def test_runs_list_shows_what_the_runs_page_shows(tmp_path):
 def test_replay_names_an_episode_of_the_run_by_a_prefix(tmp_path):
     """`replay RUN --episode PREFIX` finds the run's episode by a unique prefix (the store
     resolves it, as `episodes show` does); another run's episode or an unknown prefix is
-    a clear error (exit 2) that names the run."""
+    a clear error (exit 2) that names the run; so is a run with no episode, which says
+    why a run may have none and where its results are."""
     from tests.core.test_store import make_episode
     from workbench.core.store import Store
     from workbench.core.workspace import Workspace
@@ -323,6 +324,15 @@ def test_replay_names_an_episode_of_the_run_by_a_prefix(tmp_path):
     elsewhere = cli("replay", run[:8], "--episode", "abcd2", workspace=ws.root)
     assert elsewhere.returncode == 2 and "Traceback" not in elsewhere.stderr
     assert f"no episode 'abcd2' in run {run[:8]}" in elsewhere.stderr
+    # a filter that matches nothing, and a run that stored none (trained on a table)
+    late = cli("replay", run[:8], "--generation", "9", workspace=ws.root)
+    assert late.returncode == 2 and f"run {run[:8]} has no episodes matching" in late.stderr
+    with Store.open(ws) as store:
+        table = store.create_run("on a table", "train", {})
+    none = cli("replay", table[:8], workspace=ws.root)
+    assert none.returncode == 2 and "Traceback" not in none.stderr
+    assert f"run {table[:8]} has no episodes stored (training on a routing table" in none.stderr
+    assert f"runs show {table[:8]}" in none.stderr
 
 
 def test_runs_show_json_counts_generations_from_1(tmp_path):

@@ -426,12 +426,27 @@ def test_list_episodes_filters(store: Store) -> None:
     assert ids(worker="claude") == ["a", "c", "d", "e"]
     assert ids(worker="nobody") == []
     assert ids(limit=2) == ["a", "b"]
+    assert ids(outside_runs=True) == ["e"]
+    assert ids(outside_runs=True, task_id="gsm8k/0002") == ["e"]
+    assert ids(outside_runs=True, run_id=r1) == []
 
     b = store.list_episodes(candidate=1)[0]
     assert (b.run_id, b.generation, b.suite, b.n_turns) == (r1, 0, "gsm8k", 2)
     assert b.stop_reason is StopReason.MAX_TURNS
     assert (b.tokens_in, b.tokens_out) == (episodes[1].tokens_in, episodes[1].tokens_out)
     assert b.cost == pytest.approx(episodes[1].cost)
+
+
+def test_the_runs_with_episodes_are_read_from_the_index(store: Store) -> None:
+    """The runs that have an episode, None for episodes outside any run; a run with none
+    (trained on a routing table) is not among them."""
+    played, empty = store.create_run("played", "train", {}), store.create_run("e", "train", {})
+    assert store.runs_with_episodes() == set()
+    store.add_episodes([make_episode("a", run_id=played), make_episode("b", run_id=played)])
+    assert store.runs_with_episodes() == {played}
+    store.add_episode(make_episode("loose"))
+    assert store.runs_with_episodes() == {played, None}
+    assert empty not in store.runs_with_episodes()
 
 
 # --------------------------------------------------------------------------- generations

@@ -14,7 +14,9 @@ from workbench.core.jobs.evaluate import StoredEvaluation
 from workbench.core.jobs.shared import RunSummary, run_day
 from workbench.core.records import GenerationStats, Role, StopReason
 from workbench.core.spend import Spend
+from workbench.core.store import Store
 from workbench.core.training.events import RunFinished
+from workbench.core.workspace import Workspace
 from workbench.gui.evaluate_model import (
     baseline_words,
     category_rows,
@@ -23,12 +25,17 @@ from workbench.gui.evaluate_model import (
     usage_rows,
 )
 from workbench.gui.replay_model import (
+    LOOSE,
     EpisodeList,
+    RunsOffered,
     ending_sentence,
     ending_word,
     list_note,
     plural,
+    read_episodes,
+    read_runs,
     run_choice,
+    runs_note,
 )
 from workbench.gui.runs_model import (
     RUN_COLUMNS,
@@ -197,6 +204,33 @@ def test_replays_run_list_names_and_dates_each_run_never_a_dict():
         assert named.label == f"{title} · training · 14:20"
     other_day = run_choice(summary(title="sandbox routing, Feb 30", status="finished"), NOW)
     assert other_day.label == "sandbox routing, Feb 30 · training · today 14:20"
+
+
+def test_replay_offers_only_runs_with_episodes_and_says_how_many_it_leaves_out(tmp_path):
+    """In a real workspace: a run trained on a routing table stores no episode, so Replay
+    does not offer it (chosen, it would show an empty list) and says so under the list;
+    the episodes outside any run are offered last, with their own pool."""
+    from dataclasses import replace
+
+    from tests.core.test_store import make_episode
+
+    ws = Workspace.open(tmp_path / "ws")
+    empty_note = runs_note(read_runs(ws))
+    assert empty_note.startswith("No episodes yet")
+    with Store.open(ws) as store:
+        played = store.create_run("played", "train", {})
+        store.add_episode(make_episode("a", run_id=played, generation=0, candidate=0))
+        assert runs_note(read_runs(ws)) == ""  # nothing left out: no line
+        table = store.create_run("on a table", "train", {})
+        store.add_episode(replace(make_episode("loose"), pool=("solo",)))
+    offered = read_runs(ws)
+    assert [c.run_id for c in offered.choices] == [played, LOOSE]
+    assert table not in [c.run_id for c in offered.choices] and offered.unlisted == 1
+    assert runs_note(offered).startswith("Not listed: 1 run without episodes")
+    assert "2 runs" in runs_note(RunsOffered(offered.choices, 2))
+    loose = read_episodes(ws, LOOSE, {}, "")
+    assert [e.id for e in loose.episodes] == ["loose"] and loose.workers == ["solo"]
+    assert [e.id for e in read_episodes(ws, played, {}, "").episodes] == ["a"]
 
 
 def figures_report() -> Report:

@@ -354,7 +354,8 @@ def test_the_page_opens_on_the_newest_run_and_follows_the_run_chosen(
     make_main_window, qtbot, trained, tiny_backbone
 ):
     """A newcomer who trained, evaluated and ran a single episode opens Replay: the newest
-    run is chosen (not "single episodes"), every run is listed by its name, kind and date
+    run with episodes is chosen (not "single episodes", nor a newer run with none, which
+    the line under the list counts), every run is listed by its name, kind and date
     (an evaluation by what it evaluated, never a stored dict), its best episode shows; and
     another run chosen replaces the whole right side with that run's episode."""
     from dataclasses import replace
@@ -368,12 +369,16 @@ def test_the_page_opens_on_the_newest_run_and_follows_the_run_chosen(
         some = store.get_episode(store.list_episodes(run_id)[0].id)
         store.add_episode(replace(some, id="loose-episode", run_id=None, generation=None))
     result = evaluate_run(ws, run=run_id, backbone=tiny_backbone)
+    with Store.open(ws) as store:  # the newest: a run with no episode (on a routing table)
+        store.create_run("on a table", "train", {})
     window = make_main_window(workspace=ws)
     window.resize(1280, 800)
     window.go("Replay")
     page = window.pages["Replay"]
     qtbot.waitUntil(lambda: page.replay is not None, timeout=30_000)
     assert page.runs.currentData() == result.run_id != LOOSE
+    assert page.runs_note.isVisible()
+    assert page.runs_note.text().startswith("Not listed: 1 run without episodes")
     labels = [page.runs.itemText(i) for i in range(page.runs.count())]
     with Store.open(ws) as store:
         name = store.get_run(run_id).name

@@ -355,6 +355,7 @@ def _from_one(number: int | None, option: str) -> int | None:
 
 def cmd_replay(args) -> int:
     from workbench.cli.episodes import print_episode
+    from workbench.core.jobs.shared import NO_EPISODES_WHY
     from workbench.core.store import Store
 
     with Store.open(workspace(args)) as store:
@@ -369,6 +370,11 @@ def cmd_replay(args) -> int:
                 limit=args.limit,
             )
             ids = [e.id for e in summaries]
+            if not ids and run_id not in store.runs_with_episodes():
+                raise UserError(
+                    f"run {run_id[:8]} has no episodes stored ({NO_EPISODES_WHY}): "
+                    f"trinity-workbench runs show {run_id[:8]} shows its results"
+                )
             if not ids:
                 raise UserError(f"run {run_id[:8]} has no episodes matching that")
         for i, episode_id in enumerate(ids):

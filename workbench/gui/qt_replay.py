@@ -50,7 +50,7 @@ from workbench.gui.replay_model import (
     EPISODE_STOPS,
     OUTCOMES,
     EpisodeList,
-    RunChoice,
+    RunsOffered,
     best_first,
     candidate_word,
     candidate_words,
@@ -64,6 +64,7 @@ from workbench.gui.replay_model import (
     read_episodes,
     read_runs,
     result_words,
+    runs_note,
 )
 from workbench.gui.words import stop_sentence
 
@@ -116,8 +117,12 @@ class QtReplay(Page):
         self.task_filter.setPlaceholderText("question id contains…")
         for combo in (self.worker_filter, self.generation_filter, self.candidate_filter):
             combo.addItem(ANY, None)
+        self.runs_note = QLabel("")
+        self.runs_note.setWordWrap(True)
+        self.runs_note.hide()
         form = QFormLayout()
         form.addRow("Run", self.runs)
+        form.addRow("", self.runs_note)
         form.addRow("Result", self.outcome_filter)
         form.addRow("Worker", self.worker_filter)
         form.addRow("Generation", self.generation_filter)
@@ -243,14 +248,18 @@ class QtReplay(Page):
             context="read the runs",
         )
 
-    def _on_runs(self, _context: Any, runs: list[RunChoice]) -> None:
+    def _on_runs(self, _context: Any, offered: RunsOffered) -> None:
         """The runs offered, newest first; the run chosen stays chosen, and at first (or
-        when it is gone) the newest run is: the one just trained or evaluated."""
+        when it is gone) the newest run is: the one just trained or evaluated. The line
+        under the list says which runs it leaves out."""
+        note = runs_note(offered)
+        self.runs_note.setText(note)
+        self.runs_note.setVisible(bool(note))
         current = self.runs.currentData()
         self.runs.blockSignals(True)
         self.runs.clear()
         self.run_kinds = {}
-        for run in runs:
+        for run in offered.choices:
             self.runs.addItem(run.label, run.run_id)
             self.runs.setItemData(self.runs.count() - 1, run.label, Qt.ItemDataRole.ToolTipRole)
             self.run_kinds[run.run_id] = run.kind

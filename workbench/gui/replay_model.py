@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.core.jobs.shared import RunSummary, list_runs, named_for_its_day
+from workbench.core.jobs.shared import NO_EPISODES_WHY, RunSummary, list_runs, named_for_its_day
 from workbench.core.records import Episode, Role, StopReason, Turn, Verdict
 from workbench.core.store import EpisodeSummary, Store
 from workbench.core.tasks.model import Task
@@ -140,16 +140,40 @@ def run_choice(run: RunSummary, now: float | None = None) -> RunChoice:
     return RunChoice(run.id, f"{run.title} · {kind} · {when}", run.kind)
 
 
-def read_runs(workspace: Workspace) -> list[RunChoice]:
+@dataclass(frozen=True)
+class RunsOffered:
+    """The Replay page's run list: the runs with episodes to replay (``choices``), and how
+    many runs it leaves out for having none (``unlisted``)."""
+
+    choices: list[RunChoice]
+    unlisted: int
+
+
+def read_runs(workspace: Workspace) -> RunsOffered:
     """The runs with episodes to replay, newest first, then the loose episodes if any (a
-    background job)."""
-    runs = list_runs(workspace, kind=None)
+    background job). A run with no episode stored (trained on a routing table, a
+    cross-validation, one whose first episode is still being played) is counted, not
+    offered: chosen, it would show an empty list."""
+    runs = [r for r in list_runs(workspace, kind=None) if r.kind != "frontier"]
     with Store.open(workspace) as store:
-        loose = any(e.run_id is None for e in store.list_episodes())
-    choices = [run_choice(r) for r in runs if r.kind != "frontier"]
-    if loose:
+        with_episodes = store.runs_with_episodes()
+    choices = [run_choice(r) for r in runs if r.id in with_episodes]
+    if None in with_episodes:
         choices.append(RunChoice(LOOSE, "single episodes (not in a run)", ""))
-    return choices
+    return RunsOffered(choices, unlisted=sum(r.id not in with_episodes for r in runs))
+
+
+def runs_note(offered: RunsOffered) -> str:
+    """The line under the run list: what it leaves out and where those runs are shown;
+    with no run at all, how episodes come to be here."""
+    if not offered.choices and not offered.unlisted:
+        return "No episodes yet: a training run plays them, and so does the Playground."
+    if not offered.unlisted:
+        return ""
+    return (
+        f"Not listed: {plural(offered.unlisted, 'run')} without episodes ({NO_EPISODES_WHY})."
+        " Runs and Evaluate show them."
+    )
 
 
 # ---------------------------------------------------------------------- a run's episodes
@@ -233,13 +257,14 @@ def read_episodes(
     loose = run_id == LOOSE
     run = None if loose else run_id
     with Store.open(workspace) as store:
-        found = store.list_episodes(run, **query)
-        every = store.list_episodes(run) if any(v is not None for v in query.values()) else found
+        found = store.list_episodes(run, outside_runs=loose, **query)
+        every = (
+            store.list_episodes(run, outside_runs=loose)
+            if any(v is not None for v in query.values())
+            else found
+        )
         sample = next(iter(every), None)
         pool = store.get_episode(sample.id).pool if sample is not None else ()
-    if loose:
-        found = [e for e in found if e.run_id is None]
-        every = [e for e in every if e.run_id is None]
     if needle:
         found = [e for e in found if needle in e.task_id]
     ordered, best, share = best_first(found)

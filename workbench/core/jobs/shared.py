@@ -159,6 +159,9 @@ def named_for_its_day(title: str, created_at: float) -> bool:
     return re.search(rf", {re.escape(run_day(created_at))}(?: \(\d+\))?$", title) is not None
 
 
+NO_EPISODES_WHY = "training on a routing table scores recorded answers without playing episodes"
+"""Why a run may have no episode to replay (the Replay page and ``replay`` say it)."""
+
 RESUMABLE = (RunStatus.STOPPED, RunStatus.INTERRUPTED, RunStatus.FAILED)
 
 

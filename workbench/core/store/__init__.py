@@ -650,6 +650,7 @@ class Store:
         self,
         run_id: str | None = None,
         *,
+        outside_runs: bool = False,
         generation: int | None = None,
         candidate: int | None = None,
         task_id: str | None = None,
@@ -661,9 +662,11 @@ class Store:
     ) -> list[EpisodeSummary]:
         """Episodes matching every given filter, oldest first, at most ``limit``.
 
-        ``worker`` keeps episodes in which that worker took at least one turn.
+        ``run_id`` None is any run's; ``outside_runs`` keeps the episodes stored outside
+        any run (``run-episode``'s). ``worker`` keeps episodes in which that worker took
+        at least one turn.
         """
-        where: list[str] = []
+        where: list[str] = ["run_id IS NULL"] if outside_runs else []
         args: list[Any] = []
         for column, value in (
             ("run_id", run_id),
@@ -707,6 +710,14 @@ class Store:
             )
             for r in rows
         ]
+
+    @_sqlite_errors
+    def runs_with_episodes(self) -> set[str | None]:
+        """The ids of the runs with at least one episode stored, None among them when an
+        episode is stored outside any run: read from the episodes' run index, without
+        reading the episodes (a workspace may hold a hundred thousand)."""
+        rows = self._reader().execute("SELECT DISTINCT run_id FROM episodes").fetchall()
+        return {r[0] for r in rows}
 
     @_sqlite_errors
     def export_episode_json(self, episode_id: str) -> str:
