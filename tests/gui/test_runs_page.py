@@ -463,4 +463,45 @@ def test_the_heatmap_shows_its_whole_title_and_every_workers_rows_at_1280_by_800
     ]
 
 
+def test_a_recorded_pools_heatmap_names_each_model_once_in_a_row_of_its_own(
+    make_main_window, qtbot, gui_workspace
+):
+    """A routing table's run on six recorded MMLU-Pro models (every turn a Worker's): one
+    row per model, not eighteen with the roles no one played, each row labelled by the
+    model's name with the pool's shared ``recorded:POOL/`` said once beside the axis, and
+    each row at least as tall as its label, so no two labels overlap (18 labels of the
+    whole ids once overlapped into unreadable text at 1280 x 800)."""
+    from tests.gui.test_start_page import stored_run
+    from workbench.gui.qt import QApplication, QFontMetrics, pg
+
+    models = ("Meta-Llama-3_1-8B-Instruct", "mathstral-7B", "Phi-3-mini-4k-instruct")
+    models += ("Mistral-7B-Instruct-v0.2", "Qwen1.5-7B-Chat", "gemma-7b")
+    usage = {f"recorded:small-6/{m}/worker": 100 * (i + 1) for i, m in enumerate(models)}
+    run_id = stored_run(gui_workspace, "on a table", 4, "finished", usage=usage)
+    window = make_main_window()
+    window.resize(1280, 800)
+    page = window.pages["Runs"]
+    qtbot.waitUntil(lambda: page.opened == run_id, timeout=10_000)
+    window.go("Runs")
+    page.redraw()
+    QApplication.processEvents()
+    plot = page.plots.usage_plot
+    qtbot.waitUntil(lambda: plot.isVisible() and plot.height() > 0, timeout=5_000)
+    axis = plot.getAxis("left")
+    (ticks,) = axis._tickLevels
+    assert [name for _, name in ticks] == [f"{m} as Worker" for m in models]
+    assert axis.labelText == "recorded:small-6/" and axis.label.isVisible()
+    assert plot.getViewBox().viewRange()[1] == [0, 6]
+    box = plot.getViewBox()
+    row = box.mapViewToScene(pg.Point(0, 1)) - box.mapViewToScene(pg.Point(0, 0))
+    assert abs(row.y()) >= QFontMetrics(axis.style.get("tickFont") or plot.font()).height()
+    # the three roles of one worker: three rows, and no prefix said for a single worker
+    page.plots.clear()
+    page.plots.add_generation(0, 1, 1, 1, 1, 0.1, None, {f"a/{r}": 1 for r in ROLE_KEYS})
+    page.plots.redraw()
+    roles = [name for _, name in axis._tickLevels[0]]
+    assert roles == ["a as Thinker", "a as Worker", "a as Verifier"]
+    assert not axis.label.isVisible()
+
+
 ROLE_KEYS = ("thinker", "worker", "verifier")

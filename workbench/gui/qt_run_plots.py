@@ -8,6 +8,8 @@ model)."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from workbench.core.records import ROLES, GenerationStats
@@ -89,12 +91,28 @@ class UsageGrid:
         self._data = grown
 
     @property
+    def _used(self) -> np.ndarray:
+        """Which (worker, role) rows have a turn in some generation: a role no worker
+        played (a one-turn routing table's Thinker and Verifier) gets no row."""
+        return self._data[: 3 * len(self.workers), : self.cols].sum(axis=1) > 0
+
+    @property
     def view(self) -> np.ndarray:
-        return self._data[: 3 * len(self.workers), : self.cols]
+        return self._data[: 3 * len(self.workers), : self.cols][self._used]
+
+    @property
+    def prefix(self) -> str:
+        """What every worker's id starts with, up to a ``/`` (``recorded:small-6/`` for a
+        recorded pool's workers), said once instead of on every row."""
+        common = os.path.commonprefix(self.workers) if len(self.workers) > 1 else ""
+        return common[: common.rfind("/") + 1]
 
     @property
     def labels(self) -> list[str]:
-        return [f"{w} as {ROLE_NAMES[str(r)]}" for w in self.workers for r in ROLES]
+        """Each row's label, ``worker as Role``, the workers' shared ``prefix`` left out."""
+        short = len(self.prefix)
+        rows = [f"{w[short:]} as {ROLE_NAMES[str(r)]}" for w in self.workers for r in ROLES]
+        return [label for label, used in zip(rows, self._used, strict=True) if used]
 
 
 # each curve's colour, by name (``plots.plot_palette`` gives its light or dark shade)
@@ -237,9 +255,11 @@ class RunPlots:
             self.heatmap.setImage(grid, autoLevels=False)
             self.colour_bar.setLevels((0.0, max(1.0, float(grid.max()))))
             self.heatmap.setRect(0.5, 0, grid.shape[1], grid.shape[0])  # column c: generation c+1
-            # every worker's three rows in view (a pool of two showed only the first's)
-            self.usage_plot.setYRange(0, max(3, grid.shape[0]), padding=0)
+            # every row in view, each labelled (a pool of two once showed only the first's)
+            self.usage_plot.setYRange(0, grid.shape[0], padding=0)
             axis = self.usage_plot.getAxis("left")
             axis.setTicks([[(i + 0.5, label) for i, label in enumerate(self.usage.labels)]])
+            prefix = self.usage.prefix
+            axis.setLabel(prefix) if prefix else axis.showLabel(False)
         else:
             self.heatmap.clear()
