@@ -335,6 +335,39 @@ def test_replay_names_an_episode_of_the_run_by_a_prefix(tmp_path):
     assert f"runs show {table[:8]}" in none.stderr
 
 
+def test_a_damaged_checkpoint_is_named_with_its_run_and_generation(tmp_path):
+    """A checkpoint whose bytes do not read back (a damaged disk, a foreign write) is a
+    clear error (exit 2) for `export` and `train --resume`, naming the run, the generation
+    and what still reads, never an "internal error" to report; the run's generations are
+    still listed."""
+    import pickle
+
+    from tests.gui.test_start_page import stored_run  # its checkpoints are b"state"
+    from workbench.core.store import Store
+    from workbench.core.training.checkpoint import Checkpoint, DamagedCheckpoint
+    from workbench.core.workspace import Workspace
+
+    ws = Workspace.open(tmp_path / "ws")
+    run = stored_run(ws, "damaged", 2, "stopped")
+    for command in (
+        ("export", run[:8], "--out", str(tmp_path / "c.json")),
+        ("train", "--resume", run[:8]),
+    ):
+        done = cli(*command, workspace=ws.root)
+        assert done.returncode == 2, (command, done.stderr)
+        assert "internal error" not in done.stderr and "Traceback" not in done.stderr
+        assert f"the checkpoint of run {run[:8]}'s generation 2 is damaged" in done.stderr
+        assert "UnpicklingError" in done.stderr and "episodes stay readable" in done.stderr
+    assert not (tmp_path / "c.json").exists()
+    shown = cli("runs", "show", run[:8], workspace=ws.root, check=True).stdout
+    assert "damaged" in shown
+    for blob in (pickle.dumps([1, 2]), pickle.dumps({"format": 1})[:-3], b""):
+        with pytest.raises(DamagedCheckpoint):
+            Checkpoint.loads(blob)
+    with Store.open(ws) as store:
+        assert store.latest_checkpoint(run)[1] == b"state"  # nothing was written over it
+
+
 def test_runs_show_json_counts_generations_from_1(tmp_path):
     """`runs show --json` counts generations from 1, as its table, the GUI and the exports
     do: each stored generation record's ``generation`` and the result's

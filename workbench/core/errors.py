@@ -11,8 +11,8 @@ do, and the command line's exit code follows from it (docs/guides/exit-codes.md)
     │   │   RegistryError > SpecError, UnknownModel (no such MMLU-Pro model upstream)
     │   ├── KeychainError > InvalidKey, KeychainUnavailable
     │   ├── RunNotFound, AmbiguousRunId, EpisodeNotFound, AmbiguousEpisodeId, RunLocked
-    │   ├── StoreVersionError, StoreDamaged, CheckpointError, CoordinatorFileError,
-    │   │   OutputError
+    │   ├── StoreVersionError, StoreDamaged, CheckpointError > DamagedCheckpoint,
+    │   │   CoordinatorFileError, OutputError
     │   ├── WorkspaceError > WorkspaceIsAFile, ModelSourceError > IncompleteInstallation,
     │   │   PortUnavailable, BadRequest, UserError (CLI),
     │   │   PromptTooLong (serve: a conversation over the prompt budget)

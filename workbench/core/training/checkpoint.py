@@ -69,8 +69,13 @@ class Checkpoint:
     @classmethod
     def loads(cls, blob: bytes) -> Checkpoint:
         """A checkpoint from its stored blob; ``CheckpointError`` if this version cannot
-        read it."""
-        data: dict[str, Any] = pickle.loads(blob)
+        read it, or if it is damaged (``DamagedCheckpoint``)."""
+        try:
+            data: dict[str, Any] = pickle.loads(blob)
+            if not isinstance(data, dict):
+                raise TypeError(f"a {type(data).__name__}, not a checkpoint's fields")
+        except Exception as e:  # any of unpickling's many errors: the bytes are not one
+            raise DamagedCheckpoint(f"{type(e).__name__}: {e}") from e
         if data.get("format") != CHECKPOINT_FORMAT:
             raise CheckpointError(
                 f"checkpoint format {data.get('format')} is not supported by this version"
@@ -95,12 +100,24 @@ class CheckpointError(BadInput, RuntimeError):
     """A stored checkpoint cannot be used by this version or this config."""
 
 
+class DamagedCheckpoint(CheckpointError):
+    """A stored checkpoint's bytes do not read back as a checkpoint."""
+
+
 def latest_checkpoint(store: Store, run_id: str) -> Checkpoint | None:
     """The checkpoint of a run's last completed generation, or None before the first."""
     latest = store.latest_checkpoint(run_id)
     if latest is None:
         return None
-    checkpoint = Checkpoint.loads(latest[1])
+    try:
+        checkpoint = Checkpoint.loads(latest[1])
+    except DamagedCheckpoint as e:
+        raise DamagedCheckpoint(
+            f"the checkpoint of run {run_id[:8]}'s generation {latest[0] + 1} is damaged and "
+            f"cannot be read ({e}): the run cannot be resumed or exported; its stored "
+            "generations and episodes stay readable, and a new run with its config trains "
+            "it again"
+        ) from e
     if checkpoint.generation != latest[0]:
         raise CheckpointError(
             f"checkpoint of run {run_id} is inconsistent "
