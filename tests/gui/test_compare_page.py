@@ -113,3 +113,37 @@ def test_config_differences_are_the_keys_not_equal_in_every_config():
         ("pool.workers", [["sandbox"], ["sandbox"], ["team"]]),
         ("x", [None, None, 1]),  # missing from some: different
     ]
+
+
+def test_runs_named_alike_are_shown_whole_in_the_list_at_1280_by_800(
+    make_main_window, qtbot, gui_workspace
+):
+    """A cross-validation's fold runs are named alike and differ in the middle (the system)
+    and at the end (the fold): each name wraps onto as many lines as it needs, never cut
+    and never scrolled sideways, so two of them can be told apart in the list."""
+    from tests.gui.test_start_page import stored_run
+    from workbench.gui.qt import QApplication, QFontMetrics
+
+    names = [
+        f"mmlu-pro small-6-3000 (coordinator{system}, cv {fold}/5, seed 0)"
+        for system in ("", " (paper settings)")
+        for fold in (1, 2)
+    ]
+    for name in names:
+        stored_run(gui_workspace, name, 2, "finished")
+    window = make_main_window()
+    window.resize(1280, 800)
+    window.go("Compare")
+    page = window.pages["Compare"]
+    qtbot.waitUntil(lambda: page.run_list.count() == len(names), timeout=20_000)
+    QApplication.processEvents()
+    view = page.run_list
+    assert not view.horizontalScrollBar().isVisible()
+    line = QFontMetrics(view.font()).height()
+    for row in range(view.count()):
+        item = view.item(row)
+        name = item.text().splitlines()[0]
+        rect = view.visualItemRect(item)
+        wide = QFontMetrics(view.font()).horizontalAdvance(name)
+        assert wide > rect.width()  # too long for one line at this size ...
+        assert rect.height() >= 3 * line, (name, rect)  # ... so it wraps, whole

@@ -157,6 +157,10 @@ class QtCompare(Page):
 
         self.run_list = QListWidget()
         self.run_list.setToolTip("Tick the runs to compare")
+        # a long name wraps, never scrolled sideways nor cut: runs named alike (a
+        # cross-validation's folds and systems) differ in the middle and at the end
+        self.run_list.setWordWrap(True)
+        self.run_list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.run_list.itemChanged.connect(lambda _: self.compare())
         self.refresh_button = QPushButton("Refresh")
         self.refresh_button.clicked.connect(self.refresh_runs)
