@@ -46,10 +46,20 @@ def ws(tmp_path):
 
 
 def steered_file(
-    path, backbone, pool, *, worker=0, role=Role.WORKER, max_turns=2, source="tiny", **protocol
+    path,
+    backbone,
+    pool,
+    *,
+    worker=0,
+    role=Role.WORKER,
+    max_turns=2,
+    source="tiny",
+    optimizer=None,
+    **protocol,
 ):
     """A coordinator file whose argmax picks ``pool[worker]`` as ``role`` every turn (on a
-    chat-input backbone, whose transcripts all end in the template's tokens)."""
+    chat-input backbone, whose transcripts all end in the template's tokens); ``optimizer``
+    overrides the test config's section (a recorded pool's keys)."""
     probe = backbone.feature("Query:\nWhat is 2 + 2?")
     n, d = len(pool), backbone.hidden_size
     weights = np.zeros((n + 3, d))
@@ -59,6 +69,7 @@ def steered_file(
         backbone={"model": source, "device": "cpu", "input": backbone.input},
         pool={"workers": pool},
         protocol={"max_turns": max_turns, "temperature": 0.0, "max_tokens": 64, **protocol},
+        **({"optimizer": optimizer} if optimizer else {}),
     )
     return save_coordinator(
         path,
@@ -615,3 +626,31 @@ def test_the_serve_command_names_a_bad_port_busy_port_or_turn_count(
     assert f"cannot listen on 127.0.0.1:{port} (Address already in use)" in busy.stderr
     assert "another --port" in busy.stderr
     assert "Traceback" not in busy.stderr and "loading the coordinator" not in busy.stderr
+
+
+def test_a_team_of_recorded_workers_is_refused_in_a_sentence(
+    tmp_path, tiny_chat_backbone, tiny_model_dir
+):
+    """A team trained on a recorded pool answers no request (a recorded worker looks its
+    answer up by question id): `serve` says so and what to do (exit 2) instead of
+    serving a team whose every reply is an error."""
+    recorded = ["recorded:champ/gpt-4-turbo", "recorded:champ/gpt-3.5"]
+    path = steered_file(
+        tmp_path / "team.safetensors",
+        tiny_chat_backbone,
+        recorded,
+        source=str(tiny_model_dir),
+        max_turns=1,
+        roles=["worker"],
+        optimizer={"rollouts": 0},
+    )
+    command = [sys.executable, "-m", "workbench", "serve", "--workspace", str(tmp_path / "ws")]
+    refused = subprocess.run(
+        [*command, "--coordinator", str(path), "--port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert refused.returncode == 2, refused.stderr
+    assert "the team's workers are all recorded (recorded:champ/gpt-4-turbo" in refused.stderr
+    assert "Playground" in refused.stderr and "Traceback" not in refused.stderr

@@ -168,6 +168,54 @@ def test_a_simulated_team_says_so_and_the_offline_model_can_answer_in_its_place(
         assert store.get_episode(episode.id).turns[0].worker == turn.worker
 
 
+def test_a_recorded_team_says_it_holds_no_answer_to_your_question_and_the_offline_model_can(
+    qtbot, make_main_window, gui_workspace, tiny_chat_backbone, tmp_path
+):
+    """A team trained on a recorded pool (CHAMP's answers) has no answer to a question of
+    your own: the page says so where it once said "Every worker of this team is a real
+    model", asked as is the turn fails with the recording's own words, and ticked, the
+    offline model answers in the chosen row's place."""
+    from workbench.core.workers.local import SMOLLM2_ID
+
+    recorded = ("recorded:champ/gpt-4-turbo", "recorded:champ/gpt-3.5")
+    path = steered_file(
+        tmp_path / "recorded.safetensors",
+        tiny_chat_backbone,
+        recorded,
+        max_turns=1,
+        max_tokens=8,
+        roles=["worker"],
+        optimizer={"rollouts": 0},
+    )
+    window = make_main_window(backbone=tiny_chat_backbone)
+    page = window.pages["Playground"]
+    page.choose_coordinator_file(path)
+    qtbot.waitUntil(lambda: not page.local_box.isHidden(), timeout=TIMEOUT)
+    note = page.simulated_label.text()
+    assert note.startswith("Every worker of this team is recorded")
+    assert "a question of your own has none" in note and "real model." not in note
+
+    page.question.setPlainText("What is 12 + 30?")
+    page.ask_button.click()
+    qtbot.waitUntil(lambda: page.episode is not None and not page.running, timeout=TIMEOUT)
+    (failed,) = page.episode.turns
+    assert failed.worker == recorded[0] and "no recorded answer" in (failed.error or "")
+
+    page.local_box.setChecked(True)
+    page.ask_button.click()
+    qtbot.waitUntil(
+        lambda: page.episode is not None and page.episode.turns != (failed,) and not page.running,
+        timeout=LOCAL_MODEL_TIMEOUT,
+    )
+    (turn,) = page.episode.turns
+    assert turn.worker == f"{SMOLLM2_ID} as {recorded[0]}" and turn.error is None
+    assert turn.response.strip()  # a real reply, written by the offline model
+    # served, the team would answer no request: the server is refused in a sentence
+    page.serve_button.click()
+    qtbot.waitUntil(lambda: "all recorded" in page.message_label.text(), timeout=TIMEOUT)
+    assert page.server is None and page.url_label.text() == "not serving"
+
+
 def test_each_turn_shows_while_the_episode_runs(
     qtbot, make_main_window, gui_workspace, tiny_chat_backbone, tmp_path, fault_server
 ):

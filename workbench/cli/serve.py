@@ -24,6 +24,7 @@ def cmd_serve(args) -> int:
     from workbench.core.serving.api import ServeSettings
     from workbench.core.serving.server import Server, is_loopback, listen_socket, loopback_key
     from workbench.core.serving.team import load_team
+    from workbench.core.spend import is_recorded
 
     # refused before anything loads
     if args.grace < 1:
@@ -58,6 +59,8 @@ def cmd_serve(args) -> int:
         on_stop=watchdog.signalled,
     )
 
+    recorded = [w for w in team.source.pool if is_recorded(w)]
+
     def ready(url: str) -> None:
         print(
             f"serving '{team.model_id}' (pool: {', '.join(team.source.pool)}) at {url}"
@@ -65,6 +68,13 @@ def cmd_serve(args) -> int:
             + "; Ctrl+C stops it",
             file=sys.stderr,
         )
+        if recorded:  # all of them is refused (Server): some may be chosen, and answer nothing
+            print(
+                f"note: {', '.join(recorded)} answer{'s' if len(recorded) == 1 else ''} no "
+                "request (recorded answers to a suite's questions): a turn the coordinator "
+                "gives to one fails",
+                file=sys.stderr,
+            )
         print(url, flush=True)  # standard output: the URL alone, for scripts
 
     # uvicorn shuts down gracefully on SIGINT/SIGTERM, then raises the signal again: end

@@ -23,7 +23,7 @@ from workbench.core.records import ROLES, RunStopReason
 from workbench.core.replay import turn_cost, turn_verdict
 from workbench.core.serving.standin import stand_in
 from workbench.core.serving.team import TurnDecided, TurnReplied, load_team
-from workbench.core.spend import dollars, is_simulated, spend_kind
+from workbench.core.spend import dollars, is_recorded, is_simulated, spend_kind
 from workbench.core.workers.local import SMOLLM2_ID
 from workbench.core.workspace import Workspace
 from workbench.gui import background, tables
@@ -91,6 +91,14 @@ class _Events(QObject):
     turn = Signal(object)  # TurnDecided / TurnReplied
 
 
+def _which(some: Sequence[str], pool: Sequence[str]) -> str:
+    """The subject of a sentence about ``some`` of a team's workers: ``Every worker of this
+    team is``, ``a is``, ``a, b are``."""
+    if len(some) == len(pool):
+        return "Every worker of this team is"
+    return f"{', '.join(some)} {'is' if len(some) == 1 else 'are'}"
+
+
 def _one_line(text: str) -> str:
     return " ".join(text.split())
 
@@ -149,8 +157,8 @@ class QtPlayground(Page):
         self.local_box = QCheckBox("Let the offline model answer")
         self.local_box.setToolTip(
             "The coordinator still picks which worker and which role, as it learned; the "
-            f"offline language model ({SMOLLM2_ID}, SmolLM2-135M) writes each simulated "
-            "worker's reply. Small and slow on a CPU, but a real model."
+            f"offline language model ({SMOLLM2_ID}, SmolLM2-135M) writes each simulated or "
+            "recorded worker's reply. Small and slow on a CPU, but a real model."
         )
         self.local_box.hide()
         self.refresh_button = QPushButton("Refresh")
@@ -347,23 +355,30 @@ class QtPlayground(Page):
                 f"pool: {', '.join(source.pool)} · backbone {source.backbone_model} · "
                 f"up to {source.config.protocol.max_turns} turns"
             )
-            self._describe_simulated(source.pool)
+            self._describe_stand_ins(source.pool)
 
-    def _describe_simulated(self, pool: Sequence[str]) -> None:
-        """Say which of the team's workers are simulated and what they can answer; offer
-        the offline model in their place."""
+    def _describe_stand_ins(self, pool: Sequence[str]) -> None:
+        """Say which of the team's workers cannot answer a question of your own (simulated
+        or recorded) and why; offer the offline model in their place."""
         simulated = [w for w in pool if is_simulated(w)]
-        self.local_box.setVisible(bool(simulated))
-        if not simulated:
+        recorded = [w for w in pool if is_recorded(w)]
+        self.local_box.setVisible(bool(simulated or recorded))
+        if not (simulated or recorded):
             self.simulated_label.setText("Every worker of this team is a real model.")
             return
-        every = len(simulated) == len(pool)
-        who = "Every worker" if every else ", ".join(simulated)
+        said = []
+        if simulated:
+            said.append(
+                f"{_which(simulated, pool)} simulated: made-up specialists that answer only "
+                'the bundled suites\' questions (a question of your own gets "I am not sure.").'
+            )
+        if recorded:
+            said.append(
+                f"{_which(recorded, pool)} recorded: real models' answers to the questions of "
+                "a suite, so a question of your own has none."
+            )
         self.simulated_label.setText(
-            f"{who} of this team {'is' if every or len(simulated) == 1 else 'are'} simulated: "
-            "made-up specialists that answer only the bundled suites' questions (a question "
-            'of your own gets "I am not sure."). For real answers, let the offline model '
-            "answer in their place:"
+            " ".join(said) + " For real answers, let the offline model answer in their place:"
         )
 
     def _on_source_failed(self, chosen: str, exc: Exception) -> None:

@@ -17,9 +17,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from workbench.core.errors import BadInput
+from workbench.core.errors import BadInput, InvalidInput
 from workbench.core.serving.api import ServeSettings, create_app
 from workbench.core.serving.team import Team
+from workbench.core.spend import is_recorded
 
 KEY_ENTRY = "server:api-key"
 GRACEFUL_S = 30.0  # how long a stopping server lets in-flight episodes finish
@@ -130,6 +131,14 @@ class Server:
             raise ValueError(
                 f"serving on {host} (not loopback) needs an API key for the server: store one "
                 "with `trinity-workbench serve set-key --key-stdin`, or bind to 127.0.0.1"
+            )
+        if all(is_recorded(w) for w in team.source.pool):
+            raise InvalidInput(
+                f"the team's workers are all recorded ({', '.join(team.source.pool)}): a "
+                "recorded worker answers only the questions of its recording, looked up by "
+                "question id, so it has no answer to a request; serve a team trained on live "
+                "workers, or ask this one in the Playground with the offline model answering "
+                "in the recorded workers' place"
             )
         self.team = team
         self.settings = settings

@@ -1,17 +1,19 @@
-"""Real answers from a simulated team: the Playground's "let the offline model answer".
+"""Real answers from a team that cannot answer a question of your own: the Playground's
+"let the offline model answer".
 
-The simulated workers answer only the bundled suites' questions (anything else gets "I am
-not sure."). Here each simulated worker's row of a trained team is answered by one real
-local model instead: the coordinator still picks the row (the specialist it learned to
-ask, in the role it chose), the local model writes the reply. The stand-in's id says both
+A simulated worker answers only the bundled suites' questions (anything else gets "I am
+not sure."), a recorded one only the questions of its recording (anything else has no
+answer). Here each such worker's row of a trained team is answered by one real local model
+instead: the coordinator still picks the row (the specialist it learned to ask, in the
+role it chose), the local model writes the reply. The stand-in's id says both
 (``local:smollm2 as sandbox:coder``), so the turns, the stored episode and its replay never
-pass the local model's words off as the simulation's, nor the reverse."""
+pass the local model's words off as the simulation's or the recording's, nor the reverse."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from workbench.core.spend import is_simulated
+from workbench.core.spend import is_recorded, is_simulated
 from workbench.core.workers.base import Completion, EpisodeContext, Message, Worker
 
 
@@ -40,6 +42,13 @@ class StandIn(Worker):
         )
 
 
+def answers_only_known_questions(worker_id: str) -> bool:
+    """Whether a worker answers only questions it already holds: a simulated one (the
+    bundled suites') or a recorded one (its recording's), never a question of your own."""
+    return is_simulated(worker_id) or is_recorded(worker_id)
+
+
 def stand_in(pool: Sequence[Worker], inner: Worker) -> list[Worker]:
-    """The pool with each simulated worker answered by ``inner``; real workers stay."""
-    return [StandIn(w.id, inner) if is_simulated(w.id) else w for w in pool]
+    """The pool with each simulated or recorded worker answered by ``inner``; workers that
+    answer any question (a local model, an API) stay."""
+    return [StandIn(w.id, inner) if answers_only_known_questions(w.id) else w for w in pool]
