@@ -505,3 +505,29 @@ def test_a_recorded_pools_heatmap_names_each_model_once_in_a_row_of_its_own(
 
 
 ROLE_KEYS = ("thinker", "worker", "verifier")
+
+
+def test_a_run_on_a_routing_table_says_why_it_shows_no_lesson_and_replay_leaves_it_out(
+    make_main_window, qtbot, gui_workspace, tiny_backbone
+):
+    """A real run on CHAMP's routing table is validated without playing episodes: the
+    Runs page says that is why "what it learned" is empty (it said "shown once a run has
+    been validated" beside the run's validation points) and where to see its choices, and
+    Replay leaves the run out of its list, counting it under the list."""
+    from tests.core.training.test_table import _config
+    from workbench.core.jobs.train import train
+    from workbench.gui.runs_model import LEARNED_NOT_PLAYED
+
+    run_id = train(_config(), gui_workspace, backbone=tiny_backbone)
+    window = make_main_window()
+    window.resize(1280, 800)
+    page = window.pages["Runs"]
+    qtbot.waitUntil(lambda: page.opened == run_id, timeout=20_000)
+    expected = LEARNED_NOT_PLAYED.format(run=run_id[:8])
+    qtbot.waitUntil(lambda: page.learned_view.toPlainText() == expected, timeout=20_000)
+    assert page.plots.validation.view.size > 0  # validated: its points are plotted
+    window.go("Replay")
+    replay = window.pages["Replay"]
+    qtbot.waitUntil(lambda: replay.runs_note.isVisible(), timeout=20_000)
+    assert replay.runs.findData(run_id) < 0 and replay.runs.count() == 0
+    assert replay.runs_note.text().startswith("Not listed: 1 run without episodes")

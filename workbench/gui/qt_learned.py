@@ -24,8 +24,12 @@ class LearnedView(QPlainTextEdit):
         """Back to the empty text (a new run starts, another run is opened)."""
         self.setPlainText(self.empty)
 
-    def show_learned(self, learned: Sequence[CategoryLearned], heading: str) -> None:
+    def show_learned(
+        self, learned: Sequence[CategoryLearned], heading: str, empty: str | None = None
+    ) -> None:
+        """``heading`` and the lines of ``learned``; with nothing learned, ``empty`` (why,
+        when it is known), else the view's own empty text."""
         if not learned:
-            self.setPlainText(self.empty)
+            self.setPlainText(empty or self.empty)
             return
         self.setPlainText("\n".join([heading, *describe_learned(learned)]))

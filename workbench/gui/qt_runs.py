@@ -53,6 +53,7 @@ from workbench.gui.run_thread import RunThread
 from workbench.gui.runs_model import (
     ENDED_STATES,
     LEARNED_HEADING,
+    LEARNED_NOT_PLAYED,
     STATE_WORDS,
     Eta,
     RunProgress,
@@ -484,7 +485,13 @@ class QtRuns(Page):
     def _on_learned(self, run_id: str, learned: list[Any]) -> None:
         if self.running or run_id not in (self.opened, self._last_run_id):
             return  # another run is shown by now
-        self.learned_view.show_learned(learned, LEARNED_HEADING.format(run=run_id[:8]))
+        # validated (its points are plotted) yet nothing read: no validation episode kept
+        validated = self.plots.validation.view.size > 0
+        self.learned_view.show_learned(
+            learned,
+            LEARNED_HEADING.format(run=run_id[:8]),
+            LEARNED_NOT_PLAYED.format(run=run_id[:8]) if validated else None,
+        )
 
     # ------------------------------------------------------------------ plots
 

@@ -46,6 +46,11 @@ LEARNED_HEADING = (
     "What run {run} learned: on the validation questions, per kind of question, the "
     "turns its coordinator played most often:"
 )
+LEARNED_NOT_PLAYED = (
+    "What run {run} learned cannot be read here: it was validated without playing "
+    "episodes (training on a routing table scores recorded answers as arrays). Evaluate "
+    "it on the Evaluate page: its episodes then show which worker it asks per category."
+)
 
 
 @dataclass(frozen=True)
