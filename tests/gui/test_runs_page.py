@@ -423,18 +423,13 @@ def test_the_run_form_speaks_in_words_with_the_config_key_in_its_tooltip(make_ma
     assert not combo.isEditable() and form.fields["backbone.device"].isEditable()
 
 
-def test_the_heatmap_shows_its_whole_title_and_every_workers_rows_at_1280_by_800(
-    make_main_window, qtbot, gui_workspace
-):
-    """At the window's first size (1280 x 800) and the page's default splitter sizes, the
-    usage heatmap's title lies whole inside its plot, and a pool of three workers shows
-    all nine rows (worker x role), each labelled."""
+def heatmap_of(make_main_window, qtbot, workspace, usage):
+    """The Runs page at 1280 x 800 showing a stored run whose generations' turns per
+    "worker/role" are ``usage``, and its heatmap's plot, drawn."""
     from tests.gui.test_start_page import stored_run
     from workbench.gui.qt import QApplication
 
-    workers = ("sandbox:mathlete", "sandbox:scholar", "sandbox:coder")
-    usage = {f"{w}/{r}": 1 + i for i, w in enumerate(workers) for r in ROLE_KEYS}
-    run_id = stored_run(gui_workspace, "three workers", 4, "finished", usage=usage)
+    run_id = stored_run(workspace, "heatmap", 4, "finished", usage=usage)
     window = make_main_window()
     window.resize(1280, 800)
     page = window.pages["Runs"]
@@ -444,6 +439,18 @@ def test_the_heatmap_shows_its_whole_title_and_every_workers_rows_at_1280_by_800
     QApplication.processEvents()
     plot = page.plots.usage_plot
     qtbot.waitUntil(lambda: plot.isVisible() and plot.height() > 0, timeout=5_000)
+    return page, plot
+
+
+def test_the_heatmap_shows_its_whole_title_and_every_workers_rows_at_1280_by_800(
+    make_main_window, qtbot, gui_workspace
+):
+    """At the window's first size (1280 x 800) and the page's default splitter sizes, the
+    usage heatmap's title lies whole inside its plot, and a pool of three workers shows
+    all nine rows (worker x role), each labelled."""
+    workers = ("sandbox:mathlete", "sandbox:scholar", "sandbox:coder")
+    usage = {f"{w}/{r}": 1 + i for i, w in enumerate(workers) for r in ROLE_KEYS}
+    _, plot = heatmap_of(make_main_window, qtbot, gui_workspace, usage)
     title = plot.getPlotItem().titleLabel
     assert title.text == "Who answered: turns per worker and role"
     text = title.item  # the label's text as drawn
@@ -471,22 +478,12 @@ def test_a_recorded_pools_heatmap_names_each_model_once_in_a_row_of_its_own(
     model's name with the pool's shared ``recorded:POOL/`` said once beside the axis, and
     each row at least as tall as its label, so no two labels overlap (18 labels of the
     whole ids once overlapped into unreadable text at 1280 x 800)."""
-    from tests.gui.test_start_page import stored_run
-    from workbench.gui.qt import QApplication, QFontMetrics, pg
+    from workbench.gui.qt import QFontMetrics, pg
 
     models = ("Meta-Llama-3_1-8B-Instruct", "mathstral-7B", "Phi-3-mini-4k-instruct")
     models += ("Mistral-7B-Instruct-v0.2", "Qwen1.5-7B-Chat", "gemma-7b")
     usage = {f"recorded:small-6/{m}/worker": 100 * (i + 1) for i, m in enumerate(models)}
-    run_id = stored_run(gui_workspace, "on a table", 4, "finished", usage=usage)
-    window = make_main_window()
-    window.resize(1280, 800)
-    page = window.pages["Runs"]
-    qtbot.waitUntil(lambda: page.opened == run_id, timeout=10_000)
-    window.go("Runs")
-    page.redraw()
-    QApplication.processEvents()
-    plot = page.plots.usage_plot
-    qtbot.waitUntil(lambda: plot.isVisible() and plot.height() > 0, timeout=5_000)
+    page, plot = heatmap_of(make_main_window, qtbot, gui_workspace, usage)
     axis = plot.getAxis("left")
     (ticks,) = axis._tickLevels
     assert [name for _, name in ticks] == [f"{m} as Worker" for m in models]

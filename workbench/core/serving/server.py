@@ -132,7 +132,7 @@ class Server:
                 f"serving on {host} (not loopback) needs an API key for the server: store one "
                 "with `trinity-workbench serve set-key --key-stdin`, or bind to 127.0.0.1"
             )
-        if all(is_recorded(w) for w in team.source.pool):
+        if team.source.pool and all(is_recorded(w) for w in team.source.pool):
             raise InvalidInput(
                 f"the team's workers are all recorded ({', '.join(team.source.pool)}): a "
                 "recorded worker answers only the questions of its recording, looked up by "
