@@ -55,6 +55,7 @@ PUBLISHED = {
 
 def import_once(pool: str, workspace: Path) -> dict:
     """One import (in this process): each stage's wall and CPU seconds, the peak memory."""
+    from workbench.core.importers.build import ImportOptions
     from workbench.core.importers.mmlu_pro import import_mmlu_pro
     from workbench.core.workspace import Workspace
 
@@ -66,7 +67,8 @@ def import_once(pool: str, workspace: Path) -> dict:
 
     mark("start")
     info = import_mmlu_pro(
-        Workspace.open(workspace), [(None, f) for f in files], pool, drop_mismatched=True,
+        Workspace.open(workspace), [(None, f) for f in files], pool,
+        ImportOptions(drop_mismatched=True),
         progress=lambda e: mark(e.stage, e.done, e.item),
     )  # fmt: skip
     mark("end")

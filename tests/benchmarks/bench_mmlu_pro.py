@@ -452,6 +452,7 @@ def import_pools(workspace: Workspace, data: Path, pools: Sequence[str]) -> dict
     """Each plan pool imported as its suite and recorded pool of the same name, on the
     questions every model answered with the same text, options and answer
     (``--drop-mismatched --common-only``): the pre-registered question sets."""
+    from workbench.core.importers.build import ImportOptions
     from workbench.core.importers.mmlu_pro import import_mmlu_pro
 
     counts: dict[str, Any] = {}
@@ -462,9 +463,7 @@ def import_pools(workspace: Workspace, data: Path, pools: Sequence[str]) -> dict
             workspace,
             [(None, data / f"model_outputs_{m}_5shots.zip") for m in models],
             name,
-            drop_mismatched=True,
-            common_only=True,
-            replace=True,
+            ImportOptions(drop_mismatched=True, common_only=True, replace=True),
         )
         counts[f"imported/{name}"] = info.workers[0].suite_tasks
         counts[f"import_seconds/{name}"] = time.perf_counter() - started
@@ -479,6 +478,7 @@ def backbones(
     answered alike, each category's share): the same folds, the coordinator at the
     recorded-pool setting and every router on each backbone's features; the features'
     cost a question, computed now (kept ones are read, so a re-run only trains)."""
+    from workbench.core.importers.build import ImportOptions
     from workbench.core.importers.mmlu_pro import import_mmlu_pro
 
     name = f"small-6-{sample}"
@@ -489,10 +489,7 @@ def backbones(
             for m in plan()["pools"]["small-6"]["models"]
         ],
         name,
-        drop_mismatched=True,
-        common_only=True,
-        sample=sample,
-        replace=True,
+        ImportOptions(drop_mismatched=True, common_only=True, sample=sample, replace=True),
     )
     out: dict[str, Any] = {"sample": sample}
     for model in models:

@@ -13,6 +13,7 @@ import json
 
 import pytest
 
+from workbench.core.importers.build import ImportOptions
 from workbench.core.importers.lm_eval import import_lm_eval
 from workbench.core.recordings import RecordedPoolError, RecordsValidationError, list_pools
 from workbench.core.tasks.graders import grade
@@ -210,7 +211,7 @@ def test_documents_that_differ_between_models_are_reported_or_left_out(ws, tmp_p
     (issue,) = caught.value.issues[:1]
     assert issue.path == "arc_easy doc 2" and issue.field == "doc"
     assert {i.field for i in caught.value.issues} == {"doc", "target"}
-    info = import_lm_eval(ws, [(None, root)], "diff", drop_mismatched=True)
+    info = import_lm_eval(ws, [(None, root)], "diff", ImportOptions(drop_mismatched=True))
     assert info.workers[0].suite_tasks == 2
     assert any("arc_easy doc 2" in n for n in info.notes)
 

@@ -13,7 +13,7 @@ from collections import Counter, defaultdict
 import pytest
 
 from tests.support.mmlu_pro import mmlu_pro_file, records
-from workbench.core.importers.build import SPLIT_SHARES
+from workbench.core.importers.build import SPLIT_SHARES, ImportOptions
 from workbench.core.importers.mmlu_pro import import_mmlu_pro, task_id
 from workbench.core.protocol import EpisodeSettings, run_episode
 from workbench.core.recordings import RecordedPoolError, RecordsValidationError, list_pools
@@ -65,7 +65,7 @@ def test_two_official_files_with_revised_questions_report_every_difference_at_on
 
 def test_the_official_files_become_one_suite_and_one_pool_with_their_own_answers(ws):
     files = [(None, mmlu_pro_file(m)) for m in TWO]
-    info = import_mmlu_pro(ws, files, "two", drop_mismatched=True, split_seed=3)
+    info = import_mmlu_pro(ws, files, "two", ImportOptions(drop_mismatched=True, split_seed=3))
     versions = _versions(TWO)
     same = {q for q, v in versions.items() if len(v) == 1}
     suite = load_suite("two", ws)
@@ -99,10 +99,10 @@ def test_the_official_files_become_one_suite_and_one_pool_with_their_own_answers
         assert abs(splits["train"] - count * SPLIT_SHARES[0]) <= 1
         assert abs(splits["validation"] - count * SPLIT_SHARES[1]) <= 1
     again = Workspace.open(ws.root.parent / "again")
-    import_mmlu_pro(again, files, "two", drop_mismatched=True, split_seed=3)
+    import_mmlu_pro(again, files, "two", ImportOptions(drop_mismatched=True, split_seed=3))
     assert load_suite("two", again).tasks == suite.tasks
     other = Workspace.open(ws.root.parent / "other")
-    import_mmlu_pro(other, files, "two", drop_mismatched=True, split_seed=4)
+    import_mmlu_pro(other, files, "two", ImportOptions(drop_mismatched=True, split_seed=4))
     assert [t.split for t in load_suite("two", other).tasks] != [t.split for t in suite.tasks]
 
 
@@ -110,7 +110,9 @@ def test_our_grade_of_each_imported_answer_agrees_with_mmlu_pros_own_letter(ws):
     """MMLU-Pro's ``pred`` (their regex's letter) is an outside reference: our choice grade
     of the same chain of thought agrees with it on nearly every answer (the rest are
     answers that name two letters, which our grader scores as a hedge)."""
-    import_mmlu_pro(ws, [(None, mmlu_pro_file(m)) for m in TWO], "two", drop_mismatched=True)
+    import_mmlu_pro(
+        ws, [(None, mmlu_pro_file(m)) for m in TWO], "two", ImportOptions(drop_mismatched=True)
+    )
     suite = load_suite("two", ws)
     for worker in build_pool(["recorded:two"], workspace=ws):
         agree = total = 0
@@ -316,7 +318,7 @@ def test_names_and_workers_are_checked_before_any_file_is_read(ws, tmp_path):
     )
     with pytest.raises(RecordedPoolError, match="suite named 'taken' already exists"):
         import_mmlu_pro(ws, [(None, path)], "taken")
-    import_mmlu_pro(ws, [(None, path)], "taken", replace=True)
+    import_mmlu_pro(ws, [(None, path)], "taken", ImportOptions(replace=True))
     assert load_suite("taken", ws).tasks[0].id == task_id(1)
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from tests.support.mmlu_pro import SMALL_SIX, mmlu_pro_file, records
 from workbench.core.config import RunConfig
+from workbench.core.importers.build import ImportOptions
 from workbench.core.importers.mmlu_pro import import_mmlu_pro
 from workbench.core.jobs.crossval import cross_validate
 from workbench.core.store import Store
@@ -28,9 +29,7 @@ def small_six(tmp_path):
         ws,
         [(None, mmlu_pro_file(m)) for m in SMALL_SIX],
         "small-6",
-        drop_mismatched=True,
-        common_only=True,
-        sample=SAMPLE,
+        ImportOptions(drop_mismatched=True, common_only=True, sample=SAMPLE),
     )
     assert len(info.workers) == 6
     return ws

@@ -99,6 +99,7 @@ def cmd_records_import(args) -> int:
 def _import_format(args) -> int:
     """``--format mmlu-pro`` / ``lm-eval``: files (or WORKER=FILE) into a suite and a pool,
     with progress on stderr."""
+    from workbench.core.importers.build import ImportOptions
     from workbench.core.importers.lm_eval import import_lm_eval
     from workbench.core.importers.mmlu_pro import import_mmlu_pro
     from workbench.core.recordings import RecordsValidationError
@@ -122,11 +123,13 @@ def _import_format(args) -> int:
                 ws,
                 files,
                 args.name,
-                drop_mismatched=args.drop_mismatched,
-                common_only=args.common_only,
-                sample=args.sample,
-                split_seed=0 if args.split_seed is None else args.split_seed,
-                replace=args.replace,
+                ImportOptions(
+                    drop_mismatched=args.drop_mismatched,
+                    common_only=args.common_only,
+                    sample=args.sample,
+                    split_seed=0 if args.split_seed is None else args.split_seed,
+                    replace=args.replace,
+                ),
                 progress=_import_listener(display),
             )
     except RecordsValidationError as exc:

@@ -19,6 +19,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from workbench.core.importers.build import ImportOptions
 from workbench.core.importers.download import (
     BASE_URL,
     KNOWN,
@@ -208,22 +209,14 @@ class ImportDialog(QDialog):
             return
         run = import_mmlu_pro if self.format_name == "mmlu-pro" else import_lm_eval
         workspace, emit = self.workspace, self.progress.emit
-        drop, seed, replace = (
-            self.drop_mismatched.isChecked(),
-            self.split_seed.value(),
-            self.replace.isChecked(),
+        options = ImportOptions(
+            drop_mismatched=self.drop_mismatched.isChecked(),
+            split_seed=self.split_seed.value(),
+            replace=self.replace.isChecked(),
         )
 
         def call() -> PoolInfo:
-            return run(
-                workspace,
-                [(None, p) for p in paths],
-                name,
-                drop_mismatched=drop,
-                split_seed=seed,
-                replace=replace,
-                progress=emit,
-            )
+            return run(workspace, [(None, p) for p in paths], name, options, progress=emit)
 
         self.running = True
         self.error.clear()

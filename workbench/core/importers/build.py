@@ -47,6 +47,25 @@ MAX_IDS_IN_NOTE = 20
 
 
 @dataclass(frozen=True)
+class ImportOptions:
+    """What an import keeps, the same for every format (``records import``'s options):
+    ``drop_mismatched`` leaves out the questions whose files differ instead of refusing
+    them; ``common_only`` keeps only the questions every file answers; ``sample`` N keeps
+    a seeded share of each category adding up to N questions (0: all); ``split_seed``
+    seeds the sample and the train / validation / test split; ``replace`` lets the import
+    replace an imported suite and pool of the same name."""
+
+    drop_mismatched: bool = False
+    common_only: bool = False
+    sample: int = 0
+    split_seed: int = 0
+    replace: bool = False
+
+
+KEEP_ALL = ImportOptions()  # the default: every question, split with seed 0, nothing replaced
+
+
+@dataclass(frozen=True)
 class ImportProgress:
     """How far an import is: ``stage`` ``read`` (``done`` of ``total`` files read, ``item``
     the file being read), ``check`` (every question and answer checked), ``write``
@@ -188,24 +207,18 @@ class PoolBuilder:
         name: str,
         *,
         source: str,
-        drop_mismatched: bool = False,
-        common_only: bool = False,
-        sample: int = 0,
-        split_seed: int = 0,
-        replace: bool = False,
+        options: ImportOptions = KEEP_ALL,
         progress: Progress | None = None,
     ) -> PoolInfo:
         """Check everything (every problem at once: ``RecordsValidationError``, nothing
-        written), then keep the suite ``name`` and the recorded pool ``name``. With
-        ``common_only`` only the questions every file answers are kept (so every model is
-        compared on the same questions); with ``sample`` N, a seeded share of each
-        category (``split_seed``) adding up to N questions."""
+        written), then keep the suite ``name`` and the recorded pool ``name``, with what
+        ``options`` keeps (``common_only``: every model compared on the same questions)."""
         if progress is not None:
             progress(ImportProgress("check", 0, 1))
         issues = list(self.issues)
         notes = list(self.notes)
         mismatched = self.mismatches()
-        if drop_mismatched and mismatched:
+        if options.drop_mismatched and mismatched:
             labels = [self.where[t][3] for t in mismatched]
             notes.append(
                 f"{len(mismatched)} question(s) differ between the files and were left out "
@@ -214,7 +227,7 @@ class PoolBuilder:
         elif mismatched:
             issues += [issue for found in mismatched.values() for issue in found]
         kept = {t: task for t, task in self.tasks.items() if t not in mismatched}
-        if common_only:
+        if options.common_only:
             answered = [{a.get("task_id") for _, a in f.answers} for f in self.files]
             common = {t: task for t, task in kept.items() if all(t in ids for ids in answered)}
             if len(common) < len(kept):
@@ -223,12 +236,12 @@ class PoolBuilder:
                     "left out (common only)"
                 )
             kept = common
-        if sample and sample < len(kept):
-            kept = {t: kept[t] for t in sample_by_group(kept, sample, split_seed)}
+        if options.sample and options.sample < len(kept):
+            kept = {t: kept[t] for t in sample_by_group(kept, options.sample, options.split_seed)}
             notes.append(
-                f"a sample of {len(kept)} questions, each category's share (seed {split_seed})"
+                f"a sample of {len(kept)} questions, each category's share (seed {options.split_seed})"
             )
-        tasks = self._checked_tasks(kept, split_seed, issues)
+        tasks = self._checked_tasks(kept, options.split_seed, issues)
         records = []
         ids = set(kept)
         # the answers of the questions kept (a left-out question's answers go with it)
@@ -240,7 +253,7 @@ class PoolBuilder:
             issues.append(ValidationIssue("the files", 0, None, "hold no questions"))
         if issues:
             hint = ""
-            if mismatched and not drop_mismatched:
+            if mismatched and not options.drop_mismatched:
                 hint = (
                     f" ({len(mismatched)} question(s) differ between the files: the benchmark "
                     "revised them between evaluations; leave them out with --drop-mismatched)"
@@ -256,7 +269,7 @@ class PoolBuilder:
         def save() -> None:
             if progress is not None:
                 progress(ImportProgress("suite", 0, 1))
-            save_suite(suite, workspace, replace=replace)
+            save_suite(suite, workspace, replace=options.replace)
             if progress is not None:
                 progress(ImportProgress("suite", 1, 1))
 

@@ -41,6 +41,8 @@ from typing import Any
 
 from workbench.core.errors import FileEncodingError, read_text
 from workbench.core.importers.build import (
+    KEEP_ALL,
+    ImportOptions,
     ImportProgress,
     ModelFile,
     PoolBuilder,
@@ -95,19 +97,15 @@ def import_lm_eval(
     workspace: Workspace,
     files: Sequence[tuple[str | None, str | Path]],
     name: str,
+    options: ImportOptions = KEEP_ALL,
     *,
-    drop_mismatched: bool = False,
-    common_only: bool = False,
-    sample: int = 0,
-    split_seed: int = 0,
-    replace: bool = False,
     progress: Progress | None = None,
 ) -> PoolInfo:
     """Import lm-evaluation-harness samples files (or folders of them) as the suite
     ``name`` and the recorded pool ``name``: one worker per model folder (or per name
     given as ``(worker, path)``). Every problem is reported at once
     (``RecordsValidationError``: nothing imported)."""
-    check_names(workspace, name, replace=replace)
+    check_names(workspace, name, replace=options.replace)
     found = sample_files([(given, Path(path)) for given, path in files])
     if not found:
         raise RecordedPoolError(
@@ -135,11 +133,7 @@ def import_lm_eval(
         workspace,
         name,
         source=f"{FORMAT} ({len(found)} file(s) of {', '.join(workers)})",
-        drop_mismatched=drop_mismatched,
-        common_only=common_only,
-        sample=sample,
-        split_seed=split_seed,
-        replace=replace,
+        options=options,
         progress=progress,
     )
 

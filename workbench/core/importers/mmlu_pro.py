@@ -35,6 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from workbench.core.importers.build import (
+    KEEP_ALL,
+    ImportOptions,
     ImportProgress,
     ModelFile,
     PoolBuilder,
@@ -76,12 +78,8 @@ def import_mmlu_pro(
     workspace: Workspace,
     files: Sequence[tuple[str | None, str | Path]],
     name: str,
+    options: ImportOptions = KEEP_ALL,
     *,
-    drop_mismatched: bool = False,
-    common_only: bool = False,
-    sample: int = 0,
-    split_seed: int = 0,
-    replace: bool = False,
     progress: Progress | None = None,
 ) -> PoolInfo:
     """Import MMLU-Pro output files (``(worker or None, path)``: the worker is named after
@@ -89,7 +87,7 @@ def import_mmlu_pro(
     ``model_outputs_*.zip`` in it) as the suite ``name`` and the recorded pool ``name``,
     one worker per file. Every problem of every file is reported at once
     (``RecordsValidationError``: nothing imported)."""
-    check_names(workspace, name, replace=replace)
+    check_names(workspace, name, replace=options.replace)
     paths = []
     for given, path in files:  # a folder stands for the output files in it
         folder = Path(path)
@@ -118,11 +116,7 @@ def import_mmlu_pro(
         workspace,
         name,
         source=f"{FORMAT} ({shown})",
-        drop_mismatched=drop_mismatched,
-        common_only=common_only,
-        sample=sample,
-        split_seed=split_seed,
-        replace=replace,
+        options=options,
         progress=progress,
     )
 
