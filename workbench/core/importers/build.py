@@ -46,7 +46,7 @@ SPLIT_SHARES = (0.6, 0.2, 0.2)  # train, validation, test: in each category
 MAX_IDS_IN_NOTE = 20
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ImportOptions:
     """What an import keeps, the same for every format (``records import``'s options):
     ``drop_mismatched`` leaves out the questions whose files differ instead of refusing
