@@ -10,7 +10,7 @@ import pytest
 
 from tests.core.test_training import config
 from workbench.core.jobs.evaluate import evaluate_run
-from workbench.core.jobs.learned import run_learned
+from workbench.core.jobs.learned import RunLearned, run_learned
 from workbench.core.jobs.train import train
 from workbench.core.learned import describe_learned, summarise_learned
 from workbench.core.oracle import Step, best_plan
@@ -98,7 +98,8 @@ def trained(tmp_path, tiny_backbone):
 
 def test_a_run_shows_what_its_result_head_played_on_validation(trained):
     ws, run_id = trained
-    learned = run_learned(ws, run_id)
+    learned = run_learned(ws, run_id).categories
+    assert not run_learned(ws, run_id).unplayed
     with Store.open(ws) as store:
         _, checkpoint = best_vector(store, run_id)
         validation = [
@@ -160,4 +161,4 @@ def test_a_run_whose_config_no_longer_loads_has_learned_nothing_when_gone_ok(tmp
         run_id = store.create_run("old", "train", {"optimizer": {"popsize": 1}})
     with pytest.raises(ConfigError, match="popsize"):
         run_learned(ws, run_id)
-    assert run_learned(ws, run_id, gone_ok=True) == []
+    assert run_learned(ws, run_id, gone_ok=True) == RunLearned()

@@ -93,8 +93,9 @@ def test_a_short_run_fills_the_plots_and_ends_finished(
 
     learned = run_learned(page.workspace, run_id)
     qtbot.waitUntil(lambda: "oracle: " in page.learned_view.toPlainText(), timeout=10_000)
-    assert learned
-    assert all(line in page.learned_view.toPlainText() for line in describe_learned(learned))
+    assert learned.categories and not learned.unplayed
+    shown = page.learned_view.toPlainText()
+    assert all(line in shown for line in describe_learned(learned.categories))
 
 
 def test_a_run_on_ray_says_where_its_episodes_run(
@@ -507,11 +508,14 @@ ROLE_KEYS = ("thinker", "worker", "verifier")
 def test_a_run_on_a_routing_table_says_why_it_shows_no_lesson_and_replay_leaves_it_out(
     make_main_window, qtbot, gui_workspace, tiny_backbone
 ):
-    """A real run on CHAMP's routing table is validated without playing episodes: the
-    Runs page says that is why "what it learned" is empty (it said "shown once a run has
+    """A real run on CHAMP's routing table is validated without playing episodes: core
+    says so (``run_learned``), and the Runs page and `runs show` say that is why "what it
+    learned" is empty (it said "shown once a run has
     been validated" beside the run's validation points) and where to see its choices, and
     Replay leaves the run out of its list, counting it under the list."""
     from tests.core.training.test_table import _config
+    from tests.test_cli import cli
+    from workbench.core.jobs.learned import RunLearned, run_learned
     from workbench.core.jobs.train import train
     from workbench.gui.runs_model import LEARNED_NOT_PLAYED
 
@@ -523,6 +527,10 @@ def test_a_run_on_a_routing_table_says_why_it_shows_no_lesson_and_replay_leaves_
     expected = LEARNED_NOT_PLAYED.format(run=run_id[:8])
     qtbot.waitUntil(lambda: page.learned_view.toPlainText() == expected, timeout=20_000)
     assert page.plots.validation.view.size > 0  # validated: its points are plotted
+    assert run_learned(gui_workspace, run_id) == RunLearned(unplayed=True)
+    shown = cli("runs", "show", run_id[:8], workspace=gui_workspace.root, check=True).stdout
+    assert "it was validated on a routing table" in shown
+    assert f"trinity-workbench eval --run {run_id[:8]}" in shown
     window.go("Replay")
     replay = window.pages["Replay"]
     qtbot.waitUntil(lambda: replay.runs_note.isVisible(), timeout=20_000)

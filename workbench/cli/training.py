@@ -171,8 +171,8 @@ def cmd_runs_list(args) -> int:
 
 def cmd_runs_show(args) -> int:
     from workbench.core.config import ConfigError
-    from workbench.core.jobs.learned import run_learned
-    from workbench.core.jobs.shared import summarise_run
+    from workbench.core.jobs.learned import RunLearned, run_learned
+    from workbench.core.jobs.shared import NO_EPISODES_WHY, summarise_run
     from workbench.core.learned import describe_learned
     from workbench.core.spend import dollars, recorded_spend, spend_kind
     from workbench.core.store import Store
@@ -193,7 +193,7 @@ def cmd_runs_show(args) -> int:
         learned = run_learned(workspace(args), record.id, gone_ok=True)
     except Exception as exc:  # a damaged checkpoint: the rest of the run still shows
         print(f"note: what run {record.id[:8]} learned cannot be read: {exc}", file=sys.stderr)
-        learned = []
+        learned = RunLearned()
     pool = (config.get("pool") or {}).get("workers") or () if isinstance(config, dict) else ()
     spend = spend_kind(pool)  # a simulated pool's dollars are no real spend: labelled
     data = {
@@ -205,7 +205,7 @@ def cmd_runs_show(args) -> int:
         # what the run used, from its stored records: never less than what they hold
         "spent": recorded_spend(generations, stored_spend, (record.result or {}).get("spend")),
         "generations": [{**g, "generation": counted_from_1(g["generation"])} for g in generations],
-        "learned": [c.to_json() for c in learned],
+        "learned": [c.to_json() for c in learned.categories],
     }
     if args.json:
         print_json(data)
@@ -231,9 +231,14 @@ def cmd_runs_show(args) -> int:
             print(where)
     explored = any(g.opening_share for g in stats)  # optimizer.exploring_starts
     print(generations_table(stats, details=args.details, explored=explored))
-    if learned:
+    if learned.categories:
         print("\nwhat it learned (its result head on validation, per category):")
-        print("\n".join(describe_learned(learned)))
+        print("\n".join(describe_learned(learned.categories)))
+    elif learned.unplayed:
+        print(
+            f"\nwhat it learned is not read here: it was validated on a routing table "
+            f"({NO_EPISODES_WHY}); `trinity-workbench eval --run {record.id[:8]}` plays them"
+        )
     document = data["result"] or {}  # its best validation generation counted from 1
     if args.details and record.result:
         print(json.dumps(document, indent=2))

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.core.config import RunConfig
-from workbench.core.jobs.learned import run_learned
+from workbench.core.jobs.learned import RunLearned, run_learned
 from workbench.core.jobs.shared import RunSummary, StoredRun, list_runs, read_run
 from workbench.core.printable import shown_path
 from workbench.core.spend import Spend, dollars, spend_kind
@@ -482,15 +482,13 @@ class QtRuns(Page):
     def _on_learned_failed(self, run_id: str, exc: Exception) -> None:
         self.log(f"cannot read what run {run_id[:8]} learned: {background.readable(exc)}")
 
-    def _on_learned(self, run_id: str, learned: list[Any]) -> None:
+    def _on_learned(self, run_id: str, learned: RunLearned) -> None:
         if self.running or run_id not in (self.opened, self._last_run_id):
             return  # another run is shown by now
-        # validated (its points are plotted) yet nothing read: no validation episode kept
-        validated = self.plots.validation.view.size > 0
         self.learned_view.show_learned(
-            learned,
+            learned.categories,
             LEARNED_HEADING.format(run=run_id[:8]),
-            LEARNED_NOT_PLAYED.format(run=run_id[:8]) if validated else None,
+            LEARNED_NOT_PLAYED.format(run=run_id[:8]) if learned.unplayed else None,
         )
 
     # ------------------------------------------------------------------ plots

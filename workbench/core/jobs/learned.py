@@ -4,6 +4,8 @@ category, beside the oracle's plan (``workbench.core.learned``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from workbench.core.config import ConfigError
 from workbench.core.learned import CategoryLearned, summarise_learned
 from workbench.core.store import Store
@@ -12,34 +14,47 @@ from workbench.core.training.checkpoint import best_vector
 from workbench.core.workspace import Workspace
 
 
-def run_learned(workspace: Workspace, run: str, *, gone_ok: bool = False) -> list[CategoryLearned]:
+@dataclass(frozen=True)
+class RunLearned:
+    """What a training run learned, per category (``categories``: empty before any
+    validation), and whether its result head was validated without playing episodes
+    (``unplayed``: a run on a routing table scores its recorded answers as arrays, so
+    there is nothing to read it from; an evaluation of the run plays them)."""
+
+    categories: list[CategoryLearned] = field(default_factory=list)
+    unplayed: bool = False
+
+
+def run_learned(workspace: Workspace, run: str, *, gone_ok: bool = False) -> RunLearned:
     """What training run ``run`` learned (``workbench.core.learned``): the sequences its
     result head played on validation, in the generation that head was validated, per
-    category, beside the oracle's plan for simulated pools. Empty before any validation.
-    Raises ``SuiteNotFound`` when the run's suite is no longer installed and
-    ``ConfigError`` when its stored config no longer loads; ``gone_ok``: empty then (a
-    runs list or ``runs show`` still shows the rest of the run)."""
+    category, beside the oracle's plan for simulated pools. Raises ``SuiteNotFound`` when
+    the run's suite is no longer installed and ``ConfigError`` when its stored config no
+    longer loads; ``gone_ok``: nothing learned then (a runs list or ``runs show`` still
+    shows the rest of the run)."""
     if gone_ok:
         try:
             return run_learned(workspace, run)
         except (SuiteNotFound, ConfigError):  # a suite since removed, a config of long ago
-            return []
+            return RunLearned()
     with Store.open(workspace) as store:
         record = store.get_run(run)
         config = record.config()
         try:
             _, checkpoint = best_vector(store, record.id)
         except ValueError:  # no completed generation yet
-            return []
+            return RunLearned()
         generation = checkpoint.best_validation_generation
         if generation is None:
-            return []
+            return RunLearned()
         episodes = [
             store.get_episode(e.id)
             for e in store.list_episodes(record.id, generation=generation)
             if e.candidate is None
         ]
-    if not episodes:
-        return []
+    if not episodes:  # validated, yet no episode stored: scored on a routing table
+        return RunLearned(unplayed=True)
     tasks = {t.id: t for t in load_suite(config.tasks.suite, workspace).tasks}
-    return summarise_learned(episodes, tasks, episodes[0].pool, config.protocol.max_turns)
+    return RunLearned(
+        summarise_learned(episodes, tasks, episodes[0].pool, config.protocol.max_turns)
+    )
