@@ -8,6 +8,7 @@ plurals are right; the Evaluate page's tables put systems in columns."""
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 from workbench.core.evaluate import GroupResult, Report, SystemResult
 from workbench.core.jobs.evaluate import StoredEvaluation
@@ -184,6 +185,11 @@ def test_counts_read_in_the_singular_and_the_plural():
     assert (
         list_note(many, 30, "eval") == "30 episodes. Best first: generation 3, system 1, 75% right."
     )
+    # served questions (and single episodes) are no candidate, nor a validation
+    served = replace(many, best=(None, None), best_share=0.0)
+    assert list_note(served, 30, "serve") == "30 episodes"
+    validated = replace(many, best=(2, None))
+    assert list_note(validated, 30, "train").endswith("generation 3, validation, 75% right.")
 
 
 def test_replays_run_list_names_and_dates_each_run_never_a_dict():
@@ -210,8 +216,6 @@ def test_replay_offers_only_runs_with_episodes_and_says_how_many_it_leaves_out(t
     """In a real workspace: a run trained on a routing table stores no episode, so Replay
     does not offer it (chosen, it would show an empty list) and says so under the list;
     the episodes outside any run are offered last, with their own pool."""
-    from dataclasses import replace
-
     from tests.core.test_store import make_episode
 
     ws = Workspace.open(tmp_path / "ws")

@@ -241,7 +241,8 @@ def list_note(listing: EpisodeList, shown: int, kind: str) -> str:
         if shown < listing.matched
         else ""
     )
-    if listing.best is not None and listing.matched:
+    # episodes outside any generation and candidate (served, single) form one group
+    if listing.best not in (None, (None, None)) and listing.matched:
         generation, candidate = listing.best
         who = "validation" if candidate is None else f"{candidate_word(kind)} {candidate + 1}"
         where = f"generation {generation + 1}, {who}" if generation is not None else who
