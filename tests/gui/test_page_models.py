@@ -22,6 +22,7 @@ from workbench.gui.evaluate_model import (
     baseline_words,
     category_rows,
     evaluation_cells,
+    source_words,
     system_headers,
     usage_rows,
 )
@@ -235,6 +236,25 @@ def test_replay_offers_only_runs_with_episodes_and_says_how_many_it_leaves_out(t
     loose = read_episodes(ws, LOOSE, {}, "")
     assert [e.id for e in loose.episodes] == ["loose"] and loose.workers == ["solo"]
     assert [e.id for e in read_episodes(ws, played, {}, "").episodes] == ["a"]
+
+
+def test_a_coordinators_line_names_a_backbone_file_by_its_name_not_its_path():
+    """The line under the Evaluate page's choice: a backbone that is a file of this
+    computer by its name (the machine's folders stay off the screen), a hub id whole."""
+    from workbench.core.config import RunConfig
+    from workbench.core.jobs.evaluate import EvaluationSource
+
+    config = RunConfig.from_dict({"protocol": {"max_turns": 1}})
+    local = EvaluationSource(
+        config=config, pool=("a", "b"), backbone_model="/srv/models/gemma-3-270m-q4_k_m.gguf"
+    )
+    assert "backbone …/gemma-3-270m-q4_k_m.gguf · " in source_words(local)
+    assert "/srv/models" not in source_words(local)
+    hub = EvaluationSource(
+        config=config, pool=("a",), backbone_model="HuggingFaceTB/SmolLM2-135M-Instruct"
+    )
+    assert "backbone HuggingFaceTB/SmolLM2-135M-Instruct · " in source_words(hub)
+    assert source_words(hub).endswith("up to 1 turn")
 
 
 def figures_report() -> Report:

@@ -169,7 +169,7 @@ def test_a_simulated_team_says_so_and_the_offline_model_can_answer_in_its_place(
 
 
 def test_a_recorded_team_says_it_holds_no_answer_to_your_question_and_the_offline_model_can(
-    qtbot, make_main_window, gui_workspace, tiny_chat_backbone, tmp_path
+    qtbot, make_main_window, gui_workspace, tiny_chat_backbone, tmp_path, tiny_model_dir
 ):
     """A team trained on a recorded pool (CHAMP's answers) has no answer to a question of
     your own: the page says so where it once said "Every worker of this team is a real
@@ -186,11 +186,16 @@ def test_a_recorded_team_says_it_holds_no_answer_to_your_question_and_the_offlin
         max_tokens=8,
         roles=["worker"],
         optimizer={"rollouts": 0},
+        source=str(tiny_model_dir),  # a backbone from a folder of this computer
     )
     window = make_main_window(backbone=tiny_chat_backbone)
     page = window.pages["Playground"]
     page.choose_coordinator_file(path)
     qtbot.waitUntil(lambda: not page.local_box.isHidden(), timeout=TIMEOUT)
+    # the backbone by its folder's name, never the machine's path (whole in the tooltip)
+    assert f"backbone …/{tiny_model_dir.name} · " in page.pool_label.text()
+    assert str(tiny_model_dir.parent) not in page.pool_label.text()
+    assert page.pool_label.toolTip() == f"backbone: {tiny_model_dir}"
     note = page.simulated_label.text()
     assert note.startswith("Every worker of this team is recorded")
     assert "a question of your own has none" in note and "real model." not in note

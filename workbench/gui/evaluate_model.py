@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from workbench.core.evaluate import Report, SystemResult
 from workbench.core.jobs.evaluate import EvaluationSource, StoredEvaluation, evaluation_source
+from workbench.core.printable import shown_path
 from workbench.core.records import ROLES
 from workbench.core.spend import dollars
 from workbench.core.tasks.suites import list_suites
@@ -180,10 +181,11 @@ def evaluation_cells(evaluation: StoredEvaluation, now: float | None = None) -> 
 
 
 def source_words(source: EvaluationSource) -> str:
-    """What a coordinator was trained on, in a line under its choice."""
+    """What a coordinator was trained on, in a line under its choice (a backbone that is a
+    file of this computer by its name, ``core.printable.shown_path``)."""
     c = source.config
     return (
-        f"pool {', '.join(source.pool)} · backbone {source.backbone_model} · "
+        f"pool {', '.join(source.pool)} · backbone {shown_path(source.backbone_model, short=True)} · "
         f"suite {c.tasks.suite} (test {c.tasks.test or 'all'}) · up to {c.protocol.max_turns} "
         f"turn{'' if c.protocol.max_turns == 1 else 's'}"
     )

@@ -19,6 +19,7 @@ from typing import Any
 
 from workbench.core.jobs.evaluate import evaluable_runs, evaluation_source
 from workbench.core.jobs.shared import run_title
+from workbench.core.printable import shown_path
 from workbench.core.records import ROLES, RunStopReason
 from workbench.core.replay import turn_cost, turn_verdict
 from workbench.core.serving.standin import stand_in
@@ -352,9 +353,11 @@ class QtPlayground(Page):
     def _on_source(self, chosen: str, source: Any) -> None:
         if chosen == str(self.source_combo.currentData()) and not self.running:
             self.pool_label.setText(
-                f"pool: {', '.join(source.pool)} · backbone {source.backbone_model} · "
+                f"pool: {', '.join(source.pool)} · "
+                f"backbone {shown_path(source.backbone_model, short=True)} · "
                 f"up to {source.config.protocol.max_turns} turns"
             )
+            self.pool_label.setToolTip(f"backbone: {source.backbone_model}")  # whole
             self._describe_stand_ins(source.pool)
 
     def _describe_stand_ins(self, pool: Sequence[str]) -> None:
