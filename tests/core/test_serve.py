@@ -628,18 +628,18 @@ def test_the_serve_command_names_a_bad_port_busy_port_or_turn_count(
     assert "Traceback" not in busy.stderr and "loading the coordinator" not in busy.stderr
 
 
-def test_a_team_of_recorded_workers_is_refused_in_a_sentence(
-    tmp_path, tiny_chat_backbone, tiny_model_dir
-):
+def test_a_team_of_recorded_workers_is_refused_in_a_sentence(tmp_path, tiny_chat_backbone):
     """A team trained on a recorded pool answers no request (a recorded worker looks its
     answer up by question id): `serve` says so and what to do (exit 2) instead of
-    serving a team whose every reply is an error."""
+    serving a team whose every reply is an error, and says it before loading the
+    backbone (the file names a backbone folder that is not there: loading it would fail
+    with another message)."""
     recorded = ["recorded:champ/gpt-4-turbo", "recorded:champ/gpt-3.5"]
     path = steered_file(
         tmp_path / "team.safetensors",
         tiny_chat_backbone,
         recorded,
-        source=str(tiny_model_dir),
+        source=str(tmp_path / "no-such-backbone"),
         max_turns=1,
         roles=["worker"],
         optimizer={"rollouts": 0},

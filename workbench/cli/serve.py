@@ -45,6 +45,7 @@ def cmd_serve(args) -> int:
             max_turns=args.max_turns,
             final_turn=args.final_turn,
             max_prompt_tokens=args.max_prompt_tokens,
+            to_serve=True,
         )
     watchdog = _Watchdog(args.grace + FORCE_MARGIN_S)
     server = Server(

@@ -17,10 +17,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from workbench.core.errors import BadInput, InvalidInput
+from workbench.core.errors import BadInput
 from workbench.core.serving.api import ServeSettings, create_app
-from workbench.core.serving.team import Team
-from workbench.core.spend import is_recorded
+from workbench.core.serving.team import Team, refuse_unservable
 
 KEY_ENTRY = "server:api-key"
 GRACEFUL_S = 30.0  # how long a stopping server lets in-flight episodes finish
@@ -132,14 +131,7 @@ class Server:
                 f"serving on {host} (not loopback) needs an API key for the server: store one "
                 "with `trinity-workbench serve set-key --key-stdin`, or bind to 127.0.0.1"
             )
-        if team.source.pool and all(is_recorded(w) for w in team.source.pool):
-            raise InvalidInput(
-                f"the team's workers are all recorded ({', '.join(team.source.pool)}): a "
-                "recorded worker answers only the questions of its recording, looked up by "
-                "question id, so it has no answer to a request; serve a team trained on live "
-                "workers, or ask this one in the Playground with the offline model answering "
-                "in the recorded workers' place"
-            )
+        refuse_unservable(team.source.pool)
         self.team = team
         self.settings = settings
         self.host = host

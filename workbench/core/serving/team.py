@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.core.coordinator import Backbone, Coordinator
-from workbench.core.errors import BadInput
+from workbench.core.errors import BadInput, InvalidInput
 from workbench.core.jobs.evaluate import EvaluationSource, evaluation_source
 from workbench.core.jobs.shared import backbone_for
 from workbench.core.protocol import (
@@ -43,6 +43,7 @@ from workbench.core.records import (
     Turn,
     Verdict,
 )
+from workbench.core.spend import is_recorded
 from workbench.core.store import Store
 from workbench.core.store.lifecycle import RunLife
 from workbench.core.tasks.model import KINDS, Task
@@ -515,6 +516,19 @@ class Team:
             self._store = None
 
 
+def refuse_unservable(pool: Sequence[str]) -> None:
+    """Raises ``InvalidInput`` for a pool whose workers are all recorded: a recorded
+    worker looks its answer up by question id, so a team of them answers no request."""
+    if pool and all(is_recorded(w) for w in pool):
+        raise InvalidInput(
+            f"the team's workers are all recorded ({', '.join(pool)}): a "
+            "recorded worker answers only the questions of its recording, looked up by "
+            "question id, so it has no answer to a request; serve a team trained on live "
+            "workers, or ask this one in the Playground with the offline model answering "
+            "in the recorded workers' place"
+        )
+
+
 def load_team(
     workspace: Workspace,
     *,
@@ -524,11 +538,16 @@ def load_team(
     max_turns: int | None = None,
     final_turn: str = "worker",
     max_prompt_tokens: int | None = None,
+    to_serve: bool = False,
 ) -> Team:
     """A trained run's best coordinator (``run``: id or prefix) or a coordinator file's,
     with the pool it was trained for; loads the backbone unless given. Raises
-    ``RunNotFound``, ``ConfigError`` or ``CoordinatorFileError`` with a readable message."""
+    ``RunNotFound``, ``ConfigError`` or ``CoordinatorFileError`` with a readable message;
+    ``to_serve``: also ``InvalidInput`` for a team that answers no request
+    (``refuse_unservable``), before the backbone loads."""
     source = evaluation_source(workspace, run=run, coordinator_file=coordinator_file)
+    if to_serve:
+        refuse_unservable(source.pool)
     backbone = backbone_for(source.config, backbone, source.backbone_model)
     with Store.open(workspace) as store:
         coordinator = source.coordinator(store, backbone)
