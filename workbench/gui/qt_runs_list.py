@@ -1,7 +1,7 @@
 """The Runs page's list of runs: a table (name, status, why it ended, generations,
 started) that fits its side of the page at 1280 x 800 without scrolling sideways (the name
-and the sentence share the width the others leave, elided, whole in their tooltips), and
-its buttons. A view only: the cells are ``runs_model.run_cells``."""
+and the sentence share the width the others leave, each on as many lines as it needs:
+runs named alike, a cross-validation's folds, differ at the end), and its buttons. A view only: the cells are ``runs_model.run_cells``."""
 
 from __future__ import annotations
 
@@ -22,7 +22,12 @@ class RunsList(QGroupBox):
         super().__init__("Runs in this workspace")
         self.table = read_only_table(RUN_COLUMNS)
         tables.sortable(self.table)
-        tables.fit_width(self.table, [RUN_COLUMNS.index("Name"), RUN_COLUMNS.index("Why it ended")])
+        tables.fit_width(
+            self.table,
+            [RUN_COLUMNS.index(c) for c in ("Name", "Status", "Why it ended")],
+            wrap=True,
+            shares=[5, 2, 3],
+        )
         for column, tip in RUN_COLUMN_TIPS.items():
             tables.header_tip(self.table, RUN_COLUMNS.index(column), tip)
         self.table.sortByColumn(RUN_COLUMNS.index("Started"), Qt.SortOrder.DescendingOrder)

@@ -9,7 +9,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from workbench.gui.qt import QHeaderView, Qt, QTableWidget, QTableWidgetItem
+from workbench.gui.qt import QEvent, QHeaderView, QObject, Qt, QTableWidget, QTableWidgetItem
 
 WIDEST_COLUMN = 320  # pixels: a longer value is elided (the tooltip has all of it)
 NUMBER = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
@@ -83,9 +83,13 @@ def item(table: QTableWidget, row: int, column: int) -> QTableWidgetItem:
 
 
 def fit(table: QTableWidget, widest: int = WIDEST_COLUMN) -> None:
-    """Each column as wide as its content (and header), at most ``widest`` pixels."""
-    table.resizeColumnsToContents()
+    """Each column the user may resize as wide as its content (and header), at most
+    ``widest`` pixels (the header sizes the others: ``fit_width``)."""
+    header = table.horizontalHeader()
     for column in range(table.columnCount()):
+        if header.sectionResizeMode(column) != QHeaderView.ResizeMode.Interactive:
+            continue
+        table.resizeColumnToContents(column)
         if table.columnWidth(column) > widest:
             table.setColumnWidth(column, widest)
 
@@ -94,17 +98,62 @@ def fit_width(
     table: QTableWidget,
     stretch: Sequence[int],
     elide: Qt.TextElideMode = Qt.TextElideMode.ElideRight,
+    *,
+    wrap: bool = False,
+    shares: Sequence[float] | None = None,
 ) -> None:
     """Fit the table to its width, never scrolling sideways: every column as wide as its
     content and header, except the ``stretch`` columns (long texts), which share the width
-    left, a value too long for it elided (its cell's tooltip has the whole of it)."""
+    left (in equal parts, or in ``shares``, one for each), a value too long for it elided
+    (its cell's tooltip has the whole of it), or with ``wrap`` broken onto as many lines
+    as it needs, each row as tall as its longest text."""
     header = table.horizontalHeader()
     header.setStretchLastSection(False)
     header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-    for column in stretch:
-        header.setSectionResizeMode(column, QHeaderView.ResizeMode.Stretch)
-    table.setWordWrap(False)
+    table.setWordWrap(wrap)
     table.setTextElideMode(elide)
+    if wrap:
+        table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+    if shares is None:
+        for column in stretch:
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.Stretch)
+        return
+    if len(shares) != len(stretch):
+        raise ValueError(f"one share for each stretched column: {stretch} and {shares}")
+    _Shares(table, dict(zip(stretch, shares, strict=True)))
+
+
+class _Shares(QObject):
+    """Gives a table's stretched columns their shares of the width its other columns
+    leave, again whenever the view or one of those columns changes width."""
+
+    def __init__(self, table: QTableWidget, shares: dict[int, float]):
+        super().__init__(table)
+        self.table, self.shares = table, shares
+        header = table.horizontalHeader()
+        for column in shares:
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.Fixed)
+        header.sectionResized.connect(self._resized)
+        table.viewport().installEventFilter(self)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.Resize:
+            self.share()
+        return False
+
+    def _resized(self, column: int, _old: int, _new: int) -> None:
+        if column not in self.shares:
+            self.share()
+
+    def share(self) -> None:
+        table = self.table
+        others = sum(
+            table.columnWidth(c) for c in range(table.columnCount()) if c not in self.shares
+        )
+        left = max(0, table.viewport().width() - others)
+        whole = sum(self.shares.values())
+        for column, share in self.shares.items():
+            table.setColumnWidth(column, int(left * share / whole))
 
 
 def header_item(table: QTableWidget, column: int) -> QTableWidgetItem:
