@@ -394,6 +394,21 @@ def test_missing_and_duplicate_episodes(store: Store) -> None:
     assert len(store.list_episodes()) == 3
 
 
+def test_a_turn_the_store_cannot_hold_is_named_for_what_it_is(store: Store) -> None:
+    """Two turns with one index, and a turn without a text response, each refused with
+    its own sentence (a missing response was once called two turns with one index), and
+    nothing of the episode stored."""
+    twice = make_episode("twice", workers=("gpt", "claude"))
+    twice = replace(twice, turns=(twice.turns[0], replace(twice.turns[1], index=0)))
+    with pytest.raises(StoreError, match="two turns with the same index"):
+        store.add_episode(twice)
+    unanswered = make_episode("unanswered", workers=("gpt",))
+    unanswered = replace(unanswered, turns=(replace(unanswered.turns[0], response=None),))
+    with pytest.raises(StoreError, match="a turn the store cannot hold.*turns.response"):
+        store.add_episode(unanswered)
+    assert store.list_episodes() == []
+
+
 def test_list_episodes_filters(store: Store) -> None:
     r1 = store.create_run("r1", "train", {})
     r2 = store.create_run("r2", "train", {})
