@@ -409,3 +409,76 @@ def test_the_page_opens_on_the_newest_run_and_follows_the_run_chosen(
     words = {page.episodes.item(r, 5).text() for r in range(page.episodes.rowCount())}
     assert words <= {"accepted", "answered", "out of turns", "Verifier too early", "calls failed"}
     assert page.list_note.text().startswith(f"{page.episodes.rowCount()} episodes")
+
+
+MMLU_PRO_SIX = (  # the worker ids of the MMLU-Pro pool imported as recorded:small-6-3000
+    "Meta-Llama-3_1-8B-Instruct",
+    "mathstral-7B",
+    "Phi-3-mini-4k-instruct",
+    "Mistral-7B-Instruct-v0.2",
+    "Qwen1.5-7B-Chat",
+    "gemma-7b",
+)
+
+
+def test_a_recorded_pools_turn_names_each_model_once_and_fits_beside_the_list(
+    make_main_window, qtbot, gui_workspace
+):
+    """A turn of a six-model recorded pool at 1280 x 800: the card fits beside the list
+    without scrolling sideways (its worker and role charts stack when they do not fit side
+    by side; the card was 31 pixels wider than its view, the chosen role's mark and the
+    failed call's message cut), the pool's shared ``recorded:NAME/`` is said once under
+    the chart's title and each row names its model, whole; a sandbox pool's charts still
+    stand side by side."""
+    from dataclasses import replace
+
+    from tests.core.test_store import make_episode
+    from workbench.core.records import Role
+    from workbench.gui.qt import QApplication
+
+    pool = tuple(f"recorded:small-6-3000/{model}" for model in MMLU_PRO_SIX)
+    failed = (
+        f"worker '{pool[2]}': no recorded answer for task 'serve-6392dce17ab26c6d': this "
+        "pool covers 3000 tasks; use a suite the recording covers or add a live worker"
+    )
+    with Store.open(gui_workspace) as store:
+        run_id = store.create_run("mmlu-pro small-6-3000 (coordinator, cv 1/5)", "evaluate", {})
+        played = make_episode("recorded-pool", run_id=run_id, workers=(pool[2],))
+        turn = replace(
+            played.turns[0],
+            role=Role.WORKER,
+            worker_probs=(0.39, 0.0, 0.56, 0.05, 0.0, 0.0),
+            role_probs=(0.0, 1.0, 0.0),
+            response="",
+            error=failed,
+        )
+        store.add_episode(replace(played, pool=pool, turns=(turn,)))
+        sandbox = make_episode("sandbox-pool", run_id=run_id, workers=("gpt", "claude"))
+        store.add_episode(replace(sandbox, created_at=played.created_at - 1))
+    window = make_main_window()
+    window.resize(1280, 800)
+    window.go("Replay")
+    page = window.pages["Replay"]
+    qtbot.waitUntil(lambda: page.runs.findData(run_id) >= 0, timeout=20_000)
+    page.runs.setCurrentIndex(page.runs.findData(run_id))
+    settle(qtbot, page)
+    page.open_episode("recorded-pool")
+    qtbot.waitUntil(lambda: page.replay is not None and bool(page.cards), timeout=20_000)
+    qtbot.waitUntil(lambda: page.replay.episode.id == "recorded-pool")
+    QApplication.processEvents()
+    bar = page.conversation_scroll.horizontalScrollBar()
+    assert bar.maximum() == 0, (bar.maximum(), page.conversation_scroll.viewport().width())
+    (card,) = page.cards
+    bars = card.worker_bars
+    assert bars.prefix == "recorded:small-6-3000/"
+    assert [label.text() for label in bars.labels] == list(MMLU_PRO_SIX)
+    for label in [*bars.labels, *card.role_bars.labels]:
+        assert label.width() >= label.sizeHint().width(), label.text()  # whole
+    assert card.charts.stacked()
+    assert card.grade.wordWrap() and card.grade.height() > 2 * card.grade.fontMetrics().height()
+    # a pool of short names: the two charts side by side, no prefix to say
+    page.open_episode("sandbox-pool")
+    qtbot.waitUntil(lambda: page.replay.episode.id == "sandbox-pool")
+    QApplication.processEvents()
+    assert page.cards[0].worker_bars.prefix == "" and not page.cards[0].charts.stacked()
+    assert bar.maximum() == 0

@@ -34,6 +34,7 @@ from PySide6.QtGui import (
     QPainter,
     QPalette,
     QPen,
+    QResizeEvent,
     QShortcut,
 )
 from PySide6.QtWidgets import (
@@ -118,6 +119,7 @@ __all__ = [
     "QFontMetrics",
     "QPainter",
     "QPen",
+    "QResizeEvent",
     "QStyledItemDelegate",
     "QStyleOptionViewItem",
     "QBoxLayout",

@@ -13,14 +13,13 @@ from workbench.gui.plots import plot_palette
 from workbench.gui.qt import (
     QEvent,
     QFrame,
-    QHBoxLayout,
     QLabel,
     QPushButton,
     Qt,
     QVBoxLayout,
     QWidget,
 )
-from workbench.gui.qt_probabilities import BarList
+from workbench.gui.qt_probabilities import BarList, SideBySide
 from workbench.gui.replay_model import reply_heading, turn_words
 from workbench.gui.words import ROLE_SENTENCES, role_name
 
@@ -100,6 +99,7 @@ class TurnCard(Card):
             + (f" · <i>{role_text.partition('(')[2].rstrip(')')}</i>" if "(" in role_text else "")
         )
         self.title.setTextFormat(Qt.TextFormat.RichText)
+        self.title.setWordWrap(True)
         self.title.setToolTip(f"{ROLE_SENTENCES.get(role, role)}\nrole id: {role}")
         roles = [str(r) for r in ROLES]
         self.worker_bars = BarList(
@@ -111,10 +111,7 @@ class TurnCard(Card):
         self.role_bars = BarList(
             "Which role", [role_name(r) for r in roles], turn.role_probs, roles.index(role)
         )
-        charts = QHBoxLayout()
-        charts.addWidget(self.worker_bars, 3)
-        charts.addSpacing(16)
-        charts.addWidget(self.role_bars, 2)
+        self.charts = SideBySide(self.worker_bars, self.role_bars)
         charts_note = QLabel("The coordinator's probabilities:")
         charts_note.setStyleSheet("color: gray")
         self.prompt = text_label(_text(turn.prompt_text()) or "(not called)")
@@ -124,6 +121,7 @@ class TurnCard(Card):
         self.answer = text_label(_text(turn.response or turn.error or "(no reply)"))
         self.grade = QLabel(turn_words(turn))
         self.grade.setStyleSheet("font-weight: bold")
+        self.grade.setWordWrap(True)
         cost = turn_cost(turn)
         self.figures = QLabel(
             f"{turn.tokens_in} tokens in, {turn.tokens_out} out · {turn.latency_s:.2f} s · {cost}"
@@ -133,10 +131,7 @@ class TurnCard(Card):
         for widget in (
             self.title,
             charts_note,
-        ):
-            self.layout_.addWidget(widget)
-        self.layout_.addLayout(charts)
-        for widget in (
+            self.charts,
             self.prompt_button,
             self.prompt,
             self.answer_heading,
@@ -175,6 +170,7 @@ class OutcomeCard(Card):
             f"{ending}"
         )
         self.title.setTextFormat(Qt.TextFormat.RichText)
+        self.title.setWordWrap(True)
         self.title.setToolTip(f"stop reason: {outcome.stop_reason}")
         self.answer = text_label(f"Final answer:\n{_text(outcome.answer or '(none)')}")
         self.reference = text_label(f"Reference:\n{_text(outcome.reference or '(unknown)')}")

@@ -8,8 +8,6 @@ model)."""
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
 from workbench.core.records import ROLES, GenerationStats
@@ -27,6 +25,7 @@ from workbench.gui.words import (
     SCORES_CAPTION,
     STEP_SIZE_HELP,
     VALIDATION_HELP,
+    shared_prefix,
 )
 
 
@@ -102,10 +101,8 @@ class UsageGrid:
 
     @property
     def prefix(self) -> str:
-        """What every worker's id starts with, up to a ``/`` (``recorded:small-6/`` for a
-        recorded pool's workers), said once instead of on every row."""
-        common = os.path.commonprefix(self.workers) if len(self.workers) > 1 else ""
-        return common[: common.rfind("/") + 1]
+        """The workers' ``shared_prefix``, said once beside the rows."""
+        return shared_prefix(self.workers)
 
     @property
     def labels(self) -> list[str]:

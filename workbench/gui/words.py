@@ -6,6 +6,9 @@ identifier stays available as a tooltip."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
+
 KEYCHAIN_HELP = "docs/guides/workers.md#no-keychain"
 
 
@@ -44,6 +47,14 @@ def worker_words(worker_id: str) -> str:
     if worker_id.startswith("local:"):
         return "a real language model running on this computer (free, slow on a CPU)"
     return "a registered worker: a real model, whose calls may cost money"
+
+
+def shared_prefix(worker_ids: Sequence[str]) -> str:
+    """What every one of several worker ids starts with, up to a ``/``
+    (``recorded:small-6/`` for a recorded pool's workers; empty for one id or none), for a
+    page to say once beside a list of them instead of on every row."""
+    common = os.path.commonprefix(list(worker_ids)) if len(worker_ids) > 1 else ""
+    return common[: common.rfind("/") + 1]
 
 
 # ---------------------------------------------------------------------------- roles
