@@ -63,11 +63,8 @@ def test_two_runs_overlay_their_curves_and_list_only_the_settings_that_differ(qt
         names = {r.id: r.name for r in store.list_runs()}
     assert names[second].startswith("second, ")  # the config's name and the day
     labels = [label.text for _, label in page.legend.items]
-    assert labels == [
-        f"{names[run]}: {series}"
-        for run in (second, first)
-        for series in ("best", "mean", "validation")
-    ]
+    # each run once by its colour, then each curve once by its line
+    assert labels == [names[second], names[first], "best", "mean", "validation"]
     assert page.plot.getPlotItem().getAxis("bottom").labelText == "generation"
     # the legend beside the curves, never over them
     view = page.plot.getPlotItem().getViewBox()
@@ -122,7 +119,7 @@ def test_runs_named_alike_are_shown_whole_in_the_list_at_1280_by_800(
     and at the end (the fold): each name wraps onto as many lines as it needs, never cut
     and never scrolled sideways, so two of them can be told apart in the list."""
     from tests.gui.test_start_page import stored_run
-    from workbench.gui.qt import QApplication, QFontMetrics
+    from workbench.gui.qt import QApplication, QFontMetrics, Qt
 
     names = [
         f"mmlu-pro small-6-3000 (coordinator{system}, cv {fold}/5, seed 0)"
@@ -147,3 +144,18 @@ def test_runs_named_alike_are_shown_whole_in_the_list_at_1280_by_800(
         wide = QFontMetrics(view.font()).horizontalAdvance(name)
         assert wide > rect.width()  # too long for one line at this size ...
         assert rect.height() >= 3 * line, (name, rect)  # ... so it wraps, whole
+    # ticked, each run is named once in the legend, whole, on lines that fit the plot
+    # (the legend had a line per run and curve, each cut at the window's edge)
+    ticked = [view.item(row).data(Qt.ItemDataRole.UserRole) for row in range(view.count())]
+    with qtbot.waitSignal(page.compared, timeout=20_000):
+        page.tick(ticked)
+    labels = [label.text for _, label in page.legend.items]
+    assert [text.replace("<br>", " ") for text in labels] == [*names[::-1], "best", "mean"]
+    assert all("<br>" in text for text in labels[:-2])
+
+    def legend_inside() -> None:
+        QApplication.processEvents()
+        legend = page.legend.sceneBoundingRect()
+        assert 0 < legend.right() <= page.plot.width(), (legend, page.plot.width())
+
+    qtbot.waitUntil(legend_inside, timeout=5_000)

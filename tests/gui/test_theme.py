@@ -138,6 +138,8 @@ def test_curves_bars_and_lines_take_the_light_or_dark_themes_colours(
             .color()
             .name(),
             "compare": sorted({pen_colour(c) for c in compare.curves.values()}),
+            # the legend's keys, drawn in the legend alone: a run's colour, a curve's line
+            "compare legend": sorted({pen_colour(key.item) for key, _ in compare.legend.items}),
             "bars": pg.mkBrush(evaluate.bars.opts["brush"]).color().name(),
             "intervals": pen_colour(evaluate.error_bars),
             "zero line": zero_line.pen.color().name(),
@@ -149,6 +151,7 @@ def test_curves_bars_and_lines_take_the_light_or_dark_themes_colours(
             "validation": colours[CURVE_COLOURS["validation"]],
             "validation points": colours[CURVE_COLOURS["validation"]],
             "compare": sorted({colours[SERIES[0]], colours[SERIES[1]]}),  # a colour per run
+            "compare legend": sorted({colours[SERIES[0]], colours[SERIES[1]], text}),
             "bars": colours["bar"],
             "intervals": text,
             "zero line": colours["grey"],

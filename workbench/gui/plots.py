@@ -132,8 +132,12 @@ def style_plot(plot: pg.PlotWidget) -> None:
     for thing in plot.scene().items():
         if isinstance(thing, pg.LegendItem):
             thing.setLabelTextColor(foreground)
-            for _, label in thing.items:
+            for sample, label in thing.items:
                 label.setText(label.text)  # redrawn in the colour just set
+                repaint = getattr(sample.item, "paint_with_theme", None)
+                if repaint is not None:  # a key drawn in the legend alone
+                    repaint(palette)
+                    sample.update()
         elif isinstance(thing, pg.TextItem) and getattr(thing, "themed", False):
             thing.setColor(foreground)
         paint = getattr(thing, "paint_with_theme", None)

@@ -1,6 +1,6 @@
 """The Compare page: runs side by side. Tick two or more training runs: their best, mean
 and validation curves are drawn on one plot (a colour per run, a line style per curve,
-a legend beside the plot), and a table lists the settings in which their configs differ,
+a legend beside the plot naming each run and each line once), and a table lists the settings in which their configs differ,
 and only those (as Weights & Biases' "diff only").
 
 A view over the store: the runs, their generations' stats and their configs are read in
@@ -9,6 +9,8 @@ background jobs; ``config_differences`` (no Qt) computes the table.
 
 from __future__ import annotations
 
+import html
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -48,6 +50,7 @@ from workbench.gui.qt import (
 from workbench.gui.qt_run_form import tooltip
 from workbench.gui.words import SCORE_HELP, VALIDATION_HELP, status_words
 
+LEGEND_CHARS = 30  # a longer run name takes more lines in the legend
 SERIES = {  # curve: (pen style, symbol)
     "best": (Qt.PenStyle.SolidLine, None),
     "mean": (Qt.PenStyle.DashLine, None),
@@ -118,6 +121,13 @@ def shown_names(runs: Sequence[ComparedRun]) -> dict[str, str]:
         r.id: f"{name} ({r.id[:6]})" if names.count(name) > 1 else name
         for r, name in zip(runs, names, strict=True)
     }
+
+
+def legend_name(name: str, width: int = LEGEND_CHARS) -> str:
+    """A run's name in the legend: broken into lines of at most ``width`` characters (a
+    cross-validation's folds are named alike and differ at the end, which a legend of one
+    line cut off)."""
+    return "<br>".join(html.escape(line) for line in textwrap.wrap(name, width))
 
 
 def _keys() -> dict[str, ConfigKey]:
@@ -328,7 +338,6 @@ class QtCompare(Page):
         names = shown_names(self.shown)
         for number, run in enumerate(self.shown):
             colour = RUN_COLOURS[number % len(RUN_COLOURS)]  # the theme's shade of it
-            name = names[run.id]
             for series, (style, symbol) in SERIES.items():
                 if not self.series_boxes[series].isChecked():
                     continue
@@ -347,8 +356,16 @@ class QtCompare(Page):
                     symbols=symbol is not None,
                 )
                 self.curves[(run.id, series)] = curve
-                self.legend.addItem(curve, f"{name}: {series}")
                 last = max(last, int(x[-1]))
+            if any((run.id, series) in self.curves for series in SERIES):
+                key = coloured_curve(pg.PlotDataItem(), colour)
+                self.legend.addItem(key, legend_name(names[run.id]))
+        for series, (style, symbol) in SERIES.items():  # then each curve's line, once
+            if any((run.id, series) in self.curves for run in self.shown):
+                key = pg.PlotDataItem(symbol=symbol, symbolSize=6)
+                self.legend.addItem(
+                    coloured_curve(key, "text", style=style, symbols=symbol is not None), series
+                )
         show_generations(self.plot, last)
 
     def _show_differences(self) -> None:
