@@ -11,7 +11,7 @@ from workbench.core.config import config_keys
 from workbench.core.jobs.train import train
 from workbench.core.store import Store
 from workbench.core.workspace import Workspace
-from workbench.gui.qt_compare import config_differences, flat_settings
+from workbench.gui.qt_compare import config_differences, differences_note, flat_settings
 from workbench.gui.qt_run_form import tooltip
 
 
@@ -97,6 +97,12 @@ def test_two_runs_overlay_their_curves_and_list_only_the_settings_that_differ(qt
         page.tick([first])
     assert page.diff_table.rowCount() == 0 and "one more run" in page.message_label.text()
     page.shutdown()
+
+
+def test_the_differences_are_counted_in_the_singular_and_the_plural():
+    assert differences_note(1, 43) == "1 setting differs; 43 are the same in every run ticked."
+    assert differences_note(4, 40).startswith("4 settings differ; 40 are the same")
+    assert differences_note(0, 44) == "Their settings are all the same."
 
 
 def test_config_differences_are_the_keys_not_equal_in_every_config():

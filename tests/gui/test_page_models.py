@@ -33,7 +33,6 @@ from workbench.gui.replay_model import (
     ending_sentence,
     ending_word,
     list_note,
-    plural,
     read_episodes,
     read_runs,
     run_choice,
@@ -51,6 +50,7 @@ from workbench.gui.runs_model import (
     started_text,
     strip_text,
 )
+from workbench.gui.words import plural
 
 NOW = time.mktime((2026, 6, 15, 14, 30, 0, 0, 0, -1))
 
@@ -255,6 +255,14 @@ def test_a_coordinators_line_names_a_backbone_file_by_its_name_not_its_path():
     )
     assert "backbone HuggingFaceTB/SmolLM2-135M-Instruct · " in source_words(hub)
     assert source_words(hub).endswith("up to 1 turn")
+    assert source_words(local).startswith("pool a, b · ")
+    # a recorded pool's shared name once, then its models (six full ids ran past the page)
+    recorded = EvaluationSource(
+        config=config,
+        pool=("recorded:small-6/gemma-7b", "recorded:small-6/mathstral-7B"),
+        backbone_model="tiny",
+    )
+    assert source_words(recorded).startswith("pool recorded:small-6/ (gemma-7b, mathstral-7B) · ")
 
 
 def figures_report() -> Report:

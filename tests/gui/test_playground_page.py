@@ -195,7 +195,10 @@ def test_a_recorded_team_says_it_holds_no_answer_to_your_question_and_the_offlin
     # the backbone by its folder's name, never the machine's path (whole in the tooltip)
     assert f"backbone …/{tiny_model_dir.name} · " in page.pool_label.text()
     assert str(tiny_model_dir.parent) not in page.pool_label.text()
-    assert page.pool_label.toolTip() == f"backbone: {tiny_model_dir}"
+    assert page.pool_label.toolTip() == (f"pool: {', '.join(recorded)}\nbackbone: {tiny_model_dir}")
+    # the pool's shared name once, then its models; one turn in the singular
+    assert page.pool_label.text().startswith("pool: recorded:champ/ (gpt-4-turbo, gpt-3.5) · ")
+    assert page.pool_label.text().endswith(" · up to 1 turn")
     note = page.simulated_label.text()
     assert note.startswith("Every worker of this team is recorded")
     assert "a question of your own has none" in note and "real model." not in note

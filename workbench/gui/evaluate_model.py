@@ -22,7 +22,7 @@ from workbench.core.spend import dollars
 from workbench.core.tasks.suites import list_suites
 from workbench.core.workspace import Workspace
 from workbench.gui.runs_model import CellText, started_text
-from workbench.gui.words import role_name
+from workbench.gui.words import plural, pool_words, role_name
 
 SPLITS = ("test", "validation", "train")
 # the accuracy table: short headers with their unit (two lines where one would make the
@@ -185,9 +185,9 @@ def source_words(source: EvaluationSource) -> str:
     file of this computer by its name, ``core.printable.shown_path``)."""
     c = source.config
     return (
-        f"pool {', '.join(source.pool)} · backbone {shown_path(source.backbone_model, short=True)} · "
-        f"suite {c.tasks.suite} (test {c.tasks.test or 'all'}) · up to {c.protocol.max_turns} "
-        f"turn{'' if c.protocol.max_turns == 1 else 's'}"
+        f"pool {pool_words(source.pool)} · backbone {shown_path(source.backbone_model, short=True)} · "
+        f"suite {c.tasks.suite} (test {c.tasks.test or 'all'}) · up to "
+        f"{plural(c.protocol.max_turns, 'turn')}"
     )
 
 

@@ -48,7 +48,7 @@ from workbench.gui.qt import (
     read_only_table,
 )
 from workbench.gui.qt_run_form import tooltip
-from workbench.gui.words import SCORE_HELP, VALIDATION_HELP, status_words
+from workbench.gui.words import SCORE_HELP, VALIDATION_HELP, plural, status_words
 
 LEGEND_CHARS = 30  # a longer run name takes more lines in the legend
 SERIES = {  # curve: (pen style, symbol)
@@ -128,6 +128,14 @@ def legend_name(name: str, width: int = LEGEND_CHARS) -> str:
     cross-validation's folds are named alike and differ at the end, which a legend of one
     line cut off)."""
     return "<br>".join(html.escape(line) for line in textwrap.wrap(name, width))
+
+
+def differences_note(differ: int, same: int) -> str:
+    """The line over the table: how many settings differ and how many do not."""
+    if not differ:
+        return "Their settings are all the same."
+    verb = "differs" if differ == 1 else "differ"
+    return f"{plural(differ, 'setting')} {verb}; {same} are the same in every run ticked."
 
 
 def _keys() -> dict[str, ConfigKey]:
@@ -387,12 +395,7 @@ class QtCompare(Page):
             rows.append([label, *(tables.Cell(_shown(v)) for v in values)])
         tables.fill(table, rows)
         same = len(set().union(*(r.settings for r in runs))) - len(differences)
-        self.diff_note.setText(
-            f"{len(differences)} setting{'s' if len(differences) != 1 else ''} differ; "
-            f"{same} are the same in every run ticked."
-            if differences
-            else "Their settings are all the same."
-        )
+        self.diff_note.setText(differences_note(len(differences), same))
 
     def difference_keys(self) -> list[str]:
         """The config keys the table lists (tests read it)."""

@@ -435,6 +435,7 @@ class QtEvaluate(Page):
             )
             return
         self.source_label.setText(source_words(source))
+        self.source_label.setToolTip(f"pool: {', '.join(source.pool)}")  # each id whole
         c = source.config
         names = list(suites)
         if c.tasks.suite not in names:

@@ -51,7 +51,7 @@ from workbench.gui.qt import (
 )
 from workbench.gui.qt_probabilities import ProbabilityBars, ProbabilityCell
 from workbench.gui.runs_model import started_text
-from workbench.gui.words import role_name, stop_sentence
+from workbench.gui.words import plural, pool_words, role_name, stop_sentence
 
 log = logging.getLogger(__name__)
 
@@ -353,11 +353,13 @@ class QtPlayground(Page):
     def _on_source(self, chosen: str, source: Any) -> None:
         if chosen == str(self.source_combo.currentData()) and not self.running:
             self.pool_label.setText(
-                f"pool: {', '.join(source.pool)} · "
+                f"pool: {pool_words(source.pool)} · "
                 f"backbone {shown_path(source.backbone_model, short=True)} · "
-                f"up to {source.config.protocol.max_turns} turns"
+                f"up to {plural(source.config.protocol.max_turns, 'turn')}"
             )
-            self.pool_label.setToolTip(f"backbone: {source.backbone_model}")  # whole
+            self.pool_label.setToolTip(  # whole
+                f"pool: {', '.join(source.pool)}\nbackbone: {source.backbone_model}"
+            )
             self._describe_stand_ins(source.pool)
 
     def _describe_stand_ins(self, pool: Sequence[str]) -> None:

@@ -20,6 +20,7 @@ from workbench.gui.qt import (
     QWidget,
     Signal,
 )
+from workbench.gui.words import plural
 
 WELCOME = (
     "Trinity Workbench trains a small <b>coordinator</b>: for each question it decides, "
@@ -144,7 +145,7 @@ class QtStart(Page):
         self.runs_note.setText(
             ""
             if not count
-            else f"This workspace has {count} run{'s' if count != 1 else ''}: the Runs page "
+            else f"This workspace has {plural(count, 'run')}: the Runs page "
             "shows them, with their plots."
         )
 

@@ -23,7 +23,7 @@ from workbench.core.tasks.model import Task
 from workbench.core.tasks.suites import load_suite
 from workbench.core.workspace import Workspace
 from workbench.gui.runs_model import started_text
-from workbench.gui.words import stop_sentence
+from workbench.gui.words import plural, stop_sentence
 
 log = logging.getLogger(__name__)
 
@@ -42,11 +42,6 @@ EPISODE_STOPS = (
     StopReason.WORKER_ERRORS,
 )
 OUTCOMES = {"any result": (None, None), "right": (1.0, None), "not right": (None, 0.9999)}
-
-
-def plural(count: int, word: str) -> str:
-    """``1 episode``, ``2 episodes``."""
-    return f"{count:,} {word}{'' if count == 1 else 's'}"
 
 
 # ---------------------------------------------------------------------- how it ended

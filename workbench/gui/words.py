@@ -57,6 +57,19 @@ def shared_prefix(worker_ids: Sequence[str]) -> str:
     return common[: common.rfind("/") + 1]
 
 
+def plural(count: int, word: str) -> str:
+    """``1 episode``, ``2 episodes``."""
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
+
+
+def pool_words(pool: Sequence[str]) -> str:
+    """A pool in a line: its workers' ids, a ``shared_prefix`` said once before them
+    (``recorded:small-6/ (Meta-Llama-3_1-8B-Instruct, gemma-7b)``)."""
+    prefix = shared_prefix(pool)
+    names = ", ".join(w.removeprefix(prefix) for w in pool)
+    return f"{prefix} ({names})" if prefix else names
+
+
 # ---------------------------------------------------------------------------- roles
 
 ROLE_NAMES = {"thinker": "Thinker", "worker": "Worker", "verifier": "Verifier"}
