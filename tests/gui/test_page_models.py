@@ -263,6 +263,10 @@ def test_a_coordinators_line_names_a_backbone_file_by_its_name_not_its_path():
         backbone_model="tiny",
     )
     assert source_words(recorded).startswith("pool recorded:small-6/ (gemma-7b, mathstral-7B) · ")
+    # more than three: counted (the baselines under it list each one; seven lines were cut)
+    six = replace(recorded, pool=tuple(f"recorded:small-6/m{i}" for i in range(6)))
+    assert source_words(six).startswith("pool recorded:small-6/ (6 workers) · ")
+    assert source_words(replace(six, pool=("a", "b", "c", "d"))).startswith("pool 4 workers · ")
 
 
 def figures_report() -> Report:

@@ -182,10 +182,11 @@ def evaluation_cells(evaluation: StoredEvaluation, now: float | None = None) -> 
 
 def source_words(source: EvaluationSource) -> str:
     """What a coordinator was trained on, in a line under its choice (a backbone that is a
-    file of this computer by its name, ``core.printable.shown_path``)."""
+    file of this computer by its name, ``core.printable.shown_path``; a pool of more than
+    three workers by their count, as the baselines below list each one)."""
     c = source.config
     return (
-        f"pool {pool_words(source.pool)} · backbone {shown_path(source.backbone_model, short=True)} · "
+        f"pool {pool_words(source.pool, listed=3)} · backbone {shown_path(source.backbone_model, short=True)} · "
         f"suite {c.tasks.suite} (test {c.tasks.test or 'all'}) · up to "
         f"{plural(c.protocol.max_turns, 'turn')}"
     )

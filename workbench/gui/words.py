@@ -62,11 +62,16 @@ def plural(count: int, word: str) -> str:
     return f"{count:,} {word}{'' if count == 1 else 's'}"
 
 
-def pool_words(pool: Sequence[str]) -> str:
+def pool_words(pool: Sequence[str], listed: int | None = None) -> str:
     """A pool in a line: its workers' ids, a ``shared_prefix`` said once before them
-    (``recorded:small-6/ (Meta-Llama-3_1-8B-Instruct, gemma-7b)``)."""
+    (``recorded:small-6/ (Meta-Llama-3_1-8B-Instruct, gemma-7b)``); a pool of more than
+    ``listed`` workers by their count alone (``recorded:small-6/ (6 workers)``), for a
+    page that lists them elsewhere."""
     prefix = shared_prefix(pool)
-    names = ", ".join(w.removeprefix(prefix) for w in pool)
+    if listed is not None and len(pool) > listed:
+        names = plural(len(pool), "worker")
+    else:
+        names = ", ".join(w.removeprefix(prefix) for w in pool)
     return f"{prefix} ({names})" if prefix else names
 
 
