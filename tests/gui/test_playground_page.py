@@ -191,7 +191,11 @@ def test_a_recorded_team_says_it_holds_no_answer_to_your_question_and_the_offlin
     window = make_main_window(backbone=tiny_chat_backbone)
     page = window.pages["Playground"]
     page.choose_coordinator_file(path)
-    qtbot.waitUntil(lambda: not page.local_box.isHidden(), timeout=TIMEOUT)
+    # (the runs listed meanwhile may have the file read again: its line says so till then)
+    qtbot.waitUntil(
+        lambda: not page.local_box.isHidden() and page.pool_label.text().startswith("pool: "),
+        timeout=TIMEOUT,
+    )
     # the backbone by its folder's name, never the machine's path (whole in the tooltip)
     assert f"backbone …/{tiny_model_dir.name} · " in page.pool_label.text()
     assert str(tiny_model_dir.parent) not in page.pool_label.text()

@@ -411,16 +411,6 @@ def test_the_page_opens_on_the_newest_run_and_follows_the_run_chosen(
     assert page.list_note.text().startswith(f"{page.episodes.rowCount()} episodes")
 
 
-MMLU_PRO_SIX = (  # the worker ids of the MMLU-Pro pool imported as recorded:small-6-3000
-    "Meta-Llama-3_1-8B-Instruct",
-    "mathstral-7B",
-    "Phi-3-mini-4k-instruct",
-    "Mistral-7B-Instruct-v0.2",
-    "Qwen1.5-7B-Chat",
-    "gemma-7b",
-)
-
-
 def test_a_recorded_pools_turn_names_each_model_once_and_fits_beside_the_list(
     make_main_window, qtbot, gui_workspace
 ):
@@ -433,10 +423,11 @@ def test_a_recorded_pools_turn_names_each_model_once_and_fits_beside_the_list(
     from dataclasses import replace
 
     from tests.core.test_store import make_episode
+    from tests.support.mmlu_pro import SMALL_SIX
     from workbench.core.records import Role
     from workbench.gui.qt import QApplication
 
-    pool = tuple(f"recorded:small-6-3000/{model}" for model in MMLU_PRO_SIX)
+    pool = tuple(f"recorded:small-6-3000/{model}" for model in SMALL_SIX)
     failed = (
         f"worker '{pool[2]}': no recorded answer for task 'serve-6392dce17ab26c6d': this "
         "pool covers 3000 tasks; use a suite the recording covers or add a live worker"
@@ -465,20 +456,28 @@ def test_a_recorded_pools_turn_names_each_model_once_and_fits_beside_the_list(
     page.open_episode("recorded-pool")
     qtbot.waitUntil(lambda: page.replay is not None and bool(page.cards), timeout=20_000)
     qtbot.waitUntil(lambda: page.replay.episode.id == "recorded-pool")
-    QApplication.processEvents()
     bar = page.conversation_scroll.horizontalScrollBar()
-    assert bar.maximum() == 0, (bar.maximum(), page.conversation_scroll.viewport().width())
     (card,) = page.cards
     bars = card.worker_bars
     assert bars.prefix == "recorded:small-6-3000/"
-    assert [label.text() for label in bars.labels] == list(MMLU_PRO_SIX)
-    for label in [*bars.labels, *card.role_bars.labels]:
-        assert label.width() >= label.sizeHint().width(), label.text()  # whole
-    assert card.charts.stacked()
-    assert card.grade.wordWrap() and card.grade.height() > 2 * card.grade.fontMetrics().height()
+    assert [label.text() for label in bars.labels] == list(SMALL_SIX)
+
+    def laid_out() -> None:  # once the card has its width
+        QApplication.processEvents()
+        assert bar.maximum() == 0, (bar.maximum(), page.conversation_scroll.viewport().width())
+        for label in [*bars.labels, *card.role_bars.labels]:
+            assert label.width() >= label.sizeHint().width(), label.text()  # whole
+        assert card.charts.stacked()
+        assert card.grade.height() > 2 * card.grade.fontMetrics().height()  # wrapped
+
+    qtbot.waitUntil(laid_out, timeout=5_000)
     # a pool of short names: the two charts side by side, no prefix to say
     page.open_episode("sandbox-pool")
     qtbot.waitUntil(lambda: page.replay.episode.id == "sandbox-pool")
-    QApplication.processEvents()
-    assert page.cards[0].worker_bars.prefix == "" and not page.cards[0].charts.stacked()
-    assert bar.maximum() == 0
+    assert page.cards[0].worker_bars.prefix == ""
+
+    def side_by_side() -> None:
+        QApplication.processEvents()
+        assert not page.cards[0].charts.stacked() and bar.maximum() == 0
+
+    qtbot.waitUntil(side_by_side, timeout=5_000)

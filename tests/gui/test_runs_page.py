@@ -479,15 +479,14 @@ def test_a_recorded_pools_heatmap_names_each_model_once_in_a_row_of_its_own(
     model's name with the pool's shared ``recorded:POOL/`` said once beside the axis, and
     each row at least as tall as its label, so no two labels overlap (18 labels of the
     whole ids once overlapped into unreadable text at 1280 x 800)."""
+    from tests.support.mmlu_pro import SMALL_SIX
     from workbench.gui.qt import QFontMetrics, pg
 
-    models = ("Meta-Llama-3_1-8B-Instruct", "mathstral-7B", "Phi-3-mini-4k-instruct")
-    models += ("Mistral-7B-Instruct-v0.2", "Qwen1.5-7B-Chat", "gemma-7b")
-    usage = {f"recorded:small-6/{m}/worker": 100 * (i + 1) for i, m in enumerate(models)}
+    usage = {f"recorded:small-6/{m}/worker": 100 * (i + 1) for i, m in enumerate(SMALL_SIX)}
     page, plot = heatmap_of(make_main_window, qtbot, gui_workspace, usage)
     axis = plot.getAxis("left")
     (ticks,) = axis._tickLevels
-    assert [name for _, name in ticks] == [f"{m} as Worker" for m in models]
+    assert [name for _, name in ticks] == [f"{m} as Worker" for m in SMALL_SIX]
     assert axis.labelText == "recorded:small-6/" and axis.label.isVisible()
     assert plot.getViewBox().viewRange()[1] == [0, 6]
     box = plot.getViewBox()

@@ -1080,8 +1080,7 @@ def _insert_episode(conn: sqlite3.Connection, rows: _EpisodeRows, path: Path) ->
     except sqlite3.IntegrityError as e:
         if "UNIQUE" in str(e):
             raise StoreError(
-                f"episode {rows.id} has two turns with the same index ({e}): number turns "
-                "0, 1, ..."
+                f"episode {rows.id} has two turns with the same index ({e}): number turns 0, 1, ..."
             ) from e
         raise StoreError(
             f"episode {rows.id} has a turn the store cannot hold ({e}): give each of its "
