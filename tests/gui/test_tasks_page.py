@@ -216,3 +216,55 @@ def test_loading_the_suites_does_not_hold_the_gui_thread(
     assert next((tmp_path / "cache").rglob("champ-v0-*.jsonl")).is_file()
     page.shutdown()
     assert not running(page)
+
+
+def test_the_page_opens_on_a_suite_and_a_task_and_shows_the_counts_whole(
+    make_main_window, qtbot, gui_workspace
+):
+    """At 1280 x 800 the page opens on the first suite's tasks and its first task's prompt
+    (it opened on an empty list and 'Pick a task'), the task list fits without scrolling
+    sideways (the prompt elided, whole in its tooltip), and each suite's counts per kind
+    and category are whole on as many lines as they need (CHAMP's five categories were
+    cut mid-line)."""
+    from workbench.gui.qt import QApplication, QFontMetrics, Qt
+    from workbench.gui.qt_tasks import SUITE_COLUMNS, TASK_COLUMNS
+
+    window = make_main_window()
+    window.resize(1280, 800)
+    window.go("Tasks")
+    page = window.pages["Tasks"]
+    qtbot.waitUntil(lambda: page.suites.rowCount() >= 4 and page.suite is not None, timeout=120_000)
+    first = page.entries[0]
+    assert page.suite is first.suite and page.tasks.rowCount() == len(first.suite.tasks)
+    shown = first.suite.tasks[tables_item_index(page, 0)]
+    assert page.task_header.text().startswith(f"{shown.id} · ")
+    assert page.prompt.toPlainText() == shown.full_prompt()
+    QApplication.processEvents()
+    tasks = page.tasks
+    widths = [tasks.columnWidth(c) for c in range(tasks.columnCount())]
+    assert (
+        not tasks.horizontalScrollBar().isVisible() and tasks.horizontalScrollBar().maximum() == 0
+    )
+    assert sum(widths) <= tasks.viewport().width(), (widths, tasks.viewport().width())
+    prompt = TASK_COLUMNS.index("Prompt")
+    for column in range(tasks.columnCount()):  # every column but the prompt whole
+        if column != prompt:
+            assert widths[column] >= tasks.sizeHintForColumn(column), (column, widths)
+    assert tasks.item(0, prompt).toolTip() == shown.prompt  # whole, its lines kept
+    metrics = QFontMetrics(page.suites.font())
+    for row in range(page.suites.rowCount()):
+        for column in (SUITE_COLUMNS.index("Kinds"), SUITE_COLUMNS.index("Categories")):
+            text = page.suites.item(row, column).text()
+            room = page.suites.columnWidth(column) - 8  # less the cell's margins
+            wrapped = metrics.boundingRect(0, 0, room, 10_000, Qt.TextFlag.TextWordWrap, text)
+            assert wrapped.height() <= page.suites.rowHeight(row), (text, wrapped)
+    champ = page.suite_row("champ")
+    assert page.suites.rowHeight(champ) >= 2 * metrics.lineSpacing()
+
+
+def tables_item_index(page, row: int) -> int:
+    """The index in the suite of the task shown in ``row`` of the task list."""
+    from workbench.gui import tables
+    from workbench.gui.qt import Qt
+
+    return tables.item(page.tasks, row, 0).data(Qt.ItemDataRole.UserRole)

@@ -152,8 +152,18 @@ class QtTasks(Page):
         self.errors.setMaximumHeight(160)
 
         self.suites = read_only_table(SUITE_COLUMNS)
+        # counts whole: the kinds and the categories (fourteen for MMLU-Pro) share the
+        # width the others leave, on as many lines as they need
+        tables.fit_width(
+            self.suites,
+            [SUITE_COLUMNS.index("Kinds"), SUITE_COLUMNS.index("Categories")],
+            wrap=True,
+            shares=[1, 2],
+        )
         self.tasks = read_only_table(TASK_COLUMNS)
         tables.sortable(self.tasks)
+        # never scrolled sideways: the prompt takes the width left, whole in its tooltip
+        tables.fit_width(self.tasks, [TASK_COLUMNS.index("Prompt")])
         self.task_header = QLabel("Pick a task")
         self.task_header.setWordWrap(True)
         self.prompt, self.reference, self.tests = text_view(), text_view(), text_view()
@@ -228,9 +238,11 @@ class QtTasks(Page):
                 if column == SUITE_COLUMNS.index("Tasks"):
                     item.setTextAlignment(tables.NUMBER)
                 self.suites.setItem(row, column, item)
-        tables.fit(self.suites)
         self.suites.clearSelection()
+        # the suite asked for, else the one shown, else the first: never an empty task list
         chosen = self.suite_row(self._select_next or "")
+        if chosen is None and entries:
+            chosen = 0
         if chosen is not None:
             self.suites.selectRow(chosen)
         self.suites.blockSignals(False)
@@ -280,7 +292,10 @@ class QtTasks(Page):
             task_rows.append(cells)
         tables.fill(self.tasks, task_rows)
         self.tasks.blockSignals(False)
-        self._show_task(None)
+        if task_rows:
+            self.tasks.selectRow(0)  # a task in view from the start (its signal shows it)
+        else:
+            self._show_task(None)
         if entry is not None and entry.suite is None:
             self.say(
                 f"Suite '{entry.info.name}' cannot be loaded: {entry.info.description}", error=True
