@@ -186,9 +186,10 @@ def source_words(source: EvaluationSource) -> str:
     three workers by their count, as the baselines below list each one)."""
     c = source.config
     return (
-        f"pool {pool_words(source.pool, listed=3)} · backbone {shown_path(source.backbone_model, short=True)} · "
-        f"suite {c.tasks.suite} (test {c.tasks.test or 'all'}) · up to "
-        f"{plural(c.protocol.max_turns, 'turn')}"
+        f"pool {pool_words(source.pool, listed=3)} · "
+        f"backbone {shown_path(source.backbone_model, short=True)} · "
+        f"suite {c.tasks.suite} (test {c.tasks.test or 'all'}) · "
+        f"up to {plural(c.protocol.max_turns, 'turn')}"
     )
 
 

@@ -1,7 +1,8 @@
 """The Compare page: runs side by side. Tick two or more training runs: their best, mean
 and validation curves are drawn on one plot (a colour per run, a line style per curve,
-a legend beside the plot naming each run and each line once), and a table lists the settings in which their configs differ,
-and only those (as Weights & Biases' "diff only").
+a legend beside the plot naming each run and each line once), and a table lists the
+settings in which their configs differ, and only those (as Weights & Biases' "diff
+only").
 
 A view over the store: the runs, their generations' stats and their configs are read in
 background jobs; ``config_differences`` (no Qt) computes the table.

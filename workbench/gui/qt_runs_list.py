@@ -1,7 +1,8 @@
 """The Runs page's list of runs: a table (name, status, why it ended, generations,
-started) that fits its side of the page at 1280 x 800 without scrolling sideways (the name
-and the sentence share the width the others leave, each on as many lines as it needs:
-runs named alike, a cross-validation's folds, differ at the end), and its buttons. A view only: the cells are ``runs_model.run_cells``."""
+started) that fits its side of the page at 1280 x 800 without scrolling sideways (the
+name, the status and the sentence share the width the others leave, each on as many
+lines as it needs: runs named alike, a cross-validation's folds, differ at the end), and
+its buttons. A view only: the cells are ``runs_model.run_cells``."""
 
 from __future__ import annotations
 
