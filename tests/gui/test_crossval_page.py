@@ -138,3 +138,32 @@ def test_a_dozen_systems_keep_their_names_apart(make_main_window, qtbot, crossva
         row = chart.getViewBox().height() / (high - low)  # pixels from one row to the next
         assert row >= metrics.height(), (row, metrics.height())
         assert axis.width() >= max(metrics.horizontalAdvance(name) for _, name in ticks)
+
+
+def test_the_paired_charts_title_is_whole_with_a_long_model_name(make_main_window, qtbot, crossval):
+    """With MMLU-Pro's best single model (Meta-Llama-3_1-8B-Instruct alone) the paired
+    chart's title lies whole inside the chart at 1280 x 800: on one line it ran past the
+    window's edge; it now takes two."""
+    best = crossval.best_single
+    long = best.replace(best.rsplit("/", 1)[-1], "Meta-Llama-3_1-8B-Instruct")
+    renamed = dataclasses.replace(
+        crossval,
+        best_single=long,
+        systems=tuple(
+            dataclasses.replace(s, name=long) if s.name == best else s for s in crossval.systems
+        ),
+    )
+    view = shown_tab(make_main_window, qtbot)
+    view.show_report(renamed)
+    view.views.setCurrentIndex(1)
+    chart = view.paired_chart
+    title = chart.getPlotItem().titleLabel
+    assert "Meta-Llama-3_1-8B-Instruct alone," in title.text
+
+    def whole() -> None:
+        QApplication.processEvents()
+        drawn = title.item.mapRectToScene(title.item.boundingRect())
+        seen = chart.mapToScene(chart.viewport().rect()).boundingRect()
+        assert seen.contains(drawn), (drawn, seen)
+
+    qtbot.waitUntil(whole, timeout=5_000)

@@ -44,6 +44,7 @@ DARK_COLOURS = {
 }
 # a colour per run or system, in this order (Compare's runs)
 SERIES = ("blue", "red", "green", "orange", "purple", "teal", "brown")
+TITLE_HEIGHT = 30  # pixels: pyqtgraph's row for a title of one line
 
 
 @dataclass(frozen=True)
@@ -229,6 +230,18 @@ def title_across(plot: pg.PlotWidget) -> None:
     layout, title = item.layout, item.titleLabel
     layout.removeItem(title)
     layout.addItem(title, 0, 0, 1, layout.columnCount())
+
+
+def set_title(plot: pg.PlotWidget, text: str, **options: Any) -> None:
+    """Give ``plot`` the title ``text`` (``<br>`` between its lines), its row as tall as
+    those lines: pyqtgraph keeps a title's row one line (30 pixels) tall, and a second
+    line was drawn above the plot's top edge."""
+    item = plot.getPlotItem()
+    item.setTitle(text, **options)
+    title = item.titleLabel
+    height = max(TITLE_HEIGHT, math.ceil(title.item.boundingRect().height()) + 4)
+    title.setMaximumHeight(height)
+    item.layout.setRowFixedHeight(0, height)
 
 
 def themed_colour_bar(

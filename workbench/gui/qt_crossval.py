@@ -37,7 +37,7 @@ from workbench.gui.crossval_model import (
     system_name,
     system_rows,
 )
-from workbench.gui.plots import painted, palette_colors, themed
+from workbench.gui.plots import painted, palette_colors, set_title, themed
 from workbench.gui.qt import (
     QComboBox,
     QFontMetrics,
@@ -271,8 +271,9 @@ class CrossValView(QWidget):
 
     def _show_paired(self, report: CrossValReport) -> None:
         pairs = report.paired
-        self.paired_chart.setTitle(
-            f"Difference from {system_name(report.best_single)}, question by question "
+        set_title(  # two lines: a model's name is long beside a 1280-pixel window's plot
+            self.paired_chart,
+            f"Difference from {system_name(report.best_single)},<br>question by question "
             "(95% intervals)",
             color=palette_colors()[1],
         )

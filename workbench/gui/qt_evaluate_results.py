@@ -33,7 +33,7 @@ from workbench.gui.evaluate_model import (
     tick_name,
     usage_rows,
 )
-from workbench.gui.plots import painted, palette_colors, themed
+from workbench.gui.plots import painted, palette_colors, set_title, themed
 from workbench.gui.qt import (
     QFontMetrics,
     QGroupBox,
@@ -230,8 +230,9 @@ class EvaluationView(QTabWidget):
     def _show_paired(self, report: Report) -> None:
         """Each system's paired difference from the best single worker, with its interval."""
         pairs = report.paired
-        self.paired_chart.setTitle(
-            f"Difference from {report.best_single}, task by task (95% bootstrap)"
+        set_title(
+            self.paired_chart,
+            f"Difference from {report.best_single},<br>task by task (95% bootstrap)"
             if pairs
             else "Difference from the best single worker: no single worker evaluated",
             color=palette_colors()[1],
