@@ -501,6 +501,38 @@ def test_a_recorded_pools_heatmap_names_each_model_once_in_a_row_of_its_own(
     assert not axis.label.isVisible()
 
 
+def test_the_training_scores_legend_shows_every_entry_in_a_short_plot(
+    make_main_window, qtbot, gui_workspace
+):
+    """At 1280 x 800 with the page's default splitter sizes the training-score plot is
+    about 140 pixels tall, too short for its five legend entries in one column (the last,
+    "validation", was cut): the legend takes as many columns as let every entry lie whole
+    inside the plot, beside the curves, and goes back to one column in a taller plot."""
+    page, _ = heatmap_of(make_main_window, qtbot, gui_workspace, {"a/worker": 1})
+    plot, legend = page.plots.fitness_plot, page.plots.legend
+    assert [label.text for _, label in legend.items] == [
+        "best",
+        "mean",
+        "median",
+        "worst",
+        "validation",
+    ]
+
+    def every_entry_whole() -> None:
+        shown = plot.mapToScene(plot.viewport().rect()).boundingRect()
+        for _, label in legend.items:
+            drawn = label.item.mapRectToScene(label.item.boundingRect())
+            assert shown.contains(drawn), (label.text, drawn, shown, legend.columnCount)
+        curves = plot.getViewBox().sceneBoundingRect()
+        assert legend.sceneBoundingRect().left() >= curves.right() - 1
+
+    qtbot.waitUntil(every_entry_whole, timeout=5_000)
+    assert plot.height() < 200 and legend.columnCount > 1, plot.height()
+    plot.setMinimumHeight(400)
+    qtbot.waitUntil(lambda: legend.columnCount == 1, timeout=5_000)
+    qtbot.waitUntil(every_entry_whole, timeout=5_000)
+
+
 ROLE_KEYS = ("thinker", "worker", "verifier")
 
 

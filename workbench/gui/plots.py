@@ -11,7 +11,18 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.gui.qt import QApplication, QColor, QEvent, QObject, QPalette, Qt, application, pg
+from workbench.gui.qt import (
+    QApplication,
+    QColor,
+    QEvent,
+    QObject,
+    QPalette,
+    QSizePolicy,
+    Qt,
+    QTimer,
+    application,
+    pg,
+)
 
 # the curve colours of each theme, by name: strong (800) shades on a light background,
 # light (200-300) ones on a dark background, so that a curve reads on either; "error" is
@@ -260,13 +271,71 @@ def themed_colour_bar(
     return painted(bar, paint)
 
 
-def legend_beside(plot: pg.PlotWidget) -> pg.LegendItem:
-    """A legend in a column of its own right of the plot (never over the curves); items
-    are added with ``legend.addItem(curve, name)``."""
+class BesideLegend(pg.LegendItem):
+    """A legend right of a plot's view that keeps every entry in sight: it takes as few
+    columns as let its rows fit beside the view in the plot's height (one column while
+    they fit), measured again when an entry is added or removed and when the plot is
+    resized. One column too tall for a short plot made the plot taller than its widget
+    and cut the last entries and the x axis."""
+
+    def __init__(self, plot: pg.PlotWidget, **options: Any) -> None:
+        super().__init__(**options)
+        self.layout.setContentsMargins(4, 0, 4, 0)  # pyqtgraph's 9 pixels each way: a row
+        self._plot = plot
+        plot.installEventFilter(self)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt's name)
+        if watched is self._plot and event.type() == QEvent.Type.Resize:
+            # once the plot has laid itself out in its new size: the view's height is read
+            QTimer.singleShot(0, self, self.fit_height)
+        return False
+
+    def addItem(self, item: Any, name: str) -> None:  # noqa: N802 (pyqtgraph's name)
+        super().addItem(item, name)
+        self.fit_height()
+
+    def removeItem(self, item: Any) -> None:  # noqa: N802 (pyqtgraph's name)
+        super().removeItem(item)
+        self.fit_height()
+
+    def clear(self) -> None:
+        super().clear()
+        self.setColumnCount(1)
+
+    def fit_height(self) -> None:
+        """Take as few columns as let the entries fit the plot's height beside the view
+        (the plot's height less its title and x axis)."""
+        plot = self._plot.getPlotItem()
+        room = self._plot.height() - (plot.size().height() - plot.vb.size().height())
+        _, top, _, bottom = self.layout.getContentsMargins()
+        room -= top + bottom
+        if not self.items or room <= 0:
+            return
+        heights = [max(s.minimumHeight(), t.minimumHeight()) for s, t in self.items]
+        spacing = self.layout.verticalSpacing()
+        columns = 1
+        while columns < len(heights):
+            rows = [max(heights[i : i + columns]) for i in range(0, len(heights), columns)]
+            if sum(rows) + spacing * (len(rows) - 1) <= room:
+                break
+            columns += 1
+        if columns != self.columnCount:
+            self.setColumnCount(columns)
+            QTimer.singleShot(0, self._plot, lambda: plot.setGeometry(self._plot.range))
+
+
+def legend_beside(plot: pg.PlotWidget) -> BesideLegend:
+    """A legend in a column of its own right of the plot (never over the curves), in
+    more columns where the plot is too short for one (``BesideLegend``); items are added
+    with ``legend.addItem(curve, name)``."""
     _, foreground = palette_colors()
-    legend = pg.LegendItem(labelTextColor=foreground)
-    item = plot.getPlotItem()
-    item.layout.addItem(legend, 2, 3)
+    legend = BesideLegend(plot, labelTextColor=foreground)
+    # as tall as its entries, at the top: stretched to the view's height, a name of two
+    # lines stood above its key
+    legend.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
+    layout = plot.getPlotItem().layout
+    layout.addItem(legend, 2, 3)
+    layout.setAlignment(legend, Qt.AlignmentFlag.AlignTop)
     return legend
 
 
