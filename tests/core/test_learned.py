@@ -162,3 +162,78 @@ def test_a_run_whose_config_no_longer_loads_has_learned_nothing_when_gone_ok(tmp
     with pytest.raises(ConfigError, match="popsize"):
         run_learned(ws, run_id)
     assert run_learned(ws, run_id, gone_ok=True) == RunLearned()
+
+
+def test_a_run_on_a_routing_table_shows_the_models_its_validation_chose(tmp_path, tiny_backbone):
+    """A run scored on CHAMP's routing table plays no validation episode; its checkpoint
+    keeps the best validation's choices, and what it learned is read from them. The
+    reference is the same head playing real episodes on the validation tasks over the
+    recorded pool: the same models, counts and rewards per category, and the stored
+    validation score is their mean."""
+    from tests.core.training.test_table import _config
+    from workbench.core.jobs.shared import open_worker_pool
+    from workbench.core.protocol import EpisodeSettings, run_episode
+    from workbench.core.training.executors import coordinator_from_vector
+    from workbench.core.training.state import task_splits
+
+    ws = Workspace.open(tmp_path / "ws")
+    cfg = _config()
+    run_id = train(cfg, ws, backbone=tiny_backbone)
+    learned = run_learned(ws, run_id)
+    assert not learned.unplayed and learned.categories
+    with Store.open(ws) as store:
+        assert not store.list_episodes(run_id)  # scored on the table: nothing played
+        vector, checkpoint = best_vector(store, run_id)
+        result = store.get_run(run_id).run_result()
+        assert result is not None
+        best = result.best_validation
+    suite = load_suite("champ", ws)
+    validation = task_splits(cfg.tasks, suite)["validation"]
+    session = open_worker_pool(cfg.pool.workers, ws)
+    coordinator = coordinator_from_vector(tiny_backbone, len(session.pool), vector, svf=False)
+    settings = EpisodeSettings.of(cfg.protocol, suite.name)
+    episodes = [
+        session.run(run_episode(coordinator, session.pool, t, settings)) for t in validation
+    ]
+    pool = tuple(w.id for w in session.pool)
+    reference = summarise_learned(episodes, {t.id: t for t in suite.tasks}, pool, max_turns=1)
+    assert learned.categories == reference
+    assert sum(c.episodes for c in learned.categories) == len(validation) == 20
+    assert all(q.steps[0].role is Role.WORKER for c in learned.categories for q in c.sequences)
+    assert best == pytest.approx(sum(e.reward for e in episodes) / len(episodes))
+    assert checkpoint.best_choices is not None and len(checkpoint.best_choices) == 20
+
+
+def test_a_table_run_from_before_its_choices_were_kept_says_there_is_nothing_to_read(
+    tmp_path, tiny_backbone
+):
+    """A checkpoint written without the table's choices (as versions before them did)
+    still loads; the run then has nothing to read what it learned from, and says so."""
+    from tests.core.training.test_table import _config
+
+    ws = Workspace.open(tmp_path / "ws")
+    run_id = train(_config(), ws, backbone=tiny_backbone)
+    assert run_learned(ws, run_id).categories
+    forget_table_choices(ws, run_id)
+    assert run_learned(ws, run_id) == RunLearned(unplayed=True)
+
+
+def forget_table_choices(ws: Workspace, run_id: str) -> None:
+    """Rewrite run ``run_id``'s stored checkpoints as a version that kept no routing
+    table's choices wrote them (the same keys without ``best_choices``)."""
+    import pickle
+    import sqlite3
+    from contextlib import closing
+
+    with closing(sqlite3.connect(ws.db_path)) as db, db:
+        rows = db.execute(
+            "SELECT generation, state FROM checkpoints WHERE run_id = ?", (run_id,)
+        ).fetchall()
+        assert rows
+        for generation, state in rows:
+            data = pickle.loads(state)
+            assert data.pop("best_choices")  # a table run's checkpoint keeps them now
+            db.execute(
+                "UPDATE checkpoints SET state = ? WHERE run_id = ? AND generation = ?",
+                (pickle.dumps(data), run_id, generation),
+            )

@@ -536,34 +536,49 @@ def test_the_training_scores_legend_shows_every_entry_in_a_short_plot(
 ROLE_KEYS = ("thinker", "worker", "verifier")
 
 
-def test_a_run_on_a_routing_table_says_why_it_shows_no_lesson_and_replay_leaves_it_out(
+def test_a_run_on_a_routing_table_shows_what_its_validation_chose_and_replay_leaves_it_out(
     make_main_window, qtbot, gui_workspace, tiny_backbone
 ):
-    """A real run on CHAMP's routing table is validated without playing episodes: core
-    says so (``run_learned``), and the Runs page and `runs show` say that is why "what it
-    learned" is empty (it said "shown once a run has
-    been validated" beside the run's validation points) and where to see its choices, and
-    Replay leaves the run out of its list, counting it under the list."""
+    """A real run on CHAMP's routing table is validated without playing episodes: the
+    Runs page and `runs show` show what it learned from the choices its checkpoint keeps
+    (the model it asks per category), and Replay leaves the run out of its list, counting
+    it under the list. Once its checkpoints hold no choices (as an earlier version wrote
+    them), the page and `runs show` say why nothing is shown and where to see them."""
+    from tests.core.test_learned import forget_table_choices
     from tests.core.training.test_table import _config
     from tests.test_cli import cli
-    from workbench.core.jobs.learned import RunLearned, run_learned
+    from workbench.core.jobs.learned import run_learned
     from workbench.core.jobs.train import train
+    from workbench.core.learned import describe_learned
     from workbench.gui.runs_model import LEARNED_NOT_PLAYED
 
     run_id = train(_config(), gui_workspace, backbone=tiny_backbone)
+    lines = describe_learned(run_learned(gui_workspace, run_id).categories)
+    assert any("Worker recorded:champ/" in line for line in lines)
     window = make_main_window()
     window.resize(1280, 800)
     page = window.pages["Runs"]
     qtbot.waitUntil(lambda: page.opened == run_id, timeout=20_000)
-    expected = LEARNED_NOT_PLAYED.format(run=run_id[:8])
-    qtbot.waitUntil(lambda: page.learned_view.toPlainText() == expected, timeout=20_000)
+
+    def shows(text: str) -> bool:
+        return all(line in page.learned_view.toPlainText() for line in text.splitlines())
+
+    qtbot.waitUntil(lambda: shows("\n".join(lines)), timeout=20_000)
     assert page.plots.validation.view.size > 0  # validated: its points are plotted
-    assert run_learned(gui_workspace, run_id) == RunLearned(unplayed=True)
     shown = cli("runs", "show", run_id[:8], workspace=gui_workspace.root, check=True).stdout
-    assert "it was validated on a routing table" in shown
-    assert f"trinity-workbench eval --run {run_id[:8]}" in shown
+    assert "what it learned" in shown and all(line in shown for line in lines)
     window.go("Replay")
     replay = window.pages["Replay"]
     qtbot.waitUntil(lambda: replay.runs_note.isVisible(), timeout=20_000)
     assert replay.runs.findData(run_id) < 0 and replay.runs.count() == 0
     assert replay.runs_note.text().startswith("Not listed: 1 run without episodes")
+
+    forget_table_choices(gui_workspace, run_id)
+    window.go("Runs")
+    page.select_run(run_id)
+    qtbot.mouseClick(page.open_button, qtbot_button())
+    expected = LEARNED_NOT_PLAYED.format(run=run_id[:8])
+    qtbot.waitUntil(lambda: page.learned_view.toPlainText() == expected, timeout=20_000)
+    shown = cli("runs", "show", run_id[:8], workspace=gui_workspace.root, check=True).stdout
+    assert "it was validated on a routing table" in shown
+    assert f"trinity-workbench eval --run {run_id[:8]}" in shown

@@ -237,7 +237,8 @@ def cmd_runs_show(args) -> int:
     elif learned.unplayed:
         print(
             f"\nwhat it learned is not read here: it was validated on a routing table "
-            f"({NO_EPISODES_WHY}); `trinity-workbench eval --run {record.id[:8]}` plays them"
+            f"({NO_EPISODES_WHY}) and its checkpoint keeps no record of that validation's "
+            f"choices; `trinity-workbench eval --run {record.id[:8]}` plays them"
         )
     document = data["result"] or {}  # its best validation generation counted from 1
     if args.details and record.result:

@@ -3,7 +3,8 @@ actually plays most often, their share and mean reward, beside the exact oracle'
 for that category when the pool is simulated (``workbench.core.oracle``).
 
 Sources: a training run's validation episodes of the generation whose head is the run's
-result (``run_learned``), or any episodes of one coordinator (an evaluation's,
+result, or, for a run scored on a routing table, that validation's choices kept in its
+checkpoint (``run_learned``); or any episodes of one coordinator (an evaluation's,
 ``summarise_learned``). A sequence is the turns an episode took, in order, as
 ``Step``s (worker and role): ``Worker team:mathlete -> Verifier team:checker``.
 """
@@ -110,6 +111,22 @@ def _step(data: Mapping[str, Any]) -> Step:
     return Step(worker=str(data["worker"]), role=Role(data["role"]))
 
 
+@dataclass(frozen=True)
+class Play:
+    """One decision of a coordinator, as what it learned is counted: the task, the turns
+    it took (``Step``s, in order) and the reward."""
+
+    task_id: str
+    steps: tuple[Step, ...]
+    reward: float
+
+    @classmethod
+    def of(cls, episode: Episode) -> Play:
+        return cls(
+            episode.task_id, tuple(Step(t.worker, t.role) for t in episode.turns), episode.reward
+        )
+
+
 def summarise_learned(
     episodes: Iterable[Episode],
     tasks: Mapping[str, Task],
@@ -119,13 +136,25 @@ def summarise_learned(
 ) -> list[CategoryLearned]:
     """Group ``episodes`` (one coordinator's) by their task's category (``Task.group``;
     tasks missing from ``tasks`` are left out) and count the sequences each played."""
-    by_group: dict[str, list[Episode]] = defaultdict(list)
+    return summarise_plays([Play.of(e) for e in episodes], tasks, pool, max_turns, top)
+
+
+def summarise_plays(
+    plays: Iterable[Play],
+    tasks: Mapping[str, Task],
+    pool: Sequence[str],
+    max_turns: int,
+    top: int = TOP,
+) -> list[CategoryLearned]:
+    """``summarise_learned`` of decisions that were not played as stored episodes (a
+    routing table's, ``Play``) or were."""
+    by_group: dict[str, list[Play]] = defaultdict(list)
     kinds: dict[str, Counter[str]] = defaultdict(Counter)
-    for episode in episodes:
-        task = tasks.get(episode.task_id)
+    for play in plays:
+        task = tasks.get(play.task_id)
         if task is None:
             continue
-        by_group[task.group].append(episode)
+        by_group[task.group].append(play)
         kinds[task.group][task.kind] += 1
     simulated = all(w in PROFILES_BY_ID for w in pool)
     out = []
@@ -133,7 +162,7 @@ def summarise_learned(
         eps = by_group[group]
         played: dict[tuple[Step, ...], list[float]] = defaultdict(list)
         for e in eps:
-            played[tuple(Step(t.worker, t.role) for t in e.turns)].append(e.reward)
+            played[e.steps].append(e.reward)
         ranked = sorted(played.items(), key=lambda kv: (-len(kv[1]), -sum(kv[1])))[:top]
         sequences = tuple(
             PlayedSequence(steps, len(r), len(r) / len(eps), sum(r) / len(r)) for steps, r in ranked

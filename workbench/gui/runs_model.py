@@ -47,9 +47,10 @@ LEARNED_HEADING = (
     "turns its coordinator played most often:"
 )
 LEARNED_NOT_PLAYED = (
-    "What run {run} learned cannot be read here: it was validated without playing "
-    "episodes (training on a routing table scores recorded answers as arrays). Evaluate "
-    "it on the Evaluate page: its episodes then show which worker it asks per category."
+    "What run {run} learned cannot be read here: it was validated on a routing table "
+    "(recorded answers scored as arrays, without playing episodes), and its checkpoint "
+    "keeps no record of which worker that validation chose. Evaluate it on the Evaluate "
+    "page: its episodes then show which worker it asks per category."
 )
 
 

@@ -316,6 +316,10 @@ def test_a_run_on_the_table_trains_stores_and_resumes_exactly(champ, tiny_backbo
     again = store.generations(cut.run_id)
     assert [g["best"] for g in again] == [g["best"] for g in whole]
     assert [g.get("validation") for g in again] == [g.get("validation") for g in whole]
+    # the best validation's choices (what it learned) came through the checkpoint whole
+    assert resumed.state.best_choices == trainer.state.best_choices
+    assert [c.task_id for c in trainer.state.best_choices or ()] == [t.id for t in tasks]
+    assert [c.reward for c in trainer.state.best_choices or ()] == list(rewards)
 
 
 def test_every_training_task_each_generation_with_rollouts_0(champ, tiny_backbone):

@@ -23,11 +23,25 @@ from workbench.core.training.basis import SearchBasis
 CHECKPOINT_FORMAT = 1
 
 
+@dataclass(frozen=True)
+class TableChoice:
+    """What a head chose for one validation task on a routing table, where no episode
+    is played: the task, the worker it asked (for one Worker turn) and that answer's
+    reward."""
+
+    task_id: str
+    worker: str
+    reward: float
+
+
 @dataclass(frozen=True, kw_only=True)
 class Checkpoint:
     """The state after ``generation`` (0-based) completed. ``center`` and ``best_vector``
     are head-space vectors ``[SVF offsets || head weights]`` (the search basis applied);
-    ``optimizer`` is the optimizer's own opaque state."""
+    ``optimizer`` is the optimizer's own opaque state. ``best_choices``: the best
+    validation's choices when it was scored on a routing table (its episodes are not
+    played, so this is what shows what the run learned); None when it played episodes
+    or was written by a version that did not keep them."""
 
     generation: int
     optimizer: bytes
@@ -40,6 +54,7 @@ class Checkpoint:
     basis: SearchBasis
     n_params: int
     n_svf: int
+    best_choices: tuple[TableChoice, ...] | None = None
 
     @property
     def result_vector(self) -> np.ndarray:
@@ -63,6 +78,9 @@ class Checkpoint:
                 "basis": self.basis.to_dict(),
                 "n_params": self.n_params,
                 "n_svf": self.n_svf,
+                "best_choices": None
+                if self.best_choices is None
+                else [(c.task_id, c.worker, c.reward) for c in self.best_choices],
             }
         )
 
@@ -93,6 +111,9 @@ class Checkpoint:
             basis=SearchBasis.from_dict(data["basis"]) if "basis" in data else SearchBasis(),
             n_params=data["n_params"],
             n_svf=data["n_svf"],
+            best_choices=None
+            if data.get("best_choices") is None
+            else tuple(TableChoice(*c) for c in data["best_choices"]),
         )
 
 

@@ -15,7 +15,7 @@ from workbench.core.errors import InvalidInput
 from workbench.core.records import RunStopReason, Spend
 from workbench.core.tasks.model import Suite, Task
 from workbench.core.training.basis import SearchBasis
-from workbench.core.training.checkpoint import Checkpoint
+from workbench.core.training.checkpoint import Checkpoint, TableChoice
 
 
 @dataclass(kw_only=True)
@@ -25,6 +25,7 @@ class TrainState:
     best_validation: float | None = None
     best_vector: np.ndarray | None = None
     best_validation_generation: int | None = None
+    best_choices: tuple[TableChoice, ...] | None = None  # the best validation's, on a table
     last_validation: float | None = None
     basis: SearchBasis | None = None  # fitted when the run starts, kept in its checkpoints
 
@@ -43,6 +44,7 @@ class TrainState:
             basis=self.basis or SearchBasis(),
             n_params=n_params,
             n_svf=n_svf,
+            best_choices=self.best_choices,
         ).dumps()
 
     @classmethod
@@ -54,6 +56,7 @@ class TrainState:
             best_validation=checkpoint.best_validation,
             best_vector=checkpoint.best_vector,
             best_validation_generation=checkpoint.best_validation_generation,
+            best_choices=checkpoint.best_choices,
             last_validation=checkpoint.last_validation,
             basis=checkpoint.basis,
         )

@@ -21,6 +21,7 @@ from workbench.core.coordinator.feature_store import FeatureStore, stored_featur
 from workbench.core.protocol import EpisodeSettings
 from workbench.core.records import Role
 from workbench.core.tasks.model import Task
+from workbench.core.training.checkpoint import TableChoice
 from workbench.core.training.table import (
     RoutingTable,
     argmax_actions,
@@ -135,11 +136,17 @@ class TableScoring:
         """The worker each task goes to under ``actions``."""
         return np.array([a.worker for a in self.actions(vector, tasks)], dtype=np.int64)
 
-    def accuracy(self, vector: np.ndarray, tasks: Sequence[Task]) -> float:
-        """The mean reward of ``vector``'s argmax decisions on ``tasks``."""
+    def decisions(self, vector: np.ndarray, tasks: Sequence[Task]) -> tuple[TableChoice, ...]:
+        """``vector``'s argmax decision on each of ``tasks``: the worker it asks and that
+        answer's reward (their mean is the head's validation score)."""
         assert self.table is not None
         rows, _ = self.rows(tasks)
-        return float(np.mean(self.table.outcome(rows, self.choices(vector, tasks))[0]))
+        choices = self.choices(vector, tasks)
+        rewards = self.table.outcome(rows, choices)[0]
+        return tuple(
+            TableChoice(t.id, self.pool[int(w)].id, float(r))
+            for t, w, r in zip(tasks, choices, rewards, strict=True)
+        )
 
     def usage(self, choices: np.ndarray) -> dict[str, int]:
         """Calls per worker and role, as a generation's statistics count them."""

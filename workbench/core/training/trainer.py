@@ -46,7 +46,12 @@ from workbench.core.store.lifecycle import RunLife, error_words
 from workbench.core.tasks.model import Suite, Task
 from workbench.core.training.basis import SearchBasis
 from workbench.core.training.basis_fit import calibration_episodes, fit_basis
-from workbench.core.training.checkpoint import Checkpoint, CheckpointError, latest_checkpoint
+from workbench.core.training.checkpoint import (
+    Checkpoint,
+    CheckpointError,
+    TableChoice,
+    latest_checkpoint,
+)
 from workbench.core.training.events import (
     EpisodeDone,
     Event,
@@ -495,10 +500,11 @@ class Trainer:
         if (g + 1) % self.plan.optimizer.validate_every == 0 or self._last_generation(
             g, [], started
         ):
-            validation = scoring.accuracy(
+            choices = scoring.decisions(
                 self._head_space(self.optimizer.center()), self.splits["validation"]
             )
-            self._record_validation(g, validation)
+            validation = float(np.mean([c.reward for c in choices]))
+            self._record_validation(g, validation, choices)
         await self._close_generation(g, started, fitness, [], validation, **measured)
 
     def _restart_if_due(self, g: int) -> None:
@@ -608,14 +614,17 @@ class Trainer:
         self._record_validation(g, value)
         return value, list(episodes)
 
-    def _record_validation(self, g: int, value: float) -> None:
+    def _record_validation(
+        self, g: int, value: float, choices: tuple[TableChoice, ...] | None = None
+    ) -> None:
         """Keep generation ``g``'s validation score, and its mean as the best vector when
-        it scores higher than any before."""
+        it scores higher than any before, with its ``choices`` on a routing table."""
         self.state.last_validation = value
         if self.state.best_validation is None or value > self.state.best_validation:
             self.state.best_validation = value
             self.state.best_vector = self._head_space(self.optimizer.center())
             self.state.best_validation_generation = g
+            self.state.best_choices = choices
 
     def _features(self, transcripts: list[str]) -> np.ndarray:
         """Features in the search basis: what the gradient baselines differentiate against."""
