@@ -369,3 +369,48 @@ def test_a_run_with_the_projection_basis_searches_fewer_weights(champ, tiny_back
     session.run(resumed.run_async())
     whole = store.generations(trainer.run_id)
     assert [g["best"] for g in store.generations(cut.run_id)] == [g["best"] for g in whole]
+
+
+def test_a_run_on_the_table_keeps_its_query_features_and_the_next_run_reads_them(
+    tmp_path, tiny_model_dir, tiny_backbone
+):
+    """The train job keeps a table run's query features in the workspace (one row per
+    training and validation question, the backbone's own), and the next run on the same
+    questions reads them instead of computing them: with the kept rows set to zeros, its
+    every validation decision is a tie, which argmax gives to the first model with an
+    answer."""
+    import sqlite3
+    from contextlib import closing
+
+    from workbench.core.coordinator.feature_store import FeatureStore
+    from workbench.core.jobs.train import train
+    from workbench.core.training.checkpoint import Checkpoint
+    from workbench.core.training.state import task_splits
+
+    ws = Workspace.open(tmp_path / "ws")
+    cfg = _config().replace(backbone={"model": str(tiny_model_dir), "device": "cpu"})
+    train(cfg, ws)
+    suite = load_suite("champ", ws)
+    splits = task_splits(cfg.tasks, suite)
+    asked = [*splits["train"], *splits["validation"]]
+    texts = [render_transcript(t, ()) for t in asked]
+    with closing(sqlite3.connect(ws.features_path)) as db:
+        (namespace,) = [n for (n,) in db.execute("SELECT DISTINCT namespace FROM features")]
+    assert str(tiny_model_dir) in namespace, namespace
+    with FeatureStore(ws.features_path) as kept:
+        assert kept.count(namespace) == len(set(texts)) == 60
+        rows = kept.get(namespace, texts)
+        fresh = tiny_backbone.features(texts)
+        assert np.allclose(np.stack([rows[i] for i in range(len(texts))]), fresh, atol=2e-2)
+        kept.put(namespace, texts, np.zeros_like(fresh))
+
+    second = train(cfg, ws)
+    with Store.open(ws) as store:
+        session = open_pool(cfg, store)
+        table = session.run(build_routing_table(session.pool, splits["validation"], SETTINGS))
+        checkpoint = store.latest_checkpoint(second)
+    assert checkpoint is not None
+    choices = Checkpoint.loads(checkpoint[1]).best_choices
+    assert choices is not None
+    first_answered = [session.pool[int(np.argmax(a))].id for a in table.answered]
+    assert [c.worker for c in choices] == first_answered

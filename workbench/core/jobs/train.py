@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 
 from workbench.core.config import ConfigError, RunConfig
 from workbench.core.coordinator import Backbone
+from workbench.core.coordinator.feature_store import FeatureStore
 from workbench.core.jobs.shared import (
     backbone_for,
     cache_policy,
@@ -102,6 +103,13 @@ def train(
         session = open_pool(config, store, workspace, stages)
         cache = session.cache
         plan = train_plan(config, suite.name, session.pool)
+        # a run on a routing table reads its query features from the workspace, where
+        # an earlier run, fold or method on the same questions kept them
+        features = (
+            held.enter_context(FeatureStore(workspace.features_path))
+            if plan.table_reason is None
+            else None
+        )
         trainer = Trainer(
             plan,
             store,
@@ -112,6 +120,7 @@ def train(
             stop=stop,
             cache_stats=(lambda: cache.hits) if cache is not None else None,
             executor=executor,
+            feature_store=features,
         )
         if run_id is None:
             # a new id: no one else can know it yet, so the lock is free
