@@ -172,7 +172,7 @@ def cmd_runs_list(args) -> int:
 def cmd_runs_show(args) -> int:
     from workbench.core.config import ConfigError
     from workbench.core.jobs.learned import RunLearned, run_learned
-    from workbench.core.jobs.shared import NO_EPISODES_WHY, summarise_run
+    from workbench.core.jobs.shared import summarise_run
     from workbench.core.learned import describe_learned
     from workbench.core.spend import dollars, recorded_spend, spend_kind
     from workbench.core.store import Store
@@ -236,9 +236,9 @@ def cmd_runs_show(args) -> int:
         print("\n".join(describe_learned(learned.categories)))
     elif learned.unplayed:
         print(
-            f"\nwhat it learned is not read here: it was validated on a routing table "
-            f"({NO_EPISODES_WHY}) and its checkpoint keeps no record of that validation's "
-            f"choices; `trinity-workbench eval --run {record.id[:8]}` plays them"
+            "\nwhat it learned is not read here: it was validated on a routing table, "
+            "without playing episodes, and its checkpoint keeps no record of that "
+            f"validation's choices; `trinity-workbench eval --run {record.id[:8]}` plays them"
         )
     document = data["result"] or {}  # its best validation generation counted from 1
     if args.details and record.result:
