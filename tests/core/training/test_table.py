@@ -376,20 +376,22 @@ def test_a_run_on_the_table_keeps_its_query_features_and_the_next_run_reads_them
 ):
     """The train job keeps a table run's query features in the workspace (one row per
     training and validation question, the backbone's own), and the next run on the same
-    questions reads them instead of computing them: with the kept rows set to zeros, its
-    every validation decision is a tie, which argmax gives to the first model with an
-    answer."""
+    questions, and an evaluation, read them instead of computing them: with the kept rows
+    set to zeros, every decision is a tie, which argmax gives to the first model with an
+    answer (in fp32, where an episode rechecks no near tie)."""
     import sqlite3
     from contextlib import closing
 
     from workbench.core.coordinator.feature_store import FeatureStore
+    from workbench.core.jobs.evaluate import evaluate_run
     from workbench.core.jobs.train import train
-    from workbench.core.training.checkpoint import Checkpoint
+    from workbench.core.training.checkpoint import best_vector
     from workbench.core.training.state import task_splits
 
     ws = Workspace.open(tmp_path / "ws")
-    cfg = _config().replace(backbone={"model": str(tiny_model_dir), "device": "cpu"})
-    train(cfg, ws)
+    backbone = {"model": str(tiny_model_dir), "device": "cpu", "precision": "fp32"}
+    cfg = _config().replace(backbone=backbone)
+    first = train(cfg, ws)
     suite = load_suite("champ", ws)
     splits = task_splits(cfg.tasks, suite)
     asked = [*splits["train"], *splits["validation"]]
@@ -401,16 +403,23 @@ def test_a_run_on_the_table_keeps_its_query_features_and_the_next_run_reads_them
         assert kept.count(namespace) == len(set(texts)) == 60
         rows = kept.get(namespace, texts)
         fresh = tiny_backbone.features(texts)
-        assert np.allclose(np.stack([rows[i] for i in range(len(texts))]), fresh, atol=2e-2)
+        assert np.allclose(np.stack([rows[i] for i in range(len(texts))]), fresh, atol=1e-5)
         kept.put(namespace, texts, np.zeros_like(fresh))
 
     second = train(cfg, ws)
     with Store.open(ws) as store:
         session = open_pool(cfg, store)
         table = session.run(build_routing_table(session.pool, splits["validation"], SETTINGS))
-        checkpoint = store.latest_checkpoint(second)
-    assert checkpoint is not None
-    choices = Checkpoint.loads(checkpoint[1]).best_choices
-    assert choices is not None
+        choices = {run: best_vector(store, run)[1].best_choices for run in (first, second)}
     first_answered = [session.pool[int(np.argmax(a))].id for a in table.answered]
-    assert [c.worker for c in choices] == first_answered
+    assert [c.worker for c in choices[second] or ()] == first_answered
+    # on the real features the head chose otherwise
+    assert [c.worker for c in choices[first] or ()] != first_answered
+
+    evaluation = evaluate_run(ws, run=second, split="validation", baselines=False)
+    with Store.open(ws) as store:
+        played = {
+            e.task_id: store.get_episode(e.id).turns[0].worker
+            for e in store.list_episodes(evaluation.run_id)
+        }
+    assert [played[t.id] for t in splits["validation"]] == first_answered

@@ -23,7 +23,9 @@ from workbench.core.jobs.shared import (
     evaluated_name,
     evaluation_title,
     open_pool,
+    read_kept_features,
     run_title,
+    table_reason,
 )
 from workbench.core.progress import StageListener, tell
 from workbench.core.protocol import EpisodeSettings
@@ -255,6 +257,8 @@ def evaluate_run(
         backbone = backbone_for(config, backbone, source.backbone_model, stages)
         coordinator = source.coordinator(store, backbone)
         session = open_pool(config, store, workspace, stages)  # one that cannot serve: no run
+        if table_reason(config, session.pool) is None:
+            read_kept_features(backbone, workspace, tasks, stages)
         eval_id = store.create_run(
             evaluation_title(source.name, source.coordinator_file),
             "eval",

@@ -28,6 +28,7 @@ from typing import Any
 
 from workbench.core.config import RunConfig, routing_table_reason, table_optimizer
 from workbench.core.coordinator import Backbone
+from workbench.core.coordinator.feature_store import FeatureStore, stored_features
 from workbench.core.errors import BadInput, InvalidInput
 from workbench.core.models import loading_words
 from workbench.core.progress import StageListener, tell
@@ -35,8 +36,10 @@ from workbench.core.protocol import EpisodeSettings, Prompts
 from workbench.core.records import GenerationStats, RunStatus, RunStopReason
 from workbench.core.spend import Spend, recorded_spend, spend_kind
 from workbench.core.store import RunRecord, Store, StoreError
+from workbench.core.tasks.model import Task
 from workbench.core.training.plan import TrainPlan
 from workbench.core.training.table import pool_reason
+from workbench.core.transcript import render_transcript
 from workbench.core.workers.base import Worker
 from workbench.core.workers.pool import build_pool
 from workbench.core.workers.recorded import check_recorded_roles
@@ -406,6 +409,26 @@ def open_worker_pool(
     return PoolSession(pool, None, client)
 
 
+def table_reason(config: RunConfig, pool: Sequence[Worker]) -> str | None:
+    """Why a run of ``config`` with ``pool`` plays its episodes, or None when it is a
+    routing table's (a recorded pool routed in one Worker turn: ``training/table.py``)."""
+    return routing_table_reason(config) or pool_reason(pool)
+
+
+def read_kept_features(
+    backbone: Backbone,
+    workspace: Workspace,
+    tasks: Sequence[Task],
+    stages: StageListener | None = None,
+) -> None:
+    """Put ``tasks``' query features kept in ``workspace`` into ``backbone``'s memory,
+    the rest computed and kept: the features a routing table's run trained and was
+    validated on, which its one-turn episodes then read instead of computing their own."""
+    tell(stages, f"reading the {len(tasks)} questions' kept features")
+    with FeatureStore(workspace.features_path) as kept:
+        stored_features(backbone, kept, [render_transcript(t, ()) for t in tasks])
+
+
 def train_plan(
     config: RunConfig,
     suite: str,
@@ -416,7 +439,7 @@ def train_plan(
     recorded-pool settings (``config.table_optimizer``) when the config asks for them, the
     config as given otherwise (the run's record stores ``config`` as given:
     ``new_train_run``). Episodes are played with the bundled role prompts."""
-    reason = routing_table_reason(config) or pool_reason(pool)
+    reason = table_reason(config, pool)
     return TrainPlan(
         seed=config.run.seed,
         optimizer=table_optimizer(config) if reason is None else config.optimizer,
