@@ -20,9 +20,8 @@ from workbench.core.workspace import Workspace
 class RunLearned:
     """What a training run learned, per category (``categories``: empty before any
     validation), and whether there is nothing to read it from (``unplayed``: a run on a
-    routing table scores its recorded answers as arrays, and a checkpoint written before
-    checkpoints kept the table's choices holds none; an evaluation of the run plays
-    them)."""
+    routing table scores its recorded answers as arrays, and its checkpoint holds none of
+    that validation's choices; an evaluation of the run plays them)."""
 
     categories: list[CategoryLearned] = field(default_factory=list)
     unplayed: bool = False
@@ -32,10 +31,10 @@ def run_learned(workspace: Workspace, run: str, *, gone_ok: bool = False) -> Run
     """What training run ``run`` learned (``workbench.core.learned``): the sequences its
     result head played on validation, in the generation that head was validated, per
     category, beside the oracle's plan for simulated pools; on a routing table, the
-    worker that validation asked for each task (``Checkpoint.best_choices``). Raises ``SuiteNotFound`` when
-    the run's suite is no longer installed and ``ConfigError`` when its stored config no
-    longer loads; ``gone_ok``: nothing learned then (a runs list or ``runs show`` still
-    shows the rest of the run)."""
+    worker that validation asked for each task (``Checkpoint.best_choices``). Raises
+    ``SuiteNotFound`` when the run's suite is no longer installed and ``ConfigError`` when
+    its stored config no longer loads; ``gone_ok``: nothing learned then (a runs list or
+    ``runs show`` still shows the rest of the run)."""
     if gone_ok:
         try:
             return run_learned(workspace, run)
@@ -62,7 +61,7 @@ def run_learned(workspace: Workspace, run: str, *, gone_ok: bool = False) -> Run
         choices = checkpoint.best_choices
         plays = [Play(c.task_id, (Step(c.worker, Role.WORKER),), c.reward) for c in choices]
         pool = tuple(dict.fromkeys(c.worker for c in choices))
-    else:  # validated on a routing table by a version that kept no choices
+    else:  # validated on a routing table, and its checkpoint holds no choices
         return RunLearned(unplayed=True)
     tasks = {t.id: t for t in load_suite(config.tasks.suite, workspace).tasks}
     return RunLearned(summarise_plays(plays, tasks, pool, config.protocol.max_turns))

@@ -40,8 +40,8 @@ class Checkpoint:
     are head-space vectors ``[SVF offsets || head weights]`` (the search basis applied);
     ``optimizer`` is the optimizer's own opaque state. ``best_choices``: the best
     validation's choices when it was scored on a routing table (its episodes are not
-    played, so this is what shows what the run learned); None when it played episodes
-    or was written by a version that did not keep them."""
+    played, so this is what shows what the run learned); None when it played episodes,
+    and in a stored checkpoint without them."""
 
     generation: int
     optimizer: bytes
