@@ -274,9 +274,9 @@ def themed_colour_bar(
 class BesideLegend(pg.LegendItem):
     """A legend right of a plot's view that keeps every entry in sight: it takes as few
     columns as let its rows fit beside the view in the plot's height (one column while
-    they fit), measured again when an entry is added or removed and when the plot is
-    resized. One column too tall for a short plot made the plot taller than its widget
-    and cut the last entries and the x axis."""
+    they fit), measured again when an entry is added and when the plot is resized. One
+    column too tall for a short plot would make the plot taller than its widget and cut
+    the last entries and the x axis."""
 
     def __init__(self, plot: pg.PlotWidget, **options: Any) -> None:
         super().__init__(**options)
@@ -292,10 +292,6 @@ class BesideLegend(pg.LegendItem):
 
     def addItem(self, item: Any, name: str) -> None:  # noqa: N802 (pyqtgraph's name)
         super().addItem(item, name)
-        self.fit_height()
-
-    def removeItem(self, item: Any) -> None:  # noqa: N802 (pyqtgraph's name)
-        super().removeItem(item)
         self.fit_height()
 
     def clear(self) -> None:
