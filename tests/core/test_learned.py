@@ -85,6 +85,32 @@ def test_sequences_are_counted_per_category_with_share_reward_and_the_oracles_pl
     assert real[0].oracle is None and "oracle" not in "\n".join(describe_learned(real))
 
 
+def test_workers_of_one_recorded_pool_are_named_once_above_the_lines():
+    """A recorded pool's workers share ``recorded:NAME/``: the lines say it once, first,
+    and name each worker by what follows it; workers with nothing in common keep their
+    whole ids, and so does a category where one worker is all that played."""
+    tasks = {
+        f"q{i}": Task(id=f"q{i}", kind="choice", prompt="?", answer="A", choices=("a", "b"))
+        for i in range(3)
+    }
+    alpha, beta = "recorded:small-6/Meta-Llama-3_1-8B-Instruct", "recorded:small-6/gemma-7b"
+    episodes = [
+        _episode("q0", [(alpha, Role.WORKER)], 1.0),
+        _episode("q1", [(alpha, Role.WORKER)], 0.0),
+        _episode("q2", [(beta, Role.WORKER)], 1.0),
+    ]
+    lines = describe_learned(summarise_learned(episodes, tasks, (alpha, beta), max_turns=1))
+    assert lines[0] == "every worker's id below starts with recorded:small-6/"
+    assert "   66.7%  Worker Meta-Llama-3_1-8B-Instruct  (reward 0.50, 2x)" in lines
+    assert "   33.3%  Worker gemma-7b  (reward 1.00, 1x)" in lines
+    assert not any("recorded:" in line for line in lines[1:])
+    alone = describe_learned(summarise_learned(episodes[:1], tasks, (alpha, beta), max_turns=1))
+    assert alone == [
+        "choice: 1 episodes, mean reward 1.000",
+        f"  100.0%  Worker {alpha}  (reward 1.00, 1x)",
+    ]
+
+
 @pytest.fixture()
 def trained(tmp_path, tiny_backbone):
     ws = Workspace.open(tmp_path / "ws")

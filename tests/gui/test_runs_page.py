@@ -554,7 +554,9 @@ def test_a_run_on_a_routing_table_shows_what_its_validation_chose_and_replay_lea
 
     run_id = train(_config(), gui_workspace, backbone=tiny_backbone)
     lines = describe_learned(run_learned(gui_workspace, run_id).categories)
-    assert any("Worker recorded:champ/" in line for line in lines)
+    assert lines[0] == "every worker's id below starts with recorded:champ/"
+    assert any(" Worker gpt-" in line for line in lines)
+    assert not any("recorded:" in line for line in lines[1:])
     window = make_main_window()
     window.resize(1280, 800)
     page = window.pages["Runs"]

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from workbench.core.oracle import OraclePlan, Step, best_plan
+from workbench.core.printable import shared_prefix
 from workbench.core.records import Episode, Role
 from workbench.core.tasks.model import Task
 from workbench.core.workers.simulated import PROFILES_BY_ID
@@ -33,8 +34,11 @@ class PlayedSequence:
     share: float  # of the category's episodes
     mean_reward: float
 
-    def describe(self) -> str:
-        return " -> ".join(str(s) for s in self.steps) or "(no turn)"
+    def describe(self, prefix: str = "") -> str:
+        """The turns in order (``Worker team:mathlete -> Verifier team:checker``), each
+        worker's id without ``prefix`` (one said once above a list)."""
+        turns = (str(Step(s.worker.removeprefix(prefix), s.role)) for s in self.steps)
+        return " -> ".join(turns) or "(no turn)"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -185,13 +189,17 @@ def summarise_plays(
 
 
 def describe_learned(learned: Sequence[CategoryLearned]) -> list[str]:
-    """``learned`` as lines of text (``runs show``, ``eval``, the GUI's panels)."""
-    lines = []
+    """``learned`` as lines of text (``runs show``, ``eval``, the GUI's panels). Workers
+    whose ids share a prefix (a recorded pool's ``recorded:NAME/``,
+    ``printable.shared_prefix``) are named without it, and a first line says it once."""
+    workers = sorted({s.worker for c in learned for q in c.sequences for s in q.steps})
+    prefix = shared_prefix(workers)
+    lines = [f"every worker's id below starts with {prefix}"] if prefix else []
     for c in learned:
         lines.append(f"{c.category}: {c.episodes} episodes, mean reward {c.mean_reward:.3f}")
         for q in c.sequences:
             lines.append(
-                f"  {q.share:6.1%}  {q.describe()}  (reward {q.mean_reward:.2f}, {q.count}x)"
+                f"  {q.share:6.1%}  {q.describe(prefix)}  (reward {q.mean_reward:.2f}, {q.count}x)"
             )
         if c.oracle is not None:
             plan = c.oracle.describe().split(": ", 1)[1]

@@ -1,5 +1,6 @@
 """Text made safe and short to show: an untrusted program's output without control
-characters, and a path with the user's home folder written as ``~``.
+characters, a path with the user's home folder written as ``~``, and the prefix several
+worker ids share, to say once.
 
 A program's output is data. Before it reaches a terminal, the GUI or the store, escape
 sequences (ESC, CSI), other C0/C1 control characters, DEL and the bidirectional overrides
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
@@ -62,3 +64,11 @@ def _shown_path(path: str | os.PathLike[str], workspace: str | os.PathLike[str] 
     if home not in ("", "/") and (text == home or text.startswith(home + os.sep)):
         return "~" + text[len(home) :]
     return text
+
+
+def shared_prefix(worker_ids: Sequence[str]) -> str:
+    """What every one of several worker ids starts with, up to a ``/``
+    (``recorded:small-6/`` for a recorded pool's workers; empty for one id or none), for a
+    page or a report to say once beside a list of them instead of on every row."""
+    common = os.path.commonprefix(list(worker_ids)) if len(worker_ids) > 1 else ""
+    return common[: common.rfind("/") + 1]

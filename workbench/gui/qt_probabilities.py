@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
+from workbench.core.printable import shared_prefix
 from workbench.gui.qt import (
     QBoxLayout,
     QGridLayout,
@@ -23,7 +24,6 @@ from workbench.gui.qt import (
     QVBoxLayout,
     QWidget,
 )
-from workbench.gui.words import shared_prefix
 
 BAR_STEPS = 1000
 CELL_STEPS = 1000  # a cell's bar resolution: 0.001
@@ -32,7 +32,7 @@ CELL_STEPS = 1000  # a cell's bar resolution: 0.001
 class BarList(QWidget):
     """A small labelled bar chart: one row per option (its name, a bar, the value); the
     chosen option in bold and marked. ``values`` and ``chosen`` are what is drawn. Names
-    that share a ``words.shared_prefix`` (a recorded pool's ``recorded:NAME/``) say it
+    that share a ``printable.shared_prefix`` (a recorded pool's ``recorded:NAME/``) say it
     once, under the title, and each row the rest (the bar's tooltip has the whole name)."""
 
     def __init__(self, title: str, names: Sequence[str], values: Sequence[float], chosen: int):

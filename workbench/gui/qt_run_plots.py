@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from workbench.core.printable import shared_prefix
 from workbench.core.records import ROLES, GenerationStats
 from workbench.gui.plots import (
     coloured_curve,
@@ -25,7 +26,6 @@ from workbench.gui.words import (
     SCORES_CAPTION,
     STEP_SIZE_HELP,
     VALIDATION_HELP,
-    shared_prefix,
 )
 
 

@@ -1,13 +1,15 @@
 """The user's words: what the GUI says instead of identifiers. Stop reasons, roles,
 statuses and workers as sentences (the run config's labels and help live with its keys,
-in ``core.config``; paths are shortened by ``core.printable.shown_path``). Qt-free (tables
-and a few functions), so that a test or another front end can read the same words; the
-identifier stays available as a tooltip."""
+in ``core.config``; paths are shortened by ``core.printable.shown_path``, and workers'
+shared prefix said once by ``core.printable.shared_prefix``). Qt-free (tables and a few
+functions), so that a test or another front end can read the same words; the identifier
+stays available as a tooltip."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
+
+from workbench.core.printable import shared_prefix
 
 KEYCHAIN_HELP = "docs/guides/workers.md#no-keychain"
 
@@ -47,14 +49,6 @@ def worker_words(worker_id: str) -> str:
     if worker_id.startswith("local:"):
         return "a real language model running on this computer (free, slow on a CPU)"
     return "a registered worker: a real model, whose calls may cost money"
-
-
-def shared_prefix(worker_ids: Sequence[str]) -> str:
-    """What every one of several worker ids starts with, up to a ``/``
-    (``recorded:small-6/`` for a recorded pool's workers; empty for one id or none), for a
-    page to say once beside a list of them instead of on every row."""
-    common = os.path.commonprefix(list(worker_ids)) if len(worker_ids) > 1 else ""
-    return common[: common.rfind("/") + 1]
 
 
 def plural(count: int, word: str) -> str:
