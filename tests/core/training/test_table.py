@@ -376,9 +376,9 @@ def test_a_run_on_the_table_keeps_its_query_features_and_the_next_run_reads_them
 ):
     """The train job keeps a table run's query features in the workspace (one row per
     training and validation question, the backbone's own), and the next run on the same
-    questions, and an evaluation, read them instead of computing them: with the kept rows
-    set to zeros, every decision is a tie, which argmax gives to the first model with an
-    answer (in fp32, where an episode rechecks no near tie)."""
+    questions, an evaluation and one episode of a run read them instead of computing them:
+    with the kept rows set to zeros, every decision is a tie, which argmax gives to the
+    first model with an answer (in fp32, where an episode rechecks no near tie)."""
     import sqlite3
     from contextlib import closing
 
@@ -423,3 +423,14 @@ def test_a_run_on_the_table_keeps_its_query_features_and_the_next_run_reads_them
             for e in store.list_episodes(evaluation.run_id)
         }
     assert [played[t.id] for t in splits["validation"]] == first_answered
+
+    # one episode of the first run's coordinator (trained on the real features) reads the
+    # kept (zero) row too: on a question where its validation chose another model, it now
+    # asks the first model with an answer, in memory or not
+    from workbench.core.jobs.episode import run_one_episode
+    from workbench.core.jobs.shared import shared_backbone
+
+    i = next(i for i, c in enumerate(choices[first] or ()) if c.worker != first_answered[i])
+    shared_backbone(cfg).forget()
+    episode = run_one_episode(ws, task=splits["validation"][i].id, run=first)
+    assert episode.turns[0].worker == first_answered[i]

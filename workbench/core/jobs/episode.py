@@ -12,7 +12,12 @@ from pathlib import Path
 from workbench.core.config import ProtocolSection
 from workbench.core.coordinator import Backbone
 from workbench.core.errors import InvalidInput
-from workbench.core.jobs.shared import backbone_for, open_worker_pool
+from workbench.core.jobs.shared import (
+    backbone_for,
+    open_worker_pool,
+    read_kept_features,
+    table_reason,
+)
 from workbench.core.progress import StageListener, tell
 from workbench.core.protocol import EpisodeSettings, Prompts, run_episode
 from workbench.core.records import Episode, Turn
@@ -103,7 +108,9 @@ def _trained(
     sample: bool,
     stages: StageListener | None,
 ) -> Episode:
-    """One episode of ``task`` played by run ``run``'s trained coordinator."""
+    """One episode of ``task`` played by run ``run``'s trained coordinator; a routing
+    table's run reads the task's query feature kept in the workspace (the one it trained
+    and was validated on, as ``eval`` does) instead of computing its own."""
     import numpy as np
 
     record = store.get_run(run)
@@ -115,6 +122,8 @@ def _trained(
     vector, _ = best_vector(store, record.id)
     model = backbone_for(config, stages=stages)  # shared in this process: never closed here
     session = open_worker_pool(config.pool.workers, workspace, stages)
+    if table_reason(config, session.pool) is None:
+        read_kept_features(model, workspace, [the_task], stages)
     coordinator = coordinator_from_vector(model, len(session.pool), vector, config.optimizer.svf)
     settings = EpisodeSettings.of(config.protocol, the_suite.name)
     tell(stages, _playing(the_task.id, settings.max_turns))

@@ -424,7 +424,8 @@ def read_kept_features(
     """Put ``tasks``' query features kept in ``workspace`` into ``backbone``'s memory,
     the rest computed and kept: the features a routing table's run trained and was
     validated on, which its one-turn episodes then read instead of computing their own."""
-    tell(stages, f"reading the {len(tasks)} questions' kept features")
+    count = "1 question" if len(tasks) == 1 else f"{len(tasks):,} questions"
+    tell(stages, f"reading the kept query features of {count}")
     with FeatureStore(workspace.features_path) as kept:
         stored_features(backbone, kept, [render_transcript(t, ()) for t in tasks])
 
