@@ -36,8 +36,8 @@ COLUMNS = (
     "Tokens\nper question",
 )
 COLUMN_TIPS = (
-    "What answered: the trained coordinator, one worker alone (single:…), random routing "
-    "or the oracle (the best any worker could do)",
+    "What answered: the trained coordinator, one worker alone, random routing or the "
+    "oracle (the best any worker could do)",
     "The share of the questions answered right, from 0 to 1",
     "The accuracy's 95% confidence interval (Wilson): the true accuracy lies between these "
     "two values with 95% confidence",
@@ -56,10 +56,11 @@ EVALUATION_TIPS = {
 
 
 def result_cells(system: SystemResult) -> tuple[str, ...]:
-    """One row of the accuracy table, as shown (the cost column's header says when its
-    dollars are simulated: ``cost_header``)."""
+    """One row of the accuracy table, as shown: a single worker as its check box names it
+    (``baseline_words``; the whole id is the cell's tooltip). The cost column's header says
+    when its dollars are simulated (``cost_header``)."""
     return (
-        system.name,
+        baseline_words(system.name),
         f"{system.accuracy:.3f}",
         f"{system.ci_low:.3f}–{system.ci_high:.3f}",
         f"{system.avg_turns:.2f}",
@@ -81,17 +82,17 @@ def cost_tip(spend: str) -> str:
 TICK_CHARS = 12  # a longer name under a bar is written on two or more lines
 
 
-def tick_name(system: str) -> str:
+def tick_name(system: str, chars: int = TICK_CHARS) -> str:
     """A system's name under its bar and over its column: a single worker by its own name
     (``mathlete`` for ``single:sandbox:mathlete``, ``gpt-4`` for
-    ``single:recorded:champ/gpt-4``), a long name wrapped after its hyphens or spaces
-    (``gpt-4-turbo-`` over ``5shot``), so that eight names fit side by side at 1280 px;
-    the accuracy table has each whole."""
+    ``single:recorded:champ/gpt-4``), a name longer than ``chars`` wrapped after its
+    hyphens or spaces (``gpt-4-turbo-`` over ``5shot``), a chart's bars as narrow as their
+    spacing asks; the accuracy table has each whole."""
     name = system.rsplit(":", 1)[-1] if system.startswith("single:") else system
     name = name.rsplit("/", 1)[-1]  # a recorded pool's worker: by its model
     lines: list[str] = []
     for piece in re.findall(r"[^\s-]*-|[^\s-]+\s*", name):  # break after a hyphen or space
-        if lines and len(lines[-1]) + len(piece.rstrip()) <= TICK_CHARS:
+        if lines and len(lines[-1]) + len(piece.rstrip()) <= chars:
             lines[-1] += piece
         else:
             lines.append(piece)

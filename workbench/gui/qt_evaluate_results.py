@@ -24,6 +24,7 @@ from workbench.gui.evaluate_model import (
     COST_COLUMN,
     EVALUATION_COLUMNS,
     EVALUATION_TIPS,
+    TICK_CHARS,
     category_rows,
     cost_header,
     cost_tip,
@@ -66,15 +67,52 @@ def interval_item(x: np.ndarray, y: np.ndarray, low: np.ndarray, high: np.ndarra
     )
 
 
-def name_bars(chart: pg.PlotWidget, systems: list[str]) -> None:
-    """Each bar's system name (``tick_name``) under it, the axis as high as the longest
-    name's lines (a wrapped name's second line was cut off)."""
-    names = [tick_name(system) for system in systems]
-    axis = chart.getAxis("bottom")
-    axis.setTicks([list(enumerate(names))])
-    lines = max((name.count("\n") + 1 for name in names), default=1)
-    line = QFontMetrics(axis.style["tickFont"] or chart.font()).height()
-    axis.setHeight(line * lines + 20 if lines > 1 else None)
+class BarNames:
+    """Each bar's system name (``tick_name``) under ``chart``'s bars, wrapped at as many
+    characters a line (``TICK_CHARS`` at most) as let every name fit the bars' spacing,
+    again when the chart is resized; the axis as high as the longest name's lines (a
+    wrapped name's second line was cut off)."""
+
+    def __init__(self, chart: pg.PlotWidget) -> None:
+        self.chart = chart
+        self.systems: list[str] = []
+        self.names: list[str] = []
+        view = chart.getViewBox()
+        view.sigResized.connect(self.fit)
+        view.sigXRangeChanged.connect(self.fit)
+
+    def show(self, systems: Sequence[str]) -> None:
+        """Name ``systems``' bars, one a unit apart from x = 0 (none: no names)."""
+        self.systems = list(systems)
+        self.names = []
+        self.fit()
+
+    def fit(self) -> None:
+        axis = self.chart.getAxis("bottom")
+        if not self.systems:
+            axis.setTicks(None)
+            axis.setHeight(None)
+            return
+        metrics = QFontMetrics(axis.style["tickFont"] or self.chart.font())
+        low, high = self.chart.getViewBox().viewRange()[0]
+        room = axis.width() / (high - low) - metrics.averageCharWidth()  # a unit of x apart
+
+        def fitted(system: str) -> str:
+            """The name wrapped at the most characters a line that fit ``room``; a word
+            wider than that (nothing to break it at) on a line of its own."""
+            for chars in range(TICK_CHARS, 1, -1):
+                name = tick_name(system, chars)
+                if max(metrics.horizontalAdvance(t) for t in name.split("\n")) <= room:
+                    return name
+            return tick_name(system, 1)
+
+        names = [fitted(system) for system in self.systems]
+        if names == self.names:  # the same lines: nothing to lay out again
+            return
+        self.names = names
+        axis.setTicks([list(enumerate(names))])
+        lines = max(name.count("\n") + 1 for name in names)
+        axis.setHeight(metrics.height() * lines + 20 if lines > 1 else None)
 
 
 def _box(title: str, widget: QWidget) -> QGroupBox:
@@ -129,6 +167,7 @@ class EvaluationView(QTabWidget):
         self.chart.setYRange(0, 1)
         self.chart.setMouseEnabled(x=False, y=False)
         self.chart.setMenuEnabled(False)
+        self.bar_names = BarNames(self.chart)
         self.bars: pg.BarGraphItem | None = None
         self.error_bars: pg.ErrorBarItem | None = None
         # every other system minus the best single worker, task by task (``Report.paired``)
@@ -144,6 +183,7 @@ class EvaluationView(QTabWidget):
             painted(zero, lambda palette: zero.setPen(pg.mkPen(palette.colour("grey"))))
         )
         self.paired_items: list[Any] = []
+        self.paired_names = BarNames(self.paired_chart)
         scores = QSplitter(Qt.Orientation.Vertical)
         scores.addWidget(_box("Accuracy", self.results_table))
         scores.addWidget(self.chart)
@@ -188,11 +228,11 @@ class EvaluationView(QTabWidget):
             if item is not None:
                 self.chart.removeItem(item)
         self.bars = self.error_bars = None
-        self.chart.getAxis("bottom").setTicks(None)
+        self.bar_names.show(())
         for item in self.paired_items:
             self.paired_chart.removeItem(item)
         self.paired_items = []
-        self.paired_chart.getAxis("bottom").setTicks(None)
+        self.paired_names.show(())
 
     def show_report(self, report: Report, pool: Sequence[str] = ()) -> None:
         """Show ``report``: its table and chart, the paired differences, the usage (in
@@ -205,9 +245,13 @@ class EvaluationView(QTabWidget):
         header.setToolTip(cost_tip(report.spend))
         self.results_table.setRowCount(len(systems))
         for row, system in enumerate(systems):
+            # the system's cell: its words, then its whole id where the words differ
+            whole = f"{system.name} ({system.kind})"
             for col, text in enumerate(result_cells(system)):
                 item = QTableWidgetItem(text)
-                item.setToolTip(text if col else f"{text} ({system.kind})")
+                item.setToolTip(
+                    text if col else whole if text == system.name else f"{text}: {whole}"
+                )
                 if col:
                     item.setTextAlignment(tables.NUMBER)
                 self.results_table.setItem(row, col, item)
@@ -218,7 +262,7 @@ class EvaluationView(QTabWidget):
         self.error_bars = interval_item(x, accuracy, low, high)
         self.chart.addItem(self.bars)
         self.chart.addItem(self.error_bars)
-        name_bars(self.chart, [s.name for s in systems])
+        self.bar_names.show([s.name for s in systems])
         self.chart.setXRange(-0.6, len(systems) - 0.4)
         self._show_paired(report)
         fill_by_system(self.usage_table, "Worker and role", report, usage_rows(report, pool))
@@ -245,7 +289,7 @@ class EvaluationView(QTabWidget):
         self.paired_items = [bar_item(x, diff), interval_item(x, diff, low, high)]
         for item in self.paired_items:
             self.paired_chart.addItem(item)
-        name_bars(self.paired_chart, [p.system for p in pairs])
+        self.paired_names.show([p.system for p in pairs])
         self.paired_chart.setXRange(-0.6, len(pairs) - 0.4)
         self.paired_chart.setYRange(min(-0.1, float(low.min())), max(0.1, float(high.max())))
 
@@ -271,7 +315,7 @@ class EvaluationsList(QGroupBox):
         super().__init__("Evaluations in this workspace")
         self.table = read_only_table(EVALUATION_COLUMNS)
         tables.sortable(self.table)
-        tables.fit_width(self.table, [0])
+        tables.fit_width(self.table, [0], wrap=True)
         for column, tip in EVALUATION_TIPS.items():
             tables.header_tip(self.table, EVALUATION_COLUMNS.index(column), tip)
         self.table.setToolTip("Click an evaluation to show its results")
