@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from workbench.core.evaluate import Report, SystemResult
 from workbench.core.jobs.evaluate import EvaluationSource, StoredEvaluation, evaluation_source
-from workbench.core.printable import shown_path
+from workbench.core.printable import shared_prefix, shown_path
 from workbench.core.records import ROLES
 from workbench.core.spend import dollars
 from workbench.core.tasks.suites import list_suites
@@ -122,38 +122,53 @@ def usage_keys(report: Report, pool: Sequence[str]) -> list[str]:
 
 
 def usage_rows(report: Report, pool: Sequence[str]) -> list[list[CellText]]:
-    """The usage table: a row per worker and role ("sandbox:coder as Worker"), a column
-    per system (its turns there)."""
+    """The usage table: a row per worker and role ("sandbox:coder as Worker"; the workers'
+    ``shared_prefix`` left out, said in ``usage_head``), a column per system (its turns
+    there)."""
+    keys = usage_keys(report, pool)
+    prefix = shared_prefix([k.rpartition("/")[0] for k in keys])
     rows = []
-    for key in usage_keys(report, pool):
+    for key in keys:
         worker, _, role = key.rpartition("/")
-        text = f"{worker} as {role_name(role)}"
-        head = CellText(text, tooltip=f"{text} (the {role} role)")
+        text = f"{worker.removeprefix(prefix)} as {role_name(role)}"
+        head = CellText(text, tooltip=f"{worker} as {role_name(role)} (the {role} role)")
         counts = [s.usage.get(key, 0) for s in report.systems]
         rows.append([head, *(CellText(str(n), n, f"{n} turns") for n in counts)])
     return rows
 
 
+def usage_head(report: Report, pool: Sequence[str]) -> str:
+    """The usage table's first header: "Worker and role", and under it the prefix every
+    worker's id shares (a recorded pool's ``recorded:NAME/``) when they share one."""
+    prefix = shared_prefix([k.rpartition("/")[0] for k in usage_keys(report, pool)])
+    return "Worker and role" + (f"\n({prefix}…)" if prefix else "")
+
+
 def category_rows(report: Report) -> list[list[CellText]]:
     """The accuracy per category: a row per category and one for all, a column per
-    system (its accuracy there, with the number of questions)."""
+    system (its accuracy there). The number of questions is said once beside the
+    category ("biology (36)") where every system answered as many, else in each cell."""
     rows = []
     for group in [*report.groups, "all"]:
-        cells = [CellText(group)]
-        for system in report.systems:
-            result = system if group == "all" else system.by_group.get(group)
+        results = [
+            system if group == "all" else system.by_group.get(group) for system in report.systems
+        ]
+        counts = {r.n for r in results if r is not None}
+        once = len(counts) == 1
+        cells = [CellText(f"{group} ({counts.pop()})" if once else group)]
+        for system, result in zip(report.systems, results, strict=True):
             if result is None:
                 cells.append(CellText("", -1.0, "no question of this category"))
-            else:
-                cells.append(
-                    CellText(
-                        f"{result.accuracy:.3f} ({result.n})",
-                        result.accuracy,
-                        f"{system.name} on {group}: {result.accuracy:.3f} of {result.n} "
-                        f"question{'' if result.n == 1 else 's'} right "
-                        f"(95%: {result.ci_low:.3f}–{result.ci_high:.3f})",
-                    )
+                continue
+            cells.append(
+                CellText(
+                    f"{result.accuracy:.3f}" + ("" if once else f" ({result.n})"),
+                    result.accuracy,
+                    f"{system.name} on {group}: {result.accuracy:.3f} of {result.n} "
+                    f"question{'' if result.n == 1 else 's'} right "
+                    f"(95%: {result.ci_low:.3f}–{result.ci_high:.3f})",
                 )
+            )
         rows.append(cells)
     return rows
 

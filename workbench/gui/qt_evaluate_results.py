@@ -3,7 +3,9 @@
 table with 95% intervals over a bar chart with error bars. Against the best worker: each
 system's paired difference from the best single worker, task by task. Usage and
 categories: the turns per worker and role, the accuracy per category, and what the
-coordinator played. Every table fits its tab at 1280 x 800 without scrolling sideways.
+coordinator played. The tables of a row per system fit their tab at 1280 x 800 without
+scrolling sideways; those of a column per system do with a sandbox evaluation's seven
+systems, and scroll sideways with more, their first column whole.
 
 A view of ``evaluate_model``'s cells; ``add_view`` takes one more tab (another kind of
 result of the same page)."""
@@ -25,6 +27,7 @@ from workbench.gui.evaluate_model import (
     EVALUATION_COLUMNS,
     EVALUATION_TIPS,
     TICK_CHARS,
+    baseline_words,
     category_rows,
     cost_header,
     cost_tip,
@@ -32,6 +35,7 @@ from workbench.gui.evaluate_model import (
     result_cells,
     system_headers,
     tick_name,
+    usage_head,
     usage_rows,
 )
 from workbench.gui.plots import painted, palette_colors, set_title, themed
@@ -160,8 +164,11 @@ class EvaluationView(QTabWidget):
         # a row per worker and role, or per category; a column per system
         self.usage_table = read_only_table(("Worker and role",))
         self.category_table = read_only_table(("Category",))
+        # every column as wide as its content, the first (what a row is) never cut: more
+        # systems than fit the tab (MMLU-Pro's six models, the coordinator, random and the
+        # oracle at 1280 px) scroll sideways
         for table in (self.usage_table, self.category_table):
-            tables.fit_width(table, [0])
+            tables.fit_width(table, [])
         self.learned_view = LearnedView("What the coordinator played: shown after an evaluation.")
         self.chart = themed(pg.PlotWidget(title="Accuracy with 95% intervals"))
         self.chart.setYRange(0, 1)
@@ -265,7 +272,7 @@ class EvaluationView(QTabWidget):
         self.bar_names.show([s.name for s in systems])
         self.chart.setXRange(-0.6, len(systems) - 0.4)
         self._show_paired(report)
-        fill_by_system(self.usage_table, "Worker and role", report, usage_rows(report, pool))
+        fill_by_system(self.usage_table, usage_head(report, pool), report, usage_rows(report, pool))
         fill_by_system(self.category_table, "Category", report, category_rows(report))
         self.learned_view.show_learned(
             report.learned, f"On the {report.split} split (the oracle: the exact best plan):"
@@ -276,7 +283,7 @@ class EvaluationView(QTabWidget):
         pairs = report.paired
         set_title(
             self.paired_chart,
-            f"Difference from {report.best_single},<br>task by task (95% bootstrap)"
+            f"Difference from {baseline_words(report.best_single)},<br>task by task (95% bootstrap)"
             if pairs
             else "Difference from the best single worker: no single worker evaluated",
             color=palette_colors()[1],
