@@ -15,6 +15,7 @@ from workbench.core.jobs.train import train
 from workbench.core.learned import describe_learned, summarise_learned
 from workbench.core.oracle import Step, best_plan
 from workbench.core.records import Episode, Role, StopReason, Turn
+from workbench.core.spend import Spend
 from workbench.core.store import Store
 from workbench.core.tasks.model import Task
 from workbench.core.tasks.suites import load_suite
@@ -162,6 +163,8 @@ def test_a_run_shows_what_its_result_head_played_on_validation(trained):
     data = json.loads(cli("runs", "show", run_id, "--json"))
     assert data["learned"] == [c.to_json() for c in learned]
     assert data["spend"] == "simulated"
+    # in the Runs page's words (a thousands separator from 1,000 episodes on)
+    assert spent == f"spent: {Spend.of(data['spent']).words('simulated')}"
 
 
 def test_an_evaluation_reports_what_the_coordinator_played(trained, tiny_backbone):

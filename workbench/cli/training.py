@@ -174,7 +174,7 @@ def cmd_runs_show(args) -> int:
     from workbench.core.jobs.learned import RunLearned, run_learned
     from workbench.core.jobs.shared import summarise_run
     from workbench.core.learned import describe_learned
-    from workbench.core.spend import dollars, recorded_spend, spend_kind
+    from workbench.core.spend import Spend, recorded_spend, spend_kind
     from workbench.core.store import Store
     from workbench.core.store.episode_file import counted_from_1, run_result_document
     from workbench.core.training.events import where_episodes_ran
@@ -215,10 +215,8 @@ def cmd_runs_show(args) -> int:
     if record.error:
         print(f"error: {record.error}")
     if record.kind == "train":  # from the stored generations and episodes (a killed run too)
-        spent = data["spent"]
         print(
-            f"spent: {int(spent['episodes'])} episodes, {int(spent['calls'])} "
-            f"calls, {dollars(spent['dollars'], spend)}, {spent['minutes']:.1f} min"
+            f"spent: {Spend.of(data['spent']).words(spend)}"
             + (
                 " (from its stored generations and what it recorded while running)"
                 if data["status"] == "interrupted"
