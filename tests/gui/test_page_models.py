@@ -310,11 +310,16 @@ def test_the_evaluate_pages_tables_put_systems_in_columns():
     usage = [[c.text for c in row] for row in usage_rows(report, ["a", "b"])]
     assert usage == [["a as Worker", "3", "4"], ["b as Thinker", "1", "0"]]
     categories = [[c.text for c in row] for row in category_rows(report)]
-    assert categories == [
-        ["code", "0.500 (2)", "0.500 (2)"],
-        ["math", "1.000 (2)", "0.500 (2)"],
-        ["all", "0.750 (4)", "0.500 (4)"],
+    assert categories == [  # every system answered as many: the count said once
+        ["code (2)", "0.500", "0.500"],
+        ["math (2)", "1.000", "0.500"],
+        ["all (4)", "0.750", "0.500"],
     ]
+    # a system that answered fewer of a category: each cell says its own count
+    single = report.systems[1]
+    fewer = replace(single, by_group={**single.by_group, "code": GroupResult(1.0, 0.2, 1.0, 1)})
+    report = replace(report, systems=(report.systems[0], fewer))
+    assert [c.text for c in category_rows(report)[0]] == ["code", "0.500 (2)", "1.000 (1)"]
     assert baseline_words("single:sandbox:coder") == "sandbox:coder alone"
     assert baseline_words("random") == "random"
     # a recorded pool's worker by its own name: the pool's would widen the page
