@@ -72,10 +72,10 @@ def interval_item(x: np.ndarray, y: np.ndarray, low: np.ndarray, high: np.ndarra
 
 
 class BarNames:
-    """Each bar's system name (``tick_name``) under ``chart``'s bars, wrapped at as many
-    characters a line (``TICK_CHARS`` at most) as let every name fit the bars' spacing,
-    again when the chart is resized; the axis as high as the longest name's lines (a
-    wrapped name's second line was cut off)."""
+    """Each bar's system name (``tick_name``) under ``chart``'s bars, each wrapped at the
+    most characters a line (``TICK_CHARS`` at most) that fit the bars' spacing, again when
+    the chart is resized or its range changes; the axis as high as the longest name's
+    lines (a wrapped name's second line was cut off)."""
 
     def __init__(self, chart: pg.PlotWidget) -> None:
         self.chart = chart
