@@ -123,12 +123,11 @@ def usage_keys(report: Report, pool: Sequence[str]) -> list[str]:
 
 def usage_rows(report: Report, pool: Sequence[str]) -> list[list[CellText]]:
     """The usage table: a row per worker and role ("sandbox:coder as Worker"; the workers'
-    ``shared_prefix`` left out, said in ``usage_head``), a column per system (its turns
+    ``usage_prefix`` left out, said in ``usage_head``), a column per system (its turns
     there)."""
-    keys = usage_keys(report, pool)
-    prefix = shared_prefix([k.rpartition("/")[0] for k in keys])
+    prefix = usage_prefix(report, pool)
     rows = []
-    for key in keys:
+    for key in usage_keys(report, pool):
         worker, _, role = key.rpartition("/")
         text = f"{worker.removeprefix(prefix)} as {role_name(role)}"
         head = CellText(text, tooltip=f"{worker} as {role_name(role)} (the {role} role)")
@@ -137,10 +136,16 @@ def usage_rows(report: Report, pool: Sequence[str]) -> list[list[CellText]]:
     return rows
 
 
+def usage_prefix(report: Report, pool: Sequence[str]) -> str:
+    """The prefix every worker's id in the usage table shares (a recorded pool's
+    ``recorded:NAME/``; empty when they share none)."""
+    return shared_prefix([k.rpartition("/")[0] for k in usage_keys(report, pool)])
+
+
 def usage_head(report: Report, pool: Sequence[str]) -> str:
-    """The usage table's first header: "Worker and role", and under it the prefix every
-    worker's id shares (a recorded pool's ``recorded:NAME/``) when they share one."""
-    prefix = shared_prefix([k.rpartition("/")[0] for k in usage_keys(report, pool)])
+    """The usage table's first header: "Worker and role", and under it the workers'
+    ``usage_prefix`` when they share one."""
+    prefix = usage_prefix(report, pool)
     return "Worker and role" + (f"\n({prefix}…)" if prefix else "")
 
 
@@ -155,7 +160,7 @@ def category_rows(report: Report) -> list[list[CellText]]:
         ]
         counts = {r.n for r in results if r is not None}
         once = len(counts) == 1
-        cells = [CellText(f"{group} ({counts.pop()})" if once else group)]
+        cells = [CellText(f"{group} ({min(counts)})" if once else group)]
         for system, result in zip(report.systems, results, strict=True):
             if result is None:
                 cells.append(CellText("", -1.0, "no question of this category"))
