@@ -138,3 +138,36 @@ def test_ctrl_c_stops_a_run_and_prints_the_command_that_resumes_it(tmp_path, hom
         generations = [g["generation"] for g in store.generations(run["id"])]
         assert store.get_run(run["id"]).status == "finished"
     assert generations == [0, 1, 2, 3, 4]  # each once: none repeated, none skipped
+
+
+def test_a_budget_spent_before_the_first_generation_says_so_and_how_to_resume(tmp_path, home):
+    """Fitting the search basis (its calibration episodes, the backbone's features) is
+    training time: a minutes budget it uses up ends the run with no generation, and the
+    command says so and prints the one that resumes it with a larger budget, not an
+    ``eval`` that would refuse a run without a generation."""
+    config = example(tmp_path, 2)
+    data = tomllib.loads(config.read_text(encoding="utf-8"))
+    data["budget"]["minutes"] = 0.0001  # 6 ms: less than the basis takes
+    config.write_text(tomli_w.dumps(data), encoding="utf-8")
+    # in the config's folder, as a user types it (a long path would not fit 80 columns)
+    ended = run_in_terminal([CLI, "train", config.name], env=home, cwd=str(tmp_path))
+    assert ended.status == 0, ended.text[-3000:]
+    shown = fits(ended, "a train its budget ended first")
+    run = only_run(home)
+    short = run["id"][:8]
+    assert run["generations"] == 0 and run["stop_reason"] == "budget.minutes", run
+    assert f"Done: run {short} trained 0 generations (budget.minutes)." in shown
+    assert "The work before the first generation used its budget.minutes" in shown
+    assert "eval" not in shown
+    resume = f"trinity-workbench train {config.name} --resume {short}"
+    assert f"Resume: {resume}\n" in shown + "\n"
+
+    data["budget"]["minutes"] = 30
+    config.write_text(tomli_w.dumps(data), encoding="utf-8")
+    resumed = run_in_terminal([CLI, *shlex.split(resume)[1:]], env=home, cwd=str(tmp_path))
+    assert resumed.status == 0, resumed.text[-3000:]
+    with Store.open(Workspace.open()) as store:
+        generations = [g["generation"] for g in store.generations(run["id"])]
+        minutes = store.get_run(run["id"]).run_result().spend["minutes"]
+    assert generations == [0, 1]
+    assert minutes * 60 > 0.006  # the basis's time counted, with the generations'

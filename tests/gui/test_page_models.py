@@ -115,6 +115,13 @@ def test_the_strip_and_the_log_speak_plain_words():
     ended, why = finished_lines(RunFinished("abcdef01", "budget.generations", 10, 0.6))
     assert "budget.generations" not in ended and why == "stop reason budget.generations"
     assert "it ran all its generations" in ended
+    # a budget the work before the first generation used up: what to do about it
+    ended, _ = finished_lines(RunFinished("abcdef01", "budget.minutes", 0, None))
+    assert ended == (
+        "run abcdef01 ended after 0 generations: it used its budget of time; the work "
+        "before its first generation (the questions' features, the routing table, the "
+        "search basis) used it: raise it on the Budget tab and start again"
+    )
 
 
 def test_the_time_left_and_the_spend_in_words():

@@ -24,11 +24,12 @@ def command_line(args, *words: str) -> str:
     return shlex.join(["trinity-workbench", *given, *words])
 
 
-def resume_command(args, run_id: str) -> str:
+def resume_command(args, run_id: str, config: str | None = None) -> str:
     """The command that resumes ``run_id`` as this one was given (its workspace, its Ray
-    address)."""
+    address), with ``config`` when its budget is to change."""
     ray = ["--ray-address", args.ray_address] if getattr(args, "ray_address", None) else []
-    return command_line(args, "train", "--resume", run_id[:8], *ray)
+    given = [config] if config else []
+    return command_line(args, "train", *given, "--resume", run_id[:8], *ray)
 
 
 class StopOnCtrlC:
@@ -120,7 +121,15 @@ def cmd_train(args) -> int:
         )
         why = "" if ended.stop_reason == "budget.generations" else f" ({ended.stop_reason})"
         display.say(f"Done: run {run_id[:8]} trained {ended.generations} generations{why}{best}.")
-        display.command("Next", command_line(args, "eval", "--run", run_id[:8]))
+        if ended.generations:
+            display.command("Next", command_line(args, "eval", "--run", run_id[:8]))
+        else:  # a budget that the routing table or the search basis used up (a stop
+            # before the first generation is told above)
+            display.say(
+                f"The work before the first generation used its {ended.stop_reason}: raise "
+                "it in the config and resume the run."
+            )
+            display.command("Resume", resume_command(args, run_id, args.config or "CONFIG"))
     print(run_id)
     return 0
 

@@ -340,7 +340,8 @@ class BudgetSection:
     minutes: float = key(
         0.0,
         "Time budget",
-        "Stop after this many minutes of training.",
+        "Stop after this many minutes of training, counting the work before the first "
+        "generation (the questions' features, a routing table, the search basis).",
         low=0,
         zero="no limit",
         unit="minutes",

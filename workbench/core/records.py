@@ -71,6 +71,11 @@ class RunStopReason(StrEnum):
     DONE = "done"
     SHUTDOWN = "shutdown"
 
+    @property
+    def is_budget(self) -> bool:
+        """Whether a budget key ran out (``budget.minutes``...)."""
+        return self.value.startswith("budget.")
+
     @classmethod
     def _missing_(cls, value: object) -> RunStopReason | None:
         # "failed" is how the Playground marks a served question that raised: an error

@@ -249,9 +249,15 @@ def finished_lines(event: RunFinished) -> tuple[str, str]:
         else f"; its best coordinator answered {event.best_validation:.0%} of the "
         "validation questions right"
     )
+    before = (
+        "; the work before its first generation (the questions' features, the routing "
+        "table, the search basis) used it: raise it on the Budget tab and start again"
+        if event.generations == 0 and RunStopReason(event.stop_reason).is_budget
+        else ""
+    )
     return (
         f"run {event.run_id[:8]} ended after {event.generations} generations: "
-        f"{stop_sentence(event.stop_reason).lower()}{best}",
+        f"{stop_sentence(event.stop_reason).lower()}{best}{before}",
         f"stop reason {event.stop_reason}",
     )
 

@@ -434,3 +434,37 @@ def test_a_run_on_the_table_keeps_its_query_features_and_the_next_run_reads_them
     shared_backbone(cfg).forget()
     episode = run_one_episode(ws, task=splits["validation"][i].id, run=first)
     assert episode.turns[0].worker == first_answered[i]
+
+
+def test_a_table_runs_minutes_count_the_work_before_its_first_generation(
+    champ, tiny_backbone, monkeypatch
+):
+    """Building the routing table (the questions' features and every worker's answers)
+    and fitting the search basis are training time: they count in the run's minutes, as
+    its generations do, and a minutes budget that this work passes ends the run before
+    a generation it could not afford."""
+    from workbench.core.records import RunStopReason
+    from workbench.core.training.table_scoring import TableScoring
+
+    ws, store, session, pool, tasks = champ
+    built = TableScoring.build
+    pause = 1.5
+
+    async def slow_build(self, asked):
+        await built(self, asked)
+        await asyncio.sleep(pause)  # a table whose features take a while to compute
+
+    monkeypatch.setattr(TableScoring, "build", slow_build)
+    cfg = _config()
+    trainer, _ = _train(store, ws, session, tiny_backbone, cfg)
+    session.run(trainer.run_async())
+    assert [g["generation"] for g in store.generations(trainer.run_id)] == [0, 1, 2, 3]
+    minutes = store.get_run(trainer.run_id).run_result().spend["minutes"]
+    assert minutes * 60 >= pause, minutes
+
+    short = cfg.replace(budget={"generations": 4, "minutes": pause / 2 / 60})
+    trainer, _ = _train(store, ws, session, tiny_backbone, short)
+    session.run(trainer.run_async())
+    record = store.get_run(trainer.run_id)
+    assert store.generations(trainer.run_id) == []
+    assert record.stop_reason == RunStopReason.MINUTES, record

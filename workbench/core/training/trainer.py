@@ -250,6 +250,9 @@ class Trainer:
         ended in the store for that reason, or failed (and ``RunFailed`` told) on an
         error, which goes on to the caller."""
         run_id, reason = life.run_id, None
+        # the work before the first generation (the routing table's features and answers,
+        # the search basis) is training time too: it counts in the run's minutes
+        self._in_flight = Spend(seconds=time.perf_counter())
         try:
             if self.scoring is not None and not self.scoring.built:
                 tasks = [*self.splits["train"], *self.splits["validation"]]
@@ -260,6 +263,7 @@ class Trainer:
                     len(tasks),
                     len(self.pool),
                 )
+                self._settle()
             if self.state.basis is None:
                 self.state.basis = await fit_basis(
                     self.plan.optimizer,
@@ -271,6 +275,7 @@ class Trainer:
                     calibration=self._calibration_transcripts,
                     kept=self.scoring.features if self.scoring is not None else None,
                 )
+                self._settle()
             while reason is None:
                 reason = self._budget_reason(before_generation=True)
                 if reason:
@@ -304,6 +309,14 @@ class Trainer:
             return
         self._spend_recorded = now
         self._record_spend(self._so_far())
+
+    def _settle(self) -> None:
+        """What was paid outside a generation since the in-flight spend started (its
+        episodes, calls, dollars and time) counted in the run's spend, and a new in-flight
+        spend started."""
+        f, now = self._in_flight, time.perf_counter()
+        self.state.spend.add(f.episodes, f.calls, f.dollars, now - f.seconds)
+        self._in_flight = Spend(seconds=now)
 
     def _so_far(self) -> Spend:
         """The run's spend: its completed generations' and what the one in flight paid."""
@@ -563,9 +576,9 @@ class Trainer:
         """The transcripts after one turn of each worker as Thinker and as Worker on each
         calibration task, for the whitened basis: what a Thinker's guidance or a first
         answer adds to a transcript is then among the directions it evens out. Their
-        worker calls, dollars and time count in the run's spend; the episodes are not
-        stored (they train nothing)."""
-        started = time.perf_counter()
+        worker calls and dollars count in the run's spend as they end (``_paid``), with the
+        basis's other work when it is done (``_settle``); the episodes are not stored (they
+        train nothing)."""
         episodes = await calibration_episodes(
             self.pool,
             self.settings,
@@ -576,14 +589,6 @@ class Trainer:
             run_id=self.run_id,
             paid=lambda episode: self._paid(episode, training=True),
         )
-        s = self.state.spend
-        s.add(
-            len(episodes),
-            worker_calls(episodes),
-            sum(e.cost for e in episodes),
-            time.perf_counter() - started,
-        )
-        self._in_flight = Spend(seconds=time.perf_counter())  # counted in the state now
         by_id = {t.id: t for t in tasks}
         return [render_transcript(by_id[e.task_id], e.turns) for e in episodes if e.turns]
 
