@@ -10,7 +10,7 @@ from rich.console import Console
 from workbench.cli.progress import Display, Eta, duration_words, eta_words
 from workbench.cli.views import TrainingView
 from workbench.core.records import GenerationStats
-from workbench.core.training.events import EpisodeDone, RunFinished, RunStarted
+from workbench.core.training.events import EpisodeDone, Preparing, RunFinished, RunStarted
 
 
 class Clock:
@@ -220,3 +220,28 @@ def test_log_lines_reach_the_terminal_only_with_v(verbose, capsys):
         root.setLevel(level)
     assert "WARNING workbench.core.x: a warning" in err
     assert ("an info line" in err) is verbose
+
+
+def test_the_work_before_the_first_generation_has_a_bar_of_its_own_when_it_takes_a_while():
+    """A table run grades its recorded answers and reads its questions with the backbone
+    before generation 1: each step with work to do is counted in questions; one done at
+    its first word (features an earlier run kept) draws nothing."""
+    clock = Clock()
+    display, out = plain_display(clock=clock)
+    view = TrainingView(display, resume=None)
+
+    def preparing(stage: str, done: int, total: int) -> Preparing:
+        return Preparing(run_id="0f3a9c1e" + "0" * 24, stage=stage, done=done, total=total)
+
+    with display:
+        view(run_started())
+        view(preparing("table", 1798, 1798))  # graded in one step: no bar
+        for done in (0, 640, 1280, 1798):
+            clock.now += 60.0
+            view(preparing("features", done, 1798))
+        view(generation(0, None, None))
+    text = out.getvalue()
+    assert "grading the recorded answers" not in text
+    assert "reading every question with the backbone: 640/1798 questions, 1:00" in text
+    assert "reading every question with the backbone: 1798/1798 questions" in text
+    assert text.index("1798/1798 questions") < text.index("training: 1/3 generations")

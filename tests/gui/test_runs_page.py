@@ -584,3 +584,38 @@ def test_a_run_on_a_routing_table_shows_what_its_validation_chose_and_replay_lea
     shown = cli("runs", "show", run_id[:8], workspace=gui_workspace.root, check=True).stdout
     assert "it was validated on a routing table" in shown
     assert f"trinity-workbench eval --run {run_id[:8]}" in shown
+
+
+def test_a_table_runs_work_before_its_first_generation_is_counted_in_the_progress_bar(
+    make_main_window, qtbot, tmp_path, tiny_model_dir
+):
+    """A run on CHAMP's routing table, started from the page: while the backbone reads
+    its questions the bar counts them, in words ("reading every question with the
+    backbone: 0 of 60 questions"), then counts generations again; the events came from
+    the training process through ``train --events``."""
+    from tests.core.training.test_table import _config
+    from workbench.gui.qt_run_form import GENERATIONS_FORMAT
+
+    window = make_main_window()
+    page = window.pages["Runs"]
+    path = tmp_path / "table.toml"
+    cfg = _config().replace(backbone={"model": str(tiny_model_dir), "device": "cpu"})
+    path.write_text(cfg.to_toml(), encoding="utf-8")
+    assert load(qtbot, page, path)
+    qtbot.mouseClick(page.start_button, qtbot_button())
+    thread = page.run_thread
+    seen = []  # each step and what the bar showed once the page had it
+    thread.preparing.connect(
+        lambda e: seen.append(
+            (e.stage, e.done, e.total, page.progress.format(), page.progress.maximum())
+        )
+    )
+    with qtbot.waitSignal(thread.finished_run, timeout=TIMEOUT):
+        pass
+    reading = "reading every question with the backbone: %v of %m questions"
+    assert seen == [
+        ("table", 60, 60, GENERATIONS_FORMAT, 4),
+        ("features", 0, 60, reading, 60),
+        ("features", 60, 60, GENERATIONS_FORMAT, 4),
+    ]
+    assert page.progress.value() == 4 and page.progress.text() == "generation 4 of 4"

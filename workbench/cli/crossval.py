@@ -12,6 +12,7 @@ def cmd_crossval(args) -> int:
     from workbench.core.config import RunConfig
     from workbench.core.jobs.crossval import FoldProgress, cross_validate
     from workbench.core.jobs.shared import backbone_for
+    from workbench.core.training.events import PREPARING_WORDS
 
     config = RunConfig.load(args.config)
     with Display(args.progress, verbose=args.verbose) as display:
@@ -27,11 +28,7 @@ def cmd_crossval(args) -> int:
             if event.stage in ("table", "features"):
                 # built once before the folds (the features take a while the first time)
                 if event.stage not in shown:
-                    what = (
-                        "grading the recorded answers"
-                        if event.stage == "table"
-                        else ("reading every question with the backbone")
-                    )
+                    what = PREPARING_WORDS[event.stage]
                     shown[event.stage] = display.count(what, max(1, event.total), "questions")
                 shown[event.stage].update(event.done)
             elif event.stage == "trained":

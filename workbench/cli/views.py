@@ -10,7 +10,13 @@ from collections.abc import Callable
 from workbench.cli.progress import Counter, Display
 from workbench.core.records import GenerationStats
 from workbench.core.spend import dollars, spend_kind
-from workbench.core.training.events import EpisodeDone, RunFailed, RunFinished, RunStarted
+from workbench.core.training.events import (
+    EpisodeDone,
+    Preparing,
+    RunFailed,
+    RunFinished,
+    RunStarted,
+)
 
 
 class TrainingView:
@@ -36,6 +42,7 @@ class TrainingView:
         self.episodes = 0  # of the generation in flight, done
         self.ended: RunFinished | RunFailed | None = None
         self.workers: set[str] = set()  # the workers called so far: is the spend simulated?
+        self.preparing: dict[str, Counter | None] = {}  # a bar per stage with work to do
 
     def __call__(self, event) -> None:
         if isinstance(event, RunStarted):
@@ -44,6 +51,8 @@ class TrainingView:
             self.episodes += 1
             self.counter.describe("training")
             self.counter.update(event.generation + min(1.0, self.episodes / self.per_generation))
+        elif isinstance(event, Preparing):
+            self._preparing(event)
         elif isinstance(event, GenerationStats):
             self._generation(event)
         elif isinstance(event, RunFinished | RunFailed):
@@ -82,6 +91,21 @@ class TrainingView:
             )
         # until its first episode ends: the search's set-up, the first forwards
         self.counter = self.display.count("preparing", total, "generations", start=first)
+
+    def _preparing(self, event: Preparing) -> None:
+        """A bar for a step before the first generation, unless it had nothing to do (the
+        questions' features all kept by an earlier run)."""
+        if event.stage not in self.preparing:
+            whole = event.done >= event.total
+            self.preparing[event.stage] = (
+                None if whole else self.display.count(event.words, max(1, event.total), "questions")
+            )
+        counter = self.preparing[event.stage]
+        if counter is None:
+            return
+        counter.update(event.done)
+        if event.done >= event.total:
+            self.display.finish(counter, keep=not self.transient)
 
     def _generation(self, g: GenerationStats) -> None:
         self.episodes = 0

@@ -48,6 +48,7 @@ FORM_TABS = (
     ("Budget", ("budget", "protocol")),
 )
 BACKBONES = ("offline", "Qwen/Qwen3-0.6B")
+GENERATIONS_FORMAT = "generation %v of %m"  # the progress bar's words while a run trains
 
 
 # the editor of one key: what ``set_config`` writes to and ``config`` reads from
@@ -262,7 +263,7 @@ class NewRunBox(QGroupBox):
         self.status_label = QLabel(STATE_WORDS["idle"])
         self.message_label = message_label()
         self.progress = QProgressBar()
-        self.progress.setFormat("generation %v of %m")
+        self.progress.setFormat(GENERATIONS_FORMAT)
         self.eta_label = QLabel("")
         self.spend_label = QLabel("")
         self.executor_label = QLabel("")

@@ -24,6 +24,7 @@ from workbench.core.printable import shown_path
 from workbench.core.spend import Spend, dollars, spend_kind
 from workbench.core.training.events import (
     GenerationStats,
+    Preparing,
     RunFailed,
     RunFinished,
     RunStarted,
@@ -46,7 +47,7 @@ from workbench.gui.qt import (
     Signal,
 )
 from workbench.gui.qt_learned import LearnedView
-from workbench.gui.qt_run_form import NewRunBox, choices
+from workbench.gui.qt_run_form import GENERATIONS_FORMAT, NewRunBox, choices
 from workbench.gui.qt_run_plots import RunPlots
 from workbench.gui.qt_runs_list import RunsList
 from workbench.gui.run_thread import RunThread
@@ -345,6 +346,7 @@ class QtRuns(Page):
         )
         self.progress.setRange(0, 0)  # busy: nothing to count until the run has started
         thread.started_run.connect(self._on_started)
+        thread.preparing.connect(self._on_preparing)
         thread.generation.connect(self._on_generation)
         thread.finished_run.connect(self._on_finished)
         thread.failed.connect(self._on_failed)
@@ -414,6 +416,19 @@ class QtRuns(Page):
                 context="read the run's earlier generations",
             )
         self.refresh_runs()
+
+    def _on_preparing(self, event: Preparing) -> None:
+        """A step before the first generation (a routing table's answers graded, its
+        questions read by the backbone) counted in the progress bar, in its words; the bar
+        counts generations again once the step is done."""
+        if event.done < event.total:
+            self.progress.setFormat(f"{event.words}: %v of %m questions")
+            self.progress.setRange(0, event.total)
+            self.progress.setValue(event.done)
+            return
+        self.progress.setFormat(GENERATIONS_FORMAT)
+        self.progress.setRange(0, max(self.progress_of.budget, 1))
+        self.progress.setValue(self.progress_of.generation)
 
     def _on_history(self, _context: Any, stored: StoredRun) -> None:
         if stored.summary.id != self.progress_of.run_id:

@@ -26,6 +26,7 @@ from workbench.core.config import RunConfig
 from workbench.core.training.events import (
     EpisodeDone,
     GenerationStats,
+    Preparing,
     RunFailed,
     RunFinished,
     RunStarted,
@@ -62,6 +63,7 @@ class RunThread(QThread):
     """Trains a new run from ``config`` (or resumes run ``resume``) in a child process."""
 
     started_run = Signal(object)  # RunStarted
+    preparing = Signal(object)  # Preparing: counted work before the first generation
     generation = Signal(object)  # GenerationStats
     episode = Signal(object)  # EpisodeDone
     finished_run = Signal(object)  # RunFinished
@@ -124,6 +126,8 @@ class RunThread(QThread):
         if isinstance(event, RunStarted):
             self.run_id = event.run_id
             self.started_run.emit(event)
+        elif isinstance(event, Preparing):
+            self.preparing.emit(event)
         elif isinstance(event, GenerationStats):
             self.generation.emit(event)
         elif isinstance(event, EpisodeDone):

@@ -450,8 +450,8 @@ def test_a_table_runs_minutes_count_the_work_before_its_first_generation(
     built = TableScoring.build
     pause = 1.5
 
-    async def slow_build(self, asked):
-        await built(self, asked)
+    async def slow_build(self, asked, progress=None):
+        await built(self, asked, progress)
         await asyncio.sleep(pause)  # a table whose features take a while to compute
 
     monkeypatch.setattr(TableScoring, "build", slow_build)
@@ -468,3 +468,43 @@ def test_a_table_runs_minutes_count_the_work_before_its_first_generation(
     record = store.get_run(trainer.run_id)
     assert store.generations(trainer.run_id) == []
     assert record.stop_reason == RunStopReason.MINUTES, record
+
+
+def test_a_table_run_counts_its_answers_graded_and_questions_read_before_generation_one(
+    tmp_path, tiny_model_dir
+):
+    """The work before a table run's first generation is counted as it goes (a bar, not
+    minutes of silence: MMLU-Pro's 1,798 questions took 4 min the first time): the
+    recorded answers graded, then the questions read by the backbone, each up to its
+    whole, after the run's start and before its first generation; the next run on the
+    same questions reads every feature back at once. The events cross ``train --events``'
+    JSON whole."""
+    from workbench.core.jobs.train import train
+    from workbench.core.training.events import (
+        GenerationStats,
+        Preparing,
+        RunStarted,
+        event_from_json,
+        event_to_json,
+    )
+
+    ws = Workspace.open(tmp_path / "ws")
+    cfg = _config().replace(
+        backbone={"model": str(tiny_model_dir), "device": "cpu", "precision": "fp32"},
+        budget={"generations": 1},
+    )
+
+    def heard() -> list:
+        events: list = []
+        train(cfg, ws, listeners=[lambda e: events.append(event_from_json(event_to_json(e)))])
+        return [e for e in events if isinstance(e, RunStarted | Preparing | GenerationStats)]
+
+    events = heard()
+    assert isinstance(events[0], RunStarted) and isinstance(events[-1], GenerationStats)
+    steps = [(e.stage, e.done, e.total) for e in events[1:-1]]
+    assert steps == [("table", 60, 60), ("features", 0, 60), ("features", 60, 60)]
+    assert events[1].words == "grading the recorded answers"
+    assert events[2].words == "reading every question with the backbone"
+    # the next run: its features kept, read back in one step
+    steps = [(e.stage, e.done, e.total) for e in heard()[1:-1]]
+    assert steps == [("table", 60, 60), ("features", 60, 60)]

@@ -69,6 +69,31 @@ class EpisodeDone:
     cost: float
 
 
+# the counted work before a routing table's first generation, in words (the CLI's bars of
+# train and crossval, the Runs page)
+PREPARING_WORDS = {
+    "table": "grading the recorded answers",
+    "features": "reading every question with the backbone",
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Preparing:
+    """Counted work before a run's first generation: its routing table's recorded answers
+    graded (``stage`` "table") or its questions read by the backbone ("features", kept in
+    the workspace: a later run on them reads them back), ``done`` of ``total``
+    questions."""
+
+    run_id: str
+    stage: str  # a key of PREPARING_WORDS
+    done: int
+    total: int
+
+    @property
+    def words(self) -> str:
+        return PREPARING_WORDS[self.stage]
+
+
 @dataclass(frozen=True)
 class RunFinished:
     run_id: str
@@ -84,10 +109,11 @@ class RunFailed:
 
 
 # GenerationStats lives in records (the store returns it too); it is one of the events.
-Event = RunStarted | GenerationStats | EpisodeDone | RunFinished | RunFailed
+Event = RunStarted | Preparing | GenerationStats | EpisodeDone | RunFinished | RunFailed
 Listener = Callable[[Event], None]
 EVENT_TYPES: dict[str, type] = {
-    t.__name__: t for t in (RunStarted, GenerationStats, EpisodeDone, RunFinished, RunFailed)
+    t.__name__: t
+    for t in (RunStarted, Preparing, GenerationStats, EpisodeDone, RunFinished, RunFailed)
 }
 
 

@@ -10,7 +10,7 @@ then scored on arrays, without playing an episode."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -58,12 +58,32 @@ class TableScoring:
     def built(self) -> bool:
         return bool(self.features)
 
-    async def build(self, tasks: Sequence[Task]) -> None:
-        """The table of ``tasks`` (unless given) and their query features."""
+    async def build(
+        self, tasks: Sequence[Task], progress: Callable[[str, int, int], None] | None = None
+    ) -> None:
+        """The table of ``tasks`` (unless given) and their query features;
+        ``progress(stage, done, total)`` as each is built ("table", "features": the keys of
+        ``events.PREPARING_WORDS``), called in the event loop's thread."""
+        loop = asyncio.get_running_loop()
+
+        def told(stage: str) -> Callable[[int, int], None] | None:
+            if progress is None:
+                return None
+            tell = progress
+
+            def said(done: int, total: int) -> None:
+                loop.call_soon_threadsafe(tell, stage, done, total)
+
+            return said
+
         if self.table is None:
-            self.table = await build_routing_table(self.pool, tasks, self.settings)
+            self.table = await build_routing_table(
+                self.pool, tasks, self.settings, progress=told("table")
+            )
         texts = [render_transcript(t, ()) for t in tasks]
-        rows = await asyncio.to_thread(stored_features, self.backbone, self.feature_store, texts)
+        rows = await asyncio.to_thread(
+            stored_features, self.backbone, self.feature_store, texts, told("features")
+        )
         self.features.update(zip((t.id for t in tasks), rows, strict=True))
 
     def rows(self, tasks: Sequence[Task]) -> tuple[np.ndarray, np.ndarray]:

@@ -57,6 +57,7 @@ from workbench.core.training.events import (
     Event,
     GenerationStats,
     Listener,
+    Preparing,
     RunFailed,
     RunFinished,
     RunStarted,
@@ -256,7 +257,12 @@ class Trainer:
         try:
             if self.scoring is not None and not self.scoring.built:
                 tasks = [*self.splits["train"], *self.splits["validation"]]
-                await self.scoring.build(tasks)
+                await self.scoring.build(
+                    tasks,
+                    lambda stage, done, total: self._emit(
+                        Preparing(run_id=run_id, stage=stage, done=done, total=total)
+                    ),
+                )
                 log.info(
                     "run %s: scoring on the routing table of %d tasks x %d workers",
                     self.run_id,
