@@ -245,3 +245,22 @@ def test_the_work_before_the_first_generation_has_a_bar_of_its_own_when_it_takes
     assert "reading every question with the backbone: 640/1798 questions, 1:00" in text
     assert "reading every question with the backbone: 1798/1798 questions" in text
     assert text.index("1798/1798 questions") < text.index("training: 1/3 generations")
+
+
+def test_without_a_terminal_the_end_of_the_work_is_said_once_whatever_its_total():
+    """2,397 questions in steps of 240: the last tenth ends at 2,397, not at a step's
+    multiple (MMLU-Pro's table run showed 2187/2397 as its last line); it is said once,
+    however often the end is reported."""
+    clock = Clock()
+    display, out = plain_display(clock=clock)
+    with display:
+        counter = display.count("reading", 2397, "questions")
+        for done in (258, 2187, 2397, 2397):
+            clock.now += 5.0  # well within the minute's line
+            counter.update(done)
+    lines = out.getvalue().splitlines()
+    assert [line.split(",")[0] for line in lines] == [
+        "reading: 258/2397 questions",
+        "reading: 2187/2397 questions",
+        "reading: 2397/2397 questions",
+    ]

@@ -302,10 +302,16 @@ class Display:
         now = self.clock()
         if now - counter.started < PLAIN_QUIET_S and done < counter.total:
             return
-        if done >= counter.next_line or now - counter.line_at >= PLAIN_AT_LEAST_S:
+        # the end is said once, whether or not the total is a multiple of the step
+        end = done >= counter.total and counter.next_line < math.inf
+        if done >= counter.next_line or end or now - counter.line_at >= PLAIN_AT_LEAST_S:
             self.console.print(counter.line(done), soft_wrap=True)
             counter.line_at = now
-            counter.next_line = (math.floor(done / counter.step) + 1) * counter.step
+            counter.next_line = (
+                math.inf
+                if done >= counter.total
+                else (math.floor(done / counter.step) + 1) * counter.step
+            )
 
     def _described(self, counter: Counter) -> None:
         if self._progress is not None and counter.task_id is not None:
