@@ -450,8 +450,8 @@ def test_a_table_runs_minutes_count_the_work_before_its_first_generation(
     built = TableScoring.build
     pause = 1.5
 
-    async def slow_build(self, asked, progress=None):
-        await built(self, asked, progress)
+    async def slow_build(self, asked, *args):
+        await built(self, asked, *args)
         await asyncio.sleep(pause)  # a table whose features take a while to compute
 
     monkeypatch.setattr(TableScoring, "build", slow_build)
@@ -508,3 +508,49 @@ def test_a_table_run_counts_its_answers_graded_and_questions_read_before_generat
     # the next run: its features kept, read back in one step
     steps = [(e.stage, e.done, e.total) for e in heard()[1:-1]]
     assert steps == [("table", 60, 60), ("features", 60, 60)]
+
+
+def test_a_stop_while_the_backbone_reads_the_questions_ends_the_run_at_its_next_chunk(
+    tmp_path, tiny_model_dir
+):
+    """Stop, while a table run's questions are read (minutes on MMLU-Pro the first time),
+    ends the run at the next chunk of features, not after all of them: the rows read so
+    far are kept, and the resumed run reads them back and computes only the rest."""
+    from workbench.core.coordinator.feature_store import CHUNK, FeatureStore
+    from workbench.core.jobs.train import train
+    from workbench.core.records import RunStopReason
+    from workbench.core.training.events import Preparing, StopToken
+
+    ws = Workspace.open(tmp_path / "ws")
+    cfg = _config().replace(
+        backbone={"model": str(tiny_model_dir), "device": "cpu", "precision": "fp32"},
+        tasks={"suite": "champ", "train": 100, "validation": 40, "test": 4},
+        budget={"generations": 1},
+    )
+    stop = StopToken()
+    heard: list[Preparing] = []
+
+    def listener(event):
+        if isinstance(event, Preparing):
+            heard.append(event)
+            if event.stage == "features":
+                stop.stop()  # at its first word: nothing read yet
+
+    run_id = train(cfg, ws, listeners=[listener], stop=stop)
+    with Store.open(ws) as store:
+        record = store.get_run(run_id)
+        assert record.stop_reason == RunStopReason.STOPPED
+        assert store.generations(run_id) == []
+    with FeatureStore(ws.features_path) as kept:
+        assert kept.count() == CHUNK < 140  # one chunk read, and kept
+    assert [(e.done, e.total) for e in heard if e.stage == "features"] == [(0, 140)]
+
+    events: list = []
+    train(None, ws, resume=run_id, listeners=[events.append])
+    assert [(e.done, e.total) for e in events if isinstance(e, Preparing)][1:] == [
+        (CHUNK, 140),
+        (2 * CHUNK, 140),
+        (140, 140),
+    ]
+    with Store.open(ws) as store:
+        assert [g["generation"] for g in store.generations(run_id)] == [0]

@@ -22,6 +22,7 @@ from workbench.core.protocol import EpisodeSettings
 from workbench.core.records import Role
 from workbench.core.tasks.model import Task
 from workbench.core.training.checkpoint import TableChoice
+from workbench.core.training.events import Stopped, StopToken
 from workbench.core.training.table import (
     RoutingTable,
     argmax_actions,
@@ -59,20 +60,24 @@ class TableScoring:
         return bool(self.features)
 
     async def build(
-        self, tasks: Sequence[Task], progress: Callable[[str, int, int], None] | None = None
+        self,
+        tasks: Sequence[Task],
+        progress: Callable[[str, int, int], None] | None = None,
+        stop: StopToken | None = None,
     ) -> None:
         """The table of ``tasks`` (unless given) and their query features;
         ``progress(stage, done, total)`` as each is built ("table", "features": the keys of
-        ``events.PREPARING_WORDS``), called in the event loop's thread."""
+        ``events.PREPARING_WORDS``), called in the event loop's thread. A ``stop`` ends the
+        work at its next step (``Stopped``; a chunk of features, the rows read so far
+        kept), not after minutes of reading."""
         loop = asyncio.get_running_loop()
 
-        def told(stage: str) -> Callable[[int, int], None] | None:
-            if progress is None:
-                return None
-            tell = progress
-
-            def said(done: int, total: int) -> None:
-                loop.call_soon_threadsafe(tell, stage, done, total)
+        def told(stage: str) -> Callable[[int, int], None]:
+            def said(done: int, total: int) -> None:  # in the loop's thread or the reader's
+                if stop is not None and stop.stopped:
+                    raise Stopped
+                if progress is not None:
+                    loop.call_soon_threadsafe(progress, stage, done, total)
 
             return said
 

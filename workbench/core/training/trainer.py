@@ -262,6 +262,7 @@ class Trainer:
                     lambda stage, done, total: self._emit(
                         Preparing(run_id=run_id, stage=stage, done=done, total=total)
                     ),
+                    self.stop,
                 )
                 log.info(
                     "run %s: scoring on the routing table of %d tasks x %d workers",
