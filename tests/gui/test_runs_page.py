@@ -594,6 +594,7 @@ def test_a_table_runs_work_before_its_first_generation_is_counted_in_the_progres
     backbone: 0 of 60 questions"), then counts generations again; the events came from
     the training process through ``train --events``."""
     from tests.core.training.test_table import _config
+    from workbench.core.training.events import Preparing
     from workbench.gui.qt_run_form import GENERATIONS_FORMAT
 
     window = make_main_window()
@@ -619,3 +620,11 @@ def test_a_table_runs_work_before_its_first_generation_is_counted_in_the_progres
         ("features", 60, 60, GENERATIONS_FORMAT, 4),
     ]
     assert page.progress.value() == 4 and page.progress.text() == "generation 4 of 4"
+    qtbot.waitUntil(lambda: page.run_thread is None, timeout=TIMEOUT)
+
+    # a run stopped while its questions are read: the bar counts generations again, not
+    # "reading ... 128 of 2397" under a stopped run
+    page._on_preparing(Preparing(run_id="r", stage="features", done=128, total=2397))
+    assert page.progress.text() == "reading every question with the backbone: 128 of 2397 questions"
+    page._on_thread_done()
+    assert page.progress.format() == GENERATIONS_FORMAT and page.progress.maximum() == 4

@@ -426,6 +426,10 @@ class QtRuns(Page):
             self.progress.setRange(0, event.total)
             self.progress.setValue(event.done)
             return
+        self._count_generations()
+
+    def _count_generations(self) -> None:
+        """The bar counts the run's generations again (after a step before the first)."""
         self.progress.setFormat(GENERATIONS_FORMAT)
         self.progress.setRange(0, max(self.progress_of.budget, 1))
         self.progress.setValue(self.progress_of.generation)
@@ -473,6 +477,8 @@ class QtRuns(Page):
         if self.progress.maximum() == 0:  # it ended before it started: no more busy bar
             self.progress.setRange(0, 1)
             self.progress.setValue(0)
+        if self.progress.format() != GENERATIONS_FORMAT:  # stopped while preparing
+            self._count_generations()
         if self.state not in ENDED_STATES:
             self._set_state("idle")
         self.redraw()
