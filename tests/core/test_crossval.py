@@ -314,3 +314,40 @@ def test_a_stored_cross_validation_reads_back_whole(tmp_path, tiny_backbone):
     assert dataclasses.replace(again, train_seconds=report.train_seconds) == report
     with pytest.raises(InvalidInput, match="no finished cross-validation"):
         load_crossval(ws, report.runs[0])
+
+
+def test_the_crossval_command_counts_the_questions_it_reads_once(tmp_path, tiny_model_dir):
+    """``trinity-workbench crossval`` in a pipe (plain lines): the backbone's reading of
+    every question, before the folds, is counted to its end once; a step done in one go
+    (grading 12 recorded answers) and the folds' own reading of features already kept
+    draw nothing; run again, the kept features are read back without a line. The report
+    is printed."""
+    import subprocess
+    import sys
+
+    ws, _ = _parity(tmp_path)
+    config = _parity_config(max_turns=1).replace(
+        backbone={"model": str(tiny_model_dir), "device": "cpu", "precision": "fp32"}
+    )
+    path = tmp_path / "cv.toml"
+    path.write_text(config.to_toml(), encoding="utf-8")
+
+    def crossval() -> subprocess.CompletedProcess:
+        command = [sys.executable, "-m", "workbench", "--workspace", str(ws.root), "crossval"]
+        done = subprocess.run(
+            [*command, str(path), "--folds", "3", "--progress", "plain"],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        return done
+
+    first = crossval()
+    reading = "reading every question with the backbone"
+    assert [line.split(",")[0] for line in first.stderr.splitlines() if reading in line] == [
+        f"{reading}: 12/12 questions"
+    ]
+    assert "grading the recorded answers" not in first.stderr
+    assert "coordinator" in first.stdout and "recorded oracle" in first.stdout
+    assert reading not in crossval().stderr

@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 from workbench.cli.common import print_written, workspace
-from workbench.cli.progress import Counter, Display, add_progress_option, duration_words
+from workbench.cli.progress import Display, add_progress_option, duration_words
 
 
 def cmd_crossval(args) -> int:
-    from workbench.cli.views import TrainingView
+    from workbench.cli.views import PreparingBars, TrainingView
     from workbench.core.config import RunConfig
     from workbench.core.jobs.crossval import FoldProgress, cross_validate
     from workbench.core.jobs.shared import backbone_for
@@ -21,16 +21,13 @@ def cmd_crossval(args) -> int:
         folds = display.count("cross-validating", args.folds * args.repeats, "folds")
         training = TrainingView(display, resume=None, transient=True)
 
-        shown: dict[str, Counter] = {}
+        # built once before the folds (the features take a while the first time)
+        preparing = PreparingBars(display)
 
         def said(event: FoldProgress) -> None:
             repeat = f"repeat {event.repeat}/{event.repeats}, " if event.repeats > 1 else ""
-            if event.stage in ("table", "features"):
-                # built once before the folds (the features take a while the first time)
-                if event.stage not in shown:
-                    what = PREPARING_WORDS[event.stage]
-                    shown[event.stage] = display.count(what, max(1, event.total), "questions")
-                shown[event.stage].update(event.done)
+            if event.stage in PREPARING_WORDS:
+                preparing(event.stage, event.done, event.total)
             elif event.stage == "trained":
                 display.say(
                     f"{repeat}fold {event.fold}/{event.folds}: run {str(event.run_id)[:8]} "

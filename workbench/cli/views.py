@@ -11,12 +11,38 @@ from workbench.cli.progress import Counter, Display
 from workbench.core.records import GenerationStats
 from workbench.core.spend import dollars, spend_kind
 from workbench.core.training.events import (
+    PREPARING_WORDS,
     EpisodeDone,
     Preparing,
     RunFailed,
     RunFinished,
     RunStarted,
 )
+
+
+class PreparingBars:
+    """A bar, in questions, for each step before a routing table's training that has work
+    to do (``events.PREPARING_WORDS``: its answers graded, its questions read by the
+    backbone); a step whole at its first word (features kept by an earlier run) draws
+    none. ``transient``: each bar goes once its step is done."""
+
+    def __init__(self, display: Display, *, transient: bool = False):
+        self.display, self.transient = display, transient
+        self.bars: dict[str, Counter | None] = {}
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if stage not in self.bars:
+            self.bars[stage] = (
+                None
+                if done >= total
+                else self.display.count(PREPARING_WORDS[stage], max(1, total), "questions")
+            )
+        bar = self.bars[stage]
+        if bar is None:
+            return
+        bar.update(done)
+        if done >= total:
+            self.display.finish(bar, keep=not self.transient)
 
 
 class TrainingView:
@@ -42,7 +68,7 @@ class TrainingView:
         self.episodes = 0  # of the generation in flight, done
         self.ended: RunFinished | RunFailed | None = None
         self.workers: set[str] = set()  # the workers called so far: is the spend simulated?
-        self.preparing: dict[str, Counter | None] = {}  # a bar per stage with work to do
+        self.preparing = PreparingBars(display, transient=transient)
 
     def __call__(self, event) -> None:
         if isinstance(event, RunStarted):
@@ -52,7 +78,7 @@ class TrainingView:
             self.counter.describe("training")
             self.counter.update(event.generation + min(1.0, self.episodes / self.per_generation))
         elif isinstance(event, Preparing):
-            self._preparing(event)
+            self.preparing(event.stage, event.done, event.total)
         elif isinstance(event, GenerationStats):
             self._generation(event)
         elif isinstance(event, RunFinished | RunFailed):
@@ -91,21 +117,6 @@ class TrainingView:
             )
         # until its first episode ends: the search's set-up, the first forwards
         self.counter = self.display.count("preparing", total, "generations", start=first)
-
-    def _preparing(self, event: Preparing) -> None:
-        """A bar for a step before the first generation, unless it had nothing to do (the
-        questions' features all kept by an earlier run)."""
-        if event.stage not in self.preparing:
-            whole = event.done >= event.total
-            self.preparing[event.stage] = (
-                None if whole else self.display.count(event.words, max(1, event.total), "questions")
-            )
-        counter = self.preparing[event.stage]
-        if counter is None:
-            return
-        counter.update(event.done)
-        if event.done >= event.total:
-            self.display.finish(counter, keep=not self.transient)
 
     def _generation(self, g: GenerationStats) -> None:
         self.episodes = 0

@@ -12,7 +12,7 @@ import typing
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass
 from enum import StrEnum
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from workbench.core.errors import Interrupted
 from workbench.core.records import GenerationStats, RunStopReason, StopReason
@@ -71,7 +71,8 @@ class EpisodeDone:
 
 # the counted work before a routing table's first generation, in words (the CLI's bars of
 # train and crossval, the Runs page)
-PREPARING_WORDS = {
+PreparingStage = Literal["table", "features"]
+PREPARING_WORDS: dict[str, str] = {
     "table": "grading the recorded answers",
     "features": "reading every question with the backbone",
 }
@@ -85,7 +86,7 @@ class Preparing:
     questions."""
 
     run_id: str
-    stage: str  # a key of PREPARING_WORDS
+    stage: PreparingStage
     done: int
     total: int
 

@@ -22,7 +22,7 @@ from workbench.core.protocol import EpisodeSettings
 from workbench.core.records import Role
 from workbench.core.tasks.model import Task
 from workbench.core.training.checkpoint import TableChoice
-from workbench.core.training.events import Stopped, StopToken
+from workbench.core.training.events import PreparingStage, Stopped, StopToken
 from workbench.core.training.table import (
     RoutingTable,
     argmax_actions,
@@ -62,7 +62,7 @@ class TableScoring:
     async def build(
         self,
         tasks: Sequence[Task],
-        progress: Callable[[str, int, int], None] | None = None,
+        progress: Callable[[PreparingStage, int, int], None] | None = None,
         stop: StopToken | None = None,
     ) -> None:
         """The table of ``tasks`` (unless given) and their query features;
@@ -72,7 +72,7 @@ class TableScoring:
         kept), not after minutes of reading."""
         loop = asyncio.get_running_loop()
 
-        def told(stage: str) -> Callable[[int, int], None]:
+        def told(stage: PreparingStage) -> Callable[[int, int], None]:
             def said(done: int, total: int) -> None:  # in the loop's thread or the reader's
                 if stop is not None and stop.stopped:
                     raise Stopped
